@@ -1,0 +1,253 @@
+/*
+ * Ground-truth generator for Topology.describe() text.
+ *
+ * Regenerate the fixtures (run from the repository root; needs only Java 17 + Maven, no broker):
+ *
+ *   mvn -q -f compat/topology-describe/pom.xml compile exec:java -Dexec.args=crates/kstreams-dsl/tests/fixtures/describe
+ *
+ * Each program below is built with real Apache Kafka Streams (version in pom.xml) and
+ * builder.build().describe().toString() (or topology.describe().toString() for the
+ * Processor API program) is written byte-for-byte to <outdir>/<name>.txt.
+ *
+ * The code between "// BEGIN <name>" and "// END <name>" is quoted verbatim in
+ * crates/kstreams-dsl/tests/fixtures/describe/PROGRAMS.md; keep them in sync.
+ */
+package io.kstreams.compat;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+import java.util.regex.Pattern;
+
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Branched;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.Printed;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.ProcessorSupplier;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.Stores;
+
+public final class DescribePrograms {
+
+    /** A pass-through processor; its behaviour is irrelevant to describe(). */
+    static final class PassThrough implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+
+        @Override
+        public void init(final ProcessorContext<String, String> context) {
+            this.context = context;
+        }
+
+        @Override
+        public void process(final Record<String, String> record) {
+            context.forward(record);
+        }
+    }
+
+    static Topology filterMapTo() {
+        // BEGIN filter_map_to
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("input")
+            .filter((k, v) -> v != null)
+            .mapValues(v -> v.toUpperCase())
+            .to("output");
+        return builder.build();
+        // END filter_map_to
+    }
+
+    static Topology twoTopicsFlatMap() {
+        // BEGIN two_topics_flat_map
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream(List.of("a", "b"))
+            .flatMapValues(v -> List.of(v.split(" ")))
+            .selectKey((k, v) -> v)
+            .peek((k, v) -> { })
+            .to("out");
+        return builder.build();
+        // END two_topics_flat_map
+    }
+
+    static Topology patternSource() {
+        // BEGIN pattern_source
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream(Pattern.compile("in-.*"))
+            .map((k, v) -> KeyValue.pair(v, k))
+            .foreach((k, v) -> { });
+        return builder.build();
+        // END pattern_source
+    }
+
+    static Topology splitMerge() {
+        // BEGIN split_merge
+        StreamsBuilder builder = new StreamsBuilder();
+        KStream<String, String> input = builder.stream("input");
+        Map<String, KStream<String, String>> branches = input
+            .split(Named.as("branch-"))
+            .branch((k, v) -> v.startsWith("a"), Branched.as("a"))
+            .branch((k, v) -> v.startsWith("b"), Branched.as("b"))
+            .defaultBranch(Branched.as("other"));
+        branches.get("branch-a")
+            .merge(branches.get("branch-b"))
+            .filterNot((k, v) -> v.isEmpty())
+            .to("merged");
+        branches.get("branch-other").to("other");
+        return builder.build();
+        // END split_merge
+    }
+
+    static Topology repartition() {
+        // BEGIN repartition
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("input")
+            .selectKey((k, v) -> v)
+            .repartition()
+            .mapValues(v -> v.toUpperCase())
+            .to("output");
+        return builder.build();
+        // END repartition
+    }
+
+    static Topology namedRepartition() {
+        // BEGIN named_repartition
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("input")
+            .map((k, v) -> KeyValue.pair(v, k))
+            .repartition(Repartitioned.as("by-user"))
+            .filter((k, v) -> v != null)
+            .to("output");
+        return builder.build();
+        // END named_repartition
+    }
+
+    static Topology namedOperators() {
+        // BEGIN named_operators
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream("input", Consumed.<String, String>as("my-source"))
+            .filter((k, v) -> v != null, Named.as("only-valid"))
+            .mapValues(v -> v.toUpperCase(), Named.as("upper"))
+            .to("output", Produced.as("my-sink"));
+        return builder.build();
+        // END named_operators
+    }
+
+    static Topology processWithStore() {
+        // BEGIN process_with_store
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.addStateStore(Stores.keyValueStoreBuilder(
+            Stores.inMemoryKeyValueStore("counts"), Serdes.String(), Serdes.Long()));
+        ProcessorSupplier<String, String, String, String> supplier = PassThrough::new;
+        builder.<String, String>stream("input")
+            .process(supplier, "counts")
+            .to("output");
+        return builder.build();
+        // END process_with_store
+    }
+
+    static Topology topicExtractor() {
+        // BEGIN topic_extractor
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("input")
+            .mapValues(v -> v.toUpperCase())
+            .to((k, v, ctx) -> "out-" + k);
+        return builder.build();
+        // END topic_extractor
+    }
+
+    static Topology printAndFlatMap() {
+        // BEGIN print_and_flat_map
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("input")
+            .flatMap((k, v) -> List.of(KeyValue.pair(k, v), KeyValue.pair(v, k)))
+            .print(Printed.toSysOut());
+        builder.<String, String>stream("other")
+            .filter((k, v) -> v != null)
+            .to("other-out");
+        return builder.build();
+        // END print_and_flat_map
+    }
+
+    static Topology topologyPapi() {
+        // BEGIN topology_papi
+        Topology topology = new Topology();
+        topology.addSource("Source", "src-topic");
+        topology.addProcessor("Process", (ProcessorSupplier<String, String, String, String>) PassThrough::new, "Source");
+        topology.addStateStore(Stores.keyValueStoreBuilder(
+            Stores.inMemoryKeyValueStore("Counts"), Serdes.String(), Serdes.Long()), "Process");
+        topology.addSink("Sink", "sink-topic", "Process");
+        return topology;
+        // END topology_papi
+    }
+
+    static Topology mergeOfThree() {
+        // BEGIN merge_of_three
+        StreamsBuilder builder = new StreamsBuilder();
+        KStream<String, String> a = builder.stream("a");
+        KStream<String, String> b = builder.stream("b");
+        KStream<String, String> c = builder.stream("c");
+        a.merge(b)
+            .merge(c)
+            .mapValues(v -> v.toUpperCase())
+            .to("out");
+        return builder.build();
+        // END merge_of_three
+    }
+
+    static Topology splitNoDefault() {
+        // BEGIN split_no_default
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("input")
+            .split()
+            .branch((k, v) -> v.startsWith("x"), Branched.withConsumer(ks -> ks.to("x")))
+            .branch((k, v) -> v.startsWith("y"), Branched.withConsumer(ks -> ks.to("y")))
+            .noDefaultBranch();
+        return builder.build();
+        // END split_no_default
+    }
+
+    static Map<String, Supplier<Topology>> programs() {
+        final Map<String, Supplier<Topology>> programs = new LinkedHashMap<>();
+        programs.put("filter_map_to", DescribePrograms::filterMapTo);
+        programs.put("two_topics_flat_map", DescribePrograms::twoTopicsFlatMap);
+        programs.put("pattern_source", DescribePrograms::patternSource);
+        programs.put("split_merge", DescribePrograms::splitMerge);
+        programs.put("repartition", DescribePrograms::repartition);
+        programs.put("named_repartition", DescribePrograms::namedRepartition);
+        programs.put("named_operators", DescribePrograms::namedOperators);
+        programs.put("process_with_store", DescribePrograms::processWithStore);
+        programs.put("topic_extractor", DescribePrograms::topicExtractor);
+        programs.put("print_and_flat_map", DescribePrograms::printAndFlatMap);
+        programs.put("topology_papi", DescribePrograms::topologyPapi);
+        programs.put("merge_of_three", DescribePrograms::mergeOfThree);
+        programs.put("split_no_default", DescribePrograms::splitNoDefault);
+        return programs;
+    }
+
+    public static void main(final String[] args) throws IOException {
+        if (args.length != 1) {
+            System.err.println("usage: DescribePrograms <outdir>");
+            System.exit(2);
+        }
+        final Path outDir = Path.of(args[0]);
+        Files.createDirectories(outDir);
+        for (final Map.Entry<String, Supplier<Topology>> e : programs().entrySet()) {
+            final String text = e.getValue().get().describe().toString();
+            final Path file = outDir.resolve(e.getKey() + ".txt");
+            Files.write(file, text.getBytes(StandardCharsets.UTF_8));
+            System.out.println("wrote " + file);
+        }
+    }
+}

@@ -1,0 +1,24 @@
+//! Records, headers and serdes: the bottom layer of kstreams.
+//!
+//! This crate owns what a Kafka record is once it is inside a kstreams
+//! application ([`Record`], [`Headers`], [`RecordMetadata`]) and the
+//! [`Serde`] trait that turns typed keys and values into bytes and back at
+//! the edges of a topology (sources, sinks, stores and changelogs).
+//!
+//! The built-in serdes write exactly the bytes of Kafka's own serializers,
+//! so a topic written by kstreams reads the same in Kafka Streams and the
+//! other way round.
+
+mod headers;
+mod record;
+pub mod serde;
+
+pub use headers::{Header, Headers};
+pub use record::{Record, RecordMetadata};
+pub use serde::{
+    BytesSerde, DefaultSerde, F64Serde, I32Serde, I64Serde, JsonSerde, Nullable, Serde, SerdeError,
+    SharedSerde, StringSerde, UnitSerde,
+};
+
+/// A timestamp in milliseconds since the Unix epoch, as Kafka stores it.
+pub type Timestamp = i64;

@@ -1,0 +1,323 @@
+//! The [`Serde`] trait and the built-in serdes.
+//!
+//! A serde turns a typed key or value into the bytes of a Kafka record and
+//! back. Kafka has null keys and values (tombstones); here they are
+//! `Option<&[u8]>` on the wire side and `Option<T>` on the typed side through
+//! [`Nullable`]. A serde for a non-nullable type rejects a null with
+//! [`SerdeError::UnexpectedNull`] instead of inventing a value.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::Headers;
+
+/// Why a key or value could not be turned into bytes or back.
+#[derive(Debug, thiserror::Error)]
+pub enum SerdeError {
+    /// A fixed-width type got the wrong number of bytes.
+    #[error("topic {topic}: a {type_name} needs exactly {expected} bytes, got {actual}")]
+    WrongSize {
+        /// The topic being read or written.
+        topic: String,
+        /// The Rust type.
+        type_name: &'static str,
+        /// Bytes the type needs.
+        expected: usize,
+        /// Bytes received.
+        actual: usize,
+    },
+    /// A string serde got bytes that are not UTF-8.
+    #[error("topic {topic}: bytes are not valid UTF-8: {source}")]
+    InvalidUtf8 {
+        /// The topic being read.
+        topic: String,
+        /// Where the bytes stop being UTF-8.
+        source: std::str::Utf8Error,
+    },
+    /// A null key or value reached a serde whose type cannot be null.
+    #[error(
+        "topic {topic}: got a null (tombstone) for non-nullable type {type_name}; \
+         declare the type as Option<_> with the Nullable serde to accept nulls"
+    )]
+    UnexpectedNull {
+        /// The topic being read.
+        topic: String,
+        /// The Rust type.
+        type_name: &'static str,
+    },
+    /// JSON encoding or decoding failed.
+    #[error("topic {topic}: JSON for {type_name}: {source}")]
+    Json {
+        /// The topic being read or written.
+        topic: String,
+        /// The Rust type.
+        type_name: &'static str,
+        /// The serde_json error.
+        source: serde_json::Error,
+    },
+    /// Any other failure, from a user serde.
+    #[error("topic {topic}: {message}")]
+    Custom {
+        /// The topic being read or written.
+        topic: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Serializes and deserializes one type for a Kafka topic.
+///
+/// Both directions see the topic and the record headers, as Kafka's
+/// `Serializer` and `Deserializer` do; a serializer may add headers (a schema
+/// id, say). `None` bytes are Kafka's null.
+pub trait Serde<T>: Send + Sync + 'static {
+    /// Turns a value into record bytes; `Ok(None)` writes a null.
+    fn serialize(
+        &self,
+        topic: &str,
+        headers: &mut Headers,
+        value: &T,
+    ) -> Result<Option<Vec<u8>>, SerdeError>;
+
+    /// Turns record bytes (`None` for null) into a value.
+    fn deserialize(
+        &self,
+        topic: &str,
+        headers: &Headers,
+        bytes: Option<&[u8]>,
+    ) -> Result<T, SerdeError>;
+}
+
+/// A shared, type-erased serde, as topologies store them.
+pub type SharedSerde<T> = Arc<dyn Serde<T>>;
+
+/// Types with an obvious serde, so `builder.stream::<String, i64>(..)` needs
+/// no serde arguments: strings, bytes, Kafka's numeric types, unit and
+/// `Option` of any of them.
+pub trait DefaultSerde: Sized + 'static {
+    /// The serde used when none is given.
+    fn default_serde() -> SharedSerde<Self>;
+}
+
+fn null_error<T>(topic: &str) -> SerdeError {
+    SerdeError::UnexpectedNull {
+        topic: topic.to_string(),
+        type_name: std::any::type_name::<T>(),
+    }
+}
+
+/// UTF-8 strings, as Kafka's `StringSerializer` (UTF-8 by default).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StringSerde;
+
+impl Serde<String> for StringSerde {
+    fn serialize(&self, _: &str, _: &mut Headers, value: &String) -> Result<Option<Vec<u8>>, SerdeError> {
+        Ok(Some(value.as_bytes().to_vec()))
+    }
+    fn deserialize(&self, topic: &str, _: &Headers, bytes: Option<&[u8]>) -> Result<String, SerdeError> {
+        let bytes = bytes.ok_or_else(|| null_error::<String>(topic))?;
+        std::str::from_utf8(bytes)
+            .map(str::to_owned)
+            .map_err(|source| SerdeError::InvalidUtf8 {
+                topic: topic.to_string(),
+                source,
+            })
+    }
+}
+
+/// Raw bytes, unchanged.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BytesSerde;
+
+impl Serde<Vec<u8>> for BytesSerde {
+    fn serialize(&self, _: &str, _: &mut Headers, value: &Vec<u8>) -> Result<Option<Vec<u8>>, SerdeError> {
+        Ok(Some(value.clone()))
+    }
+    fn deserialize(&self, topic: &str, _: &Headers, bytes: Option<&[u8]>) -> Result<Vec<u8>, SerdeError> {
+        bytes.map(<[u8]>::to_vec).ok_or_else(|| null_error::<Vec<u8>>(topic))
+    }
+}
+
+/// Kafka's `VoidSerde`: always null on the wire.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UnitSerde;
+
+impl Serde<()> for UnitSerde {
+    fn serialize(&self, _: &str, _: &mut Headers, _: &()) -> Result<Option<Vec<u8>>, SerdeError> {
+        Ok(None)
+    }
+    fn deserialize(&self, topic: &str, _: &Headers, bytes: Option<&[u8]>) -> Result<(), SerdeError> {
+        match bytes {
+            None => Ok(()),
+            Some(b) => Err(SerdeError::Custom {
+                topic: topic.to_string(),
+                message: format!("the unit serde reads only nulls, got {} bytes", b.len()),
+            }),
+        }
+    }
+}
+
+macro_rules! big_endian_serde {
+    ($(#[$doc:meta])* $name:ident, $ty:ty, $width:expr) => {
+        big_endian_serde!($(#[$doc])* $name, $ty, $width, std::convert::identity);
+    };
+    ($(#[$doc:meta])* $name:ident, $ty:ty, $width:expr, $before_write:path) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default)]
+        pub struct $name;
+
+        impl Serde<$ty> for $name {
+            fn serialize(&self, _: &str, _: &mut Headers, value: &$ty) -> Result<Option<Vec<u8>>, SerdeError> {
+                Ok(Some($before_write(*value).to_be_bytes().to_vec()))
+            }
+            fn deserialize(&self, topic: &str, _: &Headers, bytes: Option<&[u8]>) -> Result<$ty, SerdeError> {
+                let bytes = bytes.ok_or_else(|| null_error::<$ty>(topic))?;
+                let array: [u8; $width] = bytes.try_into().map_err(|_| SerdeError::WrongSize {
+                    topic: topic.to_string(),
+                    type_name: stringify!($ty),
+                    expected: $width,
+                    actual: bytes.len(),
+                })?;
+                Ok(<$ty>::from_be_bytes(array))
+            }
+        }
+    };
+}
+
+big_endian_serde!(
+    /// 4 bytes big-endian, as Kafka's `IntegerSerializer`.
+    I32Serde, i32, 4
+);
+big_endian_serde!(
+    /// 8 bytes big-endian, as Kafka's `LongSerializer`.
+    I64Serde, i64, 8
+);
+big_endian_serde!(
+    /// 8 bytes of the IEEE 754 bits big-endian, as Kafka's `DoubleSerializer`.
+    ///
+    /// Like Java's `Double.doubleToLongBits`, every NaN is written as the
+    /// canonical NaN `7ff8000000000000`; reading keeps the bits as they are.
+    F64Serde, f64, 8, canonical_nan
+);
+
+/// Java's `doubleToLongBits` collapses every NaN to one bit pattern; a NaN
+/// computed at run time on x86 (`0.0 / 0.0`) has the sign bit set instead.
+fn canonical_nan(value: f64) -> f64 {
+    if value.is_nan() {
+        f64::from_bits(0x7ff8_0000_0000_0000)
+    } else {
+        value
+    }
+}
+
+/// Lifts a serde for `T` to `Option<T>`: `None` is Kafka's null.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Nullable<S>(pub S);
+
+impl<T: 'static, S: Serde<T>> Serde<Option<T>> for Nullable<S> {
+    fn serialize(&self, topic: &str, headers: &mut Headers, value: &Option<T>) -> Result<Option<Vec<u8>>, SerdeError> {
+        match value {
+            None => Ok(None),
+            Some(v) => self.0.serialize(topic, headers, v),
+        }
+    }
+    fn deserialize(&self, topic: &str, headers: &Headers, bytes: Option<&[u8]>) -> Result<Option<T>, SerdeError> {
+        match bytes {
+            None => Ok(None),
+            Some(_) => self.0.deserialize(topic, headers, bytes).map(Some),
+        }
+    }
+}
+
+/// Any type with `serde` derives, as JSON text.
+pub struct JsonSerde<T>(PhantomData<fn() -> T>);
+
+impl<T> JsonSerde<T> {
+    /// A JSON serde for `T`.
+    pub fn new() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<T> Default for JsonSerde<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Clone for JsonSerde<T> {
+    fn clone(&self) -> Self {
+        Self::new()
+    }
+}
+
+impl<T> std::fmt::Debug for JsonSerde<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "JsonSerde<{}>", std::any::type_name::<T>())
+    }
+}
+
+impl<T> Serde<T> for JsonSerde<T>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + 'static,
+{
+    fn serialize(&self, topic: &str, _: &mut Headers, value: &T) -> Result<Option<Vec<u8>>, SerdeError> {
+        serde_json::to_vec(value).map(Some).map_err(|source| SerdeError::Json {
+            topic: topic.to_string(),
+            type_name: std::any::type_name::<T>(),
+            source,
+        })
+    }
+    fn deserialize(&self, topic: &str, _: &Headers, bytes: Option<&[u8]>) -> Result<T, SerdeError> {
+        let bytes = bytes.ok_or_else(|| null_error::<T>(topic))?;
+        serde_json::from_slice(bytes).map_err(|source| SerdeError::Json {
+            topic: topic.to_string(),
+            type_name: std::any::type_name::<T>(),
+            source,
+        })
+    }
+}
+
+macro_rules! default_serde {
+    ($ty:ty, $serde:expr) => {
+        impl DefaultSerde for $ty {
+            fn default_serde() -> SharedSerde<Self> {
+                Arc::new($serde)
+            }
+        }
+    };
+}
+
+default_serde!(String, StringSerde);
+default_serde!(Vec<u8>, BytesSerde);
+default_serde!((), UnitSerde);
+default_serde!(i32, I32Serde);
+default_serde!(i64, I64Serde);
+default_serde!(f64, F64Serde);
+
+impl<T: DefaultSerde> DefaultSerde for Option<T> {
+    fn default_serde() -> SharedSerde<Self> {
+        Arc::new(Nullable(SharedInner(T::default_serde())))
+    }
+}
+
+/// Adapts a shared serde so it can be wrapped by value (as in [`Nullable`]).
+struct SharedInner<T>(SharedSerde<T>);
+
+impl<T: 'static> Serde<T> for SharedInner<T> {
+    fn serialize(&self, topic: &str, headers: &mut Headers, value: &T) -> Result<Option<Vec<u8>>, SerdeError> {
+        self.0.serialize(topic, headers, value)
+    }
+    fn deserialize(&self, topic: &str, headers: &Headers, bytes: Option<&[u8]>) -> Result<T, SerdeError> {
+        self.0.deserialize(topic, headers, bytes)
+    }
+}
+
+impl<T: 'static> Serde<T> for Arc<dyn Serde<T>> {
+    fn serialize(&self, topic: &str, headers: &mut Headers, value: &T) -> Result<Option<Vec<u8>>, SerdeError> {
+        (**self).serialize(topic, headers, value)
+    }
+    fn deserialize(&self, topic: &str, headers: &Headers, bytes: Option<&[u8]>) -> Result<T, SerdeError> {
+        (**self).deserialize(topic, headers, bytes)
+    }
+}

@@ -1,0 +1,170 @@
+//! Event time for kstreams.
+//!
+//! This crate owns how a record gets its timestamp ([`TimestampExtractor`]),
+//! how a task's stream time advances, and when punctuations fire
+//! ([`PunctuationType`], [`PunctuationSchedule`]). Windows (tumbling, hopping,
+//! sliding, session), grace and emit strategies will live here too.
+
+use std::time::Duration;
+
+use kstreams_record::Timestamp;
+
+/// Why a timestamp could not be extracted.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The record carries a negative (invalid) timestamp.
+    #[error(
+        "record in {topic}-{partition} at offset {offset} has invalid timestamp {timestamp}; \
+         use a timestamp extractor that tolerates invalid timestamps (log and skip, or \
+         use partition time) if such records are expected"
+    )]
+    InvalidTimestamp {
+        /// Source topic.
+        topic: String,
+        /// Source partition.
+        partition: i32,
+        /// Source offset.
+        offset: i64,
+        /// The timestamp found.
+        timestamp: Timestamp,
+    },
+}
+
+/// What an extractor sees of a consumed record before it is deserialized
+/// further than the topology needs.
+#[derive(Debug, Clone, Copy)]
+pub struct ConsumedRecordView<'a> {
+    /// Source topic.
+    pub topic: &'a str,
+    /// Source partition.
+    pub partition: i32,
+    /// Source offset.
+    pub offset: i64,
+    /// The timestamp Kafka stored with the record.
+    pub timestamp: Timestamp,
+    /// Raw value bytes.
+    pub value: Option<&'a [u8]>,
+}
+
+/// Chooses the event time of a consumed record, as Kafka Streams'
+/// `TimestampExtractor`. `partition_time` is the largest timestamp seen so
+/// far on the partition (-1 if none).
+///
+/// Returning `Ok(t)` with `t < 0` means "skip this record" (Kafka Streams
+/// drops records whose extracted timestamp is negative and counts them).
+pub trait TimestampExtractor: Send + Sync + 'static {
+    /// The record's event time.
+    fn extract(&self, record: &ConsumedRecordView<'_>, partition_time: Timestamp) -> Result<Timestamp, Error>;
+}
+
+/// Kafka Streams' default: the record's own timestamp; an invalid (negative)
+/// one is an error.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FailOnInvalidTimestamp;
+
+impl TimestampExtractor for FailOnInvalidTimestamp {
+    fn extract(&self, record: &ConsumedRecordView<'_>, _: Timestamp) -> Result<Timestamp, Error> {
+        if record.timestamp < 0 {
+            return Err(Error::InvalidTimestamp {
+                topic: record.topic.to_string(),
+                partition: record.partition,
+                offset: record.offset,
+                timestamp: record.timestamp,
+            });
+        }
+        Ok(record.timestamp)
+    }
+}
+
+/// Which clock drives a punctuation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PunctuationType {
+    /// Fires as stream time (the largest record timestamp a task has seen)
+    /// passes each interval; driven by data.
+    StreamTime,
+    /// Fires as the wall clock passes each interval; driven by the clock.
+    WallClockTime,
+}
+
+/// One scheduled punctuation: when it fires next and how often.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PunctuationSchedule {
+    /// Which clock drives it.
+    pub kind: PunctuationType,
+    /// The interval in milliseconds (at least 1).
+    pub interval_ms: i64,
+    /// The time at which it fires next.
+    pub next_ms: Timestamp,
+}
+
+impl PunctuationSchedule {
+    /// A schedule that first fires at `start + interval` for wall-clock
+    /// punctuation, and at the first stream time for stream-time punctuation
+    /// (as Kafka Streams: stream-time punctuators fire on the first record
+    /// processed after scheduling, then every interval).
+    pub fn new(kind: PunctuationType, interval: Duration, now: Timestamp) -> Self {
+        let interval_ms = (interval.as_millis() as i64).max(1);
+        let next_ms = match kind {
+            PunctuationType::StreamTime => {
+                if now < 0 {
+                    // Unknown stream time: fire as soon as time is known.
+                    Timestamp::MIN
+                } else {
+                    now
+                }
+            }
+            PunctuationType::WallClockTime => now + interval_ms,
+        };
+        Self { kind, interval_ms, next_ms }
+    }
+
+    /// If the schedule is due at `now`, the timestamp to punctuate with, and
+    /// the schedule moves to its next slot after `now` (missed slots of a
+    /// jump are not replayed, as in Kafka Streams).
+    pub fn fire_if_due(&mut self, now: Timestamp) -> Option<Timestamp> {
+        if now < self.next_ms || now < 0 {
+            return None;
+        }
+        if self.next_ms == Timestamp::MIN {
+            self.next_ms = now;
+        }
+        let fired_at = now;
+        // Next slot strictly after now, aligned to the original phase.
+        let behind = (now - self.next_ms) / self.interval_ms;
+        self.next_ms += (behind + 1) * self.interval_ms;
+        Some(fired_at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_extractor_rejects_negative_timestamps() {
+        let view = ConsumedRecordView { topic: "t", partition: 0, offset: 3, timestamp: -1, value: None };
+        let err = FailOnInvalidTimestamp.extract(&view, -1).unwrap_err();
+        assert!(err.to_string().contains("t-0 at offset 3"), "{err}");
+        let ok = ConsumedRecordView { timestamp: 42, ..view };
+        assert_eq!(FailOnInvalidTimestamp.extract(&ok, -1).unwrap(), 42);
+    }
+
+    #[test]
+    fn wall_clock_schedule_fires_each_interval_and_skips_missed_slots() {
+        let mut s = PunctuationSchedule::new(PunctuationType::WallClockTime, Duration::from_millis(10), 100);
+        assert_eq!(s.fire_if_due(109), None);
+        assert_eq!(s.fire_if_due(110), Some(110));
+        assert_eq!(s.fire_if_due(115), None);
+        assert_eq!(s.fire_if_due(145), Some(145));
+        assert_eq!(s.next_ms, 150);
+    }
+
+    #[test]
+    fn stream_time_schedule_fires_on_first_known_time() {
+        let mut s = PunctuationSchedule::new(PunctuationType::StreamTime, Duration::from_millis(10), -1);
+        assert_eq!(s.fire_if_due(-1), None);
+        assert_eq!(s.fire_if_due(7), Some(7));
+        assert_eq!(s.fire_if_due(16), None);
+        assert_eq!(s.fire_if_due(17), Some(17));
+    }
+}

@@ -1,0 +1,1 @@
+//! Runnable kstreams applications live in this package as examples.
