@@ -1,1 +1,38 @@
-//! placeholder
+//! The Processor API and the Streams DSL.
+//!
+//! This crate owns how an application describes its processing:
+//! [`Topology`] with sources, processors, sinks and state stores (the
+//! Processor API), [`StreamsBuilder`] and [`KStream`] on top of it (the DSL),
+//! and [`TopologyDescription`], the same text Kafka Streams prints. Stateful
+//! DSL operators (tables, aggregations, windows, joins) will be built here on
+//! the same core.
+//!
+//! Edges are typed: a record crosses from one node to the next as a typed
+//! value, forwarded depth-first by a direct call; bytes exist only at
+//! sources, sinks and stores.
+
+mod builder;
+mod describe;
+mod error;
+mod fixed_key;
+pub mod internals;
+mod kstream;
+mod operators;
+mod options;
+mod processor;
+mod topology;
+
+
+pub use describe::{
+    NodeDescription, NodeDescriptionKind, SubtopologyDescription, TopologyDescription,
+};
+pub use error::{ProcessorError, RecordPosition, StreamsError, TopologyError};
+pub use internals::{RecordContext, TaskId, TopicNameExtractor};
+
+
+pub use processor::{Processor, ProcessorContext, PunctuationId};
+pub use topology::{SubtopologySources, Topology};
+pub use builder::StreamsBuilder;
+pub use fixed_key::{FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord};
+pub use kstream::{BranchedKStream, KStream};
+pub use options::{Branched, Consumed, IntoName, Named, Printed, Produced, Repartitioned};

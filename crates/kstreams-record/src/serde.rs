@@ -86,6 +86,13 @@ pub trait Serde<T>: Send + Sync + 'static {
         headers: &Headers,
         bytes: Option<&[u8]>,
     ) -> Result<T, SerdeError>;
+
+    /// Whether `value` is written as a null (a null key or a tombstone).
+    /// Operators use it to drop null keys without serializing.
+    fn is_null(&self, value: &T) -> bool {
+        let _ = value;
+        false
+    }
 }
 
 /// A shared, type-erased serde, as topologies store them.
@@ -111,10 +118,20 @@ fn null_error<T>(topic: &str) -> SerdeError {
 pub struct StringSerde;
 
 impl Serde<String> for StringSerde {
-    fn serialize(&self, _: &str, _: &mut Headers, value: &String) -> Result<Option<Vec<u8>>, SerdeError> {
+    fn serialize(
+        &self,
+        _: &str,
+        _: &mut Headers,
+        value: &String,
+    ) -> Result<Option<Vec<u8>>, SerdeError> {
         Ok(Some(value.as_bytes().to_vec()))
     }
-    fn deserialize(&self, topic: &str, _: &Headers, bytes: Option<&[u8]>) -> Result<String, SerdeError> {
+    fn deserialize(
+        &self,
+        topic: &str,
+        _: &Headers,
+        bytes: Option<&[u8]>,
+    ) -> Result<String, SerdeError> {
         let bytes = bytes.ok_or_else(|| null_error::<String>(topic))?;
         std::str::from_utf8(bytes)
             .map(str::to_owned)
@@ -130,11 +147,23 @@ impl Serde<String> for StringSerde {
 pub struct BytesSerde;
 
 impl Serde<Vec<u8>> for BytesSerde {
-    fn serialize(&self, _: &str, _: &mut Headers, value: &Vec<u8>) -> Result<Option<Vec<u8>>, SerdeError> {
+    fn serialize(
+        &self,
+        _: &str,
+        _: &mut Headers,
+        value: &Vec<u8>,
+    ) -> Result<Option<Vec<u8>>, SerdeError> {
         Ok(Some(value.clone()))
     }
-    fn deserialize(&self, topic: &str, _: &Headers, bytes: Option<&[u8]>) -> Result<Vec<u8>, SerdeError> {
-        bytes.map(<[u8]>::to_vec).ok_or_else(|| null_error::<Vec<u8>>(topic))
+    fn deserialize(
+        &self,
+        topic: &str,
+        _: &Headers,
+        bytes: Option<&[u8]>,
+    ) -> Result<Vec<u8>, SerdeError> {
+        bytes
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| null_error::<Vec<u8>>(topic))
     }
 }
 
@@ -143,10 +172,18 @@ impl Serde<Vec<u8>> for BytesSerde {
 pub struct UnitSerde;
 
 impl Serde<()> for UnitSerde {
+    fn is_null(&self, _: &()) -> bool {
+        true
+    }
     fn serialize(&self, _: &str, _: &mut Headers, _: &()) -> Result<Option<Vec<u8>>, SerdeError> {
         Ok(None)
     }
-    fn deserialize(&self, topic: &str, _: &Headers, bytes: Option<&[u8]>) -> Result<(), SerdeError> {
+    fn deserialize(
+        &self,
+        topic: &str,
+        _: &Headers,
+        bytes: Option<&[u8]>,
+    ) -> Result<(), SerdeError> {
         match bytes {
             None => Ok(()),
             Some(b) => Err(SerdeError::Custom {
@@ -215,13 +252,26 @@ fn canonical_nan(value: f64) -> f64 {
 pub struct Nullable<S>(pub S);
 
 impl<T: 'static, S: Serde<T>> Serde<Option<T>> for Nullable<S> {
-    fn serialize(&self, topic: &str, headers: &mut Headers, value: &Option<T>) -> Result<Option<Vec<u8>>, SerdeError> {
+    fn is_null(&self, value: &Option<T>) -> bool {
+        value.is_none()
+    }
+    fn serialize(
+        &self,
+        topic: &str,
+        headers: &mut Headers,
+        value: &Option<T>,
+    ) -> Result<Option<Vec<u8>>, SerdeError> {
         match value {
             None => Ok(None),
             Some(v) => self.0.serialize(topic, headers, v),
         }
     }
-    fn deserialize(&self, topic: &str, headers: &Headers, bytes: Option<&[u8]>) -> Result<Option<T>, SerdeError> {
+    fn deserialize(
+        &self,
+        topic: &str,
+        headers: &Headers,
+        bytes: Option<&[u8]>,
+    ) -> Result<Option<T>, SerdeError> {
         match bytes {
             None => Ok(None),
             Some(_) => self.0.deserialize(topic, headers, bytes).map(Some),
@@ -261,12 +311,19 @@ impl<T> Serde<T> for JsonSerde<T>
 where
     T: serde::Serialize + serde::de::DeserializeOwned + 'static,
 {
-    fn serialize(&self, topic: &str, _: &mut Headers, value: &T) -> Result<Option<Vec<u8>>, SerdeError> {
-        serde_json::to_vec(value).map(Some).map_err(|source| SerdeError::Json {
-            topic: topic.to_string(),
-            type_name: std::any::type_name::<T>(),
-            source,
-        })
+    fn serialize(
+        &self,
+        topic: &str,
+        _: &mut Headers,
+        value: &T,
+    ) -> Result<Option<Vec<u8>>, SerdeError> {
+        serde_json::to_vec(value)
+            .map(Some)
+            .map_err(|source| SerdeError::Json {
+                topic: topic.to_string(),
+                type_name: std::any::type_name::<T>(),
+                source,
+            })
     }
     fn deserialize(&self, topic: &str, _: &Headers, bytes: Option<&[u8]>) -> Result<T, SerdeError> {
         let bytes = bytes.ok_or_else(|| null_error::<T>(topic))?;
@@ -305,19 +362,45 @@ impl<T: DefaultSerde> DefaultSerde for Option<T> {
 struct SharedInner<T>(SharedSerde<T>);
 
 impl<T: 'static> Serde<T> for SharedInner<T> {
-    fn serialize(&self, topic: &str, headers: &mut Headers, value: &T) -> Result<Option<Vec<u8>>, SerdeError> {
+    fn is_null(&self, value: &T) -> bool {
+        self.0.is_null(value)
+    }
+    fn serialize(
+        &self,
+        topic: &str,
+        headers: &mut Headers,
+        value: &T,
+    ) -> Result<Option<Vec<u8>>, SerdeError> {
         self.0.serialize(topic, headers, value)
     }
-    fn deserialize(&self, topic: &str, headers: &Headers, bytes: Option<&[u8]>) -> Result<T, SerdeError> {
+    fn deserialize(
+        &self,
+        topic: &str,
+        headers: &Headers,
+        bytes: Option<&[u8]>,
+    ) -> Result<T, SerdeError> {
         self.0.deserialize(topic, headers, bytes)
     }
 }
 
 impl<T: 'static> Serde<T> for Arc<dyn Serde<T>> {
-    fn serialize(&self, topic: &str, headers: &mut Headers, value: &T) -> Result<Option<Vec<u8>>, SerdeError> {
+    fn is_null(&self, value: &T) -> bool {
+        (**self).is_null(value)
+    }
+    fn serialize(
+        &self,
+        topic: &str,
+        headers: &mut Headers,
+        value: &T,
+    ) -> Result<Option<Vec<u8>>, SerdeError> {
         (**self).serialize(topic, headers, value)
     }
-    fn deserialize(&self, topic: &str, headers: &Headers, bytes: Option<&[u8]>) -> Result<T, SerdeError> {
+    fn deserialize(
+        &self,
+        topic: &str,
+        headers: &Headers,
+        bytes: Option<&[u8]>,
+    ) -> Result<T, SerdeError> {
         (**self).deserialize(topic, headers, bytes)
     }
 }

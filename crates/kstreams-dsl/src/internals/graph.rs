@@ -1,0 +1,284 @@
+//! The topology graph: an untyped description (names, topics, stores,
+//! edges) beside the typed factories that build each task's nodes.
+
+use std::any::{Any, TypeId};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use kstreams_state::StoreBuilder;
+
+use super::nodes::{NodeHandle, NodeInfo, SourceHandle};
+use crate::{StreamsError, TopologyError};
+
+/// The Rust type of the records crossing an edge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EdgeType {
+    id: TypeId,
+    name: &'static str,
+}
+
+impl EdgeType {
+    pub(crate) fn of<K: 'static, V: 'static>() -> Self {
+        Self {
+            id: TypeId::of::<(K, V)>(),
+            name: std::any::type_name::<(K, V)>(),
+        }
+    }
+}
+
+/// The topics a source reads.
+#[derive(Debug, Clone)]
+pub enum SourceTopics {
+    /// A fixed list of topics.
+    Names(Vec<String>),
+    /// Every topic whose whole name matches the pattern.
+    Pattern(TopicPattern),
+}
+
+/// A source's topic pattern: the text as given and the regex that must
+/// match a whole topic name.
+#[derive(Debug, Clone)]
+pub struct TopicPattern {
+    /// The pattern as the user wrote it.
+    pub text: String,
+    /// The anchored regex.
+    pub regex: regex::Regex,
+}
+
+/// Where a sink writes, as described.
+#[derive(Debug, Clone)]
+pub(crate) enum SinkTopicDescription {
+    Topic(String),
+    Extractor(String),
+}
+
+pub(crate) type ChildInputs<'a> = [(Rc<str>, &'a dyn Any)];
+
+pub(crate) type SourceFactory =
+    Arc<dyn Fn(NodeInfo, &ChildInputs<'_>) -> Result<Rc<dyn SourceHandle>, StreamsError> + Send + Sync>;
+pub(crate) type ProcessorFactory = Arc<
+    dyn Fn(NodeInfo, &ChildInputs<'_>) -> Result<(Box<dyn Any>, Rc<dyn NodeHandle>), StreamsError>
+        + Send
+        + Sync,
+>;
+/// Builds a sink's typed input; the closure resolves internal topic names
+/// against the application id.
+pub(crate) type SinkFactory = Arc<dyn Fn(NodeInfo, &dyn Fn(&str) -> String) -> Box<dyn Any> + Send + Sync>;
+
+pub(crate) enum NodeKind {
+    Source { topics: SourceTopics, factory: SourceFactory },
+    Processor { factory: ProcessorFactory },
+    Sink { topic: SinkTopicDescription, factory: SinkFactory },
+}
+
+pub(crate) struct NodeDef {
+    pub name: String,
+    pub kind: NodeKind,
+    pub parents: Vec<usize>,
+    pub children: Vec<usize>,
+    pub stores: Vec<String>,
+    pub output: Option<EdgeType>,
+}
+
+pub(crate) struct StoreDef {
+    pub builder: Arc<dyn StoreBuilder>,
+}
+
+/// The whole graph of a topology.
+#[derive(Default)]
+pub(crate) struct TopologyGraph {
+    pub nodes: Vec<NodeDef>,
+    pub by_name: HashMap<String, usize>,
+    pub stores: BTreeMap<String, StoreDef>,
+    /// Topic names that get the application id as prefix at run time.
+    pub internal_topics: BTreeSet<String>,
+    pub topic_to_source: HashMap<String, usize>,
+}
+
+impl TopologyGraph {
+    pub fn add_node(
+        &mut self,
+        name: String,
+        kind: NodeKind,
+        parents: &[&str],
+        input: Option<EdgeType>,
+        output: Option<EdgeType>,
+    ) -> Result<usize, TopologyError> {
+        if self.by_name.contains_key(&name) {
+            return Err(TopologyError::DuplicateName(name));
+        }
+        let is_source = matches!(kind, NodeKind::Source { .. });
+        if !is_source && parents.is_empty() {
+            return Err(TopologyError::NoParent(name));
+        }
+        let mut parent_ids = Vec::with_capacity(parents.len());
+        for parent in parents {
+            let &id = self.by_name.get(*parent).ok_or_else(|| TopologyError::UnknownParent {
+                node: name.clone(),
+                parent: parent.to_string(),
+            })?;
+            let parent_def = &self.nodes[id];
+            if matches!(parent_def.kind, NodeKind::Sink { .. }) {
+                return Err(TopologyError::SinkAsParent {
+                    node: name.clone(),
+                    parent: parent.to_string(),
+                });
+            }
+            if let (Some(expected), Some(actual)) = (input, parent_def.output) {
+                if expected != actual {
+                    return Err(TopologyError::TypeMismatch {
+                        node: name.clone(),
+                        parent: parent.to_string(),
+                        expected: expected.name,
+                        actual: actual.name,
+                    });
+                }
+            }
+            parent_ids.push(id);
+        }
+        if let NodeKind::Source {
+            topics: SourceTopics::Names(topics),
+            ..
+        } = &kind
+        {
+            if topics.is_empty() {
+                return Err(TopologyError::NoTopics(name));
+            }
+            for topic in topics {
+                if let Some(&other) = self.topic_to_source.get(topic) {
+                    return Err(TopologyError::TopicAlreadyRead {
+                        topic: topic.clone(),
+                        source_node: self.nodes[other].name.clone(),
+                    });
+                }
+            }
+        }
+        let id = self.nodes.len();
+        if let NodeKind::Source {
+            topics: SourceTopics::Names(topics),
+            ..
+        } = &kind
+        {
+            for topic in topics {
+                self.topic_to_source.insert(topic.clone(), id);
+            }
+        }
+        for &p in &parent_ids {
+            self.nodes[p].children.push(id);
+        }
+        self.by_name.insert(name.clone(), id);
+        self.nodes.push(NodeDef {
+            name,
+            kind,
+            parents: parent_ids,
+            children: Vec::new(),
+            stores: Vec::new(),
+            output,
+        });
+        Ok(id)
+    }
+
+    pub fn add_store(&mut self, builder: Arc<dyn StoreBuilder>, processors: &[&str]) -> Result<(), TopologyError> {
+        let name = builder.name().to_string();
+        if self.stores.contains_key(&name) {
+            return Err(TopologyError::DuplicateStore(name));
+        }
+        for p in processors {
+            if !self.by_name.contains_key(*p) {
+                return Err(TopologyError::UnknownProcessor {
+                    processor: p.to_string(),
+                    store: name,
+                });
+            }
+        }
+        self.stores.insert(name.clone(), StoreDef { builder });
+        self.connect(processors, &[name.as_str()])
+    }
+
+    pub fn connect(&mut self, processors: &[&str], stores: &[&str]) -> Result<(), TopologyError> {
+        for p in processors {
+            let &id = self.by_name.get(*p).ok_or_else(|| TopologyError::UnknownProcessor {
+                processor: p.to_string(),
+                store: stores.join(", "),
+            })?;
+            for s in stores {
+                if !self.stores.contains_key(*s) {
+                    return Err(TopologyError::UnknownStore {
+                        processor: p.to_string(),
+                        store: s.to_string(),
+                    });
+                }
+                let node = &mut self.nodes[id];
+                if !node.stores.iter().any(|x| x == s) {
+                    node.stores.push(s.to_string());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Sub-topologies as Kafka Streams numbers them: nodes joined by edges
+    /// or by a shared store form a group; groups are numbered in the order
+    /// their source nodes' names sort, then any group without a source by
+    /// the sorted names of its nodes.
+    pub fn subtopologies(&self) -> Vec<Vec<usize>> {
+        let mut uf = UnionFind::new(self.nodes.len());
+        let mut store_owner: HashMap<&str, usize> = HashMap::new();
+        for (id, node) in self.nodes.iter().enumerate() {
+            for &p in &node.parents {
+                uf.union(id, p);
+            }
+            for s in &node.stores {
+                if let Some(&other) = store_owner.get(s.as_str()) {
+                    uf.union(id, other);
+                } else {
+                    store_owner.insert(s, id);
+                }
+            }
+        }
+        let mut sources: Vec<usize> = (0..self.nodes.len())
+            .filter(|&i| matches!(self.nodes[i].kind, NodeKind::Source { .. }))
+            .collect();
+        sources.sort_by(|&a, &b| self.nodes[a].name.cmp(&self.nodes[b].name));
+        let mut others: Vec<usize> = (0..self.nodes.len())
+            .filter(|&i| !matches!(self.nodes[i].kind, NodeKind::Source { .. }))
+            .collect();
+        others.sort_by(|&a, &b| self.nodes[a].name.cmp(&self.nodes[b].name));
+        let mut group_of_root: HashMap<usize, usize> = HashMap::new();
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for id in sources.into_iter().chain(others) {
+            let root = uf.find(id);
+            let g = *group_of_root.entry(root).or_insert_with(|| {
+                groups.push(Vec::new());
+                groups.len() - 1
+            });
+            groups[g].push(id);
+        }
+        for g in &mut groups {
+            g.sort_unstable();
+        }
+        groups
+    }
+}
+
+struct UnionFind(Vec<usize>);
+
+impl UnionFind {
+    fn new(n: usize) -> Self {
+        Self((0..n).collect())
+    }
+    fn find(&mut self, mut x: usize) -> usize {
+        while self.0[x] != x {
+            self.0[x] = self.0[self.0[x]];
+            x = self.0[x];
+        }
+        x
+    }
+    fn union(&mut self, a: usize, b: usize) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if ra != rb {
+            self.0[ra.max(rb)] = ra.min(rb);
+        }
+    }
+}

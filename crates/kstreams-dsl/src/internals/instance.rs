@@ -1,0 +1,207 @@
+//! A sub-topology instantiated for one task.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use kstreams_record::Timestamp;
+use kstreams_time::{PunctuationType, TimestampExtractor};
+
+use super::graph::{NodeKind, SourceTopics, TopologyGraph};
+use super::nodes::{NodeHandle, NodeInfo, SourceHandle};
+use super::task_context::{ConsumedRecord, TaskContext, TaskId};
+use crate::{StreamsError, Topology};
+
+enum TopicMatcher {
+    Names(Vec<String>),
+    Pattern(regex::Regex),
+}
+
+impl TopicMatcher {
+    fn matches(&self, topic: &str) -> bool {
+        match self {
+            TopicMatcher::Names(names) => names.iter().any(|n| n == topic),
+            TopicMatcher::Pattern(p) => p.is_match(topic),
+        }
+    }
+}
+
+/// The nodes and stores of one sub-topology, built for one task, with the
+/// task's context. The runtime feeds it records in the order its partition
+/// group chooses; everything below the sources runs here, depth-first.
+pub struct TaskTopology {
+    sources: Vec<(TopicMatcher, Rc<dyn SourceHandle>)>,
+    /// Processors by graph index, for punctuation and close.
+    processors: HashMap<usize, Rc<dyn NodeHandle>>,
+    /// Processors in graph order, for init.
+    init_order: Vec<usize>,
+    context: TaskContext,
+}
+
+impl TaskTopology {
+    /// Builds sub-topology `task.subtopology` of `topology`: its stores, then
+    /// its nodes from the sinks up, then `init` on each processor in the
+    /// order they were added.
+    pub fn new(
+        topology: &Topology,
+        task: TaskId,
+        application_id: &str,
+        wall_clock: Timestamp,
+    ) -> Result<Self, StreamsError> {
+        let graph = &topology.graph;
+        let groups = graph.subtopologies();
+        let members = groups.get(task.subtopology as usize).ok_or_else(|| {
+            StreamsError::Internal(format!("no sub-topology {} in this topology", task.subtopology))
+        })?;
+        let mut context = TaskContext::new(task, application_id.to_string(), wall_clock);
+        for &id in members {
+            for store in &graph.nodes[id].stores {
+                if !context.stores.contains_key(store) {
+                    let def = &graph.stores[store];
+                    context.stores.insert(store.clone(), def.builder.build());
+                }
+            }
+        }
+        let resolve = |topic: &str| resolve_topic(graph, application_id, topic);
+        let mut inputs: HashMap<usize, Box<dyn Any>> = HashMap::new();
+        let mut sources = Vec::new();
+        let mut processors = HashMap::new();
+        // Children always have larger indexes than their parents, so walking
+        // backwards builds every child before the parents that hold it.
+        for &id in members.iter().rev() {
+            let def = &graph.nodes[id];
+            let info = NodeInfo {
+                name: Rc::from(def.name.as_str()),
+                index: id,
+                stores: def.stores.clone(),
+            };
+            let child_names: Vec<Rc<str>> = def.children.iter().map(|&c| Rc::from(graph.nodes[c].name.as_str())).collect();
+            let children: Vec<(Rc<str>, &dyn Any)> = def
+                .children
+                .iter()
+                .zip(child_names)
+                .map(|(c, name)| {
+                    let input = inputs.get(c).map(|b| b.as_ref()).ok_or_else(|| {
+                        StreamsError::Internal(format!("child {name:?} of {:?} was not built", def.name))
+                    })?;
+                    Ok((name, input))
+                })
+                .collect::<Result<_, StreamsError>>()?;
+            match &def.kind {
+                NodeKind::Source { topics, factory } => {
+                    let matcher = match topics {
+                        SourceTopics::Names(names) => TopicMatcher::Names(names.iter().map(|t| resolve(t)).collect()),
+                        SourceTopics::Pattern(p) => TopicMatcher::Pattern(p.regex.clone()),
+                    };
+                    sources.push((matcher, factory(info, &children)?));
+                }
+                NodeKind::Processor { factory } => {
+                    let (input, handle) = factory(info, &children)?;
+                    inputs.insert(id, input);
+                    processors.insert(id, handle);
+                }
+                NodeKind::Sink { factory, .. } => {
+                    inputs.insert(id, factory(info, &resolve));
+                }
+            }
+        }
+        let init_order: Vec<usize> = members.iter().copied().filter(|id| processors.contains_key(id)).collect();
+        let mut built = Self {
+            sources,
+            processors,
+            init_order,
+            context,
+        };
+        for id in built.init_order.clone() {
+            built.processors[&id].init(&mut built.context)?;
+        }
+        Ok(built)
+    }
+
+    /// The task's shared context: clocks, output, stores.
+    pub fn context(&mut self) -> &mut TaskContext {
+        &mut self.context
+    }
+
+    /// Whether a source of this task reads `topic` (full name).
+    pub fn reads(&self, topic: &str) -> bool {
+        self.sources.iter().any(|(m, _)| m.matches(topic))
+    }
+
+    /// The extractor the source of `topic` was given, if any.
+    pub fn timestamp_extractor(&self, topic: &str) -> Option<Arc<dyn TimestampExtractor>> {
+        self.source_for(topic).ok().and_then(|s| s.timestamp_extractor())
+    }
+
+    fn source_for(&self, topic: &str) -> Result<&Rc<dyn SourceHandle>, StreamsError> {
+        self.sources
+            .iter()
+            .find(|(m, _)| m.matches(topic))
+            .map(|(_, s)| s)
+            .ok_or_else(|| StreamsError::Internal(format!("task {} has no source for topic {topic:?}", self.context.task_id)))
+    }
+
+    /// Runs one record through the sub-topology with event time `timestamp`.
+    /// Stream time is the caller's to advance.
+    pub fn process(&mut self, record: ConsumedRecord, timestamp: Timestamp) -> Result<(), StreamsError> {
+        let source = self.source_for(&record.topic)?.clone();
+        source.process(record, timestamp, &mut self.context)
+    }
+
+    /// Fires every punctuation of `kind` that is due at the task's stream
+    /// time or wall clock; returns whether any fired.
+    pub fn punctuate(&mut self, kind: PunctuationType) -> Result<bool, StreamsError> {
+        let now = match kind {
+            PunctuationType::StreamTime => self.context.stream_time,
+            PunctuationType::WallClockTime => self.context.wall_clock,
+        };
+        let mut fired = false;
+        let mut i = 0;
+        // A punctuator may schedule or cancel others; index so the list can grow.
+        while i < self.context.punctuations.len() {
+            let p = &mut self.context.punctuations[i];
+            i += 1;
+            if p.cancelled || p.schedule.kind != kind {
+                continue;
+            }
+            let Some(at) = p.schedule.fire_if_due(now) else {
+                continue;
+            };
+            let (node, id) = (p.node, p.id);
+            let previous = self.context.metadata.take();
+            let result = self.processors[&node].punctuate(id, at, &mut self.context);
+            self.context.metadata = previous;
+            result?;
+            fired = true;
+        }
+        self.context.punctuations.retain(|p| !p.cancelled);
+        Ok(fired)
+    }
+
+    /// Flushes every store of the task.
+    pub fn flush(&mut self) {
+        for store in self.context.stores.values() {
+            store.lifecycle.borrow_mut().flush();
+        }
+    }
+
+    /// Closes processors (in the order they were added) and stores.
+    pub fn close(&mut self) {
+        for id in &self.init_order {
+            self.processors[id].close();
+        }
+        for store in self.context.stores.values() {
+            store.lifecycle.borrow_mut().close();
+        }
+    }
+}
+
+/// The full name of a topic: internal topics get the application id prefix.
+pub(crate) fn resolve_topic(graph: &TopologyGraph, application_id: &str, topic: &str) -> String {
+    if graph.internal_topics.contains(topic) {
+        format!("{application_id}-{topic}")
+    } else {
+        topic.to_string()
+    }
+}

@@ -1,0 +1,311 @@
+//! Per-task node instances and the typed edges between them.
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::marker::PhantomData;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use kstreams_record::{Record, RecordMetadata, SharedSerde, Timestamp};
+use kstreams_time::TimestampExtractor;
+
+use super::task_context::{ConsumedRecord, ProducedRecord, TaskContext};
+use crate::processor::{Processor, ProcessorContext, PunctuationId};
+use crate::{ProcessorError, RecordPosition, StreamsError};
+
+/// What one node instance knows about itself.
+#[derive(Debug)]
+pub struct NodeInfo {
+    pub(crate) name: Rc<str>,
+    pub(crate) index: usize,
+    pub(crate) stores: Vec<String>,
+}
+
+/// The typed entry of a node: its parents call `push`.
+pub(crate) trait Input<K, V> {
+    fn push(&self, record: Record<K, V>, task: &mut TaskContext) -> Result<(), StreamsError>;
+}
+
+/// A node's lifecycle, without its types, for the task that owns it.
+pub(crate) trait NodeHandle {
+    fn init(&self, task: &mut TaskContext) -> Result<(), StreamsError>;
+    fn punctuate(&self, id: u64, timestamp: Timestamp, task: &mut TaskContext) -> Result<(), StreamsError>;
+    fn close(&self);
+}
+
+/// A source node without its types: takes consumed bytes.
+pub(crate) trait SourceHandle {
+    fn process(&self, record: ConsumedRecord, timestamp: Timestamp, task: &mut TaskContext) -> Result<(), StreamsError>;
+    fn timestamp_extractor(&self) -> Option<Arc<dyn TimestampExtractor>>;
+}
+
+struct Child<K, V> {
+    name: Rc<str>,
+    input: Rc<dyn Input<K, V>>,
+}
+
+/// The children of a node, all taking the node's output type.
+pub struct Outputs<K, V> {
+    children: Vec<Child<K, V>>,
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> Outputs<K, V> {
+    /// Collects the typed inputs of the children built before this node.
+    pub(crate) fn from_children(children: &[(Rc<str>, &dyn Any)]) -> Result<Self, StreamsError> {
+        let children = children
+            .iter()
+            .map(|(name, any)| {
+                let input = any.downcast_ref::<Rc<dyn Input<K, V>>>().ok_or_else(|| {
+                    StreamsError::Internal(format!(
+                        "child {name:?} does not take {}",
+                        std::any::type_name::<(K, V)>()
+                    ))
+                })?;
+                Ok(Child {
+                    name: name.clone(),
+                    input: input.clone(),
+                })
+            })
+            .collect::<Result<_, StreamsError>>()?;
+        Ok(Self { children })
+    }
+
+    pub(crate) fn forward(&self, record: Record<K, V>, task: &mut TaskContext) -> Result<(), StreamsError> {
+        let Some((last, rest)) = self.children.split_last() else {
+            return Ok(());
+        };
+        for child in rest {
+            child.input.push(record.clone(), task)?;
+        }
+        last.input.push(record, task)
+    }
+
+    pub(crate) fn forward_to(
+        &self,
+        name: &str,
+        record: Record<K, V>,
+        task: &mut TaskContext,
+        from: &str,
+    ) -> Result<(), StreamsError> {
+        match self.children.iter().find(|c| &*c.name == name) {
+            Some(child) => child.input.push(record, task),
+            None => Err(StreamsError::UnknownChild {
+                node: from.to_string(),
+                child: name.to_string(),
+                children: self.children.iter().map(|c| c.name.to_string()).collect(),
+            }),
+        }
+    }
+}
+
+/// Turns what a processor returned into a `StreamsError` naming the node,
+/// unless it already is one (an error from further down, passed up by `?`).
+fn attribute(error: ProcessorError, node: &str, task: &TaskContext) -> StreamsError {
+    match error.downcast::<StreamsError>() {
+        Ok(streams_error) => *streams_error,
+        Err(source) => StreamsError::Processing {
+            node: node.to_string(),
+            position: task.position(),
+            source,
+        },
+    }
+}
+
+/// A processor node: a user `Processor` (or a DSL operator) and its children.
+pub(crate) struct ProcessorNode<P, KIn, VIn, KOut, VOut> {
+    info: NodeInfo,
+    processor: RefCell<P>,
+    outputs: Outputs<KOut, VOut>,
+    input_types: PhantomData<fn(KIn, VIn)>,
+}
+
+impl<P, KIn, VIn, KOut, VOut> ProcessorNode<P, KIn, VIn, KOut, VOut> {
+    pub(crate) fn new(info: NodeInfo, processor: P, outputs: Outputs<KOut, VOut>) -> Self {
+        Self {
+            info,
+            processor: RefCell::new(processor),
+            outputs,
+            input_types: PhantomData,
+        }
+    }
+
+    /// Runs `f` as this node: marks the node current (left set on unwind so
+    /// a caught panic names it) and attributes a returned error to it.
+    fn run_as_node(
+        &self,
+        task: &mut TaskContext,
+        f: impl FnOnce(&mut P, &mut ProcessorContext<'_, KOut, VOut>) -> Result<(), ProcessorError>,
+    ) -> Result<(), StreamsError> {
+        let previous = task.current_node.replace(self.info.name.clone());
+        let result = {
+            let mut processor = self.processor.try_borrow_mut().map_err(|_| {
+                StreamsError::Internal(format!("processor {:?} re-entered", self.info.name))
+            })?;
+            let mut ctx = ProcessorContext {
+                task: &mut *task,
+                outputs: &self.outputs,
+                node: &self.info,
+            };
+            f(&mut processor, &mut ctx)
+        };
+        task.current_node = previous;
+        result.map_err(|e| attribute(e, &self.info.name, task))
+    }
+}
+
+impl<P, KIn, VIn, KOut, VOut> Input<KIn, VIn> for ProcessorNode<P, KIn, VIn, KOut, VOut>
+where
+    P: Processor<KIn, VIn, KOut, VOut>,
+    KOut: Clone + 'static,
+    VOut: Clone + 'static,
+{
+    fn push(&self, record: Record<KIn, VIn>, task: &mut TaskContext) -> Result<(), StreamsError> {
+        self.run_as_node(task, |p, ctx| p.process(ctx, record))
+    }
+}
+
+impl<P, KIn, VIn, KOut, VOut> NodeHandle for ProcessorNode<P, KIn, VIn, KOut, VOut>
+where
+    P: Processor<KIn, VIn, KOut, VOut>,
+    KOut: Clone + 'static,
+    VOut: Clone + 'static,
+{
+    fn init(&self, task: &mut TaskContext) -> Result<(), StreamsError> {
+        self.run_as_node(task, |p, ctx| p.init(ctx))
+    }
+
+    fn punctuate(&self, id: u64, timestamp: Timestamp, task: &mut TaskContext) -> Result<(), StreamsError> {
+        self.run_as_node(task, |p, ctx| p.punctuate(ctx, PunctuationId(id), timestamp))
+    }
+
+    fn close(&self) {
+        if let Ok(mut p) = self.processor.try_borrow_mut() {
+            p.close();
+        }
+    }
+}
+
+/// A source node: deserializes once, then forwards typed records.
+pub(crate) struct SourceNode<K, V> {
+    pub(crate) info: NodeInfo,
+    pub(crate) key_serde: SharedSerde<K>,
+    pub(crate) value_serde: SharedSerde<V>,
+    pub(crate) extractor: Option<Arc<dyn TimestampExtractor>>,
+    pub(crate) outputs: Outputs<K, V>,
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> SourceHandle for SourceNode<K, V> {
+    fn process(&self, record: ConsumedRecord, timestamp: Timestamp, task: &mut TaskContext) -> Result<(), StreamsError> {
+        let deserialization_error = |part, source| StreamsError::Deserialization {
+            node: self.info.name.to_string(),
+            part,
+            position: RecordPosition {
+                topic: record.topic.clone(),
+                partition: record.partition,
+                offset: record.offset,
+            },
+            source,
+        };
+        let key = self
+            .key_serde
+            .deserialize(&record.topic, &record.headers, record.key.as_deref())
+            .map_err(|e| deserialization_error("key", e))?;
+        let value = self
+            .value_serde
+            .deserialize(&record.topic, &record.headers, record.value.as_deref())
+            .map_err(|e| deserialization_error("value", e))?;
+        task.metadata = Some(RecordMetadata {
+            topic: record.topic,
+            partition: record.partition,
+            offset: record.offset,
+        });
+        let typed = Record {
+            key,
+            value,
+            timestamp,
+            headers: record.headers,
+        };
+        let previous = task.current_node.replace(self.info.name.clone());
+        let result = self.outputs.forward(typed, task);
+        task.current_node = previous;
+        result
+    }
+
+    fn timestamp_extractor(&self) -> Option<Arc<dyn TimestampExtractor>> {
+        self.extractor.clone()
+    }
+}
+
+/// What a sink topic extractor sees of the record's origin.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordContext<'a> {
+    /// Where the record being processed came from (`None` in a punctuation).
+    pub metadata: Option<&'a RecordMetadata>,
+    /// The output record's timestamp.
+    pub timestamp: Timestamp,
+    /// The output record's headers.
+    pub headers: &'a kstreams_record::Headers,
+}
+
+/// Chooses a sink's topic per record: Kafka Streams' `TopicNameExtractor`.
+pub type TopicNameExtractor<K, V> = Arc<dyn Fn(&K, &V, &RecordContext<'_>) -> String + Send + Sync>;
+
+/// Where a sink writes.
+pub(crate) enum SinkTarget<K, V> {
+    /// A fixed topic, already resolved (application id prefix included).
+    Topic(String),
+    /// A topic chosen per record.
+    Extractor(TopicNameExtractor<K, V>),
+}
+
+/// A sink node: serializes once and hands the bytes to the task's output.
+pub(crate) struct SinkNode<K, V> {
+    pub(crate) info: NodeInfo,
+    pub(crate) target: SinkTarget<K, V>,
+    pub(crate) key_serde: SharedSerde<K>,
+    pub(crate) value_serde: SharedSerde<V>,
+}
+
+impl<K: 'static, V: 'static> Input<K, V> for SinkNode<K, V> {
+    fn push(&self, record: Record<K, V>, task: &mut TaskContext) -> Result<(), StreamsError> {
+        let topic = match &self.target {
+            SinkTarget::Topic(t) => t.clone(),
+            SinkTarget::Extractor(extract) => {
+                let ctx = RecordContext {
+                    metadata: task.metadata.as_ref(),
+                    timestamp: record.timestamp,
+                    headers: &record.headers,
+                };
+                // A panicking extractor leaves the sink marked as current.
+                let previous = task.current_node.replace(self.info.name.clone());
+                let topic = extract(&record.key, &record.value, &ctx);
+                task.current_node = previous;
+                topic
+            }
+        };
+        let mut headers = record.headers;
+        let serialization_error = |part, source| StreamsError::Serialization {
+            node: self.info.name.to_string(),
+            part,
+            topic: topic.clone(),
+            source,
+        };
+        let key = self
+            .key_serde
+            .serialize(&topic, &mut headers, &record.key)
+            .map_err(|e| serialization_error("key", e))?;
+        let value = self
+            .value_serde
+            .serialize(&topic, &mut headers, &record.value)
+            .map_err(|e| serialization_error("value", e))?;
+        task.output.push(ProducedRecord {
+            topic,
+            partition: None,
+            key,
+            value,
+            timestamp: record.timestamp,
+            headers,
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,170 @@
+use std::collections::HashMap;
+use std::fmt;
+
+use kstreams_record::{Headers, RecordMetadata, Timestamp};
+use kstreams_state::BuiltStore;
+use kstreams_time::PunctuationSchedule;
+
+/// A task: one sub-topology over one partition of its source topics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskId {
+    /// The sub-topology.
+    pub subtopology: u32,
+    /// The partition.
+    pub partition: i32,
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}_{}", self.subtopology, self.partition)
+    }
+}
+
+/// A record as consumed, before its source deserializes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsumedRecord {
+    /// Source topic.
+    pub topic: String,
+    /// Source partition.
+    pub partition: i32,
+    /// Source offset.
+    pub offset: i64,
+    /// The timestamp stored with the record.
+    pub timestamp: Timestamp,
+    /// Key bytes (`None` is null).
+    pub key: Option<Vec<u8>>,
+    /// Value bytes (`None` is null).
+    pub value: Option<Vec<u8>>,
+    /// Headers.
+    pub headers: Headers,
+}
+
+/// A record a sink wrote, waiting for the producer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProducedRecord {
+    /// Destination topic (the full name, application id included for
+    /// internal topics).
+    pub topic: String,
+    /// Destination partition, when a partitioner chose one.
+    pub partition: Option<i32>,
+    /// Key bytes.
+    pub key: Option<Vec<u8>>,
+    /// Value bytes.
+    pub value: Option<Vec<u8>>,
+    /// Timestamp.
+    pub timestamp: Timestamp,
+    /// Headers.
+    pub headers: Headers,
+}
+
+/// A punctuation a processor scheduled.
+#[derive(Debug, Clone)]
+pub(crate) struct ScheduledPunctuation {
+    pub node: usize,
+    pub id: u64,
+    pub schedule: PunctuationSchedule,
+    pub cancelled: bool,
+}
+
+/// Everything a task's nodes share while a record runs through them: the
+/// clocks, the record's origin, the stores, the output buffer.
+///
+/// One per task, owned by the thread that runs the task and passed down the
+/// depth-first forwarding as `&mut`, so nothing here needs a lock.
+pub struct TaskContext {
+    pub(crate) task_id: TaskId,
+    pub(crate) application_id: String,
+    pub(crate) stream_time: Timestamp,
+    pub(crate) wall_clock: Timestamp,
+    pub(crate) metadata: Option<RecordMetadata>,
+    pub(crate) output: Vec<ProducedRecord>,
+    pub(crate) stores: HashMap<String, BuiltStore>,
+    pub(crate) punctuations: Vec<ScheduledPunctuation>,
+    pub(crate) next_punctuation_id: u64,
+    pub(crate) commit_requested: bool,
+    /// The node that is running now; kept on unwind, so a caught panic
+    /// names the node it came from.
+    pub(crate) current_node: Option<std::rc::Rc<str>>,
+}
+
+impl TaskContext {
+    pub(crate) fn new(task_id: TaskId, application_id: String, wall_clock: Timestamp) -> Self {
+        Self {
+            task_id,
+            application_id,
+            stream_time: -1,
+            wall_clock,
+            metadata: None,
+            output: Vec::new(),
+            stores: HashMap::new(),
+            punctuations: Vec::new(),
+            next_punctuation_id: 0,
+            commit_requested: false,
+            current_node: None,
+        }
+    }
+
+    /// The task this context belongs to.
+    pub fn task_id(&self) -> TaskId {
+        self.task_id
+    }
+
+    /// The largest timestamp the task has processed, -1 before the first.
+    pub fn stream_time(&self) -> Timestamp {
+        self.stream_time
+    }
+
+    /// Sets the origin of the record about to be processed (`None` for a
+    /// punctuation).
+    pub fn set_record_metadata(&mut self, metadata: Option<RecordMetadata>) {
+        self.metadata = metadata;
+    }
+
+    /// Moves stream time forward (never back).
+    pub fn advance_stream_time(&mut self, timestamp: Timestamp) {
+        self.stream_time = self.stream_time.max(timestamp);
+    }
+
+    /// Sets the wall clock (milliseconds since the epoch).
+    pub fn set_wall_clock(&mut self, now: Timestamp) {
+        self.wall_clock = now;
+    }
+
+    /// The wall clock as the task last saw it.
+    pub fn wall_clock(&self) -> Timestamp {
+        self.wall_clock
+    }
+
+    /// Takes the records the sinks wrote since the last call.
+    pub fn drain_output(&mut self) -> Vec<ProducedRecord> {
+        std::mem::take(&mut self.output)
+    }
+
+    /// Whether a processor asked for a commit; clears the request.
+    pub fn take_commit_request(&mut self) -> bool {
+        std::mem::take(&mut self.commit_requested)
+    }
+
+    /// The task's stores, by name.
+    pub fn stores(&self) -> &HashMap<String, BuiltStore> {
+        &self.stores
+    }
+
+    /// The node that was running when processing stopped.
+    pub fn current_node(&self) -> Option<&str> {
+        self.current_node.as_deref()
+    }
+
+    /// The origin of the record being processed.
+    pub fn record_metadata(&self) -> Option<&RecordMetadata> {
+        self.metadata.as_ref()
+    }
+
+    pub(crate) fn position(&self) -> Option<crate::RecordPosition> {
+        self.metadata.as_ref().map(|m| crate::RecordPosition {
+            topic: m.topic.clone(),
+            partition: m.partition,
+            offset: m.offset,
+        })
+    }
+}

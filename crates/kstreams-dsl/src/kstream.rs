@@ -1,0 +1,544 @@
+//! `KStream`: a typed handle on a node of the topology being built.
+
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
+
+use kstreams_record::{DefaultSerde, SharedSerde};
+
+use crate::builder::SharedState;
+use crate::fixed_key::{FixedKeyAdapter, FixedKeyProcessor};
+use crate::internals::graph::SourceTopics;
+use crate::operators::{
+    Branch, DropNullKeys, Filter, FlatMap, FlatMapValues, Map, MapValues, PassThrough, Peek, Print, SelectKey, Split,
+};
+use crate::topology::SinkTopic;
+use crate::options::IntoName;
+use crate::{Branched, Named, Printed, Processor, Produced, RecordContext, Repartitioned};
+
+/// A stream of records with keys `K` and values `V`: Kafka Streams'
+/// `KStream`. Each operator adds a node to the builder's topology and
+/// returns a handle on it; a handle may be used many times (fan-out).
+pub struct KStream<K, V> {
+    state: SharedState,
+    node: String,
+    types: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K, V> Clone for KStream<K, V> {
+    fn clone(&self) -> Self {
+        Self {
+            state: self.state.clone(),
+            node: self.node.clone(),
+            types: PhantomData,
+        }
+    }
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
+    pub(crate) fn new(state: SharedState, node: String) -> Self {
+        Self {
+            state,
+            node,
+            types: PhantomData,
+        }
+    }
+
+    /// The name of the node this handle stands on.
+    pub fn node_name(&self) -> &str {
+        &self.node
+    }
+
+    /// Adds a processor under this stream's node.
+    fn then<K2, V2, P>(&self, prefix: &str, named: Option<Named>, supplier: impl Fn() -> P + Send + Sync + 'static) -> KStream<K2, V2>
+    where
+        K2: Clone + 'static,
+        V2: Clone + 'static,
+        P: Processor<K, V, K2, V2>,
+    {
+        let mut state = self.state.borrow_mut();
+        let name = state.name_or_generate(named.map(|n| n.0), prefix);
+        self.add_named::<K2, V2, P>(&mut state, name, supplier, &[self.node.as_str()])
+    }
+
+    fn add_named<K2, V2, P>(
+        &self,
+        state: &mut crate::builder::BuilderState,
+        name: String,
+        supplier: impl Fn() -> P + Send + Sync + 'static,
+        parents: &[&str],
+    ) -> KStream<K2, V2>
+    where
+        K2: Clone + 'static,
+        V2: Clone + 'static,
+        P: Processor<K, V, K2, V2>,
+    {
+        let added = state
+            .topology
+            .add_typed_processor::<K, V, K2, V2, P>(name.clone(), Arc::new(supplier), parents);
+        state.record(added);
+        KStream::new(self.state.clone(), name)
+    }
+
+    /// Keeps the records for which `predicate` holds.
+    pub fn filter(&self, predicate: impl Fn(&K, &V) -> bool + Send + Sync + 'static) -> KStream<K, V> {
+        self.filter_named(predicate, None)
+    }
+
+    /// [`KStream::filter`] with a processor name.
+    pub fn filter_named(
+        &self,
+        predicate: impl Fn(&K, &V) -> bool + Send + Sync + 'static,
+        named: impl IntoName,
+    ) -> KStream<K, V> {
+        let predicate = Arc::new(predicate);
+        self.then("KSTREAM-FILTER-", named.into_name(), move || Filter {
+            predicate: predicate.clone(),
+            keep_when: true,
+        })
+    }
+
+    /// Drops the records for which `predicate` holds.
+    pub fn filter_not(&self, predicate: impl Fn(&K, &V) -> bool + Send + Sync + 'static) -> KStream<K, V> {
+        self.filter_not_named(predicate, None)
+    }
+
+    /// [`KStream::filter_not`] with a processor name.
+    pub fn filter_not_named(
+        &self,
+        predicate: impl Fn(&K, &V) -> bool + Send + Sync + 'static,
+        named: impl IntoName,
+    ) -> KStream<K, V> {
+        let predicate = Arc::new(predicate);
+        self.then("KSTREAM-FILTER-", named.into_name(), move || Filter {
+            predicate: predicate.clone(),
+            keep_when: false,
+        })
+    }
+
+    /// A new key and value for each record.
+    pub fn map<K2: Clone + 'static, V2: Clone + 'static>(
+        &self,
+        mapper: impl Fn(K, V) -> (K2, V2) + Send + Sync + 'static,
+    ) -> KStream<K2, V2> {
+        self.map_named(mapper, None)
+    }
+
+    /// [`KStream::map`] with a processor name.
+    pub fn map_named<K2: Clone + 'static, V2: Clone + 'static>(
+        &self,
+        mapper: impl Fn(K, V) -> (K2, V2) + Send + Sync + 'static,
+        named: impl IntoName,
+    ) -> KStream<K2, V2> {
+        let mapper = Arc::new(mapper);
+        self.then("KSTREAM-MAP-", named.into_name(), move || Map { mapper: mapper.clone() })
+    }
+
+    /// A new value for each record; the key stays.
+    pub fn map_values<V2: Clone + 'static>(&self, mapper: impl Fn(V) -> V2 + Send + Sync + 'static) -> KStream<K, V2> {
+        self.map_values_with_key(move |_, v| mapper(v))
+    }
+
+    /// A new value computed from key and value; the key stays.
+    pub fn map_values_with_key<V2: Clone + 'static>(
+        &self,
+        mapper: impl Fn(&K, V) -> V2 + Send + Sync + 'static,
+    ) -> KStream<K, V2> {
+        self.map_values_named(mapper, None)
+    }
+
+    /// [`KStream::map_values_with_key`] with a processor name.
+    pub fn map_values_named<V2: Clone + 'static>(
+        &self,
+        mapper: impl Fn(&K, V) -> V2 + Send + Sync + 'static,
+        named: impl IntoName,
+    ) -> KStream<K, V2> {
+        let mapper = Arc::new(mapper);
+        self.then("KSTREAM-MAPVALUES-", named.into_name(), move || MapValues { mapper: mapper.clone() })
+    }
+
+    /// Zero or more records for each record.
+    pub fn flat_map<K2: Clone + 'static, V2: Clone + 'static, I>(
+        &self,
+        mapper: impl Fn(K, V) -> I + Send + Sync + 'static,
+    ) -> KStream<K2, V2>
+    where
+        I: IntoIterator<Item = (K2, V2)> + 'static,
+    {
+        self.flat_map_named(mapper, None)
+    }
+
+    /// [`KStream::flat_map`] with a processor name.
+    pub fn flat_map_named<K2: Clone + 'static, V2: Clone + 'static, I>(
+        &self,
+        mapper: impl Fn(K, V) -> I + Send + Sync + 'static,
+        named: impl IntoName,
+    ) -> KStream<K2, V2>
+    where
+        I: IntoIterator<Item = (K2, V2)> + 'static,
+    {
+        let mapper = Arc::new(mapper);
+        self.then("KSTREAM-FLATMAP-", named.into_name(), move || FlatMap { mapper: mapper.clone() })
+    }
+
+    /// Zero or more values for each record, each under the record's key.
+    pub fn flat_map_values<V2: Clone + 'static, I>(&self, mapper: impl Fn(V) -> I + Send + Sync + 'static) -> KStream<K, V2>
+    where
+        I: IntoIterator<Item = V2> + 'static,
+    {
+        self.flat_map_values_named(move |_, v| mapper(v), None)
+    }
+
+    /// [`KStream::flat_map_values`] with the key in view and a processor name.
+    pub fn flat_map_values_named<V2: Clone + 'static, I>(
+        &self,
+        mapper: impl Fn(&K, V) -> I + Send + Sync + 'static,
+        named: impl IntoName,
+    ) -> KStream<K, V2>
+    where
+        I: IntoIterator<Item = V2> + 'static,
+    {
+        let mapper = Arc::new(mapper);
+        self.then("KSTREAM-FLATMAPVALUES-", named.into_name(), move || FlatMapValues { mapper: mapper.clone() })
+    }
+
+    /// A new key for each record, computed from key and value.
+    pub fn select_key<K2: Clone + 'static>(&self, selector: impl Fn(&K, &V) -> K2 + Send + Sync + 'static) -> KStream<K2, V> {
+        self.select_key_named(selector, None)
+    }
+
+    /// [`KStream::select_key`] with a processor name.
+    pub fn select_key_named<K2: Clone + 'static>(
+        &self,
+        selector: impl Fn(&K, &V) -> K2 + Send + Sync + 'static,
+        named: impl IntoName,
+    ) -> KStream<K2, V> {
+        let selector = Arc::new(selector);
+        self.then("KSTREAM-KEY-SELECT-", named.into_name(), move || SelectKey { selector: selector.clone() })
+    }
+
+    /// Runs `action` on each record and passes it on unchanged.
+    pub fn peek(&self, action: impl Fn(&K, &V) + Send + Sync + 'static) -> KStream<K, V> {
+        self.peek_named(action, None)
+    }
+
+    /// [`KStream::peek`] with a processor name.
+    pub fn peek_named(&self, action: impl Fn(&K, &V) + Send + Sync + 'static, named: impl IntoName) -> KStream<K, V> {
+        let action = Arc::new(action);
+        self.then("KSTREAM-PEEK-", named.into_name(), move || Peek {
+            action: action.clone(),
+            forward: true,
+        })
+    }
+
+    /// Runs `action` on each record; the stream ends here.
+    pub fn foreach(&self, action: impl Fn(&K, &V) + Send + Sync + 'static) {
+        self.foreach_named(action, None)
+    }
+
+    /// [`KStream::foreach`] with a processor name.
+    pub fn foreach_named(&self, action: impl Fn(&K, &V) + Send + Sync + 'static, named: impl IntoName) {
+        let action = Arc::new(action);
+        let _: KStream<K, V> = self.then("KSTREAM-FOREACH-", named.into_name(), move || Peek {
+            action: action.clone(),
+            forward: false,
+        });
+    }
+
+    /// Prints each record as `[label]: key, value`.
+    pub fn print(&self, printed: Printed<K, V>) {
+        let Printed {
+            label,
+            name,
+            mapper,
+            sink,
+        } = printed;
+        let _: KStream<K, V> = self.then("KSTREAM-PRINTER-", name.map(Named), move || Print {
+            label: label.clone(),
+            mapper: mapper.clone(),
+            sink: sink.clone(),
+        });
+    }
+
+    /// One stream of the records of both streams.
+    pub fn merge(&self, other: &KStream<K, V>) -> KStream<K, V> {
+        self.merge_named(other, None)
+    }
+
+    /// [`KStream::merge`] with a processor name.
+    pub fn merge_named(&self, other: &KStream<K, V>, named: impl IntoName) -> KStream<K, V> {
+        let mut state = self.state.borrow_mut();
+        let name = state.name_or_generate(named.into_name().map(|n| n.0), "KSTREAM-MERGE-");
+        self.add_named::<K, V, _>(&mut state, name, || PassThrough, &[self.node.as_str(), other.node.as_str()])
+    }
+
+    /// Splits the stream by predicates into named branches.
+    pub fn split(&self) -> BranchedKStream<K, V> {
+        self.split_named(None)
+    }
+
+    /// [`KStream::split`]; the name is the split node's and the prefix of
+    /// its branches' names.
+    pub fn split_named(&self, named: impl IntoName) -> BranchedKStream<K, V> {
+        let mut state = self.state.borrow_mut();
+        // The split node takes an index even when named, as in Kafka Streams.
+        let generated = state.new_name("KSTREAM-BRANCH-");
+        let name = named.into_name().map(|n| n.0).unwrap_or(generated);
+        let branches: Arc<Mutex<SplitSpec<K, V>>> = Arc::default();
+        let spec = branches.clone();
+        let split: KStream<K, V> = self.add_named::<K, V, _>(
+            &mut state,
+            name.clone(),
+            move || {
+                let spec = spec.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                Split {
+                    branches: spec.branches.clone(),
+                    default_child: spec.default_child.clone(),
+                }
+            },
+            &[self.node.as_str()],
+        );
+        BranchedKStream {
+            split,
+            prefix: name,
+            spec: branches,
+            next_index: 1,
+            result: HashMap::new(),
+        }
+    }
+
+    /// Writes to `topic` with the default serdes of `K` and `V`.
+    pub fn to(&self, topic: &str)
+    where
+        K: DefaultSerde,
+        V: DefaultSerde,
+    {
+        self.to_with(topic, Produced::default())
+    }
+
+    /// Writes to `topic` as `produced` says.
+    pub fn to_with(&self, topic: &str, produced: Produced<K, V>) {
+        self.add_sink(SinkTopic::Fixed(topic.to_string()), produced)
+    }
+
+    /// Writes each record to the topic `extractor` names for it.
+    pub fn to_dynamic(
+        &self,
+        extractor: impl Fn(&K, &V, &RecordContext<'_>) -> String + Send + Sync + 'static,
+        produced: Produced<K, V>,
+    ) {
+        let description = std::any::type_name_of_val(&extractor).to_string();
+        self.add_sink(SinkTopic::Extractor(Arc::new(extractor), description), produced)
+    }
+
+    fn add_sink(&self, topic: SinkTopic<K, V>, produced: Produced<K, V>) {
+        let mut state = self.state.borrow_mut();
+        let name = state.name_or_generate(produced.name, "KSTREAM-SINK-");
+        let added = state.topology.add_typed_sink(
+            name,
+            topic,
+            produced.key_serde,
+            produced.value_serde,
+            &[self.node.as_str()],
+        );
+        state.record(added);
+    }
+
+    /// Sends the stream through an internal topic,
+    /// `<application.id>-<name>-repartition`, so that records are spread
+    /// by their (new) key. Records with a null key are dropped.
+    pub fn repartition(&self) -> KStream<K, V>
+    where
+        K: DefaultSerde,
+        V: DefaultSerde,
+    {
+        self.repartition_with(Repartitioned::default())
+    }
+
+    /// [`KStream::repartition`] with serdes, name and partition count.
+    pub fn repartition_with(&self, repartitioned: Repartitioned<K, V>) -> KStream<K, V> {
+        let mut state = self.state.borrow_mut();
+        let base = match repartitioned.name {
+            Some(name) => name,
+            None => state.new_name("KSTREAM-REPARTITION-"),
+        };
+        let topic = format!("{base}-repartition");
+        // Kafka Streams draws an index for each of the three nodes even
+        // when the user named the topic; so do we, to keep later names equal.
+        let sink_generated = state.new_name("KSTREAM-SINK-");
+        let filter_generated = state.new_name("KSTREAM-FILTER-");
+        let source_generated = state.new_name("KSTREAM-SOURCE-");
+        let user_named = !base.starts_with("KSTREAM-REPARTITION-");
+        let (sink, filter, source) = if user_named {
+            (format!("{topic}-sink"), format!("{topic}-filter"), format!("{topic}-source"))
+        } else {
+            (sink_generated, filter_generated, source_generated)
+        };
+        let key_serde: SharedSerde<K> = repartitioned.key_serde;
+        let null_check = key_serde.clone();
+        let is_null: Arc<dyn Fn(&K) -> bool + Send + Sync> = Arc::new(move |k: &K| null_check.is_null(k));
+        let dropped: KStream<K, V> =
+            self.add_named::<K, V, _>(&mut state, filter.clone(), move || DropNullKeys { is_null: is_null.clone() }, &[
+                self.node.as_str(),
+            ]);
+        let added = state.topology.add_typed_sink(
+            sink,
+            SinkTopic::Fixed(topic.clone()),
+            key_serde.clone(),
+            repartitioned.value_serde.clone(),
+            &[dropped.node.as_str()],
+        );
+        state.record(added);
+        state.topology.mark_internal_topic(&topic);
+        let added = state.topology.add_typed_source(
+            source.clone(),
+            SourceTopics::Names(vec![topic]),
+            key_serde,
+            repartitioned.value_serde,
+            None,
+        );
+        state.record(added);
+        KStream::new(self.state.clone(), source)
+    }
+
+    /// Runs a user [`Processor`] on each record; `stores` are the state
+    /// stores (added to the builder) it may use.
+    pub fn process<K2: Clone + 'static, V2: Clone + 'static, P: Processor<K, V, K2, V2>>(
+        &self,
+        supplier: impl Fn() -> P + Send + Sync + 'static,
+        stores: &[&str],
+    ) -> KStream<K2, V2> {
+        self.process_named(supplier, stores, None)
+    }
+
+    /// [`KStream::process`] with a processor name.
+    pub fn process_named<K2: Clone + 'static, V2: Clone + 'static, P: Processor<K, V, K2, V2>>(
+        &self,
+        supplier: impl Fn() -> P + Send + Sync + 'static,
+        stores: &[&str],
+        named: impl IntoName,
+    ) -> KStream<K2, V2> {
+        let out = self.then("KSTREAM-PROCESSOR-", named.into_name(), supplier);
+        self.connect_stores(&out.node, stores);
+        out
+    }
+
+    /// Runs a user [`FixedKeyProcessor`] on each record: values may change,
+    /// keys may not.
+    pub fn process_values<V2: Clone + 'static, P: FixedKeyProcessor<K, V, V2>>(
+        &self,
+        supplier: impl Fn() -> P + Send + Sync + 'static,
+        stores: &[&str],
+    ) -> KStream<K, V2> {
+        self.process_values_named(supplier, stores, None)
+    }
+
+    /// [`KStream::process_values`] with a processor name.
+    pub fn process_values_named<V2: Clone + 'static, P: FixedKeyProcessor<K, V, V2>>(
+        &self,
+        supplier: impl Fn() -> P + Send + Sync + 'static,
+        stores: &[&str],
+        named: impl IntoName,
+    ) -> KStream<K, V2> {
+        let out = self.then("KSTREAM-PROCESSVALUES-", named.into_name(), move || FixedKeyAdapter(supplier()));
+        self.connect_stores(&out.node, stores);
+        out
+    }
+
+    fn connect_stores(&self, processor: &str, stores: &[&str]) {
+        if stores.is_empty() {
+            return;
+        }
+        let mut state = self.state.borrow_mut();
+        let connected = state.topology.connect_processor_and_state_stores(processor, stores).map(|_| ());
+        state.record(connected);
+    }
+}
+
+
+/// The branches of a split, filled in as `branch` is called.
+pub(crate) struct SplitSpec<K, V> {
+    branches: Arc<Vec<Branch<K, V>>>,
+    default_child: Option<String>,
+}
+
+impl<K, V> Default for SplitSpec<K, V> {
+    fn default() -> Self {
+        Self {
+            branches: Arc::new(Vec::new()),
+            default_child: None,
+        }
+    }
+}
+
+/// A split in progress: Kafka Streams' `BranchedKStream`.
+pub struct BranchedKStream<K, V> {
+    split: KStream<K, V>,
+    prefix: String,
+    spec: Arc<Mutex<SplitSpec<K, V>>>,
+    next_index: usize,
+    result: HashMap<String, KStream<K, V>>,
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> BranchedKStream<K, V> {
+    /// Routes the records for which `predicate` holds (and no earlier
+    /// branch's did) to a new branch.
+    pub fn branch(mut self, predicate: impl Fn(&K, &V) -> bool + Send + Sync + 'static, branched: Branched<K, V>) -> Self {
+        let child = self.add_branch(branched);
+        let mut spec = self.spec.lock().unwrap_or_else(|p| p.into_inner());
+        let mut branches: Vec<Branch<K, V>> = spec.branches.iter().map(Branch::clone_branch).collect();
+        branches.push(Branch {
+            predicate: Arc::new(predicate),
+            child,
+        });
+        spec.branches = Arc::new(branches);
+        drop(spec);
+        self
+    }
+
+    /// Routes the records no predicate took to a last branch and returns
+    /// the branches by name.
+    pub fn default_branch(mut self, branched: Branched<K, V>) -> HashMap<String, KStream<K, V>> {
+        let child = self.add_branch(branched);
+        self.spec.lock().unwrap_or_else(|p| p.into_inner()).default_child = Some(child);
+        self.result
+    }
+
+    /// Drops the records no predicate took and returns the branches by name.
+    pub fn no_default_branch(self) -> HashMap<String, KStream<K, V>> {
+        self.result
+    }
+
+    fn add_branch(&mut self, branched: Branched<K, V>) -> String {
+        let index = self.next_index;
+        self.next_index += 1;
+        let child = match &branched.name {
+            Some(name) => format!("{}{name}", self.prefix),
+            None => format!("{}{index}", self.prefix),
+        };
+        let stream = {
+            let mut state = self.split.state.borrow_mut();
+            // Each branch draws an index, as in Kafka Streams.
+            state.new_name("KSTREAM-BRANCH-");
+            self.split
+                .add_named::<K, V, _>(&mut state, child.clone(), || PassThrough, &[self.split.node.as_str()])
+        };
+        let kept = match branched.chain {
+            Some(chain) => chain(stream),
+            None => Some(stream),
+        };
+        if let Some(kept) = kept {
+            self.result.insert(child.clone(), kept);
+        }
+        child
+    }
+}
+
+impl<K, V> Branch<K, V> {
+    fn clone_branch(&self) -> Self {
+        Self {
+            predicate: self.predicate.clone(),
+            child: self.child.clone(),
+        }
+    }
+}

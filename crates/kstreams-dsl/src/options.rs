@@ -1,0 +1,282 @@
+//! Operator options: Kafka Streams' `Consumed`, `Produced`, `Named`,
+//! `Repartitioned`, `Branched` and `Printed`.
+
+use std::sync::Arc;
+
+use kstreams_record::{DefaultSerde, Serde, SharedSerde};
+use kstreams_time::TimestampExtractor;
+
+use crate::KStream;
+
+/// A processor name chosen by the user instead of a generated one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Named(pub(crate) String);
+
+impl Named {
+    /// The name to give the operator.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self(name.into())
+    }
+}
+
+/// Anything that can name an operator: a [`Named`], a string, or `None`
+/// for a generated name.
+pub trait IntoName {
+    /// The name, if any.
+    fn into_name(self) -> Option<Named>;
+}
+
+impl IntoName for Named {
+    fn into_name(self) -> Option<Named> {
+        Some(self)
+    }
+}
+
+impl IntoName for &str {
+    fn into_name(self) -> Option<Named> {
+        Some(Named::new(self))
+    }
+}
+
+impl IntoName for String {
+    fn into_name(self) -> Option<Named> {
+        Some(Named::new(self))
+    }
+}
+
+impl IntoName for Option<Named> {
+    fn into_name(self) -> Option<Named> {
+        self
+    }
+}
+
+impl From<&str> for Named {
+    fn from(name: &str) -> Self {
+        Self::new(name)
+    }
+}
+
+/// How a source reads a topic: serdes, timestamp extractor, name.
+pub struct Consumed<K, V> {
+    pub(crate) key_serde: SharedSerde<K>,
+    pub(crate) value_serde: SharedSerde<V>,
+    pub(crate) extractor: Option<Arc<dyn TimestampExtractor>>,
+    pub(crate) name: Option<String>,
+}
+
+impl<K: 'static, V: 'static> Consumed<K, V> {
+    /// Reads keys and values with these serdes.
+    pub fn with(key_serde: impl Serde<K>, value_serde: impl Serde<V>) -> Self {
+        Self {
+            key_serde: Arc::new(key_serde),
+            value_serde: Arc::new(value_serde),
+            extractor: None,
+            name: None,
+        }
+    }
+
+    /// Uses this extractor instead of the application's default.
+    pub fn with_timestamp_extractor(mut self, extractor: impl TimestampExtractor) -> Self {
+        self.extractor = Some(Arc::new(extractor));
+        self
+    }
+
+    /// Names the source node.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+}
+
+impl<K: DefaultSerde, V: DefaultSerde> Default for Consumed<K, V> {
+    fn default() -> Self {
+        Self {
+            key_serde: K::default_serde(),
+            value_serde: V::default_serde(),
+            extractor: None,
+            name: None,
+        }
+    }
+}
+
+/// How a sink writes a topic: serdes and name.
+pub struct Produced<K, V> {
+    pub(crate) key_serde: SharedSerde<K>,
+    pub(crate) value_serde: SharedSerde<V>,
+    pub(crate) name: Option<String>,
+}
+
+impl<K: 'static, V: 'static> Produced<K, V> {
+    /// Writes keys and values with these serdes.
+    pub fn with(key_serde: impl Serde<K>, value_serde: impl Serde<V>) -> Self {
+        Self {
+            key_serde: Arc::new(key_serde),
+            value_serde: Arc::new(value_serde),
+            name: None,
+        }
+    }
+
+    /// Names the sink node.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+}
+
+impl<K: DefaultSerde, V: DefaultSerde> Default for Produced<K, V> {
+    fn default() -> Self {
+        Self {
+            key_serde: K::default_serde(),
+            value_serde: V::default_serde(),
+            name: None,
+        }
+    }
+}
+
+/// How `repartition` writes and reads its internal topic.
+pub struct Repartitioned<K, V> {
+    pub(crate) key_serde: SharedSerde<K>,
+    pub(crate) value_serde: SharedSerde<V>,
+    pub(crate) name: Option<String>,
+    pub(crate) partitions: Option<i32>,
+}
+
+impl<K: 'static, V: 'static> Repartitioned<K, V> {
+    /// Uses these serdes for the repartition topic.
+    pub fn with(key_serde: impl Serde<K>, value_serde: impl Serde<V>) -> Self {
+        Self {
+            key_serde: Arc::new(key_serde),
+            value_serde: Arc::new(value_serde),
+            name: None,
+            partitions: None,
+        }
+    }
+
+    /// Names the topic `<application.id>-<name>-repartition` and its nodes.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Sets the topic's partition count (default: that of the source).
+    pub fn with_partitions(mut self, partitions: i32) -> Self {
+        self.partitions = Some(partitions);
+        self
+    }
+}
+
+impl<K: DefaultSerde, V: DefaultSerde> Default for Repartitioned<K, V> {
+    fn default() -> Self {
+        Self {
+            key_serde: K::default_serde(),
+            value_serde: V::default_serde(),
+            name: None,
+            partitions: None,
+        }
+    }
+}
+
+/// What to do with one branch of a `split`.
+pub struct Branched<K, V> {
+    pub(crate) name: Option<String>,
+    pub(crate) chain: Option<BranchChain<K, V>>,
+}
+
+type BranchChain<K, V> = Box<dyn FnOnce(KStream<K, V>) -> Option<KStream<K, V>>>;
+
+impl<K, V> Branched<K, V> {
+    /// A branch with this name (appended to the split's prefix); it
+    /// appears in the map `split` returns under the full name.
+    pub fn named(name: impl Into<String>) -> Self {
+        Self {
+            name: Some(name.into()),
+            chain: None,
+        }
+    }
+
+    /// A branch handed to `consumer`; it is not in the returned map.
+    pub fn with_consumer(consumer: impl FnOnce(KStream<K, V>) + 'static) -> Self {
+        Self {
+            name: None,
+            chain: Some(Box::new(move |s| {
+                consumer(s);
+                None
+            })),
+        }
+    }
+
+    /// A branch transformed by `function`; the result is in the map.
+    pub fn with_function(function: impl FnOnce(KStream<K, V>) -> KStream<K, V> + 'static) -> Self {
+        Self {
+            name: None,
+            chain: Some(Box::new(move |s| Some(function(s)))),
+        }
+    }
+
+    /// Names a branch built with `with_consumer` or `with_function`.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+}
+
+impl<K, V> Default for Branched<K, V> {
+    fn default() -> Self {
+        Self { name: None, chain: None }
+    }
+}
+
+/// Where and how `print` writes records.
+pub struct Printed<K, V> {
+    pub(crate) label: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) mapper: Arc<dyn Fn(&K, &V) -> String + Send + Sync>,
+    pub(crate) sink: PrintSink,
+}
+
+#[derive(Clone)]
+pub(crate) enum PrintSink {
+    Stdout,
+    Writer(Arc<std::sync::Mutex<dyn std::io::Write + Send>>),
+}
+
+impl<K: std::fmt::Debug, V: std::fmt::Debug> Printed<K, V> {
+    /// Prints `[label]: key, value` lines to standard output (keys and
+    /// values with `Debug`; use `with_key_value_mapper` for other text).
+    pub fn to_sys_out() -> Self {
+        Self {
+            label: None,
+            name: None,
+            mapper: Arc::new(|k, v| format!("{k:?}, {v:?}")),
+            sink: PrintSink::Stdout,
+        }
+    }
+
+    /// Prints to any writer (a file, a buffer in a test).
+    pub fn to_writer(writer: Arc<std::sync::Mutex<dyn std::io::Write + Send>>) -> Self {
+        Self {
+            sink: PrintSink::Writer(writer),
+            ..Self::to_sys_out()
+        }
+    }
+}
+
+impl<K, V> Printed<K, V> {
+    /// The label in brackets (default: the processor name).
+    pub fn with_label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// Formats each record with `mapper` instead of `key, value`.
+    pub fn with_key_value_mapper(mut self, mapper: impl Fn(&K, &V) -> String + Send + Sync + 'static) -> Self {
+        self.mapper = Arc::new(mapper);
+        self
+    }
+
+    /// Names the printing processor.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+}

@@ -1,0 +1,176 @@
+//! The Processor API: user processors and the context they run in.
+
+use std::time::Duration;
+
+use kstreams_record::{Record, RecordMetadata, Timestamp};
+use kstreams_time::{PunctuationSchedule, PunctuationType};
+
+use crate::internals::{Outputs, ScheduledPunctuation, TaskContext};
+use crate::{ProcessorError, StreamsError, TaskId};
+
+/// A processor node's logic: Kafka Streams' `api.Processor`.
+///
+/// One instance exists per task, created by the supplier given to the
+/// topology; it is used from one thread only, so it may hold `Rc`s and
+/// store handles. Records arrive in `process`; new records leave through
+/// [`ProcessorContext::forward`].
+///
+/// ```
+/// use kstreams_dsl::{Processor, ProcessorContext, ProcessorError};
+/// use kstreams_record::Record;
+///
+/// /// Forwards each value with its length.
+/// struct WithLength;
+///
+/// impl Processor<String, String, String, usize> for WithLength {
+///     fn process(
+///         &mut self,
+///         ctx: &mut ProcessorContext<'_, String, usize>,
+///         record: Record<String, String>,
+///     ) -> Result<(), ProcessorError> {
+///         let len = record.value.len();
+///         ctx.forward(record.with_value(len))?;
+///         Ok(())
+///     }
+/// }
+/// ```
+pub trait Processor<KIn, VIn, KOut, VOut>: 'static {
+    /// Called once before the first record: fetch stores, schedule
+    /// punctuations.
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, KOut, VOut>) -> Result<(), ProcessorError> {
+        let _ = ctx;
+        Ok(())
+    }
+
+    /// Processes one record.
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, KOut, VOut>,
+        record: Record<KIn, VIn>,
+    ) -> Result<(), ProcessorError>;
+
+    /// Called when a punctuation scheduled by this processor fires, with
+    /// the stream or wall-clock time it fired at.
+    fn punctuate(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, KOut, VOut>,
+        punctuation: PunctuationId,
+        timestamp: Timestamp,
+    ) -> Result<(), ProcessorError> {
+        let _ = (ctx, punctuation, timestamp);
+        Ok(())
+    }
+
+    /// Called when the task closes.
+    fn close(&mut self) {}
+}
+
+/// Identifies a scheduled punctuation; pass it to
+/// [`ProcessorContext::cancel`] to stop it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PunctuationId(pub(crate) u64);
+
+/// What a processor can do besides returning: forward records, read where
+/// the current record came from, schedule punctuations, use stores and ask
+/// for a commit. Kafka Streams' `api.ProcessorContext`.
+pub struct ProcessorContext<'a, K, V> {
+    pub(crate) task: &'a mut TaskContext,
+    pub(crate) outputs: &'a Outputs<K, V>,
+    pub(crate) node: &'a crate::internals::NodeInfo,
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> ProcessorContext<'_, K, V> {
+    /// Sends a record to every child, depth-first: when this returns, the
+    /// children have processed it.
+    pub fn forward(&mut self, record: Record<K, V>) -> Result<(), StreamsError> {
+        self.outputs.forward(record, self.task)
+    }
+
+    /// Sends a record to one child, by name.
+    pub fn forward_to(&mut self, child: &str, record: Record<K, V>) -> Result<(), StreamsError> {
+        self.outputs.forward_to(child, record, self.task, &self.node.name)
+    }
+}
+
+impl<K, V> ProcessorContext<'_, K, V> {
+    /// The name of this processor node.
+    pub fn node_name(&self) -> &str {
+        &self.node.name
+    }
+
+    /// The application id.
+    pub fn application_id(&self) -> &str {
+        &self.task.application_id
+    }
+
+    /// The task this processor instance belongs to.
+    pub fn task_id(&self) -> TaskId {
+        self.task.task_id
+    }
+
+    /// Topic, partition and offset of the record being processed; `None`
+    /// inside a punctuation.
+    pub fn record_metadata(&self) -> Option<&RecordMetadata> {
+        self.task.metadata.as_ref()
+    }
+
+    /// The task's stream time: the largest record timestamp it has
+    /// processed (-1 before the first record).
+    pub fn current_stream_time(&self) -> Timestamp {
+        self.task.stream_time
+    }
+
+    /// The wall clock, in milliseconds since the epoch, as the task sees it
+    /// (the driver's mocked clock in tests).
+    pub fn current_system_time_ms(&self) -> Timestamp {
+        self.task.wall_clock
+    }
+
+    /// Schedules [`Processor::punctuate`] every `interval` of stream time or
+    /// of wall-clock time.
+    pub fn schedule(&mut self, interval: Duration, kind: PunctuationType) -> PunctuationId {
+        let now = match kind {
+            PunctuationType::StreamTime => self.task.stream_time,
+            PunctuationType::WallClockTime => self.task.wall_clock,
+        };
+        let id = self.task.next_punctuation_id;
+        self.task.next_punctuation_id += 1;
+        self.task.punctuations.push(ScheduledPunctuation {
+            node: self.node.index,
+            id,
+            schedule: PunctuationSchedule::new(kind, interval, now),
+            cancelled: false,
+        });
+        PunctuationId(id)
+    }
+
+    /// Stops a scheduled punctuation.
+    pub fn cancel(&mut self, punctuation: PunctuationId) {
+        for p in &mut self.task.punctuations {
+            if p.id == punctuation.0 {
+                p.cancelled = true;
+            }
+        }
+    }
+
+    /// A handle on a state store connected to this processor, by name and
+    /// handle type, for example
+    /// `ctx.get_state_store::<KeyValueStoreHandle<String, i64>>("counts")`.
+    pub fn get_state_store<H: Clone + 'static>(&self, name: &str) -> Result<H, StreamsError> {
+        if !self.node.stores.iter().any(|s| s == name) {
+            return Err(StreamsError::StoreNotConnected {
+                node: self.node.name.to_string(),
+                store: name.to_string(),
+            });
+        }
+        let built = self.task.stores.get(name).ok_or_else(|| {
+            StreamsError::Internal(format!("store {name:?} is connected but was not built"))
+        })?;
+        Ok(built.handle::<H>()?)
+    }
+
+    /// Asks for a commit as soon as possible.
+    pub fn commit(&mut self) {
+        self.task.commit_requested = true;
+    }
+}

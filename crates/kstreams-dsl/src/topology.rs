@@ -1,0 +1,302 @@
+//! `Topology`: the Processor API's graph builder and what the runtime runs.
+
+use std::any::Any;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use kstreams_record::{Serde, SharedSerde};
+use kstreams_state::StoreBuilder;
+use kstreams_time::TimestampExtractor;
+
+use crate::describe::TopologyDescription;
+use crate::internals::graph::{
+    EdgeType, NodeKind, ProcessorFactory, SinkFactory, SinkTopicDescription, SourceFactory, SourceTopics,
+    TopicPattern, TopologyGraph,
+};
+use crate::internals::nodes::{Input, NodeHandle, Outputs, ProcessorNode, SinkNode, SinkTarget, SourceNode};
+use crate::internals::TopicNameExtractor;
+use crate::{Processor, TopologyError};
+
+/// A graph of sources, processors, sinks and stores: Kafka Streams'
+/// `Topology`. Build one with the Processor API methods here, or with
+/// [`crate::StreamsBuilder`], and hand it to the runtime or to the
+/// `TopologyTestDriver`.
+///
+/// Edges are typed: a processor declares the key and value types it takes,
+/// and adding it under a parent that forwards other types fails here, at
+/// build time, naming both.
+#[derive(Default)]
+pub struct Topology {
+    pub(crate) graph: TopologyGraph,
+}
+
+impl std::fmt::Debug for Topology {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.describe())
+    }
+}
+
+impl Topology {
+    /// An empty topology.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a source reading `topics`, deserializing with the given serdes.
+    pub fn add_source<K: Clone + 'static, V: Clone + 'static>(
+        &mut self,
+        name: &str,
+        topics: &[&str],
+        key_serde: impl Serde<K>,
+        value_serde: impl Serde<V>,
+    ) -> Result<&mut Self, TopologyError> {
+        let topics = SourceTopics::Names(topics.iter().map(|t| t.to_string()).collect());
+        self.add_typed_source(name.to_string(), topics, Arc::new(key_serde), Arc::new(value_serde), None)?;
+        Ok(self)
+    }
+
+    /// Adds a source reading every topic whose whole name matches `pattern`.
+    pub fn add_pattern_source<K: Clone + 'static, V: Clone + 'static>(
+        &mut self,
+        name: &str,
+        pattern: &str,
+        key_serde: impl Serde<K>,
+        value_serde: impl Serde<V>,
+    ) -> Result<&mut Self, TopologyError> {
+        let topics = SourceTopics::Pattern(compile_pattern(pattern)?);
+        self.add_typed_source(name.to_string(), topics, Arc::new(key_serde), Arc::new(value_serde), None)?;
+        Ok(self)
+    }
+
+    /// Adds a processor under `parents`; `supplier` makes one instance per
+    /// task.
+    pub fn add_processor<KIn, VIn, KOut, VOut, P>(
+        &mut self,
+        name: &str,
+        supplier: impl Fn() -> P + Send + Sync + 'static,
+        parents: &[&str],
+    ) -> Result<&mut Self, TopologyError>
+    where
+        KIn: 'static,
+        VIn: 'static,
+        KOut: Clone + 'static,
+        VOut: Clone + 'static,
+        P: Processor<KIn, VIn, KOut, VOut>,
+    {
+        self.add_typed_processor::<KIn, VIn, KOut, VOut, P>(name.to_string(), Arc::new(supplier), parents)?;
+        Ok(self)
+    }
+
+    /// Adds a sink writing to `topic` under `parents`.
+    pub fn add_sink<K: 'static, V: 'static>(
+        &mut self,
+        name: &str,
+        topic: &str,
+        key_serde: impl Serde<K>,
+        value_serde: impl Serde<V>,
+        parents: &[&str],
+    ) -> Result<&mut Self, TopologyError> {
+        self.add_typed_sink(
+            name.to_string(),
+            SinkTopic::Fixed(topic.to_string()),
+            Arc::new(key_serde),
+            Arc::new(value_serde),
+            parents,
+        )?;
+        Ok(self)
+    }
+
+    /// Adds a sink whose topic `extractor` chooses per record.
+    pub fn add_sink_with_extractor<K: 'static, V: 'static>(
+        &mut self,
+        name: &str,
+        extractor: impl Fn(&K, &V, &crate::RecordContext<'_>) -> String + Send + Sync + 'static,
+        key_serde: impl Serde<K>,
+        value_serde: impl Serde<V>,
+        parents: &[&str],
+    ) -> Result<&mut Self, TopologyError> {
+        let description = std::any::type_name_of_val(&extractor).to_string();
+        self.add_typed_sink(
+            name.to_string(),
+            SinkTopic::Extractor(Arc::new(extractor), description),
+            Arc::new(key_serde),
+            Arc::new(value_serde),
+            parents,
+        )?;
+        Ok(self)
+    }
+
+    /// Adds a state store, connected to `processors` (possibly none yet).
+    pub fn add_state_store(
+        &mut self,
+        builder: impl StoreBuilder,
+        processors: &[&str],
+    ) -> Result<&mut Self, TopologyError> {
+        self.graph.add_store(Arc::new(builder), processors)?;
+        Ok(self)
+    }
+
+    /// Gives `processor` access to stores added before.
+    pub fn connect_processor_and_state_stores(
+        &mut self,
+        processor: &str,
+        stores: &[&str],
+    ) -> Result<&mut Self, TopologyError> {
+        self.graph.connect(&[processor], stores)?;
+        Ok(self)
+    }
+
+    /// The topology as Kafka Streams describes it.
+    pub fn describe(&self) -> TopologyDescription {
+        TopologyDescription::of(&self.graph)
+    }
+
+    /// How many sub-topologies (and so tasks per partition) there are.
+    pub fn subtopology_count(&self) -> usize {
+        self.graph.subtopologies().len()
+    }
+
+    /// The topics each sub-topology reads, with internal topics prefixed by
+    /// the application id; pattern sources are listed apart.
+    pub fn source_topics(&self, application_id: &str) -> Vec<SubtopologySources> {
+        self.graph
+            .subtopologies()
+            .iter()
+            .map(|members| {
+                let mut sources = SubtopologySources::default();
+                for &id in members {
+                    if let NodeKind::Source { topics, .. } = &self.graph.nodes[id].kind {
+                        match topics {
+                            SourceTopics::Names(names) => sources.topics.extend(
+                                names
+                                    .iter()
+                                    .map(|t| crate::internals::instance::resolve_topic(&self.graph, application_id, t)),
+                            ),
+                            SourceTopics::Pattern(p) => sources.patterns.push(p.regex.clone()),
+                        }
+                    }
+                }
+                sources
+            })
+            .collect()
+    }
+
+    /// Internal (repartition) topic names, without the application id.
+    pub fn internal_topics(&self) -> impl Iterator<Item = &str> {
+        self.graph.internal_topics.iter().map(String::as_str)
+    }
+
+    pub(crate) fn add_typed_source<K: Clone + 'static, V: Clone + 'static>(
+        &mut self,
+        name: String,
+        topics: SourceTopics,
+        key_serde: SharedSerde<K>,
+        value_serde: SharedSerde<V>,
+        extractor: Option<Arc<dyn TimestampExtractor>>,
+    ) -> Result<usize, TopologyError> {
+        let factory: SourceFactory = Arc::new(move |info, children| {
+            Ok(Rc::new(SourceNode {
+                info,
+                key_serde: key_serde.clone(),
+                value_serde: value_serde.clone(),
+                extractor: extractor.clone(),
+                outputs: Outputs::<K, V>::from_children(children)?,
+            }))
+        });
+        self.graph.add_node(name, NodeKind::Source { topics, factory }, &[], None, Some(EdgeType::of::<K, V>()))
+    }
+
+    pub(crate) fn add_typed_processor<KIn, VIn, KOut, VOut, P>(
+        &mut self,
+        name: String,
+        supplier: Arc<dyn Fn() -> P + Send + Sync>,
+        parents: &[&str],
+    ) -> Result<usize, TopologyError>
+    where
+        KIn: 'static,
+        VIn: 'static,
+        KOut: Clone + 'static,
+        VOut: Clone + 'static,
+        P: Processor<KIn, VIn, KOut, VOut>,
+    {
+        let factory: ProcessorFactory = Arc::new(move |info, children| {
+            let outputs = Outputs::<KOut, VOut>::from_children(children)?;
+            let node = Rc::new(ProcessorNode::<P, KIn, VIn, KOut, VOut>::new(info, supplier(), outputs));
+            let input: Rc<dyn Input<KIn, VIn>> = node.clone();
+            let handle: Rc<dyn NodeHandle> = node;
+            Ok((Box::new(input) as Box<dyn Any>, handle))
+        });
+        self.graph.add_node(
+            name,
+            NodeKind::Processor { factory },
+            parents,
+            Some(EdgeType::of::<KIn, VIn>()),
+            Some(EdgeType::of::<KOut, VOut>()),
+        )
+    }
+
+    pub(crate) fn add_typed_sink<K: 'static, V: 'static>(
+        &mut self,
+        name: String,
+        topic: SinkTopic<K, V>,
+        key_serde: SharedSerde<K>,
+        value_serde: SharedSerde<V>,
+        parents: &[&str],
+    ) -> Result<usize, TopologyError> {
+        let description = match &topic {
+            SinkTopic::Fixed(t) => SinkTopicDescription::Topic(t.clone()),
+            SinkTopic::Extractor(_, d) => SinkTopicDescription::Extractor(d.clone()),
+        };
+        let factory: SinkFactory = Arc::new(move |info, resolve| {
+            let target = match &topic {
+                SinkTopic::Fixed(t) => SinkTarget::Topic(resolve(t)),
+                SinkTopic::Extractor(e, _) => SinkTarget::Extractor(e.clone()),
+            };
+            let input: Rc<dyn Input<K, V>> = Rc::new(SinkNode {
+                info,
+                target,
+                key_serde: key_serde.clone(),
+                value_serde: value_serde.clone(),
+            });
+            Box::new(input) as Box<dyn Any>
+        });
+        self.graph.add_node(
+            name,
+            NodeKind::Sink { topic: description, factory },
+            parents,
+            Some(EdgeType::of::<K, V>()),
+            None,
+        )
+    }
+
+    pub(crate) fn mark_internal_topic(&mut self, topic: &str) {
+        self.graph.internal_topics.insert(topic.to_string());
+    }
+}
+
+/// What a sink writes to, before it is built.
+pub(crate) enum SinkTopic<K, V> {
+    Fixed(String),
+    Extractor(TopicNameExtractor<K, V>, String),
+}
+
+/// The topics one sub-topology reads.
+#[derive(Debug, Clone, Default)]
+pub struct SubtopologySources {
+    /// Named topics (internal ones with the application id prefix).
+    pub topics: Vec<String>,
+    /// Patterns of pattern sources.
+    pub patterns: Vec<regex::Regex>,
+}
+
+pub(crate) fn compile_pattern(pattern: &str) -> Result<TopicPattern, TopologyError> {
+    // Kafka Streams matches a pattern against the whole topic name.
+    let regex = regex::Regex::new(&format!("^(?:{pattern})$")).map_err(|source| TopologyError::BadPattern {
+        pattern: pattern.to_string(),
+        source,
+    })?;
+    Ok(TopicPattern {
+        text: pattern.to_string(),
+        regex,
+    })
+}
