@@ -26,13 +26,12 @@ impl BuilderState {
         name
     }
 
-    /// The user's name if given, else a generated one. A user's name takes
-    /// no index, as in Kafka Streams.
+    /// The user's name if given, else a generated one. Either way an index
+    /// is drawn, as Kafka Streams does, so that naming one operator does not
+    /// shift the generated names of the others.
     pub fn name_or_generate(&mut self, name: Option<String>, prefix: &str) -> String {
-        match name {
-            Some(name) => name,
-            None => self.new_name(prefix),
-        }
+        let generated = self.new_name(prefix);
+        name.unwrap_or(generated)
     }
 
     /// Keeps the first error; `build` reports it.

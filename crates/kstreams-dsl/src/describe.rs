@@ -1,7 +1,10 @@
 //! `TopologyDescription`: the topology as text, exactly as Kafka Streams
 //! prints it, so that tooling and eyes trained on Kafka Streams read ours.
 
+use std::collections::HashMap;
 use std::fmt;
+
+use crate::java_order::{grown_capacity, hash_order, hash_set_order, java_string_compare, JavaTreeSet};
 
 use crate::internals::graph::{NodeKind, SinkTopicDescription, SourceTopics, TopologyGraph};
 
@@ -15,7 +18,7 @@ pub enum NodeDescriptionKind {
     },
     /// A processor and its stores.
     Processor {
-        /// Connected store names, sorted.
+        /// Connected store names, in Kafka Streams' print order.
         stores: Vec<String>,
     },
     /// A sink and its topic (or extractor).
@@ -57,61 +60,83 @@ pub struct TopologyDescription {
 
 impl TopologyDescription {
     pub(crate) fn of(graph: &TopologyGraph) -> Self {
-        // Kafka Streams orders nodes by the size of the sub-tree below them
-        // (counted along every path), largest first, then by name.
-        let mut sizes = vec![0usize; graph.nodes.len()];
-        for id in (0..graph.nodes.len()).rev() {
-            sizes[id] = 1 + graph.nodes[id].children.iter().map(|&c| sizes[c]).sum::<usize>();
-        }
-        let order = |ids: &mut Vec<usize>| {
-            ids.sort_by(|&a, &b| sizes[b].cmp(&sizes[a]).then_with(|| graph.nodes[a].name.cmp(&graph.nodes[b].name)))
-        };
-        let names = |ids: &[usize]| {
-            let mut ids = ids.to_vec();
-            order(&mut ids);
-            ids.into_iter().map(|i| graph.nodes[i].name.clone()).collect::<Vec<_>>()
-        };
         let subtopologies = graph
             .subtopologies()
             .into_iter()
             .enumerate()
-            .map(|(id, mut members)| {
-                order(&mut members);
-                let nodes = members
-                    .into_iter()
-                    .map(|n| {
-                        let def = &graph.nodes[n];
-                        let kind = match &def.kind {
-                            NodeKind::Source { topics, .. } => NodeDescriptionKind::Source {
-                                topics: match topics {
-                                    SourceTopics::Names(t) => format!("[{}]", t.join(", ")),
-                                    SourceTopics::Pattern(p) => p.text.clone(),
-                                },
-                            },
-                            NodeKind::Processor { .. } => {
-                                let mut stores = def.stores.clone();
-                                stores.sort();
-                                NodeDescriptionKind::Processor { stores }
-                            }
-                            NodeKind::Sink { topic, .. } => NodeDescriptionKind::Sink {
-                                target: match topic {
-                                    SinkTopicDescription::Topic(t) => format!("topic: {t}"),
-                                    SinkTopicDescription::Extractor(e) => format!("extractor class: {e}"),
-                                },
-                            },
-                        };
-                        NodeDescription {
-                            name: def.name.clone(),
-                            kind,
-                            successors: names(&def.children),
-                            predecessors: names(&def.parents),
-                        }
-                    })
-                    .collect();
-                SubtopologyDescription { id, nodes }
-            })
+            .map(|(id, members)| describe_subtopology(graph, id, &members))
             .collect();
         Self { subtopologies }
+    }
+}
+
+/// Orders a sub-topology as Kafka Streams' `describeSubtopology` does:
+/// edges are visited in `HashMap` order of the node names; each edge adds
+/// the child's size to the parent and its ancestors, and lands in `TreeSet`s
+/// ordered by (size, name) as sizes are at that moment. Nodes print by final
+/// size, largest first, then by name.
+fn describe_subtopology(graph: &TopologyGraph, id: usize, members: &[usize]) -> SubtopologyDescription {
+    let names: Vec<&str> = members.iter().map(|&m| graph.nodes[m].name.as_str()).collect();
+    let local: HashMap<usize, usize> = members.iter().enumerate().map(|(i, &m)| (m, i)).collect();
+    let visit_order = hash_order(&names, grown_capacity(names.len()));
+    let mut sizes = vec![1u64; members.len()];
+    let mut predecessors: Vec<JavaTreeSet> = members.iter().map(|_| JavaTreeSet::default()).collect();
+    let mut successors: Vec<JavaTreeSet> = members.iter().map(|_| JavaTreeSet::default()).collect();
+    let by_name: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+    for name in visit_order {
+        let node = by_name[name];
+        for parent in &graph.nodes[members[node]].parents {
+            let parent = local[parent];
+            let cmp = |a: usize, b: usize| {
+                sizes[b].cmp(&sizes[a]).then_with(|| java_string_compare(names[a], names[b]))
+            };
+            predecessors[node].add(parent, cmp);
+            successors[parent].add(node, cmp);
+            add_size(parent, sizes[node], &mut sizes, &predecessors);
+        }
+    }
+    let mut order: Vec<usize> = (0..members.len()).collect();
+    order.sort_by(|&a, &b| sizes[b].cmp(&sizes[a]).then_with(|| java_string_compare(names[a], names[b])));
+    let list = |set: &JavaTreeSet| set.keys().into_iter().map(|i| names[i].to_string()).collect::<Vec<_>>();
+    let nodes = order
+        .into_iter()
+        .map(|i| {
+            let def = &graph.nodes[members[i]];
+            let kind = match &def.kind {
+                NodeKind::Source { topics, .. } => NodeDescriptionKind::Source {
+                    topics: match topics {
+                        SourceTopics::Names(t) => format!("[{}]", hash_set_order(t).join(", ")),
+                        SourceTopics::Pattern(p) => p.text.clone(),
+                    },
+                },
+                NodeKind::Processor { .. } => NodeDescriptionKind::Processor {
+                    // The processor keeps its stores in a HashSet, and
+                    // describe() copies it into another.
+                    stores: hash_set_order(&hash_order(&def.stores, grown_capacity(def.stores.len()))),
+                },
+                NodeKind::Sink { topic, .. } => NodeDescriptionKind::Sink {
+                    target: match topic {
+                        SinkTopicDescription::Topic(t) => format!("topic: {t}"),
+                        SinkTopicDescription::Extractor(e) => format!("extractor class: {e}"),
+                    },
+                },
+            };
+            NodeDescription {
+                name: def.name.clone(),
+                kind,
+                successors: list(&successors[i]),
+                predecessors: list(&predecessors[i]),
+            }
+        })
+        .collect();
+    SubtopologyDescription { id, nodes }
+}
+
+/// Adds `delta` to a node and, along every path, to its ancestors known so far.
+fn add_size(node: usize, delta: u64, sizes: &mut [u64], predecessors: &[JavaTreeSet]) {
+    sizes[node] += delta;
+    for p in predecessors[node].keys() {
+        add_size(p, delta, sizes, predecessors);
     }
 }
 
@@ -155,14 +180,12 @@ impl fmt::Display for SubtopologyDescription {
 
 impl fmt::Display for TopologyDescription {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Kafka Streams indents the first sub-topology by three spaces and
-        // the others by two, and ends each with a blank line.
-        write!(f, "Topologies:\n   ")?;
-        for (i, s) in self.subtopologies.iter().enumerate() {
-            if i > 0 {
-                write!(f, "  ")?;
-            }
-            writeln!(f, "{s}")?;
+        // Kafka Streams writes "Topologies:\n " and then each sub-topology
+        // as "  Sub-topology: N\n...\n": three spaces before the first
+        // header, two before the others.
+        write!(f, "Topologies:\n ")?;
+        for s in &self.subtopologies {
+            writeln!(f, "  {s}")?;
         }
         Ok(())
     }

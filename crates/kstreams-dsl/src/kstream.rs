@@ -14,7 +14,7 @@ use crate::operators::{
 };
 use crate::topology::SinkTopic;
 use crate::options::IntoName;
-use crate::{Branched, Named, Printed, Processor, Produced, RecordContext, Repartitioned};
+use crate::{Branched, Named, Printed, Processor, Produced, Repartitioned, TopicNameExtractor};
 
 /// A stream of records with keys `K` and values `V`: Kafka Streams'
 /// `KStream`. Each operator adds a node to the builder's topology and
@@ -58,6 +58,27 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     {
         let mut state = self.state.borrow_mut();
         let name = state.name_or_generate(named.map(|n| n.0), prefix);
+        self.add_named::<K2, V2, P>(&mut state, name, supplier, &[self.node.as_str()])
+    }
+
+    /// Like `then`, but a user's name draws no index: Kafka Streams'
+    /// `process` and `processValues` are the exception to its rule.
+    fn then_process<K2, V2, P>(
+        &self,
+        prefix: &str,
+        named: Option<Named>,
+        supplier: impl Fn() -> P + Send + Sync + 'static,
+    ) -> KStream<K2, V2>
+    where
+        K2: Clone + 'static,
+        V2: Clone + 'static,
+        P: Processor<K, V, K2, V2>,
+    {
+        let mut state = self.state.borrow_mut();
+        let name = match named {
+            Some(named) => named.0,
+            None => state.new_name(prefix),
+        };
         self.add_named::<K2, V2, P>(&mut state, name, supplier, &[self.node.as_str()])
     }
 
@@ -324,10 +345,10 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     /// Writes each record to the topic `extractor` names for it.
     pub fn to_dynamic(
         &self,
-        extractor: impl Fn(&K, &V, &RecordContext<'_>) -> String + Send + Sync + 'static,
+        extractor: impl TopicNameExtractor<K, V>,
         produced: Produced<K, V>,
     ) {
-        let description = std::any::type_name_of_val(&extractor).to_string();
+        let description = extractor.description();
         self.add_sink(SinkTopic::Extractor(Arc::new(extractor), description), produced)
     }
 
@@ -358,21 +379,19 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     /// [`KStream::repartition`] with serdes, name and partition count.
     pub fn repartition_with(&self, repartitioned: Repartitioned<K, V>) -> KStream<K, V> {
         let mut state = self.state.borrow_mut();
-        let base = match repartitioned.name {
-            Some(name) => name,
-            None => state.new_name("KSTREAM-REPARTITION-"),
+        let topic = match &repartitioned.name {
+            Some(name) if name.ends_with("-repartition") => name.clone(),
+            Some(name) => format!("{name}-repartition"),
+            None => format!("{}-repartition", state.new_name("KSTREAM-REPARTITION-")),
         };
-        let topic = format!("{base}-repartition");
         // Kafka Streams draws an index for each of the three nodes even
         // when the user named the topic; so do we, to keep later names equal.
         let sink_generated = state.new_name("KSTREAM-SINK-");
         let filter_generated = state.new_name("KSTREAM-FILTER-");
         let source_generated = state.new_name("KSTREAM-SOURCE-");
-        let user_named = !base.starts_with("KSTREAM-REPARTITION-");
-        let (sink, filter, source) = if user_named {
-            (format!("{topic}-sink"), format!("{topic}-filter"), format!("{topic}-source"))
-        } else {
-            (sink_generated, filter_generated, source_generated)
+        let (sink, filter, source) = match repartitioned.name {
+            Some(_) => (format!("{topic}-sink"), format!("{topic}-filter"), format!("{topic}-source")),
+            None => (sink_generated, filter_generated, source_generated),
         };
         let key_serde: SharedSerde<K> = repartitioned.key_serde;
         let null_check = key_serde.clone();
@@ -418,7 +437,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         stores: &[&str],
         named: impl IntoName,
     ) -> KStream<K2, V2> {
-        let out = self.then("KSTREAM-PROCESSOR-", named.into_name(), supplier);
+        let out = self.then_process("KSTREAM-PROCESSOR-", named.into_name(), supplier);
         self.connect_stores(&out.node, stores);
         out
     }
@@ -440,7 +459,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         stores: &[&str],
         named: impl IntoName,
     ) -> KStream<K, V2> {
-        let out = self.then("KSTREAM-PROCESSVALUES-", named.into_name(), move || FixedKeyAdapter(supplier()));
+        let out = self.then_process("KSTREAM-PROCESSVALUES-", named.into_name(), move || FixedKeyAdapter(supplier()));
         self.connect_stores(&out.node, stores);
         out
     }
@@ -484,7 +503,9 @@ impl<K: Clone + 'static, V: Clone + 'static> BranchedKStream<K, V> {
     /// Routes the records for which `predicate` holds (and no earlier
     /// branch's did) to a new branch.
     pub fn branch(mut self, predicate: impl Fn(&K, &V) -> bool + Send + Sync + 'static, branched: Branched<K, V>) -> Self {
-        let child = self.add_branch(branched);
+        let index = self.next_index;
+        self.next_index += 1;
+        let child = self.add_branch(branched, index);
         let mut spec = self.spec.lock().unwrap_or_else(|p| p.into_inner());
         let mut branches: Vec<Branch<K, V>> = spec.branches.iter().map(Branch::clone_branch).collect();
         branches.push(Branch {
@@ -499,7 +520,8 @@ impl<K: Clone + 'static, V: Clone + 'static> BranchedKStream<K, V> {
     /// Routes the records no predicate took to a last branch and returns
     /// the branches by name.
     pub fn default_branch(mut self, branched: Branched<K, V>) -> HashMap<String, KStream<K, V>> {
-        let child = self.add_branch(branched);
+        // An unnamed default branch is suffixed 0, as in Kafka Streams.
+        let child = self.add_branch(branched, 0);
         self.spec.lock().unwrap_or_else(|p| p.into_inner()).default_child = Some(child);
         self.result
     }
@@ -509,9 +531,7 @@ impl<K: Clone + 'static, V: Clone + 'static> BranchedKStream<K, V> {
         self.result
     }
 
-    fn add_branch(&mut self, branched: Branched<K, V>) -> String {
-        let index = self.next_index;
-        self.next_index += 1;
+    fn add_branch(&mut self, branched: Branched<K, V>, index: usize) -> String {
         let child = match &branched.name {
             Some(name) => format!("{}{name}", self.prefix),
             None => format!("{}{index}", self.prefix),

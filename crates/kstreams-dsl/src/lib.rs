@@ -16,6 +16,7 @@ mod describe;
 mod error;
 mod fixed_key;
 pub mod internals;
+mod java_order;
 mod kstream;
 mod operators;
 mod options;

@@ -14,6 +14,7 @@ use crate::internals::graph::{
     TopicPattern, TopologyGraph,
 };
 use crate::internals::nodes::{Input, NodeHandle, Outputs, ProcessorNode, SinkNode, SinkTarget, SourceNode};
+use crate::internals::nodes::SharedExtractor;
 use crate::internals::TopicNameExtractor;
 use crate::{Processor, TopologyError};
 
@@ -110,12 +111,12 @@ impl Topology {
     pub fn add_sink_with_extractor<K: 'static, V: 'static>(
         &mut self,
         name: &str,
-        extractor: impl Fn(&K, &V, &crate::RecordContext<'_>) -> String + Send + Sync + 'static,
+        extractor: impl TopicNameExtractor<K, V>,
         key_serde: impl Serde<K>,
         value_serde: impl Serde<V>,
         parents: &[&str],
     ) -> Result<&mut Self, TopologyError> {
-        let description = std::any::type_name_of_val(&extractor).to_string();
+        let description = extractor.description();
         self.add_typed_sink(
             name.to_string(),
             SinkTopic::Extractor(Arc::new(extractor), description),
@@ -277,7 +278,7 @@ impl Topology {
 /// What a sink writes to, before it is built.
 pub(crate) enum SinkTopic<K, V> {
     Fixed(String),
-    Extractor(TopicNameExtractor<K, V>, String),
+    Extractor(SharedExtractor<K, V>, String),
 }
 
 /// The topics one sub-topology reads.

@@ -1,1 +1,18 @@
+//! The kstreams engine.
+//!
+//! This crate owns how records are run through a topology: a
+//! [`StreamTask`] runs one sub-topology over the records of its
+//! partitions (event time, stream time, punctuation, error handling), and
+//! the [`TopologyTestDriver`] drives those same tasks from a test, with no
+//! broker. The Kafka runtime (stream threads, the rdkafka clients,
+//! partition groups, commits, exactly-once, rebalances, restoration and
+//! global tables) will drive them too, so a test that passes in the driver
+//! exercises the production path.
 
+mod config;
+pub mod driver;
+mod task;
+
+pub use config::{DeserializationHandling, ProcessingHandling, TaskConfig};
+pub use driver::{TestInputTopic, TestOutputTopic, TopologyTestDriver};
+pub use task::{StreamTask, TaskMetrics};

@@ -220,8 +220,7 @@ impl TopologyGraph {
 
     /// Sub-topologies as Kafka Streams numbers them: nodes joined by edges
     /// or by a shared store form a group; groups are numbered in the order
-    /// their source nodes' names sort, then any group without a source by
-    /// the sorted names of its nodes.
+    /// their first node was added. Members are in the order added.
     pub fn subtopologies(&self) -> Vec<Vec<usize>> {
         let mut uf = UnionFind::new(self.nodes.len());
         let mut store_owner: HashMap<&str, usize> = HashMap::new();
@@ -230,33 +229,23 @@ impl TopologyGraph {
                 uf.union(id, p);
             }
             for s in &node.stores {
-                if let Some(&other) = store_owner.get(s.as_str()) {
-                    uf.union(id, other);
-                } else {
-                    store_owner.insert(s, id);
+                match store_owner.get(s.as_str()) {
+                    Some(&other) => uf.union(id, other),
+                    None => {
+                        store_owner.insert(s, id);
+                    }
                 }
             }
         }
-        let mut sources: Vec<usize> = (0..self.nodes.len())
-            .filter(|&i| matches!(self.nodes[i].kind, NodeKind::Source { .. }))
-            .collect();
-        sources.sort_by(|&a, &b| self.nodes[a].name.cmp(&self.nodes[b].name));
-        let mut others: Vec<usize> = (0..self.nodes.len())
-            .filter(|&i| !matches!(self.nodes[i].kind, NodeKind::Source { .. }))
-            .collect();
-        others.sort_by(|&a, &b| self.nodes[a].name.cmp(&self.nodes[b].name));
         let mut group_of_root: HashMap<usize, usize> = HashMap::new();
         let mut groups: Vec<Vec<usize>> = Vec::new();
-        for id in sources.into_iter().chain(others) {
+        for id in 0..self.nodes.len() {
             let root = uf.find(id);
             let g = *group_of_root.entry(root).or_insert_with(|| {
                 groups.push(Vec::new());
                 groups.len() - 1
             });
             groups[g].push(id);
-        }
-        for g in &mut groups {
-            g.sort_unstable();
         }
         groups
     }

@@ -124,6 +124,11 @@ impl TaskTopology {
         &mut self.context
     }
 
+    /// The task's context, read-only.
+    pub fn context_view(&self) -> &TaskContext {
+        &self.context
+    }
+
     /// Whether a source of this task reads `topic` (full name).
     pub fn reads(&self, topic: &str) -> bool {
         self.sources.iter().any(|(m, _)| m.matches(topic))

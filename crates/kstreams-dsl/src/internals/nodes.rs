@@ -248,14 +248,36 @@ pub struct RecordContext<'a> {
 }
 
 /// Chooses a sink's topic per record: Kafka Streams' `TopicNameExtractor`.
-pub type TopicNameExtractor<K, V> = Arc<dyn Fn(&K, &V, &RecordContext<'_>) -> String + Send + Sync>;
+///
+/// Any `Fn(&K, &V, &RecordContext) -> String` is one; implement the trait
+/// on a type of your own to give it the name `describe()` prints.
+pub trait TopicNameExtractor<K, V>: Send + Sync + 'static {
+    /// The topic for this record.
+    fn extract(&self, key: &K, value: &V, context: &RecordContext<'_>) -> String;
+
+    /// What `describe()` prints after `extractor class:`.
+    fn description(&self) -> String {
+        std::any::type_name::<Self>().to_string()
+    }
+}
+
+impl<K, V, F> TopicNameExtractor<K, V> for F
+where
+    F: Fn(&K, &V, &RecordContext<'_>) -> String + Send + Sync + 'static,
+{
+    fn extract(&self, key: &K, value: &V, context: &RecordContext<'_>) -> String {
+        self(key, value, context)
+    }
+}
+
+pub(crate) type SharedExtractor<K, V> = Arc<dyn TopicNameExtractor<K, V>>;
 
 /// Where a sink writes.
 pub(crate) enum SinkTarget<K, V> {
     /// A fixed topic, already resolved (application id prefix included).
     Topic(String),
     /// A topic chosen per record.
-    Extractor(TopicNameExtractor<K, V>),
+    Extractor(SharedExtractor<K, V>),
 }
 
 /// A sink node: serializes once and hands the bytes to the task's output.
@@ -278,7 +300,7 @@ impl<K: 'static, V: 'static> Input<K, V> for SinkNode<K, V> {
                 };
                 // A panicking extractor leaves the sink marked as current.
                 let previous = task.current_node.replace(self.info.name.clone());
-                let topic = extract(&record.key, &record.value, &ctx);
+                let topic = extract.extract(&record.key, &record.value, &ctx);
                 task.current_node = previous;
                 topic
             }

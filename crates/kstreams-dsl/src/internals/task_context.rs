@@ -155,6 +155,12 @@ impl TaskContext {
         self.current_node.as_deref()
     }
 
+    /// Forgets the node and record a caught panic interrupted.
+    pub fn reset_after_panic(&mut self) {
+        self.current_node = None;
+        self.metadata = None;
+    }
+
     /// The origin of the record being processed.
     pub fn record_metadata(&self) -> Option<&RecordMetadata> {
         self.metadata.as_ref()

@@ -7,7 +7,12 @@
  *
  * Each program below is built with real Apache Kafka Streams (version in pom.xml) and
  * builder.build().describe().toString() (or topology.describe().toString() for the
- * Processor API program) is written byte-for-byte to <outdir>/<name>.txt.
+ * Processor API program) is written byte-for-byte to <outdir>/<name>.txt. It also writes
+ * <outdir>/dsl_programs.jsonl: per program, the node-level operations the DSL performed on
+ * InternalTopologyBuilder in insertion order (read by reflection) plus the describe text, in the
+ * format of RandomPapiTopologies (checked by compat/topology-describe/describe_ref.py).
+ *
+ * topic_extractor.txt differs on every run: a lambda's toString() is JVM-generated.
  *
  * The code between "// BEGIN <name>" and "// END <name>" is quoted verbatim in
  * crates/kstreams-dsl/tests/fixtures/describe/PROGRAMS.md; keep them in sync.
@@ -15,12 +20,16 @@
 package io.kstreams.compat;
 
 import java.io.IOException;
+import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Supplier;
 import java.util.regex.Pattern;
 
@@ -38,6 +47,8 @@ import org.apache.kafka.streams.kstream.Repartitioned;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.ProcessorSupplier;
+import org.apache.kafka.streams.processor.RecordContext;
+import org.apache.kafka.streams.processor.TopicNameExtractor;
 import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.Stores;
 
@@ -167,6 +178,32 @@ public final class DescribePrograms {
         // END topic_extractor
     }
 
+    /**
+     * A TopicNameExtractor whose toString() is fixed, so that the "extractor class: ..." text is
+     * deterministic (a lambda's toString() contains a JVM-generated class name and identity hash).
+     */
+    static final class OutPrefixExtractor implements TopicNameExtractor<String, String> {
+        @Override
+        public String extract(final String key, final String value, final RecordContext recordContext) {
+            return "out-" + key;
+        }
+
+        @Override
+        public String toString() {
+            return "OutPrefixExtractor";
+        }
+    }
+
+    static Topology topicExtractorNamed() {
+        // BEGIN topic_extractor_named
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("input")
+            .mapValues(v -> v.toUpperCase())
+            .to(new OutPrefixExtractor());
+        return builder.build();
+        // END topic_extractor_named
+    }
+
     static Topology printAndFlatMap() {
         // BEGIN print_and_flat_map
         StreamsBuilder builder = new StreamsBuilder();
@@ -229,6 +266,7 @@ public final class DescribePrograms {
         programs.put("named_operators", DescribePrograms::namedOperators);
         programs.put("process_with_store", DescribePrograms::processWithStore);
         programs.put("topic_extractor", DescribePrograms::topicExtractor);
+        programs.put("topic_extractor_named", DescribePrograms::topicExtractorNamed);
         programs.put("print_and_flat_map", DescribePrograms::printAndFlatMap);
         programs.put("topology_papi", DescribePrograms::topologyPapi);
         programs.put("merge_of_three", DescribePrograms::mergeOfThree);
@@ -236,18 +274,106 @@ public final class DescribePrograms {
         return programs;
     }
 
-    public static void main(final String[] args) throws IOException {
+    // ------------------------------------------------------------------ builder-op dump
+
+    private static Object field(final Object o, final Class<?> c, final String name) throws ReflectiveOperationException {
+        final Field f = c.getDeclaredField(name);
+        f.setAccessible(true);
+        return f.get(o);
+    }
+
+    private static String q(final String s) {
+        final StringBuilder sb = new StringBuilder("\"");
+        for (final char c : s.toCharArray()) {
+            switch (c) {
+                case '"': sb.append("\\\""); break;
+                case '\\': sb.append("\\\\"); break;
+                case '\n': sb.append("\\n"); break;
+                default:
+                    if (c < 0x20) {
+                        sb.append(String.format("\\u%04x", (int) c));
+                    } else {
+                        sb.append(c);
+                    }
+            }
+        }
+        return sb.append('"').toString();
+    }
+
+    private static String qList(final Collection<String> l) {
+        final List<String> quoted = new ArrayList<>();
+        for (final String s : l) {
+            quoted.add(q(s));
+        }
+        return "[" + String.join(",", quoted) + "]";
+    }
+
+    /**
+     * The node-level operations the DSL performed on InternalTopologyBuilder, in insertion order
+     * (read by reflection from its nodeFactories LinkedHashMap), in the JSON format of
+     * RandomPapiTopologies. Store connections are listed after the nodes (one op per processor and
+     * store; a processor's stores are listed in its HashSet order, fine for one store per processor).
+     */
+    @SuppressWarnings("unchecked")
+    static String builderOps(final Topology topology) throws ReflectiveOperationException {
+        final Class<?> itb = Class.forName("org.apache.kafka.streams.processor.internals.InternalTopologyBuilder");
+        final Class<?> nodeFactory = Class.forName("org.apache.kafka.streams.processor.internals.InternalTopologyBuilder$NodeFactory");
+        final Object builder = field(topology, Topology.class, "internalTopologyBuilder");
+        final Map<String, Object> factories = (Map<String, Object>) field(builder, itb, "nodeFactories");
+        final List<String> ops = new ArrayList<>();
+        final List<String> storeOps = new ArrayList<>();
+        for (final Map.Entry<String, Object> e : factories.entrySet()) {
+            final Object f = e.getValue();
+            final String kind = f.getClass().getSimpleName();
+            final String[] preds = (String[]) field(f, nodeFactory, "predecessors");
+            if (kind.startsWith("Source")) {
+                final Pattern pattern = (Pattern) field(f, f.getClass(), "pattern");
+                final List<String> topics = (List<String>) field(f, f.getClass(), "topics");
+                ops.add("{\"op\":\"source\",\"name\":" + q(e.getKey())
+                    + (pattern != null ? ",\"pattern\":" + q(pattern.pattern()) : ",\"topics\":" + qList(topics)) + "}");
+            } else if (kind.startsWith("Sink")) {
+                final Object extractor = field(f, f.getClass(), "topicExtractor");
+                final String target = extractor.getClass().getSimpleName().equals("StaticTopicNameExtractor")
+                    ? ",\"topic\":" + q((String) field(extractor, extractor.getClass(), "topicName"))
+                    : ",\"extractor\":" + q(String.valueOf(extractor));
+                ops.add("{\"op\":\"sink\",\"name\":" + q(e.getKey()) + target + ",\"parents\":" + qList(List.of(preds)) + "}");
+            } else {
+                ops.add("{\"op\":\"processor\",\"name\":" + q(e.getKey()) + ",\"parents\":" + qList(List.of(preds)) + "}");
+                Class<?> c = f.getClass();
+                while (!c.getSimpleName().equals("ProcessorNodeFactory")) {
+                    c = c.getSuperclass();
+                }
+                for (final String store : (Set<String>) field(f, c, "stateStoreNames")) {
+                    storeOps.add("{\"op\":\"store\",\"store\":" + q(store) + ",\"processors\":" + qList(List.of(e.getKey())) + "}");
+                }
+            }
+        }
+        ops.addAll(storeOps);
+        return "[" + String.join(",", ops) + "]";
+    }
+
+    public static void main(final String[] args) throws IOException, ReflectiveOperationException {
         if (args.length != 1) {
             System.err.println("usage: DescribePrograms <outdir>");
             System.exit(2);
         }
         final Path outDir = Path.of(args[0]);
         Files.createDirectories(outDir);
+        final StringBuilder jsonl = new StringBuilder();
+        int caseNo = 0;
         for (final Map.Entry<String, Supplier<Topology>> e : programs().entrySet()) {
-            final String text = e.getValue().get().describe().toString();
+            final Topology topology = e.getValue().get();
+            final String text = topology.describe().toString();
             final Path file = outDir.resolve(e.getKey() + ".txt");
             Files.write(file, text.getBytes(StandardCharsets.UTF_8));
             System.out.println("wrote " + file);
+            jsonl.append("{\"case\":").append(caseNo++)
+                .append(",\"program\":").append(q(e.getKey()))
+                .append(",\"ops\":").append(builderOps(topology))
+                .append(",\"describe\":").append(q(text)).append("}\n");
         }
+        final Path opsFile = outDir.resolve("dsl_programs.jsonl");
+        Files.write(opsFile, jsonl.toString().getBytes(StandardCharsets.UTF_8));
+        System.out.println("wrote " + opsFile);
     }
 }

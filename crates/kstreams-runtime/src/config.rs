@@ -1,0 +1,61 @@
+use std::sync::Arc;
+
+use kstreams_time::{FailOnInvalidTimestamp, TimestampExtractor};
+
+/// What to do with a record whose key or value cannot be deserialized:
+/// Kafka Streams' `default.deserialization.exception.handler`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DeserializationHandling {
+    /// Log it and stop the task with the error (Kafka Streams' default).
+    #[default]
+    LogAndFail,
+    /// Log it, count it as dropped and go on with the next record.
+    LogAndContinue,
+}
+
+/// What to do when a processor fails on a record: Kafka Streams'
+/// `processing.exception.handler` (KIP-1033).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProcessingHandling {
+    /// Stop the task with the error (Kafka Streams' default).
+    #[default]
+    Fail,
+    /// Log it, count it as dropped and go on with the next record.
+    Continue,
+}
+
+/// How a task treats its records.
+#[derive(Clone)]
+pub struct TaskConfig {
+    /// The application id: consumer group, prefix of internal topics.
+    pub application_id: String,
+    /// The extractor for sources that were given none.
+    pub default_timestamp_extractor: Arc<dyn TimestampExtractor>,
+    /// Undeserializable records.
+    pub deserialization: DeserializationHandling,
+    /// Processor failures.
+    pub processing: ProcessingHandling,
+}
+
+impl TaskConfig {
+    /// Defaults as Kafka Streams': record timestamps (failing on invalid
+    /// ones), fail on bad records and on processor errors.
+    pub fn new(application_id: impl Into<String>) -> Self {
+        Self {
+            application_id: application_id.into(),
+            default_timestamp_extractor: Arc::new(FailOnInvalidTimestamp),
+            deserialization: DeserializationHandling::default(),
+            processing: ProcessingHandling::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for TaskConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskConfig")
+            .field("application_id", &self.application_id)
+            .field("deserialization", &self.deserialization)
+            .field("processing", &self.processing)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,273 @@
+//! `TopologyTestDriver`: run a topology in a test, with no broker.
+//!
+//! The driver builds one [`StreamTask`] per sub-topology (everything is
+//! partition 0) on the same engine the Kafka runtime uses. Each piped record
+//! is processed at once, depth-first; records written to internal
+//! (repartition) topics are fed straight to the tasks that read them, and
+//! records written to other topics wait in output queues for
+//! [`TestOutputTopic`]s to read. Keys and values cross the serdes on the way
+//! in and out, as they would through Kafka.
+
+mod topics;
+
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use kstreams_dsl::internals::{ConsumedRecord, ProducedRecord};
+use kstreams_dsl::{StreamsError, TaskId, Topology};
+use kstreams_record::{Serde, Timestamp};
+use kstreams_state::KeyValueStoreHandle;
+
+pub use topics::{TestInputTopic, TestOutputTopic};
+
+use crate::{StreamTask, TaskConfig};
+
+/// The application id the driver uses unless told otherwise.
+pub const DEFAULT_APPLICATION_ID: &str = "dummy-topology-test-driver-app-id";
+
+pub(crate) struct DriverState {
+    tasks: Vec<StreamTask>,
+    internal_topics: BTreeSet<String>,
+    next_offset: HashMap<String, i64>,
+    outputs: HashMap<String, VecDeque<ProducedRecord>>,
+    wall_clock: Timestamp,
+}
+
+impl DriverState {
+    /// Processes one record and everything it causes on internal topics.
+    pub(crate) fn pipe(&mut self, mut record: ConsumedRecord) -> Result<(), StreamsError> {
+        let index = self
+            .tasks
+            .iter()
+            .position(|t| t.reads(&record.topic))
+            .ok_or_else(|| unknown_topic(&record.topic))?;
+        record.offset = self.take_offset(&record.topic);
+        let mut pending = VecDeque::from([(index, record)]);
+        while let Some((index, record)) = pending.pop_front() {
+            self.tasks[index].process(record)?;
+            self.route_output(index, &mut pending);
+        }
+        Ok(())
+    }
+
+    fn take_offset(&mut self, topic: &str) -> i64 {
+        let next = self.next_offset.entry(topic.to_string()).or_insert(0);
+        let offset = *next;
+        *next += 1;
+        offset
+    }
+
+    /// Sends a task's output to the tasks that read internal topics, and
+    /// everything else to the output queues.
+    fn route_output(&mut self, from: usize, pending: &mut VecDeque<(usize, ConsumedRecord)>) {
+        for produced in self.tasks[from].drain_output() {
+            let reader = self
+                .internal_topics
+                .contains(&produced.topic)
+                .then(|| self.tasks.iter().position(|t| t.reads(&produced.topic)))
+                .flatten();
+            match reader {
+                Some(index) => {
+                    let offset = self.take_offset(&produced.topic);
+                    pending.push_back((
+                        index,
+                        ConsumedRecord {
+                            topic: produced.topic,
+                            partition: 0,
+                            offset,
+                            timestamp: produced.timestamp,
+                            key: produced.key,
+                            value: produced.value,
+                            headers: produced.headers,
+                        },
+                    ));
+                }
+                None => self.outputs.entry(produced.topic.clone()).or_default().push_back(produced),
+            }
+        }
+    }
+
+    pub(crate) fn read_output(&mut self, topic: &str) -> Option<ProducedRecord> {
+        self.outputs.get_mut(topic).and_then(VecDeque::pop_front)
+    }
+
+    pub(crate) fn output_len(&self, topic: &str) -> usize {
+        self.outputs.get(topic).map_or(0, VecDeque::len)
+    }
+
+    fn advance_wall_clock(&mut self, by: Duration) -> Result<(), StreamsError> {
+        self.wall_clock += by.as_millis() as i64;
+        for index in 0..self.tasks.len() {
+            self.tasks[index].advance_wall_clock(self.wall_clock)?;
+            let mut pending = VecDeque::new();
+            self.route_output(index, &mut pending);
+            while let Some((index, record)) = pending.pop_front() {
+                self.tasks[index].process(record)?;
+                self.route_output(index, &mut pending);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn unknown_topic(topic: &str) -> StreamsError {
+    StreamsError::Internal(format!(
+        "unknown topic {topic:?}: no source of the topology reads it (check the topic name given to create_input_topic)"
+    ))
+}
+
+/// Drives a topology in a test: Kafka Streams' `TopologyTestDriver`.
+///
+/// ```
+/// use kstreams_dsl::StreamsBuilder;
+/// use kstreams_record::StringSerde;
+/// use kstreams_runtime::TopologyTestDriver;
+///
+/// let builder = StreamsBuilder::new();
+/// builder
+///     .stream::<String, String>("in")
+///     .map_values(|v| v.to_uppercase())
+///     .to("out");
+/// let driver = TopologyTestDriver::new(builder.build().unwrap()).unwrap();
+/// let input = driver.create_input_topic("in", StringSerde, StringSerde);
+/// let output = driver.create_output_topic("out", StringSerde, StringSerde);
+/// input.pipe_input("k".to_string(), "hello".to_string());
+/// assert_eq!(output.read_key_value(), ("k".to_string(), "HELLO".to_string()));
+/// assert!(output.is_empty());
+/// ```
+pub struct TopologyTestDriver {
+    state: Rc<RefCell<DriverState>>,
+    topology: Arc<Topology>,
+    application_id: String,
+}
+
+impl TopologyTestDriver {
+    /// A driver with the default configuration and the wall clock at now.
+    pub fn new(topology: Topology) -> Result<Self, StreamsError> {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+        Self::with_config(topology, TaskConfig::new(DEFAULT_APPLICATION_ID), now)
+    }
+
+    /// A driver with this configuration and initial wall clock (ms).
+    pub fn with_config(topology: Topology, config: TaskConfig, wall_clock: Timestamp) -> Result<Self, StreamsError> {
+        let application_id = config.application_id.clone();
+        let internal_topics = topology
+            .internal_topics()
+            .map(|t| format!("{application_id}-{t}"))
+            .collect();
+        let tasks = (0..topology.subtopology_count())
+            .map(|s| {
+                let id = TaskId {
+                    subtopology: s as u32,
+                    partition: 0,
+                };
+                StreamTask::new(&topology, id, config.clone(), wall_clock)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            state: Rc::new(RefCell::new(DriverState {
+                tasks,
+                internal_topics,
+                next_offset: HashMap::new(),
+                outputs: HashMap::new(),
+                wall_clock,
+            })),
+            topology: Arc::new(topology),
+            application_id,
+        })
+    }
+
+    /// An input topic; records get the wall clock's time unless given one.
+    pub fn create_input_topic<K: 'static, V: 'static>(
+        &self,
+        topic: &str,
+        key_serde: impl Serde<K>,
+        value_serde: impl Serde<V>,
+    ) -> TestInputTopic<K, V> {
+        let start = self.state.borrow().wall_clock;
+        TestInputTopic::new(self.state.clone(), topic, Arc::new(key_serde), Arc::new(value_serde), start, Duration::ZERO)
+    }
+
+    /// An input topic whose records are stamped `start`, `start + advance`,
+    /// ... unless given a time.
+    pub fn create_input_topic_at<K: 'static, V: 'static>(
+        &self,
+        topic: &str,
+        key_serde: impl Serde<K>,
+        value_serde: impl Serde<V>,
+        start: Timestamp,
+        advance: Duration,
+    ) -> TestInputTopic<K, V> {
+        TestInputTopic::new(self.state.clone(), topic, Arc::new(key_serde), Arc::new(value_serde), start, advance)
+    }
+
+    /// An output topic, read with these serdes.
+    pub fn create_output_topic<K: 'static, V: 'static>(
+        &self,
+        topic: &str,
+        key_serde: impl Serde<K>,
+        value_serde: impl Serde<V>,
+    ) -> TestOutputTopic<K, V> {
+        TestOutputTopic::new(self.state.clone(), topic, Arc::new(key_serde), Arc::new(value_serde))
+    }
+
+    /// Moves the mocked wall clock and fires wall-clock punctuations.
+    pub fn advance_wall_clock_time(&self, by: Duration) {
+        self.try_advance_wall_clock_time(by).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// [`TopologyTestDriver::advance_wall_clock_time`], returning errors.
+    pub fn try_advance_wall_clock_time(&self, by: Duration) -> Result<(), StreamsError> {
+        self.state.borrow_mut().advance_wall_clock(by)
+    }
+
+    /// A handle on a store by name and handle type, if a task has it.
+    pub fn get_state_store<H: Clone + 'static>(&self, name: &str) -> Result<Option<H>, StreamsError> {
+        let mut state = self.state.borrow_mut();
+        for task in &mut state.tasks {
+            if let Some(built) = task.context().stores().get(name) {
+                return Ok(Some(built.handle::<H>()?));
+            }
+        }
+        Ok(None)
+    }
+
+    /// A key-value store by name.
+    pub fn get_key_value_store<K: 'static, V: 'static>(&self, name: &str) -> Option<KeyValueStoreHandle<K, V>> {
+        self.get_state_store(name).ok().flatten()
+    }
+
+    /// The topics that have output waiting or were written.
+    pub fn produced_topic_names(&self) -> BTreeSet<String> {
+        self.state.borrow().outputs.keys().cloned().collect()
+    }
+
+    /// Records dropped by error handlers or for negative timestamps, over
+    /// all tasks.
+    pub fn dropped_records(&self) -> u64 {
+        self.state.borrow().tasks.iter().map(|t| t.metrics().dropped.get()).sum()
+    }
+
+    /// The topology under test.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// The application id in use.
+    pub fn application_id(&self) -> &str {
+        &self.application_id
+    }
+}
+
+impl Drop for TopologyTestDriver {
+    fn drop(&mut self) {
+        if let Ok(mut state) = self.state.try_borrow_mut() {
+            for task in &mut state.tasks {
+                task.close();
+            }
+        }
+    }
+}

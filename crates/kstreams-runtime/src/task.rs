@@ -1,0 +1,195 @@
+//! `StreamTask`: one sub-topology over one partition of its topics.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use kstreams_dsl::internals::{ConsumedRecord, ProducedRecord, TaskContext, TaskTopology};
+use kstreams_dsl::{RecordPosition, StreamsError, TaskId, Topology};
+use kstreams_metrics::Counter;
+use kstreams_record::Timestamp;
+use kstreams_time::{ConsumedRecordView, PunctuationType};
+
+use crate::{DeserializationHandling, ProcessingHandling, TaskConfig};
+
+/// Counts a task keeps about its records.
+#[derive(Debug, Default)]
+pub struct TaskMetrics {
+    /// Records run through the topology.
+    pub processed: Counter,
+    /// Records dropped: bad bytes or failures under a "continue" handler,
+    /// and records whose extracted timestamp is negative.
+    pub dropped: Counter,
+    /// Punctuations that fired.
+    pub punctuations: Counter,
+}
+
+/// A task: one sub-topology instantiated over one partition of its source
+/// topics. It extracts event time, keeps stream time and partition time,
+/// runs each record depth-first through the nodes, fires punctuations, and
+/// applies the error handlers. Whoever drives it (the test driver, a stream
+/// thread) chooses the order of records and collects the output.
+pub struct StreamTask {
+    topology: TaskTopology,
+    config: TaskConfig,
+    partition_time: HashMap<(String, i32), Timestamp>,
+    metrics: TaskMetrics,
+}
+
+impl StreamTask {
+    /// Builds the task's nodes and stores and initializes its processors.
+    pub fn new(topology: &Topology, id: TaskId, config: TaskConfig, wall_clock: Timestamp) -> Result<Self, StreamsError> {
+        let topology = TaskTopology::new(topology, id, &config.application_id, wall_clock)?;
+        Ok(Self {
+            topology,
+            config,
+            partition_time: HashMap::new(),
+            metrics: TaskMetrics::default(),
+        })
+    }
+
+    /// The task's id.
+    pub fn id(&self) -> TaskId {
+        self.topology.context_view().task_id()
+    }
+
+    /// Whether the task reads `topic`.
+    pub fn reads(&self, topic: &str) -> bool {
+        self.topology.reads(topic)
+    }
+
+    /// The task's stream time (-1 before its first record).
+    pub fn stream_time(&self) -> Timestamp {
+        self.topology.context_view().stream_time()
+    }
+
+    /// Counters of this task.
+    pub fn metrics(&self) -> &TaskMetrics {
+        &self.metrics
+    }
+
+    /// The task's context (stores, output).
+    pub fn context(&mut self) -> &mut TaskContext {
+        self.topology.context()
+    }
+
+    /// Runs one consumed record through the task, then any stream-time
+    /// punctuation it made due. A dropped record (bad bytes or a failure
+    /// under a "continue" handler, a negative timestamp) is `Ok`.
+    pub fn process(&mut self, record: ConsumedRecord) -> Result<(), StreamsError> {
+        let key = (record.topic.clone(), record.partition);
+        let partition_time = self.partition_time.get(&key).copied().unwrap_or(-1);
+        let extractor = self
+            .topology
+            .timestamp_extractor(&record.topic)
+            .unwrap_or_else(|| self.config.default_timestamp_extractor.clone());
+        let view = ConsumedRecordView {
+            topic: &record.topic,
+            partition: record.partition,
+            offset: record.offset,
+            timestamp: record.timestamp,
+            value: record.value.as_deref(),
+        };
+        let timestamp = extractor.extract(&view, partition_time)?;
+        if timestamp < 0 {
+            log::warn!(
+                "skipping record {}-{}@{}: extracted timestamp {timestamp} is negative",
+                record.topic,
+                record.partition,
+                record.offset
+            );
+            self.metrics.dropped.inc();
+            return Ok(());
+        }
+        self.partition_time.insert(key, partition_time.max(timestamp));
+        self.topology.context().advance_stream_time(timestamp);
+        let position = RecordPosition {
+            topic: record.topic.clone(),
+            partition: record.partition,
+            offset: record.offset,
+        };
+        let result = self.guarded(Some(position), |t| t.process(record, timestamp));
+        match result {
+            Ok(()) => self.metrics.processed.inc(),
+            Err(error) => self.handle(error)?,
+        }
+        self.punctuate(PunctuationType::StreamTime)?;
+        Ok(())
+    }
+
+    /// Moves the wall clock and fires the wall-clock punctuations due.
+    pub fn advance_wall_clock(&mut self, now: Timestamp) -> Result<(), StreamsError> {
+        self.topology.context().set_wall_clock(now);
+        self.punctuate(PunctuationType::WallClockTime)
+    }
+
+    fn punctuate(&mut self, kind: PunctuationType) -> Result<(), StreamsError> {
+        let fired = self.guarded(None, |t| t.punctuate(kind));
+        match fired {
+            Ok(true) => {
+                self.metrics.punctuations.inc();
+                Ok(())
+            }
+            Ok(false) => Ok(()),
+            Err(error) => self.handle(error),
+        }
+    }
+
+    /// Runs `f` on the topology, turning a panic in user code into
+    /// [`StreamsError::Panic`] naming the node it came from.
+    fn guarded<T>(
+        &mut self,
+        position: Option<RecordPosition>,
+        f: impl FnOnce(&mut TaskTopology) -> Result<T, StreamsError>,
+    ) -> Result<T, StreamsError> {
+        let topology = &mut self.topology;
+        match catch_unwind(AssertUnwindSafe(|| f(topology))) {
+            Ok(result) => result,
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic without a message".to_string());
+                let context = self.topology.context();
+                let node = context.current_node().unwrap_or("(unknown)").to_string();
+                context.reset_after_panic();
+                Err(StreamsError::Panic { node, position, message })
+            }
+        }
+    }
+
+    /// Applies the configured handler: `Ok` if the record is to be dropped
+    /// and processing goes on.
+    fn handle(&mut self, error: StreamsError) -> Result<(), StreamsError> {
+        let carry_on = match &error {
+            StreamsError::Deserialization { .. } => self.config.deserialization == DeserializationHandling::LogAndContinue,
+            StreamsError::Processing { .. } | StreamsError::Panic { .. } => {
+                self.config.processing == ProcessingHandling::Continue
+            }
+            _ => false,
+        };
+        if carry_on {
+            log::warn!("task {}: dropping record: {error}", self.id());
+            self.metrics.dropped.inc();
+            Ok(())
+        } else {
+            log::error!("task {}: {error}", self.id());
+            Err(error)
+        }
+    }
+
+    /// Takes the records the sinks wrote.
+    pub fn drain_output(&mut self) -> Vec<ProducedRecord> {
+        self.topology.context().drain_output()
+    }
+
+    /// Flushes the stores (at commit).
+    pub fn flush(&mut self) {
+        self.topology.flush();
+    }
+
+    /// Closes processors and stores.
+    pub fn close(&mut self) {
+        self.topology.close();
+    }
+}
