@@ -59,7 +59,7 @@ pub(crate) type SharedState = Rc<RefCell<BuilderState>>;
 /// let builder = StreamsBuilder::new();
 /// builder
 ///     .stream::<String, String>("sentences")
-///     .flat_map_values(|sentence| sentence.split(' ').map(str::to_owned).collect())
+///     .flat_map_values(|sentence| sentence.split(' ').map(str::to_owned).collect::<Vec<String>>())
 ///     .filter(|_, word| !word.is_empty())
 ///     .to("words");
 /// let topology = builder.build().unwrap();

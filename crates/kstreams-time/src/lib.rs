@@ -98,41 +98,32 @@ pub struct PunctuationSchedule {
 }
 
 impl PunctuationSchedule {
-    /// A schedule that first fires at `start + interval` for wall-clock
-    /// punctuation, and at the first stream time for stream-time punctuation
-    /// (as Kafka Streams: stream-time punctuators fire on the first record
-    /// processed after scheduling, then every interval).
+    /// A new schedule, as Kafka Streams starts them: stream-time
+    /// punctuations are aligned to 0 and so fire on the first record
+    /// processed after scheduling; wall-clock ones first fire one interval
+    /// after `now`.
     pub fn new(kind: PunctuationType, interval: Duration, now: Timestamp) -> Self {
         let interval_ms = (interval.as_millis() as i64).max(1);
         let next_ms = match kind {
-            PunctuationType::StreamTime => {
-                if now < 0 {
-                    // Unknown stream time: fire as soon as time is known.
-                    Timestamp::MIN
-                } else {
-                    now
-                }
-            }
+            PunctuationType::StreamTime => 0,
             PunctuationType::WallClockTime => now + interval_ms,
         };
         Self { kind, interval_ms, next_ms }
     }
 
-    /// If the schedule is due at `now`, the timestamp to punctuate with, and
-    /// the schedule moves to its next slot after `now` (missed slots of a
-    /// jump are not replayed, as in Kafka Streams).
+    /// If the schedule is due at `now`, returns `now` (punctuators see the
+    /// current time, not the slot) and moves to the next slot after `now`;
+    /// slots a jump skipped are not replayed, as in Kafka Streams.
     pub fn fire_if_due(&mut self, now: Timestamp) -> Option<Timestamp> {
-        if now < self.next_ms || now < 0 {
+        if now < self.next_ms {
             return None;
         }
-        if self.next_ms == Timestamp::MIN {
-            self.next_ms = now;
+        let mut next = self.next_ms + self.interval_ms;
+        if now >= next {
+            next = now - ((now - self.next_ms) % self.interval_ms) + self.interval_ms;
         }
-        let fired_at = now;
-        // Next slot strictly after now, aligned to the original phase.
-        let behind = (now - self.next_ms) / self.interval_ms;
-        self.next_ms += (behind + 1) * self.interval_ms;
-        Some(fired_at)
+        self.next_ms = next;
+        Some(now)
     }
 }
 
@@ -160,11 +151,14 @@ mod tests {
     }
 
     #[test]
-    fn stream_time_schedule_fires_on_first_known_time() {
+    fn stream_time_schedule_is_aligned_to_zero() {
         let mut s = PunctuationSchedule::new(PunctuationType::StreamTime, Duration::from_millis(10), -1);
         assert_eq!(s.fire_if_due(-1), None);
         assert_eq!(s.fire_if_due(7), Some(7));
-        assert_eq!(s.fire_if_due(16), None);
-        assert_eq!(s.fire_if_due(17), Some(17));
+        assert_eq!(s.next_ms, 10);
+        assert_eq!(s.fire_if_due(9), None);
+        assert_eq!(s.fire_if_due(10), Some(10));
+        assert_eq!(s.fire_if_due(37), Some(37));
+        assert_eq!(s.next_ms, 40);
     }
 }
