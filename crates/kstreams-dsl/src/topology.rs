@@ -173,7 +173,7 @@ impl Topology {
                                     .iter()
                                     .map(|t| crate::internals::instance::resolve_topic(&self.graph, application_id, t)),
                             ),
-                            SourceTopics::Pattern(p) => sources.patterns.push(p.regex.clone()),
+                            SourceTopics::Pattern(p) => sources.patterns.push(p.clone()),
                         }
                     }
                 }
@@ -287,7 +287,7 @@ pub struct SubtopologySources {
     /// Named topics (internal ones with the application id prefix).
     pub topics: Vec<String>,
     /// Patterns of pattern sources.
-    pub patterns: Vec<regex::Regex>,
+    pub patterns: Vec<TopicPattern>,
 }
 
 pub(crate) fn compile_pattern(pattern: &str) -> Result<TopicPattern, TopologyError> {

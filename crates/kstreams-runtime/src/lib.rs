@@ -4,13 +4,14 @@
 //! [`StreamTask`] runs one sub-topology over the records of its
 //! partitions (event time, stream time, punctuation, error handling), and
 //! the [`TopologyTestDriver`] drives those same tasks from a test, with no
-//! broker. The Kafka runtime (stream threads, the rdkafka clients,
-//! partition groups, commits, exactly-once, rebalances, restoration and
-//! global tables) will drive them too, so a test that passes in the driver
-//! exercises the production path.
+//! broker. The Kafka runtime ([`kafka::KafkaStreams`]: stream threads with
+//! their rdkafka clients, partition groups, commits, at-least-once and
+//! exactly-once) drives the very same tasks, so a test that passes in the
+//! driver exercises the production path.
 
 mod config;
 pub mod driver;
+pub mod kafka;
 mod task;
 
 pub use config::{DeserializationHandling, ProcessingHandling, TaskConfig};

@@ -21,6 +21,9 @@ pub struct TaskMetrics {
     pub dropped: Counter,
     /// Punctuations that fired.
     pub punctuations: Counter,
+    /// Times the task stopped waiting for an empty partition and
+    /// processed anyway (`max.task.idle.ms` ran out).
+    pub enforced_processing: Counter,
 }
 
 /// A task: one sub-topology instantiated over one partition of its source

@@ -6,7 +6,7 @@ pub(crate) mod instance;
 pub(crate) mod nodes;
 pub(crate) mod task_context;
 
-pub use graph::SourceTopics;
+pub use graph::{SourceTopics, TopicPattern};
 pub use instance::TaskTopology;
 pub(crate) use nodes::{NodeInfo, Outputs};
 pub use nodes::{RecordContext, TopicNameExtractor};

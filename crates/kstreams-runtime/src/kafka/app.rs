@@ -1,0 +1,264 @@
+//! `KafkaStreams`: the application's lifecycle.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use kstreams_dsl::Topology;
+
+use super::config::StreamsConfig;
+use super::thread::StreamThread;
+use super::topics::{prepare_topics, SourceTopicIndex};
+use super::RuntimeError;
+
+/// The states of an application, as Kafka Streams names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Built, not started.
+    Created,
+    /// Threads are joining the group or moving partitions.
+    Rebalancing,
+    /// Every thread has its partitions and processes.
+    Running,
+    /// `close` was called; threads are finishing.
+    PendingShutdown,
+    /// Stopped cleanly.
+    NotRunning,
+    /// A thread failed and the handler shut the client down; threads are
+    /// finishing.
+    PendingError,
+    /// Stopped after a failure.
+    Error,
+}
+
+/// What to do when a stream thread fails: Kafka Streams'
+/// `StreamsUncaughtExceptionHandler` responses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StreamThreadExceptionResponse {
+    /// Start a new thread in its place; it resumes from the last commit.
+    ReplaceThread,
+    /// Stop every thread of this instance (the default).
+    #[default]
+    ShutdownClient,
+}
+
+type StateListener = Box<dyn Fn(State, State) + Send + Sync>;
+type ExceptionHandler = Box<dyn Fn(&RuntimeError) -> StreamThreadExceptionResponse + Send + Sync>;
+
+struct Shared {
+    state: Mutex<State>,
+    listener: Mutex<Option<StateListener>>,
+    handler: Mutex<Option<ExceptionHandler>>,
+    stop: AtomicBool,
+    threads_total: usize,
+    threads_assigned: AtomicUsize,
+    errors: Mutex<Vec<String>>,
+}
+
+impl Shared {
+    fn transition(&self, to: State) {
+        let from = {
+            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            let from = *state;
+            let allowed = match (from, to) {
+                (a, b) if a == b => false,
+                (State::NotRunning | State::Error, _) => false,
+                (State::PendingShutdown, b) => b == State::NotRunning,
+                (State::PendingError, b) => b == State::Error,
+                _ => true,
+            };
+            if !allowed {
+                return;
+            }
+            *state = to;
+            from
+        };
+        log::info!("state transition from {from:?} to {to:?}");
+        if let Some(listener) = self.listener.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            listener(to, from);
+        }
+    }
+}
+
+/// A kstreams application on Kafka: Kafka Streams' `KafkaStreams`.
+///
+/// ```no_run
+/// use kstreams_dsl::StreamsBuilder;
+/// use kstreams_runtime::kafka::{KafkaStreams, StreamsConfig};
+///
+/// let builder = StreamsBuilder::new();
+/// builder.stream::<String, String>("in").map_values(|v| v.to_uppercase()).to("out");
+/// let config = StreamsConfig::new("upper", "localhost:9092");
+/// let mut app = KafkaStreams::new(builder.build().unwrap(), config);
+/// app.start().unwrap();
+/// // ... until SIGTERM:
+/// app.close(std::time::Duration::from_secs(30));
+/// ```
+pub struct KafkaStreams {
+    topology: Arc<Topology>,
+    config: StreamsConfig,
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl KafkaStreams {
+    /// An application, in state CREATED.
+    pub fn new(topology: Topology, config: StreamsConfig) -> Self {
+        let threads_total = config.num_stream_threads;
+        Self {
+            topology: Arc::new(topology),
+            config,
+            shared: Arc::new(Shared {
+                state: Mutex::new(State::Created),
+                listener: Mutex::new(None),
+                handler: Mutex::new(None),
+                stop: AtomicBool::new(false),
+                threads_total,
+                threads_assigned: AtomicUsize::new(0),
+                errors: Mutex::new(Vec::new()),
+            }),
+            threads: Vec::new(),
+        }
+    }
+
+    /// Called with (new, old) on every state change.
+    pub fn set_state_listener(&self, listener: impl Fn(State, State) + Send + Sync + 'static) {
+        *self.shared.listener.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(listener));
+    }
+
+    /// Decides what happens when a stream thread fails.
+    pub fn set_uncaught_exception_handler(
+        &self,
+        handler: impl Fn(&RuntimeError) -> StreamThreadExceptionResponse + Send + Sync + 'static,
+    ) {
+        *self.shared.handler.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(handler));
+    }
+
+    /// The current state.
+    pub fn state(&self) -> State {
+        *self.shared.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// What made threads fail, oldest first.
+    pub fn errors(&self) -> Vec<String> {
+        self.shared.errors.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Checks the topics, creates internal ones, and starts the threads.
+    pub fn start(&mut self) -> Result<(), RuntimeError> {
+        let state = self.state();
+        if state != State::Created {
+            return Err(RuntimeError::IllegalState(state));
+        }
+        prepare_topics(&self.topology, &self.config)?;
+        let sources = Arc::new(SourceTopicIndex::new(&self.topology, &self.config.application_id));
+        let process_id = format!("{:08x}", std::process::id() ^ (super::thread::now_ms() as u32));
+        self.shared.transition(State::Rebalancing);
+        for index in 0..self.config.num_stream_threads {
+            // Build the clients here so a bad client setting fails start().
+            let thread = StreamThread::new(index, &process_id, self.config.clone(), self.topology.clone(), sources.clone())?;
+            self.threads.push(spawn(thread, index, process_id.clone(), self.config.clone(), self.topology.clone(), sources.clone(), self.shared.clone())?);
+        }
+        Ok(())
+    }
+
+    /// Stops the threads (each commits and closes its tasks) and waits up
+    /// to `timeout`. Returns whether all stopped in time.
+    pub fn close(&mut self, timeout: Duration) -> bool {
+        if self.state() != State::Error && self.state() != State::PendingError {
+            self.shared.transition(State::PendingShutdown);
+        }
+        self.shared.stop.store(true, Ordering::Release);
+        let deadline = Instant::now() + timeout;
+        while self.threads.iter().any(|t| !t.is_finished()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let all_stopped = self.threads.iter().all(JoinHandle::is_finished);
+        if all_stopped {
+            for t in self.threads.drain(..) {
+                let _ = t.join();
+            }
+            let end = if self.state() == State::PendingError { State::Error } else { State::NotRunning };
+            self.shared.transition(end);
+        }
+        all_stopped
+    }
+}
+
+impl Drop for KafkaStreams {
+    fn drop(&mut self) {
+        if !self.threads.is_empty() {
+            self.close(Duration::from_secs(30));
+        }
+    }
+}
+
+fn spawn(
+    thread: StreamThread,
+    index: usize,
+    process_id: String,
+    config: StreamsConfig,
+    topology: Arc<Topology>,
+    sources: Arc<SourceTopicIndex>,
+    shared: Arc<Shared>,
+) -> Result<JoinHandle<()>, RuntimeError> {
+    let name = thread.name().to_string();
+    std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(move || {
+            let mut current = Some(thread);
+            while let Some(thread) = current.take() {
+                let assigned_once = AtomicBool::new(false);
+                let on_assignment = |assigned: bool| {
+                    let was = assigned_once.swap(assigned, Ordering::AcqRel);
+                    if assigned && !was {
+                        let n = shared.threads_assigned.fetch_add(1, Ordering::AcqRel) + 1;
+                        if n == shared.threads_total {
+                            shared.transition(State::Running);
+                        }
+                    } else if !assigned && was {
+                        shared.threads_assigned.fetch_sub(1, Ordering::AcqRel);
+                        shared.transition(State::Rebalancing);
+                    }
+                };
+                let result = thread.run(&shared.stop, &on_assignment);
+                if assigned_once.load(Ordering::Acquire) {
+                    shared.threads_assigned.fetch_sub(1, Ordering::AcqRel);
+                }
+                let Err(error) = result else {
+                    return;
+                };
+                log::error!("{name} failed: {error}");
+                shared.errors.lock().unwrap_or_else(|p| p.into_inner()).push(error.to_string());
+                let response = shared
+                    .handler
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .as_ref()
+                    .map_or(StreamThreadExceptionResponse::ShutdownClient, |h| h(&error));
+                match response {
+                    StreamThreadExceptionResponse::ReplaceThread if !shared.stop.load(Ordering::Acquire) => {
+                        match StreamThread::new(index, &process_id, config.clone(), topology.clone(), sources.clone()) {
+                            Ok(replacement) => {
+                                log::info!("{name}: replaced after failure");
+                                current = Some(replacement);
+                            }
+                            Err(e) => {
+                                log::error!("{name}: could not be replaced: {e}");
+                                shutdown_client(&shared);
+                            }
+                        }
+                    }
+                    StreamThreadExceptionResponse::ReplaceThread => {}
+                    StreamThreadExceptionResponse::ShutdownClient => shutdown_client(&shared),
+                }
+            }
+        })
+        .map_err(|e| RuntimeError::Streams(kstreams_dsl::StreamsError::Internal(format!("cannot spawn thread: {e}"))))
+}
+
+fn shutdown_client(shared: &Shared) {
+    shared.transition(State::PendingError);
+    shared.stop.store(true, Ordering::Release);
+}

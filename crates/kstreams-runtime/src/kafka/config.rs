@@ -1,0 +1,419 @@
+//! `StreamsConfig`: the application's configuration, typed, loadable from
+//! Kafka-style properties, and checked key by key.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kstreams_time::{FailOnInvalidTimestamp, TimestampExtractor};
+
+use crate::{DeserializationHandling, ProcessingHandling, TaskConfig};
+
+/// A configuration mistake, naming the key and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A required key has no value.
+    #[error("missing required config {key}: {hint}")]
+    Missing {
+        /// The key.
+        key: &'static str,
+        /// How to set it.
+        hint: &'static str,
+    },
+    /// A key kstreams does not know.
+    #[error(
+        "unknown config {key}; pass Kafka client settings with a consumer., producer., admin. or main.consumer. prefix"
+    )]
+    Unknown {
+        /// The key as given.
+        key: String,
+    },
+    /// A value that does not parse or is out of range.
+    #[error("invalid value {value:?} for config {key}: {expected}")]
+    Invalid {
+        /// The key.
+        key: String,
+        /// The value given.
+        value: String,
+        /// What is accepted.
+        expected: String,
+    },
+}
+
+/// `processing.guarantee`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProcessingGuarantee {
+    /// Offsets are committed after outputs are acknowledged: after a crash
+    /// some records are processed again (Kafka Streams' default).
+    #[default]
+    AtLeastOnce,
+    /// Outputs and offsets commit in one transaction (KIP-447).
+    ExactlyOnceV2,
+}
+
+/// The configuration of a kstreams application: Kafka Streams'
+/// `StreamsConfig`.
+///
+/// ```
+/// use kstreams_runtime::kafka::StreamsConfig;
+///
+/// let config = StreamsConfig::new("word-count", "localhost:9092")
+///     .num_stream_threads(2)
+///     .commit_interval(std::time::Duration::from_millis(500))
+///     .client_config("consumer.fetch.min.bytes", "1");
+/// assert_eq!(config.application_id(), "word-count");
+///
+/// let parsed = StreamsConfig::from_properties([
+///     ("application.id", "word-count"),
+///     ("bootstrap.servers", "localhost:9092"),
+///     ("num.stream.threads", "two"),
+/// ]);
+/// assert_eq!(
+///     parsed.unwrap_err().to_string(),
+///     "invalid value \"two\" for config num.stream.threads: a whole number of threads, at least 1"
+/// );
+/// ```
+#[derive(Clone)]
+pub struct StreamsConfig {
+    pub(crate) application_id: String,
+    pub(crate) bootstrap_servers: String,
+    pub(crate) num_stream_threads: usize,
+    pub(crate) processing_guarantee: ProcessingGuarantee,
+    pub(crate) commit_interval: Option<Duration>,
+    pub(crate) cache_max_bytes: u64,
+    pub(crate) state_dir: PathBuf,
+    pub(crate) max_task_idle: Duration,
+    pub(crate) buffered_records_per_partition: usize,
+    pub(crate) replication_factor: i32,
+    pub(crate) timestamp_extractor: Arc<dyn TimestampExtractor>,
+    pub(crate) deserialization: DeserializationHandling,
+    pub(crate) processing: ProcessingHandling,
+    pub(crate) consumer: BTreeMap<String, String>,
+    pub(crate) producer: BTreeMap<String, String>,
+    pub(crate) admin: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for StreamsConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamsConfig")
+            .field("application_id", &self.application_id)
+            .field("bootstrap_servers", &self.bootstrap_servers)
+            .field("num_stream_threads", &self.num_stream_threads)
+            .field("processing_guarantee", &self.processing_guarantee)
+            .field("commit_interval", &self.effective_commit_interval())
+            .finish_non_exhaustive()
+    }
+}
+
+const THREADS_EXPECTED: &str = "a whole number of threads, at least 1";
+
+impl StreamsConfig {
+    /// A configuration with Kafka Streams' defaults.
+    pub fn new(application_id: impl Into<String>, bootstrap_servers: impl Into<String>) -> Self {
+        Self {
+            application_id: application_id.into(),
+            bootstrap_servers: bootstrap_servers.into(),
+            num_stream_threads: 1,
+            processing_guarantee: ProcessingGuarantee::AtLeastOnce,
+            commit_interval: None,
+            cache_max_bytes: 10 * 1024 * 1024,
+            state_dir: std::env::temp_dir().join("kstreams"),
+            max_task_idle: Duration::ZERO,
+            buffered_records_per_partition: 1000,
+            replication_factor: -1,
+            timestamp_extractor: Arc::new(FailOnInvalidTimestamp),
+            deserialization: DeserializationHandling::LogAndFail,
+            processing: ProcessingHandling::Fail,
+            consumer: BTreeMap::new(),
+            producer: BTreeMap::new(),
+            admin: BTreeMap::new(),
+        }
+    }
+
+    /// Reads Kafka-style properties. Unknown keys and bad values are errors
+    /// naming the key.
+    pub fn from_properties<K: AsRef<str>, V: AsRef<str>>(
+        properties: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<Self, ConfigError> {
+        let mut application_id = None;
+        let mut bootstrap = None;
+        let mut rest = Vec::new();
+        for (k, v) in properties {
+            let (k, v) = (k.as_ref().trim().to_string(), v.as_ref().trim().to_string());
+            match k.as_str() {
+                "application.id" => application_id = Some(v),
+                "bootstrap.servers" => bootstrap = Some(v),
+                _ => rest.push((k, v)),
+            }
+        }
+        let application_id = application_id.filter(|v| !v.is_empty()).ok_or(ConfigError::Missing {
+            key: "application.id",
+            hint: "set it to a name unique to this application; it names the consumer group and internal topics",
+        })?;
+        let bootstrap = bootstrap.filter(|v| !v.is_empty()).ok_or(ConfigError::Missing {
+            key: "bootstrap.servers",
+            hint: "set it to host:port of one or more brokers, comma-separated",
+        })?;
+        let mut config = Self::new(application_id, bootstrap);
+        for (k, v) in rest {
+            config.set(&k, &v)?;
+        }
+        Ok(config)
+    }
+
+    /// Sets one property by its Kafka Streams name.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        let invalid = |expected: &str| ConfigError::Invalid {
+            key: key.to_string(),
+            value: value.to_string(),
+            expected: expected.to_string(),
+        };
+        match key {
+            "application.id" | "bootstrap.servers" if value.is_empty() => return Err(invalid("a non-empty value")),
+            "application.id" => self.application_id = value.to_string(),
+            "bootstrap.servers" => self.bootstrap_servers = value.to_string(),
+            "num.stream.threads" => {
+                self.num_stream_threads = value.parse().ok().filter(|n| *n >= 1).ok_or_else(|| invalid(THREADS_EXPECTED))?
+            }
+            "processing.guarantee" => {
+                self.processing_guarantee = match value {
+                    "at_least_once" => ProcessingGuarantee::AtLeastOnce,
+                    "exactly_once_v2" => ProcessingGuarantee::ExactlyOnceV2,
+                    _ => return Err(invalid("at_least_once or exactly_once_v2")),
+                }
+            }
+            "commit.interval.ms" => {
+                self.commit_interval = Some(Duration::from_millis(
+                    value.parse().map_err(|_| invalid("milliseconds, a whole number >= 0"))?,
+                ))
+            }
+            "statestore.cache.max.bytes" | "cache.max.bytes.buffering" => {
+                self.cache_max_bytes = value.parse().map_err(|_| invalid("bytes, a whole number >= 0"))?
+            }
+            "state.dir" => self.state_dir = PathBuf::from(value),
+            "max.task.idle.ms" => {
+                let ms: i64 = value.parse().map_err(|_| invalid("milliseconds >= 0, or -1 to never wait"))?;
+                if ms < -1 {
+                    return Err(invalid("milliseconds >= 0, or -1 to never wait"));
+                }
+                self.max_task_idle = Duration::from_millis(ms.max(0) as u64);
+            }
+            "buffered.records.per.partition" => {
+                self.buffered_records_per_partition =
+                    value.parse().ok().filter(|n| *n >= 1).ok_or_else(|| invalid("a whole number >= 1"))?
+            }
+            "replication.factor" => {
+                self.replication_factor = value
+                    .parse()
+                    .ok()
+                    .filter(|n| *n == -1 || *n >= 1)
+                    .ok_or_else(|| invalid("-1 (the broker default) or a whole number >= 1"))?
+            }
+            "default.timestamp.extractor" => {
+                self.timestamp_extractor = match short_class_name(value) {
+                    "FailOnInvalidTimestamp" => Arc::new(FailOnInvalidTimestamp),
+                    _ => return Err(invalid("FailOnInvalidTimestamp (set others in code with Consumed)")),
+                }
+            }
+            "deserialization.exception.handler" | "default.deserialization.exception.handler" => {
+                self.deserialization = match short_class_name(value) {
+                    "LogAndFailExceptionHandler" => DeserializationHandling::LogAndFail,
+                    "LogAndContinueExceptionHandler" => DeserializationHandling::LogAndContinue,
+                    _ => return Err(invalid("LogAndFailExceptionHandler or LogAndContinueExceptionHandler")),
+                }
+            }
+            "processing.exception.handler" => {
+                self.processing = match short_class_name(value) {
+                    "LogAndFailProcessingExceptionHandler" => ProcessingHandling::Fail,
+                    "LogAndContinueProcessingExceptionHandler" => ProcessingHandling::Continue,
+                    _ => {
+                        return Err(invalid(
+                            "LogAndFailProcessingExceptionHandler or LogAndContinueProcessingExceptionHandler",
+                        ))
+                    }
+                }
+            }
+            _ => {
+                let (map, client_key) = if let Some(k) = key.strip_prefix("main.consumer.") {
+                    (&mut self.consumer, k)
+                } else if let Some(k) = key.strip_prefix("consumer.") {
+                    (&mut self.consumer, k)
+                } else if let Some(k) = key.strip_prefix("producer.") {
+                    (&mut self.producer, k)
+                } else if let Some(k) = key.strip_prefix("admin.") {
+                    (&mut self.admin, k)
+                } else if is_shared_client_key(key) {
+                    // Security and client settings apply to every client.
+                    for map in [&mut self.consumer, &mut self.producer, &mut self.admin] {
+                        map.insert(key.to_string(), value.to_string());
+                    }
+                    return Ok(());
+                } else {
+                    return Err(ConfigError::Unknown { key: key.to_string() });
+                };
+                if client_key.is_empty() {
+                    return Err(ConfigError::Unknown { key: key.to_string() });
+                }
+                map.insert(client_key.to_string(), value.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    /// The application id.
+    pub fn application_id(&self) -> &str {
+        &self.application_id
+    }
+
+    /// Number of stream threads (each with its own consumer and producer).
+    pub fn num_stream_threads(mut self, threads: usize) -> Self {
+        self.num_stream_threads = threads.max(1);
+        self
+    }
+
+    /// At-least-once or exactly-once.
+    pub fn processing_guarantee(mut self, guarantee: ProcessingGuarantee) -> Self {
+        self.processing_guarantee = guarantee;
+        self
+    }
+
+    /// How often offsets are committed.
+    pub fn commit_interval(mut self, interval: Duration) -> Self {
+        self.commit_interval = Some(interval);
+        self
+    }
+
+    /// The commit interval in force: 30 s, or 100 ms under exactly-once,
+    /// unless set.
+    pub fn effective_commit_interval(&self) -> Duration {
+        self.commit_interval.unwrap_or(match self.processing_guarantee {
+            ProcessingGuarantee::AtLeastOnce => Duration::from_secs(30),
+            ProcessingGuarantee::ExactlyOnceV2 => Duration::from_millis(100),
+        })
+    }
+
+    /// Where local state lives.
+    pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.state_dir = dir.into();
+        self
+    }
+
+    /// What to do with undeserializable records.
+    pub fn deserialization_handling(mut self, handling: DeserializationHandling) -> Self {
+        self.deserialization = handling;
+        self
+    }
+
+    /// What to do when a processor fails.
+    pub fn processing_handling(mut self, handling: ProcessingHandling) -> Self {
+        self.processing = handling;
+        self
+    }
+
+    /// The default timestamp extractor.
+    pub fn default_timestamp_extractor(mut self, extractor: impl TimestampExtractor) -> Self {
+        self.timestamp_extractor = Arc::new(extractor);
+        self
+    }
+
+    /// A prefixed Kafka client setting (`consumer.`, `producer.`, `admin.`),
+    /// or a shared one (`security.protocol`, `sasl.*`, `ssl.*`, `client.id`).
+    ///
+    /// # Panics
+    /// On a key [`StreamsConfig::set`] would refuse; use `set` to handle it.
+    pub fn client_config(mut self, key: &str, value: &str) -> Self {
+        if let Err(e) = self.set(key, value) {
+            panic!("{e}");
+        }
+        self
+    }
+
+    pub(crate) fn task_config(&self) -> TaskConfig {
+        TaskConfig {
+            application_id: self.application_id.clone(),
+            default_timestamp_extractor: self.timestamp_extractor.clone(),
+            deserialization: self.deserialization,
+            processing: self.processing,
+        }
+    }
+}
+
+fn short_class_name(value: &str) -> &str {
+    value.rsplit('.').next().unwrap_or(value)
+}
+
+fn is_shared_client_key(key: &str) -> bool {
+    key == "security.protocol"
+        || key == "client.id"
+        || key.starts_with("sasl.")
+        || key.starts_with("ssl.")
+        || key == "client.rack"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> Vec<(&'static str, &'static str)> {
+        vec![("application.id", "app"), ("bootstrap.servers", "b:9092")]
+    }
+
+    #[test]
+    fn missing_required_keys_are_named_with_a_hint() {
+        let err = StreamsConfig::from_properties([("bootstrap.servers", "b:1")]).unwrap_err();
+        assert!(err.to_string().starts_with("missing required config application.id"), "{err}");
+        let err = StreamsConfig::from_properties([("application.id", "a")]).unwrap_err();
+        assert!(err.to_string().contains("bootstrap.servers"), "{err}");
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_name_the_key() {
+        let mut p = base();
+        p.push(("num.stream.thread", "2"));
+        let err = StreamsConfig::from_properties(p).unwrap_err();
+        assert_eq!(err, ConfigError::Unknown { key: "num.stream.thread".into() });
+        for (key, value) in [
+            ("processing.guarantee", "exactly_once"),
+            ("commit.interval.ms", "-5"),
+            ("max.task.idle.ms", "-2"),
+            ("replication.factor", "0"),
+            ("deserialization.exception.handler", "Ignore"),
+        ] {
+            let mut p = base();
+            p.push((key, value));
+            let err = StreamsConfig::from_properties(p).unwrap_err();
+            assert!(err.to_string().contains(key), "{key}: {err}");
+        }
+    }
+
+    #[test]
+    fn prefixed_and_shared_client_settings_reach_the_clients() {
+        let mut p = base();
+        p.extend([
+            ("consumer.fetch.min.bytes", "10"),
+            ("producer.linger.ms", "5"),
+            ("admin.request.timeout.ms", "100"),
+            ("security.protocol", "SASL_SSL"),
+            ("org.apache.kafka.streams.errors.LogAndContinueExceptionHandler", "x"),
+        ]);
+        let err = StreamsConfig::from_properties(p.clone()).unwrap_err();
+        assert!(matches!(err, ConfigError::Unknown { .. }));
+        p.pop();
+        p.push(("deserialization.exception.handler", "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler"));
+        let c = StreamsConfig::from_properties(p).unwrap();
+        assert_eq!(c.consumer["fetch.min.bytes"], "10");
+        assert_eq!(c.producer["linger.ms"], "5");
+        assert_eq!(c.admin["request.timeout.ms"], "100");
+        assert_eq!(c.producer["security.protocol"], "SASL_SSL");
+        assert_eq!(c.deserialization, DeserializationHandling::LogAndContinue);
+    }
+
+    #[test]
+    fn commit_interval_defaults_depend_on_the_guarantee() {
+        let c = StreamsConfig::new("a", "b");
+        assert_eq!(c.effective_commit_interval(), Duration::from_secs(30));
+        let c = c.processing_guarantee(ProcessingGuarantee::ExactlyOnceV2);
+        assert_eq!(c.effective_commit_interval(), Duration::from_millis(100));
+    }
+}

@@ -1,0 +1,50 @@
+//! The Kafka runtime: `KafkaStreams` runs a topology against a Kafka
+//! cluster with stream threads, each owning one consumer, one producer and
+//! the tasks of the partitions the consumer group gave it.
+//!
+//! Scale-out is Kafka's consumer group: start more instances (or threads)
+//! with the same `application.id` and the partitions spread over them.
+
+mod app;
+mod config;
+mod partition_group;
+mod thread;
+mod topics;
+
+pub use app::{KafkaStreams, State, StreamThreadExceptionResponse};
+pub use config::{ConfigError, ProcessingGuarantee, StreamsConfig};
+
+use kstreams_dsl::StreamsError;
+use rdkafka::error::KafkaError;
+use rdkafka::types::RDKafkaErrorCode;
+
+/// Why an application could not start or a stream thread stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// A bad configuration.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Processing failed and the handler said to fail.
+    #[error(transparent)]
+    Streams(#[from] StreamsError),
+    /// The Kafka clients failed.
+    #[error("kafka: {0}")]
+    Kafka(#[from] KafkaError),
+    /// A record could not be produced and the production handler said to fail.
+    #[error("a record could not be produced: {0}")]
+    Production(KafkaError),
+    /// Source topics that do not exist.
+    #[error("source topics do not exist: {}; create them before starting the application", .0.join(", "))]
+    MissingSourceTopics(Vec<String>),
+    /// An internal topic could not be created.
+    #[error("could not create internal topic {topic}: {code}")]
+    CreateTopic {
+        /// The topic.
+        topic: String,
+        /// Why.
+        code: RDKafkaErrorCode,
+    },
+    /// `start` on an application that is not in state CREATED.
+    #[error("the application can only be started once, from state CREATED; it is {0:?}")]
+    IllegalState(State),
+}

@@ -1,0 +1,592 @@
+//! A stream thread: one consumer, one producer, the tasks of the partitions
+//! the group gave it, and the loop that drives them.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use kstreams_dsl::internals::{ConsumedRecord, ProducedRecord};
+use kstreams_dsl::{StreamsError, TaskId, Topology};
+use kstreams_record::{Header, Headers};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{BorrowedMessage, DeliveryResult, Headers as _, Message, OwnedHeaders};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ProducerContext};
+use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
+
+use super::config::{ProcessingGuarantee, StreamsConfig};
+use super::partition_group::PartitionGroup;
+use super::topics::SourceTopicIndex;
+use super::RuntimeError;
+use crate::StreamTask;
+
+/// What a stream thread shares with its consumer's callbacks, which run
+/// inside `poll` on the same thread.
+#[derive(Default)]
+pub(crate) struct ThreadShared {
+    /// Partition changes the callbacks saw, for the loop to apply.
+    events: Mutex<Vec<AssignmentEvent>>,
+    /// Next offset to commit per partition: last processed + 1.
+    processed: Mutex<HashMap<(String, i32), i64>>,
+    /// The producer, to flush before offsets are committed on revocation.
+    producer: Mutex<Option<Arc<BaseProducer<DeliveryContext>>>>,
+    guarantee: Mutex<ProcessingGuarantee>,
+    /// Whether an exactly-once transaction is open.
+    in_transaction: AtomicBool,
+}
+
+#[derive(Debug)]
+enum AssignmentEvent {
+    Assigned(Vec<(String, i32)>),
+    Revoked(Vec<(String, i32)>),
+}
+
+fn partitions(tpl: &TopicPartitionList) -> Vec<(String, i32)> {
+    tpl.elements().iter().map(|e| (e.topic().to_string(), e.partition())).collect()
+}
+
+pub(crate) struct StreamsConsumerContext {
+    shared: Arc<ThreadShared>,
+}
+
+impl ClientContext for StreamsConsumerContext {}
+
+impl ConsumerContext for StreamsConsumerContext {
+    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Revoke(tpl) = rebalance {
+            let revoked = partitions(tpl);
+            // Outputs first, then offsets: at-least-once needs every output
+            // of a committed offset acknowledged.
+            if let Err(e) = commit_revoked(&self.shared, consumer, &revoked) {
+                log::warn!("commit on revocation failed, records since the last commit will be reprocessed: {e}");
+            }
+            push_event(&self.shared, AssignmentEvent::Revoked(revoked));
+        }
+    }
+
+    fn post_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        match rebalance {
+            Rebalance::Assign(tpl) => push_event(&self.shared, AssignmentEvent::Assigned(partitions(tpl))),
+            Rebalance::Revoke(_) => {}
+            Rebalance::Error(e) => log::error!("rebalance failed: {e}"),
+        }
+    }
+}
+
+fn push_event(shared: &ThreadShared, event: AssignmentEvent) {
+    shared.events.lock().unwrap_or_else(|p| p.into_inner()).push(event);
+}
+
+fn commit_revoked(
+    shared: &ThreadShared,
+    consumer: &BaseConsumer<StreamsConsumerContext>,
+    revoked: &[(String, i32)],
+) -> Result<(), KafkaError> {
+    let guarantee = *shared.guarantee.lock().unwrap_or_else(|p| p.into_inner());
+    let producer = shared.producer.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let Some(producer) = producer else {
+        return Ok(());
+    };
+    let processed = shared.processed.lock().unwrap_or_else(|p| p.into_inner());
+    let mut tpl = TopicPartitionList::new();
+    match guarantee {
+        ProcessingGuarantee::AtLeastOnce => {
+            producer.flush(Duration::from_secs(30))?;
+            for tp in revoked {
+                if let Some(&offset) = processed.get(tp) {
+                    tpl.add_partition_offset(&tp.0, tp.1, Offset::Offset(offset))?;
+                }
+            }
+            if tpl.count() > 0 {
+                consumer.commit(&tpl, CommitMode::Sync)?;
+            }
+        }
+        ProcessingGuarantee::ExactlyOnceV2 => {
+            // The open transaction holds outputs of every task; commit it
+            // whole, with all processed offsets, while the generation that
+            // owns them is still current.
+            if shared.in_transaction.swap(false, Ordering::AcqRel) {
+                for ((topic, partition), offset) in processed.iter() {
+                    tpl.add_partition_offset(topic, *partition, Offset::Offset(*offset))?;
+                }
+                if tpl.count() > 0 {
+                    if let Some(metadata) = consumer.group_metadata() {
+                        producer.send_offsets_to_transaction(&tpl, &metadata, Duration::from_secs(60))?;
+                    }
+                }
+                producer.commit_transaction(Duration::from_secs(60))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Remembers the first failed delivery, for the loop to act on.
+#[derive(Default)]
+pub(crate) struct DeliveryContext {
+    failure: Mutex<Option<KafkaError>>,
+}
+
+impl ClientContext for DeliveryContext {}
+
+impl ProducerContext for DeliveryContext {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        if let Err((error, message)) = result {
+            log::error!("could not produce to {}-{}: {error}", message.topic(), message.partition());
+            self.failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(error.clone());
+        }
+    }
+}
+
+struct TaskEntry {
+    task: StreamTask,
+    group: PartitionGroup,
+}
+
+/// A stream thread's clients, made before its OS thread starts so that a
+/// bad client setting fails `start()`.
+pub(crate) struct StreamThread {
+    name: String,
+    config: StreamsConfig,
+    topology: Arc<Topology>,
+    sources: Arc<SourceTopicIndex>,
+    consumer: BaseConsumer<StreamsConsumerContext>,
+    producer: Arc<BaseProducer<DeliveryContext>>,
+    shared: Arc<ThreadShared>,
+}
+
+/// A running stream thread: its clients and its tasks. Tasks hold
+/// single-threaded node graphs, so this lives on the thread that made it.
+struct ThreadLoop {
+    name: String,
+    config: StreamsConfig,
+    topology: Arc<Topology>,
+    sources: Arc<SourceTopicIndex>,
+    consumer: BaseConsumer<StreamsConsumerContext>,
+    producer: Arc<BaseProducer<DeliveryContext>>,
+    shared: Arc<ThreadShared>,
+    tasks: HashMap<TaskId, TaskEntry>,
+    paused: HashSet<(String, i32)>,
+    last_commit: Instant,
+}
+
+/// Milliseconds since the epoch.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+impl StreamThread {
+    pub fn new(
+        index: usize,
+        process_id: &str,
+        config: StreamsConfig,
+        topology: Arc<Topology>,
+        sources: Arc<SourceTopicIndex>,
+    ) -> Result<Self, RuntimeError> {
+        let name = format!("{}-{process_id}-StreamThread-{}", config.application_id, index + 1);
+        let shared = Arc::new(ThreadShared::default());
+        *shared.guarantee.lock().unwrap_or_else(|p| p.into_inner()) = config.processing_guarantee;
+        let eos = config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2;
+
+        let mut consumer_config = ClientConfig::new();
+        consumer_config
+            .set("bootstrap.servers", &config.bootstrap_servers)
+            .set("group.id", &config.application_id)
+            .set("client.id", format!("{name}-consumer"))
+            .set("enable.auto.commit", "false")
+            .set("auto.offset.reset", "earliest")
+            // The range assignor with identical subscriptions gives every
+            // thread the same partition numbers of co-partitioned topics.
+            .set("partition.assignment.strategy", "range")
+            .set("isolation.level", if eos { "read_committed" } else { "read_uncommitted" });
+        for (k, v) in &config.consumer {
+            consumer_config.set(k, v);
+        }
+        let consumer: BaseConsumer<StreamsConsumerContext> =
+            consumer_config.create_with_context(StreamsConsumerContext { shared: shared.clone() })?;
+
+        let mut producer_config = ClientConfig::new();
+        producer_config
+            .set("bootstrap.servers", &config.bootstrap_servers)
+            .set("client.id", format!("{name}-producer"))
+            // Java's default partitioner: murmur2 of the key bytes, so a
+            // key lands where Kafka Streams would put it.
+            .set("partitioner", "murmur2_random")
+            .set("linger.ms", "5");
+        if eos {
+            producer_config.set("transactional.id", format!("{}-{process_id}-{}", config.application_id, index + 1));
+        }
+        for (k, v) in &config.producer {
+            producer_config.set(k, v);
+        }
+        let producer: Arc<BaseProducer<DeliveryContext>> =
+            Arc::new(producer_config.create_with_context(DeliveryContext::default())?);
+        if eos {
+            producer.init_transactions(Duration::from_secs(60))?;
+        }
+        *shared.producer.lock().unwrap_or_else(|p| p.into_inner()) = Some(producer.clone());
+
+        let mut subscription: Vec<String> = sources.topics().map(str::to_string).collect();
+        subscription.extend(sources.patterns());
+        let subscription: Vec<&str> = subscription.iter().map(String::as_str).collect();
+        consumer.subscribe(&subscription)?;
+
+        Ok(Self {
+            name,
+            config,
+            topology,
+            sources,
+            consumer,
+            producer,
+            shared,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Runs until `stop` is set or an error ends the thread. `on_assignment`
+    /// is told each time the thread gains or loses partitions.
+    pub fn run(self, stop: &AtomicBool, on_assignment: &dyn Fn(bool)) -> Result<(), RuntimeError> {
+        ThreadLoop {
+            name: self.name,
+            config: self.config,
+            topology: self.topology,
+            sources: self.sources,
+            consumer: self.consumer,
+            producer: self.producer,
+            shared: self.shared,
+            tasks: HashMap::new(),
+            paused: HashSet::new(),
+            last_commit: Instant::now(),
+        }
+        .run(stop, on_assignment)
+    }
+}
+
+impl ThreadLoop {
+    fn run(mut self, stop: &AtomicBool, on_assignment: &dyn Fn(bool)) -> Result<(), RuntimeError> {
+        let result = self.run_loop(stop, on_assignment);
+        let finish = match &result {
+            Ok(()) => self.commit(),
+            Err(_) => {
+                self.abort_if_in_transaction();
+                Ok(())
+            }
+        };
+        for entry in self.tasks.values_mut() {
+            entry.task.close();
+        }
+        self.consumer.unsubscribe();
+        result.and(finish)
+    }
+
+    fn run_loop(&mut self, stop: &AtomicBool, on_assignment: &dyn Fn(bool)) -> Result<(), RuntimeError> {
+        let commit_interval = self.config.effective_commit_interval();
+        while !stop.load(Ordering::Acquire) {
+            self.poll_records(Duration::from_millis(50))?;
+            if let Some(assigned) = self.apply_assignment_events()? {
+                on_assignment(assigned);
+            }
+            // After the poll: a revocation inside it may have committed the
+            // transaction, and outputs below need an open one.
+            self.begin_transaction_if_needed()?;
+            let committable = self.process_buffered()?;
+            self.punctuate_wall_clock()?;
+            self.producer.poll(Duration::ZERO);
+            self.check_deliveries()?;
+            self.resume_drained_partitions()?;
+            let requested = self.tasks.values_mut().any(|e| e.task.context().take_commit_request());
+            if committable && (requested || self.last_commit.elapsed() >= commit_interval) {
+                self.commit()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn begin_transaction_if_needed(&mut self) -> Result<(), RuntimeError> {
+        if self.config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2
+            && !self.shared.in_transaction.load(Ordering::Acquire)
+        {
+            self.producer.begin_transaction()?;
+            self.shared.in_transaction.store(true, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    fn abort_if_in_transaction(&mut self) {
+        if self.shared.in_transaction.swap(false, Ordering::AcqRel) {
+            if let Err(e) = self.producer.abort_transaction(Duration::from_secs(30)) {
+                log::error!("{}: could not abort the transaction: {e}", self.name);
+            }
+        }
+    }
+
+    /// Polls once with `timeout`, then drains what is already fetched,
+    /// buffering records in their tasks' partition groups.
+    fn poll_records(&mut self, timeout: Duration) -> Result<(), RuntimeError> {
+        let mut wait = timeout;
+        // Bounded so a busy topic does not starve processing and commits.
+        for _ in 0..10_000 {
+            let Some(result) = self.consumer.poll(wait) else {
+                break;
+            };
+            wait = Duration::ZERO;
+            let message = match result {
+                Ok(m) => m,
+                Err(e) => {
+                    log::warn!("{}: consumer error: {e}", self.name);
+                    continue;
+                }
+            };
+            let record = consumed(&message);
+            let Some(subtopology) = self.sources.subtopology_of(&record.topic) else {
+                continue;
+            };
+            let id = TaskId {
+                subtopology,
+                partition: record.partition,
+            };
+            let Some(entry) = self.tasks.get_mut(&id) else {
+                continue; // a record of a partition revoked in this poll
+            };
+            let tp = (record.topic.clone(), record.partition);
+            entry.group.push(record);
+            if entry.group.buffered(&tp.0, tp.1) > self.config.buffered_records_per_partition && self.paused.insert(tp.clone())
+            {
+                // Backpressure: stop fetching this partition until the
+                // task has worked its buffer down.
+                let mut tpl = TopicPartitionList::new();
+                tpl.add_partition(&tp.0, tp.1);
+                self.consumer.pause(&tpl)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn resume_drained_partitions(&mut self) -> Result<(), RuntimeError> {
+        let bound = self.config.buffered_records_per_partition;
+        let mut resumable = Vec::new();
+        for tp in &self.paused {
+            let buffered = self
+                .sources
+                .subtopology_of(&tp.0)
+                .and_then(|s| {
+                    self.tasks.get(&TaskId {
+                        subtopology: s,
+                        partition: tp.1,
+                    })
+                })
+                .map_or(0, |e| e.group.buffered(&tp.0, tp.1));
+            if buffered < bound {
+                resumable.push(tp.clone());
+            }
+        }
+        if resumable.is_empty() {
+            return Ok(());
+        }
+        let mut tpl = TopicPartitionList::new();
+        for tp in &resumable {
+            self.paused.remove(tp);
+            tpl.add_partition(&tp.0, tp.1);
+        }
+        self.consumer.resume(&tpl)?;
+        Ok(())
+    }
+
+    /// Creates and closes tasks as partitions come and go. Returns
+    /// `Some(true)` after an assignment, `Some(false)` after a revocation.
+    fn apply_assignment_events(&mut self) -> Result<Option<bool>, RuntimeError> {
+        let events: Vec<AssignmentEvent> = std::mem::take(&mut *self.shared.events.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut outcome = None;
+        for event in events {
+            match event {
+                AssignmentEvent::Revoked(tps) => {
+                    for (topic, partition) in tps {
+                        self.paused.remove(&(topic.clone(), partition));
+                        self.shared
+                            .processed
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .remove(&(topic.clone(), partition));
+                        let Some(subtopology) = self.sources.subtopology_of(&topic) else {
+                            continue;
+                        };
+                        let id = TaskId { subtopology, partition };
+                        if let Some(entry) = self.tasks.get_mut(&id) {
+                            if entry.group.remove_partition(&topic, partition) {
+                                let mut entry = self.tasks.remove(&id).expect("present");
+                                entry.task.close();
+                                log::info!("{}: closed task {id}", self.name);
+                            }
+                        }
+                    }
+                    outcome = Some(false);
+                }
+                AssignmentEvent::Assigned(tps) => {
+                    for (topic, partition) in tps {
+                        let Some(subtopology) = self.sources.subtopology_of(&topic) else {
+                            continue;
+                        };
+                        let id = TaskId { subtopology, partition };
+                        if !self.tasks.contains_key(&id) {
+                            let task = StreamTask::new(&self.topology, id, self.config.task_config(), now_ms())?;
+                            log::info!("{}: created task {id}", self.name);
+                            self.tasks.insert(
+                                id,
+                                TaskEntry {
+                                    task,
+                                    group: PartitionGroup::default(),
+                                },
+                            );
+                        }
+                        self.tasks.get_mut(&id).expect("present").group.add_partition(&topic, partition);
+                    }
+                    outcome = Some(true);
+                }
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Processes what the partition groups allow, sending outputs as they
+    /// come. Returns whether anything can be committed.
+    fn process_buffered(&mut self) -> Result<bool, RuntimeError> {
+        let max_idle = self.config.max_task_idle;
+        let mut processed_offsets = Vec::new();
+        let mut outputs = Vec::new();
+        for entry in self.tasks.values_mut() {
+            let now = Instant::now();
+            while let Some(record) = entry.group.next(max_idle, now, &entry.task.metrics().enforced_processing) {
+                let (topic, partition, offset) = (record.topic.clone(), record.partition, record.offset);
+                entry.task.process(record)?;
+                processed_offsets.push(((topic, partition), offset + 1));
+            }
+            outputs.extend(entry.task.drain_output());
+        }
+        for record in outputs {
+            self.send(record)?;
+        }
+        let mut processed = self.shared.processed.lock().unwrap_or_else(|p| p.into_inner());
+        for (tp, next) in processed_offsets {
+            processed.insert(tp, next);
+        }
+        Ok(!processed.is_empty())
+    }
+
+    fn punctuate_wall_clock(&mut self) -> Result<(), RuntimeError> {
+        let now = now_ms();
+        let mut outputs = Vec::new();
+        for entry in self.tasks.values_mut() {
+            entry.task.advance_wall_clock(now)?;
+            outputs.extend(entry.task.drain_output());
+        }
+        for record in outputs {
+            self.send(record)?;
+        }
+        Ok(())
+    }
+
+    fn send(&self, record: ProducedRecord) -> Result<(), RuntimeError> {
+        let headers = owned_headers(&record.headers);
+        let mut base: BaseRecord<'_, Vec<u8>, Vec<u8>> = BaseRecord::to(&record.topic).timestamp(record.timestamp);
+        if let Some(key) = &record.key {
+            base = base.key(key);
+        }
+        if let Some(value) = &record.value {
+            base = base.payload(value);
+        }
+        if let Some(partition) = record.partition {
+            base = base.partition(partition);
+        }
+        if !record.headers.is_empty() {
+            base = base.headers(headers);
+        }
+        let mut pending = base;
+        loop {
+            match self.producer.send(pending) {
+                Ok(()) => return Ok(()),
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    // The local queue is full: serve delivery reports, retry.
+                    self.producer.poll(Duration::from_millis(100));
+                    pending = back;
+                }
+                Err((e, _)) => return Err(e.into()),
+            }
+        }
+    }
+
+    fn check_deliveries(&self) -> Result<(), RuntimeError> {
+        match self.producer.context().failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(e) => Err(RuntimeError::Production(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Flushes stores and outputs, then commits offsets (inside the
+    /// transaction under exactly-once).
+    fn commit(&mut self) -> Result<(), RuntimeError> {
+        for entry in self.tasks.values_mut() {
+            entry.task.flush();
+        }
+        let mut tpl = TopicPartitionList::new();
+        for ((topic, partition), offset) in self.shared.processed.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            tpl.add_partition_offset(topic, *partition, Offset::Offset(*offset))?;
+        }
+        match self.config.processing_guarantee {
+            ProcessingGuarantee::AtLeastOnce => {
+                self.producer.flush(Duration::from_secs(60))?;
+                self.check_deliveries()?;
+                if tpl.count() > 0 {
+                    self.consumer.commit(&tpl, CommitMode::Sync)?;
+                }
+            }
+            ProcessingGuarantee::ExactlyOnceV2 => {
+                if self.shared.in_transaction.load(Ordering::Acquire) {
+                    if tpl.count() > 0 {
+                        let metadata = self.consumer.group_metadata().ok_or_else(|| {
+                            RuntimeError::Streams(StreamsError::Internal("no consumer group metadata".into()))
+                        })?;
+                        self.producer
+                            .send_offsets_to_transaction(&tpl, &metadata, Duration::from_secs(60))?;
+                    }
+                    self.producer.commit_transaction(Duration::from_secs(60))?;
+                    self.shared.in_transaction.store(false, Ordering::Release);
+                }
+            }
+        }
+        self.last_commit = Instant::now();
+        Ok(())
+    }
+}
+
+fn consumed(message: &BorrowedMessage<'_>) -> ConsumedRecord {
+    let mut headers = Headers::new();
+    if let Some(h) = message.headers() {
+        for header in h.iter() {
+            headers.add(header.key, header.value.map(<[u8]>::to_vec));
+        }
+    }
+    ConsumedRecord {
+        topic: message.topic().to_string(),
+        partition: message.partition(),
+        offset: message.offset(),
+        timestamp: message.timestamp().to_millis().unwrap_or(-1),
+        key: message.key().map(<[u8]>::to_vec),
+        value: message.payload().map(<[u8]>::to_vec),
+        headers,
+    }
+}
+
+fn owned_headers(headers: &Headers) -> OwnedHeaders {
+    headers.iter().fold(OwnedHeaders::new_with_capacity(headers.len()), |acc, Header { key, value }| {
+        acc.insert(rdkafka::message::Header {
+            key,
+            value: value.as_deref(),
+        })
+    })
+}

@@ -1,0 +1,114 @@
+//! The topics an application reads and the internal ones it creates.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use futures_executor::block_on;
+use kstreams_dsl::internals::TopicPattern;
+use kstreams_dsl::Topology;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::ClientConfig;
+
+use super::config::StreamsConfig;
+use super::RuntimeError;
+
+/// Which sub-topology reads which topic.
+#[derive(Debug)]
+pub(crate) struct SourceTopicIndex {
+    topics: HashMap<String, u32>,
+    patterns: Vec<(TopicPattern, u32)>,
+}
+
+impl SourceTopicIndex {
+    pub fn new(topology: &Topology, application_id: &str) -> Self {
+        let mut topics = HashMap::new();
+        let mut patterns = Vec::new();
+        for (id, sources) in topology.source_topics(application_id).into_iter().enumerate() {
+            for t in sources.topics {
+                topics.insert(t, id as u32);
+            }
+            for p in sources.patterns {
+                patterns.push((p, id as u32));
+            }
+        }
+        Self { topics, patterns }
+    }
+
+    pub fn subtopology_of(&self, topic: &str) -> Option<u32> {
+        self.topics
+            .get(topic)
+            .copied()
+            .or_else(|| self.patterns.iter().find(|(p, _)| p.regex.is_match(topic)).map(|(_, id)| *id))
+    }
+
+    pub fn topics(&self) -> impl Iterator<Item = &str> {
+        self.topics.keys().map(String::as_str)
+    }
+
+    /// Patterns as librdkafka subscribes to them: a leading `^` marks a
+    /// regex; the whole-name match is checked again in `subtopology_of`.
+    pub fn patterns(&self) -> impl Iterator<Item = String> + '_ {
+        self.patterns.iter().map(|(p, _)| format!("^{}$", p.text))
+    }
+}
+
+/// Checks that the user's source topics exist and creates the internal
+/// (repartition) topics, with as many partitions as the widest source topic.
+pub(crate) fn prepare_topics(topology: &Topology, config: &StreamsConfig) -> Result<(), RuntimeError> {
+    let mut client = ClientConfig::new();
+    client.set("bootstrap.servers", &config.bootstrap_servers);
+    for (k, v) in &config.admin {
+        client.set(k, v);
+    }
+    let probe: BaseConsumer = client.create()?;
+    let metadata = probe.fetch_metadata(None, Duration::from_secs(30))?;
+    let partitions: HashMap<&str, usize> = metadata
+        .topics()
+        .iter()
+        .filter(|t| t.error().is_none())
+        .map(|t| (t.name(), t.partitions().len()))
+        .collect();
+    let internal: Vec<String> = topology
+        .internal_topics()
+        .map(|t| format!("{}-{t}", config.application_id))
+        .collect();
+    let mut missing = Vec::new();
+    let mut widest = 1;
+    for sources in topology.source_topics(&config.application_id) {
+        for topic in sources.topics.iter().filter(|t| !internal.contains(t)) {
+            match partitions.get(topic.as_str()) {
+                Some(&n) => widest = widest.max(n),
+                None => missing.push(topic.clone()),
+            }
+        }
+    }
+    if !missing.is_empty() {
+        missing.sort();
+        return Err(RuntimeError::MissingSourceTopics(missing));
+    }
+    let to_create: Vec<&String> = internal.iter().filter(|t| !partitions.contains_key(t.as_str())).collect();
+    if to_create.is_empty() {
+        return Ok(());
+    }
+    let admin: AdminClient<DefaultClientContext> = client.create()?;
+    let new_topics: Vec<NewTopic<'_>> = to_create
+        .iter()
+        .map(|t| {
+            NewTopic::new(t, widest as i32, TopicReplication::Fixed(config.replication_factor))
+                // Repartition topics are read once: delete what was read.
+                .set("cleanup.policy", "delete")
+        })
+        .collect();
+    let results = block_on(admin.create_topics(&new_topics, &AdminOptions::new()))?;
+    for result in results {
+        match result {
+            Ok(name) => log::info!("created internal topic {name} with {widest} partitions"),
+            Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((name, code)) => return Err(RuntimeError::CreateTopic { topic: name, code }),
+        }
+    }
+    Ok(())
+}

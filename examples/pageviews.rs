@@ -1,0 +1,137 @@
+//! Page views, end to end on Kafka with no broker to install.
+//!
+//! Starts librdkafka's in-process mock cluster, produces a sample of page
+//! view events (JSON), runs a kstreams application that drops bot traffic,
+//! keys each view by page and routes checkout pages to their own topic, then
+//! reads both output topics, prints them and shuts down cleanly.
+//!
+//! ```text
+//! cargo run -p kstreams-examples --example pageviews
+//! ```
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use kstreams::embedded::rdkafka::consumer::{BaseConsumer, Consumer};
+use kstreams::embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use kstreams::embedded::rdkafka::{ClientConfig, Message};
+use kstreams::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// One page view, as the web tier writes it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct PageView {
+    user: String,
+    page: String,
+    user_agent: String,
+    millis_on_page: u32,
+}
+
+const VIEWS: &str = "page-views";
+const CHECKOUT: &str = "checkout-views";
+const BROWSE: &str = "browse-views";
+
+/// The application: the part a real service would deploy.
+fn topology() -> Result<Topology, TopologyError> {
+    let builder = StreamsBuilder::new();
+    let views = builder
+        .stream_with(VIEWS, Consumed::with(StringSerde, JsonSerde::<PageView>::new()))
+        .filter_not_named(|_, v| v.user_agent.contains("bot"), "drop-bots")
+        .select_key_named(|_, v| v.page.clone(), "key-by-page");
+    let branches = views
+        .split_named("pages-")
+        .branch(|page, _| page.starts_with("/checkout"), Branched::named("checkout"))
+        .default_branch(Branched::named("browse"));
+    let json = || Produced::with(StringSerde, JsonSerde::<PageView>::new());
+    branches["pages-checkout"].to_with(CHECKOUT, json());
+    branches["pages-browse"]
+        .map_values(|mut v| {
+            v.user = v.user.to_uppercase();
+            v
+        })
+        .to_with(BROWSE, json());
+    builder.build()
+}
+
+fn sample_views() -> Vec<PageView> {
+    let pages = ["/home", "/search", "/checkout/cart", "/item/42", "/checkout/pay"];
+    let agents = ["firefox", "googlebot", "safari", "chrome"];
+    (0..40)
+        .map(|i| PageView {
+            user: format!("user-{}", i % 7),
+            page: pages[i % pages.len()].to_string(),
+            user_agent: agents[i % agents.len()].to_string(),
+            millis_on_page: 300 + (i as u32 * 37) % 900,
+        })
+        .collect()
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let kafka = EmbeddedKafka::start(1)?;
+    for topic in [VIEWS, CHECKOUT, BROWSE] {
+        kafka.create_topic(topic, 3, 1)?;
+    }
+    let bootstrap = kafka.bootstrap_servers();
+    println!("embedded Kafka (librdkafka mock cluster) at {bootstrap}");
+
+    let views = sample_views();
+    let expected = views.iter().filter(|v| !v.user_agent.contains("bot")).count();
+    produce(&bootstrap, &views)?;
+    println!("produced {} page views to {VIEWS}", views.len());
+
+    let topology = topology()?;
+    println!("{}", topology.describe());
+    let config = StreamsConfig::new("pageviews-example", &bootstrap).commit_interval(Duration::from_millis(200));
+    let mut app = KafkaStreams::new(topology, config);
+    app.set_state_listener(|new, old| println!("state: {old:?} -> {new:?}"));
+    app.start()?;
+
+    let outputs = consume(&bootstrap, &[CHECKOUT, BROWSE], expected, Duration::from_secs(60))?;
+    let closed = app.close(Duration::from_secs(30));
+    for (topic, records) in &outputs {
+        println!("\n{topic} ({} records):", records.len());
+        for (page, view) in records {
+            println!("  {page:<16} {view}");
+        }
+    }
+    let total: usize = outputs.values().map(Vec::len).sum();
+    println!("\n{total} of {} views passed the bot filter (expected {expected}); closed cleanly: {closed}", views.len());
+    if total != expected || !closed || app.state() != State::NotRunning {
+        return Err(format!("expected {expected} outputs and a clean close, got {total} and state {:?}", app.state()).into());
+    }
+    Ok(())
+}
+
+fn produce(bootstrap: &str, views: &[PageView]) -> Result<(), Box<dyn std::error::Error>> {
+    let producer: BaseProducer = ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
+    for view in views {
+        let value = serde_json::to_vec(view)?;
+        producer
+            .send(BaseRecord::to(VIEWS).key(view.user.as_bytes()).payload(&value))
+            .map_err(|(e, _)| e)?;
+    }
+    producer.flush(Duration::from_secs(10))?;
+    Ok(())
+}
+
+type Outputs = BTreeMap<String, Vec<(String, String)>>;
+
+fn consume(bootstrap: &str, topics: &[&str], expected: usize, timeout: Duration) -> Result<Outputs, Box<dyn std::error::Error>> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "pageviews-example-reader")
+        .set("auto.offset.reset", "earliest")
+        .create()?;
+    consumer.subscribe(topics)?;
+    let mut outputs = Outputs::new();
+    let deadline = Instant::now() + timeout;
+    while outputs.values().map(Vec::len).sum::<usize>() < expected && Instant::now() < deadline {
+        if let Some(message) = consumer.poll(Duration::from_millis(100)) {
+            let message = message?;
+            let key = String::from_utf8_lossy(message.key().unwrap_or_default()).to_string();
+            let value = String::from_utf8_lossy(message.payload().unwrap_or_default()).to_string();
+            outputs.entry(message.topic().to_string()).or_default().push((key, value));
+        }
+    }
+    Ok(outputs)
+}
