@@ -40,7 +40,12 @@ pub struct StreamTask {
 
 impl StreamTask {
     /// Builds the task's nodes and stores and initializes its processors.
-    pub fn new(topology: &Topology, id: TaskId, config: TaskConfig, wall_clock: Timestamp) -> Result<Self, StreamsError> {
+    pub fn new(
+        topology: &Topology,
+        id: TaskId,
+        config: TaskConfig,
+        wall_clock: Timestamp,
+    ) -> Result<Self, StreamsError> {
         let topology = TaskTopology::new(topology, id, &config.application_id, wall_clock)?;
         Ok(Self {
             topology,
@@ -103,7 +108,8 @@ impl StreamTask {
             self.metrics.dropped.inc();
             return Ok(());
         }
-        self.partition_time.insert(key, partition_time.max(timestamp));
+        self.partition_time
+            .insert(key, partition_time.max(timestamp));
         self.topology.context().advance_stream_time(timestamp);
         let position = RecordPosition {
             topic: record.topic.clone(),
@@ -156,7 +162,11 @@ impl StreamTask {
                 let context = self.topology.context();
                 let node = context.current_node().unwrap_or("(unknown)").to_string();
                 context.reset_after_panic();
-                Err(StreamsError::Panic { node, position, message })
+                Err(StreamsError::Panic {
+                    node,
+                    position,
+                    message,
+                })
             }
         }
     }
@@ -165,7 +175,9 @@ impl StreamTask {
     /// and processing goes on.
     fn handle(&mut self, error: StreamsError) -> Result<(), StreamsError> {
         let carry_on = match &error {
-            StreamsError::Deserialization { .. } => self.config.deserialization == DeserializationHandling::LogAndContinue,
+            StreamsError::Deserialization { .. } => {
+                self.config.deserialization == DeserializationHandling::LogAndContinue
+            }
             StreamsError::Processing { .. } | StreamsError::Panic { .. } => {
                 self.config.processing == ProcessingHandling::Continue
             }

@@ -85,7 +85,11 @@ impl DriverState {
                         },
                     ));
                 }
-                None => self.outputs.entry(produced.topic.clone()).or_default().push_back(produced),
+                None => self
+                    .outputs
+                    .entry(produced.topic.clone())
+                    .or_default()
+                    .push_back(produced),
             }
         }
     }
@@ -147,12 +151,18 @@ pub struct TopologyTestDriver {
 impl TopologyTestDriver {
     /// A driver with the default configuration and the wall clock at now.
     pub fn new(topology: Topology) -> Result<Self, StreamsError> {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
         Self::with_config(topology, TaskConfig::new(DEFAULT_APPLICATION_ID), now)
     }
 
     /// A driver with this configuration and initial wall clock (ms).
-    pub fn with_config(topology: Topology, config: TaskConfig, wall_clock: Timestamp) -> Result<Self, StreamsError> {
+    pub fn with_config(
+        topology: Topology,
+        config: TaskConfig,
+        wall_clock: Timestamp,
+    ) -> Result<Self, StreamsError> {
         let application_id = config.application_id.clone();
         let internal_topics = topology
             .internal_topics()
@@ -188,7 +198,14 @@ impl TopologyTestDriver {
         value_serde: impl Serde<V>,
     ) -> TestInputTopic<K, V> {
         let start = self.state.borrow().wall_clock;
-        TestInputTopic::new(self.state.clone(), topic, Arc::new(key_serde), Arc::new(value_serde), start, Duration::ZERO)
+        TestInputTopic::new(
+            self.state.clone(),
+            topic,
+            Arc::new(key_serde),
+            Arc::new(value_serde),
+            start,
+            Duration::ZERO,
+        )
     }
 
     /// An input topic whose records are stamped `start`, `start + advance`,
@@ -201,7 +218,14 @@ impl TopologyTestDriver {
         start: Timestamp,
         advance: Duration,
     ) -> TestInputTopic<K, V> {
-        TestInputTopic::new(self.state.clone(), topic, Arc::new(key_serde), Arc::new(value_serde), start, advance)
+        TestInputTopic::new(
+            self.state.clone(),
+            topic,
+            Arc::new(key_serde),
+            Arc::new(value_serde),
+            start,
+            advance,
+        )
     }
 
     /// An output topic, read with these serdes.
@@ -211,12 +235,18 @@ impl TopologyTestDriver {
         key_serde: impl Serde<K>,
         value_serde: impl Serde<V>,
     ) -> TestOutputTopic<K, V> {
-        TestOutputTopic::new(self.state.clone(), topic, Arc::new(key_serde), Arc::new(value_serde))
+        TestOutputTopic::new(
+            self.state.clone(),
+            topic,
+            Arc::new(key_serde),
+            Arc::new(value_serde),
+        )
     }
 
     /// Moves the mocked wall clock and fires wall-clock punctuations.
     pub fn advance_wall_clock_time(&self, by: Duration) {
-        self.try_advance_wall_clock_time(by).unwrap_or_else(|e| panic!("{e}"));
+        self.try_advance_wall_clock_time(by)
+            .unwrap_or_else(|e| panic!("{e}"));
     }
 
     /// [`TopologyTestDriver::advance_wall_clock_time`], returning errors.
@@ -225,7 +255,10 @@ impl TopologyTestDriver {
     }
 
     /// A handle on a store by name and handle type, if a task has it.
-    pub fn get_state_store<H: Clone + 'static>(&self, name: &str) -> Result<Option<H>, StreamsError> {
+    pub fn get_state_store<H: Clone + 'static>(
+        &self,
+        name: &str,
+    ) -> Result<Option<H>, StreamsError> {
         let mut state = self.state.borrow_mut();
         for task in &mut state.tasks {
             if let Some(built) = task.context().stores().get(name) {
@@ -236,7 +269,10 @@ impl TopologyTestDriver {
     }
 
     /// A key-value store by name.
-    pub fn get_key_value_store<K: 'static, V: 'static>(&self, name: &str) -> Option<KeyValueStoreHandle<K, V>> {
+    pub fn get_key_value_store<K: 'static, V: 'static>(
+        &self,
+        name: &str,
+    ) -> Option<KeyValueStoreHandle<K, V>> {
         self.get_state_store(name).ok().flatten()
     }
 
@@ -248,7 +284,12 @@ impl TopologyTestDriver {
     /// Records dropped by error handlers or for negative timestamps, over
     /// all tasks.
     pub fn dropped_records(&self) -> u64 {
-        self.state.borrow().tasks.iter().map(|t| t.metrics().dropped.get()).sum()
+        self.state
+            .borrow()
+            .tasks
+            .iter()
+            .map(|t| t.metrics().dropped.get())
+            .sum()
     }
 
     /// The topology under test.

@@ -60,7 +60,8 @@ impl<K: 'static, V: 'static> TestInputTopic<K, V> {
 
     /// Pipes a record with this topic's current time.
     pub fn pipe_input(&self, key: K, value: V) {
-        self.try_pipe_input(key, value).unwrap_or_else(|e| panic!("{e}"))
+        self.try_pipe_input(key, value)
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// [`TestInputTopic::pipe_input`], returning errors.
@@ -88,7 +89,8 @@ impl<K: 'static, V: 'static> TestInputTopic<K, V> {
 
     /// Pipes a whole record (key, value, timestamp, headers).
     pub fn pipe_record(&self, record: Record<K, V>) {
-        self.try_pipe_record(record).unwrap_or_else(|e| panic!("{e}"))
+        self.try_pipe_record(record)
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// [`TestInputTopic::pipe_record`], returning errors.
@@ -239,12 +241,18 @@ impl<K: 'static, V: 'static> TestOutputTopic<K, V> {
 
     /// Every waiting value, in order.
     pub fn read_values_to_list(&self) -> Vec<V> {
-        self.read_records_to_list().into_iter().map(|r| r.value).collect()
+        self.read_records_to_list()
+            .into_iter()
+            .map(|r| r.value)
+            .collect()
     }
 
     /// Every waiting key and value, in order.
     pub fn read_key_values_to_list(&self) -> Vec<(K, V)> {
-        self.read_records_to_list().into_iter().map(|r| (r.key, r.value)).collect()
+        self.read_records_to_list()
+            .into_iter()
+            .map(|r| (r.key, r.value))
+            .collect()
     }
 
     /// The latest value of each key, as a table would hold them: a

@@ -75,7 +75,12 @@ impl Shared {
             from
         };
         log::info!("state transition from {from:?} to {to:?}");
-        if let Some(listener) = self.listener.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        if let Some(listener) = self
+            .listener
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
             listener(to, from);
         }
     }
@@ -124,7 +129,11 @@ impl KafkaStreams {
 
     /// Called with (new, old) on every state change.
     pub fn set_state_listener(&self, listener: impl Fn(State, State) + Send + Sync + 'static) {
-        *self.shared.listener.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(listener));
+        *self
+            .shared
+            .listener
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(Box::new(listener));
     }
 
     /// Decides what happens when a stream thread fails.
@@ -132,7 +141,11 @@ impl KafkaStreams {
         &self,
         handler: impl Fn(&RuntimeError) -> StreamThreadExceptionResponse + Send + Sync + 'static,
     ) {
-        *self.shared.handler.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(handler));
+        *self
+            .shared
+            .handler
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(Box::new(handler));
     }
 
     /// The current state.
@@ -142,7 +155,11 @@ impl KafkaStreams {
 
     /// What made threads fail, oldest first.
     pub fn errors(&self) -> Vec<String> {
-        self.shared.errors.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.shared
+            .errors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Checks the topics, creates internal ones, and starts the threads.
@@ -152,13 +169,33 @@ impl KafkaStreams {
             return Err(RuntimeError::IllegalState(state));
         }
         prepare_topics(&self.topology, &self.config)?;
-        let sources = Arc::new(SourceTopicIndex::new(&self.topology, &self.config.application_id));
-        let process_id = format!("{:08x}", std::process::id() ^ (super::thread::now_ms() as u32));
+        let sources = Arc::new(SourceTopicIndex::new(
+            &self.topology,
+            &self.config.application_id,
+        ));
+        let process_id = format!(
+            "{:08x}",
+            std::process::id() ^ (super::thread::now_ms() as u32)
+        );
         self.shared.transition(State::Rebalancing);
         for index in 0..self.config.num_stream_threads {
             // Build the clients here so a bad client setting fails start().
-            let thread = StreamThread::new(index, &process_id, self.config.clone(), self.topology.clone(), sources.clone())?;
-            self.threads.push(spawn(thread, index, process_id.clone(), self.config.clone(), self.topology.clone(), sources.clone(), self.shared.clone())?);
+            let thread = StreamThread::new(
+                index,
+                &process_id,
+                self.config.clone(),
+                self.topology.clone(),
+                sources.clone(),
+            )?;
+            self.threads.push(spawn(
+                thread,
+                index,
+                process_id.clone(),
+                self.config.clone(),
+                self.topology.clone(),
+                sources.clone(),
+                self.shared.clone(),
+            )?);
         }
         Ok(())
     }
@@ -179,7 +216,11 @@ impl KafkaStreams {
             for t in self.threads.drain(..) {
                 let _ = t.join();
             }
-            let end = if self.state() == State::PendingError { State::Error } else { State::NotRunning };
+            let end = if self.state() == State::PendingError {
+                State::Error
+            } else {
+                State::NotRunning
+            };
             self.shared.transition(end);
         }
         all_stopped
@@ -230,7 +271,11 @@ fn spawn(
                     return;
                 };
                 log::error!("{name} failed: {error}");
-                shared.errors.lock().unwrap_or_else(|p| p.into_inner()).push(error.to_string());
+                shared
+                    .errors
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(error.to_string());
                 let response = shared
                     .handler
                     .lock()
@@ -238,8 +283,16 @@ fn spawn(
                     .as_ref()
                     .map_or(StreamThreadExceptionResponse::ShutdownClient, |h| h(&error));
                 match response {
-                    StreamThreadExceptionResponse::ReplaceThread if !shared.stop.load(Ordering::Acquire) => {
-                        match StreamThread::new(index, &process_id, config.clone(), topology.clone(), sources.clone()) {
+                    StreamThreadExceptionResponse::ReplaceThread
+                        if !shared.stop.load(Ordering::Acquire) =>
+                    {
+                        match StreamThread::new(
+                            index,
+                            &process_id,
+                            config.clone(),
+                            topology.clone(),
+                            sources.clone(),
+                        ) {
                             Ok(replacement) => {
                                 log::info!("{name}: replaced after failure");
                                 current = Some(replacement);
@@ -255,7 +308,11 @@ fn spawn(
                 }
             }
         })
-        .map_err(|e| RuntimeError::Streams(kstreams_dsl::StreamsError::Internal(format!("cannot spawn thread: {e}"))))
+        .map_err(|e| {
+            RuntimeError::Streams(kstreams_dsl::StreamsError::Internal(format!(
+                "cannot spawn thread: {e}"
+            )))
+        })
 }
 
 fn shutdown_client(shared: &Shared) {

@@ -151,10 +151,12 @@ impl StreamsConfig {
             key: "application.id",
             hint: "set it to a name unique to this application; it names the consumer group and internal topics",
         })?;
-        let bootstrap = bootstrap.filter(|v| !v.is_empty()).ok_or(ConfigError::Missing {
-            key: "bootstrap.servers",
-            hint: "set it to host:port of one or more brokers, comma-separated",
-        })?;
+        let bootstrap = bootstrap
+            .filter(|v| !v.is_empty())
+            .ok_or(ConfigError::Missing {
+                key: "bootstrap.servers",
+                hint: "set it to host:port of one or more brokers, comma-separated",
+            })?;
         let mut config = Self::new(application_id, bootstrap);
         for (k, v) in rest {
             config.set(&k, &v)?;
@@ -287,10 +289,11 @@ impl StreamsConfig {
     /// The commit interval in force: 30 s, or 100 ms under exactly-once,
     /// unless set.
     pub fn effective_commit_interval(&self) -> Duration {
-        self.commit_interval.unwrap_or(match self.processing_guarantee {
-            ProcessingGuarantee::AtLeastOnce => Duration::from_secs(30),
-            ProcessingGuarantee::ExactlyOnceV2 => Duration::from_millis(100),
-        })
+        self.commit_interval
+            .unwrap_or(match self.processing_guarantee {
+                ProcessingGuarantee::AtLeastOnce => Duration::from_secs(30),
+                ProcessingGuarantee::ExactlyOnceV2 => Duration::from_millis(100),
+            })
     }
 
     /// Where local state lives.
@@ -362,7 +365,11 @@ mod tests {
     #[test]
     fn missing_required_keys_are_named_with_a_hint() {
         let err = StreamsConfig::from_properties([("bootstrap.servers", "b:1")]).unwrap_err();
-        assert!(err.to_string().starts_with("missing required config application.id"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("missing required config application.id"),
+            "{err}"
+        );
         let err = StreamsConfig::from_properties([("application.id", "a")]).unwrap_err();
         assert!(err.to_string().contains("bootstrap.servers"), "{err}");
     }
@@ -372,7 +379,12 @@ mod tests {
         let mut p = base();
         p.push(("num.stream.thread", "2"));
         let err = StreamsConfig::from_properties(p).unwrap_err();
-        assert_eq!(err, ConfigError::Unknown { key: "num.stream.thread".into() });
+        assert_eq!(
+            err,
+            ConfigError::Unknown {
+                key: "num.stream.thread".into()
+            }
+        );
         for (key, value) in [
             ("processing.guarantee", "exactly_once"),
             ("commit.interval.ms", "-5"),
@@ -395,12 +407,18 @@ mod tests {
             ("producer.linger.ms", "5"),
             ("admin.request.timeout.ms", "100"),
             ("security.protocol", "SASL_SSL"),
-            ("org.apache.kafka.streams.errors.LogAndContinueExceptionHandler", "x"),
+            (
+                "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler",
+                "x",
+            ),
         ]);
         let err = StreamsConfig::from_properties(p.clone()).unwrap_err();
         assert!(matches!(err, ConfigError::Unknown { .. }));
         p.pop();
-        p.push(("deserialization.exception.handler", "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler"));
+        p.push((
+            "deserialization.exception.handler",
+            "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler",
+        ));
         let c = StreamsConfig::from_properties(p).unwrap();
         assert_eq!(c.consumer["fetch.min.bytes"], "10");
         assert_eq!(c.producer["linger.ms"], "5");

@@ -23,7 +23,9 @@ pub(crate) struct PartitionGroup {
 
 impl PartitionGroup {
     pub fn add_partition(&mut self, topic: &str, partition: i32) {
-        self.queues.entry((topic.to_string(), partition)).or_default();
+        self.queues
+            .entry((topic.to_string(), partition))
+            .or_default();
     }
 
     /// Forgets a partition and its buffered records; returns whether the
@@ -31,6 +33,14 @@ impl PartitionGroup {
     pub fn remove_partition(&mut self, topic: &str, partition: i32) -> bool {
         self.queues.remove(&(topic.to_string(), partition));
         self.queues.is_empty()
+    }
+
+    /// Drops every buffered record, keeping the partitions.
+    pub fn clear(&mut self) {
+        for queue in self.queues.values_mut() {
+            queue.clear();
+        }
+        self.blocked_since = None;
     }
 
     pub fn push(&mut self, record: ConsumedRecord) {
@@ -41,7 +51,9 @@ impl PartitionGroup {
     }
 
     pub fn buffered(&self, topic: &str, partition: i32) -> usize {
-        self.queues.get(&(topic.to_string(), partition)).map_or(0, VecDeque::len)
+        self.queues
+            .get(&(topic.to_string(), partition))
+            .map_or(0, VecDeque::len)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -51,7 +63,12 @@ impl PartitionGroup {
     /// The next record to process, or `None` if nothing is buffered or the
     /// task is still waiting for an empty partition. Giving up the wait
     /// bumps `enforced`.
-    pub fn next(&mut self, max_idle: Duration, now: Instant, enforced: &Counter) -> Option<ConsumedRecord> {
+    pub fn next(
+        &mut self,
+        max_idle: Duration,
+        now: Instant,
+        enforced: &Counter,
+    ) -> Option<ConsumedRecord> {
         let any_empty = self.queues.values().any(VecDeque::is_empty);
         if any_empty && self.queues.len() > 1 && !self.is_empty() {
             let since = *self.blocked_since.get_or_insert(now);
@@ -105,7 +122,15 @@ mod tests {
             .map(|r| (r.topic, r.offset))
             .collect();
         // Within a partition, offset order is kept even when timestamps go back.
-        assert_eq!(order, [("b".into(), 0), ("a".into(), 0), ("a".into(), 1), ("b".into(), 1)]);
+        assert_eq!(
+            order,
+            [
+                ("b".into(), 0),
+                ("a".into(), 0),
+                ("a".into(), 1),
+                ("b".into(), 1)
+            ]
+        );
     }
 
     #[test]
@@ -118,7 +143,9 @@ mod tests {
         let idle = Duration::from_millis(100);
         let enforced = Counter::new();
         assert!(g.next(idle, start, &enforced).is_none());
-        assert!(g.next(idle, start + Duration::from_millis(99), &enforced).is_none());
+        assert!(g
+            .next(idle, start + Duration::from_millis(99), &enforced)
+            .is_none());
         assert_eq!(g.next(idle, start + idle, &enforced).unwrap().offset, 0);
         assert_eq!(enforced.get(), 1);
     }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kstreams_dsl::internals::{ConsumedRecord, ProducedRecord};
-use kstreams_dsl::{StreamsError, TaskId, Topology};
+use kstreams_dsl::{TaskId, Topology};
 use kstreams_record::{Header, Headers};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -43,7 +43,10 @@ enum AssignmentEvent {
 }
 
 fn partitions(tpl: &TopicPartitionList) -> Vec<(String, i32)> {
-    tpl.elements().iter().map(|e| (e.topic().to_string(), e.partition())).collect()
+    tpl.elements()
+        .iter()
+        .map(|e| (e.topic().to_string(), e.partition()))
+        .collect()
 }
 
 pub(crate) struct StreamsConsumerContext {
@@ -67,7 +70,9 @@ impl ConsumerContext for StreamsConsumerContext {
 
     fn post_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         match rebalance {
-            Rebalance::Assign(tpl) => push_event(&self.shared, AssignmentEvent::Assigned(partitions(tpl))),
+            Rebalance::Assign(tpl) => {
+                push_event(&self.shared, AssignmentEvent::Assigned(partitions(tpl)))
+            }
             Rebalance::Revoke(_) => {}
             Rebalance::Error(e) => log::error!("rebalance failed: {e}"),
         }
@@ -75,7 +80,11 @@ impl ConsumerContext for StreamsConsumerContext {
 }
 
 fn push_event(shared: &ThreadShared, event: AssignmentEvent) {
-    shared.events.lock().unwrap_or_else(|p| p.into_inner()).push(event);
+    shared
+        .events
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(event);
 }
 
 fn commit_revoked(
@@ -84,7 +93,11 @@ fn commit_revoked(
     revoked: &[(String, i32)],
 ) -> Result<(), KafkaError> {
     let guarantee = *shared.guarantee.lock().unwrap_or_else(|p| p.into_inner());
-    let producer = shared.producer.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let producer = shared
+        .producer
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
     let Some(producer) = producer else {
         return Ok(());
     };
@@ -112,7 +125,11 @@ fn commit_revoked(
                 }
                 if tpl.count() > 0 {
                     if let Some(metadata) = consumer.group_metadata() {
-                        producer.send_offsets_to_transaction(&tpl, &metadata, Duration::from_secs(60))?;
+                        producer.send_offsets_to_transaction(
+                            &tpl,
+                            &metadata,
+                            Duration::from_secs(60),
+                        )?;
                     }
                 }
                 producer.commit_transaction(Duration::from_secs(60))?;
@@ -135,8 +152,15 @@ impl ProducerContext for DeliveryContext {
 
     fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
         if let Err((error, message)) = result {
-            log::error!("could not produce to {}-{}: {error}", message.topic(), message.partition());
-            self.failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(error.clone());
+            log::error!(
+                "could not produce to {}-{}: {error}",
+                message.topic(),
+                message.partition()
+            );
+            self.failure
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert(error.clone());
         }
     }
 }
@@ -175,7 +199,9 @@ struct ThreadLoop {
 
 /// Milliseconds since the epoch.
 pub(crate) fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 impl StreamThread {
@@ -186,7 +212,11 @@ impl StreamThread {
         topology: Arc<Topology>,
         sources: Arc<SourceTopicIndex>,
     ) -> Result<Self, RuntimeError> {
-        let name = format!("{}-{process_id}-StreamThread-{}", config.application_id, index + 1);
+        let name = format!(
+            "{}-{process_id}-StreamThread-{}",
+            config.application_id,
+            index + 1
+        );
         let shared = Arc::new(ThreadShared::default());
         *shared.guarantee.lock().unwrap_or_else(|p| p.into_inner()) = config.processing_guarantee;
         let eos = config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2;
@@ -201,12 +231,21 @@ impl StreamThread {
             // The range assignor with identical subscriptions gives every
             // thread the same partition numbers of co-partitioned topics.
             .set("partition.assignment.strategy", "range")
-            .set("isolation.level", if eos { "read_committed" } else { "read_uncommitted" });
+            .set(
+                "isolation.level",
+                if eos {
+                    "read_committed"
+                } else {
+                    "read_uncommitted"
+                },
+            );
         for (k, v) in &config.consumer {
             consumer_config.set(k, v);
         }
         let consumer: BaseConsumer<StreamsConsumerContext> =
-            consumer_config.create_with_context(StreamsConsumerContext { shared: shared.clone() })?;
+            consumer_config.create_with_context(StreamsConsumerContext {
+                shared: shared.clone(),
+            })?;
 
         let mut producer_config = ClientConfig::new();
         producer_config
@@ -217,7 +256,10 @@ impl StreamThread {
             .set("partitioner", "murmur2_random")
             .set("linger.ms", "5");
         if eos {
-            producer_config.set("transactional.id", format!("{}-{process_id}-{}", config.application_id, index + 1));
+            producer_config.set(
+                "transactional.id",
+                format!("{}-{process_id}-{}", config.application_id, index + 1),
+            );
         }
         for (k, v) in &config.producer {
             producer_config.set(k, v);
@@ -285,7 +327,11 @@ impl ThreadLoop {
         result.and(finish)
     }
 
-    fn run_loop(&mut self, stop: &AtomicBool, on_assignment: &dyn Fn(bool)) -> Result<(), RuntimeError> {
+    fn run_loop(
+        &mut self,
+        stop: &AtomicBool,
+        on_assignment: &dyn Fn(bool),
+    ) -> Result<(), RuntimeError> {
         let commit_interval = self.config.effective_commit_interval();
         while !stop.load(Ordering::Acquire) {
             self.poll_records(Duration::from_millis(50))?;
@@ -300,7 +346,10 @@ impl ThreadLoop {
             self.producer.poll(Duration::ZERO);
             self.check_deliveries()?;
             self.resume_drained_partitions()?;
-            let requested = self.tasks.values_mut().any(|e| e.task.context().take_commit_request());
+            let requested = self
+                .tasks
+                .values_mut()
+                .any(|e| e.task.context().take_commit_request());
             if committable && (requested || self.last_commit.elapsed() >= commit_interval) {
                 self.commit()?;
             }
@@ -356,7 +405,8 @@ impl ThreadLoop {
             };
             let tp = (record.topic.clone(), record.partition);
             entry.group.push(record);
-            if entry.group.buffered(&tp.0, tp.1) > self.config.buffered_records_per_partition && self.paused.insert(tp.clone())
+            if entry.group.buffered(&tp.0, tp.1) > self.config.buffered_records_per_partition
+                && self.paused.insert(tp.clone())
             {
                 // Backpressure: stop fetching this partition until the
                 // task has worked its buffer down.
@@ -401,7 +451,8 @@ impl ThreadLoop {
     /// Creates and closes tasks as partitions come and go. Returns
     /// `Some(true)` after an assignment, `Some(false)` after a revocation.
     fn apply_assignment_events(&mut self) -> Result<Option<bool>, RuntimeError> {
-        let events: Vec<AssignmentEvent> = std::mem::take(&mut *self.shared.events.lock().unwrap_or_else(|p| p.into_inner()));
+        let events: Vec<AssignmentEvent> =
+            std::mem::take(&mut *self.shared.events.lock().unwrap_or_else(|p| p.into_inner()));
         let mut outcome = None;
         for event in events {
             match event {
@@ -416,7 +467,10 @@ impl ThreadLoop {
                         let Some(subtopology) = self.sources.subtopology_of(&topic) else {
                             continue;
                         };
-                        let id = TaskId { subtopology, partition };
+                        let id = TaskId {
+                            subtopology,
+                            partition,
+                        };
                         if let Some(entry) = self.tasks.get_mut(&id) {
                             if entry.group.remove_partition(&topic, partition) {
                                 let mut entry = self.tasks.remove(&id).expect("present");
@@ -432,9 +486,17 @@ impl ThreadLoop {
                         let Some(subtopology) = self.sources.subtopology_of(&topic) else {
                             continue;
                         };
-                        let id = TaskId { subtopology, partition };
+                        let id = TaskId {
+                            subtopology,
+                            partition,
+                        };
                         if !self.tasks.contains_key(&id) {
-                            let task = StreamTask::new(&self.topology, id, self.config.task_config(), now_ms())?;
+                            let task = StreamTask::new(
+                                &self.topology,
+                                id,
+                                self.config.task_config(),
+                                now_ms(),
+                            )?;
                             log::info!("{}: created task {id}", self.name);
                             self.tasks.insert(
                                 id,
@@ -444,7 +506,11 @@ impl ThreadLoop {
                                 },
                             );
                         }
-                        self.tasks.get_mut(&id).expect("present").group.add_partition(&topic, partition);
+                        self.tasks
+                            .get_mut(&id)
+                            .expect("present")
+                            .group
+                            .add_partition(&topic, partition);
                     }
                     outcome = Some(true);
                 }
@@ -461,8 +527,13 @@ impl ThreadLoop {
         let mut outputs = Vec::new();
         for entry in self.tasks.values_mut() {
             let now = Instant::now();
-            while let Some(record) = entry.group.next(max_idle, now, &entry.task.metrics().enforced_processing) {
-                let (topic, partition, offset) = (record.topic.clone(), record.partition, record.offset);
+            while let Some(record) =
+                entry
+                    .group
+                    .next(max_idle, now, &entry.task.metrics().enforced_processing)
+            {
+                let (topic, partition, offset) =
+                    (record.topic.clone(), record.partition, record.offset);
                 entry.task.process(record)?;
                 processed_offsets.push(((topic, partition), offset + 1));
             }
@@ -471,7 +542,11 @@ impl ThreadLoop {
         for record in outputs {
             self.send(record)?;
         }
-        let mut processed = self.shared.processed.lock().unwrap_or_else(|p| p.into_inner());
+        let mut processed = self
+            .shared
+            .processed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         for (tp, next) in processed_offsets {
             processed.insert(tp, next);
         }
@@ -493,7 +568,8 @@ impl ThreadLoop {
 
     fn send(&self, record: ProducedRecord) -> Result<(), RuntimeError> {
         let headers = owned_headers(&record.headers);
-        let mut base: BaseRecord<'_, Vec<u8>, Vec<u8>> = BaseRecord::to(&record.topic).timestamp(record.timestamp);
+        let mut base: BaseRecord<'_, Vec<u8>, Vec<u8>> =
+            BaseRecord::to(&record.topic).timestamp(record.timestamp);
         if let Some(key) = &record.key {
             base = base.key(key);
         }
@@ -521,20 +597,35 @@ impl ThreadLoop {
     }
 
     fn check_deliveries(&self) -> Result<(), RuntimeError> {
-        match self.producer.context().failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        match self
+            .producer
+            .context()
+            .failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
             Some(e) => Err(RuntimeError::Production(e)),
             None => Ok(()),
         }
     }
 
     /// Flushes stores and outputs, then commits offsets (inside the
-    /// transaction under exactly-once).
+    /// transaction under exactly-once). A commit refused because the group
+    /// is rebalancing is not an error: at-least-once reprocesses from the
+    /// last commit, exactly-once aborts and rewinds to it.
     fn commit(&mut self) -> Result<(), RuntimeError> {
         for entry in self.tasks.values_mut() {
             entry.task.flush();
         }
         let mut tpl = TopicPartitionList::new();
-        for ((topic, partition), offset) in self.shared.processed.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        for ((topic, partition), offset) in self
+            .shared
+            .processed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
             tpl.add_partition_offset(topic, *partition, Offset::Offset(*offset))?;
         }
         match self.config.processing_guarantee {
@@ -542,25 +633,107 @@ impl ThreadLoop {
                 self.producer.flush(Duration::from_secs(60))?;
                 self.check_deliveries()?;
                 if tpl.count() > 0 {
-                    self.consumer.commit(&tpl, CommitMode::Sync)?;
+                    match self.consumer.commit(&tpl, CommitMode::Sync) {
+                        Err(e) if is_rebalance_error(&e) => {
+                            log::info!("{}: commit skipped during a rebalance: {e}", self.name)
+                        }
+                        other => other?,
+                    }
                 }
             }
             ProcessingGuarantee::ExactlyOnceV2 => {
                 if self.shared.in_transaction.load(Ordering::Acquire) {
-                    if tpl.count() > 0 {
-                        let metadata = self.consumer.group_metadata().ok_or_else(|| {
-                            RuntimeError::Streams(StreamsError::Internal("no consumer group metadata".into()))
-                        })?;
-                        self.producer
-                            .send_offsets_to_transaction(&tpl, &metadata, Duration::from_secs(60))?;
+                    if let Err(e) = self.commit_transaction(&tpl) {
+                        if !is_rebalance_error(&e) && !is_abortable(&e) {
+                            return Err(e.into());
+                        }
+                        log::warn!(
+                            "{}: transaction not committed, aborting and rewinding: {e}",
+                            self.name
+                        );
+                        self.abort_and_rewind()?;
                     }
-                    self.producer.commit_transaction(Duration::from_secs(60))?;
-                    self.shared.in_transaction.store(false, Ordering::Release);
                 }
             }
         }
         self.last_commit = Instant::now();
         Ok(())
+    }
+
+    fn commit_transaction(&self, offsets: &TopicPartitionList) -> Result<(), KafkaError> {
+        if offsets.count() > 0 {
+            // No group metadata means the consumer is between generations:
+            // as good as a rebalance for what the caller must do.
+            let metadata = self
+                .consumer
+                .group_metadata()
+                .ok_or(KafkaError::Rebalance(RDKafkaErrorCode::RebalanceInProgress))?;
+            self.producer.send_offsets_to_transaction(
+                offsets,
+                &metadata,
+                Duration::from_secs(60),
+            )?;
+        }
+        self.producer.commit_transaction(Duration::from_secs(60))?;
+        self.shared.in_transaction.store(false, Ordering::Release);
+        Ok(())
+    }
+
+    /// Aborts the open transaction and goes back to the last committed
+    /// offsets: buffered records are dropped and tasks are rebuilt, so what
+    /// the aborted transaction saw is processed again from scratch.
+    fn abort_and_rewind(&mut self) -> Result<(), RuntimeError> {
+        self.abort_if_in_transaction();
+        self.shared
+            .processed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        let assignment = self.consumer.assignment()?;
+        let committed = self
+            .consumer
+            .committed_offsets(assignment, Duration::from_secs(30))?;
+        for element in committed.elements() {
+            let offset = match element.offset() {
+                Offset::Invalid => Offset::Beginning,
+                other => other,
+            };
+            self.consumer.seek(
+                element.topic(),
+                element.partition(),
+                offset,
+                Duration::from_secs(30),
+            )?;
+        }
+        let ids: Vec<TaskId> = self.tasks.keys().copied().collect();
+        for id in ids {
+            let entry = self.tasks.get_mut(&id).expect("present");
+            entry.task.close();
+            entry.task = StreamTask::new(&self.topology, id, self.config.task_config(), now_ms())?;
+            entry.group.clear();
+        }
+        Ok(())
+    }
+}
+
+/// Errors that mean "the group moved on": the commit is lost, not the app.
+fn is_rebalance_error(error: &KafkaError) -> bool {
+    matches!(
+        error.rdkafka_error_code(),
+        Some(
+            RDKafkaErrorCode::RebalanceInProgress
+                | RDKafkaErrorCode::IllegalGeneration
+                | RDKafkaErrorCode::UnknownMemberId
+                | RDKafkaErrorCode::FencedInstanceId
+                | RDKafkaErrorCode::AssignmentLost
+        )
+    )
+}
+
+fn is_abortable(error: &KafkaError) -> bool {
+    match error {
+        KafkaError::Transaction(e) => e.txn_requires_abort(),
+        _ => false,
     }
 }
 
@@ -583,10 +756,13 @@ fn consumed(message: &BorrowedMessage<'_>) -> ConsumedRecord {
 }
 
 fn owned_headers(headers: &Headers) -> OwnedHeaders {
-    headers.iter().fold(OwnedHeaders::new_with_capacity(headers.len()), |acc, Header { key, value }| {
-        acc.insert(rdkafka::message::Header {
-            key,
-            value: value.as_deref(),
-        })
-    })
+    headers.iter().fold(
+        OwnedHeaders::new_with_capacity(headers.len()),
+        |acc, Header { key, value }| {
+            acc.insert(rdkafka::message::Header {
+                key,
+                value: value.as_deref(),
+            })
+        },
+    )
 }

@@ -26,7 +26,11 @@ impl SourceTopicIndex {
     pub fn new(topology: &Topology, application_id: &str) -> Self {
         let mut topics = HashMap::new();
         let mut patterns = Vec::new();
-        for (id, sources) in topology.source_topics(application_id).into_iter().enumerate() {
+        for (id, sources) in topology
+            .source_topics(application_id)
+            .into_iter()
+            .enumerate()
+        {
             for t in sources.topics {
                 topics.insert(t, id as u32);
             }
@@ -38,10 +42,12 @@ impl SourceTopicIndex {
     }
 
     pub fn subtopology_of(&self, topic: &str) -> Option<u32> {
-        self.topics
-            .get(topic)
-            .copied()
-            .or_else(|| self.patterns.iter().find(|(p, _)| p.regex.is_match(topic)).map(|(_, id)| *id))
+        self.topics.get(topic).copied().or_else(|| {
+            self.patterns
+                .iter()
+                .find(|(p, _)| p.regex.is_match(topic))
+                .map(|(_, id)| *id)
+        })
     }
 
     pub fn topics(&self) -> impl Iterator<Item = &str> {
@@ -57,7 +63,10 @@ impl SourceTopicIndex {
 
 /// Checks that the user's source topics exist and creates the internal
 /// (repartition) topics, with as many partitions as the widest source topic.
-pub(crate) fn prepare_topics(topology: &Topology, config: &StreamsConfig) -> Result<(), RuntimeError> {
+pub(crate) fn prepare_topics(
+    topology: &Topology,
+    config: &StreamsConfig,
+) -> Result<(), RuntimeError> {
     let mut client = ClientConfig::new();
     client.set("bootstrap.servers", &config.bootstrap_servers);
     for (k, v) in &config.admin {
@@ -89,7 +98,10 @@ pub(crate) fn prepare_topics(topology: &Topology, config: &StreamsConfig) -> Res
         missing.sort();
         return Err(RuntimeError::MissingSourceTopics(missing));
     }
-    let to_create: Vec<&String> = internal.iter().filter(|t| !partitions.contains_key(t.as_str())).collect();
+    let to_create: Vec<&String> = internal
+        .iter()
+        .filter(|t| !partitions.contains_key(t.as_str()))
+        .collect();
     if to_create.is_empty() {
         return Ok(());
     }
@@ -97,9 +109,13 @@ pub(crate) fn prepare_topics(topology: &Topology, config: &StreamsConfig) -> Res
     let new_topics: Vec<NewTopic<'_>> = to_create
         .iter()
         .map(|t| {
-            NewTopic::new(t, widest as i32, TopicReplication::Fixed(config.replication_factor))
-                // Repartition topics are read once: delete what was read.
-                .set("cleanup.policy", "delete")
+            NewTopic::new(
+                t,
+                widest as i32,
+                TopicReplication::Fixed(config.replication_factor),
+            )
+            // Repartition topics are read once: delete what was read.
+            .set("cleanup.policy", "delete")
         })
         .collect();
     let results = block_on(admin.create_topics(&new_topics, &AdminOptions::new()))?;

@@ -1,0 +1,245 @@
+//! The Kafka runtime on librdkafka's in-process mock cluster: records flow
+//! end to end, instances of one application share partitions and take over
+//! each other's when one leaves, and faults injected into the cluster lose
+//! no record (at-least-once: duplicates allowed, losses not).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kstreams_dsl::StreamsBuilder;
+use kstreams_embedded::rdkafka::consumer::{BaseConsumer, Consumer};
+use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use kstreams_embedded::rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
+use kstreams_embedded::rdkafka::{ClientConfig, Message};
+use kstreams_embedded::EmbeddedKafka;
+use kstreams_runtime::kafka::{KafkaStreams, RuntimeError, State, StreamsConfig};
+
+const INPUT: &str = "input";
+const OUTPUT: &str = "output";
+
+fn produce(bootstrap: &str, range: std::ops::Range<usize>) {
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    for i in range {
+        let key = format!("k{}", i % 17);
+        let value = format!("v{i}");
+        producer
+            .send(
+                BaseRecord::to(INPUT)
+                    .key(&key)
+                    .payload(&value)
+                    .timestamp(1_000 + i as i64),
+            )
+            .map_err(|(e, _)| e)
+            .unwrap();
+        producer.poll(Duration::ZERO);
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+}
+
+/// Reads OUTPUT until `want` distinct values were seen (or time runs out).
+struct OutputReader {
+    consumer: BaseConsumer,
+    seen: BTreeMap<String, (String, i32, i64)>,
+    total: usize,
+}
+
+impl OutputReader {
+    fn new(bootstrap: &str) -> Self {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", bootstrap)
+            .set("group.id", "test-reader")
+            .set("auto.offset.reset", "earliest")
+            .create()
+            .unwrap();
+        consumer.subscribe(&[OUTPUT]).unwrap();
+        Self {
+            consumer,
+            seen: BTreeMap::new(),
+            total: 0,
+        }
+    }
+
+    fn read_until(&mut self, want: usize, timeout: Duration) -> usize {
+        let deadline = Instant::now() + timeout;
+        while self.seen.len() < want && Instant::now() < deadline {
+            if let Some(Ok(m)) = self.consumer.poll(Duration::from_millis(100)) {
+                let key = String::from_utf8(m.key().unwrap().to_vec()).unwrap();
+                let value = String::from_utf8(m.payload().unwrap().to_vec()).unwrap();
+                let ts = m.timestamp().to_millis().unwrap();
+                self.seen.insert(value, (key, m.partition(), ts));
+                self.total += 1;
+            }
+        }
+        self.seen.len()
+    }
+}
+
+fn app(bootstrap: &str, processed: Arc<AtomicUsize>) -> KafkaStreams {
+    let _ = env_logger::builder().is_test(true).try_init();
+    let builder = StreamsBuilder::new();
+    builder
+        .stream::<String, String>(INPUT)
+        .peek(move |_, _| {
+            processed.fetch_add(1, Ordering::Relaxed);
+        })
+        .map_values(|v| v.to_uppercase())
+        .to(OUTPUT);
+    let config = StreamsConfig::new("embedded-test", bootstrap)
+        .commit_interval(Duration::from_millis(100))
+        .client_config("consumer.session.timeout.ms", "6000")
+        .client_config("consumer.heartbeat.interval.ms", "500");
+    KafkaStreams::new(builder.build().unwrap(), config)
+}
+
+fn wait_for(what: &str, timeout: Duration, condition: impl Fn() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn expected_values(range: std::ops::Range<usize>) -> BTreeSet<String> {
+    range.map(|i| format!("V{i}")).collect()
+}
+
+#[test]
+fn records_flow_end_to_end_with_keys_timestamps_and_partitions_kept() {
+    let kafka = EmbeddedKafka::start(1).unwrap();
+    kafka.create_topic(INPUT, 3, 1).unwrap();
+    kafka.create_topic(OUTPUT, 3, 1).unwrap();
+    let bootstrap = kafka.bootstrap_servers();
+    produce(&bootstrap, 0..200);
+    let mut app = app(&bootstrap, Arc::default());
+    app.start().unwrap();
+    let mut reader = OutputReader::new(&bootstrap);
+    assert_eq!(reader.read_until(200, Duration::from_secs(60)), 200);
+    assert!(app.close(Duration::from_secs(30)));
+    assert_eq!(app.state(), State::NotRunning);
+    assert_eq!(
+        reader.seen.keys().cloned().collect::<BTreeSet<_>>(),
+        expected_values(0..200)
+    );
+    // Same key, same partition: the sink partitions by key as Kafka's
+    // default partitioner does, so a key's outputs stay together.
+    let mut partition_of_key: BTreeMap<&str, i32> = BTreeMap::new();
+    for (value, (key, partition, ts)) in &reader.seen {
+        let i: i64 = value[1..].parse().unwrap();
+        assert_eq!(*ts, 1_000 + i, "output keeps the input timestamp");
+        assert_eq!(
+            *partition_of_key.entry(key).or_insert(*partition),
+            *partition,
+            "key {key}"
+        );
+    }
+}
+
+#[test]
+fn two_instances_share_the_partitions_and_one_takes_over_when_the_other_leaves() {
+    let kafka = EmbeddedKafka::start(1).unwrap();
+    kafka.create_topic(INPUT, 4, 1).unwrap();
+    kafka.create_topic(OUTPUT, 4, 1).unwrap();
+    let bootstrap = kafka.bootstrap_servers();
+    let (count_a, count_b) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let mut a = app(&bootstrap, count_a.clone());
+    let mut b = app(&bootstrap, count_b.clone());
+    a.start().unwrap();
+    b.start().unwrap();
+    wait_for("both instances running", Duration::from_secs(60), || {
+        a.state() == State::Running && b.state() == State::Running
+    });
+    produce(&bootstrap, 0..400);
+    let mut reader = OutputReader::new(&bootstrap);
+    assert_eq!(reader.read_until(400, Duration::from_secs(60)), 400);
+    let (a1, b1) = (
+        count_a.load(Ordering::Relaxed),
+        count_b.load(Ordering::Relaxed),
+    );
+    assert!(
+        a1 > 0 && b1 > 0,
+        "both instances processed records: {a1} and {b1}"
+    );
+    assert!(a1 + b1 >= 400);
+
+    assert!(b.close(Duration::from_secs(30)));
+    produce(&bootstrap, 400..800);
+    assert_eq!(
+        reader.read_until(800, Duration::from_secs(90)),
+        800,
+        "no record lost after the rebalance"
+    );
+    assert_eq!(
+        count_b.load(Ordering::Relaxed),
+        b1,
+        "the closed instance processed nothing more"
+    );
+    assert!(
+        count_a.load(Ordering::Relaxed) >= a1 + 400,
+        "the remaining instance took over every partition"
+    );
+    assert_eq!(
+        reader.seen.keys().cloned().collect::<BTreeSet<_>>(),
+        expected_values(0..800)
+    );
+    assert!(a.close(Duration::from_secs(30)));
+}
+
+#[test]
+fn request_errors_and_a_broker_going_down_lose_no_record() {
+    let kafka = EmbeddedKafka::start(3).unwrap();
+    kafka.create_topic(INPUT, 3, 3).unwrap();
+    kafka.create_topic(OUTPUT, 3, 3).unwrap();
+    let bootstrap = kafka.bootstrap_servers();
+    let mut app = app(&bootstrap, Arc::default());
+    app.start().unwrap();
+    wait_for("the instance running", Duration::from_secs(60), || {
+        app.state() == State::Running
+    });
+    // Produce requests fail with retriable errors; the producer retries.
+    kafka.fail_requests(
+        RDKafkaApiKey::Produce,
+        &[
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS,
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS,
+        ],
+    );
+    // Offset commits fail once; the next commit covers them.
+    kafka.fail_requests(
+        RDKafkaApiKey::OffsetCommit,
+        &[RDKafkaRespErr::RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT],
+    );
+    produce(&bootstrap, 0..150);
+    let mut reader = OutputReader::new(&bootstrap);
+    let seen_before_outage = reader.read_until(150, Duration::from_secs(60));
+    // A broker disappears and comes back.
+    kafka.broker_down(2).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    kafka.broker_up(2).unwrap();
+    produce(&bootstrap, 150..300);
+    let seen = reader.read_until(300, Duration::from_secs(90));
+    let errors = app.errors();
+    app.close(Duration::from_secs(30));
+    assert_eq!(seen_before_outage, 150, "errors so far: {errors:?}");
+    assert_eq!(seen, 300, "errors so far: {errors:?}");
+    assert_eq!(
+        reader.seen.keys().cloned().collect::<BTreeSet<_>>(),
+        expected_values(0..300)
+    );
+}
+
+#[test]
+fn a_missing_source_topic_fails_start_naming_it() {
+    let kafka = EmbeddedKafka::start(1).unwrap();
+    let mut app = app(&kafka.bootstrap_servers(), Arc::default());
+    match app.start() {
+        Err(RuntimeError::MissingSourceTopics(topics)) => assert_eq!(topics, [INPUT]),
+        other => panic!("expected a missing-topic error, got {other:?}"),
+    }
+    assert_eq!(app.state(), State::Created);
+}
