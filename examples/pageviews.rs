@@ -35,12 +35,18 @@ const BROWSE: &str = "browse-views";
 fn topology() -> Result<Topology, TopologyError> {
     let builder = StreamsBuilder::new();
     let views = builder
-        .stream_with(VIEWS, Consumed::with(StringSerde, JsonSerde::<PageView>::new()))
+        .stream_with(
+            VIEWS,
+            Consumed::with(StringSerde, JsonSerde::<PageView>::new()),
+        )
         .filter_not_named(|_, v| v.user_agent.contains("bot"), "drop-bots")
         .select_key_named(|_, v| v.page.clone(), "key-by-page");
     let branches = views
         .split_named("pages-")
-        .branch(|page, _| page.starts_with("/checkout"), Branched::named("checkout"))
+        .branch(
+            |page, _| page.starts_with("/checkout"),
+            Branched::named("checkout"),
+        )
         .default_branch(Branched::named("browse"));
     let json = || Produced::with(StringSerde, JsonSerde::<PageView>::new());
     branches["pages-checkout"].to_with(CHECKOUT, json());
@@ -54,7 +60,13 @@ fn topology() -> Result<Topology, TopologyError> {
 }
 
 fn sample_views() -> Vec<PageView> {
-    let pages = ["/home", "/search", "/checkout/cart", "/item/42", "/checkout/pay"];
+    let pages = [
+        "/home",
+        "/search",
+        "/checkout/cart",
+        "/item/42",
+        "/checkout/pay",
+    ];
     let agents = ["firefox", "googlebot", "safari", "chrome"];
     (0..40)
         .map(|i| PageView {
@@ -75,18 +87,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("embedded Kafka (librdkafka mock cluster) at {bootstrap}");
 
     let views = sample_views();
-    let expected = views.iter().filter(|v| !v.user_agent.contains("bot")).count();
+    let expected = views
+        .iter()
+        .filter(|v| !v.user_agent.contains("bot"))
+        .count();
     produce(&bootstrap, &views)?;
     println!("produced {} page views to {VIEWS}", views.len());
 
     let topology = topology()?;
     println!("{}", topology.describe());
-    let config = StreamsConfig::new("pageviews-example", &bootstrap).commit_interval(Duration::from_millis(200));
+    let config = StreamsConfig::new("pageviews-example", &bootstrap)
+        .commit_interval(Duration::from_millis(200));
     let mut app = KafkaStreams::new(topology, config);
     app.set_state_listener(|new, old| println!("state: {old:?} -> {new:?}"));
     app.start()?;
 
-    let outputs = consume(&bootstrap, &[CHECKOUT, BROWSE], expected, Duration::from_secs(60))?;
+    let outputs = consume(
+        &bootstrap,
+        &[CHECKOUT, BROWSE],
+        expected,
+        Duration::from_secs(60),
+    )?;
     let closed = app.close(Duration::from_secs(30));
     for (topic, records) in &outputs {
         println!("\n{topic} ({} records):", records.len());
@@ -97,17 +118,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let total: usize = outputs.values().map(Vec::len).sum();
     println!("\n{total} of {} views passed the bot filter (expected {expected}); closed cleanly: {closed}", views.len());
     if total != expected || !closed || app.state() != State::NotRunning {
-        return Err(format!("expected {expected} outputs and a clean close, got {total} and state {:?}", app.state()).into());
+        return Err(format!(
+            "expected {expected} outputs and a clean close, got {total} and state {:?}",
+            app.state()
+        )
+        .into());
     }
     Ok(())
 }
 
 fn produce(bootstrap: &str, views: &[PageView]) -> Result<(), Box<dyn std::error::Error>> {
-    let producer: BaseProducer = ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()?;
     for view in views {
         let value = serde_json::to_vec(view)?;
         producer
-            .send(BaseRecord::to(VIEWS).key(view.user.as_bytes()).payload(&value))
+            .send(
+                BaseRecord::to(VIEWS)
+                    .key(view.user.as_bytes())
+                    .payload(&value),
+            )
             .map_err(|(e, _)| e)?;
     }
     producer.flush(Duration::from_secs(10))?;
@@ -116,7 +147,12 @@ fn produce(bootstrap: &str, views: &[PageView]) -> Result<(), Box<dyn std::error
 
 type Outputs = BTreeMap<String, Vec<(String, String)>>;
 
-fn consume(bootstrap: &str, topics: &[&str], expected: usize, timeout: Duration) -> Result<Outputs, Box<dyn std::error::Error>> {
+fn consume(
+    bootstrap: &str,
+    topics: &[&str],
+    expected: usize,
+    timeout: Duration,
+) -> Result<Outputs, Box<dyn std::error::Error>> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("group.id", "pageviews-example-reader")
@@ -130,7 +166,10 @@ fn consume(bootstrap: &str, topics: &[&str], expected: usize, timeout: Duration)
             let message = message?;
             let key = String::from_utf8_lossy(message.key().unwrap_or_default()).to_string();
             let value = String::from_utf8_lossy(message.payload().unwrap_or_default()).to_string();
-            outputs.entry(message.topic().to_string()).or_default().push((key, value));
+            outputs
+                .entry(message.topic().to_string())
+                .or_default()
+                .push((key, value));
         }
     }
     Ok(outputs)

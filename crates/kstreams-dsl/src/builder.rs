@@ -121,7 +121,10 @@ impl StreamsBuilder {
         pattern: &str,
         consumed: Consumed<K, V>,
     ) -> KStream<K, V> {
-        self.add_source(compile_pattern(pattern).map(SourceTopics::Pattern), consumed)
+        self.add_source(
+            compile_pattern(pattern).map(SourceTopics::Pattern),
+            consumed,
+        )
     }
 
     fn add_source<K: Clone + 'static, V: Clone + 'static>(

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use crate::java_order::{grown_capacity, hash_order, hash_set_order, java_string_compare, JavaTreeSet};
+use crate::java_order::{
+    grown_capacity, hash_order, hash_set_order, java_string_compare, JavaTreeSet,
+};
 
 use crate::internals::graph::{NodeKind, SinkTopicDescription, SourceTopics, TopologyGraph};
 
@@ -75,12 +77,20 @@ impl TopologyDescription {
 /// the child's size to the parent and its ancestors, and lands in `TreeSet`s
 /// ordered by (size, name) as sizes are at that moment. Nodes print by final
 /// size, largest first, then by name.
-fn describe_subtopology(graph: &TopologyGraph, id: usize, members: &[usize]) -> SubtopologyDescription {
-    let names: Vec<&str> = members.iter().map(|&m| graph.nodes[m].name.as_str()).collect();
+fn describe_subtopology(
+    graph: &TopologyGraph,
+    id: usize,
+    members: &[usize],
+) -> SubtopologyDescription {
+    let names: Vec<&str> = members
+        .iter()
+        .map(|&m| graph.nodes[m].name.as_str())
+        .collect();
     let local: HashMap<usize, usize> = members.iter().enumerate().map(|(i, &m)| (m, i)).collect();
     let visit_order = hash_order(&names, grown_capacity(names.len()));
     let mut sizes = vec![1u64; members.len()];
-    let mut predecessors: Vec<JavaTreeSet> = members.iter().map(|_| JavaTreeSet::default()).collect();
+    let mut predecessors: Vec<JavaTreeSet> =
+        members.iter().map(|_| JavaTreeSet::default()).collect();
     let mut successors: Vec<JavaTreeSet> = members.iter().map(|_| JavaTreeSet::default()).collect();
     let by_name: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
     for name in visit_order {
@@ -88,7 +98,9 @@ fn describe_subtopology(graph: &TopologyGraph, id: usize, members: &[usize]) -> 
         for parent in &graph.nodes[members[node]].parents {
             let parent = local[parent];
             let cmp = |a: usize, b: usize| {
-                sizes[b].cmp(&sizes[a]).then_with(|| java_string_compare(names[a], names[b]))
+                sizes[b]
+                    .cmp(&sizes[a])
+                    .then_with(|| java_string_compare(names[a], names[b]))
             };
             predecessors[node].add(parent, cmp);
             successors[parent].add(node, cmp);
@@ -96,8 +108,17 @@ fn describe_subtopology(graph: &TopologyGraph, id: usize, members: &[usize]) -> 
         }
     }
     let mut order: Vec<usize> = (0..members.len()).collect();
-    order.sort_by(|&a, &b| sizes[b].cmp(&sizes[a]).then_with(|| java_string_compare(names[a], names[b])));
-    let list = |set: &JavaTreeSet| set.keys().into_iter().map(|i| names[i].to_string()).collect::<Vec<_>>();
+    order.sort_by(|&a, &b| {
+        sizes[b]
+            .cmp(&sizes[a])
+            .then_with(|| java_string_compare(names[a], names[b]))
+    });
+    let list = |set: &JavaTreeSet| {
+        set.keys()
+            .into_iter()
+            .map(|i| names[i].to_string())
+            .collect::<Vec<_>>()
+    };
     let nodes = order
         .into_iter()
         .map(|i| {
@@ -112,7 +133,10 @@ fn describe_subtopology(graph: &TopologyGraph, id: usize, members: &[usize]) -> 
                 NodeKind::Processor { .. } => NodeDescriptionKind::Processor {
                     // The processor keeps its stores in a HashSet, and
                     // describe() copies it into another.
-                    stores: hash_set_order(&hash_order(&def.stores, grown_capacity(def.stores.len()))),
+                    stores: hash_set_order(&hash_order(
+                        &def.stores,
+                        grown_capacity(def.stores.len()),
+                    )),
                 },
                 NodeKind::Sink { topic, .. } => NodeDescriptionKind::Sink {
                     target: match topic {
@@ -156,7 +180,12 @@ impl fmt::Display for NodeDescription {
                 writeln!(f, "      --> {}", arrow_list(&self.successors))
             }
             NodeDescriptionKind::Processor { stores } => {
-                writeln!(f, "    Processor: {} (stores: [{}])", self.name, stores.join(", "))?;
+                writeln!(
+                    f,
+                    "    Processor: {} (stores: [{}])",
+                    self.name,
+                    stores.join(", ")
+                )?;
                 writeln!(f, "      --> {}", arrow_list(&self.successors))?;
                 writeln!(f, "      <-- {}", arrow_list(&self.predecessors))
             }

@@ -14,7 +14,9 @@ pub enum TopologyError {
     #[error("a node named {0:?} already exists in the topology; give each operator a unique name")]
     DuplicateName(String),
     /// A parent that was not added first.
-    #[error("node {node:?} names parent {parent:?}, which is not in the topology; add the parent first")]
+    #[error(
+        "node {node:?} names parent {parent:?}, which is not in the topology; add the parent first"
+    )]
     UnknownParent {
         /// The node being added.
         node: String,
@@ -146,7 +148,9 @@ pub enum StreamsError {
         source: kstreams_record::SerdeError,
     },
     /// A key or value could not be serialized at a sink.
-    #[error("sink {node:?} could not serialize the {part} of a record for topic {topic:?}: {source}")]
+    #[error(
+        "sink {node:?} could not serialize the {part} of a record for topic {topic:?}: {source}"
+    )]
     Serialization {
         /// The sink node.
         node: String,
@@ -175,7 +179,9 @@ pub enum StreamsError {
     #[error(transparent)]
     Store(#[from] kstreams_state::Error),
     /// `forward_to` named a node that is not a child.
-    #[error("processor {node:?} forwarded to {child:?}, which is not one of its children {children:?}")]
+    #[error(
+        "processor {node:?} forwarded to {child:?}, which is not one of its children {children:?}"
+    )]
     UnknownChild {
         /// The processor.
         node: String,

@@ -60,7 +60,11 @@ impl<K: Clone + 'static, V: Clone + 'static> FixedKeyProcessorContext<'_, '_, K,
         self.inner.forward(record.0)
     }
     /// Sends a record to one child, by name.
-    pub fn forward_to(&mut self, child: &str, record: FixedKeyRecord<K, V>) -> Result<(), StreamsError> {
+    pub fn forward_to(
+        &mut self,
+        child: &str,
+        record: FixedKeyRecord<K, V>,
+    ) -> Result<(), StreamsError> {
         self.inner.forward_to(child, record.0)
     }
 }
@@ -111,7 +115,10 @@ impl<K, V> FixedKeyProcessorContext<'_, '_, K, V> {
 /// Processes values under a fixed key: Kafka Streams' `FixedKeyProcessor`.
 pub trait FixedKeyProcessor<K, VIn, VOut>: 'static {
     /// Called once before the first record.
-    fn init(&mut self, ctx: &mut FixedKeyProcessorContext<'_, '_, K, VOut>) -> Result<(), ProcessorError> {
+    fn init(
+        &mut self,
+        ctx: &mut FixedKeyProcessorContext<'_, '_, K, VOut>,
+    ) -> Result<(), ProcessorError> {
         let _ = ctx;
         Ok(())
     }
@@ -147,8 +154,15 @@ where
     fn init(&mut self, ctx: &mut ProcessorContext<'_, K, VOut>) -> Result<(), ProcessorError> {
         self.0.init(&mut FixedKeyProcessorContext { inner: ctx })
     }
-    fn process(&mut self, ctx: &mut ProcessorContext<'_, K, VOut>, record: Record<K, VIn>) -> Result<(), ProcessorError> {
-        self.0.process(&mut FixedKeyProcessorContext { inner: ctx }, FixedKeyRecord(record))
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, K, VOut>,
+        record: Record<K, VIn>,
+    ) -> Result<(), ProcessorError> {
+        self.0.process(
+            &mut FixedKeyProcessorContext { inner: ctx },
+            FixedKeyRecord(record),
+        )
     }
     fn punctuate(
         &mut self,
@@ -156,7 +170,11 @@ where
         punctuation: PunctuationId,
         timestamp: Timestamp,
     ) -> Result<(), ProcessorError> {
-        self.0.punctuate(&mut FixedKeyProcessorContext { inner: ctx }, punctuation, timestamp)
+        self.0.punctuate(
+            &mut FixedKeyProcessorContext { inner: ctx },
+            punctuation,
+            timestamp,
+        )
     }
     fn close(&mut self) {
         self.0.close()

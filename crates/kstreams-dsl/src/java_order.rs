@@ -11,7 +11,9 @@ use std::cmp::Ordering;
 
 /// `String.hashCode()` over UTF-16 code units.
 fn java_string_hash(s: &str) -> u32 {
-    s.encode_utf16().fold(0u32, |h, unit| h.wrapping_mul(31).wrapping_add(u32::from(unit)))
+    s.encode_utf16().fold(0u32, |h, unit| {
+        h.wrapping_mul(31).wrapping_add(u32::from(unit))
+    })
 }
 
 /// `HashMap.hash()`: the high half folded into the low half.
@@ -40,7 +42,13 @@ pub(crate) fn hash_order<T: AsRef<str> + Clone>(items: &[T], cap: usize) -> Vec<
     let mut keyed: Vec<(u32, usize, &T)> = items
         .iter()
         .enumerate()
-        .map(|(i, x)| (spread(java_string_hash(x.as_ref())) & (cap as u32 - 1), i, x))
+        .map(|(i, x)| {
+            (
+                spread(java_string_hash(x.as_ref())) & (cap as u32 - 1),
+                i,
+                x,
+            )
+        })
         .collect();
     keyed.sort_by_key(|&(bucket, i, _)| (bucket, i));
     keyed.into_iter().map(|(_, _, x)| x.clone()).collect()
@@ -158,7 +166,9 @@ impl JavaTreeSet {
 
     fn rotate_left(&mut self, p: Option<usize>) {
         let Some(p) = p else { return };
-        let Some(r) = self.entries[p].right else { return };
+        let Some(r) = self.entries[p].right else {
+            return;
+        };
         self.entries[p].right = self.entries[r].left;
         if let Some(rl) = self.entries[r].left {
             self.entries[rl].parent = Some(p);
@@ -175,7 +185,9 @@ impl JavaTreeSet {
 
     fn rotate_right(&mut self, p: Option<usize>) {
         let Some(p) = p else { return };
-        let Some(l) = self.entries[p].left else { return };
+        let Some(l) = self.entries[p].left else {
+            return;
+        };
         self.entries[p].left = self.entries[l].right;
         if let Some(lr) = self.entries[l].right {
             self.entries[lr].parent = Some(p);

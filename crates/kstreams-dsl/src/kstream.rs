@@ -10,10 +10,11 @@ use crate::builder::SharedState;
 use crate::fixed_key::{FixedKeyAdapter, FixedKeyProcessor};
 use crate::internals::graph::SourceTopics;
 use crate::operators::{
-    Branch, DropNullKeys, Filter, FlatMap, FlatMapValues, Map, MapValues, PassThrough, Peek, Print, SelectKey, Split,
+    Branch, DropNullKeys, Filter, FlatMap, FlatMapValues, Map, MapValues, PassThrough, Peek, Print,
+    SelectKey, Split,
 };
-use crate::topology::SinkTopic;
 use crate::options::IntoName;
+use crate::topology::SinkTopic;
 use crate::{Branched, Named, Printed, Processor, Produced, Repartitioned, TopicNameExtractor};
 
 /// A stream of records with keys `K` and values `V`: Kafka Streams'
@@ -50,7 +51,12 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     }
 
     /// Adds a processor under this stream's node.
-    fn then<K2, V2, P>(&self, prefix: &str, named: Option<Named>, supplier: impl Fn() -> P + Send + Sync + 'static) -> KStream<K2, V2>
+    fn then<K2, V2, P>(
+        &self,
+        prefix: &str,
+        named: Option<Named>,
+        supplier: impl Fn() -> P + Send + Sync + 'static,
+    ) -> KStream<K2, V2>
     where
         K2: Clone + 'static,
         V2: Clone + 'static,
@@ -94,15 +100,20 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         V2: Clone + 'static,
         P: Processor<K, V, K2, V2>,
     {
-        let added = state
-            .topology
-            .add_typed_processor::<K, V, K2, V2, P>(name.clone(), Arc::new(supplier), parents);
+        let added = state.topology.add_typed_processor::<K, V, K2, V2, P>(
+            name.clone(),
+            Arc::new(supplier),
+            parents,
+        );
         state.record(added);
         KStream::new(self.state.clone(), name)
     }
 
     /// Keeps the records for which `predicate` holds.
-    pub fn filter(&self, predicate: impl Fn(&K, &V) -> bool + Send + Sync + 'static) -> KStream<K, V> {
+    pub fn filter(
+        &self,
+        predicate: impl Fn(&K, &V) -> bool + Send + Sync + 'static,
+    ) -> KStream<K, V> {
         self.filter_named(predicate, None)
     }
 
@@ -120,7 +131,10 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     }
 
     /// Drops the records for which `predicate` holds.
-    pub fn filter_not(&self, predicate: impl Fn(&K, &V) -> bool + Send + Sync + 'static) -> KStream<K, V> {
+    pub fn filter_not(
+        &self,
+        predicate: impl Fn(&K, &V) -> bool + Send + Sync + 'static,
+    ) -> KStream<K, V> {
         self.filter_not_named(predicate, None)
     }
 
@@ -152,11 +166,16 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         named: impl IntoName,
     ) -> KStream<K2, V2> {
         let mapper = Arc::new(mapper);
-        self.then("KSTREAM-MAP-", named.into_name(), move || Map { mapper: mapper.clone() })
+        self.then("KSTREAM-MAP-", named.into_name(), move || Map {
+            mapper: mapper.clone(),
+        })
     }
 
     /// A new value for each record; the key stays.
-    pub fn map_values<V2: Clone + 'static>(&self, mapper: impl Fn(V) -> V2 + Send + Sync + 'static) -> KStream<K, V2> {
+    pub fn map_values<V2: Clone + 'static>(
+        &self,
+        mapper: impl Fn(V) -> V2 + Send + Sync + 'static,
+    ) -> KStream<K, V2> {
         self.map_values_with_key(move |_, v| mapper(v))
     }
 
@@ -175,7 +194,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         named: impl IntoName,
     ) -> KStream<K, V2> {
         let mapper = Arc::new(mapper);
-        self.then("KSTREAM-MAPVALUES-", named.into_name(), move || MapValues { mapper: mapper.clone() })
+        self.then("KSTREAM-MAPVALUES-", named.into_name(), move || MapValues {
+            mapper: mapper.clone(),
+        })
     }
 
     /// Zero or more records for each record.
@@ -199,11 +220,16 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         I: IntoIterator<Item = (K2, V2)> + 'static,
     {
         let mapper = Arc::new(mapper);
-        self.then("KSTREAM-FLATMAP-", named.into_name(), move || FlatMap { mapper: mapper.clone() })
+        self.then("KSTREAM-FLATMAP-", named.into_name(), move || FlatMap {
+            mapper: mapper.clone(),
+        })
     }
 
     /// Zero or more values for each record, each under the record's key.
-    pub fn flat_map_values<V2: Clone + 'static, I>(&self, mapper: impl Fn(V) -> I + Send + Sync + 'static) -> KStream<K, V2>
+    pub fn flat_map_values<V2: Clone + 'static, I>(
+        &self,
+        mapper: impl Fn(V) -> I + Send + Sync + 'static,
+    ) -> KStream<K, V2>
     where
         I: IntoIterator<Item = V2> + 'static,
     {
@@ -220,11 +246,18 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         I: IntoIterator<Item = V2> + 'static,
     {
         let mapper = Arc::new(mapper);
-        self.then("KSTREAM-FLATMAPVALUES-", named.into_name(), move || FlatMapValues { mapper: mapper.clone() })
+        self.then("KSTREAM-FLATMAPVALUES-", named.into_name(), move || {
+            FlatMapValues {
+                mapper: mapper.clone(),
+            }
+        })
     }
 
     /// A new key for each record, computed from key and value.
-    pub fn select_key<K2: Clone + 'static>(&self, selector: impl Fn(&K, &V) -> K2 + Send + Sync + 'static) -> KStream<K2, V> {
+    pub fn select_key<K2: Clone + 'static>(
+        &self,
+        selector: impl Fn(&K, &V) -> K2 + Send + Sync + 'static,
+    ) -> KStream<K2, V> {
         self.select_key_named(selector, None)
     }
 
@@ -235,7 +268,11 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         named: impl IntoName,
     ) -> KStream<K2, V> {
         let selector = Arc::new(selector);
-        self.then("KSTREAM-KEY-SELECT-", named.into_name(), move || SelectKey { selector: selector.clone() })
+        self.then("KSTREAM-KEY-SELECT-", named.into_name(), move || {
+            SelectKey {
+                selector: selector.clone(),
+            }
+        })
     }
 
     /// Runs `action` on each record and passes it on unchanged.
@@ -244,7 +281,11 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     }
 
     /// [`KStream::peek`] with a processor name.
-    pub fn peek_named(&self, action: impl Fn(&K, &V) + Send + Sync + 'static, named: impl IntoName) -> KStream<K, V> {
+    pub fn peek_named(
+        &self,
+        action: impl Fn(&K, &V) + Send + Sync + 'static,
+        named: impl IntoName,
+    ) -> KStream<K, V> {
         let action = Arc::new(action);
         self.then("KSTREAM-PEEK-", named.into_name(), move || Peek {
             action: action.clone(),
@@ -258,7 +299,11 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     }
 
     /// [`KStream::foreach`] with a processor name.
-    pub fn foreach_named(&self, action: impl Fn(&K, &V) + Send + Sync + 'static, named: impl IntoName) {
+    pub fn foreach_named(
+        &self,
+        action: impl Fn(&K, &V) + Send + Sync + 'static,
+        named: impl IntoName,
+    ) {
         let action = Arc::new(action);
         let _: KStream<K, V> = self.then("KSTREAM-FOREACH-", named.into_name(), move || Peek {
             action: action.clone(),
@@ -290,7 +335,12 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     pub fn merge_named(&self, other: &KStream<K, V>, named: impl IntoName) -> KStream<K, V> {
         let mut state = self.state.borrow_mut();
         let name = state.name_or_generate(named.into_name().map(|n| n.0), "KSTREAM-MERGE-");
-        self.add_named::<K, V, _>(&mut state, name, || PassThrough, &[self.node.as_str(), other.node.as_str()])
+        self.add_named::<K, V, _>(
+            &mut state,
+            name,
+            || PassThrough,
+            &[self.node.as_str(), other.node.as_str()],
+        )
     }
 
     /// Splits the stream by predicates into named branches.
@@ -343,13 +393,12 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     }
 
     /// Writes each record to the topic `extractor` names for it.
-    pub fn to_dynamic(
-        &self,
-        extractor: impl TopicNameExtractor<K, V>,
-        produced: Produced<K, V>,
-    ) {
+    pub fn to_dynamic(&self, extractor: impl TopicNameExtractor<K, V>, produced: Produced<K, V>) {
         let description = extractor.description();
-        self.add_sink(SinkTopic::Extractor(Arc::new(extractor), description), produced)
+        self.add_sink(
+            SinkTopic::Extractor(Arc::new(extractor), description),
+            produced,
+        )
     }
 
     fn add_sink(&self, topic: SinkTopic<K, V>, produced: Produced<K, V>) {
@@ -390,16 +439,25 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         let filter_generated = state.new_name("KSTREAM-FILTER-");
         let source_generated = state.new_name("KSTREAM-SOURCE-");
         let (sink, filter, source) = match repartitioned.name {
-            Some(_) => (format!("{topic}-sink"), format!("{topic}-filter"), format!("{topic}-source")),
+            Some(_) => (
+                format!("{topic}-sink"),
+                format!("{topic}-filter"),
+                format!("{topic}-source"),
+            ),
             None => (sink_generated, filter_generated, source_generated),
         };
         let key_serde: SharedSerde<K> = repartitioned.key_serde;
         let null_check = key_serde.clone();
-        let is_null: Arc<dyn Fn(&K) -> bool + Send + Sync> = Arc::new(move |k: &K| null_check.is_null(k));
-        let dropped: KStream<K, V> =
-            self.add_named::<K, V, _>(&mut state, filter.clone(), move || DropNullKeys { is_null: is_null.clone() }, &[
-                self.node.as_str(),
-            ]);
+        let is_null: Arc<dyn Fn(&K) -> bool + Send + Sync> =
+            Arc::new(move |k: &K| null_check.is_null(k));
+        let dropped: KStream<K, V> = self.add_named::<K, V, _>(
+            &mut state,
+            filter.clone(),
+            move || DropNullKeys {
+                is_null: is_null.clone(),
+            },
+            &[self.node.as_str()],
+        );
         let added = state.topology.add_typed_sink(
             sink,
             SinkTopic::Fixed(topic.clone()),
@@ -459,7 +517,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         stores: &[&str],
         named: impl IntoName,
     ) -> KStream<K, V2> {
-        let out = self.then_process("KSTREAM-PROCESSVALUES-", named.into_name(), move || FixedKeyAdapter(supplier()));
+        let out = self.then_process("KSTREAM-PROCESSVALUES-", named.into_name(), move || {
+            FixedKeyAdapter(supplier())
+        });
         self.connect_stores(&out.node, stores);
         out
     }
@@ -469,11 +529,13 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             return;
         }
         let mut state = self.state.borrow_mut();
-        let connected = state.topology.connect_processor_and_state_stores(processor, stores).map(|_| ());
+        let connected = state
+            .topology
+            .connect_processor_and_state_stores(processor, stores)
+            .map(|_| ());
         state.record(connected);
     }
 }
-
 
 /// The branches of a split, filled in as `branch` is called.
 pub(crate) struct SplitSpec<K, V> {
@@ -502,12 +564,17 @@ pub struct BranchedKStream<K, V> {
 impl<K: Clone + 'static, V: Clone + 'static> BranchedKStream<K, V> {
     /// Routes the records for which `predicate` holds (and no earlier
     /// branch's did) to a new branch.
-    pub fn branch(mut self, predicate: impl Fn(&K, &V) -> bool + Send + Sync + 'static, branched: Branched<K, V>) -> Self {
+    pub fn branch(
+        mut self,
+        predicate: impl Fn(&K, &V) -> bool + Send + Sync + 'static,
+        branched: Branched<K, V>,
+    ) -> Self {
         let index = self.next_index;
         self.next_index += 1;
         let child = self.add_branch(branched, index);
         let mut spec = self.spec.lock().unwrap_or_else(|p| p.into_inner());
-        let mut branches: Vec<Branch<K, V>> = spec.branches.iter().map(Branch::clone_branch).collect();
+        let mut branches: Vec<Branch<K, V>> =
+            spec.branches.iter().map(Branch::clone_branch).collect();
         branches.push(Branch {
             predicate: Arc::new(predicate),
             child,
@@ -522,7 +589,10 @@ impl<K: Clone + 'static, V: Clone + 'static> BranchedKStream<K, V> {
     pub fn default_branch(mut self, branched: Branched<K, V>) -> HashMap<String, KStream<K, V>> {
         // An unnamed default branch is suffixed 0, as in Kafka Streams.
         let child = self.add_branch(branched, 0);
-        self.spec.lock().unwrap_or_else(|p| p.into_inner()).default_child = Some(child);
+        self.spec
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .default_child = Some(child);
         self.result
     }
 
@@ -540,8 +610,12 @@ impl<K: Clone + 'static, V: Clone + 'static> BranchedKStream<K, V> {
             let mut state = self.split.state.borrow_mut();
             // Each branch draws an index, as in Kafka Streams.
             state.new_name("KSTREAM-BRANCH-");
-            self.split
-                .add_named::<K, V, _>(&mut state, child.clone(), || PassThrough, &[self.split.node.as_str()])
+            self.split.add_named::<K, V, _>(
+                &mut state,
+                child.clone(),
+                || PassThrough,
+                &[self.split.node.as_str()],
+            )
         };
         let kept = match branched.chain {
             Some(chain) => chain(stream),

@@ -23,17 +23,15 @@ mod options;
 mod processor;
 mod topology;
 
-
 pub use describe::{
     NodeDescription, NodeDescriptionKind, SubtopologyDescription, TopologyDescription,
 };
 pub use error::{ProcessorError, RecordPosition, StreamsError, TopologyError};
 pub use internals::{RecordContext, TaskId, TopicNameExtractor};
 
-
-pub use processor::{Processor, ProcessorContext, PunctuationId};
-pub use topology::{SubtopologySources, Topology};
 pub use builder::StreamsBuilder;
 pub use fixed_key::{FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord};
 pub use kstream::{BranchedKStream, KStream};
 pub use options::{Branched, Consumed, IntoName, Named, Printed, Produced, Repartitioned};
+pub use processor::{Processor, ProcessorContext, PunctuationId};
+pub use topology::{SubtopologySources, Topology};

@@ -15,8 +15,14 @@ pub(crate) struct Filter<F> {
     pub keep_when: bool,
 }
 
-impl<K: Clone + 'static, V: Clone + 'static, F: Fn(&K, &V) -> bool + 'static> Processor<K, V, K, V> for Filter<F> {
-    fn process(&mut self, ctx: &mut Ctx<'_, K, V>, record: Record<K, V>) -> Result<(), ProcessorError> {
+impl<K: Clone + 'static, V: Clone + 'static, F: Fn(&K, &V) -> bool + 'static> Processor<K, V, K, V>
+    for Filter<F>
+{
+    fn process(
+        &mut self,
+        ctx: &mut Ctx<'_, K, V>,
+        record: Record<K, V>,
+    ) -> Result<(), ProcessorError> {
         if (self.predicate)(&record.key, &record.value) == self.keep_when {
             ctx.forward(record)?;
         }
@@ -29,11 +35,16 @@ pub(crate) struct Map<F> {
     pub mapper: Arc<F>,
 }
 
-impl<K: 'static, V: 'static, K2: Clone + 'static, V2: Clone + 'static, F> Processor<K, V, K2, V2> for Map<F>
+impl<K: 'static, V: 'static, K2: Clone + 'static, V2: Clone + 'static, F> Processor<K, V, K2, V2>
+    for Map<F>
 where
     F: Fn(K, V) -> (K2, V2) + 'static,
 {
-    fn process(&mut self, ctx: &mut Ctx<'_, K2, V2>, record: Record<K, V>) -> Result<(), ProcessorError> {
+    fn process(
+        &mut self,
+        ctx: &mut Ctx<'_, K2, V2>,
+        record: Record<K, V>,
+    ) -> Result<(), ProcessorError> {
         let Record {
             key,
             value,
@@ -60,7 +71,11 @@ impl<K: Clone + 'static, V: 'static, V2: Clone + 'static, F> Processor<K, V, K, 
 where
     F: Fn(&K, V) -> V2 + 'static,
 {
-    fn process(&mut self, ctx: &mut Ctx<'_, K, V2>, record: Record<K, V>) -> Result<(), ProcessorError> {
+    fn process(
+        &mut self,
+        ctx: &mut Ctx<'_, K, V2>,
+        record: Record<K, V>,
+    ) -> Result<(), ProcessorError> {
         let value = (self.mapper)(&record.key, record.value);
         ctx.forward(Record {
             key: record.key,
@@ -77,12 +92,17 @@ pub(crate) struct FlatMap<F> {
     pub mapper: Arc<F>,
 }
 
-impl<K: 'static, V: 'static, K2: Clone + 'static, V2: Clone + 'static, F, I> Processor<K, V, K2, V2> for FlatMap<F>
+impl<K: 'static, V: 'static, K2: Clone + 'static, V2: Clone + 'static, F, I> Processor<K, V, K2, V2>
+    for FlatMap<F>
 where
     F: Fn(K, V) -> I + 'static,
     I: IntoIterator<Item = (K2, V2)>,
 {
-    fn process(&mut self, ctx: &mut Ctx<'_, K2, V2>, record: Record<K, V>) -> Result<(), ProcessorError> {
+    fn process(
+        &mut self,
+        ctx: &mut Ctx<'_, K2, V2>,
+        record: Record<K, V>,
+    ) -> Result<(), ProcessorError> {
         let Record {
             key,
             value,
@@ -106,12 +126,17 @@ pub(crate) struct FlatMapValues<F> {
     pub mapper: Arc<F>,
 }
 
-impl<K: Clone + 'static, V: 'static, V2: Clone + 'static, F, I> Processor<K, V, K, V2> for FlatMapValues<F>
+impl<K: Clone + 'static, V: 'static, V2: Clone + 'static, F, I> Processor<K, V, K, V2>
+    for FlatMapValues<F>
 where
     F: Fn(&K, V) -> I + 'static,
     I: IntoIterator<Item = V2>,
 {
-    fn process(&mut self, ctx: &mut Ctx<'_, K, V2>, record: Record<K, V>) -> Result<(), ProcessorError> {
+    fn process(
+        &mut self,
+        ctx: &mut Ctx<'_, K, V2>,
+        record: Record<K, V>,
+    ) -> Result<(), ProcessorError> {
         for value in (self.mapper)(&record.key, record.value) {
             ctx.forward(Record {
                 key: record.key.clone(),
@@ -133,7 +158,11 @@ impl<K: 'static, V: Clone + 'static, K2: Clone + 'static, F> Processor<K, V, K2,
 where
     F: Fn(&K, &V) -> K2 + 'static,
 {
-    fn process(&mut self, ctx: &mut Ctx<'_, K2, V>, record: Record<K, V>) -> Result<(), ProcessorError> {
+    fn process(
+        &mut self,
+        ctx: &mut Ctx<'_, K2, V>,
+        record: Record<K, V>,
+    ) -> Result<(), ProcessorError> {
         let key = (self.selector)(&record.key, &record.value);
         ctx.forward(record.with_key(key))?;
         Ok(())
@@ -146,8 +175,14 @@ pub(crate) struct Peek<F> {
     pub forward: bool,
 }
 
-impl<K: Clone + 'static, V: Clone + 'static, F: Fn(&K, &V) + 'static> Processor<K, V, K, V> for Peek<F> {
-    fn process(&mut self, ctx: &mut Ctx<'_, K, V>, record: Record<K, V>) -> Result<(), ProcessorError> {
+impl<K: Clone + 'static, V: Clone + 'static, F: Fn(&K, &V) + 'static> Processor<K, V, K, V>
+    for Peek<F>
+{
+    fn process(
+        &mut self,
+        ctx: &mut Ctx<'_, K, V>,
+        record: Record<K, V>,
+    ) -> Result<(), ProcessorError> {
         (self.action)(&record.key, &record.value);
         if self.forward {
             ctx.forward(record)?;
@@ -160,7 +195,11 @@ impl<K: Clone + 'static, V: Clone + 'static, F: Fn(&K, &V) + 'static> Processor<
 pub(crate) struct PassThrough;
 
 impl<K: Clone + 'static, V: Clone + 'static> Processor<K, V, K, V> for PassThrough {
-    fn process(&mut self, ctx: &mut Ctx<'_, K, V>, record: Record<K, V>) -> Result<(), ProcessorError> {
+    fn process(
+        &mut self,
+        ctx: &mut Ctx<'_, K, V>,
+        record: Record<K, V>,
+    ) -> Result<(), ProcessorError> {
         ctx.forward(record)?;
         Ok(())
     }
@@ -173,7 +212,11 @@ pub(crate) struct DropNullKeys<K> {
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> Processor<K, V, K, V> for DropNullKeys<K> {
-    fn process(&mut self, ctx: &mut Ctx<'_, K, V>, record: Record<K, V>) -> Result<(), ProcessorError> {
+    fn process(
+        &mut self,
+        ctx: &mut Ctx<'_, K, V>,
+        record: Record<K, V>,
+    ) -> Result<(), ProcessorError> {
         if !(self.is_null)(&record.key) {
             ctx.forward(record)?;
         }
@@ -195,7 +238,11 @@ pub(crate) struct Split<K, V> {
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> Processor<K, V, K, V> for Split<K, V> {
-    fn process(&mut self, ctx: &mut Ctx<'_, K, V>, record: Record<K, V>) -> Result<(), ProcessorError> {
+    fn process(
+        &mut self,
+        ctx: &mut Ctx<'_, K, V>,
+        record: Record<K, V>,
+    ) -> Result<(), ProcessorError> {
         let chosen = self
             .branches
             .iter()
@@ -217,13 +264,19 @@ pub(crate) struct Print<K, V> {
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> Processor<K, V, K, V> for Print<K, V> {
-    fn process(&mut self, ctx: &mut Ctx<'_, K, V>, record: Record<K, V>) -> Result<(), ProcessorError> {
+    fn process(
+        &mut self,
+        ctx: &mut Ctx<'_, K, V>,
+        record: Record<K, V>,
+    ) -> Result<(), ProcessorError> {
         let label = self.label.as_deref().unwrap_or(ctx.node_name());
         let line = format!("[{label}]: {}", (self.mapper)(&record.key, &record.value));
         match &self.sink {
             PrintSink::Stdout => println!("{line}"),
             PrintSink::Writer(w) => {
-                let mut w = w.lock().map_err(|_| "print writer poisoned by an earlier panic")?;
+                let mut w = w
+                    .lock()
+                    .map_err(|_| "print writer poisoned by an earlier panic")?;
                 writeln!(w, "{line}")?;
             }
         }

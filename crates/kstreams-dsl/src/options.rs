@@ -222,7 +222,10 @@ impl<K, V> Branched<K, V> {
 
 impl<K, V> Default for Branched<K, V> {
     fn default() -> Self {
-        Self { name: None, chain: None }
+        Self {
+            name: None,
+            chain: None,
+        }
     }
 }
 
@@ -269,7 +272,10 @@ impl<K, V> Printed<K, V> {
     }
 
     /// Formats each record with `mapper` instead of `key, value`.
-    pub fn with_key_value_mapper(mut self, mapper: impl Fn(&K, &V) -> String + Send + Sync + 'static) -> Self {
+    pub fn with_key_value_mapper(
+        mut self,
+        mapper: impl Fn(&K, &V) -> String + Send + Sync + 'static,
+    ) -> Self {
         self.mapper = Arc::new(mapper);
         self
     }

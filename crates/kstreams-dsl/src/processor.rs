@@ -88,7 +88,8 @@ impl<K: Clone + 'static, V: Clone + 'static> ProcessorContext<'_, K, V> {
 
     /// Sends a record to one child, by name.
     pub fn forward_to(&mut self, child: &str, record: Record<K, V>) -> Result<(), StreamsError> {
-        self.outputs.forward_to(child, record, self.task, &self.node.name)
+        self.outputs
+            .forward_to(child, record, self.task, &self.node.name)
     }
 }
 

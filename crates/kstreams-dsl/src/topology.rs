@@ -10,11 +10,13 @@ use kstreams_time::TimestampExtractor;
 
 use crate::describe::TopologyDescription;
 use crate::internals::graph::{
-    EdgeType, NodeKind, ProcessorFactory, SinkFactory, SinkTopicDescription, SourceFactory, SourceTopics,
-    TopicPattern, TopologyGraph,
+    EdgeType, NodeKind, ProcessorFactory, SinkFactory, SinkTopicDescription, SourceFactory,
+    SourceTopics, TopicPattern, TopologyGraph,
 };
-use crate::internals::nodes::{Input, NodeHandle, Outputs, ProcessorNode, SinkNode, SinkTarget, SourceNode};
 use crate::internals::nodes::SharedExtractor;
+use crate::internals::nodes::{
+    Input, NodeHandle, Outputs, ProcessorNode, SinkNode, SinkTarget, SourceNode,
+};
 use crate::internals::TopicNameExtractor;
 use crate::{Processor, TopologyError};
 
@@ -52,7 +54,13 @@ impl Topology {
         value_serde: impl Serde<V>,
     ) -> Result<&mut Self, TopologyError> {
         let topics = SourceTopics::Names(topics.iter().map(|t| t.to_string()).collect());
-        self.add_typed_source(name.to_string(), topics, Arc::new(key_serde), Arc::new(value_serde), None)?;
+        self.add_typed_source(
+            name.to_string(),
+            topics,
+            Arc::new(key_serde),
+            Arc::new(value_serde),
+            None,
+        )?;
         Ok(self)
     }
 
@@ -65,7 +73,13 @@ impl Topology {
         value_serde: impl Serde<V>,
     ) -> Result<&mut Self, TopologyError> {
         let topics = SourceTopics::Pattern(compile_pattern(pattern)?);
-        self.add_typed_source(name.to_string(), topics, Arc::new(key_serde), Arc::new(value_serde), None)?;
+        self.add_typed_source(
+            name.to_string(),
+            topics,
+            Arc::new(key_serde),
+            Arc::new(value_serde),
+            None,
+        )?;
         Ok(self)
     }
 
@@ -84,7 +98,11 @@ impl Topology {
         VOut: Clone + 'static,
         P: Processor<KIn, VIn, KOut, VOut>,
     {
-        self.add_typed_processor::<KIn, VIn, KOut, VOut, P>(name.to_string(), Arc::new(supplier), parents)?;
+        self.add_typed_processor::<KIn, VIn, KOut, VOut, P>(
+            name.to_string(),
+            Arc::new(supplier),
+            parents,
+        )?;
         Ok(self)
     }
 
@@ -168,11 +186,15 @@ impl Topology {
                 for &id in members {
                     if let NodeKind::Source { topics, .. } = &self.graph.nodes[id].kind {
                         match topics {
-                            SourceTopics::Names(names) => sources.topics.extend(
-                                names
-                                    .iter()
-                                    .map(|t| crate::internals::instance::resolve_topic(&self.graph, application_id, t)),
-                            ),
+                            SourceTopics::Names(names) => {
+                                sources.topics.extend(names.iter().map(|t| {
+                                    crate::internals::instance::resolve_topic(
+                                        &self.graph,
+                                        application_id,
+                                        t,
+                                    )
+                                }))
+                            }
                             SourceTopics::Pattern(p) => sources.patterns.push(p.clone()),
                         }
                     }
@@ -204,7 +226,13 @@ impl Topology {
                 outputs: Outputs::<K, V>::from_children(children)?,
             }))
         });
-        self.graph.add_node(name, NodeKind::Source { topics, factory }, &[], None, Some(EdgeType::of::<K, V>()))
+        self.graph.add_node(
+            name,
+            NodeKind::Source { topics, factory },
+            &[],
+            None,
+            Some(EdgeType::of::<K, V>()),
+        )
     }
 
     pub(crate) fn add_typed_processor<KIn, VIn, KOut, VOut, P>(
@@ -222,7 +250,11 @@ impl Topology {
     {
         let factory: ProcessorFactory = Arc::new(move |info, children| {
             let outputs = Outputs::<KOut, VOut>::from_children(children)?;
-            let node = Rc::new(ProcessorNode::<P, KIn, VIn, KOut, VOut>::new(info, supplier(), outputs));
+            let node = Rc::new(ProcessorNode::<P, KIn, VIn, KOut, VOut>::new(
+                info,
+                supplier(),
+                outputs,
+            ));
             let input: Rc<dyn Input<KIn, VIn>> = node.clone();
             let handle: Rc<dyn NodeHandle> = node;
             Ok((Box::new(input) as Box<dyn Any>, handle))
@@ -263,7 +295,10 @@ impl Topology {
         });
         self.graph.add_node(
             name,
-            NodeKind::Sink { topic: description, factory },
+            NodeKind::Sink {
+                topic: description,
+                factory,
+            },
             parents,
             Some(EdgeType::of::<K, V>()),
             None,
@@ -292,9 +327,11 @@ pub struct SubtopologySources {
 
 pub(crate) fn compile_pattern(pattern: &str) -> Result<TopicPattern, TopologyError> {
     // Kafka Streams matches a pattern against the whole topic name.
-    let regex = regex::Regex::new(&format!("^(?:{pattern})$")).map_err(|source| TopologyError::BadPattern {
-        pattern: pattern.to_string(),
-        source,
+    let regex = regex::Regex::new(&format!("^(?:{pattern})$")).map_err(|source| {
+        TopologyError::BadPattern {
+            pattern: pattern.to_string(),
+            source,
+        }
     })?;
     Ok(TopicPattern {
         text: pattern.to_string(),

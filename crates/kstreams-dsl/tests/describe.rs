@@ -2,27 +2,37 @@
 //! programs (fixtures made by compat/topology-describe; see PROGRAMS.md).
 
 use kstreams_dsl::{
-    Branched, Consumed, Named, Printed, Processor, ProcessorContext, ProcessorError, Produced, RecordContext,
-    Repartitioned, StreamsBuilder, TopicNameExtractor, Topology,
+    Branched, Consumed, Named, Printed, Processor, ProcessorContext, ProcessorError, Produced,
+    RecordContext, Repartitioned, StreamsBuilder, TopicNameExtractor, Topology,
 };
 use kstreams_record::{Record, StringSerde};
 use kstreams_state::Stores;
 
 fn fixture(name: &str) -> String {
-    let path = format!("{}/tests/fixtures/describe/{name}.txt", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/fixtures/describe/{name}.txt",
+        env!("CARGO_MANIFEST_DIR")
+    );
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 fn assert_describes_as(topology: &Topology, name: &str) {
     let got = topology.describe().to_string();
     let want = fixture(name);
-    assert_eq!(got, want, "\n--- ours\n{got}--- Kafka Streams ({name})\n{want}");
+    assert_eq!(
+        got, want,
+        "\n--- ours\n{got}--- Kafka Streams ({name})\n{want}"
+    );
 }
 
 struct PassThrough;
 
 impl Processor<String, String, String, String> for PassThrough {
-    fn process(&mut self, ctx: &mut ProcessorContext<'_, String, String>, record: Record<String, String>) -> Result<(), ProcessorError> {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, String>,
+        record: Record<String, String>,
+    ) -> Result<(), ProcessorError> {
         ctx.forward(record)?;
         Ok(())
     }
@@ -111,7 +121,9 @@ fn named_operators() {
 fn process_with_store() {
     let b = StreamsBuilder::new();
     b.add_state_store(Stores::in_memory_key_value_store::<String, i64>("counts"));
-    b.stream::<String, String>("input").process(|| PassThrough, &["counts"]).to("output");
+    b.stream::<String, String>("input")
+        .process(|| PassThrough, &["counts"])
+        .to("output");
     assert_describes_as(&b.build().unwrap(), "process_with_store");
 }
 
@@ -140,11 +152,18 @@ fn topic_extractor_closure_matches_up_to_the_class_name() {
     let b = StreamsBuilder::new();
     b.stream::<String, String>("input")
         .map_values(|v| v.to_uppercase())
-        .to_dynamic(|k: &String, _: &String, _: &RecordContext<'_>| format!("out-{k}"), Produced::default());
+        .to_dynamic(
+            |k: &String, _: &String, _: &RecordContext<'_>| format!("out-{k}"),
+            Produced::default(),
+        );
     let got = b.build().unwrap().describe().to_string();
     let want = fixture("topic_extractor");
     // Java prints the lambda's generated class; we print the closure's type.
-    let cut = |s: &str| s.lines().map(|l| l.split("extractor class:").next().unwrap().to_string()).collect::<Vec<_>>();
+    let cut = |s: &str| {
+        s.lines()
+            .map(|l| l.split("extractor class:").next().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(cut(&got), cut(&want));
     assert!(got.contains("extractor class: describe::"), "{got}");
 }
@@ -155,7 +174,9 @@ fn print_and_flat_map() {
     b.stream::<String, String>("input")
         .flat_map(|k, v| vec![(k.clone(), v.clone()), (v, k)])
         .print(Printed::to_sys_out());
-    b.stream::<String, String>("other").filter(|_, v| !v.is_empty()).to("other-out");
+    b.stream::<String, String>("other")
+        .filter(|_, v| !v.is_empty())
+        .to("other-out");
     assert_describes_as(&b.build().unwrap(), "print_and_flat_map");
 }
 
@@ -166,7 +187,10 @@ fn topology_papi() {
         .unwrap()
         .add_processor("Process", || PassThrough, &["Source"])
         .unwrap()
-        .add_state_store(Stores::in_memory_key_value_store::<String, i64>("Counts"), &["Process"])
+        .add_state_store(
+            Stores::in_memory_key_value_store::<String, i64>("Counts"),
+            &["Process"],
+        )
         .unwrap()
         .add_sink::<String, String>("Sink", "sink-topic", StringSerde, StringSerde, &["Process"])
         .unwrap();
@@ -179,7 +203,10 @@ fn merge_of_three() {
     let a = b.stream::<String, String>("a");
     let bs = b.stream::<String, String>("b");
     let c = b.stream::<String, String>("c");
-    a.merge(&bs).merge(&c).map_values(|v| v.to_uppercase()).to("out");
+    a.merge(&bs)
+        .merge(&c)
+        .map_values(|v| v.to_uppercase())
+        .to("out");
     assert_describes_as(&b.build().unwrap(), "merge_of_three");
 }
 
@@ -189,8 +216,14 @@ fn split_no_default() {
     let rest = b
         .stream::<String, String>("input")
         .split()
-        .branch(|_, v| v.starts_with('x'), Branched::with_consumer(|s| s.to("x")))
-        .branch(|_, v| v.starts_with('y'), Branched::with_consumer(|s| s.to("y")))
+        .branch(
+            |_, v| v.starts_with('x'),
+            Branched::with_consumer(|s| s.to("x")),
+        )
+        .branch(
+            |_, v| v.starts_with('y'),
+            Branched::with_consumer(|s| s.to("y")),
+        )
         .no_default_branch();
     assert!(rest.is_empty(), "consumed branches are not returned");
     assert_describes_as(&b.build().unwrap(), "split_no_default");
@@ -201,7 +234,9 @@ fn split_no_default() {
 fn topology_from_ops(ops: &[serde_json::Value]) -> Topology {
     let mut t = Topology::new();
     let strs = |v: &serde_json::Value| -> Vec<String> {
-        v.as_array().map(|a| a.iter().map(|x| x.as_str().unwrap().to_string()).collect()).unwrap_or_default()
+        v.as_array()
+            .map(|a| a.iter().map(|x| x.as_str().unwrap().to_string()).collect())
+            .unwrap_or_default()
     };
     for op in ops {
         let name = op["name"].as_str().unwrap_or_default();
@@ -210,25 +245,38 @@ fn topology_from_ops(ops: &[serde_json::Value]) -> Topology {
         match op["op"].as_str().unwrap() {
             "source" => {
                 if let Some(pattern) = op["pattern"].as_str() {
-                    t.add_pattern_source::<String, String>(name, pattern, StringSerde, StringSerde).unwrap();
+                    t.add_pattern_source::<String, String>(name, pattern, StringSerde, StringSerde)
+                        .unwrap();
                 } else {
                     let topics = strs(&op["topics"]);
                     let topics: Vec<&str> = topics.iter().map(String::as_str).collect();
-                    t.add_source::<String, String>(name, &topics, StringSerde, StringSerde).unwrap();
+                    t.add_source::<String, String>(name, &topics, StringSerde, StringSerde)
+                        .unwrap();
                 }
             }
             "processor" => {
                 t.add_processor(name, || PassThrough, &parents).unwrap();
             }
             "sink" => {
-                t.add_sink::<String, String>(name, op["topic"].as_str().unwrap(), StringSerde, StringSerde, &parents)
-                    .unwrap();
+                t.add_sink::<String, String>(
+                    name,
+                    op["topic"].as_str().unwrap(),
+                    StringSerde,
+                    StringSerde,
+                    &parents,
+                )
+                .unwrap();
             }
             "store" => {
                 let store = op["store"].as_str().unwrap();
                 let procs = strs(&op["processors"]);
                 let procs: Vec<&str> = procs.iter().map(String::as_str).collect();
-                if t.add_state_store(Stores::in_memory_key_value_store::<String, String>(store), &procs).is_err() {
+                if t.add_state_store(
+                    Stores::in_memory_key_value_store::<String, String>(store),
+                    &procs,
+                )
+                .is_err()
+                {
                     for p in procs {
                         t.connect_processor_and_state_stores(p, &[store]).unwrap();
                     }
@@ -241,7 +289,10 @@ fn topology_from_ops(ops: &[serde_json::Value]) -> Topology {
 }
 
 fn check_jsonl(file: &str) -> usize {
-    let path = format!("{}/tests/fixtures/describe/{file}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/fixtures/describe/{file}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let text = std::fs::read_to_string(&path).unwrap();
     let mut checked = 0;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -252,7 +303,11 @@ fn check_jsonl(file: &str) -> usize {
         }
         let got = topology_from_ops(ops).describe().to_string();
         let want = case["describe"].as_str().unwrap();
-        assert_eq!(got, want, "case {} of {file}\n--- ours\n{got}--- Kafka Streams\n{want}", case["case"]);
+        assert_eq!(
+            got, want,
+            "case {} of {file}\n--- ours\n{got}--- Kafka Streams\n{want}",
+            case["case"]
+        );
         checked += 1;
     }
     checked

@@ -48,7 +48,9 @@ impl<K: Ord, V> InMemoryKeyValueStore<K, V> {
     }
 }
 
-impl<K: Ord + Clone + 'static, V: Clone + 'static> ReadOnlyKeyValueStore<K, V> for InMemoryKeyValueStore<K, V> {
+impl<K: Ord + Clone + 'static, V: Clone + 'static> ReadOnlyKeyValueStore<K, V>
+    for InMemoryKeyValueStore<K, V>
+{
     fn get(&self, key: &K) -> Option<V> {
         self.entries.get(key).cloned()
     }
@@ -62,7 +64,10 @@ impl<K: Ord + Clone + 'static, V: Clone + 'static> ReadOnlyKeyValueStore<K, V> f
             .collect()
     }
     fn all(&self) -> Vec<(K, V)> {
-        self.entries.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        self.entries
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
     fn approximate_num_entries(&self) -> u64 {
         self.entries.len() as u64
@@ -80,7 +85,9 @@ impl<K: 'static, V: 'static> StateStore for InMemoryKeyValueStore<K, V> {
     fn close(&mut self) {}
 }
 
-impl<K: Ord + Clone + 'static, V: Clone + 'static> KeyValueStore<K, V> for InMemoryKeyValueStore<K, V> {
+impl<K: Ord + Clone + 'static, V: Clone + 'static> KeyValueStore<K, V>
+    for InMemoryKeyValueStore<K, V>
+{
     fn put(&mut self, key: K, value: V) {
         self.entries.insert(key, value);
     }
@@ -119,7 +126,9 @@ impl<K: Ord + Clone + 'static, V: Clone + 'static> StoreBuilder for KeyValueStor
         self.logging
     }
     fn build(&self) -> BuiltStore {
-        let store = Rc::new(RefCell::new(InMemoryKeyValueStore::<K, V>::new(self.name.clone())));
+        let store = Rc::new(RefCell::new(InMemoryKeyValueStore::<K, V>::new(
+            self.name.clone(),
+        )));
         let handle: KeyValueStoreHandle<K, V> = store.clone();
         BuiltStore {
             lifecycle: store,

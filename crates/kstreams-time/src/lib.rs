@@ -54,7 +54,11 @@ pub struct ConsumedRecordView<'a> {
 /// drops records whose extracted timestamp is negative and counts them).
 pub trait TimestampExtractor: Send + Sync + 'static {
     /// The record's event time.
-    fn extract(&self, record: &ConsumedRecordView<'_>, partition_time: Timestamp) -> Result<Timestamp, Error>;
+    fn extract(
+        &self,
+        record: &ConsumedRecordView<'_>,
+        partition_time: Timestamp,
+    ) -> Result<Timestamp, Error>;
 }
 
 /// Kafka Streams' default: the record's own timestamp; an invalid (negative)
@@ -108,7 +112,11 @@ impl PunctuationSchedule {
             PunctuationType::StreamTime => 0,
             PunctuationType::WallClockTime => now + interval_ms,
         };
-        Self { kind, interval_ms, next_ms }
+        Self {
+            kind,
+            interval_ms,
+            next_ms,
+        }
     }
 
     /// If the schedule is due at `now`, returns `now` (punctuators see the
@@ -133,16 +141,29 @@ mod tests {
 
     #[test]
     fn default_extractor_rejects_negative_timestamps() {
-        let view = ConsumedRecordView { topic: "t", partition: 0, offset: 3, timestamp: -1, value: None };
+        let view = ConsumedRecordView {
+            topic: "t",
+            partition: 0,
+            offset: 3,
+            timestamp: -1,
+            value: None,
+        };
         let err = FailOnInvalidTimestamp.extract(&view, -1).unwrap_err();
         assert!(err.to_string().contains("t-0 at offset 3"), "{err}");
-        let ok = ConsumedRecordView { timestamp: 42, ..view };
+        let ok = ConsumedRecordView {
+            timestamp: 42,
+            ..view
+        };
         assert_eq!(FailOnInvalidTimestamp.extract(&ok, -1).unwrap(), 42);
     }
 
     #[test]
     fn wall_clock_schedule_fires_each_interval_and_skips_missed_slots() {
-        let mut s = PunctuationSchedule::new(PunctuationType::WallClockTime, Duration::from_millis(10), 100);
+        let mut s = PunctuationSchedule::new(
+            PunctuationType::WallClockTime,
+            Duration::from_millis(10),
+            100,
+        );
         assert_eq!(s.fire_if_due(109), None);
         assert_eq!(s.fire_if_due(110), Some(110));
         assert_eq!(s.fire_if_due(115), None);
@@ -152,7 +173,8 @@ mod tests {
 
     #[test]
     fn stream_time_schedule_is_aligned_to_zero() {
-        let mut s = PunctuationSchedule::new(PunctuationType::StreamTime, Duration::from_millis(10), -1);
+        let mut s =
+            PunctuationSchedule::new(PunctuationType::StreamTime, Duration::from_millis(10), -1);
         assert_eq!(s.fire_if_due(-1), None);
         assert_eq!(s.fire_if_due(7), Some(7));
         assert_eq!(s.next_ms, 10);

@@ -42,20 +42,22 @@ pub use kstreams_time as time;
 /// Everything an application usually needs, in one import.
 pub mod prelude {
     pub use kstreams_dsl::{
-        Branched, BranchedKStream, Consumed, FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, KStream,
-        Named, Printed, Processor, ProcessorContext, ProcessorError, Produced, PunctuationId, RecordContext,
-        Repartitioned, StreamsBuilder, StreamsError, TopicNameExtractor, Topology, TopologyError,
-    };
-    pub use kstreams_record::{
-        BytesSerde, DefaultSerde, F64Serde, Headers, I32Serde, I64Serde, JsonSerde, Nullable, Record,
-        RecordMetadata, Serde, SerdeError, StringSerde, UnitSerde,
+        Branched, BranchedKStream, Consumed, FixedKeyProcessor, FixedKeyProcessorContext,
+        FixedKeyRecord, KStream, Named, Printed, Processor, ProcessorContext, ProcessorError,
+        Produced, PunctuationId, RecordContext, Repartitioned, StreamsBuilder, StreamsError,
+        TopicNameExtractor, Topology, TopologyError,
     };
     pub use kstreams_embedded::EmbeddedKafka;
+    pub use kstreams_record::{
+        BytesSerde, DefaultSerde, F64Serde, Headers, I32Serde, I64Serde, JsonSerde, Nullable,
+        Record, RecordMetadata, Serde, SerdeError, StringSerde, UnitSerde,
+    };
     pub use kstreams_runtime::kafka::{
         KafkaStreams, ProcessingGuarantee, State, StreamThreadExceptionResponse, StreamsConfig,
     };
     pub use kstreams_runtime::{
-        DeserializationHandling, ProcessingHandling, TaskConfig, TestInputTopic, TestOutputTopic, TopologyTestDriver,
+        DeserializationHandling, ProcessingHandling, TaskConfig, TestInputTopic, TestOutputTopic,
+        TopologyTestDriver,
     };
     pub use kstreams_state::{KeyValueStore, KeyValueStoreHandle, ReadOnlyKeyValueStore, Stores};
     pub use kstreams_time::{PunctuationType, TimestampExtractor};

@@ -55,8 +55,9 @@ pub(crate) enum SinkTopicDescription {
 
 pub(crate) type ChildInputs<'a> = [(Rc<str>, &'a dyn Any)];
 
-pub(crate) type SourceFactory =
-    Arc<dyn Fn(NodeInfo, &ChildInputs<'_>) -> Result<Rc<dyn SourceHandle>, StreamsError> + Send + Sync>;
+pub(crate) type SourceFactory = Arc<
+    dyn Fn(NodeInfo, &ChildInputs<'_>) -> Result<Rc<dyn SourceHandle>, StreamsError> + Send + Sync,
+>;
 pub(crate) type ProcessorFactory = Arc<
     dyn Fn(NodeInfo, &ChildInputs<'_>) -> Result<(Box<dyn Any>, Rc<dyn NodeHandle>), StreamsError>
         + Send
@@ -64,12 +65,21 @@ pub(crate) type ProcessorFactory = Arc<
 >;
 /// Builds a sink's typed input; the closure resolves internal topic names
 /// against the application id.
-pub(crate) type SinkFactory = Arc<dyn Fn(NodeInfo, &dyn Fn(&str) -> String) -> Box<dyn Any> + Send + Sync>;
+pub(crate) type SinkFactory =
+    Arc<dyn Fn(NodeInfo, &dyn Fn(&str) -> String) -> Box<dyn Any> + Send + Sync>;
 
 pub(crate) enum NodeKind {
-    Source { topics: SourceTopics, factory: SourceFactory },
-    Processor { factory: ProcessorFactory },
-    Sink { topic: SinkTopicDescription, factory: SinkFactory },
+    Source {
+        topics: SourceTopics,
+        factory: SourceFactory,
+    },
+    Processor {
+        factory: ProcessorFactory,
+    },
+    Sink {
+        topic: SinkTopicDescription,
+        factory: SinkFactory,
+    },
 }
 
 pub(crate) struct NodeDef {
@@ -114,10 +124,13 @@ impl TopologyGraph {
         }
         let mut parent_ids = Vec::with_capacity(parents.len());
         for parent in parents {
-            let &id = self.by_name.get(*parent).ok_or_else(|| TopologyError::UnknownParent {
-                node: name.clone(),
-                parent: parent.to_string(),
-            })?;
+            let &id = self
+                .by_name
+                .get(*parent)
+                .ok_or_else(|| TopologyError::UnknownParent {
+                    node: name.clone(),
+                    parent: parent.to_string(),
+                })?;
             let parent_def = &self.nodes[id];
             if matches!(parent_def.kind, NodeKind::Sink { .. }) {
                 return Err(TopologyError::SinkAsParent {
@@ -179,7 +192,11 @@ impl TopologyGraph {
         Ok(id)
     }
 
-    pub fn add_store(&mut self, builder: Arc<dyn StoreBuilder>, processors: &[&str]) -> Result<(), TopologyError> {
+    pub fn add_store(
+        &mut self,
+        builder: Arc<dyn StoreBuilder>,
+        processors: &[&str],
+    ) -> Result<(), TopologyError> {
         let name = builder.name().to_string();
         if self.stores.contains_key(&name) {
             return Err(TopologyError::DuplicateStore(name));
@@ -198,10 +215,13 @@ impl TopologyGraph {
 
     pub fn connect(&mut self, processors: &[&str], stores: &[&str]) -> Result<(), TopologyError> {
         for p in processors {
-            let &id = self.by_name.get(*p).ok_or_else(|| TopologyError::UnknownProcessor {
-                processor: p.to_string(),
-                store: stores.join(", "),
-            })?;
+            let &id = self
+                .by_name
+                .get(*p)
+                .ok_or_else(|| TopologyError::UnknownProcessor {
+                    processor: p.to_string(),
+                    store: stores.join(", "),
+                })?;
             for s in stores {
                 if !self.stores.contains_key(*s) {
                     return Err(TopologyError::UnknownStore {

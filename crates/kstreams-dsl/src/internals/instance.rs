@@ -52,7 +52,10 @@ impl TaskTopology {
         let graph = &topology.graph;
         let groups = graph.subtopologies();
         let members = groups.get(task.subtopology as usize).ok_or_else(|| {
-            StreamsError::Internal(format!("no sub-topology {} in this topology", task.subtopology))
+            StreamsError::Internal(format!(
+                "no sub-topology {} in this topology",
+                task.subtopology
+            ))
         })?;
         let mut context = TaskContext::new(task, application_id.to_string(), wall_clock);
         for &id in members {
@@ -76,14 +79,21 @@ impl TaskTopology {
                 index: id,
                 stores: def.stores.clone(),
             };
-            let child_names: Vec<Rc<str>> = def.children.iter().map(|&c| Rc::from(graph.nodes[c].name.as_str())).collect();
+            let child_names: Vec<Rc<str>> = def
+                .children
+                .iter()
+                .map(|&c| Rc::from(graph.nodes[c].name.as_str()))
+                .collect();
             let children: Vec<(Rc<str>, &dyn Any)> = def
                 .children
                 .iter()
                 .zip(child_names)
                 .map(|(c, name)| {
                     let input = inputs.get(c).map(|b| b.as_ref()).ok_or_else(|| {
-                        StreamsError::Internal(format!("child {name:?} of {:?} was not built", def.name))
+                        StreamsError::Internal(format!(
+                            "child {name:?} of {:?} was not built",
+                            def.name
+                        ))
                     })?;
                     Ok((name, input))
                 })
@@ -91,7 +101,9 @@ impl TaskTopology {
             match &def.kind {
                 NodeKind::Source { topics, factory } => {
                     let matcher = match topics {
-                        SourceTopics::Names(names) => TopicMatcher::Names(names.iter().map(|t| resolve(t)).collect()),
+                        SourceTopics::Names(names) => {
+                            TopicMatcher::Names(names.iter().map(|t| resolve(t)).collect())
+                        }
                         SourceTopics::Pattern(p) => TopicMatcher::Pattern(p.regex.clone()),
                     };
                     sources.push((matcher, factory(info, &children)?));
@@ -106,7 +118,11 @@ impl TaskTopology {
                 }
             }
         }
-        let init_order: Vec<usize> = members.iter().copied().filter(|id| processors.contains_key(id)).collect();
+        let init_order: Vec<usize> = members
+            .iter()
+            .copied()
+            .filter(|id| processors.contains_key(id))
+            .collect();
         let mut built = Self {
             sources,
             processors,
@@ -136,7 +152,9 @@ impl TaskTopology {
 
     /// The extractor the source of `topic` was given, if any.
     pub fn timestamp_extractor(&self, topic: &str) -> Option<Arc<dyn TimestampExtractor>> {
-        self.source_for(topic).ok().and_then(|s| s.timestamp_extractor())
+        self.source_for(topic)
+            .ok()
+            .and_then(|s| s.timestamp_extractor())
     }
 
     fn source_for(&self, topic: &str) -> Result<&Rc<dyn SourceHandle>, StreamsError> {
@@ -144,12 +162,21 @@ impl TaskTopology {
             .iter()
             .find(|(m, _)| m.matches(topic))
             .map(|(_, s)| s)
-            .ok_or_else(|| StreamsError::Internal(format!("task {} has no source for topic {topic:?}", self.context.task_id)))
+            .ok_or_else(|| {
+                StreamsError::Internal(format!(
+                    "task {} has no source for topic {topic:?}",
+                    self.context.task_id
+                ))
+            })
     }
 
     /// Runs one record through the sub-topology with event time `timestamp`.
     /// Stream time is the caller's to advance.
-    pub fn process(&mut self, record: ConsumedRecord, timestamp: Timestamp) -> Result<(), StreamsError> {
+    pub fn process(
+        &mut self,
+        record: ConsumedRecord,
+        timestamp: Timestamp,
+    ) -> Result<(), StreamsError> {
         let source = self.source_for(&record.topic)?.clone();
         source.process(record, timestamp, &mut self.context)
     }

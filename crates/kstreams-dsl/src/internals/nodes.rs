@@ -29,13 +29,23 @@ pub(crate) trait Input<K, V> {
 /// A node's lifecycle, without its types, for the task that owns it.
 pub(crate) trait NodeHandle {
     fn init(&self, task: &mut TaskContext) -> Result<(), StreamsError>;
-    fn punctuate(&self, id: u64, timestamp: Timestamp, task: &mut TaskContext) -> Result<(), StreamsError>;
+    fn punctuate(
+        &self,
+        id: u64,
+        timestamp: Timestamp,
+        task: &mut TaskContext,
+    ) -> Result<(), StreamsError>;
     fn close(&self);
 }
 
 /// A source node without its types: takes consumed bytes.
 pub(crate) trait SourceHandle {
-    fn process(&self, record: ConsumedRecord, timestamp: Timestamp, task: &mut TaskContext) -> Result<(), StreamsError>;
+    fn process(
+        &self,
+        record: ConsumedRecord,
+        timestamp: Timestamp,
+        task: &mut TaskContext,
+    ) -> Result<(), StreamsError>;
     fn timestamp_extractor(&self) -> Option<Arc<dyn TimestampExtractor>>;
 }
 
@@ -70,7 +80,11 @@ impl<K: Clone + 'static, V: Clone + 'static> Outputs<K, V> {
         Ok(Self { children })
     }
 
-    pub(crate) fn forward(&self, record: Record<K, V>, task: &mut TaskContext) -> Result<(), StreamsError> {
+    pub(crate) fn forward(
+        &self,
+        record: Record<K, V>,
+        task: &mut TaskContext,
+    ) -> Result<(), StreamsError> {
         let Some((last, rest)) = self.children.split_last() else {
             return Ok(());
         };
@@ -174,8 +188,15 @@ where
         self.run_as_node(task, |p, ctx| p.init(ctx))
     }
 
-    fn punctuate(&self, id: u64, timestamp: Timestamp, task: &mut TaskContext) -> Result<(), StreamsError> {
-        self.run_as_node(task, |p, ctx| p.punctuate(ctx, PunctuationId(id), timestamp))
+    fn punctuate(
+        &self,
+        id: u64,
+        timestamp: Timestamp,
+        task: &mut TaskContext,
+    ) -> Result<(), StreamsError> {
+        self.run_as_node(task, |p, ctx| {
+            p.punctuate(ctx, PunctuationId(id), timestamp)
+        })
     }
 
     fn close(&self) {
@@ -195,7 +216,12 @@ pub(crate) struct SourceNode<K, V> {
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> SourceHandle for SourceNode<K, V> {
-    fn process(&self, record: ConsumedRecord, timestamp: Timestamp, task: &mut TaskContext) -> Result<(), StreamsError> {
+    fn process(
+        &self,
+        record: ConsumedRecord,
+        timestamp: Timestamp,
+        task: &mut TaskContext,
+    ) -> Result<(), StreamsError> {
         let deserialization_error = |part, source| StreamsError::Deserialization {
             node: self.info.name.to_string(),
             part,
