@@ -144,8 +144,8 @@ pub enum StreamsError {
         part: &'static str,
         /// The record.
         position: RecordPosition,
-        /// Why.
-        source: kstreams_record::SerdeError,
+        /// Why (boxed: serde errors are large and rare).
+        source: Box<kstreams_record::SerdeError>,
     },
     /// A key or value could not be serialized at a sink.
     #[error(
@@ -158,8 +158,8 @@ pub enum StreamsError {
         part: &'static str,
         /// Destination topic.
         topic: String,
-        /// Why.
-        source: kstreams_record::SerdeError,
+        /// Why (boxed: serde errors are large and rare).
+        source: Box<kstreams_record::SerdeError>,
     },
     /// No timestamp could be extracted.
     #[error(transparent)]

@@ -4,7 +4,10 @@ use std::sync::Arc;
 
 use kstreams_record::Record;
 
-use crate::options::PrintSink;
+use crate::options::{PrintMapper, PrintSink};
+
+/// A shared record predicate.
+pub(crate) type SharedPredicate<K, V> = Arc<dyn Fn(&K, &V) -> bool + Send + Sync>;
 use crate::{Processor, ProcessorContext, ProcessorError};
 
 type Ctx<'a, K, V> = ProcessorContext<'a, K, V>;
@@ -226,7 +229,7 @@ impl<K: Clone + 'static, V: Clone + 'static> Processor<K, V, K, V> for DropNullK
 
 /// One branch of a `split`: a predicate and the child it routes to.
 pub(crate) struct Branch<K, V> {
-    pub predicate: Arc<dyn Fn(&K, &V) -> bool + Send + Sync>,
+    pub predicate: SharedPredicate<K, V>,
     pub child: String,
 }
 
@@ -259,7 +262,7 @@ impl<K: Clone + 'static, V: Clone + 'static> Processor<K, V, K, V> for Split<K, 
 /// `print`: `[label]: text` per record.
 pub(crate) struct Print<K, V> {
     pub label: Option<String>,
-    pub mapper: Arc<dyn Fn(&K, &V) -> String + Send + Sync>,
+    pub mapper: PrintMapper<K, V>,
     pub sink: PrintSink,
 }
 

@@ -233,9 +233,12 @@ impl<K, V> Default for Branched<K, V> {
 pub struct Printed<K, V> {
     pub(crate) label: Option<String>,
     pub(crate) name: Option<String>,
-    pub(crate) mapper: Arc<dyn Fn(&K, &V) -> String + Send + Sync>,
+    pub(crate) mapper: PrintMapper<K, V>,
     pub(crate) sink: PrintSink,
 }
+
+/// Formats a record for `print`.
+pub(crate) type PrintMapper<K, V> = Arc<dyn Fn(&K, &V) -> String + Send + Sync>;
 
 #[derive(Clone)]
 pub(crate) enum PrintSink {

@@ -230,7 +230,7 @@ impl<K: Clone + 'static, V: Clone + 'static> SourceHandle for SourceNode<K, V> {
                 partition: record.partition,
                 offset: record.offset,
             },
-            source,
+            source: Box::new(source),
         };
         let key = self
             .key_serde
@@ -336,7 +336,7 @@ impl<K: 'static, V: 'static> Input<K, V> for SinkNode<K, V> {
             node: self.info.name.to_string(),
             part,
             topic: topic.clone(),
-            source,
+            source: Box::new(source),
         };
         let key = self
             .key_serde

@@ -162,7 +162,7 @@ fn serialization_error(topic: &str, source: SerdeError) -> StreamsError {
         node: format!("test input topic {topic}"),
         part: "record",
         topic: topic.to_string(),
-        source,
+        source: Box::new(source),
     }
 }
 
