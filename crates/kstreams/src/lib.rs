@@ -14,7 +14,7 @@
 //! builder
 //!     .stream::<String, String>("sentences")
 //!     .flat_map_values(|s| s.split_whitespace().map(str::to_lowercase).collect::<Vec<_>>())
-//!     .filter(|_, word| word.len() > 3)
+//!     .filter(|_, word| word.len() > 4)
 //!     .to("long-words");
 //! let topology = builder.build().unwrap();
 //!
