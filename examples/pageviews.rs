@@ -10,6 +10,8 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kstreams::embedded::rdkafka::consumer::{BaseConsumer, Consumer};
@@ -102,12 +104,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     app.set_state_listener(|new, old| println!("state: {old:?} -> {new:?}"));
     app.start()?;
 
+    // SIGTERM or Ctrl-C ends the wait early; the app still closes cleanly.
+    let interrupted = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(signal, interrupted.clone())?;
+    }
+    let wait = Duration::from_secs(60);
     let outputs = consume(
         &bootstrap,
         &[CHECKOUT, BROWSE],
         expected,
-        Duration::from_secs(60),
+        wait,
+        &interrupted,
     )?;
+    if interrupted.load(Ordering::Relaxed) {
+        println!("interrupted: closing the application");
+    }
     let closed = app.close(Duration::from_secs(30));
     for (topic, records) in &outputs {
         println!("\n{topic} ({} records):", records.len());
@@ -152,6 +164,7 @@ fn consume(
     topics: &[&str],
     expected: usize,
     timeout: Duration,
+    interrupted: &AtomicBool,
 ) -> Result<Outputs, Box<dyn std::error::Error>> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
@@ -161,7 +174,10 @@ fn consume(
     consumer.subscribe(topics)?;
     let mut outputs = Outputs::new();
     let deadline = Instant::now() + timeout;
-    while outputs.values().map(Vec::len).sum::<usize>() < expected && Instant::now() < deadline {
+    while outputs.values().map(Vec::len).sum::<usize>() < expected
+        && Instant::now() < deadline
+        && !interrupted.load(Ordering::Relaxed)
+    {
         if let Some(message) = consumer.poll(Duration::from_millis(100)) {
             let message = message?;
             let key = String::from_utf8_lossy(message.key().unwrap_or_default()).to_string();
