@@ -1,0 +1,185 @@
+//! The Kafka runtime on a real Apache Kafka broker (`cargo xtask kafka
+//! start`, found through KSTREAMS_BOOTSTRAP; skipped without it locally,
+//! failing without it in CI).
+//!
+//! Exactly-once is tested here only: librdkafka's mock cluster does not
+//! filter aborted transactions.
+
+use std::collections::BTreeMap;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kstreams_dsl::{Consumed, StreamsBuilder};
+use kstreams_embedded::rdkafka::consumer::{BaseConsumer, Consumer};
+use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use kstreams_embedded::rdkafka::{ClientConfig, Message};
+use kstreams_embedded::{create_topic, test_broker, unique_name};
+use kstreams_runtime::kafka::{KafkaStreams, ProcessingGuarantee, State, StreamsConfig};
+
+/// Set in a child process: run the exactly-once app until killed.
+const CHILD_ENV: &str = "KSTREAMS_TEST_EOS_CHILD";
+
+fn produce(bootstrap: &str, topic: &str, records: impl IntoIterator<Item = (String, String, i64)>) {
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("linger.ms", "5")
+        .create()
+        .unwrap();
+    for (key, value, ts) in records {
+        loop {
+            match producer.send(BaseRecord::to(topic).key(&key).payload(&value).timestamp(ts)) {
+                Ok(()) => break,
+                Err((_, _)) => producer.poll(Duration::from_millis(50)),
+            }
+        }
+        producer.poll(Duration::ZERO);
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+}
+
+/// Every value in `topic` as a read_committed consumer sees it, until
+/// `want` values or the timeout.
+fn read_committed(bootstrap: &str, topic: &str, want: usize, timeout: Duration) -> Vec<(String, String)> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", unique_name("reader"))
+        .set("auto.offset.reset", "earliest")
+        .set("isolation.level", "read_committed")
+        .create()
+        .unwrap();
+    consumer.subscribe(&[topic]).unwrap();
+    let mut out = Vec::new();
+    let deadline = Instant::now() + timeout;
+    while out.len() < want && Instant::now() < deadline {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
+            let key = String::from_utf8_lossy(m.key().unwrap_or_default()).to_string();
+            let value = String::from_utf8_lossy(m.payload().unwrap_or_default()).to_string();
+            out.push((key, value));
+        }
+    }
+    // Anything more that arrives shortly after is a duplicate: keep it too.
+    let settle = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < settle {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
+            let key = String::from_utf8_lossy(m.key().unwrap_or_default()).to_string();
+            out.push((key, String::from_utf8_lossy(m.payload().unwrap_or_default()).to_string()));
+        }
+    }
+    out
+}
+
+fn eos_app(bootstrap: &str, app_id: &str, input: &str, output: &str) -> KafkaStreams {
+    let builder = StreamsBuilder::new();
+    builder
+        .stream::<String, String>(input)
+        .map_values(|v| format!("seen:{v}"))
+        .to(output);
+    let config = StreamsConfig::new(app_id, bootstrap)
+        .processing_guarantee(ProcessingGuarantee::ExactlyOnceV2)
+        .commit_interval(Duration::from_millis(100))
+        .client_config("consumer.session.timeout.ms", "6000")
+        .client_config("consumer.heartbeat.interval.ms", "500");
+    KafkaStreams::new(builder.build().unwrap(), config)
+}
+
+/// The child side of the crash test: runs the app until the parent kills it.
+#[test]
+fn eos_child_process() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return; // only meaningful when started by the crash test
+    };
+    let parts: Vec<&str> = spec.split('|').collect();
+    let [bootstrap, app_id, input, output] = parts[..] else {
+        panic!("bad {CHILD_ENV}: {spec}");
+    };
+    let mut app = eos_app(bootstrap, app_id, input, output);
+    app.start().unwrap();
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        assert_ne!(app.state(), State::Error, "{:?}", app.errors());
+    }
+}
+
+fn spawn_child(spec: &str) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "eos_child_process", "--nocapture", "--test-threads", "1"])
+        .env(CHILD_ENV, spec)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn exactly_once_survives_an_instance_killed_mid_run() {
+    let Some(bootstrap) = test_broker() else {
+        return;
+    };
+    let (input, output, app_id) = (unique_name("eos-in"), unique_name("eos-out"), unique_name("eos-app"));
+    create_topic(&bootstrap, &input, 2, 1).unwrap();
+    create_topic(&bootstrap, &output, 2, 1).unwrap();
+    let total = 3_000;
+    let records = |range: std::ops::Range<usize>| range.map(|i| (format!("k{}", i % 10), format!("{i}"), i as i64));
+    produce(&bootstrap, &input, records(0..total / 2));
+    let spec = format!("{bootstrap}|{app_id}|{input}|{output}");
+
+    // Kill the first instance (SIGKILL: no close, no commit) once it has
+    // made some progress, with transactions open.
+    let mut first = spawn_child(&spec);
+    let progress = read_committed(&bootstrap, &output, 200, Duration::from_secs(60));
+    assert!(progress.len() >= 200, "the first instance made progress before the kill");
+    produce(&bootstrap, &input, records(total / 2..total));
+    first.kill().unwrap();
+    first.wait().unwrap();
+
+    // A new instance resumes from the last committed transaction.
+    let mut second = spawn_child(&spec);
+    let seen = read_committed(&bootstrap, &output, total, Duration::from_secs(120));
+    second.kill().unwrap();
+    second.wait().unwrap();
+
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for (_, value) in &seen {
+        *counts.entry(value.clone()).or_default() += 1;
+    }
+    let duplicates: Vec<_> = counts.iter().filter(|(_, n)| **n > 1).map(|(v, _)| v.clone()).collect();
+    assert!(duplicates.is_empty(), "duplicates under exactly-once: {duplicates:?}");
+    let missing: Vec<usize> = (0..total).filter(|i| !counts.contains_key(&format!("seen:{i}"))).collect();
+    assert!(missing.is_empty(), "{} records missing, e.g. {:?}", missing.len(), &missing[..missing.len().min(10)]);
+    assert_eq!(seen.len(), total);
+}
+
+#[test]
+fn max_task_idle_orders_records_of_two_topics_of_one_task_by_timestamp() {
+    let Some(bootstrap) = test_broker() else {
+        return;
+    };
+    let (left, right, output) = (unique_name("idle-a"), unique_name("idle-b"), unique_name("idle-out"));
+    for t in [&left, &right, &output] {
+        create_topic(&bootstrap, t, 1, 1).unwrap();
+    }
+    // Both topics are filled before start: odd timestamps left, even right.
+    let n = 500i64;
+    produce(&bootstrap, &left, (0..n).map(|i| ("k".to_string(), format!("a{}", 2 * i + 1), 2 * i + 1)));
+    produce(&bootstrap, &right, (0..n).map(|i| ("k".to_string(), format!("b{}", 2 * i + 2), 2 * i + 2)));
+
+    let builder = StreamsBuilder::new();
+    builder
+        .stream_topics::<String, String>(&[left.as_str(), right.as_str()], Consumed::default())
+        .to(&output);
+    let mut config = StreamsConfig::new(unique_name("idle-app"), &bootstrap).commit_interval(Duration::from_millis(100));
+    config.set("max.task.idle.ms", "5000").unwrap();
+    let mut app = KafkaStreams::new(builder.build().unwrap(), config);
+    app.start().unwrap();
+    let seen = read_committed(&bootstrap, &output, 2 * n as usize, Duration::from_secs(60));
+    assert!(app.close(Duration::from_secs(30)));
+    let stamps: Vec<i64> = seen.iter().map(|(_, v)| v[1..].parse().unwrap()).collect();
+    assert_eq!(stamps.len(), 2 * n as usize, "every record arrived once");
+    let first_out_of_order = stamps.windows(2).position(|w| w[0] > w[1]);
+    assert_eq!(
+        first_out_of_order,
+        None,
+        "records of the two partitions interleave by timestamp; order went back at {:?}",
+        first_out_of_order.map(|i| &stamps[i.saturating_sub(2)..(i + 3).min(stamps.len())])
+    );
+}
