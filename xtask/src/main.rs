@@ -1,1 +1,62 @@
-fn main() {}
+//! Project tasks for kstreams, run as `cargo xtask <task>`.
+//!
+//! - `kafka start|stop|status`: a real Apache Kafka broker (KRaft, resolved
+//!   with Maven) for tests and demos; its address goes to `.kafka/bootstrap`.
+//! - `compat <scenario>`: a differential run of a reference scenario on Apache
+//!   Kafka Streams (compat/), diffed record by record against the expected output.
+//! - `ci`: everything CI checks, with a broker for the tests.
+
+mod ci;
+mod cli;
+mod compat;
+mod kafka;
+mod maven;
+mod paths;
+mod process;
+
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+
+use crate::cli::Args;
+
+const USAGE: &str = "\
+usage: cargo xtask <task>
+
+tasks:
+  kafka start [--brokers N] [--port P]
+                       start a KRaft Apache Kafka cluster of N (1 or 3) combined
+                       broker+controller nodes on 127.0.0.1; P is the first
+                       broker port (default: free ports); prints
+                       `export KSTREAMS_BOOTSTRAP=...`
+  kafka stop           stop the cluster that `kafka start` started
+  kafka status         say whether it runs (exit status 1 when not)
+  compat <scenario|all> [--side java|kstreams|both] [--seed N] [--records N]
+                       run a reference scenario and diff its output
+                       (scenarios: wordcount, filter-map)
+  ci                   fmt, clippy, cargo-deny, then the tests against a broker
+";
+
+fn main() -> ExitCode {
+    let args = Args::new(std::env::args().skip(1));
+    match run(args) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("xtask: error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(mut args: Args) -> Result<ExitCode> {
+    match args.next().as_deref() {
+        Some("kafka") => kafka::cli(args),
+        Some("compat") => compat::cli(args),
+        Some("ci") => ci::cli(args),
+        Some("help" | "-h" | "--help") | None => {
+            print!("{USAGE}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(other) => bail!("unknown task `{other}`\n\n{USAGE}"),
+    }
+}

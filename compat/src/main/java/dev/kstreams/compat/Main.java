@@ -1,0 +1,58 @@
+package dev.kstreams.compat;
+
+import java.util.Arrays;
+
+/**
+ * Entry point of the Java reference side. Each command does one step of a
+ * differential run so that the same steps serve both sides: xtask produces the
+ * input and dumps the output with these tools whichever side ran the topology.
+ *
+ * <pre>
+ * create-topics --bootstrap B --topic NAME:PARTITIONS [--topic ...]
+ * produce       --bootstrap B --topic T --input FILE
+ * run SCENARIO  --bootstrap B --app-id A --input T --output T --state-dir D
+ *               [--timeout-secs S] [--describe-to FILE]
+ * await-idle    --bootstrap B --group G --topics T1,T2 [--timeout-secs S]
+ * dump          --bootstrap B --topic T --key SERDE --value SERDE --out FILE
+ * </pre>
+ *
+ * Files are the tab-separated records of {@link Tsv}. Exit status 0 means
+ * success; anything else comes with a message on stderr.
+ */
+public final class Main {
+    private Main() {}
+
+    public static void main(String[] argv) throws Exception {
+        // Before any logger exists: the clients' INFO chatter would bury the
+        // harness's own messages.
+        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
+        // Kafka Streams subscribes before it creates its repartition topics;
+        // the client's warnings about them not existing yet are expected.
+        System.setProperty("org.slf4j.simpleLogger.log.org.apache.kafka.clients.NetworkClient", "error");
+        if (argv.length == 0) {
+            usage();
+        }
+        Args args = Args.parse(Arrays.copyOfRange(argv, 1, argv.length));
+        try {
+            switch (argv[0]) {
+                case "create-topics" -> Topics.create(args);
+                case "produce" -> Produce.run(args);
+                case "run" -> RunApp.run(args);
+                case "await-idle" -> AwaitIdle.run(args);
+                case "dump" -> Dump.run(args);
+                default -> usage();
+            }
+        } catch (HarnessException e) {
+            System.err.println("compat: " + e.getMessage());
+            System.exit(1);
+        }
+        // Client threads (e.g. the admin's) may linger past close; do not wait.
+        System.exit(0);
+    }
+
+    private static void usage() {
+        System.err.println(
+                "usage: Main create-topics|produce|run|await-idle|dump [options] (see Main.java)");
+        System.exit(2);
+    }
+}

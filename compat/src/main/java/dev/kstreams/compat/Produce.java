@@ -1,0 +1,65 @@
+package dev.kstreams.compat;
+
+import java.io.BufferedReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Properties;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/**
+ * {@code produce}: writes an input file to a topic, each record to the
+ * partition and with the timestamp the file names, so both sides see exactly
+ * the same input.
+ */
+final class Produce {
+    private Produce() {}
+
+    static void run(Args args) throws Exception {
+        String topic = args.required("topic");
+        Path input = Path.of(args.required("input"));
+        long count = 0;
+        // Sends are asynchronous; the first failure is kept and reported after flush.
+        AtomicReference<Exception> failed = new AtomicReference<>();
+        try (KafkaProducer<String, String> producer = producer(args.required("bootstrap"));
+                BufferedReader reader = Files.newBufferedReader(input, StandardCharsets.UTF_8)) {
+            String line;
+            while ((line = reader.readLine()) != null) {
+                producer.send(record(topic, line), (metadata, e) -> {
+                    if (e != null) {
+                        failed.compareAndSet(null, e);
+                    }
+                });
+                count++;
+            }
+            producer.flush();
+        }
+        if (failed.get() != null) {
+            throw new HarnessException("producing to " + topic + " failed: " + failed.get());
+        }
+        System.err.println("compat: produced " + count + " records to " + topic);
+    }
+
+    private static ProducerRecord<String, String> record(String topic, String line) throws HarnessException {
+        String[] fields = line.split("\t", -1);
+        if (fields.length != 4) {
+            throw new HarnessException("input line needs 4 fields: " + line);
+        }
+        int partition = Integer.parseInt(fields[0]);
+        long timestamp = Long.parseLong(fields[1]);
+        return new ProducerRecord<>(topic, partition, timestamp, Tsv.unescape(fields[2]), Tsv.unescape(fields[3]));
+    }
+
+    private static KafkaProducer<String, String> producer(String bootstrap) {
+        Properties props = new Properties();
+        props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        // Idempotence keeps the file's order within each partition across retries.
+        props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        props.put(ProducerConfig.ACKS_CONFIG, "all");
+        return new KafkaProducer<>(props, new StringSerializer(), new StringSerializer());
+    }
+}

@@ -1,0 +1,82 @@
+package dev.kstreams.compat;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse;
+
+/**
+ * {@code run}: runs one scenario on Kafka Streams until it has processed its
+ * input, then closes it.
+ */
+final class RunApp {
+    private RunApp() {}
+
+    static void run(Args args) throws Exception {
+        String scenario = args.positional(0, "scenario name");
+        String bootstrap = args.required("bootstrap");
+        String appId = args.required("app-id");
+        String input = args.required("input");
+        Duration timeout = Duration.ofSeconds(Long.parseLong(args.optional("timeout-secs", "120")));
+
+        Topology topology = Scenarios.build(scenario, input, args.required("output"));
+        String describeTo = args.optional("describe-to", null);
+        if (describeTo != null) {
+            Files.writeString(Path.of(describeTo), topology.describe().toString(), StandardCharsets.UTF_8);
+        }
+
+        AtomicReference<Throwable> died = new AtomicReference<>();
+        long started = System.nanoTime();
+        try (KafkaStreams streams = new KafkaStreams(topology, config(args, bootstrap, appId));
+                Admin admin = Topics.admin(bootstrap)) {
+            streams.setUncaughtExceptionHandler(e -> {
+                died.set(e);
+                return StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+            });
+            streams.start();
+            AwaitIdle.await(admin, appId, List.of(input), timeout, () -> failure(streams, died));
+            streams.close(Duration.ofSeconds(30));
+        }
+        System.err.printf("compat: %s processed its input in %d ms%n", scenario,
+                Duration.ofNanos(System.nanoTime() - started).toMillis());
+    }
+
+    private static Optional<String> failure(KafkaStreams streams, AtomicReference<Throwable> died) {
+        if (died.get() != null) {
+            return Optional.of("the Streams application died: " + died.get());
+        }
+        KafkaStreams.State state = streams.state();
+        if (state == KafkaStreams.State.ERROR || state == KafkaStreams.State.PENDING_ERROR
+                || state == KafkaStreams.State.NOT_RUNNING) {
+            return Optional.of("the Streams application is " + state);
+        }
+        return Optional.empty();
+    }
+
+    /**
+     * Settings that make the output a deterministic function of the input:
+     * no record cache (every update is forwarded, none merged between commits)
+     * and one thread; a short commit interval only makes the run quicker.
+     */
+    private static Properties config(Args args, String bootstrap, String appId) {
+        Properties props = new Properties();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
+        props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
+        props.put(StreamsConfig.STATE_DIR_CONFIG, args.optional("state-dir", System.getProperty("java.io.tmpdir")));
+        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
+                args.optional("processing-guarantee", StreamsConfig.AT_LEAST_ONCE));
+        return props;
+    }
+}

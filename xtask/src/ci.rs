@@ -1,0 +1,136 @@
+//! `cargo xtask ci`: what CI checks, runnable locally.
+//!
+//! Steps: rustfmt, clippy (warnings are errors), cargo-deny (licenses, bans,
+//! sources), the workspace tests against a real broker, and the compat
+//! scenarios' Java side. Every step runs even when an earlier one failed, so
+//! one run reports everything; the exit status is 1 if any step failed.
+
+use std::process::{Command, ExitCode};
+
+use anyhow::Result;
+
+use crate::cli::Args;
+use crate::compat;
+use crate::kafka::{Lease, BOOTSTRAP_ENV};
+use crate::paths;
+use crate::process;
+
+/// How a step ended.
+enum Outcome {
+    Passed,
+    Failed,
+    Skipped(&'static str),
+}
+
+pub fn cli(args: Args) -> Result<ExitCode> {
+    args.finish()?;
+    let mut results: Vec<(&str, Outcome)> = vec![
+        ("fmt", cargo_step(&["fmt", "--all", "--", "--check"])?),
+        (
+            "clippy",
+            cargo_step(&[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ])?,
+        ),
+        ("deny", deny()?),
+    ];
+    results.extend(broker_steps()?);
+
+    let summary: Vec<String> = results
+        .iter()
+        .map(|(name, outcome)| match outcome {
+            Outcome::Passed => format!("{name} ok"),
+            Outcome::Failed => format!("{name} FAILED"),
+            Outcome::Skipped(why) => format!("{name} skipped ({why})"),
+        })
+        .collect();
+    eprintln!("ci: {}", summary.join(", "));
+    let failed = results.iter().any(|(_, o)| matches!(o, Outcome::Failed));
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The tests and the compat scenarios, which share one broker. The broker is
+/// started only after the tests compiled, and stopped (when ci started it)
+/// when the lease drops, whatever happened.
+fn broker_steps() -> Result<Vec<(&'static str, Outcome)>> {
+    if let Outcome::Failed = cargo_step(&["test", "--workspace", "--no-run"])? {
+        return Ok(vec![("test", Outcome::Failed)]);
+    }
+    let lease = match Lease::acquire() {
+        Ok(lease) => lease,
+        Err(error) => {
+            eprintln!("ci: no broker: {error:#}");
+            return Ok(vec![("broker", Outcome::Failed)]);
+        }
+    };
+    // --no-fail-fast: one failing test binary must not hide the others' results.
+    let mut test = cargo(&["test", "--workspace", "--no-fail-fast"]);
+    test.env(BOOTSTRAP_ENV, lease.bootstrap());
+    let tests = outcome(process::status(&mut test, "cargo test")?.success());
+    let compat = match compat::run_all_java(lease.bootstrap()) {
+        Ok(agree) => outcome(agree),
+        Err(error) => {
+            eprintln!("ci: compat: {error:#}");
+            Outcome::Failed
+        }
+    };
+    Ok(vec![("test", tests), ("compat", compat)])
+}
+
+/// cargo-deny without the advisories check: that one fetches the RustSec
+/// database from GitHub, which CI's network does not reach.
+fn deny() -> Result<Outcome> {
+    let installed = Command::new(cargo_bin())
+        .args(["deny", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !installed {
+        eprintln!("ci: cargo-deny is not installed (cargo install cargo-deny --locked); skipped");
+        return Ok(Outcome::Skipped("cargo-deny not installed"));
+    }
+    eprintln!(
+        "ci: cargo deny: advisories not checked (no network access to the advisory database)"
+    );
+    cargo_step(&[
+        "deny",
+        "check",
+        "--hide-inclusion-graph",
+        "licenses",
+        "bans",
+        "sources",
+    ])
+}
+
+fn cargo_step(args: &[&str]) -> Result<Outcome> {
+    eprintln!("ci: cargo {}", args.join(" "));
+    let status = process::status(&mut cargo(args), &format!("cargo {}", args[0]))?;
+    Ok(outcome(status.success()))
+}
+
+fn cargo(args: &[&str]) -> Command {
+    let mut command = Command::new(cargo_bin());
+    command.args(args).current_dir(paths::repo_root());
+    command
+}
+
+/// The cargo that runs xtask, so CI uses one toolchain throughout.
+fn cargo_bin() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
+}
+
+fn outcome(passed: bool) -> Outcome {
+    if passed {
+        Outcome::Passed
+    } else {
+        Outcome::Failed
+    }
+}

@@ -1,0 +1,108 @@
+//! Just enough argument parsing for a handful of tasks: positionals and
+//! `--name value` (or `--name=value`) options. Every option takes a value,
+//! which is what lets positionals and options come in any order.
+
+use std::collections::VecDeque;
+use std::str::FromStr;
+
+use anyhow::{anyhow, bail, Context, Result};
+
+/// The arguments not yet consumed by the task.
+#[derive(Debug)]
+pub struct Args {
+    items: VecDeque<String>,
+}
+
+impl Args {
+    pub fn new(items: impl IntoIterator<Item = String>) -> Self {
+        Args {
+            items: items.into_iter().collect(),
+        }
+    }
+
+    /// Takes the next positional argument (options and their values are left
+    /// in place).
+    pub fn next(&mut self) -> Option<String> {
+        let mut index = 0;
+        while index < self.items.len() {
+            let item = &self.items[index];
+            if !item.starts_with("--") {
+                return self.items.remove(index);
+            }
+            index += if item.contains('=') { 1 } else { 2 };
+        }
+        None
+    }
+
+    /// Takes `--name value` or `--name=value` and parses the value.
+    pub fn option<T>(&mut self, name: &str) -> Result<Option<T>>
+    where
+        T: FromStr,
+        T::Err: std::error::Error + Send + Sync + 'static,
+    {
+        let Some(raw) = self.take_option(name)? else {
+            return Ok(None);
+        };
+        raw.parse()
+            .map(Some)
+            .with_context(|| format!("bad value `{raw}` for --{name}"))
+    }
+
+    /// Fails on whatever no task asked for, so a typo is not silently ignored.
+    pub fn finish(self) -> Result<()> {
+        if self.items.is_empty() {
+            Ok(())
+        } else {
+            let rest: Vec<_> = self.items.into();
+            bail!("unexpected arguments: {}", rest.join(" "))
+        }
+    }
+
+    fn take_option(&mut self, name: &str) -> Result<Option<String>> {
+        let flag = format!("--{name}");
+        let inline = format!("--{name}=");
+        let Some(index) = self
+            .items
+            .iter()
+            .position(|a| *a == flag || a.starts_with(&inline))
+        else {
+            return Ok(None);
+        };
+        let item = self.items.remove(index).expect("index is in range");
+        if let Some(value) = item.strip_prefix(&inline) {
+            return Ok(Some(value.to_owned()));
+        }
+        self.items
+            .remove(index)
+            .map(Some)
+            .ok_or_else(|| anyhow!("{flag} needs a value"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Args {
+        Args::new(line.split_whitespace().map(String::from))
+    }
+
+    #[test]
+    fn options_and_positionals_in_any_order() {
+        let mut a = args("--brokers 3 start --port=9092 --records 200 more");
+        assert_eq!(a.option::<u16>("port").unwrap(), Some(9092));
+        assert_eq!(a.option::<usize>("brokers").unwrap(), Some(3));
+        assert_eq!(a.next().as_deref(), Some("start"));
+        assert_eq!(a.next().as_deref(), Some("more"));
+        assert_eq!(a.next(), None);
+        assert_eq!(a.option::<usize>("records").unwrap(), Some(200));
+        a.finish().unwrap();
+    }
+
+    #[test]
+    fn leftovers_and_bad_values_are_errors() {
+        assert!(args("start --what").finish().is_err());
+        assert!(args("--brokers x").option::<usize>("brokers").is_err());
+        assert!(args("--brokers").option::<usize>("brokers").is_err());
+    }
+}

@@ -1,0 +1,138 @@
+//! The Java tools of compat/ (dev.kstreams.compat.Main), built with Maven.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::Result;
+
+use crate::maven;
+use crate::paths;
+use crate::process::{self, secs};
+
+/// The compiled compat project and its classpath.
+pub struct JavaHarness {
+    classpath: String,
+}
+
+impl JavaHarness {
+    /// Compiles compat/ unless its classes are newer than its sources.
+    pub fn build() -> Result<Self> {
+        maven::require_java_and_maven()?;
+        let project = paths::repo_root().join("compat");
+        let target = project.join("target");
+        let classpath_file = target.join("classpath.txt");
+        let began = Instant::now();
+        if is_stale(&project, &classpath_file) {
+            process::run_captured(
+                maven::mvn(&project.join("pom.xml"))
+                    .arg("compile")
+                    .arg("dependency:build-classpath")
+                    .arg(format!("-Dmdep.outputFile={}", classpath_file.display())),
+                "building compat/ with Maven",
+            )?;
+            maven::touch(&classpath_file)?;
+            eprintln!("compat: built the Java harness ({})", secs(began.elapsed()));
+        }
+        let dependencies = fs::read_to_string(&classpath_file)?;
+        let classes: PathBuf = target.join("classes");
+        let classpath = std::env::join_paths(
+            std::iter::once(classes).chain(std::env::split_paths(dependencies.trim())),
+        )?
+        .into_string()
+        .expect("classpath built from UTF-8 paths");
+        Ok(JavaHarness { classpath })
+    }
+
+    pub fn create_topics(&self, bootstrap: &str, topics: &[(String, i32)]) -> Result<()> {
+        let mut command = self.tool("create-topics", bootstrap);
+        for (name, partitions) in topics {
+            command.arg("--topic").arg(format!("{name}:{partitions}"));
+        }
+        process::run(&mut command, "creating the compat topics")
+    }
+
+    pub fn produce(&self, bootstrap: &str, topic: &str, input: &Path) -> Result<()> {
+        process::run(
+            self.tool("produce", bootstrap)
+                .args(["--topic", topic, "--input"])
+                .arg(input),
+            "producing the compat input",
+        )
+    }
+
+    /// Runs `scenario` on Kafka Streams until it has processed its input.
+    pub fn run_scenario(&self, bootstrap: &str, run: &AppRun) -> Result<()> {
+        process::run(
+            self.tool("run", bootstrap)
+                .arg(run.scenario)
+                .args([
+                    "--app-id",
+                    &run.app_id,
+                    "--input",
+                    &run.input,
+                    "--output",
+                    &run.output,
+                ])
+                .arg("--state-dir")
+                .arg(&run.state_dir)
+                .arg("--describe-to")
+                .arg(&run.describe_to),
+            "the Kafka Streams reference app",
+        )
+    }
+
+    pub fn dump(
+        &self,
+        bootstrap: &str,
+        topic: &str,
+        serdes: (&str, &str),
+        out: &Path,
+    ) -> Result<()> {
+        process::run(
+            self.tool("dump", bootstrap)
+                .args([
+                    "--topic", topic, "--key", serdes.0, "--value", serdes.1, "--out",
+                ])
+                .arg(out),
+            "reading the output topic",
+        )
+    }
+
+    fn tool(&self, name: &str, bootstrap: &str) -> Command {
+        let mut command = Command::new("java");
+        command
+            .arg("-cp")
+            .arg(&self.classpath)
+            .arg("dev.kstreams.compat.Main")
+            .arg(name)
+            .args(["--bootstrap", bootstrap]);
+        command
+    }
+}
+
+/// One run of a scenario's app on one side.
+pub struct AppRun {
+    pub scenario: &'static str,
+    pub app_id: String,
+    pub input: String,
+    pub output: String,
+    /// Key and value serdes of the output topic, as `dump` names them.
+    pub output_serdes: (&'static str, &'static str),
+    pub state_dir: PathBuf,
+    /// Where the side writes its `Topology#describe()` text.
+    pub describe_to: PathBuf,
+}
+
+fn is_stale(project: &Path, classpath_file: &Path) -> bool {
+    let built = maven::modified(classpath_file);
+    let sources = maven::newest_under(&project.join("src"));
+    let pom = maven::modified(&project.join("pom.xml"));
+    let jars_present = fs::read_to_string(classpath_file)
+        .is_ok_and(|classpath| maven::all_exist(classpath.trim()));
+    built.is_none()
+        || built < sources.max(pom)
+        || !jars_present
+        || !project.join("target/classes").exists()
+}

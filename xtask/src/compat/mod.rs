@@ -1,0 +1,303 @@
+//! `cargo xtask compat <scenario>`: differential runs of the reference
+//! scenarios.
+//!
+//! A run generates a seeded input, computes the expected output here, produces
+//! the input to a fresh topic, lets each side (Apache Kafka Streams from
+//! compat/; kstreams once its runner exists) process it into its own output
+//! topic, dumps those with read_committed, and diffs them record by record
+//! (partition, order within the partition, timestamp, key, value) against the
+//! expected output and against each other.
+//!
+//! The files of the last run stay in compat/target/runs/<scenario>/.
+
+mod java;
+mod partitioner;
+mod records;
+mod scenario;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+
+use self::java::{AppRun, JavaHarness};
+use self::records::Record;
+use self::scenario::{Scenario, SCENARIOS};
+use crate::cli::Args;
+use crate::kafka::Lease;
+use crate::paths;
+use crate::process::secs;
+
+const DEFAULT_SEED: u64 = 42;
+
+/// Which implementation(s) run a scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Java,
+    Kstreams,
+}
+
+impl Side {
+    fn name(self) -> &'static str {
+        match self {
+            Side::Java => "java",
+            Side::Kstreams => "kstreams",
+        }
+    }
+}
+
+/// What the user asked for.
+struct Options {
+    scenarios: Vec<&'static Scenario>,
+    sides: Vec<Side>,
+    seed: u64,
+    records: Option<usize>,
+}
+
+pub fn cli(args: Args) -> Result<ExitCode> {
+    let options = parse(args)?;
+    if options.sides == [Side::Kstreams] {
+        bail!("the kstreams side of the compat scenarios is not yet available");
+    }
+    let lease = Lease::acquire()?;
+    Ok(if run_all(&options, lease.bootstrap())? {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Every scenario on the Java side against `bootstrap`, as `cargo xtask ci`
+/// runs them; true when all match their expected output.
+pub fn run_all_java(bootstrap: &str) -> Result<bool> {
+    let options = Options {
+        scenarios: SCENARIOS.iter().collect(),
+        sides: vec![Side::Java],
+        seed: DEFAULT_SEED,
+        records: None,
+    };
+    run_all(&options, bootstrap)
+}
+
+fn run_all(options: &Options, bootstrap: &str) -> Result<bool> {
+    let java = JavaHarness::build()?;
+    let mut failed = Vec::new();
+    for scenario in &options.scenarios {
+        if !run(scenario, options, &java, bootstrap)? {
+            failed.push(scenario.name);
+        }
+    }
+    if !failed.is_empty() {
+        eprintln!("compat: output differs in: {}", failed.join(", "));
+    }
+    Ok(failed.is_empty())
+}
+
+fn parse(mut args: Args) -> Result<Options> {
+    let names = std::iter::from_fn(|| args.next()).collect::<Vec<_>>();
+    let sides = match args.option::<String>("side")?.as_deref() {
+        None | Some("java") => vec![Side::Java],
+        Some("kstreams") => vec![Side::Kstreams],
+        Some("both") => vec![Side::Java, Side::Kstreams],
+        Some(other) => bail!("--side must be java, kstreams or both, not {other}"),
+    };
+    let seed = args.option("seed")?.unwrap_or(DEFAULT_SEED);
+    let records = args.option("records")?;
+    args.finish()?;
+    Ok(Options {
+        scenarios: select(&names)?,
+        sides,
+        seed,
+        records,
+    })
+}
+
+fn select(names: &[String]) -> Result<Vec<&'static Scenario>> {
+    let known = || {
+        SCENARIOS
+            .iter()
+            .map(|s| s.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match names {
+        [] => bail!("name a scenario ({}) or all", known()),
+        [all] if all == "all" => Ok(SCENARIOS.iter().collect()),
+        names => names
+            .iter()
+            .map(|name| {
+                scenario::find(name)
+                    .with_context(|| format!("unknown scenario {name} (known: {})", known()))
+            })
+            .collect(),
+    }
+}
+
+/// Runs one scenario on every requested side; true when all outputs agree.
+fn run(
+    scenario: &'static Scenario,
+    options: &Options,
+    java: &JavaHarness,
+    bootstrap: &str,
+) -> Result<bool> {
+    let began = Instant::now();
+    let dir = run_dir(scenario)?;
+    let expected = write_input_and_expected(scenario, options, &dir)?;
+    let topics = Topics::new(scenario);
+    java.create_topics(bootstrap, &topics.all(scenario, &options.sides))?;
+    java.produce(bootstrap, &topics.input, &dir.join("input.tsv"))?;
+
+    let mut outputs: Vec<(Side, Vec<Record>)> = Vec::new();
+    for &side in &options.sides {
+        let run = topics.app_run(scenario, side, &dir);
+        if let Some(output) = run_side(side, &run, java, bootstrap, &dir)? {
+            outputs.push((side, output));
+        }
+    }
+
+    let agree = compare(scenario, &expected, &outputs);
+    eprintln!(
+        "compat: {} {} ({}; files in {})",
+        scenario.name,
+        if agree { "matches" } else { "DIFFERS" },
+        secs(began.elapsed()),
+        dir.display()
+    );
+    Ok(agree)
+}
+
+/// Generates the input into `input.tsv` and returns the expected output,
+/// also written to `expected.tsv` for a look with any diff tool.
+fn write_input_and_expected(
+    scenario: &Scenario,
+    options: &Options,
+    dir: &Path,
+) -> Result<Vec<Record>> {
+    let records = options.records.unwrap_or(scenario.default_records);
+    let input = scenario.input(options.seed, records);
+    let expected = scenario.expected(&input);
+    records::write_input(&dir.join("input.tsv"), &input)?;
+    records::write_dump(&dir.join("expected.tsv"), &expected)?;
+    eprintln!(
+        "compat: {} with seed {}: {} input records, {} expected output records",
+        scenario.name,
+        options.seed,
+        input.len(),
+        expected.len()
+    );
+    Ok(expected)
+}
+
+/// Lets one side process the input and reads back its output; `None` for a
+/// side that cannot run yet.
+fn run_side(
+    side: Side,
+    run: &AppRun,
+    java: &JavaHarness,
+    bootstrap: &str,
+    dir: &Path,
+) -> Result<Option<Vec<Record>>> {
+    match side {
+        Side::Java => java.run_scenario(bootstrap, run)?,
+        Side::Kstreams => {
+            eprintln!(
+                "compat: {}: the kstreams side is not yet available; skipped",
+                run.scenario
+            );
+            return Ok(None);
+        }
+    }
+    // Both sides' outputs are read by the same tool, so they are decoded alike.
+    let dump = dir.join(format!("{}.tsv", side.name()));
+    java.dump(bootstrap, &run.output, run.output_serdes, &dump)?;
+    records::read_dump(&dump).map(Some)
+}
+
+/// Diffs each side against the expected output, and the sides against each other.
+fn compare(scenario: &Scenario, expected: &[Record], outputs: &[(Side, Vec<Record>)]) -> bool {
+    let mut agree = true;
+    let mut check = |left: &str, l: &[Record], right: &str, r: &[Record]| match records::diff(
+        left, l, right, r,
+    ) {
+        None => eprintln!(
+            "compat: {}: {right} == {left} ({} records)",
+            scenario.name,
+            r.len()
+        ),
+        Some(report) => {
+            eprintln!(
+                "compat: {}: {right} differs from {left}:\n{report}",
+                scenario.name
+            );
+            agree = false;
+        }
+    };
+    for (side, output) in outputs {
+        check("expected", expected, side.name(), output);
+    }
+    if let [(a, a_out), (b, b_out)] = outputs {
+        check(a.name(), a_out, b.name(), b_out);
+    }
+    agree
+}
+
+/// compat/target/runs/<scenario>/, emptied for this run.
+fn run_dir(scenario: &Scenario) -> Result<PathBuf> {
+    let dir = paths::repo_root()
+        .join("compat/target/runs")
+        .join(scenario.name);
+    if dir.exists() {
+        fs::remove_dir_all(&dir).with_context(|| format!("cannot clear {}", dir.display()))?;
+    }
+    fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Fresh topic and application names for one run, so that runs against a
+/// long-lived broker never see each other's records or committed offsets.
+struct Topics {
+    prefix: String,
+    input: String,
+}
+
+impl Topics {
+    fn new(scenario: &Scenario) -> Self {
+        let millis = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis();
+        let prefix = format!("compat-{}-{millis}", scenario.name);
+        Topics {
+            input: format!("{prefix}-input"),
+            prefix,
+        }
+    }
+
+    fn output(&self, side: Side) -> String {
+        format!("{}-output-{}", self.prefix, side.name())
+    }
+
+    fn all(&self, scenario: &Scenario, sides: &[Side]) -> Vec<(String, i32)> {
+        std::iter::once((self.input.clone(), scenario.input_partitions))
+            .chain(
+                sides
+                    .iter()
+                    .map(|&side| (self.output(side), scenario.output_partitions)),
+            )
+            .collect()
+    }
+
+    fn app_run(&self, scenario: &'static Scenario, side: Side, dir: &Path) -> AppRun {
+        AppRun {
+            scenario: scenario.name,
+            output_serdes: scenario.output_serdes,
+            app_id: format!("{}-{}", self.prefix, side.name()),
+            input: self.input.clone(),
+            output: self.output(side),
+            state_dir: dir.join(format!("{}-state", side.name())),
+            describe_to: dir.join(format!("{}-topology.txt", side.name())),
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! The test cluster's layout and each node's server.properties.
+
+use std::fmt::Write;
+use std::path::PathBuf;
+
+/// One combined broker+controller process.
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub id: u32,
+    /// Clients connect here.
+    pub port: u16,
+    /// The KRaft quorum talks here.
+    pub controller_port: u16,
+    /// `.kafka/node-<id>`: config, data, log and pid file.
+    pub dir: PathBuf,
+}
+
+impl Node {
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn config_file(&self) -> PathBuf {
+        self.dir.join("server.properties")
+    }
+
+    pub fn log_file(&self) -> PathBuf {
+        self.dir.join("broker.log")
+    }
+
+    pub fn pid_file(&self) -> PathBuf {
+        self.dir.join("pid")
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+}
+
+/// `controller.quorum.voters`: every node votes (a static quorum, so each node
+/// is formatted alike and no dynamic-quorum bootstrapping is needed).
+pub fn voters(nodes: &[Node]) -> String {
+    nodes
+        .iter()
+        .map(|n| format!("{}@127.0.0.1:{}", n.id, n.controller_port))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// server.properties of `node` in a cluster of `nodes.len()` nodes.
+///
+/// Choices for tests, not production:
+/// - Internal topics are replicated `min(3, nodes)` times, so one broker gives
+///   RF 1 and three brokers give RF 3 with min.insync.replicas 2, which lets a
+///   test stop one broker and keep working.
+/// - `auto.create.topics.enable=false`: Kafka Streams creates its internal
+///   topics itself and expects source topics to exist; a typo in a test should
+///   fail rather than create a topic.
+/// - `log.retention.ms=-1`: tests use fixed timestamps far in the past, which
+///   time-based retention would otherwise delete.
+/// - `group.initial.rebalance.delay.ms=0` and few internal-topic partitions make
+///   the first group join and the first transaction fast.
+/// - Small segments (1 MiB, the minimum) give compaction something to do.
+pub fn server_properties(node: &Node, nodes: &[Node]) -> String {
+    let replication = nodes.len().min(3);
+    let min_isr = if replication >= 3 { 2 } else { 1 };
+    let mut props = String::new();
+    let mut set = |key: &str, value: &dyn std::fmt::Display| {
+        writeln!(props, "{key}={value}").expect("writing to a String cannot fail");
+    };
+    set("process.roles", &"broker,controller");
+    set("node.id", &node.id);
+    set("controller.quorum.voters", &voters(nodes));
+    set(
+        "listeners",
+        &format!(
+            "PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
+            node.port, node.controller_port
+        ),
+    );
+    set(
+        "advertised.listeners",
+        &format!("PLAINTEXT://{}", node.address()),
+    );
+    set("controller.listener.names", &"CONTROLLER");
+    set("inter.broker.listener.name", &"PLAINTEXT");
+    set(
+        "listener.security.protocol.map",
+        &"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    );
+    set("log.dirs", &node.data_dir().display());
+
+    set("auto.create.topics.enable", &false);
+    set("num.partitions", &1);
+    set("default.replication.factor", &replication);
+    set("min.insync.replicas", &min_isr);
+    set("offsets.topic.replication.factor", &replication);
+    set("offsets.topic.num.partitions", &4);
+    set("transaction.state.log.replication.factor", &replication);
+    set("transaction.state.log.min.isr", &min_isr);
+    set("transaction.state.log.num.partitions", &4);
+    set(
+        "share.coordinator.state.topic.replication.factor",
+        &replication,
+    );
+    set("share.coordinator.state.topic.min.isr", &min_isr);
+    set("group.initial.rebalance.delay.ms", &0);
+
+    set("log.segment.bytes", &(1024 * 1024));
+    set("log.retention.ms", &-1);
+    // A 2-core machine: Kafka's defaults (3 network, 8 I/O threads) per node
+    // only add context switches.
+    set("num.network.threads", &2);
+    set("num.io.threads", &4);
+    props
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(size: u32) -> Vec<Node> {
+        (1..=size)
+            .map(|id| Node {
+                id,
+                port: 9000 + id as u16,
+                controller_port: 9100 + id as u16,
+                dir: PathBuf::from(format!("/tmp/node-{id}")),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn single_node_replicates_once() {
+        let nodes = cluster(1);
+        let props = server_properties(&nodes[0], &nodes);
+        assert!(props.contains("controller.quorum.voters=1@127.0.0.1:9101\n"));
+        assert!(props.contains("offsets.topic.replication.factor=1\n"));
+        assert!(props.contains("transaction.state.log.min.isr=1\n"));
+        assert!(props.contains("log.dirs=/tmp/node-1/data\n"));
+    }
+
+    #[test]
+    fn three_nodes_replicate_thrice() {
+        let nodes = cluster(3);
+        let props = server_properties(&nodes[1], &nodes);
+        assert!(props.contains("node.id=2\n"));
+        assert!(props.contains(
+            "controller.quorum.voters=1@127.0.0.1:9101,2@127.0.0.1:9102,3@127.0.0.1:9103\n"
+        ));
+        assert!(props.contains("default.replication.factor=3\n"));
+        assert!(props.contains("min.insync.replicas=2\n"));
+        assert!(props.contains("advertised.listeners=PLAINTEXT://127.0.0.1:9002\n"));
+    }
+}

@@ -1,0 +1,628 @@
+//! `cargo xtask kafka start|stop|status`: a real Apache Kafka cluster (KRaft,
+//! combined broker+controller nodes on 127.0.0.1) for tests and demos.
+//!
+//! Layout under `<repo>/.kafka/` (gitignored), made fresh by every start:
+//! `bootstrap` (the address list), and per node `node-<id>/` with
+//! `server.properties`, `data/`, `broker.log` and `pid`. The jars come from
+//! Maven (xtask/kafka/pom.xml); their classpath is cached under
+//! `~/.cache/kstreams/kafka-<version>/`.
+
+mod config;
+mod probe;
+
+use std::fs::{self, File};
+use std::hash::{BuildHasher, Hasher};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use self::config::Node;
+use crate::cli::Args;
+use crate::maven::{self, KAFKA_VERSION};
+use crate::paths;
+use crate::process::{self, secs};
+
+/// The variable through which tests find a real broker.
+pub const BOOTSTRAP_ENV: &str = "KSTREAMS_BOOTSTRAP";
+
+/// How long a fresh cluster may take to answer metadata requests. A cold JVM
+/// on a busy 2-core machine needs ~10 s per node; three nodes start together.
+const READY_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long nodes get to shut down cleanly before they are killed.
+const STOP_GRACE: Duration = Duration::from_secs(20);
+const JVM_OPTIONS: &[&str] = &[
+    "-Xms256m",
+    "-Xmx1g",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-Djava.awt.headless=true",
+];
+
+pub fn cli(mut args: Args) -> Result<ExitCode> {
+    let action = args.next();
+    match action.as_deref() {
+        Some("start") => {
+            let brokers = args.option::<usize>("brokers")?.unwrap_or(1);
+            let port = args.option::<u16>("port")?;
+            args.finish()?;
+            let cluster = start(brokers, port, Lifetime::Detached)?;
+            // Stdout carries only this line, so `eval "$(cargo xtask kafka start)"` works.
+            println!("export {BOOTSTRAP_ENV}={}", cluster.bootstrap);
+            Ok(ExitCode::SUCCESS)
+        }
+        Some("stop") => {
+            args.finish()?;
+            stop()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some("status") => {
+            args.finish()?;
+            Ok(status())
+        }
+        _ => bail!("usage: cargo xtask kafka start [--brokers N] [--port P] | stop | status"),
+    }
+}
+
+/// Whether a cluster outlives the xtask process that started it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lifetime {
+    /// `kafka start`: runs until `kafka stop`.
+    Detached,
+    /// A [`Lease`]: stopped when the lease drops, and on Linux also when xtask
+    /// dies without dropping it (killed, say), so CI never leaks a broker.
+    ThisProcess,
+}
+
+/// A cluster this process started; its children are reaped by [`Lease`].
+pub struct Started {
+    pub bootstrap: String,
+    children: Vec<Child>,
+}
+
+/// Starts a cluster of `brokers` nodes, or returns the one already running.
+pub fn start(brokers: usize, first_port: Option<u16>, lifetime: Lifetime) -> Result<Started> {
+    if !(1..=5).contains(&brokers) {
+        bail!("--brokers must be between 1 and 5, got {brokers}");
+    }
+    match state() {
+        State::Running { bootstrap, pids } if pids.len() == brokers => {
+            eprintln!("kafka: already running at {bootstrap}");
+            return Ok(Started {
+                bootstrap,
+                children: Vec::new(),
+            });
+        }
+        State::Running { pids, .. } => bail!(
+            "a cluster of {} node(s) is running; `cargo xtask kafka stop` it first",
+            pids.len()
+        ),
+        State::Starting { pids } => bail!(
+            "a cluster is still starting (pids {pids:?}); wait for it, or `cargo xtask kafka stop` it"
+        ),
+        State::Degraded { down } => bail!(
+            "the cluster is partly down ({}); `cargo xtask kafka stop` it first",
+            down.join(", ")
+        ),
+        State::Stopped => {}
+    }
+    maven::require_java_and_maven()?;
+    let classpath = broker_classpath()?;
+    let nodes = prepare(brokers, first_port)?;
+    format_storage(&nodes, &classpath)?;
+    launch_and_wait(&nodes, &classpath, lifetime)
+}
+
+/// Stops the nodes that `start` recorded in pid files; returns how many ran.
+pub fn stop() -> Result<usize> {
+    let running: Vec<(Node, i32)> = node_dirs()
+        .into_iter()
+        .filter_map(|dir| live_pid(&dir).map(|pid| (node_at(dir), pid)))
+        .collect();
+    if running.is_empty() {
+        eprintln!("kafka: not running");
+        remove_run_files();
+        return Ok(0);
+    }
+    let began = Instant::now();
+    for (_, pid) in &running {
+        process::signal(*pid, libc::SIGTERM);
+    }
+    let all_gone = || {
+        running
+            .iter()
+            .all(|(node, _)| live_pid(&node.dir).is_none())
+    };
+    if !process::wait_until(STOP_GRACE, all_gone) {
+        // A node left without a controller quorum can wait a long time for its
+        // controlled shutdown; the data is throwaway, so do not wait for it.
+        for (node, pid) in &running {
+            if live_pid(&node.dir).is_some() {
+                eprintln!("kafka: node-{} did not stop in time; killing it", node.id);
+                process::signal(*pid, libc::SIGKILL);
+            }
+        }
+        process::wait_until(Duration::from_secs(5), all_gone);
+    }
+    remove_run_files();
+    eprintln!(
+        "kafka: stopped {} node(s) in {}",
+        running.len(),
+        secs(began.elapsed())
+    );
+    Ok(running.len())
+}
+
+/// The address of the cluster `start` left running, if it is fully up.
+pub fn running_bootstrap() -> Option<String> {
+    match state() {
+        State::Running { bootstrap, .. } => Some(bootstrap),
+        _ => None,
+    }
+}
+
+/// The broker a task should use: `KSTREAMS_BOOTSTRAP`, else the running xtask
+/// cluster, else a single-node cluster started now and stopped on drop.
+pub struct Lease {
+    bootstrap: String,
+    started: Option<Started>,
+}
+
+impl Lease {
+    pub fn acquire() -> Result<Lease> {
+        if let Some(bootstrap) = std::env::var(BOOTSTRAP_ENV).ok().filter(|b| !b.is_empty()) {
+            eprintln!("kafka: using {BOOTSTRAP_ENV}={bootstrap}");
+            return Ok(Lease {
+                bootstrap,
+                started: None,
+            });
+        }
+        if let Some(bootstrap) = running_bootstrap() {
+            eprintln!("kafka: using the running cluster at {bootstrap}");
+            return Ok(Lease {
+                bootstrap,
+                started: None,
+            });
+        }
+        let started = start(1, None, Lifetime::ThisProcess)?;
+        Ok(Lease {
+            bootstrap: started.bootstrap.clone(),
+            started: Some(started),
+        })
+    }
+
+    pub fn bootstrap(&self) -> &str {
+        &self.bootstrap
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let Some(mut started) = self.started.take() else {
+            return;
+        };
+        if let Err(error) = stop() {
+            eprintln!("kafka: stopping the cluster failed: {error:#}");
+        }
+        for child in &mut started.children {
+            // Reap, so no zombie outlives us; stop() already ended them.
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn status() -> ExitCode {
+    match state() {
+        State::Running { bootstrap, pids } => {
+            let first = bootstrap.split(',').next().unwrap_or_default();
+            let answer = match probe::broker_count(first, Duration::from_secs(2)) {
+                Ok(count) => format!("{count} broker(s) answer metadata requests"),
+                Err(error) => format!("not answering at {first}: {error}"),
+            };
+            println!(
+                "kafka: running, {} node(s) at {bootstrap} (pids {pids:?}); {answer}",
+                pids.len()
+            );
+            println!("export {BOOTSTRAP_ENV}={bootstrap}");
+            ExitCode::SUCCESS
+        }
+        State::Starting { pids } => {
+            println!("kafka: starting (pids {pids:?}), not answering yet");
+            ExitCode::FAILURE
+        }
+        State::Degraded { down } => {
+            println!("kafka: degraded, not running: {}", down.join(", "));
+            ExitCode::FAILURE
+        }
+        State::Stopped => {
+            println!("kafka: not running");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+enum State {
+    Stopped,
+    /// Every node runs but `start` has not yet seen them answer.
+    Starting {
+        pids: Vec<i32>,
+    },
+    Running {
+        bootstrap: String,
+        pids: Vec<i32>,
+    },
+    Degraded {
+        down: Vec<String>,
+    },
+}
+
+fn state() -> State {
+    let dirs = node_dirs();
+    let pids: Vec<Option<i32>> = dirs.iter().map(|dir| live_pid(dir)).collect();
+    let bootstrap = fs::read_to_string(bootstrap_file()).ok();
+    match (pids.iter().flatten().count(), bootstrap) {
+        (0, _) => State::Stopped,
+        (up, Some(bootstrap)) if up == dirs.len() => State::Running {
+            bootstrap: bootstrap.trim().to_owned(),
+            pids: pids.into_iter().flatten().collect(),
+        },
+        (up, None) if up == dirs.len() => State::Starting {
+            pids: pids.into_iter().flatten().collect(),
+        },
+        _ => State::Degraded {
+            down: dirs
+                .iter()
+                .zip(&pids)
+                .filter(|(_, pid)| pid.is_none())
+                .map(|(dir, _)| dir.display().to_string())
+                .collect(),
+        },
+    }
+}
+
+fn bootstrap_file() -> PathBuf {
+    paths::kafka_dir().join("bootstrap")
+}
+
+/// `.kafka/node-*` directories, in node order.
+fn node_dirs() -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(paths::kafka_dir()) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && node_id(p).is_some())
+        .collect();
+    dirs.sort_by_key(|p| node_id(p));
+    dirs
+}
+
+fn node_id(dir: &Path) -> Option<u32> {
+    dir.file_name()?
+        .to_str()?
+        .strip_prefix("node-")?
+        .parse()
+        .ok()
+}
+
+/// A node as far as stop needs it: its directory and id.
+fn node_at(dir: PathBuf) -> Node {
+    Node {
+        id: node_id(&dir).unwrap_or_default(),
+        port: 0,
+        controller_port: 0,
+        dir,
+    }
+}
+
+/// The pid in `dir/pid` if that process is alive and is this node's broker
+/// (its command line names this node's config file).
+fn live_pid(dir: &Path) -> Option<i32> {
+    let node = node_at(dir.to_path_buf());
+    let pid = fs::read_to_string(node.pid_file())
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let marker = node.config_file().display().to_string();
+    process::is_ours(pid, &marker).then_some(pid)
+}
+
+fn remove_run_files() {
+    for dir in node_dirs() {
+        let _ = fs::remove_file(node_at(dir).pid_file());
+    }
+    let _ = fs::remove_file(bootstrap_file());
+}
+
+fn broker_classpath() -> Result<String> {
+    let began = Instant::now();
+    let pom = paths::repo_root().join("xtask/kafka/pom.xml");
+    let cache = paths::cache_dir()
+        .join(format!("kafka-{KAFKA_VERSION}"))
+        .join("classpath.txt");
+    let (classpath, resolved) = maven::classpath(&pom, &cache)?;
+    let how = if resolved {
+        "resolved with Maven"
+    } else {
+        "cached"
+    };
+    eprintln!(
+        "kafka: Apache Kafka {KAFKA_VERSION} jars {how} ({})",
+        secs(began.elapsed())
+    );
+    Ok(classpath)
+}
+
+/// Makes a fresh `.kafka/`, picks ports and writes each node's config.
+fn prepare(brokers: usize, first_port: Option<u16>) -> Result<Vec<Node>> {
+    let root = paths::kafka_dir();
+    if root.exists() {
+        fs::remove_dir_all(&root).with_context(|| format!("cannot clear {}", root.display()))?;
+    }
+    let nodes = allocate_nodes(&root, brokers, first_port)?;
+    for node in &nodes {
+        fs::create_dir_all(node.data_dir())
+            .with_context(|| format!("cannot create {}", node.dir.display()))?;
+        fs::write(node.config_file(), config::server_properties(node, &nodes))?;
+    }
+    Ok(nodes)
+}
+
+/// Node ids 1..=brokers with a client and a controller port each. Ports are
+/// held open until all are chosen so that no two nodes get the same one; the
+/// short window before the JVMs bind them is accepted.
+fn allocate_nodes(root: &Path, brokers: usize, first_port: Option<u16>) -> Result<Vec<Node>> {
+    let mut held = Vec::new();
+    let mut nodes = Vec::new();
+    for id in 1..=brokers as u32 {
+        let port = match first_port {
+            Some(first) => {
+                let port = first
+                    .checked_add(id as u16 - 1)
+                    .context("--port is too high")?;
+                hold_port(&mut held, port)?
+            }
+            None => hold_port(&mut held, 0)?,
+        };
+        let controller_port = hold_port(&mut held, 0)?;
+        nodes.push(Node {
+            id,
+            port,
+            controller_port,
+            dir: root.join(format!("node-{id}")),
+        });
+    }
+    Ok(nodes)
+}
+
+/// Binds 127.0.0.1:`port` (0 = any free port) and returns the bound port.
+fn hold_port(held: &mut Vec<TcpListener>, port: u16) -> Result<u16> {
+    let listener = TcpListener::bind(("127.0.0.1", port)).with_context(|| {
+        format!("port {port} on 127.0.0.1 is taken; pick another with --port or stop what uses it")
+    })?;
+    let bound = listener.local_addr()?.port();
+    held.push(listener);
+    Ok(bound)
+}
+
+/// `kafka-storage format` on every node (in parallel: each is a JVM start).
+fn format_storage(nodes: &[Node], classpath: &str) -> Result<()> {
+    let began = Instant::now();
+    let cluster_id = cluster_id();
+    std::thread::scope(|scope| {
+        let runs: Vec<_> = nodes
+            .iter()
+            .map(|node| {
+                let cluster_id = &cluster_id;
+                scope.spawn(move || {
+                    process::run_captured(
+                        java(classpath)
+                            .args(["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c"])
+                            .arg(node.config_file()),
+                        &format!("formatting the storage of node-{}", node.id),
+                    )
+                })
+            })
+            .collect();
+        runs.into_iter()
+            .try_for_each(|run| run.join().expect("format thread panicked"))
+    })?;
+    eprintln!("kafka: storage formatted ({})", secs(began.elapsed()));
+    Ok(())
+}
+
+/// Starts every node and waits until each lists all of them in its metadata.
+fn launch_and_wait(nodes: &[Node], classpath: &str, lifetime: Lifetime) -> Result<Started> {
+    let began = Instant::now();
+    let mut children = Vec::new();
+    for node in nodes {
+        match launch(node, classpath, lifetime) {
+            Ok(child) => children.push(child),
+            Err(error) => {
+                kill_all(&mut children);
+                return Err(error);
+            }
+        }
+    }
+    if let Err(error) = wait_ready(nodes, &mut children) {
+        kill_all(&mut children);
+        remove_run_files();
+        return Err(error);
+    }
+    let bootstrap = nodes
+        .iter()
+        .map(Node::address)
+        .collect::<Vec<_>>()
+        .join(",");
+    fs::write(bootstrap_file(), &bootstrap)?;
+    eprintln!(
+        "kafka: {} node(s) up at {bootstrap} ({}); logs in {}",
+        nodes.len(),
+        secs(began.elapsed()),
+        paths::kafka_dir().display()
+    );
+    Ok(Started {
+        bootstrap,
+        children,
+    })
+}
+
+fn launch(node: &Node, classpath: &str, lifetime: Lifetime) -> Result<Child> {
+    let log = File::create(node.log_file())?;
+    let mut command = java(classpath);
+    if lifetime == Lifetime::ThisProcess {
+        die_with_parent(&mut command);
+    }
+    let child = command
+        .args(JVM_OPTIONS)
+        .arg("kafka.Kafka")
+        .arg(node.config_file())
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .with_context(|| format!("cannot start node-{}", node.id))?;
+    fs::write(node.pid_file(), child.id().to_string())?;
+    Ok(child)
+}
+
+/// Has the kernel send SIGTERM to the child when this thread exits.
+#[cfg(target_os = "linux")]
+fn die_with_parent(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs between fork and exec and only calls prctl(2),
+    // which is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Elsewhere a killed xtask leaves the cluster running; `kafka stop` ends it.
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_command: &mut Command) {}
+
+fn java(classpath: &str) -> Command {
+    let log_config = paths::repo_root().join("xtask/kafka/log4j2.properties");
+    let mut command = Command::new("java");
+    command
+        .arg(format!(
+            "-Dlog4j2.configurationFile={}",
+            log_config.display()
+        ))
+        .arg("-cp")
+        .arg(classpath);
+    command
+}
+
+fn wait_ready(nodes: &[Node], children: &mut [Child]) -> Result<()> {
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        for (node, child) in nodes.iter().zip(children.iter_mut()) {
+            if let Some(status) = child.try_wait()? {
+                bail!(not_up(node, &format!("exited ({status})")));
+            }
+        }
+        let ready = nodes.iter().all(|node| {
+            probe::broker_count(&node.address(), Duration::from_secs(2))
+                .is_ok_and(|count| count == nodes.len())
+        });
+        if ready {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            let reports: Vec<String> = nodes
+                .iter()
+                .map(|node| not_up(node, "did not come up"))
+                .collect();
+            bail!(
+                "the cluster did not answer within {} s\n{}",
+                READY_TIMEOUT.as_secs(),
+                reports.join("\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn not_up(node: &Node, why: &str) -> String {
+    let log = node.log_file();
+    format!(
+        "kafka: node-{} {why}; last lines of {}:\n{}",
+        node.id,
+        log.display(),
+        process::tail(&log, 40)
+    )
+}
+
+fn kill_all(children: &mut [Child]) {
+    for child in children {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+/// A random KRaft cluster id: 16 bytes, base64url without padding.
+fn cluster_id() -> String {
+    // RandomState is seeded randomly per process: good enough for a test
+    // cluster id, and it needs no extra dependency.
+    let random = || {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u128(Instant::now().elapsed().as_nanos());
+        hasher.finish().to_be_bytes()
+    };
+    let bytes: Vec<u8> = random().into_iter().chain(random()).collect();
+    base64url(&bytes)
+}
+
+fn base64url(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64url_without_padding() {
+        assert_eq!(base64url(b"f"), "Zg");
+        assert_eq!(base64url(b"fo"), "Zm8");
+        assert_eq!(base64url(b"foo"), "Zm9v");
+        assert_eq!(base64url(&[0xfb, 0xff]), "-_8");
+    }
+
+    #[test]
+    fn cluster_ids_are_22_chars_and_differ() {
+        let (a, b) = (cluster_id(), cluster_id());
+        assert_eq!(a.len(), 22);
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn taken_port_is_reported() {
+        let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = taken.local_addr().unwrap().port();
+        let error = hold_port(&mut Vec::new(), port).unwrap_err();
+        assert!(error.to_string().contains("is taken"), "{error}");
+    }
+}

@@ -1,0 +1,131 @@
+//! Java and Maven: the Kafka release everything uses, and resolving classpaths.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::SystemTime;
+
+use anyhow::{bail, Context, Result};
+
+use crate::process;
+
+/// The Apache Kafka release of the test broker and of the Kafka Streams
+/// reference side. Both poms default to it too (checked by a test below).
+pub const KAFKA_VERSION: &str = "4.1.2";
+
+/// Fails with an install hint when java or mvn is missing.
+pub fn require_java_and_maven() -> Result<()> {
+    process::require_tool(
+        "java",
+        "-version",
+        "install a JDK 17 or newer (Debian: apt-get install openjdk-17-jdk-headless)",
+    )?;
+    process::require_tool(
+        "mvn",
+        "--version",
+        "install Apache Maven 3.8 or newer (Debian: apt-get install maven)",
+    )
+}
+
+/// `mvn` in batch mode, quiet, with the Kafka release set.
+pub fn mvn(pom: &Path) -> Command {
+    let mut command = Command::new("mvn");
+    command
+        .args(["-B", "-q", "-Dstyle.color=never"])
+        .arg(format!("-Dkafka.version={KAFKA_VERSION}"))
+        .arg("-f")
+        .arg(pom);
+    command
+}
+
+/// The runtime classpath of `pom`, resolved once and kept in `cache` until the
+/// pom changes or a jar disappears. The second element tells whether Maven ran.
+pub fn classpath(pom: &Path, cache: &Path) -> Result<(String, bool)> {
+    if let Some(cached) = cached_classpath(pom, cache) {
+        return Ok((cached, false));
+    }
+    if let Some(dir) = cache.parent() {
+        fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    process::run_captured(
+        mvn(pom)
+            .arg("dependency:build-classpath")
+            .arg(format!("-Dmdep.outputFile={}", cache.display())),
+        "resolving the Kafka jars with Maven",
+    )?;
+    touch(cache)?;
+    let classpath = read_classpath(cache)?;
+    Ok((classpath, true))
+}
+
+fn cached_classpath(pom: &Path, cache: &Path) -> Option<String> {
+    if modified(cache)? < modified(pom)? {
+        return None;
+    }
+    let classpath = read_classpath(cache).ok()?;
+    all_exist(&classpath).then_some(classpath)
+}
+
+/// Whether every entry of `classpath` exists: a pruned or relocated Maven
+/// repository leaves a cached classpath that names missing jars.
+pub fn all_exist(classpath: &str) -> bool {
+    std::env::split_paths(classpath).all(|jar| jar.exists())
+}
+
+fn read_classpath(file: &Path) -> Result<String> {
+    let classpath = fs::read_to_string(file)
+        .with_context(|| format!("Maven wrote no classpath to {}", file.display()))?;
+    let classpath = classpath.trim().to_owned();
+    if classpath.is_empty() {
+        bail!("Maven resolved an empty classpath into {}", file.display());
+    }
+    Ok(classpath)
+}
+
+/// Marks a classpath file Maven just wrote as fresh. The dependency plugin
+/// leaves an unchanged file alone, so after a pom or source edit the old file
+/// would otherwise look stale on every run.
+pub fn touch(path: &Path) -> Result<()> {
+    fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|file| file.set_modified(SystemTime::now()))
+        .with_context(|| format!("cannot touch {}", path.display()))
+}
+
+/// Modification time; `None` when the file does not exist.
+pub fn modified(path: &Path) -> Option<SystemTime> {
+    fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// The newest modification time of any file under `dir` (recursively).
+pub fn newest_under(dir: &Path) -> Option<SystemTime> {
+    let mut newest = modified(dir);
+    for entry in fs::read_dir(dir).ok()?.flatten() {
+        let path: PathBuf = entry.path();
+        let time = if path.is_dir() {
+            newest_under(&path)
+        } else {
+            modified(&path)
+        };
+        newest = newest.max(time);
+    }
+    newest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paths::repo_root;
+
+    /// The broker and the reference side must run the same Kafka release even
+    /// when someone runs Maven by hand, without xtask's -Dkafka.version.
+    #[test]
+    fn poms_default_to_the_same_kafka_release() {
+        let expected = format!("<kafka.version>{KAFKA_VERSION}</kafka.version>");
+        for pom in ["xtask/kafka/pom.xml", "compat/pom.xml"] {
+            let text = fs::read_to_string(repo_root().join(pom)).unwrap();
+            assert!(text.contains(&expected), "{pom} should say {expected}");
+        }
+    }
+}
