@@ -27,7 +27,12 @@ fn produce(bootstrap: &str, topic: &str, records: impl IntoIterator<Item = (Stri
         .unwrap();
     for (key, value, ts) in records {
         loop {
-            match producer.send(BaseRecord::to(topic).key(&key).payload(&value).timestamp(ts)) {
+            match producer.send(
+                BaseRecord::to(topic)
+                    .key(&key)
+                    .payload(&value)
+                    .timestamp(ts),
+            ) {
                 Ok(()) => break,
                 Err((_, _)) => producer.poll(Duration::from_millis(50)),
             }
@@ -39,7 +44,12 @@ fn produce(bootstrap: &str, topic: &str, records: impl IntoIterator<Item = (Stri
 
 /// Every value in `topic` as a read_committed consumer sees it, until
 /// `want` values or the timeout.
-fn read_committed(bootstrap: &str, topic: &str, want: usize, timeout: Duration) -> Vec<(String, String)> {
+fn read_committed(
+    bootstrap: &str,
+    topic: &str,
+    want: usize,
+    timeout: Duration,
+) -> Vec<(String, String)> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("group.id", unique_name("reader"))
@@ -62,7 +72,10 @@ fn read_committed(bootstrap: &str, topic: &str, want: usize, timeout: Duration) 
     while Instant::now() < settle {
         if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
             let key = String::from_utf8_lossy(m.key().unwrap_or_default()).to_string();
-            out.push((key, String::from_utf8_lossy(m.payload().unwrap_or_default()).to_string()));
+            out.push((
+                key,
+                String::from_utf8_lossy(m.payload().unwrap_or_default()).to_string(),
+            ));
         }
     }
     out
@@ -102,7 +115,13 @@ fn eos_child_process() {
 
 fn spawn_child(spec: &str) -> Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "eos_child_process", "--nocapture", "--test-threads", "1"])
+        .args([
+            "--exact",
+            "eos_child_process",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
         .env(CHILD_ENV, spec)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -115,11 +134,17 @@ fn exactly_once_survives_an_instance_killed_mid_run() {
     let Some(bootstrap) = test_broker() else {
         return;
     };
-    let (input, output, app_id) = (unique_name("eos-in"), unique_name("eos-out"), unique_name("eos-app"));
+    let (input, output, app_id) = (
+        unique_name("eos-in"),
+        unique_name("eos-out"),
+        unique_name("eos-app"),
+    );
     create_topic(&bootstrap, &input, 2, 1).unwrap();
     create_topic(&bootstrap, &output, 2, 1).unwrap();
     let total = 3_000;
-    let records = |range: std::ops::Range<usize>| range.map(|i| (format!("k{}", i % 10), format!("{i}"), i as i64));
+    let records = |range: std::ops::Range<usize>| {
+        range.map(|i| (format!("k{}", i % 10), format!("{i}"), i as i64))
+    };
     produce(&bootstrap, &input, records(0..total / 2));
     let spec = format!("{bootstrap}|{app_id}|{input}|{output}");
 
@@ -127,7 +152,10 @@ fn exactly_once_survives_an_instance_killed_mid_run() {
     // made some progress, with transactions open.
     let mut first = spawn_child(&spec);
     let progress = read_committed(&bootstrap, &output, 200, Duration::from_secs(60));
-    assert!(progress.len() >= 200, "the first instance made progress before the kill");
+    assert!(
+        progress.len() >= 200,
+        "the first instance made progress before the kill"
+    );
     produce(&bootstrap, &input, records(total / 2..total));
     first.kill().unwrap();
     first.wait().unwrap();
@@ -142,10 +170,24 @@ fn exactly_once_survives_an_instance_killed_mid_run() {
     for (_, value) in &seen {
         *counts.entry(value.clone()).or_default() += 1;
     }
-    let duplicates: Vec<_> = counts.iter().filter(|(_, n)| **n > 1).map(|(v, _)| v.clone()).collect();
-    assert!(duplicates.is_empty(), "duplicates under exactly-once: {duplicates:?}");
-    let missing: Vec<usize> = (0..total).filter(|i| !counts.contains_key(&format!("seen:{i}"))).collect();
-    assert!(missing.is_empty(), "{} records missing, e.g. {:?}", missing.len(), &missing[..missing.len().min(10)]);
+    let duplicates: Vec<_> = counts
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|(v, _)| v.clone())
+        .collect();
+    assert!(
+        duplicates.is_empty(),
+        "duplicates under exactly-once: {duplicates:?}"
+    );
+    let missing: Vec<usize> = (0..total)
+        .filter(|i| !counts.contains_key(&format!("seen:{i}")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} records missing, e.g. {:?}",
+        missing.len(),
+        &missing[..missing.len().min(10)]
+    );
     assert_eq!(seen.len(), total);
 }
 
@@ -154,20 +196,33 @@ fn max_task_idle_orders_records_of_two_topics_of_one_task_by_timestamp() {
     let Some(bootstrap) = test_broker() else {
         return;
     };
-    let (left, right, output) = (unique_name("idle-a"), unique_name("idle-b"), unique_name("idle-out"));
+    let (left, right, output) = (
+        unique_name("idle-a"),
+        unique_name("idle-b"),
+        unique_name("idle-out"),
+    );
     for t in [&left, &right, &output] {
         create_topic(&bootstrap, t, 1, 1).unwrap();
     }
     // Both topics are filled before start: odd timestamps left, even right.
     let n = 500i64;
-    produce(&bootstrap, &left, (0..n).map(|i| ("k".to_string(), format!("a{}", 2 * i + 1), 2 * i + 1)));
-    produce(&bootstrap, &right, (0..n).map(|i| ("k".to_string(), format!("b{}", 2 * i + 2), 2 * i + 2)));
+    produce(
+        &bootstrap,
+        &left,
+        (0..n).map(|i| ("k".to_string(), format!("a{}", 2 * i + 1), 2 * i + 1)),
+    );
+    produce(
+        &bootstrap,
+        &right,
+        (0..n).map(|i| ("k".to_string(), format!("b{}", 2 * i + 2), 2 * i + 2)),
+    );
 
     let builder = StreamsBuilder::new();
     builder
         .stream_topics::<String, String>(&[left.as_str(), right.as_str()], Consumed::default())
         .to(&output);
-    let mut config = StreamsConfig::new(unique_name("idle-app"), &bootstrap).commit_interval(Duration::from_millis(100));
+    let mut config = StreamsConfig::new(unique_name("idle-app"), &bootstrap)
+        .commit_interval(Duration::from_millis(100));
     config.set("max.task.idle.ms", "5000").unwrap();
     let mut app = KafkaStreams::new(builder.build().unwrap(), config);
     app.start().unwrap();
