@@ -76,7 +76,7 @@ fn broker_steps() -> Result<Vec<(&'static str, Outcome)>> {
     let mut test = cargo(&["test", "--workspace", "--no-fail-fast"]);
     test.env(BOOTSTRAP_ENV, lease.bootstrap());
     let tests = outcome(process::status(&mut test, "cargo test")?.success());
-    let compat = match compat::run_all_java(lease.bootstrap()) {
+    let compat = match compat::run_all_both(lease.bootstrap()) {
         Ok(agree) => outcome(agree),
         Err(error) => {
             eprintln!("ci: compat: {error:#}");

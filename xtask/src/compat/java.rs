@@ -83,6 +83,22 @@ impl JavaHarness {
         )
     }
 
+    /// Waits until `group` has committed the end offsets of `topics` (and of
+    /// its repartition topics): the app has processed its whole input.
+    pub fn await_idle(&self, bootstrap: &str, group: &str, topics: &[&str]) -> Result<()> {
+        process::run(
+            self.tool("await-idle", bootstrap).args([
+                "--group",
+                group,
+                "--topics",
+                &topics.join(","),
+                "--timeout-secs",
+                "180",
+            ]),
+            "waiting for the kstreams app to process its input",
+        )
+    }
+
     pub fn dump(
         &self,
         bootstrap: &str,

@@ -11,6 +11,7 @@
 //! The files of the last run stay in compat/target/runs/<scenario>/.
 
 mod java;
+mod kstreams_side;
 mod partitioner;
 mod records;
 mod scenario;
@@ -23,6 +24,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context, Result};
 
 use self::java::{AppRun, JavaHarness};
+use self::kstreams_side::KstreamsSide;
 use self::records::Record;
 use self::scenario::{Scenario, SCENARIOS};
 use crate::cli::Args;
@@ -58,9 +60,6 @@ struct Options {
 
 pub fn cli(args: Args) -> Result<ExitCode> {
     let options = parse(args)?;
-    if options.sides == [Side::Kstreams] {
-        bail!("the kstreams side of the compat scenarios is not yet available");
-    }
     let lease = Lease::acquire()?;
     Ok(if run_all(&options, lease.bootstrap())? {
         ExitCode::SUCCESS
@@ -69,12 +68,13 @@ pub fn cli(args: Args) -> Result<ExitCode> {
     })
 }
 
-/// Every scenario on the Java side against `bootstrap`, as `cargo xtask ci`
-/// runs them; true when all match their expected output.
-pub fn run_all_java(bootstrap: &str) -> Result<bool> {
+/// Every scenario on both sides against `bootstrap`, as `cargo xtask ci`
+/// runs them (the kstreams side skips what it cannot run yet); true when all
+/// outputs match the expected ones and each other.
+pub fn run_all_both(bootstrap: &str) -> Result<bool> {
     let options = Options {
         scenarios: SCENARIOS.iter().collect(),
-        sides: vec![Side::Java],
+        sides: vec![Side::Java, Side::Kstreams],
         seed: DEFAULT_SEED,
         records: None,
     };
@@ -83,9 +83,14 @@ pub fn run_all_java(bootstrap: &str) -> Result<bool> {
 
 fn run_all(options: &Options, bootstrap: &str) -> Result<bool> {
     let java = JavaHarness::build()?;
+    let kstreams = if options.sides.contains(&Side::Kstreams) {
+        Some(KstreamsSide::build()?)
+    } else {
+        None
+    };
     let mut failed = Vec::new();
     for scenario in &options.scenarios {
-        if !run(scenario, options, &java, bootstrap)? {
+        if !run(scenario, options, &java, kstreams.as_ref(), bootstrap)? {
             failed.push(scenario.name);
         }
     }
@@ -140,6 +145,7 @@ fn run(
     scenario: &'static Scenario,
     options: &Options,
     java: &JavaHarness,
+    kstreams: Option<&KstreamsSide>,
     bootstrap: &str,
 ) -> Result<bool> {
     let began = Instant::now();
@@ -152,12 +158,13 @@ fn run(
     let mut outputs: Vec<(Side, Vec<Record>)> = Vec::new();
     for &side in &options.sides {
         let run = topics.app_run(scenario, side, &dir);
-        if let Some(output) = run_side(side, &run, java, bootstrap, &dir)? {
+        if let Some(output) = run_side(side, &run, java, kstreams, bootstrap, &dir)? {
             outputs.push((side, output));
         }
     }
 
-    let agree = compare(scenario, &expected, &outputs);
+    let agree =
+        compare(scenario, &expected, &outputs) & same_topology(scenario, &topics, &outputs, &dir);
     eprintln!(
         "compat: {} {} ({}; files in {})",
         scenario.name,
@@ -196,14 +203,18 @@ fn run_side(
     side: Side,
     run: &AppRun,
     java: &JavaHarness,
+    kstreams: Option<&KstreamsSide>,
     bootstrap: &str,
     dir: &Path,
 ) -> Result<Option<Vec<Record>>> {
-    match side {
-        Side::Java => java.run_scenario(bootstrap, run)?,
-        Side::Kstreams => {
+    match (side, kstreams) {
+        (Side::Java, _) => java.run_scenario(bootstrap, run)?,
+        (Side::Kstreams, Some(kstreams)) if kstreams.supports(run.scenario) => {
+            kstreams.run_scenario(bootstrap, run, java)?
+        }
+        (Side::Kstreams, _) => {
             eprintln!(
-                "compat: {}: the kstreams side is not yet available; skipped",
+                "compat: {}: the kstreams side cannot run this scenario yet; skipped",
                 run.scenario
             );
             return Ok(None);
@@ -241,6 +252,53 @@ fn compare(scenario: &Scenario, expected: &[Record], outputs: &[(Side, Vec<Recor
         check(a.name(), a_out, b.name(), b_out);
     }
     agree
+}
+
+/// Whether the sides that ran describe the same topology (Kafka Streams'
+/// `describe()` text, output topic names aside): same generated names, same
+/// sub-topologies, same edges.
+fn same_topology(
+    scenario: &Scenario,
+    topics: &Topics,
+    outputs: &[(Side, Vec<Record>)],
+    dir: &Path,
+) -> bool {
+    let [(a, _), (b, _)] = outputs else {
+        return true;
+    };
+    let read = |side: Side| {
+        fs::read_to_string(dir.join(format!("{}-topology.txt", side.name())))
+            .map(|text| text.replace(&topics.output(side), "<output>"))
+    };
+    match (read(*a), read(*b)) {
+        (Ok(left), Ok(right)) if left == right => {
+            eprintln!(
+                "compat: {}: both sides describe the same topology",
+                scenario.name
+            );
+            true
+        }
+        (Ok(left), Ok(right)) => {
+            eprintln!(
+                "compat: {}: the topologies differ:\n--- {}\n{left}--- {}\n{right}",
+                scenario.name,
+                a.name(),
+                b.name()
+            );
+            false
+        }
+        (left, right) => {
+            eprintln!(
+                "compat: {}: a topology description is missing ({}: {}, {}: {})",
+                scenario.name,
+                a.name(),
+                left.is_ok(),
+                b.name(),
+                right.is_ok()
+            );
+            false
+        }
+    }
 }
 
 /// compat/target/runs/<scenario>/, emptied for this run.

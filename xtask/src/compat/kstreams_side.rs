@@ -1,0 +1,108 @@
+//! The kstreams side of the compat scenarios: compat/kstreams, a binary
+//! running the same topologies as the Java apps on the kstreams runtime.
+
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use super::java::{AppRun, JavaHarness};
+use crate::paths;
+use crate::process::{self, secs};
+
+/// The built kstreams-compat binary and the scenarios it supports.
+pub struct KstreamsSide {
+    binary: PathBuf,
+    supported: Vec<String>,
+}
+
+impl KstreamsSide {
+    /// Builds compat/kstreams (incremental: fast when nothing changed).
+    pub fn build() -> Result<Self> {
+        let began = Instant::now();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+        process::run(
+            Command::new(&cargo).current_dir(paths::repo_root()).args([
+                "build",
+                "--quiet",
+                "--package",
+                "kstreams-compat",
+            ]),
+            "building compat/kstreams",
+        )?;
+        let binary = target_dir(&cargo)?.join("debug/kstreams-compat");
+        let listed = Command::new(&binary)
+            .arg("supported")
+            .output()
+            .with_context(|| format!("cannot run {}", binary.display()))?;
+        let supported = String::from_utf8_lossy(&listed.stdout)
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        eprintln!(
+            "compat: built the kstreams side ({})",
+            secs(began.elapsed())
+        );
+        Ok(KstreamsSide { binary, supported })
+    }
+
+    pub fn supports(&self, scenario: &str) -> bool {
+        self.supported.iter().any(|s| s == scenario)
+    }
+
+    /// Runs the scenario until its group has committed the end of its
+    /// input, then stops it with SIGTERM (a clean close) and checks it
+    /// exited well.
+    pub fn run_scenario(&self, bootstrap: &str, run: &AppRun, java: &JavaHarness) -> Result<()> {
+        let mut child = Command::new(&self.binary)
+            .args(["run", run.scenario, "--bootstrap", bootstrap])
+            .args(["--app-id", &run.app_id, "--input", &run.input])
+            .args(["--output", &run.output])
+            .arg("--describe-to")
+            .arg(&run.describe_to)
+            .spawn()
+            .with_context(|| format!("cannot start {}", self.binary.display()))?;
+        let idle = java.await_idle(bootstrap, &run.app_id, &[run.input.as_str()]);
+        let stopped = stop(&mut child);
+        idle?;
+        stopped
+    }
+}
+
+fn stop(child: &mut Child) -> Result<()> {
+    process::signal(child.id() as i32, libc::SIGTERM);
+    let mut status = None;
+    process::wait_until(Duration::from_secs(40), || {
+        status = child.try_wait().ok().flatten();
+        status.is_some()
+    });
+    match status {
+        Some(s) if s.success() => Ok(()),
+        Some(s) => bail!("the kstreams app exited with {s}"),
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("the kstreams app did not stop within 40 s of SIGTERM")
+        }
+    }
+}
+
+/// Cargo's target directory, wherever CARGO_TARGET_DIR or config put it.
+fn target_dir(cargo: &str) -> Result<PathBuf> {
+    let output = Command::new(cargo)
+        .current_dir(paths::repo_root())
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .output()
+        .context("cannot run cargo metadata")?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    // The one field needed; not worth a JSON parser in xtask.
+    let start = text
+        .find("\"target_directory\":\"")
+        .context("cargo metadata printed no target_directory")?
+        + "\"target_directory\":\"".len();
+    let end = text[start..]
+        .find('"')
+        .context("malformed cargo metadata output")?;
+    Ok(PathBuf::from(&text[start..start + end]))
+}
