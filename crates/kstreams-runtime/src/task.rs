@@ -1,6 +1,5 @@
 //! `StreamTask`: one sub-topology over one partition of its topics.
 
-use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use kstreams_dsl::internals::{ConsumedRecord, ProducedRecord, TaskContext, TaskTopology};
@@ -34,7 +33,9 @@ pub struct TaskMetrics {
 pub struct StreamTask {
     topology: TaskTopology,
     config: TaskConfig,
-    partition_time: HashMap<(String, i32), Timestamp>,
+    /// Largest timestamp seen per input partition; a task has few, so a
+    /// vector searched by name avoids allocating a key per record.
+    partition_time: Vec<(String, i32, Timestamp)>,
     metrics: TaskMetrics,
 }
 
@@ -50,7 +51,7 @@ impl StreamTask {
         Ok(Self {
             topology,
             config,
-            partition_time: HashMap::new(),
+            partition_time: Vec::new(),
             metrics: TaskMetrics::default(),
         })
     }
@@ -84,8 +85,19 @@ impl StreamTask {
     /// punctuation it made due. A dropped record (bad bytes or a failure
     /// under a "continue" handler, a negative timestamp) is `Ok`.
     pub fn process(&mut self, record: ConsumedRecord) -> Result<(), StreamsError> {
-        let key = (record.topic.clone(), record.partition);
-        let partition_time = self.partition_time.get(&key).copied().unwrap_or(-1);
+        let slot = match self
+            .partition_time
+            .iter()
+            .position(|(t, p, _)| *p == record.partition && *t == record.topic)
+        {
+            Some(slot) => slot,
+            None => {
+                self.partition_time
+                    .push((record.topic.clone(), record.partition, -1));
+                self.partition_time.len() - 1
+            }
+        };
+        let partition_time = self.partition_time[slot].2;
         let extractor = self
             .topology
             .timestamp_extractor(&record.topic)
@@ -108,15 +120,9 @@ impl StreamTask {
             self.metrics.dropped.inc();
             return Ok(());
         }
-        self.partition_time
-            .insert(key, partition_time.max(timestamp));
+        self.partition_time[slot].2 = partition_time.max(timestamp);
         self.topology.context().advance_stream_time(timestamp);
-        let position = RecordPosition {
-            topic: record.topic.clone(),
-            partition: record.partition,
-            offset: record.offset,
-        };
-        let result = self.guarded(Some(position), |t| t.process(record, timestamp));
+        let result = self.guarded(|t| t.process(record, timestamp));
         match result {
             Ok(()) => self.metrics.processed.inc(),
             Err(error) => self.handle(error)?,
@@ -132,7 +138,7 @@ impl StreamTask {
     }
 
     fn punctuate(&mut self, kind: PunctuationType) -> Result<(), StreamsError> {
-        let fired = self.guarded(None, |t| t.punctuate(kind));
+        let fired = self.guarded(|t| t.punctuate(kind));
         match fired {
             Ok(true) => {
                 self.metrics.punctuations.inc();
@@ -144,10 +150,10 @@ impl StreamTask {
     }
 
     /// Runs `f` on the topology, turning a panic in user code into
-    /// [`StreamsError::Panic`] naming the node it came from.
+    /// [`StreamsError::Panic`] naming the node it came from and the record
+    /// it was on (the sources record it before deserializing).
     fn guarded<T>(
         &mut self,
-        position: Option<RecordPosition>,
         f: impl FnOnce(&mut TaskTopology) -> Result<T, StreamsError>,
     ) -> Result<T, StreamsError> {
         let topology = &mut self.topology;
@@ -161,6 +167,11 @@ impl StreamTask {
                     .unwrap_or_else(|| "a panic without a message".to_string());
                 let context = self.topology.context();
                 let node = context.current_node().unwrap_or("(unknown)").to_string();
+                let position = context.record_metadata().map(|m| RecordPosition {
+                    topic: m.topic.clone(),
+                    partition: m.partition,
+                    offset: m.offset,
+                });
                 context.reset_after_panic();
                 Err(StreamsError::Panic {
                     node,

@@ -222,34 +222,46 @@ impl<K: Clone + 'static, V: Clone + 'static> SourceHandle for SourceNode<K, V> {
         timestamp: Timestamp,
         task: &mut TaskContext,
     ) -> Result<(), StreamsError> {
+        let ConsumedRecord {
+            topic,
+            partition,
+            offset,
+            key,
+            value,
+            headers,
+            ..
+        } = record;
+        // The origin is known before the bytes are read, so errors and
+        // panics from here on name the record.
+        let metadata = task.metadata.insert(RecordMetadata {
+            topic,
+            partition,
+            offset,
+        });
+        let topic = metadata.topic.as_str();
         let deserialization_error = |part, source| StreamsError::Deserialization {
             node: self.info.name.to_string(),
             part,
             position: RecordPosition {
-                topic: record.topic.clone(),
-                partition: record.partition,
-                offset: record.offset,
+                topic: topic.to_string(),
+                partition,
+                offset,
             },
             source: Box::new(source),
         };
         let key = self
             .key_serde
-            .deserialize(&record.topic, &record.headers, record.key.as_deref())
+            .deserialize(topic, &headers, key.as_deref())
             .map_err(|e| deserialization_error("key", e))?;
         let value = self
             .value_serde
-            .deserialize(&record.topic, &record.headers, record.value.as_deref())
+            .deserialize(topic, &headers, value.as_deref())
             .map_err(|e| deserialization_error("value", e))?;
-        task.metadata = Some(RecordMetadata {
-            topic: record.topic,
-            partition: record.partition,
-            offset: record.offset,
-        });
         let typed = Record {
             key,
             value,
             timestamp,
-            headers: record.headers,
+            headers,
         };
         let previous = task.current_node.replace(self.info.name.clone());
         let result = self.outputs.forward(typed, task);

@@ -1,11 +1,22 @@
 //! The records a task has fetched, per partition, and the choice of which
 //! to process next.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use kstreams_dsl::internals::ConsumedRecord;
 use kstreams_metrics::Counter;
+
+/// One input partition of a task: its buffered records and how far the
+/// task has processed it.
+#[derive(Debug)]
+struct PartitionQueue {
+    topic: String,
+    partition: i32,
+    records: VecDeque<ConsumedRecord>,
+    /// Offset after the last record handed out since the last `take_progress`.
+    progress: Option<i64>,
+}
 
 /// A task's buffered records, one queue per input partition.
 ///
@@ -15,49 +26,73 @@ use kstreams_metrics::Counter;
 /// While one of the task's partitions has nothing buffered, the task waits
 /// up to `max.task.idle.ms` for it before processing what it has (KIP-353);
 /// each time it gives up waiting is counted as enforced processing.
+///
+/// A task has a handful of partitions, so a vector searched by name beats
+/// a map whose keys would be allocated per record.
 #[derive(Debug, Default)]
 pub(crate) struct PartitionGroup {
-    queues: BTreeMap<(String, i32), VecDeque<ConsumedRecord>>,
+    queues: Vec<PartitionQueue>,
     blocked_since: Option<Instant>,
 }
 
 impl PartitionGroup {
-    pub fn add_partition(&mut self, topic: &str, partition: i32) {
+    fn queue_mut(&mut self, topic: &str, partition: i32) -> Option<&mut PartitionQueue> {
         self.queues
-            .entry((topic.to_string(), partition))
-            .or_default();
+            .iter_mut()
+            .find(|q| q.partition == partition && q.topic == topic)
+    }
+
+    pub fn add_partition(&mut self, topic: &str, partition: i32) {
+        if self.queue_mut(topic, partition).is_none() {
+            self.queues.push(PartitionQueue {
+                topic: topic.to_string(),
+                partition,
+                records: VecDeque::new(),
+                progress: None,
+            });
+        }
     }
 
     /// Forgets a partition and its buffered records; returns whether the
     /// group is now empty of partitions.
     pub fn remove_partition(&mut self, topic: &str, partition: i32) -> bool {
-        self.queues.remove(&(topic.to_string(), partition));
+        self.queues
+            .retain(|q| !(q.partition == partition && q.topic == topic));
         self.queues.is_empty()
     }
 
-    /// Drops every buffered record, keeping the partitions.
+    /// Drops every buffered record and the progress not yet taken, keeping
+    /// the partitions.
     pub fn clear(&mut self) {
-        for queue in self.queues.values_mut() {
-            queue.clear();
+        for queue in &mut self.queues {
+            queue.records.clear();
+            queue.progress = None;
         }
         self.blocked_since = None;
     }
 
-    pub fn push(&mut self, record: ConsumedRecord) {
-        self.queues
-            .entry((record.topic.clone(), record.partition))
-            .or_default()
-            .push_back(record);
+    /// Buffers a record; returns how many its partition now holds.
+    pub fn push(&mut self, record: ConsumedRecord) -> usize {
+        let (topic, partition) = (record.topic.as_str(), record.partition);
+        if self.queue_mut(topic, partition).is_none() {
+            self.add_partition(topic, partition);
+        }
+        let queue = self
+            .queue_mut(&record.topic, record.partition)
+            .expect("just added");
+        queue.records.push_back(record);
+        queue.records.len()
     }
 
     pub fn buffered(&self, topic: &str, partition: i32) -> usize {
         self.queues
-            .get(&(topic.to_string(), partition))
-            .map_or(0, VecDeque::len)
+            .iter()
+            .find(|q| q.partition == partition && q.topic == topic)
+            .map_or(0, |q| q.records.len())
     }
 
     pub fn is_empty(&self) -> bool {
-        self.queues.values().all(VecDeque::is_empty)
+        self.queues.iter().all(|q| q.records.is_empty())
     }
 
     /// The next record to process, or `None` if nothing is buffered or the
@@ -69,7 +104,7 @@ impl PartitionGroup {
         now: Instant,
         enforced: &Counter,
     ) -> Option<ConsumedRecord> {
-        let any_empty = self.queues.values().any(VecDeque::is_empty);
+        let any_empty = self.queues.iter().any(|q| q.records.is_empty());
         if any_empty && self.queues.len() > 1 && !self.is_empty() {
             let since = *self.blocked_since.get_or_insert(now);
             if now.duration_since(since) < max_idle {
@@ -81,14 +116,25 @@ impl PartitionGroup {
         }
         let queue = self
             .queues
-            .values_mut()
-            .filter(|q| !q.is_empty())
-            .min_by_key(|q| q.front().map(|r| r.timestamp))?;
-        let record = queue.pop_front();
-        if queue.is_empty() {
+            .iter_mut()
+            .filter(|q| !q.records.is_empty())
+            .min_by_key(|q| q.records.front().map(|r| r.timestamp))?;
+        let record = queue.records.pop_front()?;
+        queue.progress = Some(record.offset + 1);
+        if queue.records.is_empty() {
             self.blocked_since = None;
         }
-        record
+        Some(record)
+    }
+
+    /// For each partition that advanced since the last call: the offset to
+    /// commit (after the last record handed out).
+    pub fn take_progress(&mut self) -> impl Iterator<Item = (&str, i32, i64)> + '_ {
+        self.queues.iter_mut().filter_map(|q| {
+            q.progress
+                .take()
+                .map(|o| (q.topic.as_str(), q.partition, o))
+        })
     }
 }
 
@@ -131,6 +177,13 @@ mod tests {
                 ("b".into(), 1)
             ]
         );
+        let mut progress: Vec<_> = g
+            .take_progress()
+            .map(|(t, p, o)| (t.to_string(), p, o))
+            .collect();
+        progress.sort();
+        assert_eq!(progress, [("a".to_string(), 0, 2), ("b".to_string(), 0, 2)]);
+        assert_eq!(g.take_progress().count(), 0, "progress is taken once");
     }
 
     #[test]
@@ -138,7 +191,7 @@ mod tests {
         let mut g = PartitionGroup::default();
         g.add_partition("a", 0);
         g.add_partition("b", 0);
-        g.push(rec("a", 0, 0, 1));
+        assert_eq!(g.push(rec("a", 0, 0, 1)), 1);
         let start = Instant::now();
         let idle = Duration::from_millis(100);
         let enforced = Counter::new();

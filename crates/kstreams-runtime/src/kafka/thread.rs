@@ -379,8 +379,12 @@ impl ThreadLoop {
     /// buffering records in their tasks' partition groups.
     fn poll_records(&mut self, timeout: Duration) -> Result<(), RuntimeError> {
         let mut wait = timeout;
-        // Bounded so a busy topic does not starve processing and commits.
-        for _ in 0..10_000 {
+        // One batch of at most the per-partition bound: then every buffer is
+        // worked down before the next poll, so a partition only goes over
+        // the bound (and is paused) while its task waits on another
+        // partition. Pausing is costly in librdkafka: it drops the
+        // partition's prefetched records, which are fetched again on resume.
+        for _ in 0..self.config.buffered_records_per_partition {
             let Some(result) = self.consumer.poll(wait) else {
                 break;
             };
@@ -403,13 +407,14 @@ impl ThreadLoop {
             let Some(entry) = self.tasks.get_mut(&id) else {
                 continue; // a record of a partition revoked in this poll
             };
-            let tp = (record.topic.clone(), record.partition);
-            entry.group.push(record);
-            if entry.group.buffered(&tp.0, tp.1) > self.config.buffered_records_per_partition
-                && self.paused.insert(tp.clone())
-            {
+            let buffered = entry.group.push(record);
+            if buffered > self.config.buffered_records_per_partition {
                 // Backpressure: stop fetching this partition until the
                 // task has worked its buffer down.
+                let tp = (message.topic().to_string(), message.partition());
+                if !self.paused.insert(tp.clone()) {
+                    continue;
+                }
                 let mut tpl = TopicPartitionList::new();
                 tpl.add_partition(&tp.0, tp.1);
                 self.consumer.pause(&tpl)?;
@@ -523,8 +528,12 @@ impl ThreadLoop {
     /// come. Returns whether anything can be committed.
     fn process_buffered(&mut self) -> Result<bool, RuntimeError> {
         let max_idle = self.config.max_task_idle;
-        let mut processed_offsets = Vec::new();
         let mut outputs = Vec::new();
+        let mut processed = self
+            .shared
+            .processed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         for entry in self.tasks.values_mut() {
             let now = Instant::now();
             while let Some(record) =
@@ -532,25 +541,25 @@ impl ThreadLoop {
                     .group
                     .next(max_idle, now, &entry.task.metrics().enforced_processing)
             {
-                let (topic, partition, offset) =
-                    (record.topic.clone(), record.partition, record.offset);
                 entry.task.process(record)?;
-                processed_offsets.push(((topic, partition), offset + 1));
+            }
+            // One map update per partition and batch, not per record.
+            for (topic, partition, next) in entry.group.take_progress() {
+                match processed.get_mut(&(topic.to_string(), partition)) {
+                    Some(offset) => *offset = next,
+                    None => {
+                        processed.insert((topic.to_string(), partition), next);
+                    }
+                }
             }
             outputs.extend(entry.task.drain_output());
         }
+        let committable = !processed.is_empty();
+        drop(processed);
         for record in outputs {
             self.send(record)?;
         }
-        let mut processed = self
-            .shared
-            .processed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        for (tp, next) in processed_offsets {
-            processed.insert(tp, next);
-        }
-        Ok(!processed.is_empty())
+        Ok(committable)
     }
 
     fn punctuate_wall_clock(&mut self) -> Result<(), RuntimeError> {
