@@ -49,6 +49,12 @@ impl Args {
     }
 
     /// Fails on whatever no task asked for, so a typo is not silently ignored.
+    /// Everything not taken yet, in order: arguments passed through to
+    /// another tool.
+    pub fn rest(self) -> Vec<String> {
+        self.items.into()
+    }
+
     pub fn finish(self) -> Result<()> {
         if self.items.is_empty() {
             Ok(())

@@ -5,7 +5,10 @@
 //! - `compat <scenario>`: a differential run of a reference scenario on Apache
 //!   Kafka Streams (compat/), diffed record by record against the expected output.
 //! - `ci`: everything CI checks, with a broker for the tests.
+//! - `bench [NAME]`: the benchmarks of benches/, with a broker for those that
+//!   need one.
 
+mod bench;
 mod ci;
 mod cli;
 mod compat;
@@ -35,6 +38,9 @@ tasks:
                        run a reference scenario and diff its output
                        (scenarios: wordcount, filter-map)
   ci                   fmt, clippy, cargo-deny, then the tests against a broker
+  bench [NAME] [ARGS]  cargo bench -p kstreams-benches [--bench NAME], with a
+                       broker in KSTREAMS_BOOTSTRAP (stateless_chain,
+                       broker_passthrough, ...)
 ";
 
 fn main() -> ExitCode {
@@ -53,6 +59,7 @@ fn run(mut args: Args) -> Result<ExitCode> {
         Some("kafka") => kafka::cli(args),
         Some("compat") => compat::cli(args),
         Some("ci") => ci::cli(args),
+        Some("bench") => bench::cli(args),
         Some("help" | "-h" | "--help") | None => {
             print!("{USAGE}");
             Ok(ExitCode::SUCCESS)
