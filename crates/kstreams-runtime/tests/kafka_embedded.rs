@@ -14,7 +14,9 @@ use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams_embedded::rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
 use kstreams_embedded::rdkafka::{ClientConfig, Message};
 use kstreams_embedded::EmbeddedKafka;
-use kstreams_runtime::kafka::{KafkaStreams, RuntimeError, State, StreamsConfig};
+use kstreams_runtime::kafka::{
+    KafkaStreams, RuntimeError, State, StreamThreadExceptionResponse, StreamsConfig,
+};
 
 const INPUT: &str = "input";
 const OUTPUT: &str = "output";
@@ -242,4 +244,58 @@ fn a_missing_source_topic_fails_start_naming_it() {
         other => panic!("expected a missing-topic error, got {other:?}"),
     }
     assert_eq!(app.state(), State::Created);
+}
+
+#[test]
+fn a_failed_thread_commits_nothing_of_its_failed_batch_and_the_app_reaches_error() {
+    let kafka = EmbeddedKafka::start(1).unwrap();
+    kafka.create_topic(INPUT, 1, 1).unwrap();
+    kafka.create_topic(OUTPUT, 1, 1).unwrap();
+    let bootstrap = kafka.bootstrap_servers();
+    produce(&bootstrap, 0..100);
+    let failing = {
+        let builder = StreamsBuilder::new();
+        builder
+            .stream::<String, String>(INPUT)
+            .map_values(|v| {
+                assert_ne!(v, "v50", "a poison record");
+                v.to_uppercase()
+            })
+            .to(OUTPUT);
+        // Commits are rare, so the failed batch is still open when the
+        // thread dies; closing its consumer must not commit it.
+        let config =
+            StreamsConfig::new("failing-app", &bootstrap).commit_interval(Duration::from_secs(60));
+        KafkaStreams::new(builder.build().unwrap(), config)
+    };
+    let mut failing = failing;
+    failing.set_uncaught_exception_handler(|_| StreamThreadExceptionResponse::ShutdownClient);
+    failing.start().unwrap();
+    wait_for(
+        "the failing app to reach ERROR by itself",
+        Duration::from_secs(60),
+        || failing.state() == State::Error,
+    );
+    assert!(
+        failing.errors()[0].contains("a poison record"),
+        "{:?}",
+        failing.errors()
+    );
+    drop(failing);
+
+    // The same application, fixed, resumes from what was committed: v50 and
+    // its batch were not, so they come out now.
+    let builder = StreamsBuilder::new();
+    builder
+        .stream::<String, String>(INPUT)
+        .map_values(|v| v.to_uppercase())
+        .to(OUTPUT);
+    let config =
+        StreamsConfig::new("failing-app", &bootstrap).commit_interval(Duration::from_millis(100));
+    let mut fixed = KafkaStreams::new(builder.build().unwrap(), config);
+    fixed.start().unwrap();
+    let mut reader = OutputReader::new(&bootstrap);
+    assert_eq!(reader.read_until(100, Duration::from_secs(60)), 100);
+    assert!(reader.seen.contains_key("V50"));
+    assert!(fixed.close(Duration::from_secs(30)));
 }

@@ -2,10 +2,10 @@
 //!
 //! The driver builds one [`StreamTask`] per sub-topology (everything is
 //! partition 0) on the same engine the Kafka runtime uses. Each piped record
-//! is processed at once, depth-first; records written to internal
-//! (repartition) topics are fed straight to the tasks that read them, and
-//! records written to other topics wait in output queues for
-//! [`TestOutputTopic`]s to read. Keys and values cross the serdes on the way
+//! is processed at once, depth-first. Every record a sink writes waits in
+//! its topic's output queue for a [`TestOutputTopic`] to read; a record
+//! written to a topic the topology itself reads (a repartition topic, or a
+//! source topic) is also fed straight to the task that reads it. Keys and values cross the serdes on the way
 //! in and out, as they would through Kafka.
 
 mod topics;
@@ -30,7 +30,6 @@ pub const DEFAULT_APPLICATION_ID: &str = "dummy-topology-test-driver-app-id";
 
 pub(crate) struct DriverState {
     tasks: Vec<StreamTask>,
-    internal_topics: BTreeSet<String>,
     next_offset: HashMap<String, i64>,
     outputs: HashMap<String, VecDeque<ProducedRecord>>,
     wall_clock: Timestamp,
@@ -60,37 +59,31 @@ impl DriverState {
         offset
     }
 
-    /// Sends a task's output to the tasks that read internal topics, and
-    /// everything else to the output queues.
+    /// Captures a task's output for the output topics, and feeds each
+    /// record written to a topic the topology reads (a repartition topic, or
+    /// a source topic written by a sink) to the task that reads it, as Kafka
+    /// Streams' driver does.
     fn route_output(&mut self, from: usize, pending: &mut VecDeque<(usize, ConsumedRecord)>) {
         for produced in self.tasks[from].drain_output() {
-            let reader = self
-                .internal_topics
-                .contains(&produced.topic)
-                .then(|| self.tasks.iter().position(|t| t.reads(&produced.topic)))
-                .flatten();
-            match reader {
-                Some(index) => {
-                    let offset = self.take_offset(&produced.topic);
-                    pending.push_back((
-                        index,
-                        ConsumedRecord {
-                            topic: produced.topic,
-                            partition: 0,
-                            offset,
-                            timestamp: produced.timestamp,
-                            key: produced.key,
-                            value: produced.value,
-                            headers: produced.headers,
-                        },
-                    ));
-                }
-                None => self
-                    .outputs
-                    .entry(produced.topic.clone())
-                    .or_default()
-                    .push_back(produced),
+            if let Some(index) = self.tasks.iter().position(|t| t.reads(&produced.topic)) {
+                let offset = self.take_offset(&produced.topic);
+                pending.push_back((
+                    index,
+                    ConsumedRecord {
+                        topic: produced.topic.clone(),
+                        partition: 0,
+                        offset,
+                        timestamp: produced.timestamp,
+                        key: produced.key.clone(),
+                        value: produced.value.clone(),
+                        headers: produced.headers.clone(),
+                    },
+                ));
             }
+            self.outputs
+                .entry(produced.topic.clone())
+                .or_default()
+                .push_back(produced);
         }
     }
 
@@ -164,10 +157,6 @@ impl TopologyTestDriver {
         wall_clock: Timestamp,
     ) -> Result<Self, StreamsError> {
         let application_id = config.application_id.clone();
-        let internal_topics = topology
-            .internal_topics()
-            .map(|t| format!("{application_id}-{t}"))
-            .collect();
         let tasks = (0..topology.subtopology_count())
             .map(|s| {
                 let id = TaskId {
@@ -180,7 +169,6 @@ impl TopologyTestDriver {
         Ok(Self {
             state: Rc::new(RefCell::new(DriverState {
                 tasks,
-                internal_topics,
                 next_offset: HashMap::new(),
                 outputs: HashMap::new(),
                 wall_clock,

@@ -53,6 +53,7 @@ struct Shared {
     stop: AtomicBool,
     threads_total: usize,
     threads_assigned: AtomicUsize,
+    threads_alive: AtomicUsize,
     errors: Mutex<Vec<String>>,
 }
 
@@ -121,6 +122,7 @@ impl KafkaStreams {
                 stop: AtomicBool::new(false),
                 threads_total,
                 threads_assigned: AtomicUsize::new(0),
+                threads_alive: AtomicUsize::new(0),
                 errors: Mutex::new(Vec::new()),
             }),
             threads: Vec::new(),
@@ -245,9 +247,11 @@ fn spawn(
     shared: Arc<Shared>,
 ) -> Result<JoinHandle<()>, RuntimeError> {
     let name = thread.name().to_string();
+    shared.threads_alive.fetch_add(1, Ordering::AcqRel);
     std::thread::Builder::new()
         .name(name.clone())
         .spawn(move || {
+            let _alive = AliveGuard(&shared);
             let mut current = Some(thread);
             while let Some(thread) = current.take() {
                 let assigned_once = AtomicBool::new(false);
@@ -313,6 +317,21 @@ fn spawn(
                 "cannot spawn thread: {e}"
             )))
         })
+}
+
+/// Counts a stream thread out when it ends; the last one out completes a
+/// shutdown after a failure (PENDING_ERROR -> ERROR) without waiting for
+/// `close`, as Kafka Streams does.
+struct AliveGuard<'a>(&'a Shared);
+
+impl Drop for AliveGuard<'_> {
+    fn drop(&mut self) {
+        if self.0.threads_alive.fetch_sub(1, Ordering::AcqRel) == 1
+            && *self.0.state.lock().unwrap_or_else(|p| p.into_inner()) == State::PendingError
+        {
+            self.0.transition(State::Error);
+        }
+    }
 }
 
 fn shutdown_client(shared: &Shared) {

@@ -34,6 +34,9 @@ pub(crate) struct ThreadShared {
     guarantee: Mutex<ProcessingGuarantee>,
     /// Whether an exactly-once transaction is open.
     in_transaction: AtomicBool,
+    /// Set when a transaction had to be aborted inside a callback: the loop
+    /// must go back to the last commit before processing on.
+    needs_rewind: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -106,6 +109,12 @@ fn commit_revoked(
     match guarantee {
         ProcessingGuarantee::AtLeastOnce => {
             producer.flush(Duration::from_secs(30))?;
+            if let Some(failure) = producer.context().first_failure() {
+                // An output of these offsets was not delivered: committing
+                // them would lose it. The next owner reprocesses instead.
+                log::warn!("not committing on revocation: a delivery failed: {failure}");
+                return Ok(());
+            }
             for tp in revoked {
                 if let Some(&offset) = processed.get(tp) {
                     tpl.add_partition_offset(&tp.0, tp.1, Offset::Offset(offset))?;
@@ -118,21 +127,38 @@ fn commit_revoked(
         ProcessingGuarantee::ExactlyOnceV2 => {
             // The open transaction holds outputs of every task; commit it
             // whole, with all processed offsets, while the generation that
-            // owns them is still current.
-            if shared.in_transaction.swap(false, Ordering::AcqRel) {
-                for ((topic, partition), offset) in processed.iter() {
-                    tpl.add_partition_offset(topic, *partition, Offset::Offset(*offset))?;
-                }
-                if tpl.count() > 0 {
-                    if let Some(metadata) = consumer.group_metadata() {
+            // owns them is still current. If that is not possible, abort:
+            // the loop rewinds to the last commit.
+            if !shared.in_transaction.swap(false, Ordering::AcqRel) {
+                return Ok(());
+            }
+            let committed = if consumer.assignment_lost() {
+                Err(KafkaError::Rebalance(RDKafkaErrorCode::AssignmentLost))
+            } else {
+                (|| {
+                    for ((topic, partition), offset) in processed.iter() {
+                        tpl.add_partition_offset(topic, *partition, Offset::Offset(*offset))?;
+                    }
+                    if tpl.count() > 0 {
+                        // Outputs without their offsets would be duplicated.
+                        let metadata = consumer
+                            .group_metadata()
+                            .ok_or(KafkaError::Rebalance(RDKafkaErrorCode::RebalanceInProgress))?;
                         producer.send_offsets_to_transaction(
                             &tpl,
                             &metadata,
                             Duration::from_secs(60),
                         )?;
                     }
+                    producer.commit_transaction(Duration::from_secs(60))
+                })()
+            };
+            if let Err(e) = committed {
+                log::warn!("transaction not committed on revocation, aborting: {e}");
+                if let Err(abort) = producer.abort_transaction(Duration::from_secs(30)) {
+                    log::error!("could not abort the transaction: {abort}");
                 }
-                producer.commit_transaction(Duration::from_secs(60))?;
+                shared.needs_rewind.store(true, Ordering::Release);
             }
         }
     }
@@ -146,6 +172,16 @@ pub(crate) struct DeliveryContext {
 }
 
 impl ClientContext for DeliveryContext {}
+
+impl DeliveryContext {
+    /// The first failed delivery, left in place for the loop to act on.
+    fn first_failure(&self) -> Option<KafkaError> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
 
 impl ProducerContext for DeliveryContext {
     type DeliveryOpaque = ();
@@ -317,6 +353,14 @@ impl ThreadLoop {
             Ok(()) => self.commit(),
             Err(_) => {
                 self.abort_if_in_transaction();
+                // Offsets of records whose outputs may not have gone out
+                // must not be committed by the revocation that closing
+                // the consumer triggers.
+                self.shared
+                    .processed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clear();
                 Ok(())
             }
         };
@@ -337,6 +381,9 @@ impl ThreadLoop {
             self.poll_records(Duration::from_millis(50))?;
             if let Some(assigned) = self.apply_assignment_events()? {
                 on_assignment(assigned);
+            }
+            if self.shared.needs_rewind.swap(false, Ordering::AcqRel) {
+                self.abort_and_rewind()?;
             }
             // After the poll: a revocation inside it may have committed the
             // transaction, and outputs below need an open one.
@@ -487,6 +534,16 @@ impl ThreadLoop {
                     outcome = Some(false);
                 }
                 AssignmentEvent::Assigned(tps) => {
+                    // librdkafka keeps an application pause across a
+                    // revocation: a partition paused before and assigned
+                    // again would never be fetched.
+                    let mut resume = TopicPartitionList::new();
+                    for (topic, partition) in &tps {
+                        resume.add_partition(topic, *partition);
+                    }
+                    if let Err(e) = self.consumer.resume(&resume) {
+                        log::debug!("{}: resume of assigned partitions: {e}", self.name);
+                    }
                     for (topic, partition) in tps {
                         let Some(subtopology) = self.sources.subtopology_of(&topic) else {
                             continue;
@@ -529,11 +586,7 @@ impl ThreadLoop {
     fn process_buffered(&mut self) -> Result<bool, RuntimeError> {
         let max_idle = self.config.max_task_idle;
         let mut outputs = Vec::new();
-        let mut processed = self
-            .shared
-            .processed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut progress = Vec::new();
         for entry in self.tasks.values_mut() {
             let now = Instant::now();
             while let Some(record) =
@@ -543,23 +596,26 @@ impl ThreadLoop {
             {
                 entry.task.process(record)?;
             }
-            // One map update per partition and batch, not per record.
-            for (topic, partition, next) in entry.group.take_progress() {
-                match processed.get_mut(&(topic.to_string(), partition)) {
-                    Some(offset) => *offset = next,
-                    None => {
-                        processed.insert((topic.to_string(), partition), next);
-                    }
-                }
-            }
+            progress.extend(
+                entry
+                    .group
+                    .take_progress()
+                    .map(|(topic, partition, next)| ((topic.to_string(), partition), next)),
+            );
             outputs.extend(entry.task.drain_output());
         }
-        let committable = !processed.is_empty();
-        drop(processed);
+        // Progress counts only once its outputs are with the producer: if
+        // processing fails above, nothing of this batch gets committed.
         for record in outputs {
             self.send(record)?;
         }
-        Ok(committable)
+        let mut processed = self
+            .shared
+            .processed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        processed.extend(progress);
+        Ok(!processed.is_empty())
     }
 
     fn punctuate_wall_clock(&mut self) -> Result<(), RuntimeError> {

@@ -57,7 +57,8 @@ impl SourceTopicIndex {
     /// Patterns as librdkafka subscribes to them: a leading `^` marks a
     /// regex; the whole-name match is checked again in `subtopology_of`.
     pub fn patterns(&self) -> impl Iterator<Item = String> + '_ {
-        self.patterns.iter().map(|(p, _)| format!("^{}$", p.text))
+        // A group around the text, so `a|b` stays anchored at both ends.
+        self.patterns.iter().map(|(p, _)| format!("^({})$", p.text))
     }
 }
 
