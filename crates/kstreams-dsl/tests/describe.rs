@@ -5,7 +5,7 @@ use kstreams_dsl::{
     Branched, Consumed, Named, Printed, Processor, ProcessorContext, ProcessorError, Produced,
     RecordContext, Repartitioned, StreamsBuilder, TopicNameExtractor, Topology,
 };
-use kstreams_record::{Record, StringSerde};
+use kstreams_record::{I64Serde, Record, StringSerde};
 use kstreams_state::Stores;
 
 fn fixture(name: &str) -> String {
@@ -120,7 +120,11 @@ fn named_operators() {
 #[test]
 fn process_with_store() {
     let b = StreamsBuilder::new();
-    b.add_state_store(Stores::in_memory_key_value_store::<String, i64>("counts"));
+    b.add_state_store(Stores::key_value_store_builder(
+        Stores::in_memory_key_value_store("counts"),
+        StringSerde,
+        I64Serde,
+    ));
     b.stream::<String, String>("input")
         .process(|| PassThrough, &["counts"])
         .to("output");
@@ -188,7 +192,11 @@ fn topology_papi() {
         .add_processor("Process", || PassThrough, &["Source"])
         .unwrap()
         .add_state_store(
-            Stores::in_memory_key_value_store::<String, i64>("Counts"),
+            Stores::key_value_store_builder(
+                Stores::in_memory_key_value_store("Counts"),
+                StringSerde,
+                I64Serde,
+            ),
             &["Process"],
         )
         .unwrap()
@@ -272,7 +280,11 @@ fn topology_from_ops(ops: &[serde_json::Value]) -> Topology {
                 let procs = strs(&op["processors"]);
                 let procs: Vec<&str> = procs.iter().map(String::as_str).collect();
                 if t.add_state_store(
-                    Stores::in_memory_key_value_store::<String, String>(store),
+                    Stores::key_value_store_builder(
+                        Stores::in_memory_key_value_store(store),
+                        StringSerde,
+                        StringSerde,
+                    ),
                     &procs,
                 )
                 .is_err()

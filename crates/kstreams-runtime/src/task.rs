@@ -210,8 +210,8 @@ impl StreamTask {
     }
 
     /// Flushes the stores (at commit).
-    pub fn flush(&mut self) {
-        self.topology.flush();
+    pub fn flush(&mut self) -> Result<(), StreamsError> {
+        self.topology.flush()
     }
 
     /// Closes processors and stores.

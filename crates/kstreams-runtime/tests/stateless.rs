@@ -558,8 +558,8 @@ impl Processor<S, S, S, i64> for Counter {
         record: Record<S, S>,
     ) -> Result<(), ProcessorError> {
         let store = self.store.as_ref().expect("init ran");
-        let count = store.borrow().get(&record.key).unwrap_or(0) + 1;
-        store.borrow_mut().put(record.key.clone(), count);
+        let count = store.borrow().get(&record.key)?.unwrap_or(0) + 1;
+        store.borrow_mut().put(record.key.clone(), count)?;
         ctx.forward(record.with_value(count))?;
         Ok(())
     }
@@ -574,10 +574,9 @@ impl Processor<S, S, S, i64> for Counter {
             .as_ref()
             .unwrap()
             .borrow()
-            .all()
-            .iter()
-            .map(|(_, c)| c)
-            .sum();
+            .all()?
+            .map(|entry| entry.map(|(_, c)| c))
+            .sum::<Result<i64, _>>()?;
         ctx.forward_to("totals", Record::new(s("total"), total, timestamp))?;
         Ok(())
     }
@@ -591,7 +590,11 @@ fn processor_api_with_store_punctuation_and_named_children() {
         .add_processor("count", || Counter { store: None }, &["src"])
         .unwrap()
         .add_state_store(
-            kstreams_state::Stores::in_memory_key_value_store::<S, i64>("counts"),
+            kstreams_state::Stores::key_value_store_builder(
+                kstreams_state::Stores::in_memory_key_value_store("counts"),
+                StringSerde,
+                I64Serde,
+            ),
             &["count"],
         )
         .unwrap()
@@ -630,7 +633,7 @@ fn processor_api_with_store_punctuation_and_named_children() {
         ]
     );
     let store = d.get_key_value_store::<S, i64>("counts").unwrap();
-    assert_eq!(store.borrow().get(&s("b")), Some(2));
+    assert_eq!(store.borrow().get(&s("b")).unwrap(), Some(2));
 }
 
 struct Ticker;
@@ -682,8 +685,10 @@ fn wall_clock_punctuation_follows_the_mocked_clock() {
 #[test]
 fn a_store_not_connected_to_the_processor_is_refused() {
     let b = StreamsBuilder::new();
-    b.add_state_store(kstreams_state::Stores::in_memory_key_value_store::<S, i64>(
-        "counts",
+    b.add_state_store(kstreams_state::Stores::key_value_store_builder(
+        kstreams_state::Stores::in_memory_key_value_store("counts"),
+        StringSerde,
+        I64Serde,
     ));
     b.stream::<S, S>("in")
         .process(|| Counter { store: None }, &[])

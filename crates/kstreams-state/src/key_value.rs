@@ -1,184 +1,564 @@
+//! Key-value stores: the typed traits, the typed store over an engine with
+//! its cache and changelog, and the builder.
+
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::marker::PhantomData;
+use std::iter::Peekable;
 use std::ops::Bound;
 use std::rc::Rc;
+use std::sync::Arc;
 
-use crate::{BuiltStore, StateStore, StoreBuilder};
+use kstreams_record::{Serde, SharedSerde};
 
-/// Reads of a key-value store, for processors and interactive queries.
+use crate::cache::{CachedChange, FlushListener, NamedCache};
+use crate::changelog::{ChangeLogger, RecordClock};
+use crate::engine::{BytesIter, KeyValueBytesStore, KeyValueBytesStoreSupplier};
+use crate::typed::{StoreSerdes, ValueFormat};
+use crate::{
+    BuiltStore, ChangelogRecord, Error, StateStore, StoreBuilder, StoreContext, StoreIter,
+    ValueAndTimestamp,
+};
+
+/// Key-value pairs, in key-byte order (or reversed).
+pub type KeyValueIter<'a, K, V> = StoreIter<'a, (K, V)>;
+
+/// Reads of a key-value store, for processors and interactive queries:
+/// Kafka Streams' `ReadOnlyKeyValueStore`.
+///
+/// Order is the order of the serialized keys, as in Kafka Streams (for
+/// big-endian integers, negative numbers come after positive ones).
 pub trait ReadOnlyKeyValueStore<K, V> {
     /// The value of a key.
-    fn get(&self, key: &K) -> Option<V>;
-    /// Entries with `from <= key <= to`, in key order.
-    fn range(&self, from: &K, to: &K) -> Vec<(K, V)>;
+    fn get(&self, key: &K) -> Result<Option<V>, Error>;
+    /// Entries with `from <= key <= to` (`None` is open), in key order;
+    /// empty when `from > to`.
+    fn range(&self, from: Option<&K>, to: Option<&K>) -> Result<KeyValueIter<'_, K, V>, Error>;
+    /// [`ReadOnlyKeyValueStore::range`] in reverse order.
+    fn reverse_range(
+        &self,
+        from: Option<&K>,
+        to: Option<&K>,
+    ) -> Result<KeyValueIter<'_, K, V>, Error>;
     /// Every entry, in key order.
-    fn all(&self) -> Vec<(K, V)>;
+    fn all(&self) -> Result<KeyValueIter<'_, K, V>, Error> {
+        self.range(None, None)
+    }
+    /// Every entry, in reverse key order.
+    fn reverse_all(&self) -> Result<KeyValueIter<'_, K, V>, Error> {
+        self.reverse_range(None, None)
+    }
+    /// Entries whose serialized key starts with `prefix` (serialize the
+    /// prefix with the key's serde, e.g. `"user-".as_bytes()` for strings).
+    fn prefix_scan(&self, prefix: &[u8]) -> Result<KeyValueIter<'_, K, V>, Error>;
     /// An estimate of the number of entries.
-    fn approximate_num_entries(&self) -> u64;
+    fn approximate_num_entries(&self) -> Result<u64, Error>;
 }
 
 /// A key-value store: Kafka Streams' `KeyValueStore`.
 pub trait KeyValueStore<K, V>: ReadOnlyKeyValueStore<K, V> + StateStore {
     /// Sets the value of a key.
-    fn put(&mut self, key: K, value: V);
+    fn put(&mut self, key: K, value: V) -> Result<(), Error>;
     /// Sets the value only if the key has none; returns the existing value.
-    fn put_if_absent(&mut self, key: K, value: V) -> Option<V>;
+    fn put_if_absent(&mut self, key: K, value: V) -> Result<Option<V>, Error>;
+    /// Sets many keys.
+    fn put_all(&mut self, entries: Vec<(K, V)>) -> Result<(), Error> {
+        for (k, v) in entries {
+            self.put(k, v)?;
+        }
+        Ok(())
+    }
     /// Removes a key; returns its old value.
-    fn delete(&mut self, key: &K) -> Option<V>;
+    fn delete(&mut self, key: &K) -> Result<Option<V>, Error>;
+    /// With caching on, `listener` gets every entry the cache writes down
+    /// (old values only if `send_old_values`), and the call returns true.
+    /// Without caching it returns false: the caller forwards itself.
+    fn set_flush_listener(&mut self, listener: FlushListener<K, V>, send_old_values: bool) -> bool {
+        let _ = (listener, send_old_values);
+        false
+    }
 }
 
 /// A typed handle on a task's key-value store.
 pub type KeyValueStoreHandle<K, V> = Rc<RefCell<dyn KeyValueStore<K, V>>>;
 
-/// An ordered in-memory key-value store.
-#[derive(Debug)]
-pub struct InMemoryKeyValueStore<K, V> {
+/// A timestamped key-value store: Kafka Streams' `TimestampedKeyValueStore`.
+pub type TimestampedKeyValueStore<K, V> = dyn KeyValueStore<K, ValueAndTimestamp<V>>;
+
+/// A typed handle on a task's timestamped key-value store.
+pub type TimestampedKeyValueStoreHandle<K, V> = KeyValueStoreHandle<K, ValueAndTimestamp<V>>;
+
+/// A typed key-value store over a byte engine, with an optional cache and
+/// changelog (Kafka Streams' metered, caching and changelogging layers).
+pub(crate) struct TypedKeyValueStore<K, V> {
     name: String,
-    entries: BTreeMap<K, V>,
+    serdes: StoreSerdes<K, V>,
+    inner: Box<dyn KeyValueBytesStore>,
+    logger: Option<ChangeLogger>,
+    format: ValueFormat,
+    clock: RecordClock,
+    cache: Option<RefCell<NamedCache<Vec<u8>, V>>>,
+    listener: Option<(FlushListener<K, V>, bool)>,
 }
 
-impl<K: Ord, V> InMemoryKeyValueStore<K, V> {
-    /// An empty store.
-    pub fn new(name: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            entries: BTreeMap::new(),
+impl<K: 'static, V: Clone + 'static> TypedKeyValueStore<K, V> {
+    pub(crate) fn new(
+        inner: Box<dyn KeyValueBytesStore>,
+        serdes: StoreSerdes<K, V>,
+        logging: bool,
+        caching: bool,
+        format: ValueFormat,
+    ) -> Self {
+        let name = inner.name().to_string();
+        let clock = RecordClock::default();
+        TypedKeyValueStore {
+            logger: logging.then(|| ChangeLogger::new(&name)),
+            cache: caching.then(|| {
+                RefCell::new(NamedCache::new(Rc::new(crate::ThreadCache::new(
+                    crate::ThreadCache::DEFAULT_MAX_BYTES,
+                ))))
+            }),
+            name,
+            serdes,
+            inner,
+            format,
+            clock,
+            listener: None,
+        }
+    }
+
+    fn write_down(&mut self, key: &[u8], value: Option<&[u8]>, ts: i64) -> Result<(), Error> {
+        self.inner.put(key, value)?;
+        if let Some(logger) = &self.logger {
+            let (v, ts) = self.format.changelog_value(value, ts);
+            logger.log(key, v, ts)?;
+        }
+        Ok(())
+    }
+
+    fn flush_cache(&mut self) -> Result<(), Error> {
+        let Some(cache) = &self.cache else {
+            return Ok(());
+        };
+        let dirty = cache.borrow_mut().take_dirty();
+        for d in dirty {
+            let send_old = self.listener.as_ref().map(|(_, s)| *s);
+            let old_bytes = match send_old {
+                Some(send_old) if send_old || d.bytes.is_none() => self.inner.get(&d.key)?,
+                _ => None,
+            };
+            if send_old.is_some() && d.bytes.is_none() && old_bytes.is_none() {
+                continue; // deleted a key the engine never had: nothing to say
+            }
+            let previous = self.clock.set(d.timestamp);
+            let written = self.write_down(&d.key, d.bytes.as_deref(), d.timestamp);
+            self.clock.set(previous);
+            written?;
+            if let Some((listener, send_old)) = &mut self.listener {
+                let key = self.serdes.key_from_bytes(&d.key)?;
+                let old_value = match (*send_old, old_bytes) {
+                    (true, Some(b)) => Some(self.serdes.value_from_bytes(&b)?),
+                    _ => None,
+                };
+                listener(CachedChange {
+                    key,
+                    new_value: d.value,
+                    old_value,
+                    timestamp: d.timestamp,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn maybe_evict(&mut self) -> Result<(), Error> {
+        loop {
+            let eldest = match &self.cache {
+                Some(cache) => {
+                    let cache = cache.borrow();
+                    if !cache.needs_eviction() {
+                        return Ok(());
+                    }
+                    cache.eldest()
+                }
+                None => return Ok(()),
+            };
+            let Some((key, dirty)) = eldest else {
+                return Ok(());
+            };
+            if dirty {
+                self.flush_cache()?;
+            }
+            if let Some(cache) = &self.cache {
+                cache.borrow_mut().evict(&key);
+            }
+        }
+    }
+
+    fn write(
+        &mut self,
+        key: Vec<u8>,
+        value: Option<V>,
+        bytes: Option<Vec<u8>>,
+    ) -> Result<(), Error> {
+        let now = self.clock.now();
+        match &self.cache {
+            Some(cache) => {
+                let value = if bytes.is_some() { value } else { None };
+                let len = key.len();
+                cache.borrow_mut().put_dirty(key, len, value, bytes, now);
+                self.maybe_evict()
+            }
+            None => self.write_down(&key, bytes.as_deref(), now),
+        }
+    }
+
+    fn range_bytes(
+        &self,
+        from: Bound<Vec<u8>>,
+        to: Bound<Vec<u8>>,
+        reverse: bool,
+    ) -> Result<KeyValueIter<'_, K, V>, Error> {
+        if let (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) =
+            (&from, &to)
+        {
+            if a > b {
+                log::warn!(
+                    "store {}: range from a key after the range's end key returns nothing",
+                    self.name
+                );
+                return Ok(Box::new(std::iter::empty()));
+            }
+        }
+        let store = self
+            .inner
+            .range(bound_ref(&from), bound_ref(&to), reverse)?;
+        let serdes = &self.serdes;
+        let Some(cache) = &self.cache else {
+            return Ok(Box::new(store.map(move |r| {
+                let (k, v) = r?;
+                Ok((serdes.key_from_bytes(&k)?, serdes.value_from_bytes(&v)?))
+            })));
+        };
+        if matches!((&from, &to), (Bound::Excluded(a), Bound::Excluded(b)) if a == b) {
+            return Ok(Box::new(std::iter::empty()));
+        }
+        let cache = cache.borrow();
+        let mut snapshot: Vec<(Vec<u8>, Option<V>)> = cache
+            .entries()
+            .range((from, to))
+            .map(|(k, e)| (k.clone(), e.value.clone()))
+            .collect();
+        if reverse {
+            snapshot.reverse();
+        }
+        Ok(Box::new(MergedIter {
+            cache: snapshot.into_iter().peekable(),
+            store: store.peekable(),
+            serdes,
+            reverse,
+        }))
+    }
+}
+
+fn bound_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k),
+        Bound::Excluded(k) => Bound::Excluded(k),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// Cache entries over engine entries, by key bytes; the cache wins ties and
+/// its deletes hide the engine's values.
+struct MergedIter<'a, K, V> {
+    cache: Peekable<std::vec::IntoIter<(Vec<u8>, Option<V>)>>,
+    store: Peekable<BytesIter<'a>>,
+    serdes: &'a StoreSerdes<K, V>,
+    reverse: bool,
+}
+
+impl<K: 'static, V: 'static> Iterator for MergedIter<'_, K, V> {
+    type Item = Result<(K, V), Error>;
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(Err(_)) = self.store.peek() {
+                if let Some(Err(e)) = self.store.next() {
+                    return Some(Err(e));
+                }
+            }
+            let from_cache = match (self.cache.peek(), self.store.peek()) {
+                (None, None) => return None,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some((c, _)), Some(Ok((s, _)))) => {
+                    let ord = if self.reverse { s.cmp(c) } else { c.cmp(s) };
+                    match ord {
+                        std::cmp::Ordering::Less => true,
+                        std::cmp::Ordering::Greater => false,
+                        std::cmp::Ordering::Equal => {
+                            self.store.next();
+                            true
+                        }
+                    }
+                }
+                (Some(_), Some(Err(_))) => unreachable!("errors are returned above"),
+            };
+            if from_cache {
+                let (k, v) = self.cache.next()?;
+                match v {
+                    Some(v) => return Some(self.serdes.key_from_bytes(&k).map(|k| (k, v))),
+                    None => continue,
+                }
+            }
+            let (k, v) = match self.store.next()? {
+                Ok(kv) => kv,
+                Err(e) => return Some(Err(e)),
+            };
+            return Some((|| {
+                Ok((
+                    self.serdes.key_from_bytes(&k)?,
+                    self.serdes.value_from_bytes(&v)?,
+                ))
+            })());
         }
     }
 }
 
-impl<K: Ord + Clone + 'static, V: Clone + 'static> ReadOnlyKeyValueStore<K, V>
-    for InMemoryKeyValueStore<K, V>
-{
-    fn get(&self, key: &K) -> Option<V> {
-        self.entries.get(key).cloned()
-    }
-    fn range(&self, from: &K, to: &K) -> Vec<(K, V)> {
-        if from > to {
-            return Vec::new();
+impl<K: 'static, V: Clone + 'static> ReadOnlyKeyValueStore<K, V> for TypedKeyValueStore<K, V> {
+    fn get(&self, key: &K) -> Result<Option<V>, Error> {
+        let kb = self.serdes.key_to_bytes(key)?;
+        if let Some(cache) = &self.cache {
+            let mut cache = cache.borrow_mut();
+            if let Some(entry) = cache.get(&kb) {
+                let value = entry.value.clone();
+                cache.budget().hit();
+                return Ok(value);
+            }
+            cache.budget().miss();
+            let raw = self.inner.get(&kb)?;
+            let len = raw.as_ref().map_or(0, Vec::len);
+            let value = raw.map(|b| self.serdes.value_from_bytes(&b)).transpose()?;
+            let klen = kb.len();
+            cache.put_clean_if_room(kb, klen, value.clone(), len);
+            return Ok(value);
         }
-        self.entries
-            .range((Bound::Included(from), Bound::Included(to)))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
+        match self.inner.get(&kb)? {
+            Some(b) => Ok(Some(self.serdes.value_from_bytes(&b)?)),
+            None => Ok(None),
+        }
     }
-    fn all(&self) -> Vec<(K, V)> {
-        self.entries
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
+    fn range(&self, from: Option<&K>, to: Option<&K>) -> Result<KeyValueIter<'_, K, V>, Error> {
+        let from = from.map(|k| self.serdes.key_to_bytes(k)).transpose()?;
+        let to = to.map(|k| self.serdes.key_to_bytes(k)).transpose()?;
+        self.range_bytes(
+            from.map_or(Bound::Unbounded, Bound::Included),
+            to.map_or(Bound::Unbounded, Bound::Included),
+            false,
+        )
     }
-    fn approximate_num_entries(&self) -> u64 {
-        self.entries.len() as u64
+    fn reverse_range(
+        &self,
+        from: Option<&K>,
+        to: Option<&K>,
+    ) -> Result<KeyValueIter<'_, K, V>, Error> {
+        let from = from.map(|k| self.serdes.key_to_bytes(k)).transpose()?;
+        let to = to.map(|k| self.serdes.key_to_bytes(k)).transpose()?;
+        self.range_bytes(
+            from.map_or(Bound::Unbounded, Bound::Included),
+            to.map_or(Bound::Unbounded, Bound::Included),
+            true,
+        )
+    }
+    fn prefix_scan(&self, prefix: &[u8]) -> Result<KeyValueIter<'_, K, V>, Error> {
+        let to = crate::engine::backend::prefix_successor(prefix)
+            .map_or(Bound::Unbounded, Bound::Excluded);
+        self.range_bytes(Bound::Included(prefix.to_vec()), to, false)
+    }
+    fn approximate_num_entries(&self) -> Result<u64, Error> {
+        self.inner.approximate_num_entries()
     }
 }
 
-impl<K: 'static, V: 'static> StateStore for InMemoryKeyValueStore<K, V> {
+impl<K: 'static, V: Clone + 'static> KeyValueStore<K, V> for TypedKeyValueStore<K, V> {
+    fn put(&mut self, key: K, value: V) -> Result<(), Error> {
+        let kb = self.serdes.key_to_bytes(&key)?;
+        let vb = self.serdes.value_to_bytes(&value)?;
+        self.write(kb, Some(value), vb)
+    }
+    fn put_if_absent(&mut self, key: K, value: V) -> Result<Option<V>, Error> {
+        if let Some(existing) = self.get(&key)? {
+            return Ok(Some(existing));
+        }
+        self.put(key, value)?;
+        Ok(None)
+    }
+    fn delete(&mut self, key: &K) -> Result<Option<V>, Error> {
+        let old = self.get(key)?;
+        let kb = self.serdes.key_to_bytes(key)?;
+        self.write(kb, None, None)?;
+        Ok(old)
+    }
+    fn set_flush_listener(&mut self, listener: FlushListener<K, V>, send_old_values: bool) -> bool {
+        if self.cache.is_none() {
+            return false;
+        }
+        self.listener = Some((listener, send_old_values));
+        true
+    }
+}
+
+impl<K: 'static, V: Clone + 'static> StateStore for TypedKeyValueStore<K, V> {
     fn name(&self) -> &str {
         &self.name
     }
     fn persistent(&self) -> bool {
-        false
+        self.inner.persistent()
     }
-    fn flush(&mut self) {}
-    fn close(&mut self) {}
-}
-
-impl<K: Ord + Clone + 'static, V: Clone + 'static> KeyValueStore<K, V>
-    for InMemoryKeyValueStore<K, V>
-{
-    fn put(&mut self, key: K, value: V) {
-        self.entries.insert(key, value);
+    fn logging_enabled(&self) -> bool {
+        self.logger.is_some()
     }
-    fn put_if_absent(&mut self, key: K, value: V) -> Option<V> {
-        if let Some(existing) = self.entries.get(&key) {
-            return Some(existing.clone());
+    fn init(&mut self, context: &StoreContext) -> Result<(), Error> {
+        self.inner.init(context)?;
+        if let Some(logger) = &mut self.logger {
+            logger.init(context);
         }
-        self.entries.insert(key, value);
-        None
+        self.serdes.topic = crate::changelog_topic_name(context.application_id(), &self.name);
+        self.clock.attach(context);
+        if let Some(cache) = &self.cache {
+            cache.borrow_mut().attach(context.thread_cache().clone());
+        }
+        Ok(())
     }
-    fn delete(&mut self, key: &K) -> Option<V> {
-        self.entries.remove(key)
+    fn flush(&mut self) -> Result<(), Error> {
+        self.flush_cache()?;
+        self.inner.flush()
+    }
+    fn close(&mut self) -> Result<(), Error> {
+        let flushed = self.flush_cache();
+        if let Some(cache) = &self.cache {
+            cache.borrow_mut().clear();
+        }
+        let closed = self.inner.close();
+        flushed.and(closed)
+    }
+    fn restore_batch(&mut self, records: &[ChangelogRecord<'_>]) -> Result<(), Error> {
+        if let Some(cache) = &self.cache {
+            cache.borrow_mut().clear();
+        }
+        let inner = &mut self.inner;
+        restore_with_format(self.format, records, |r| inner.restore_batch(r))
     }
 }
 
-/// Builds one in-memory key-value store per task.
+/// Restores into `inner`, turning changelog values into store values.
+pub(crate) fn restore_with_format(
+    format: ValueFormat,
+    records: &[ChangelogRecord<'_>],
+    restore: impl FnOnce(&[ChangelogRecord<'_>]) -> Result<(), Error>,
+) -> Result<(), Error> {
+    if format == ValueFormat::Plain {
+        return restore(records);
+    }
+    let values: Vec<Option<Vec<u8>>> = records
+        .iter()
+        .map(|r| format.store_value(r.value, r.timestamp))
+        .collect();
+    let converted: Vec<ChangelogRecord<'_>> = records
+        .iter()
+        .zip(&values)
+        .map(|(r, v)| ChangelogRecord {
+            value: v.as_deref(),
+            ..*r
+        })
+        .collect();
+    restore(&converted)
+}
+
+/// Builds one key-value store per task: Kafka Streams'
+/// `KeyValueStoreBuilder` (from [`crate::Stores::key_value_store_builder`]).
+///
+/// Logging is on and caching off until changed, as in Kafka Streams.
 pub struct KeyValueStoreBuilder<K, V> {
-    name: String,
+    supplier: Arc<dyn KeyValueBytesStoreSupplier>,
+    key_serde: SharedSerde<K>,
+    value_serde: SharedSerde<V>,
     logging: bool,
-    types: PhantomData<fn() -> (K, V)>,
+    log_config: BTreeMap<String, String>,
+    caching: bool,
+    format: ValueFormat,
 }
 
-impl<K, V> KeyValueStoreBuilder<K, V> {
-    /// Turns the changelog off (it is on by default, as in Kafka Streams).
+impl<K: 'static, V: 'static> KeyValueStoreBuilder<K, V> {
+    pub(crate) fn new(
+        supplier: Arc<dyn KeyValueBytesStoreSupplier>,
+        key_serde: impl Serde<K>,
+        value_serde: impl Serde<V>,
+        format: ValueFormat,
+    ) -> Self {
+        KeyValueStoreBuilder {
+            supplier,
+            key_serde: Arc::new(key_serde),
+            value_serde: Arc::new(value_serde),
+            logging: true,
+            log_config: BTreeMap::new(),
+            caching: false,
+            format,
+        }
+    }
+
+    /// Turns the changelog off.
     pub fn with_logging_disabled(mut self) -> Self {
         self.logging = false;
         self
     }
+    /// Turns the changelog on, with extra topic configs.
+    pub fn with_logging_enabled(mut self, config: BTreeMap<String, String>) -> Self {
+        self.logging = true;
+        self.log_config = config;
+        self
+    }
+    /// Puts a cache in front of the engine.
+    pub fn with_caching_enabled(mut self) -> Self {
+        self.caching = true;
+        self
+    }
+    /// Removes the cache.
+    pub fn with_caching_disabled(mut self) -> Self {
+        self.caching = false;
+        self
+    }
+    /// Whether the cache is on.
+    pub fn caching_enabled(&self) -> bool {
+        self.caching
+    }
 }
 
-impl<K: Ord + Clone + 'static, V: Clone + 'static> StoreBuilder for KeyValueStoreBuilder<K, V> {
+impl<K: 'static, V: Clone + 'static> StoreBuilder for KeyValueStoreBuilder<K, V> {
     fn name(&self) -> &str {
-        &self.name
+        self.supplier.name()
     }
     fn logging_enabled(&self) -> bool {
         self.logging
     }
+    fn log_config(&self) -> BTreeMap<String, String> {
+        let mut config = BTreeMap::from([("cleanup.policy".to_string(), "compact".to_string())]);
+        config.extend(self.log_config.clone());
+        config
+    }
     fn build(&self) -> BuiltStore {
-        let store = Rc::new(RefCell::new(InMemoryKeyValueStore::<K, V>::new(
-            self.name.clone(),
+        let serdes = StoreSerdes::new(
+            self.supplier.name(),
+            self.key_serde.clone(),
+            self.value_serde.clone(),
+        );
+        let store = Rc::new(RefCell::new(TypedKeyValueStore::new(
+            self.supplier.get(),
+            serdes,
+            self.logging,
+            self.caching,
+            self.format,
         )));
         let handle: KeyValueStoreHandle<K, V> = store.clone();
-        BuiltStore {
-            lifecycle: store,
-            handle: Box::new(handle),
-            handle_type: std::any::type_name::<KeyValueStoreHandle<K, V>>(),
-        }
-    }
-}
-
-/// Factory functions for store builders, as Kafka Streams' `Stores`.
-pub struct Stores;
-
-impl Stores {
-    /// An in-memory key-value store builder.
-    pub fn in_memory_key_value_store<K, V>(name: impl Into<String>) -> KeyValueStoreBuilder<K, V> {
-        KeyValueStoreBuilder {
-            name: name.into(),
-            logging: true,
-            types: PhantomData,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn in_memory_store_keeps_keys_ordered() {
-        let mut s = InMemoryKeyValueStore::new("s");
-        s.put("b".to_string(), 2);
-        s.put("a".to_string(), 1);
-        s.put("c".to_string(), 3);
-        assert_eq!(s.put_if_absent("a".to_string(), 9), Some(1));
-        assert_eq!(s.range(&"a".to_string(), &"b".to_string()).len(), 2);
-        assert_eq!(s.delete(&"b".to_string()), Some(2));
-        assert_eq!(s.all(), vec![("a".to_string(), 1), ("c".to_string(), 3)]);
-        assert!(s.range(&"c".to_string(), &"a".to_string()).is_empty());
-    }
-
-    #[test]
-    fn built_store_handle_checks_its_type() {
-        let builder = Stores::in_memory_key_value_store::<String, i64>("counts");
-        let built = builder.build();
-        let ok: KeyValueStoreHandle<String, i64> = built.handle().unwrap();
-        ok.borrow_mut().put("k".into(), 1);
-        let err = match built.handle::<KeyValueStoreHandle<String, String>>() {
-            Ok(_) => panic!("a store of the wrong type was handed out"),
-            Err(e) => e,
-        };
-        assert!(err.to_string().contains("counts"), "{err}");
+        BuiltStore::new(store, handle)
     }
 }

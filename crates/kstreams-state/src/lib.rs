@@ -1,25 +1,91 @@
-//! Local state for kstreams.
+//! Local state for kstreams: Kafka Streams' `org.apache.kafka.streams.state`.
 //!
-//! This crate owns the state store traits and their engines. Today: the
-//! [`StateStore`] lifecycle every store shares, the [`StoreBuilder`] a
-//! topology holds to create one store per task, and an in-memory ordered
-//! key-value store. The window, session and versioned stores, the RocksDB
-//! engine, the caching, changelogging and metering layers, checkpoints and
-//! restoration will live here too.
+//! This crate owns the state stores a task keeps next to its processors:
 //!
-//! A task owns its stores and runs on one thread, so a handle is an
-//! `Rc<RefCell<..>>`: no lock on the hot path.
+//! - the store traits processors use, each with a read-only view for
+//!   queries: [`KeyValueStore`] (and its timestamped form over
+//!   [`ValueAndTimestamp`]), [`WindowStore`], [`SessionStore`] and
+//!   [`VersionedKeyValueStore`] (KIP-889);
+//! - two engines behind each of them, in memory (ordered) and RocksDB (with
+//!   the `rocksdb` feature, on by default), where window and session stores
+//!   are segmented by time so that expiry drops whole segments;
+//! - the layers between a processor and an engine: a typed cache with a byte
+//!   budget per stream thread ([`ThreadCache`]) that coalesces consecutive
+//!   updates of a key and hands old and new values to a flush listener, and
+//!   the changelogging layer that turns each write into a changelog record
+//!   through a [`ChangelogWriter`] the runtime provides, in the same bytes as
+//!   Kafka Streams (window and session keys included, see [`format`]);
+//! - restoration from a changelog ([`Restoration`], [`RestoreListener`]),
+//!   the state directory with its per-task locks, `.checkpoint` files
+//!   ([`OffsetCheckpoint`]) and the cleanup of tasks no longer owned
+//!   ([`StateDirectory`]).
+//!
+//! Stores are built per task from a [`StoreBuilder`], which a topology holds
+//! (for example [`Stores::key_value_store_builder`]). A task owns its stores
+//! and runs on one thread, so a handle is an `Rc<RefCell<..>>`: no lock on
+//! the hot path. Keys and values are typed outside and bytes inside: an
+//! engine orders keys by their serialized bytes, as Kafka Streams does.
 
+mod cache;
+mod changelog;
+mod checkpoint;
+mod context;
+mod engine;
+pub mod format;
 mod key_value;
+mod restore;
+#[cfg(feature = "rocksdb")]
+mod rocks;
+mod session;
+mod state_dir;
+mod stores;
+mod typed;
+mod versioned;
+mod window;
 
 use std::any::Any;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-pub use key_value::{
-    InMemoryKeyValueStore, KeyValueStore, KeyValueStoreBuilder, KeyValueStoreHandle,
-    ReadOnlyKeyValueStore, Stores,
+pub use cache::{CachedChange, FlushListener, ThreadCache};
+pub use checkpoint::{OffsetCheckpoint, Offsets};
+pub use context::{
+    changelog_topic_name, ChangelogRecord, ChangelogWriter, OwnedChangelogRecord, StoreContext,
 };
+pub use engine::{
+    BytesIter, KeyValueBytesStore, KeyValueBytesStoreSupplier, SessionBytesEntry,
+    SessionBytesStore, SessionBytesStoreSupplier, VersionedBytes, VersionedBytesStore,
+    VersionedBytesStoreSupplier, WindowBytesEntry, WindowBytesStore, WindowBytesStoreSupplier,
+};
+pub use key_value::{
+    KeyValueIter, KeyValueStore, KeyValueStoreBuilder, KeyValueStoreHandle, ReadOnlyKeyValueStore,
+    TimestampedKeyValueStore, TimestampedKeyValueStoreHandle,
+};
+pub use restore::{restore_start, NoopRestoreListener, Restoration, RestoreListener, RestoreStart};
+#[cfg(feature = "rocksdb")]
+pub use rocks::{RocksDbConfigSetter, RocksDbMemoryBounds, RocksDbSettings};
+pub use session::{ReadOnlySessionStore, SessionStore, SessionStoreBuilder, SessionStoreHandle};
+pub use state_dir::{StateDirectory, TaskDirectory, CHECKPOINT_FILE_NAME};
+pub use stores::Stores;
+pub use typed::{ValueAndTimestamp, ValueAndTimestampSerde};
+pub use versioned::{
+    VersionedKeyValueStore, VersionedKeyValueStoreBuilder, VersionedKeyValueStoreHandle,
+    VersionedRecord, PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED,
+};
+pub use window::{
+    ReadOnlyWindowStore, TimestampedWindowStore, TimestampedWindowStoreHandle, WindowStore,
+    WindowStoreBuilder, WindowStoreHandle, WindowStoreIter,
+};
+
+/// The `rocksdb` crate, for [`RocksDbConfigSetter`] implementations.
+#[cfg(feature = "rocksdb")]
+pub use rocksdb;
+
+/// A timestamp in milliseconds since the Unix epoch, as Kafka stores it.
+pub type Timestamp = i64;
+
+/// A boxed error from below this crate (an engine, a changelog writer).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Errors of the state layer.
 #[derive(Debug, thiserror::Error)]
@@ -34,24 +100,156 @@ pub enum Error {
         /// What was asked.
         requested: &'static str,
     },
+    /// A key or value could not be serialized or deserialized.
+    #[error("state store {store}: {source}")]
+    Serde {
+        /// Store name.
+        store: String,
+        /// The serde's error.
+        source: kstreams_record::SerdeError,
+    },
+    /// A key serialized to null; stores have no null keys.
+    #[error("state store {store}: a key serialized to null; store keys cannot be null")]
+    NullKey {
+        /// Store name.
+        store: String,
+    },
+    /// The storage engine failed.
+    #[error("state store {store}: {source}")]
+    Engine {
+        /// Store name.
+        store: String,
+        /// The engine's error.
+        source: BoxError,
+    },
+    /// The store is used before `init` or after `close`.
+    #[error("state store {store} is not open (used before init or after close)")]
+    NotOpen {
+        /// Store name.
+        store: String,
+    },
+    /// A persistent store was initialized without a task directory.
+    #[error(
+        "persistent state store {store} needs a task directory: initialize it with a \
+         StoreContext that has one (StoreContext::with_task_directory)"
+    )]
+    NoStateDirectory {
+        /// Store name.
+        store: String,
+    },
+    /// The changelog writer refused a record.
+    #[error("state store {store}: writing to changelog {topic} failed: {source}")]
+    Changelog {
+        /// Store name.
+        store: String,
+        /// Changelog topic.
+        topic: String,
+        /// The writer's error.
+        source: BoxError,
+    },
+    /// A changelog record could not be applied during restore.
+    #[error("state store {store}: changelog record at position {index} of the batch: {message}")]
+    CorruptChangelogRecord {
+        /// Store name.
+        store: String,
+        /// Position in the restore batch.
+        index: usize,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A file system operation on the state directory failed.
+    #[error("{action} {path}: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The path involved.
+        path: std::path::PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Another stream thread or process holds the task directory's lock.
+    #[error(
+        "task directory {path} is locked by another stream thread or process; is a second \
+         instance running with the same state.dir and application.id? Give each instance \
+         its own state.dir"
+    )]
+    TaskDirectoryLocked {
+        /// The task directory.
+        path: std::path::PathBuf,
+    },
+    /// A `.checkpoint` file is not in Kafka Streams' format.
+    #[error("checkpoint file {path}: {message}")]
+    CorruptCheckpoint {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A store was configured with values that cannot work.
+    #[error("state store {store}: {message}")]
+    InvalidConfig {
+        /// Store name.
+        store: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Error {
+    #[cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
+    pub(crate) fn engine(store: &str, source: impl Into<BoxError>) -> Self {
+        Error::Engine {
+            store: store.to_string(),
+            source: source.into(),
+        }
+    }
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<std::path::PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
+        Error::Io {
+            action,
+            path: path.into(),
+            source,
+        }
+    }
 }
 
 /// What every store has, whatever it holds: Kafka Streams' `StateStore`.
+///
+/// The engine calls these; processors use the typed traits
+/// ([`KeyValueStore`], [`WindowStore`], ...).
 pub trait StateStore: 'static {
     /// The store name, unique in a topology.
     fn name(&self) -> &str;
     /// Whether the store keeps its data on disk.
     fn persistent(&self) -> bool;
-    /// Writes buffered data down (called at commit).
-    fn flush(&mut self);
+    /// Attaches the store to its task: opens persistent engines in the
+    /// task directory, connects the changelog writer and the thread's cache.
+    /// In-memory stores work without it (nothing is logged then).
+    fn init(&mut self, context: &StoreContext) -> Result<(), Error> {
+        let _ = context;
+        Ok(())
+    }
+    /// Writes cached and buffered data down (called at commit, before the
+    /// changelog is flushed and offsets are committed).
+    fn flush(&mut self) -> Result<(), Error>;
     /// Releases the store's resources (called when its task closes).
-    fn close(&mut self);
+    fn close(&mut self) -> Result<(), Error>;
+    /// Applies a batch of changelog records straight into the engine (no
+    /// cache, no changelog), in changelog order.
+    fn restore_batch(&mut self, records: &[ChangelogRecord<'_>]) -> Result<(), Error>;
+    /// Whether a changelog backs the store (its builder had logging on).
+    fn logging_enabled(&self) -> bool {
+        false
+    }
 }
 
 /// One store created for one task: a lifecycle view for the engine and a
 /// typed handle (as `Any`) that processors ask for by type.
 pub struct BuiltStore {
-    /// Flush and close go through here.
+    /// Init, flush, close and restore go through here.
     pub lifecycle: Rc<RefCell<dyn StateStore>>,
     /// The typed handle, for example a [`KeyValueStoreHandle`].
     pub handle: Box<dyn Any>,
@@ -71,6 +269,22 @@ impl BuiltStore {
                 requested: std::any::type_name::<H>(),
             })
     }
+
+    /// Attaches the store to its task (see [`StateStore::init`]).
+    pub fn init(&self, context: &StoreContext) -> Result<(), Error> {
+        self.lifecycle.borrow_mut().init(context)
+    }
+
+    pub(crate) fn new<H: Clone + 'static>(
+        lifecycle: Rc<RefCell<dyn StateStore>>,
+        handle: H,
+    ) -> Self {
+        BuiltStore {
+            lifecycle,
+            handle: Box::new(handle),
+            handle_type: std::any::type_name::<H>(),
+        }
+    }
 }
 
 /// Creates a store for each task: Kafka Streams' `StoreBuilder`.
@@ -79,6 +293,46 @@ pub trait StoreBuilder: Send + Sync + 'static {
     fn name(&self) -> &str;
     /// Whether a changelog topic backs the store.
     fn logging_enabled(&self) -> bool;
-    /// A fresh store for one task.
+    /// Topic configs for the changelog (`cleanup.policy`, `retention.ms`, ...).
+    fn log_config(&self) -> std::collections::BTreeMap<String, String> {
+        std::collections::BTreeMap::new()
+    }
+    /// A fresh store for one task. It still needs [`BuiltStore::init`].
     fn build(&self) -> BuiltStore;
 }
+
+/// A time window: `[start, end)` for time windows, `[start, end]` for
+/// sessions (Kafka Streams' `TimeWindow` and `SessionWindow`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Window {
+    /// Start timestamp (inclusive).
+    pub start: Timestamp,
+    /// End timestamp (exclusive for time windows, inclusive for sessions).
+    pub end: Timestamp,
+}
+
+impl Window {
+    /// A window from `start` to `end`.
+    pub fn new(start: Timestamp, end: Timestamp) -> Self {
+        Window { start, end }
+    }
+}
+
+/// A key with the window it belongs to: Kafka Streams' `Windowed<K>`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Windowed<K> {
+    /// The record key.
+    pub key: K,
+    /// The window.
+    pub window: Window,
+}
+
+impl<K> Windowed<K> {
+    /// A windowed key.
+    pub fn new(key: K, window: Window) -> Self {
+        Windowed { key, window }
+    }
+}
+
+/// An iterator over typed results; each item may fail to deserialize.
+pub type StoreIter<'a, T> = Box<dyn Iterator<Item = Result<T, Error>> + 'a>;

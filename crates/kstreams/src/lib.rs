@@ -59,6 +59,12 @@ pub mod prelude {
         DeserializationHandling, ProcessingHandling, TaskConfig, TestInputTopic, TestOutputTopic,
         TopologyTestDriver,
     };
-    pub use kstreams_state::{KeyValueStore, KeyValueStoreHandle, ReadOnlyKeyValueStore, Stores};
+    pub use kstreams_state::{
+        KeyValueStore, KeyValueStoreHandle, ReadOnlyKeyValueStore, ReadOnlySessionStore,
+        ReadOnlyWindowStore, SessionStore, SessionStoreHandle, Stores,
+        TimestampedKeyValueStoreHandle, ValueAndTimestamp, VersionedKeyValueStore,
+        VersionedKeyValueStoreHandle, VersionedRecord, Window, WindowStore, WindowStoreHandle,
+        Windowed,
+    };
     pub use kstreams_time::{PunctuationType, TimestampExtractor};
 }

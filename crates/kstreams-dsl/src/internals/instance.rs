@@ -211,11 +211,12 @@ impl TaskTopology {
         Ok(fired)
     }
 
-    /// Flushes every store of the task.
-    pub fn flush(&mut self) {
+    /// Flushes every store of the task (caches write down, engines flush).
+    pub fn flush(&mut self) -> Result<(), StreamsError> {
         for store in self.context.stores.values() {
-            store.lifecycle.borrow_mut().flush();
+            store.lifecycle.borrow_mut().flush()?;
         }
+        Ok(())
     }
 
     /// Closes processors (in the order they were added) and stores.
@@ -224,7 +225,9 @@ impl TaskTopology {
             self.processors[id].close();
         }
         for store in self.context.stores.values() {
-            store.lifecycle.borrow_mut().close();
+            // The task is going away: a store that fails to close has
+            // nothing left that a caller could save.
+            let _ = store.lifecycle.borrow_mut().close();
         }
     }
 }

@@ -681,7 +681,7 @@ impl ThreadLoop {
     /// last commit, exactly-once aborts and rewinds to it.
     fn commit(&mut self) -> Result<(), RuntimeError> {
         for entry in self.tasks.values_mut() {
-            entry.task.flush();
+            entry.task.flush()?;
         }
         let mut tpl = TopicPartitionList::new();
         for ((topic, partition), offset) in self

@@ -1,0 +1,74 @@
+//! The changelogging layer: each write of a store becomes a changelog
+//! record, sent through the task's [`ChangelogWriter`].
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use crate::context::{changelog_topic_name, ChangelogRecord, ChangelogWriter, StoreContext};
+use crate::{Error, Timestamp};
+
+/// Sends a store's changelog records. Until `init` attaches a writer it
+/// sends nothing (a store in a test without a changelog).
+pub(crate) struct ChangeLogger {
+    store: String,
+    topic: String,
+    partition: i32,
+    writer: Option<Rc<dyn ChangelogWriter>>,
+}
+
+impl ChangeLogger {
+    pub(crate) fn new(store: &str) -> Self {
+        ChangeLogger {
+            store: store.to_string(),
+            topic: String::new(),
+            partition: 0,
+            writer: None,
+        }
+    }
+
+    pub(crate) fn init(&mut self, context: &StoreContext) {
+        self.topic = changelog_topic_name(context.application_id(), &self.store);
+        self.partition = context.partition();
+        self.writer = context.changelog_writer().cloned();
+    }
+
+    pub(crate) fn log(
+        &self,
+        key: &[u8],
+        value: Option<&[u8]>,
+        timestamp: Timestamp,
+    ) -> Result<(), Error> {
+        let Some(writer) = &self.writer else {
+            return Ok(());
+        };
+        writer
+            .send(&ChangelogRecord {
+                topic: &self.topic,
+                partition: self.partition,
+                key,
+                value,
+                timestamp,
+            })
+            .map_err(|source| Error::Changelog {
+                store: self.store.clone(),
+                topic: self.topic.clone(),
+                source,
+            })
+    }
+}
+
+/// The record timestamp a store sees: the task's, once initialized.
+#[derive(Clone, Default)]
+pub(crate) struct RecordClock(pub(crate) Rc<Cell<Timestamp>>);
+
+impl RecordClock {
+    pub(crate) fn now(&self) -> Timestamp {
+        self.0.get()
+    }
+    pub(crate) fn set(&self, ts: Timestamp) -> Timestamp {
+        self.0.replace(ts)
+    }
+    pub(crate) fn attach(&mut self, context: &StoreContext) {
+        self.0 = context.timestamp_cell().clone();
+    }
+}

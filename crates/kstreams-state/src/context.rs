@@ -1,0 +1,217 @@
+//! What a task hands its stores at init: where they live, where their
+//! changelog goes, the record being processed and the thread's cache.
+
+use std::cell::{Cell, RefCell};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use crate::cache::ThreadCache;
+use crate::{BoxError, Timestamp};
+
+/// The changelog topic of a store: `<application.id>-<store>-changelog`.
+pub fn changelog_topic_name(application_id: &str, store: &str) -> String {
+    format!("{application_id}-{store}-changelog")
+}
+
+/// One changelog record, as a store writes it or as restoration reads it.
+///
+/// Keys and values are the bytes Kafka Streams writes for the same store:
+/// window keys are `key ++ window start ++ sequence number`, session keys
+/// `key ++ end ++ start` (see [`crate::format`]); timestamped stores log the
+/// plain value with the value's timestamp as the record timestamp.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChangelogRecord<'a> {
+    /// The changelog topic.
+    pub topic: &'a str,
+    /// The partition (the task's partition).
+    pub partition: i32,
+    /// Key bytes.
+    pub key: &'a [u8],
+    /// Value bytes; `None` is a tombstone.
+    pub value: Option<&'a [u8]>,
+    /// The record timestamp.
+    pub timestamp: Timestamp,
+}
+
+/// Where changelogging stores send their records. The runtime implements it
+/// on its record collector (the task's producer); tests collect records in a
+/// `RefCell<Vec<OwnedChangelogRecord>>`.
+pub trait ChangelogWriter {
+    /// Sends one record. Called synchronously from the store's write.
+    fn send(&self, record: &ChangelogRecord<'_>) -> Result<(), BoxError>;
+}
+
+/// A changelog record that owns its bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnedChangelogRecord {
+    /// The changelog topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// Key bytes.
+    pub key: Vec<u8>,
+    /// Value bytes; `None` is a tombstone.
+    pub value: Option<Vec<u8>>,
+    /// The record timestamp.
+    pub timestamp: Timestamp,
+}
+
+impl OwnedChangelogRecord {
+    /// A borrowed view, as restoration takes it.
+    pub fn as_record(&self) -> ChangelogRecord<'_> {
+        ChangelogRecord {
+            topic: &self.topic,
+            partition: self.partition,
+            key: &self.key,
+            value: self.value.as_deref(),
+            timestamp: self.timestamp,
+        }
+    }
+}
+
+impl From<&ChangelogRecord<'_>> for OwnedChangelogRecord {
+    fn from(r: &ChangelogRecord<'_>) -> Self {
+        OwnedChangelogRecord {
+            topic: r.topic.to_string(),
+            partition: r.partition,
+            key: r.key.to_vec(),
+            value: r.value.map(<[u8]>::to_vec),
+            timestamp: r.timestamp,
+        }
+    }
+}
+
+impl ChangelogWriter for RefCell<Vec<OwnedChangelogRecord>> {
+    fn send(&self, record: &ChangelogRecord<'_>) -> Result<(), BoxError> {
+        self.borrow_mut().push(record.into());
+        Ok(())
+    }
+}
+
+/// A task's view for its stores: Kafka Streams' `StateStoreContext`.
+///
+/// Cheap to clone; clones share the record timestamp, so the runtime sets
+/// it once per record with [`StoreContext::set_record_timestamp`] and every
+/// store of the task sees it.
+#[derive(Clone)]
+pub struct StoreContext {
+    application_id: Rc<str>,
+    task_id: Rc<str>,
+    partition: i32,
+    task_dir: Option<PathBuf>,
+    changelog: Option<Rc<dyn ChangelogWriter>>,
+    record_timestamp: Rc<Cell<Timestamp>>,
+    cache: Rc<ThreadCache>,
+    #[cfg(feature = "rocksdb")]
+    rocksdb: crate::rocks::RocksDbSettings,
+}
+
+impl std::fmt::Debug for StoreContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreContext")
+            .field("application_id", &self.application_id)
+            .field("task_id", &self.task_id)
+            .field("partition", &self.partition)
+            .field("task_dir", &self.task_dir)
+            .field("changelog", &self.changelog.is_some())
+            .field("record_timestamp", &self.record_timestamp.get())
+            .finish()
+    }
+}
+
+impl StoreContext {
+    /// A context for task `task_id` (as Kafka prints it, `0_1`) whose
+    /// changelog partition is `partition`. No task directory, no changelog
+    /// writer and a cache of its own with Kafka's default budget (10 MiB)
+    /// until the `with_` methods say otherwise.
+    pub fn new(application_id: &str, task_id: &str, partition: i32) -> Self {
+        StoreContext {
+            application_id: Rc::from(application_id),
+            task_id: Rc::from(task_id),
+            partition,
+            task_dir: None,
+            changelog: None,
+            record_timestamp: Rc::new(Cell::new(0)),
+            cache: Rc::new(ThreadCache::new(ThreadCache::DEFAULT_MAX_BYTES)),
+            #[cfg(feature = "rocksdb")]
+            rocksdb: crate::rocks::RocksDbSettings::default(),
+        }
+    }
+
+    /// Persistent stores live under this task directory
+    /// (`<state.dir>/<application.id>/<task id>`).
+    pub fn with_task_directory(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.task_dir = Some(dir.into());
+        self
+    }
+
+    /// Stores with logging on send their changelog records here.
+    pub fn with_changelog_writer(mut self, writer: Rc<dyn ChangelogWriter>) -> Self {
+        self.changelog = Some(writer);
+        self
+    }
+
+    /// The stream thread's cache, shared by all caching stores of the
+    /// thread's tasks.
+    pub fn with_thread_cache(mut self, cache: Rc<ThreadCache>) -> Self {
+        self.cache = cache;
+        self
+    }
+
+    /// RocksDB options for the task's persistent stores.
+    #[cfg(feature = "rocksdb")]
+    pub fn with_rocksdb(mut self, settings: crate::rocks::RocksDbSettings) -> Self {
+        self.rocksdb = settings;
+        self
+    }
+
+    /// The application id.
+    pub fn application_id(&self) -> &str {
+        &self.application_id
+    }
+
+    /// The task id, as Kafka prints it.
+    pub fn task_id(&self) -> &str {
+        &self.task_id
+    }
+
+    /// The changelog partition of the task's stores.
+    pub fn partition(&self) -> i32 {
+        self.partition
+    }
+
+    /// The task directory, if the task has one.
+    pub fn task_directory(&self) -> Option<&Path> {
+        self.task_dir.as_deref()
+    }
+
+    /// The changelog writer, if any.
+    pub fn changelog_writer(&self) -> Option<&Rc<dyn ChangelogWriter>> {
+        self.changelog.as_ref()
+    }
+
+    /// The thread cache.
+    pub fn thread_cache(&self) -> &Rc<ThreadCache> {
+        &self.cache
+    }
+
+    /// The timestamp of the record (or punctuation) being processed; the
+    /// timestamp of the changelog records its writes produce.
+    pub fn record_timestamp(&self) -> Timestamp {
+        self.record_timestamp.get()
+    }
+
+    /// Sets the timestamp of the record about to be processed.
+    pub fn set_record_timestamp(&self, timestamp: Timestamp) {
+        self.record_timestamp.set(timestamp);
+    }
+
+    pub(crate) fn timestamp_cell(&self) -> &Rc<Cell<Timestamp>> {
+        &self.record_timestamp
+    }
+
+    #[cfg(feature = "rocksdb")]
+    pub(crate) fn rocksdb(&self) -> &crate::rocks::RocksDbSettings {
+        &self.rocksdb
+    }
+}

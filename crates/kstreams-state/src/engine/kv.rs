@@ -1,0 +1,71 @@
+//! The key-value engine: keyspace 0 of a backend.
+
+use std::ops::Bound;
+
+use super::{BytesIter, KeyValueBytesStore, Keyspaces};
+use crate::{ChangelogRecord, Error, StateStore, StoreContext};
+
+const KS: i64 = 0;
+
+pub(crate) struct KvEngine<B> {
+    name: String,
+    backend: B,
+}
+
+impl<B: Keyspaces> KvEngine<B> {
+    pub(crate) fn new(name: impl Into<String>, backend: B) -> Self {
+        KvEngine {
+            name: name.into(),
+            backend,
+        }
+    }
+}
+
+impl<B: Keyspaces> StateStore for KvEngine<B> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn persistent(&self) -> bool {
+        self.backend.persistent()
+    }
+    fn init(&mut self, context: &StoreContext) -> Result<(), Error> {
+        self.backend.open(&self.name, context)
+    }
+    fn flush(&mut self) -> Result<(), Error> {
+        self.backend.flush()
+    }
+    fn close(&mut self) -> Result<(), Error> {
+        self.backend.close()
+    }
+    fn restore_batch(&mut self, records: &[ChangelogRecord<'_>]) -> Result<(), Error> {
+        let entries: Vec<(&[u8], Option<&[u8]>)> =
+            records.iter().map(|r| (r.key, r.value)).collect();
+        self.backend.write_all(KS, &entries)
+    }
+}
+
+impl<B: Keyspaces> KeyValueBytesStore for KvEngine<B> {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        self.backend.get(KS, key)
+    }
+    fn put(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), Error> {
+        match value {
+            Some(v) => self.backend.put(KS, key, v),
+            None => self.backend.delete(KS, key),
+        }
+    }
+    fn put_all(&mut self, entries: &[(&[u8], Option<&[u8]>)]) -> Result<(), Error> {
+        self.backend.write_all(KS, entries)
+    }
+    fn range(
+        &self,
+        from: Bound<&[u8]>,
+        to: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Result<BytesIter<'_>, Error> {
+        self.backend.range(KS, from, to, reverse)
+    }
+    fn approximate_num_entries(&self) -> Result<u64, Error> {
+        self.backend.approximate_len(KS)
+    }
+}

@@ -1,0 +1,185 @@
+//! Restoration: a changelog replayed into a store, with progress reported
+//! to a listener (Kafka Streams' `StateRestoreListener`).
+//!
+//! The runtime reads the changelog partition from where the checkpoint
+//! says ([`restore_start`]) to the end offset it saw at start, and feeds
+//! each batch to a [`Restoration`]; the store applies it straight into its
+//! engine, skipping cache and changelog.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use crate::{ChangelogRecord, Error, StateStore};
+
+/// Hears about restorations: Kafka Streams' `StateRestoreListener`.
+/// Offsets are changelog offsets; `end_offset` is the end (exclusive) the
+/// restoration runs to, so `end_offset - start_offset` bounds the records
+/// to restore (compaction can leave fewer).
+pub trait RestoreListener: Send + Sync {
+    /// A store starts restoring.
+    fn on_restore_start(
+        &self,
+        store: &str,
+        topic: &str,
+        partition: i32,
+        start_offset: i64,
+        end_offset: i64,
+    ) {
+        let _ = (store, topic, partition, start_offset, end_offset);
+    }
+    /// A batch was applied; `batch_end_offset` is its last record's offset.
+    fn on_batch_restored(
+        &self,
+        store: &str,
+        topic: &str,
+        partition: i32,
+        batch_end_offset: i64,
+        num_restored: u64,
+    ) {
+        let _ = (store, topic, partition, batch_end_offset, num_restored);
+    }
+    /// The store is restored.
+    fn on_restore_end(&self, store: &str, topic: &str, partition: i32, total_restored: u64) {
+        let _ = (store, topic, partition, total_restored);
+    }
+    /// The restoration stopped before the end (the task moved away).
+    fn on_restore_suspended(&self, store: &str, topic: &str, partition: i32, total_restored: u64) {
+        let _ = (store, topic, partition, total_restored);
+    }
+}
+
+/// A listener that ignores everything.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoopRestoreListener;
+
+impl RestoreListener for NoopRestoreListener {}
+
+/// Where to start reading a store's changelog.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RestoreStart {
+    /// Right after this offset, the last one the store already has.
+    After(i64),
+    /// From the beginning of the changelog, over what the store has.
+    Beginning,
+    /// Wipe the local state first, then from the beginning: under
+    /// exactly-once a persistent store without a checkpoint may hold writes
+    /// of an aborted transaction.
+    WipeThenBeginning,
+}
+
+/// Decides where a store's restoration starts, as Kafka Streams does.
+/// `checkpointed` is the offset in the task's `.checkpoint` file for the
+/// store's changelog partition (the offset of the last record the store
+/// has), if any.
+pub fn restore_start(
+    checkpointed: Option<i64>,
+    persistent: bool,
+    exactly_once: bool,
+) -> RestoreStart {
+    match checkpointed.filter(|o| *o >= 0) {
+        Some(offset) if persistent => RestoreStart::After(offset),
+        _ if persistent && exactly_once => RestoreStart::WipeThenBeginning,
+        _ => RestoreStart::Beginning,
+    }
+}
+
+/// One store's restoration from one changelog partition.
+pub struct Restoration {
+    store: Rc<RefCell<dyn StateStore>>,
+    store_name: String,
+    topic: String,
+    partition: i32,
+    start_offset: i64,
+    end_offset: i64,
+    restored: u64,
+    last_offset: Option<i64>,
+    listener: Arc<dyn RestoreListener>,
+}
+
+impl Restoration {
+    /// Starts restoring `store` from `topic`/`partition`, offsets
+    /// `[start_offset, end_offset)`; tells the listener.
+    pub fn start(
+        store: Rc<RefCell<dyn StateStore>>,
+        topic: &str,
+        partition: i32,
+        start_offset: i64,
+        end_offset: i64,
+        listener: Arc<dyn RestoreListener>,
+    ) -> Self {
+        let store_name = store.borrow().name().to_string();
+        listener.on_restore_start(&store_name, topic, partition, start_offset, end_offset);
+        Restoration {
+            store,
+            store_name,
+            topic: topic.to_string(),
+            partition,
+            start_offset,
+            end_offset,
+            restored: 0,
+            last_offset: None,
+            listener,
+        }
+    }
+
+    /// Applies a batch read from the changelog; `batch_end_offset` is the
+    /// offset of its last record.
+    pub fn restore_batch(
+        &mut self,
+        records: &[ChangelogRecord<'_>],
+        batch_end_offset: i64,
+    ) -> Result<(), Error> {
+        self.store.borrow_mut().restore_batch(records)?;
+        self.restored += records.len() as u64;
+        self.last_offset = Some(batch_end_offset);
+        self.listener.on_batch_restored(
+            &self.store_name,
+            &self.topic,
+            self.partition,
+            batch_end_offset,
+            records.len() as u64,
+        );
+        Ok(())
+    }
+
+    /// Records applied so far.
+    pub fn restored(&self) -> u64 {
+        self.restored
+    }
+
+    /// An upper bound of the records to restore.
+    pub fn total(&self) -> u64 {
+        (self.end_offset - self.start_offset).max(0) as u64
+    }
+
+    /// The offset of the last record applied, for the checkpoint.
+    pub fn last_offset(&self) -> Option<i64> {
+        self.last_offset
+    }
+
+    /// Whether the end offset was reached.
+    pub fn is_complete(&self) -> bool {
+        let next = self.last_offset.map_or(self.start_offset, |o| o + 1);
+        next >= self.end_offset
+    }
+
+    /// Ends the restoration (flushes the store); tells the listener.
+    pub fn finish(self) -> Result<u64, Error> {
+        self.store.borrow_mut().flush()?;
+        self.listener
+            .on_restore_end(&self.store_name, &self.topic, self.partition, self.restored);
+        Ok(self.restored)
+    }
+
+    /// Stops before the end; tells the listener.
+    pub fn suspend(self) -> u64 {
+        self.listener.on_restore_suspended(
+            &self.store_name,
+            &self.topic,
+            self.partition,
+            self.restored,
+        );
+        self.restored
+    }
+}

@@ -1,0 +1,261 @@
+//! The state directory: `<state.dir>/<application.id>/<task id>/...`, a
+//! lock per task directory, and cleanup of tasks no longer owned.
+//!
+//! Inside a task directory: `.lock` (held while a stream thread owns the
+//! task), `.checkpoint` ([`OffsetCheckpoint`]), `rocksdb/<store>` for
+//! key-value and versioned stores and `<store>/` for window and session
+//! stores, as Kafka Streams lays them out.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use crate::{Error, OffsetCheckpoint};
+
+/// The checkpoint file of a task directory.
+pub const CHECKPOINT_FILE_NAME: &str = ".checkpoint";
+const LOCK_FILE_NAME: &str = ".lock";
+
+/// An application's directory under `state.dir`.
+#[derive(Clone, Debug)]
+pub struct StateDirectory {
+    app_dir: PathBuf,
+}
+
+fn is_task_id(name: &str) -> bool {
+    let mut parts = name.split('_');
+    let (Some(a), Some(b), None) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+    digits(a) && digits(b)
+}
+
+impl StateDirectory {
+    /// `<state_dir>/<application_id>`, created if missing.
+    pub fn new(state_dir: impl AsRef<Path>, application_id: &str) -> Result<Self, Error> {
+        let app_dir = state_dir.as_ref().join(application_id);
+        std::fs::create_dir_all(&app_dir).map_err(|e| Error::io("creating", &app_dir, e))?;
+        Ok(StateDirectory { app_dir })
+    }
+
+    /// The application directory.
+    pub fn application_directory(&self) -> &Path {
+        &self.app_dir
+    }
+
+    /// Where a task's directory is (it may not exist).
+    pub fn task_directory_path(&self, task_id: &str) -> PathBuf {
+        self.app_dir.join(task_id)
+    }
+
+    /// Creates the task's directory and takes its lock. Another stream
+    /// thread or process holding it gets [`Error::TaskDirectoryLocked`].
+    pub fn lock_task(&self, task_id: &str) -> Result<TaskDirectory, Error> {
+        let path = self.task_directory_path(task_id);
+        std::fs::create_dir_all(&path).map_err(|e| Error::io("creating", &path, e))?;
+        let lock =
+            try_lock(&path)?.ok_or_else(|| Error::TaskDirectoryLocked { path: path.clone() })?;
+        Ok(TaskDirectory {
+            path,
+            task_id: task_id.to_string(),
+            _lock: lock,
+        })
+    }
+
+    /// Task ids that have a directory.
+    pub fn task_ids_on_disk(&self) -> Result<Vec<String>, Error> {
+        let entries =
+            std::fs::read_dir(&self.app_dir).map_err(|e| Error::io("listing", &self.app_dir, e))?;
+        let mut ids = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io("listing", &self.app_dir, e))?;
+            if !entry.path().is_dir() {
+                continue;
+            }
+            if let Some(name) = entry.file_name().to_str() {
+                if is_task_id(name) {
+                    ids.push(name.to_string());
+                }
+            }
+        }
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// Deletes the directories of tasks not in `owned` whose lock is free
+    /// and that were not modified for `min_age` (Kafka Streams'
+    /// `state.cleanup.delay.ms`). Returns the task ids removed.
+    pub fn clean_unowned_task_directories(
+        &self,
+        owned: &HashSet<String>,
+        min_age: Duration,
+    ) -> Result<Vec<String>, Error> {
+        let mut removed = Vec::new();
+        let now = SystemTime::now();
+        for id in self.task_ids_on_disk()? {
+            if owned.contains(&id) {
+                continue;
+            }
+            let path = self.task_directory_path(&id);
+            let modified = std::fs::metadata(&path)
+                .and_then(|m| m.modified())
+                .map_err(|e| Error::io("reading metadata of", &path, e))?;
+            if now.duration_since(modified).unwrap_or_default() < min_age {
+                continue;
+            }
+            let Some(lock) = try_lock(&path)? else {
+                continue; // someone owns it after all
+            };
+            log::info!("deleting obsolete state directory {}", path.display());
+            let result = std::fs::remove_dir_all(&path);
+            drop(lock);
+            result.map_err(|e| Error::io("deleting", &path, e))?;
+            removed.push(id);
+        }
+        Ok(removed)
+    }
+}
+
+/// A locked task directory; the lock is released on drop.
+#[derive(Debug)]
+pub struct TaskDirectory {
+    path: PathBuf,
+    task_id: String,
+    _lock: File,
+}
+
+impl TaskDirectory {
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The task id.
+    pub fn task_id(&self) -> &str {
+        &self.task_id
+    }
+
+    /// The task's `.checkpoint` file.
+    pub fn checkpoint(&self) -> OffsetCheckpoint {
+        OffsetCheckpoint::new(self.path.join(CHECKPOINT_FILE_NAME))
+    }
+
+    /// Deletes all local state of the task (stores and checkpoint), keeping
+    /// the directory and its lock: what exactly-once does when a persistent
+    /// store has no checkpoint.
+    pub fn wipe_state(&self) -> Result<(), Error> {
+        let entries =
+            std::fs::read_dir(&self.path).map_err(|e| Error::io("listing", &self.path, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io("listing", &self.path, e))?;
+            if entry.file_name() == LOCK_FILE_NAME {
+                continue;
+            }
+            let p = entry.path();
+            let result = if p.is_dir() {
+                std::fs::remove_dir_all(&p)
+            } else {
+                std::fs::remove_file(&p)
+            };
+            result.map_err(|e| Error::io("deleting", &p, e))?;
+        }
+        Ok(())
+    }
+}
+
+/// Takes the exclusive lock of a task directory, or `None` if it is held.
+fn try_lock(dir: &Path) -> Result<Option<File>, Error> {
+    let path = dir.join(LOCK_FILE_NAME);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io("opening", &path, e))?;
+    if lock_exclusive_nonblocking(&file).map_err(|e| Error::io("locking", &path, e))? {
+        Ok(Some(file))
+    } else {
+        Ok(None)
+    }
+}
+
+/// Takes the exclusive lock without waiting; `false` if another holder has
+/// it. std's lock is `flock` on Unix: it belongs to the open file, so a
+/// second open in the same process conflicts too, and two stream threads are
+/// told apart as well as two processes.
+fn lock_exclusive_nonblocking(file: &File) -> std::io::Result<bool> {
+    match file.try_lock() {
+        Ok(()) => Ok(true),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_directories_follow_kafka_streams_layout_and_lock() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = StateDirectory::new(root.path(), "app").unwrap();
+        let task = dir.lock_task("0_1").unwrap();
+        assert_eq!(task.path(), root.path().join("app").join("0_1"));
+        assert_eq!(
+            task.checkpoint().path(),
+            root.path().join("app/0_1/.checkpoint")
+        );
+        let err = dir.lock_task("0_1").unwrap_err();
+        assert!(matches!(err, Error::TaskDirectoryLocked { .. }), "{err}");
+        assert!(
+            err.to_string().contains("another stream thread or process"),
+            "{err}"
+        );
+        // A second StateDirectory (another instance on the same state.dir)
+        // is refused the same way.
+        let other = StateDirectory::new(root.path(), "app").unwrap();
+        assert!(other.lock_task("0_1").is_err());
+        drop(task);
+        assert!(other.lock_task("0_1").is_ok());
+    }
+
+    #[test]
+    fn unowned_unlocked_task_directories_are_cleaned() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = StateDirectory::new(root.path(), "app").unwrap();
+        let owned_task = dir.lock_task("0_0").unwrap();
+        drop(dir.lock_task("0_1").unwrap());
+        let locked_elsewhere = dir.lock_task("1_0").unwrap();
+        std::fs::create_dir_all(dir.application_directory().join("not-a-task")).unwrap();
+        let owned = HashSet::from(["0_0".to_string()]);
+        assert!(dir
+            .clean_unowned_task_directories(&owned, Duration::from_secs(3600))
+            .unwrap()
+            .is_empty());
+        let removed = dir
+            .clean_unowned_task_directories(&owned, Duration::ZERO)
+            .unwrap();
+        assert_eq!(removed, vec!["0_1".to_string()]);
+        assert!(owned_task.path().exists());
+        assert!(locked_elsewhere.path().exists());
+        assert!(dir.application_directory().join("not-a-task").exists());
+    }
+
+    #[test]
+    fn wiping_keeps_the_lock() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = StateDirectory::new(root.path(), "app").unwrap();
+        let task = dir.lock_task("0_0").unwrap();
+        std::fs::create_dir_all(task.path().join("rocksdb/s")).unwrap();
+        std::fs::write(task.path().join(CHECKPOINT_FILE_NAME), "0\n0\n").unwrap();
+        task.wipe_state().unwrap();
+        let left: Vec<_> = std::fs::read_dir(task.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, vec![std::ffi::OsString::from(".lock")]);
+        assert!(dir.lock_task("0_0").is_err());
+    }
+}
