@@ -6,6 +6,7 @@ use kstreams_dsl::internals::{ConsumedRecord, ProducedRecord, TaskContext, TaskT
 use kstreams_dsl::{RecordPosition, StreamsError, TaskId, Topology};
 use kstreams_metrics::Counter;
 use kstreams_record::Timestamp;
+use kstreams_state::StoreContext;
 use kstreams_time::{ConsumedRecordView, PunctuationType};
 
 use crate::{DeserializationHandling, ProcessingHandling, TaskConfig};
@@ -40,14 +41,34 @@ pub struct StreamTask {
 }
 
 impl StreamTask {
-    /// Builds the task's nodes and stores and initializes its processors.
+    /// Builds the task's nodes and stores and initializes its processors;
+    /// stores get a context of their own (no task directory, no changelog).
     pub fn new(
         topology: &Topology,
         id: TaskId,
         config: TaskConfig,
         wall_clock: Timestamp,
     ) -> Result<Self, StreamsError> {
-        let topology = TaskTopology::new(topology, id, &config.application_id, wall_clock)?;
+        let stores = StoreContext::new(&config.application_id, &id.to_string(), id.partition);
+        Self::with_store_context(topology, id, config, wall_clock, stores)
+    }
+
+    /// [`StreamTask::new`] with the stores' task directory, changelog writer
+    /// and cache given by `stores`.
+    pub fn with_store_context(
+        topology: &Topology,
+        id: TaskId,
+        config: TaskConfig,
+        wall_clock: Timestamp,
+        stores: StoreContext,
+    ) -> Result<Self, StreamsError> {
+        let topology = TaskTopology::with_store_context(
+            topology,
+            id,
+            &config.application_id,
+            wall_clock,
+            stores,
+        )?;
         Ok(Self {
             topology,
             config,

@@ -6,6 +6,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use kstreams_record::Timestamp;
+use kstreams_state::StoreContext;
 use kstreams_time::{PunctuationType, TimestampExtractor};
 
 use super::graph::{NodeKind, SourceTopics, TopologyGraph};
@@ -37,17 +38,33 @@ pub struct TaskTopology {
     /// Processors in graph order, for init.
     init_order: Vec<usize>,
     context: TaskContext,
+    /// What the task's stores see: task directory, changelog writer, cache,
+    /// and the timestamp of the record being processed.
+    store_context: StoreContext,
 }
 
 impl TaskTopology {
-    /// Builds sub-topology `task.subtopology` of `topology`: its stores, then
-    /// its nodes from the sinks up, then `init` on each processor in the
-    /// order they were added.
+    /// [`TaskTopology::with_store_context`] with a store context of its own:
+    /// no task directory (persistent stores refuse to open), no changelog.
     pub fn new(
         topology: &Topology,
         task: TaskId,
         application_id: &str,
         wall_clock: Timestamp,
+    ) -> Result<Self, StreamsError> {
+        let stores = StoreContext::new(application_id, &task.to_string(), task.partition);
+        Self::with_store_context(topology, task, application_id, wall_clock, stores)
+    }
+
+    /// Builds sub-topology `task.subtopology` of `topology`: its stores
+    /// (initialized with `store_context`), then its nodes from the sinks up,
+    /// then `init` on each processor in the order they were added.
+    pub fn with_store_context(
+        topology: &Topology,
+        task: TaskId,
+        application_id: &str,
+        wall_clock: Timestamp,
+        store_context: StoreContext,
     ) -> Result<Self, StreamsError> {
         let graph = &topology.graph;
         let groups = graph.subtopologies();
@@ -128,7 +145,12 @@ impl TaskTopology {
             processors,
             init_order,
             context,
+            store_context,
         };
+        // Stores open before any processor asks for one.
+        for store in built.context.stores.values() {
+            store.init(&built.store_context)?;
+        }
         for id in built.init_order.clone() {
             built.processors[&id].init(&mut built.context)?;
         }
@@ -178,6 +200,7 @@ impl TaskTopology {
         timestamp: Timestamp,
     ) -> Result<(), StreamsError> {
         let source = self.source_for(&record.topic)?.clone();
+        self.store_context.set_record_timestamp(timestamp);
         source.process(record, timestamp, &mut self.context)
     }
 
@@ -202,6 +225,7 @@ impl TaskTopology {
             };
             let (node, id) = (p.node, p.id);
             let previous = self.context.metadata.take();
+            self.store_context.set_record_timestamp(at);
             let result = self.processors[&node].punctuate(id, at, &mut self.context);
             self.context.metadata = previous;
             result?;

@@ -12,14 +12,18 @@ mod topics;
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::path::PathBuf;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kstreams_dsl::internals::{ConsumedRecord, ProducedRecord};
 use kstreams_dsl::{StreamsError, TaskId, Topology};
-use kstreams_record::{Serde, Timestamp};
-use kstreams_state::KeyValueStoreHandle;
+use kstreams_record::{Headers, Serde, Timestamp};
+use kstreams_state::{
+    BoxError, ChangelogRecord, ChangelogWriter, KeyValueStoreHandle, StoreContext,
+};
 
 pub use topics::{TestInputTopic, TestOutputTopic};
 
@@ -28,8 +32,29 @@ use crate::{StreamTask, TaskConfig};
 /// The application id the driver uses unless told otherwise.
 pub const DEFAULT_APPLICATION_ID: &str = "dummy-topology-test-driver-app-id";
 
+/// Changelog records the stores wrote, kept for the output topics.
+#[derive(Default)]
+struct CapturedChangelog(RefCell<Vec<ProducedRecord>>);
+
+impl ChangelogWriter for CapturedChangelog {
+    fn send(&self, record: &ChangelogRecord<'_>) -> Result<(), BoxError> {
+        self.0.borrow_mut().push(ProducedRecord {
+            topic: record.topic.to_string(),
+            partition: Some(record.partition),
+            key: Some(record.key.to_vec()),
+            value: record.value.map(<[u8]>::to_vec),
+            timestamp: record.timestamp,
+            headers: Headers::new(),
+        });
+        Ok(())
+    }
+}
+
 pub(crate) struct DriverState {
     tasks: Vec<StreamTask>,
+    changelog: Rc<CapturedChangelog>,
+    /// Task directories of persistent stores; removed with the driver.
+    state_dir: PathBuf,
     next_offset: HashMap<String, i64>,
     outputs: HashMap<String, VecDeque<ProducedRecord>>,
     wall_clock: Timestamp,
@@ -48,6 +73,28 @@ impl DriverState {
         while let Some((index, record)) = pending.pop_front() {
             self.tasks[index].process(record)?;
             self.route_output(index, &mut pending);
+        }
+        self.commit()
+    }
+
+    /// What Kafka Streams' driver does after each input: a commit, which
+    /// flushes the stores (and their caches); what that writes downstream
+    /// is processed too, and changelog records join the output topics.
+    fn commit(&mut self) -> Result<(), StreamsError> {
+        let mut pending = VecDeque::new();
+        for index in 0..self.tasks.len() {
+            self.tasks[index].flush()?;
+            self.route_output(index, &mut pending);
+        }
+        while let Some((index, record)) = pending.pop_front() {
+            self.tasks[index].process(record)?;
+            self.route_output(index, &mut pending);
+        }
+        for record in self.changelog.0.borrow_mut().drain(..) {
+            self.outputs
+                .entry(record.topic.clone())
+                .or_default()
+                .push_back(record);
         }
         Ok(())
     }
@@ -106,7 +153,7 @@ impl DriverState {
                 self.route_output(index, &mut pending);
             }
         }
-        Ok(())
+        self.commit()
     }
 }
 
@@ -157,18 +204,35 @@ impl TopologyTestDriver {
         wall_clock: Timestamp,
     ) -> Result<Self, StreamsError> {
         let application_id = config.application_id.clone();
+        static DRIVERS: AtomicUsize = AtomicUsize::new(0);
+        let state_dir = std::env::temp_dir().join(format!(
+            "kstreams-test-driver-{}-{}",
+            std::process::id(),
+            DRIVERS.fetch_add(1, Ordering::Relaxed)
+        ));
+        let changelog = Rc::new(CapturedChangelog::default());
         let tasks = (0..topology.subtopology_count())
             .map(|s| {
                 let id = TaskId {
                     subtopology: s as u32,
                     partition: 0,
                 };
-                StreamTask::new(&topology, id, config.clone(), wall_clock)
+                let task_dir = state_dir.join(&application_id).join(id.to_string());
+                std::fs::create_dir_all(&task_dir).map_err(|e| {
+                    StreamsError::Internal(format!("cannot create {}: {e}", task_dir.display()))
+                })?;
+                let writer: Rc<dyn ChangelogWriter> = changelog.clone();
+                let stores = StoreContext::new(&application_id, &id.to_string(), 0)
+                    .with_task_directory(task_dir)
+                    .with_changelog_writer(writer);
+                StreamTask::with_store_context(&topology, id, config.clone(), wall_clock, stores)
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             state: Rc::new(RefCell::new(DriverState {
                 tasks,
+                changelog,
+                state_dir,
                 next_offset: HashMap::new(),
                 outputs: HashMap::new(),
                 wall_clock,
@@ -297,6 +361,7 @@ impl Drop for TopologyTestDriver {
             for task in &mut state.tasks {
                 task.close();
             }
+            let _ = std::fs::remove_dir_all(&state.state_dir);
         }
     }
 }
