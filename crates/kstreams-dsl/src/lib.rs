@@ -34,4 +34,4 @@ pub use fixed_key::{FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord}
 pub use kstream::{BranchedKStream, KStream};
 pub use options::{Branched, Consumed, IntoName, Named, Printed, Produced, Repartitioned};
 pub use processor::{Processor, ProcessorContext, PunctuationId};
-pub use topology::{SubtopologySources, Topology};
+pub use topology::{ChangelogTopic, SubtopologySources, Topology};

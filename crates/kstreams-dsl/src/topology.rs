@@ -204,6 +204,43 @@ impl Topology {
             .collect()
     }
 
+    /// Whether the tasks of sub-topology `id` have state stores (and so a
+    /// state directory).
+    pub fn subtopology_has_stores(&self, id: u32) -> bool {
+        self.graph
+            .subtopologies()
+            .get(id as usize)
+            .is_some_and(|members| {
+                members
+                    .iter()
+                    .any(|&n| !self.graph.nodes[n].stores.is_empty())
+            })
+    }
+
+    /// The changelog topics of the logged stores: for each, the
+    /// sub-topology that owns the store, the store name, the topic name
+    /// `<application.id>-<store>-changelog` and its topic configs.
+    pub fn changelog_topics(&self, application_id: &str) -> Vec<ChangelogTopic> {
+        let mut out = Vec::new();
+        for (subtopology, members) in self.graph.subtopologies().iter().enumerate() {
+            let mut seen = std::collections::BTreeSet::new();
+            for &id in members {
+                for store in &self.graph.nodes[id].stores {
+                    let builder = &self.graph.stores[store].builder;
+                    if builder.logging_enabled() && seen.insert(store.clone()) {
+                        out.push(ChangelogTopic {
+                            subtopology: subtopology as u32,
+                            store: store.clone(),
+                            topic: kstreams_state::changelog_topic_name(application_id, store),
+                            config: builder.log_config(),
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Internal (repartition) topic names, without the application id.
     pub fn internal_topics(&self) -> impl Iterator<Item = &str> {
         self.graph.internal_topics.iter().map(String::as_str)
@@ -314,6 +351,19 @@ impl Topology {
 pub(crate) enum SinkTopic<K, V> {
     Fixed(String),
     Extractor(SharedExtractor<K, V>, String),
+}
+
+/// A store's changelog topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangelogTopic {
+    /// The sub-topology whose tasks own the store.
+    pub subtopology: u32,
+    /// The store.
+    pub store: String,
+    /// `<application.id>-<store>-changelog`.
+    pub topic: String,
+    /// Topic configs (compacted; windowed stores also delete by retention).
+    pub config: std::collections::BTreeMap<String, String>,
 }
 
 /// The topics one sub-topology reads.

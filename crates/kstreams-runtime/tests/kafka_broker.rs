@@ -238,3 +238,122 @@ fn max_task_idle_orders_records_of_two_topics_of_one_task_by_timestamp() {
         first_out_of_order.map(|i| &stamps[i.saturating_sub(2)..(i + 3).min(stamps.len())])
     );
 }
+
+/// Counts records per key in the persistent, logged store "counts".
+struct CountPerKey {
+    store: Option<kstreams_state::KeyValueStoreHandle<String, i64>>,
+}
+
+impl kstreams_dsl::Processor<String, String, String, i64> for CountPerKey {
+    fn init(
+        &mut self,
+        ctx: &mut kstreams_dsl::ProcessorContext<'_, String, i64>,
+    ) -> Result<(), kstreams_dsl::ProcessorError> {
+        self.store = Some(ctx.get_state_store("counts")?);
+        Ok(())
+    }
+
+    fn process(
+        &mut self,
+        ctx: &mut kstreams_dsl::ProcessorContext<'_, String, i64>,
+        record: kstreams_record::Record<String, String>,
+    ) -> Result<(), kstreams_dsl::ProcessorError> {
+        let store = self.store.as_ref().expect("init ran");
+        let count = store.borrow().get(&record.key)?.unwrap_or(0) + 1;
+        store.borrow_mut().put(record.key.clone(), count)?;
+        ctx.forward(record.with_value(count))?;
+        Ok(())
+    }
+}
+
+fn counting_app(
+    bootstrap: &str,
+    app_id: &str,
+    input: &str,
+    output: &str,
+    state_dir: &std::path::Path,
+) -> KafkaStreams {
+    use kstreams_record::{I64Serde, StringSerde};
+    use kstreams_state::Stores;
+    let _ = env_logger::builder().is_test(true).try_init();
+    let builder = StreamsBuilder::new();
+    builder.add_state_store(Stores::key_value_store_builder(
+        Stores::persistent_key_value_store("counts"),
+        StringSerde,
+        I64Serde,
+    ));
+    builder
+        .stream::<String, String>(input)
+        .process(|| CountPerKey { store: None }, &["counts"])
+        .to_with(output, kstreams_dsl::Produced::with(StringSerde, I64Serde));
+    let config = StreamsConfig::new(app_id, bootstrap)
+        .commit_interval(Duration::from_millis(100))
+        .state_dir(state_dir);
+    KafkaStreams::new(builder.build().unwrap(), config)
+}
+
+/// The latest count per key in `topic`, once `want` records were read.
+fn latest_counts(bootstrap: &str, topic: &str, want: usize) -> BTreeMap<String, i64> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", unique_name("counts-reader"))
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .unwrap();
+    consumer.subscribe(&[topic]).unwrap();
+    let (mut read, mut latest) = (0, BTreeMap::new());
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while read < want && Instant::now() < deadline {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
+            let key = String::from_utf8(m.key().unwrap().to_vec()).unwrap();
+            let count = i64::from_be_bytes(m.payload().unwrap().try_into().unwrap());
+            latest.insert(key, count);
+            read += 1;
+        }
+    }
+    assert_eq!(read, want, "records read from {topic}");
+    latest
+}
+
+#[test]
+fn counts_survive_a_wiped_state_directory_through_the_changelog() {
+    let Some(bootstrap) = test_broker() else {
+        return;
+    };
+    let (input, output, app_id) = (
+        unique_name("restore-in"),
+        unique_name("restore-out"),
+        unique_name("restore-app"),
+    );
+    create_topic(&bootstrap, &input, 2, 1).unwrap();
+    create_topic(&bootstrap, &output, 2, 1).unwrap();
+    let state_dir = std::env::temp_dir().join(unique_name("kstreams-restore-state"));
+    let records = |range: std::ops::Range<usize>| {
+        range.map(|i| (format!("k{}", i % 10), format!("{i}"), i as i64))
+    };
+
+    produce(&bootstrap, &input, records(0..300));
+    let mut first = counting_app(&bootstrap, &app_id, &input, &output, &state_dir);
+    first.start().unwrap();
+    let counts = latest_counts(&bootstrap, &output, 300);
+    assert!(first.close(Duration::from_secs(30)));
+    assert!(counts.values().all(|&c| c == 30), "{counts:?}");
+    assert!(
+        state_dir.join(&app_id).exists(),
+        "the persistent store lived in the state directory"
+    );
+
+    // The local state is lost; the changelog topic is not.
+    std::fs::remove_dir_all(&state_dir).unwrap();
+    produce(&bootstrap, &input, records(300..600));
+    let mut second = counting_app(&bootstrap, &app_id, &input, &output, &state_dir);
+    second.start().unwrap();
+    let counts = latest_counts(&bootstrap, &output, 600);
+    assert!(second.close(Duration::from_secs(30)));
+    let _ = std::fs::remove_dir_all(&state_dir);
+    assert_eq!(counts.len(), 10);
+    assert!(
+        counts.values().all(|&c| c == 60),
+        "counts went on from the restored store: {counts:?}"
+    );
+}

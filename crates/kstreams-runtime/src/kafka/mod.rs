@@ -8,6 +8,7 @@
 mod app;
 mod config;
 mod partition_group;
+mod restore;
 mod thread;
 mod topics;
 

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use kstreams_dsl::internals::{ConsumedRecord, ProducedRecord};
 use kstreams_dsl::{TaskId, Topology};
 use kstreams_record::{Header, Headers};
+use kstreams_state::TaskDirectory;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, DeliveryResult, Headers as _, Message, OwnedHeaders};
@@ -17,6 +18,7 @@ use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
 
 use super::config::{ProcessingGuarantee, StreamsConfig};
 use super::partition_group::PartitionGroup;
+use super::restore::TaskOpener;
 use super::topics::SourceTopicIndex;
 use super::RuntimeError;
 use crate::StreamTask;
@@ -204,6 +206,9 @@ impl ProducerContext for DeliveryContext {
 struct TaskEntry {
     task: StreamTask,
     group: PartitionGroup,
+    /// Held while the task lives: the lock on its state directory
+    /// (stateful tasks only).
+    _directory: Option<TaskDirectory>,
 }
 
 /// A stream thread's clients, made before its OS thread starts so that a
@@ -223,12 +228,14 @@ pub(crate) struct StreamThread {
 struct ThreadLoop {
     name: String,
     config: StreamsConfig,
-    topology: Arc<Topology>,
     sources: Arc<SourceTopicIndex>,
     consumer: BaseConsumer<StreamsConsumerContext>,
     producer: Arc<BaseProducer<DeliveryContext>>,
     shared: Arc<ThreadShared>,
     tasks: HashMap<TaskId, TaskEntry>,
+    /// Opens tasks: directory lock, stores, restoration; collects the
+    /// stores' changelog records.
+    opener: TaskOpener,
     paused: HashSet<(String, i32)>,
     last_commit: Instant,
 }
@@ -330,10 +337,11 @@ impl StreamThread {
     /// Runs until `stop` is set or an error ends the thread. `on_assignment`
     /// is told each time the thread gains or loses partitions.
     pub fn run(self, stop: &AtomicBool, on_assignment: &dyn Fn(bool)) -> Result<(), RuntimeError> {
+        let opener = TaskOpener::new(&self.name, &self.config, self.topology.clone())?;
         ThreadLoop {
+            opener,
             name: self.name,
             config: self.config,
-            topology: self.topology,
             sources: self.sources,
             consumer: self.consumer,
             producer: self.producer,
@@ -553,18 +561,14 @@ impl ThreadLoop {
                             partition,
                         };
                         if !self.tasks.contains_key(&id) {
-                            let task = StreamTask::new(
-                                &self.topology,
-                                id,
-                                self.config.task_config(),
-                                now_ms(),
-                            )?;
+                            let (task, directory) = self.opener.open(id)?;
                             log::info!("{}: created task {id}", self.name);
                             self.tasks.insert(
                                 id,
                                 TaskEntry {
                                     task,
                                     group: PartitionGroup::default(),
+                                    _directory: directory,
                                 },
                             );
                         }
@@ -604,8 +608,10 @@ impl ThreadLoop {
             );
             outputs.extend(entry.task.drain_output());
         }
-        // Progress counts only once its outputs are with the producer: if
-        // processing fails above, nothing of this batch gets committed.
+        // Progress counts only once its outputs (and the stores' changelog
+        // records) are with the producer: if processing fails above, nothing
+        // of this batch gets committed.
+        outputs.extend(self.opener.changelog().drain());
         for record in outputs {
             self.send(record)?;
         }
@@ -625,6 +631,7 @@ impl ThreadLoop {
             entry.task.advance_wall_clock(now)?;
             outputs.extend(entry.task.drain_output());
         }
+        outputs.extend(self.opener.changelog().drain());
         for record in outputs {
             self.send(record)?;
         }
@@ -680,8 +687,16 @@ impl ThreadLoop {
     /// is rebalancing is not an error: at-least-once reprocesses from the
     /// last commit, exactly-once aborts and rewinds to it.
     fn commit(&mut self) -> Result<(), RuntimeError> {
+        // Flushing stores (their caches) may write downstream and to the
+        // changelogs: all of it goes out before the offsets are committed.
+        let mut outputs = Vec::new();
         for entry in self.tasks.values_mut() {
             entry.task.flush()?;
+            outputs.extend(entry.task.drain_output());
+        }
+        outputs.extend(self.opener.changelog().drain());
+        for record in outputs {
+            self.send(record)?;
         }
         let mut tpl = TopicPartitionList::new();
         for ((topic, partition), offset) in self
@@ -772,10 +787,21 @@ impl ThreadLoop {
         }
         let ids: Vec<TaskId> = self.tasks.keys().copied().collect();
         for id in ids {
-            let entry = self.tasks.get_mut(&id).expect("present");
+            let mut entry = self.tasks.remove(&id).expect("present");
             entry.task.close();
-            entry.task = StreamTask::new(&self.topology, id, self.config.task_config(), now_ms())?;
-            entry.group.clear();
+            let mut group = std::mem::take(&mut entry.group);
+            group.clear();
+            // The old task's directory lock goes before the new one is taken.
+            drop(entry);
+            let (task, directory) = self.opener.open(id)?;
+            self.tasks.insert(
+                id,
+                TaskEntry {
+                    task,
+                    group,
+                    _directory: directory,
+                },
+            );
         }
         Ok(())
     }

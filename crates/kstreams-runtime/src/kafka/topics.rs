@@ -99,26 +99,41 @@ pub(crate) fn prepare_topics(
         missing.sort();
         return Err(RuntimeError::MissingSourceTopics(missing));
     }
-    let to_create: Vec<&String> = internal
+    let changelogs = topology.changelog_topics(&config.application_id);
+    let mut new_topics: Vec<NewTopic<'_>> = internal
         .iter()
         .filter(|t| !partitions.contains_key(t.as_str()))
-        .collect();
-    if to_create.is_empty() {
-        return Ok(());
-    }
-    let admin: AdminClient<DefaultClientContext> = client.create()?;
-    let new_topics: Vec<NewTopic<'_>> = to_create
-        .iter()
         .map(|t| {
             NewTopic::new(
                 t,
                 widest as i32,
                 TopicReplication::Fixed(config.replication_factor),
             )
-            // Repartition topics are read once: delete what was read.
+            // As Kafka Streams: deleted, never by age (a backfill of old
+            // timestamps must survive until read).
             .set("cleanup.policy", "delete")
+            .set("retention.ms", "-1")
         })
         .collect();
+    for changelog in changelogs
+        .iter()
+        .filter(|c| !partitions.contains_key(c.topic.as_str()))
+    {
+        // One changelog partition per task of the store's sub-topology.
+        let topic = changelog.config.iter().fold(
+            NewTopic::new(
+                &changelog.topic,
+                widest as i32,
+                TopicReplication::Fixed(config.replication_factor),
+            ),
+            |topic, (k, v)| topic.set(k, v),
+        );
+        new_topics.push(topic);
+    }
+    if new_topics.is_empty() {
+        return Ok(());
+    }
+    let admin: AdminClient<DefaultClientContext> = client.create()?;
     let results = block_on(admin.create_topics(&new_topics, &AdminOptions::new()))?;
     for result in results {
         match result {

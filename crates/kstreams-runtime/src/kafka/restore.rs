@@ -1,0 +1,301 @@
+//! A task's local state on Kafka: its locked directory, its stores' changelog
+//! records going to the thread's producer, and restoration from the
+//! changelog topics before the task processes anything.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kstreams_dsl::internals::ProducedRecord;
+use kstreams_dsl::{ChangelogTopic, TaskId, Topology};
+use kstreams_record::Headers;
+use kstreams_state::{
+    BoxError, ChangelogRecord, ChangelogWriter, Restoration, RestoreListener, StateDirectory,
+    StoreContext, TaskDirectory,
+};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
+
+use super::config::{ProcessingGuarantee, StreamsConfig};
+use super::thread::now_ms;
+use super::RuntimeError;
+use crate::StreamTask;
+
+/// How long one store may take to restore before the thread gives up.
+const RESTORE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The changelog records a thread's stores wrote since the last drain; the
+/// loop sends them with the task outputs, before offsets are committed.
+#[derive(Default)]
+pub(crate) struct ThreadChangelog(RefCell<Vec<ProducedRecord>>);
+
+impl ThreadChangelog {
+    pub fn drain(&self) -> Vec<ProducedRecord> {
+        std::mem::take(&mut *self.0.borrow_mut())
+    }
+}
+
+impl ChangelogWriter for ThreadChangelog {
+    fn send(&self, record: &ChangelogRecord<'_>) -> Result<(), BoxError> {
+        self.0.borrow_mut().push(ProducedRecord {
+            topic: record.topic.to_string(),
+            partition: Some(record.partition),
+            key: Some(record.key.to_vec()),
+            value: record.value.map(<[u8]>::to_vec),
+            timestamp: record.timestamp,
+            headers: Headers::new(),
+        });
+        Ok(())
+    }
+}
+
+/// Logs restoration progress: records restored of the total, rate, and an
+/// estimate of the time left.
+struct ProgressLog {
+    thread: String,
+    began: std::sync::Mutex<Option<Instant>>,
+    total: std::sync::atomic::AtomicU64,
+    done: std::sync::atomic::AtomicU64,
+}
+
+impl RestoreListener for ProgressLog {
+    fn on_restore_start(&self, store: &str, topic: &str, partition: i32, start: i64, end: i64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        *self.began.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        self.total.store((end - start).max(0) as u64, Relaxed);
+        self.done.store(0, Relaxed);
+        log::info!(
+            "{}: restoring {store} from {topic}-{partition}, offsets {start}..{end} ({} records at most)",
+            self.thread,
+            end - start
+        );
+    }
+
+    fn on_batch_restored(&self, store: &str, _: &str, _: i32, _: i64, restored: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let done = self.done.fetch_add(restored, Relaxed) + restored;
+        let total = self.total.load(Relaxed).max(1);
+        let elapsed = self
+            .began
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .map_or(0.0, |b| b.elapsed().as_secs_f64());
+        let rate = done as f64 / elapsed.max(1e-3);
+        let left = total.saturating_sub(done) as f64 / rate.max(1.0);
+        log::info!(
+            "{}: restoring {store}: {done}/{total} records ({:.0}%), {rate:.0} records/s, about {left:.1} s left",
+            self.thread,
+            done as f64 * 100.0 / total as f64
+        );
+    }
+
+    fn on_restore_end(&self, store: &str, topic: &str, partition: i32, restored: u64) {
+        log::info!(
+            "{}: restored {store} from {topic}-{partition}: {restored} records",
+            self.thread
+        );
+    }
+}
+
+/// Opens the tasks of one stream thread.
+pub(crate) struct TaskOpener {
+    thread: String,
+    config: StreamsConfig,
+    topology: Arc<Topology>,
+    changelogs: Vec<ChangelogTopic>,
+    state_dir: StateDirectory,
+    changelog_writer: Rc<ThreadChangelog>,
+    restore_consumer: Option<BaseConsumer>,
+}
+
+impl TaskOpener {
+    pub fn new(
+        thread: &str,
+        config: &StreamsConfig,
+        topology: Arc<Topology>,
+    ) -> Result<Self, RuntimeError> {
+        let state_dir = StateDirectory::new(&config.state_dir, &config.application_id)
+            .map_err(kstreams_dsl::StreamsError::from)?;
+        Ok(Self {
+            thread: thread.to_string(),
+            config: config.clone(),
+            changelogs: topology.changelog_topics(&config.application_id),
+            topology,
+            state_dir,
+            changelog_writer: Rc::default(),
+            restore_consumer: None,
+        })
+    }
+
+    pub fn changelog(&self) -> &ThreadChangelog {
+        &self.changelog_writer
+    }
+
+    /// Locks the task's directory, builds the task with its stores, and
+    /// restores every logged store from its changelog partition. Without
+    /// checkpoints yet, a store restores its whole changelog; under
+    /// exactly-once the local state is wiped first, as it may hold writes
+    /// of an aborted transaction.
+    /// Stateless tasks get no directory, as in Kafka Streams.
+    pub fn open(
+        &mut self,
+        id: TaskId,
+    ) -> Result<(StreamTask, Option<TaskDirectory>), RuntimeError> {
+        let writer: Rc<dyn ChangelogWriter> = self.changelog_writer.clone();
+        let mut stores =
+            StoreContext::new(&self.config.application_id, &id.to_string(), id.partition)
+                .with_changelog_writer(writer);
+        let mut directory = None;
+        if self.topology.subtopology_has_stores(id.subtopology) {
+            let locked = self
+                .state_dir
+                .lock_task(&id.to_string())
+                .map_err(kstreams_dsl::StreamsError::from)?;
+            if self.config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2 {
+                locked
+                    .wipe_state()
+                    .map_err(kstreams_dsl::StreamsError::from)?;
+            }
+            stores = stores.with_task_directory(locked.path());
+            directory = Some(locked);
+        }
+        let mut task = StreamTask::with_store_context(
+            &self.topology,
+            id,
+            self.config.task_config(),
+            now_ms(),
+            stores,
+        )?;
+        let changelogs: Vec<ChangelogTopic> = self
+            .changelogs
+            .iter()
+            .filter(|c| c.subtopology == id.subtopology)
+            .cloned()
+            .collect();
+        for changelog in changelogs {
+            self.restore(&mut task, &changelog, id.partition)?;
+        }
+        Ok((task, directory))
+    }
+
+    fn restore_consumer(&mut self) -> Result<&BaseConsumer, RuntimeError> {
+        if self.restore_consumer.is_none() {
+            let eos = self.config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2;
+            let mut client = ClientConfig::new();
+            client
+                .set("bootstrap.servers", &self.config.bootstrap_servers)
+                .set("client.id", format!("{}-restore-consumer", self.thread))
+                // librdkafka's assign() needs a group id; this consumer only
+                // assigns, so it never joins the group or commits.
+                .set(
+                    "group.id",
+                    format!("{}-restore", self.config.application_id),
+                )
+                .set("enable.auto.commit", "false")
+                .set(
+                    "isolation.level",
+                    if eos {
+                        "read_committed"
+                    } else {
+                        "read_uncommitted"
+                    },
+                );
+            for (k, v) in &self.config.consumer {
+                if k != "group.id" {
+                    client.set(k, v);
+                }
+            }
+            self.restore_consumer = Some(client.create()?);
+        }
+        Ok(self.restore_consumer.as_ref().expect("just made"))
+    }
+
+    fn restore(
+        &mut self,
+        task: &mut StreamTask,
+        changelog: &ChangelogTopic,
+        partition: i32,
+    ) -> Result<(), RuntimeError> {
+        let Some(store) = task
+            .context()
+            .stores()
+            .get(&changelog.store)
+            .map(|b| b.lifecycle.clone())
+        else {
+            return Ok(());
+        };
+        let thread = self.thread.clone();
+        let consumer = self.restore_consumer()?;
+        let (low, high) =
+            consumer.fetch_watermarks(&changelog.topic, partition, Duration::from_secs(30))?;
+        if high <= low {
+            return Ok(());
+        }
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&changelog.topic, partition, Offset::Offset(low))?;
+        consumer.assign(&tpl)?;
+        let listener = Arc::new(ProgressLog {
+            thread,
+            began: Default::default(),
+            total: Default::default(),
+            done: Default::default(),
+        });
+        let mut restoration =
+            Restoration::start(store, &changelog.topic, partition, low, high, listener);
+        let deadline = Instant::now() + RESTORE_TIMEOUT;
+        while !restoration.is_complete() {
+            if Instant::now() > deadline {
+                return Err(RuntimeError::Streams(kstreams_dsl::StreamsError::Internal(
+                    format!(
+                        "restoring {} from {}-{partition} did not reach offset {high} within {:?}",
+                        changelog.store, changelog.topic, RESTORE_TIMEOUT
+                    ),
+                )));
+            }
+            let mut batch: Vec<(Vec<u8>, Option<Vec<u8>>, i64)> = Vec::new();
+            let mut last_offset = None;
+            let mut wait = Duration::from_millis(500);
+            while batch.len() < 10_000 {
+                let Some(message) = consumer.poll(wait) else {
+                    break;
+                };
+                wait = Duration::ZERO;
+                let message = message?;
+                if message.offset() >= high {
+                    continue; // written after the restore began: processing will see it
+                }
+                batch.push((
+                    message.key().unwrap_or_default().to_vec(),
+                    message.payload().map(<[u8]>::to_vec),
+                    message.timestamp().to_millis().unwrap_or(-1),
+                ));
+                last_offset = Some(message.offset());
+                if message.offset() + 1 >= high {
+                    break;
+                }
+            }
+            let Some(last_offset) = last_offset else {
+                continue;
+            };
+            let records: Vec<ChangelogRecord<'_>> = batch
+                .iter()
+                .map(|(key, value, timestamp)| ChangelogRecord {
+                    topic: &changelog.topic,
+                    partition,
+                    key,
+                    value: value.as_deref(),
+                    timestamp: *timestamp,
+                })
+                .collect();
+            restoration
+                .restore_batch(&records, last_offset)
+                .map_err(kstreams_dsl::StreamsError::from)?;
+        }
+        restoration
+            .finish()
+            .map_err(kstreams_dsl::StreamsError::from)?;
+        consumer.unassign()?;
+        Ok(())
+    }
+}
