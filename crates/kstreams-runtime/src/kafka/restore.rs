@@ -11,8 +11,8 @@ use kstreams_dsl::internals::ProducedRecord;
 use kstreams_dsl::{ChangelogTopic, TaskId, Topology};
 use kstreams_record::Headers;
 use kstreams_state::{
-    BoxError, ChangelogRecord, ChangelogWriter, Restoration, RestoreListener, StateDirectory,
-    StoreContext, TaskDirectory,
+    restore_start, BoxError, ChangelogRecord, ChangelogWriter, Offsets, Restoration,
+    RestoreListener, RestoreStart, StateDirectory, StoreContext, TaskDirectory,
 };
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
@@ -147,15 +147,28 @@ impl TaskOpener {
             StoreContext::new(&self.config.application_id, &id.to_string(), id.partition)
                 .with_changelog_writer(writer);
         let mut directory = None;
+        let mut checkpointed = Offsets::new();
         if self.topology.subtopology_has_stores(id.subtopology) {
             let locked = self
                 .state_dir
                 .lock_task(&id.to_string())
                 .map_err(kstreams_dsl::StreamsError::from)?;
+            let checkpoint = locked.checkpoint();
+            checkpointed = checkpoint
+                .read()
+                .map_err(kstreams_dsl::StreamsError::from)?;
             if self.config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2 {
-                locked
-                    .wipe_state()
+                // Under exactly-once a checkpoint is valid only as written at
+                // a clean close: it goes now, so a crash while running finds
+                // none; without one, local state may hold aborted writes.
+                checkpoint
+                    .delete()
                     .map_err(kstreams_dsl::StreamsError::from)?;
+                if checkpointed.is_empty() {
+                    locked
+                        .wipe_state()
+                        .map_err(kstreams_dsl::StreamsError::from)?;
+                }
             }
             stores = stores.with_task_directory(locked.path());
             directory = Some(locked);
@@ -174,9 +187,42 @@ impl TaskOpener {
             .cloned()
             .collect();
         for changelog in changelogs {
-            self.restore(&mut task, &changelog, id.partition)?;
+            let after = checkpointed
+                .get(&(changelog.topic.clone(), id.partition))
+                .copied();
+            self.restore(&mut task, &changelog, id.partition, after)?;
         }
         Ok((task, directory))
+    }
+
+    /// Writes the task's checkpoint: for each of its changelog partitions,
+    /// the offset of the last record the broker acknowledged (`delivered`).
+    pub fn write_checkpoint(
+        &self,
+        id: TaskId,
+        directory: &TaskDirectory,
+        delivered: &std::collections::HashMap<(String, i32), i64>,
+    ) -> Result<(), RuntimeError> {
+        let checkpoint = directory.checkpoint();
+        let mut offsets = checkpoint
+            .read()
+            .map_err(kstreams_dsl::StreamsError::from)?;
+        for changelog in self
+            .changelogs
+            .iter()
+            .filter(|c| c.subtopology == id.subtopology)
+        {
+            let key = (changelog.topic.clone(), id.partition);
+            if let Some(&offset) = delivered.get(&key) {
+                offsets.insert(key, offset);
+            }
+        }
+        if !offsets.is_empty() {
+            checkpoint
+                .write(&offsets)
+                .map_err(kstreams_dsl::StreamsError::from)?;
+        }
+        Ok(())
     }
 
     fn restore_consumer(&mut self) -> Result<&BaseConsumer, RuntimeError> {
@@ -216,6 +262,7 @@ impl TaskOpener {
         task: &mut StreamTask,
         changelog: &ChangelogTopic,
         partition: i32,
+        checkpointed: Option<i64>,
     ) -> Result<(), RuntimeError> {
         let Some(store) = task
             .context()
@@ -229,6 +276,13 @@ impl TaskOpener {
         let consumer = self.restore_consumer()?;
         let (low, high) =
             consumer.fetch_watermarks(&changelog.topic, partition, Duration::from_secs(30))?;
+        // A checkpointed persistent store already has everything up to the
+        // checkpoint; in-memory stores start empty and read it all.
+        let persistent = store.borrow().persistent();
+        let low = match restore_start(checkpointed, persistent, false) {
+            RestoreStart::After(offset) => (offset + 1).max(low),
+            RestoreStart::Beginning | RestoreStart::WipeThenBeginning => low,
+        };
         if high <= low {
             return Ok(());
         }

@@ -171,6 +171,9 @@ fn commit_revoked(
 #[derive(Default)]
 pub(crate) struct DeliveryContext {
     failure: Mutex<Option<KafkaError>>,
+    /// Offset of the last acknowledged record per changelog partition, for
+    /// the tasks' checkpoints.
+    changelog_offsets: Mutex<HashMap<(String, i32), i64>>,
 }
 
 impl ClientContext for DeliveryContext {}
@@ -189,6 +192,17 @@ impl ProducerContext for DeliveryContext {
     type DeliveryOpaque = ();
 
     fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        if let Ok(message) = result {
+            if message.topic().ends_with("-changelog") {
+                let mut offsets = self
+                    .changelog_offsets
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                let key = (message.topic().to_string(), message.partition());
+                let offset = offsets.entry(key).or_insert(-1);
+                *offset = (*offset).max(message.offset());
+            }
+        }
         if let Err((error, message)) = result {
             log::error!(
                 "could not produce to {}-{}: {error}",
@@ -208,7 +222,7 @@ struct TaskEntry {
     group: PartitionGroup,
     /// Held while the task lives: the lock on its state directory
     /// (stateful tasks only).
-    _directory: Option<TaskDirectory>,
+    directory: Option<TaskDirectory>,
 }
 
 /// A stream thread's clients, made before its OS thread starts so that a
@@ -358,7 +372,8 @@ impl ThreadLoop {
     fn run(mut self, stop: &AtomicBool, on_assignment: &dyn Fn(bool)) -> Result<(), RuntimeError> {
         let result = self.run_loop(stop, on_assignment);
         let finish = match &result {
-            Ok(()) => self.commit(),
+            // A clean close checkpoints under exactly-once too.
+            Ok(()) => self.commit().and_then(|()| self.write_checkpoints()),
             Err(_) => {
                 self.abort_if_in_transaction();
                 // Offsets of records whose outputs may not have gone out
@@ -568,7 +583,7 @@ impl ThreadLoop {
                                 TaskEntry {
                                     task,
                                     group: PartitionGroup::default(),
-                                    _directory: directory,
+                                    directory,
                                 },
                             );
                         }
@@ -720,6 +735,8 @@ impl ThreadLoop {
                         other => other?,
                     }
                 }
+                // Everything the stores logged is acknowledged: checkpoint it.
+                self.write_checkpoints()?;
             }
             ProcessingGuarantee::ExactlyOnceV2 => {
                 if self.shared.in_transaction.load(Ordering::Acquire) {
@@ -737,6 +754,24 @@ impl ThreadLoop {
             }
         }
         self.last_commit = Instant::now();
+        Ok(())
+    }
+
+    fn write_checkpoints(&self) -> Result<(), RuntimeError> {
+        // Serve pending delivery reports: they carry the offsets.
+        self.producer.poll(Duration::ZERO);
+        let delivered = self
+            .producer
+            .context()
+            .changelog_offsets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for (id, entry) in &self.tasks {
+            if let Some(directory) = &entry.directory {
+                self.opener.write_checkpoint(*id, directory, &delivered)?;
+            }
+        }
         Ok(())
     }
 
@@ -799,7 +834,7 @@ impl ThreadLoop {
                 TaskEntry {
                     task,
                     group,
-                    _directory: directory,
+                    directory,
                 },
             );
         }
