@@ -9,6 +9,7 @@
 //! exactly-once) drives the very same tasks, so a test that passes in the
 //! driver exercises the production path.
 
+mod changelog;
 mod config;
 pub mod driver;
 pub mod kafka;

@@ -20,39 +20,20 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kstreams_dsl::internals::{ConsumedRecord, ProducedRecord};
 use kstreams_dsl::{StreamsError, TaskId, Topology};
-use kstreams_record::{Headers, Serde, Timestamp};
-use kstreams_state::{
-    BoxError, ChangelogRecord, ChangelogWriter, KeyValueStoreHandle, StoreContext,
-};
+use kstreams_record::{Serde, Timestamp};
+use kstreams_state::{ChangelogWriter, KeyValueStoreHandle, StoreContext};
 
 pub use topics::{TestInputTopic, TestOutputTopic};
 
+use crate::changelog::ChangelogCollector;
 use crate::{StreamTask, TaskConfig};
 
 /// The application id the driver uses unless told otherwise.
 pub const DEFAULT_APPLICATION_ID: &str = "dummy-topology-test-driver-app-id";
 
-/// Changelog records the stores wrote, kept for the output topics.
-#[derive(Default)]
-struct CapturedChangelog(RefCell<Vec<ProducedRecord>>);
-
-impl ChangelogWriter for CapturedChangelog {
-    fn send(&self, record: &ChangelogRecord<'_>) -> Result<(), BoxError> {
-        self.0.borrow_mut().push(ProducedRecord {
-            topic: record.topic.to_string(),
-            partition: Some(record.partition),
-            key: Some(record.key.to_vec()),
-            value: record.value.map(<[u8]>::to_vec),
-            timestamp: record.timestamp,
-            headers: Headers::new(),
-        });
-        Ok(())
-    }
-}
-
 pub(crate) struct DriverState {
     tasks: Vec<StreamTask>,
-    changelog: Rc<CapturedChangelog>,
+    changelog: Rc<ChangelogCollector>,
     /// Task directories of persistent stores; removed with the driver.
     state_dir: PathBuf,
     next_offset: HashMap<String, i64>,
@@ -90,7 +71,7 @@ impl DriverState {
             self.tasks[index].process(record)?;
             self.route_output(index, &mut pending);
         }
-        for record in self.changelog.0.borrow_mut().drain(..) {
+        for record in self.changelog.drain() {
             self.outputs
                 .entry(record.topic.clone())
                 .or_default()
@@ -210,7 +191,7 @@ impl TopologyTestDriver {
             std::process::id(),
             DRIVERS.fetch_add(1, Ordering::Relaxed)
         ));
-        let changelog = Rc::new(CapturedChangelog::default());
+        let changelog = Rc::new(ChangelogCollector::default());
         let tasks = (0..topology.subtopology_count())
             .map(|s| {
                 let id = TaskId {

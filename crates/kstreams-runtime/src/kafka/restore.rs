@@ -2,17 +2,14 @@
 //! records going to the thread's producer, and restoration from the
 //! changelog topics before the task processes anything.
 
-use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kstreams_dsl::internals::ProducedRecord;
 use kstreams_dsl::{ChangelogTopic, TaskId, Topology};
-use kstreams_record::Headers;
 use kstreams_state::{
-    restore_start, BoxError, ChangelogRecord, ChangelogWriter, Offsets, Restoration,
-    RestoreListener, RestoreStart, StateDirectory, StoreContext, TaskDirectory,
+    restore_start, ChangelogRecord, ChangelogWriter, Offsets, Restoration, RestoreListener,
+    RestoreStart, StateDirectory, StoreContext, TaskDirectory,
 };
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
@@ -20,35 +17,11 @@ use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 use super::config::{ProcessingGuarantee, StreamsConfig};
 use super::thread::now_ms;
 use super::RuntimeError;
+use crate::changelog::ChangelogCollector;
 use crate::StreamTask;
 
 /// How long one store may take to restore before the thread gives up.
 const RESTORE_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// The changelog records a thread's stores wrote since the last drain; the
-/// loop sends them with the task outputs, before offsets are committed.
-#[derive(Default)]
-pub(crate) struct ThreadChangelog(RefCell<Vec<ProducedRecord>>);
-
-impl ThreadChangelog {
-    pub fn drain(&self) -> Vec<ProducedRecord> {
-        std::mem::take(&mut *self.0.borrow_mut())
-    }
-}
-
-impl ChangelogWriter for ThreadChangelog {
-    fn send(&self, record: &ChangelogRecord<'_>) -> Result<(), BoxError> {
-        self.0.borrow_mut().push(ProducedRecord {
-            topic: record.topic.to_string(),
-            partition: Some(record.partition),
-            key: Some(record.key.to_vec()),
-            value: record.value.map(<[u8]>::to_vec),
-            timestamp: record.timestamp,
-            headers: Headers::new(),
-        });
-        Ok(())
-    }
-}
 
 /// Logs restoration progress: records restored of the total, rate, and an
 /// estimate of the time left.
@@ -105,7 +78,7 @@ pub(crate) struct TaskOpener {
     topology: Arc<Topology>,
     changelogs: Vec<ChangelogTopic>,
     state_dir: StateDirectory,
-    changelog_writer: Rc<ThreadChangelog>,
+    changelog_writer: Rc<ChangelogCollector>,
     restore_consumer: Option<BaseConsumer>,
 }
 
@@ -128,7 +101,7 @@ impl TaskOpener {
         })
     }
 
-    pub fn changelog(&self) -> &ThreadChangelog {
+    pub fn changelog(&self) -> &ChangelogCollector {
         &self.changelog_writer
     }
 
