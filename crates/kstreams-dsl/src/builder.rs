@@ -87,6 +87,10 @@ impl StreamsBuilder {
         }
     }
 
+    pub(crate) fn state(&self) -> SharedState {
+        self.state.clone()
+    }
+
     /// A stream of one topic, with the default serdes of `K` and `V`.
     pub fn stream<K, V>(&self, topic: &str) -> KStream<K, V>
     where
@@ -138,14 +142,17 @@ impl StreamsBuilder {
             let added = state.topology.add_typed_source(
                 name.clone(),
                 topics,
-                consumed.key_serde,
-                consumed.value_serde,
+                consumed.key_serde.clone(),
+                consumed.value_serde.clone(),
                 consumed.extractor,
             );
             state.record(added);
         }
         drop(state);
-        KStream::new(self.state.clone(), name)
+        let mut stream = KStream::new(self.state.clone(), name);
+        stream.key_serde = Some(consumed.key_serde);
+        stream.value_serde = Some(consumed.value_serde);
+        stream
     }
 
     /// Adds a state store that `process` operators can name.

@@ -78,6 +78,28 @@ pub enum TopologyError {
         /// The store.
         store: String,
     },
+    /// A stateful operator has no serde for its store or repartition topic.
+    #[error(
+        "state store {store:?} needs a {part} serde for {type_name}: give one with \
+         Materialized::with_{part}_serde (or Grouped::with_{part}_serde before a grouping), \
+         or read the topic with serdes that the operators in between keep"
+    )]
+    MissingSerde {
+        /// The store (or repartition topic) that needs it.
+        store: String,
+        /// `key` or `value`.
+        part: &'static str,
+        /// The Rust type.
+        type_name: &'static str,
+    },
+    /// An operator was configured with values that cannot work.
+    #[error("{operator}: {message}")]
+    InvalidOperator {
+        /// The operator (or store).
+        operator: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
     /// A bad topic pattern.
     #[error("invalid topic pattern {pattern:?}: {source}")]
     BadPattern {

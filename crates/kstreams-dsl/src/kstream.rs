@@ -21,8 +21,17 @@ use crate::{Branched, Named, Printed, Processor, Produced, Repartitioned, TopicN
 /// `KStream`. Each operator adds a node to the builder's topology and
 /// returns a handle on it; a handle may be used many times (fan-out).
 pub struct KStream<K, V> {
-    state: SharedState,
-    node: String,
+    pub(crate) state: SharedState,
+    pub(crate) node: String,
+    /// Serdes known for the keys and values here (from the source, kept
+    /// by operators that do not change them); stateful operators use them
+    /// when not given others.
+    pub(crate) key_serde: Option<SharedSerde<K>>,
+    pub(crate) value_serde: Option<SharedSerde<V>>,
+    /// Whether an operator upstream may have changed the key, so that a
+    /// grouping must go through a repartition topic (Kafka Streams'
+    /// `repartitionRequired`).
+    pub(crate) repartition_required: bool,
     types: PhantomData<fn() -> (K, V)>,
 }
 
@@ -31,6 +40,9 @@ impl<K, V> Clone for KStream<K, V> {
         Self {
             state: self.state.clone(),
             node: self.node.clone(),
+            key_serde: self.key_serde.clone(),
+            value_serde: self.value_serde.clone(),
+            repartition_required: self.repartition_required,
             types: PhantomData,
         }
     }
@@ -41,7 +53,36 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         Self {
             state,
             node,
+            key_serde: None,
+            value_serde: None,
+            repartition_required: false,
             types: PhantomData,
+        }
+    }
+
+    /// The same serdes and repartition need as `from` (an operator that
+    /// changes neither key nor value).
+    fn like(mut self, from: &KStream<K, V>) -> Self {
+        self.key_serde = from.key_serde.clone();
+        self.value_serde = from.value_serde.clone();
+        self.repartition_required = from.repartition_required;
+        self
+    }
+
+    /// Keys unchanged, values new: the key serde and repartition need stay.
+    fn same_keys<V2: Clone + 'static>(&self, out: KStream<K, V2>) -> KStream<K, V2> {
+        KStream {
+            key_serde: self.key_serde.clone(),
+            repartition_required: self.repartition_required,
+            ..out
+        }
+    }
+
+    /// Keys may have changed: a grouping downstream repartitions.
+    fn new_keys<K2: Clone + 'static, V2: Clone + 'static>(out: KStream<K2, V2>) -> KStream<K2, V2> {
+        KStream {
+            repartition_required: true,
+            ..out
         }
     }
 
@@ -128,6 +169,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             predicate: predicate.clone(),
             keep_when: true,
         })
+        .like(self)
     }
 
     /// Drops the records for which `predicate` holds.
@@ -149,6 +191,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             predicate: predicate.clone(),
             keep_when: false,
         })
+        .like(self)
     }
 
     /// A new key and value for each record.
@@ -166,9 +209,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         named: impl IntoName,
     ) -> KStream<K2, V2> {
         let mapper = Arc::new(mapper);
-        self.then("KSTREAM-MAP-", named.into_name(), move || Map {
+        Self::new_keys(self.then("KSTREAM-MAP-", named.into_name(), move || Map {
             mapper: mapper.clone(),
-        })
+        }))
     }
 
     /// A new value for each record; the key stays.
@@ -194,9 +237,11 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         named: impl IntoName,
     ) -> KStream<K, V2> {
         let mapper = Arc::new(mapper);
-        self.then("KSTREAM-MAPVALUES-", named.into_name(), move || MapValues {
-            mapper: mapper.clone(),
-        })
+        self.same_keys(
+            self.then("KSTREAM-MAPVALUES-", named.into_name(), move || MapValues {
+                mapper: mapper.clone(),
+            }),
+        )
     }
 
     /// Zero or more records for each record.
@@ -220,9 +265,11 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         I: IntoIterator<Item = (K2, V2)> + 'static,
     {
         let mapper = Arc::new(mapper);
-        self.then("KSTREAM-FLATMAP-", named.into_name(), move || FlatMap {
-            mapper: mapper.clone(),
-        })
+        Self::new_keys(
+            self.then("KSTREAM-FLATMAP-", named.into_name(), move || FlatMap {
+                mapper: mapper.clone(),
+            }),
+        )
     }
 
     /// Zero or more values for each record, each under the record's key.
@@ -246,11 +293,13 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         I: IntoIterator<Item = V2> + 'static,
     {
         let mapper = Arc::new(mapper);
-        self.then("KSTREAM-FLATMAPVALUES-", named.into_name(), move || {
-            FlatMapValues {
-                mapper: mapper.clone(),
-            }
-        })
+        self.same_keys(
+            self.then("KSTREAM-FLATMAPVALUES-", named.into_name(), move || {
+                FlatMapValues {
+                    mapper: mapper.clone(),
+                }
+            }),
+        )
     }
 
     /// A new key for each record, computed from key and value.
@@ -268,10 +317,14 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         named: impl IntoName,
     ) -> KStream<K2, V> {
         let selector = Arc::new(selector);
-        self.then("KSTREAM-KEY-SELECT-", named.into_name(), move || {
+        let out: KStream<K2, V> = self.then("KSTREAM-KEY-SELECT-", named.into_name(), move || {
             SelectKey {
                 selector: selector.clone(),
             }
+        });
+        Self::new_keys(KStream {
+            value_serde: self.value_serde.clone(),
+            ..out
         })
     }
 
@@ -291,6 +344,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             action: action.clone(),
             forward: true,
         })
+        .like(self)
     }
 
     /// Runs `action` on each record; the stream ends here.
@@ -335,12 +389,18 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     pub fn merge_named(&self, other: &KStream<K, V>, named: impl IntoName) -> KStream<K, V> {
         let mut state = self.state.borrow_mut();
         let name = state.name_or_generate(named.into_name().map(|n| n.0), "KSTREAM-MERGE-");
-        self.add_named::<K, V, _>(
-            &mut state,
-            name,
-            || PassThrough,
-            &[self.node.as_str(), other.node.as_str()],
-        )
+        let mut merged = self
+            .add_named::<K, V, _>(
+                &mut state,
+                name,
+                || PassThrough,
+                &[self.node.as_str(), other.node.as_str()],
+            )
+            .like(self);
+        merged.repartition_required |= other.repartition_required;
+        merged.key_serde = merged.key_serde.or_else(|| other.key_serde.clone());
+        merged.value_serde = merged.value_serde.or_else(|| other.value_serde.clone());
+        merged
     }
 
     /// Splits the stream by predicates into named branches.
@@ -357,18 +417,20 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         let name = named.into_name().map(|n| n.0).unwrap_or(generated);
         let branches: Arc<Mutex<SplitSpec<K, V>>> = Arc::default();
         let spec = branches.clone();
-        let split: KStream<K, V> = self.add_named::<K, V, _>(
-            &mut state,
-            name.clone(),
-            move || {
-                let spec = spec.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-                Split {
-                    branches: spec.branches.clone(),
-                    default_child: spec.default_child.clone(),
-                }
-            },
-            &[self.node.as_str()],
-        );
+        let split: KStream<K, V> = self
+            .add_named::<K, V, _>(
+                &mut state,
+                name.clone(),
+                move || {
+                    let spec = spec.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    Split {
+                        branches: spec.branches.clone(),
+                        default_child: spec.default_child.clone(),
+                    }
+                },
+                &[self.node.as_str()],
+            )
+            .like(self);
         BranchedKStream {
             split,
             prefix: name,
@@ -378,13 +440,22 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         }
     }
 
-    /// Writes to `topic` with the default serdes of `K` and `V`.
+    /// Writes to `topic` with the serdes the stream carries (from its
+    /// source or the store it came from), else the default serdes of `K`
+    /// and `V`.
     pub fn to(&self, topic: &str)
     where
         K: DefaultSerde,
         V: DefaultSerde,
     {
-        self.to_with(topic, Produced::default())
+        let mut produced = Produced::default();
+        if let Some(key_serde) = &self.key_serde {
+            produced.key_serde = key_serde.clone();
+        }
+        if let Some(value_serde) = &self.value_serde {
+            produced.value_serde = value_serde.clone();
+        }
+        self.to_with(topic, produced)
     }
 
     /// Writes to `topic` as `produced` says.
@@ -428,30 +499,52 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     /// [`KStream::repartition`] with serdes, name and partition count.
     pub fn repartition_with(&self, repartitioned: Repartitioned<K, V>) -> KStream<K, V> {
         let mut state = self.state.borrow_mut();
-        let topic = match &repartitioned.name {
-            Some(name) if name.ends_with("-repartition") => name.clone(),
-            Some(name) => format!("{name}-repartition"),
-            None => format!("{}-repartition", state.new_name("KSTREAM-REPARTITION-")),
+        let prefix = match repartitioned.name {
+            Some(name) => name,
+            None => state.new_name("KSTREAM-REPARTITION-"),
         };
-        // Kafka Streams draws an index for each of the three nodes even
-        // when the user named the topic; so do we, to keep later names equal.
+        self.through_repartition_topic(
+            &mut state,
+            prefix,
+            repartitioned.key_serde,
+            repartitioned.value_serde,
+        )
+    }
+
+    /// Adds the null-key filter, sink and source of a repartition topic
+    /// `<prefix>-repartition` under this stream and returns the stream read
+    /// back. As in Kafka Streams, the three nodes draw an index each even
+    /// when named; they are named after the topic unless the prefix is a
+    /// generated name (`KSTREAM...-0123456789`).
+    pub(crate) fn through_repartition_topic(
+        &self,
+        state: &mut crate::builder::BuilderState,
+        prefix: String,
+        key_serde: SharedSerde<K>,
+        value_serde: SharedSerde<V>,
+    ) -> KStream<K, V> {
+        let topic = if prefix.ends_with("-repartition") {
+            prefix.clone()
+        } else {
+            format!("{prefix}-repartition")
+        };
         let sink_generated = state.new_name("KSTREAM-SINK-");
         let filter_generated = state.new_name("KSTREAM-FILTER-");
         let source_generated = state.new_name("KSTREAM-SOURCE-");
-        let (sink, filter, source) = match repartitioned.name {
-            Some(_) => (
+        let (sink, filter, source) = if is_generated_name(&prefix) {
+            (sink_generated, filter_generated, source_generated)
+        } else {
+            (
                 format!("{topic}-sink"),
                 format!("{topic}-filter"),
                 format!("{topic}-source"),
-            ),
-            None => (sink_generated, filter_generated, source_generated),
+            )
         };
-        let key_serde: SharedSerde<K> = repartitioned.key_serde;
         let null_check = key_serde.clone();
         let is_null: Arc<dyn Fn(&K) -> bool + Send + Sync> =
             Arc::new(move |k: &K| null_check.is_null(k));
         let dropped: KStream<K, V> = self.add_named::<K, V, _>(
-            &mut state,
+            state,
             filter.clone(),
             move || DropNullKeys {
                 is_null: is_null.clone(),
@@ -462,7 +555,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             sink,
             SinkTopic::Fixed(topic.clone()),
             key_serde.clone(),
-            repartitioned.value_serde.clone(),
+            value_serde.clone(),
             &[dropped.node.as_str()],
         );
         state.record(added);
@@ -470,12 +563,15 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         let added = state.topology.add_typed_source(
             source.clone(),
             SourceTopics::Names(vec![topic]),
-            key_serde,
-            repartitioned.value_serde,
+            key_serde.clone(),
+            value_serde.clone(),
             None,
         );
         state.record(added);
-        KStream::new(self.state.clone(), source)
+        let mut out = KStream::new(self.state.clone(), source);
+        out.key_serde = Some(key_serde);
+        out.value_serde = Some(value_serde);
+        out
     }
 
     /// Runs a user [`Processor`] on each record; `stores` are the state
@@ -497,7 +593,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     ) -> KStream<K2, V2> {
         let out = self.then_process("KSTREAM-PROCESSOR-", named.into_name(), supplier);
         self.connect_stores(&out.node, stores);
-        out
+        Self::new_keys(out)
     }
 
     /// Runs a user [`FixedKeyProcessor`] on each record: values may change,
@@ -521,7 +617,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             FixedKeyAdapter(supplier())
         });
         self.connect_stores(&out.node, stores);
-        out
+        self.same_keys(out)
     }
 
     fn connect_stores(&self, processor: &str, stores: &[&str]) {
@@ -535,6 +631,18 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             .map(|_| ());
         state.record(connected);
     }
+}
+
+/// Whether `name` is one the builder generated (`KSTREAM...-` and ten
+/// digits), as Kafka Streams tests repartition prefixes.
+pub(crate) fn is_generated_name(name: &str) -> bool {
+    let Some((head, digits)) = name.rsplit_once('-') else {
+        return false;
+    };
+    name.starts_with("KSTREAM")
+        && head.len() >= 7
+        && digits.len() == 10
+        && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// The branches of a split, filled in as `branch` is called.
@@ -610,12 +718,14 @@ impl<K: Clone + 'static, V: Clone + 'static> BranchedKStream<K, V> {
             let mut state = self.split.state.borrow_mut();
             // Each branch draws an index, as in Kafka Streams.
             state.new_name("KSTREAM-BRANCH-");
-            self.split.add_named::<K, V, _>(
-                &mut state,
-                child.clone(),
-                || PassThrough,
-                &[self.split.node.as_str()],
-            )
+            self.split
+                .add_named::<K, V, _>(
+                    &mut state,
+                    child.clone(),
+                    || PassThrough,
+                    &[self.split.node.as_str()],
+                )
+                .like(&self.split)
         };
         let kept = match branched.chain {
             Some(chain) => chain(stream),

@@ -2,10 +2,9 @@
 //!
 //! This crate owns how an application describes its processing:
 //! [`Topology`] with sources, processors, sinks and state stores (the
-//! Processor API), [`StreamsBuilder`] and [`KStream`] on top of it (the DSL),
-//! and [`TopologyDescription`], the same text Kafka Streams prints. Stateful
-//! DSL operators (tables, aggregations, windows, joins) will be built here on
-//! the same core.
+//! Processor API), [`StreamsBuilder`], [`KStream`], [`KTable`] and the
+//! grouped and windowed streams on top of it (the DSL), and
+//! [`TopologyDescription`], the same text Kafka Streams prints.
 //!
 //! Edges are typed: a record crosses from one node to the next as a typed
 //! value, forwarded depth-first by a direct call; bytes exist only at
@@ -15,13 +14,18 @@ mod builder;
 mod describe;
 mod error;
 mod fixed_key;
+mod grouped;
 pub mod internals;
 mod java_order;
 mod kstream;
+mod materialized;
 mod operators;
 mod options;
 mod processor;
+mod stateful;
+mod table;
 mod topology;
+mod windowed;
 
 pub use describe::{
     NodeDescription, NodeDescriptionKind, SubtopologyDescription, TopologyDescription,
@@ -31,7 +35,12 @@ pub use internals::{RecordContext, TaskId, TopicNameExtractor};
 
 pub use builder::StreamsBuilder;
 pub use fixed_key::{FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord};
+pub use grouped::{KGroupedStream, KGroupedTable};
 pub use kstream::{BranchedKStream, KStream};
+pub use materialized::{Grouped, Materialized, StoreType};
 pub use options::{Branched, Consumed, IntoName, Named, Printed, Produced, Repartitioned};
 pub use processor::{Processor, ProcessorContext, PunctuationId};
+pub use stateful::Change;
+pub use table::KTable;
 pub use topology::{ChangelogTopic, SubtopologySources, Topology};
+pub use windowed::{late_headers, SessionWindowedKStream, TimeWindowedKStream};

@@ -61,6 +61,16 @@ pub trait Processor<KIn, VIn, KOut, VOut>: 'static {
         Ok(())
     }
 
+    /// Called at each commit, before the task's stores are flushed, on
+    /// every processor in the order they were added (parents before
+    /// children). A processor that holds results back, such as the DSL's
+    /// aggregations behind a caching store, writes them down and forwards
+    /// them here.
+    fn flush(&mut self, ctx: &mut ProcessorContext<'_, KOut, VOut>) -> Result<(), ProcessorError> {
+        let _ = ctx;
+        Ok(())
+    }
+
     /// Called when the task closes.
     fn close(&mut self) {}
 }
@@ -168,6 +178,18 @@ impl<K, V> ProcessorContext<'_, K, V> {
             StreamsError::Internal(format!("store {name:?} is connected but was not built"))
         })?;
         Ok(built.handle::<H>()?)
+    }
+
+    /// Sends bytes straight to a topic, beside the typed children: the
+    /// DSL's side outputs (late records) use it.
+    pub(crate) fn send_raw(&mut self, record: crate::internals::ProducedRecord) {
+        self.task.output.push(record);
+    }
+
+    /// Counts a record the operator dropped (the task's dropped-records
+    /// metric, as Kafka Streams' `dropped-records`).
+    pub(crate) fn record_dropped(&mut self) {
+        self.task.dropped_records += 1;
     }
 
     /// Asks for a commit as soon as possible.

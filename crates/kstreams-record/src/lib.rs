@@ -16,8 +16,8 @@ pub mod serde;
 pub use headers::{Header, Headers};
 pub use record::{Record, RecordMetadata};
 pub use serde::{
-    BytesSerde, DefaultSerde, F64Serde, I32Serde, I64Serde, JsonSerde, Nullable, Serde, SerdeError,
-    SharedSerde, StringSerde, UnitSerde,
+    builtin_serde, BytesSerde, DefaultSerde, F64Serde, I32Serde, I64Serde, JsonSerde, Nullable,
+    Serde, SerdeError, SharedSerde, StringSerde, UnitSerde,
 };
 
 /// A timestamp in milliseconds since the Unix epoch, as Kafka stores it.

@@ -358,6 +358,29 @@ impl<T: DefaultSerde> DefaultSerde for Option<T> {
     }
 }
 
+/// The default serde of `T` when `T` is one of the types with a built-in
+/// serde (strings, bytes, unit, i32, i64, f64, and `Option` of each),
+/// found by type at run time: what the DSL falls back on when an operator
+/// changed a type and was given no serde, as Kafka Streams falls back on
+/// `default.key.serde` and `default.value.serde`.
+pub fn builtin_serde<T: 'static>() -> Option<SharedSerde<T>> {
+    fn of<T: 'static, D: DefaultSerde>() -> Option<SharedSerde<T>> {
+        let any: Box<dyn std::any::Any> = Box::new(D::default_serde());
+        any.downcast::<SharedSerde<T>>().ok().map(|b| *b)
+    }
+    of::<T, String>()
+        .or_else(of::<T, Vec<u8>>)
+        .or_else(of::<T, i64>)
+        .or_else(of::<T, i32>)
+        .or_else(of::<T, f64>)
+        .or_else(of::<T, ()>)
+        .or_else(of::<T, Option<String>>)
+        .or_else(of::<T, Option<Vec<u8>>>)
+        .or_else(of::<T, Option<i64>>)
+        .or_else(of::<T, Option<i32>>)
+        .or_else(of::<T, Option<f64>>)
+}
+
 /// Adapts a shared serde so it can be wrapped by value (as in [`Nullable`]).
 struct SharedInner<T>(SharedSerde<T>);
 
@@ -402,5 +425,23 @@ impl<T: 'static> Serde<T> for Arc<dyn Serde<T>> {
         bytes: Option<&[u8]>,
     ) -> Result<T, SerdeError> {
         (**self).deserialize(topic, headers, bytes)
+    }
+}
+
+#[cfg(test)]
+mod builtin_tests {
+    use super::*;
+
+    #[test]
+    fn builtin_serdes_are_found_by_type() {
+        let s = builtin_serde::<String>().unwrap();
+        assert_eq!(
+            s.serialize("t", &mut Headers::new(), &"a".to_string())
+                .unwrap(),
+            Some(b"a".to_vec())
+        );
+        let n = builtin_serde::<Option<i64>>().unwrap();
+        assert_eq!(n.serialize("t", &mut Headers::new(), &None).unwrap(), None);
+        assert!(builtin_serde::<u8>().is_none());
     }
 }

@@ -35,6 +35,9 @@ pub struct TaskConfig {
     pub deserialization: DeserializationHandling,
     /// Processor failures.
     pub processing: ProcessingHandling,
+    /// The stream thread's cache budget for caching stores
+    /// (`statestore.cache.max.bytes`; 0 forwards every update).
+    pub cache_max_bytes: usize,
 }
 
 impl TaskConfig {
@@ -46,6 +49,7 @@ impl TaskConfig {
             default_timestamp_extractor: Arc::new(FailOnInvalidTimestamp),
             deserialization: DeserializationHandling::default(),
             processing: ProcessingHandling::default(),
+            cache_max_bytes: kstreams_state::ThreadCache::DEFAULT_MAX_BYTES,
         }
     }
 }
@@ -56,6 +60,7 @@ impl std::fmt::Debug for TaskConfig {
             .field("application_id", &self.application_id)
             .field("deserialization", &self.deserialization)
             .field("processing", &self.processing)
+            .field("cache_max_bytes", &self.cache_max_bytes)
             .finish_non_exhaustive()
     }
 }

@@ -17,7 +17,8 @@ pub struct TaskMetrics {
     /// Records run through the topology.
     pub processed: Counter,
     /// Records dropped: bad bytes or failures under a "continue" handler,
-    /// and records whose extracted timestamp is negative.
+    /// records whose extracted timestamp is negative, and records operators
+    /// dropped (null keys in aggregations, late records for closed windows).
     pub dropped: Counter,
     /// Punctuations that fired.
     pub punctuations: Counter,
@@ -144,6 +145,8 @@ impl StreamTask {
         self.partition_time[slot].2 = partition_time.max(timestamp);
         self.topology.context().advance_stream_time(timestamp);
         let result = self.guarded(|t| t.process(record, timestamp));
+        let dropped = self.topology.context().take_dropped_records();
+        self.metrics.dropped.add(dropped);
         match result {
             Ok(()) => self.metrics.processed.inc(),
             Err(error) => self.handle(error)?,
@@ -232,7 +235,10 @@ impl StreamTask {
 
     /// Flushes the stores (at commit).
     pub fn flush(&mut self) -> Result<(), StreamsError> {
-        self.topology.flush()
+        let flushed = self.guarded(|t| t.flush());
+        let dropped = self.topology.context().take_dropped_records();
+        self.metrics.dropped.add(dropped);
+        flushed
     }
 
     /// Closes processors and stores.

@@ -135,7 +135,7 @@ impl<K: 'static, V: Clone + 'static> TypedKeyValueStore<K, V> {
         Ok(())
     }
 
-    fn flush_cache(&mut self) -> Result<(), Error> {
+    fn write_down_dirty(&mut self) -> Result<(), Error> {
         let Some(cache) = &self.cache else {
             return Ok(());
         };
@@ -186,7 +186,7 @@ impl<K: 'static, V: Clone + 'static> TypedKeyValueStore<K, V> {
                 return Ok(());
             };
             if dirty {
-                self.flush_cache()?;
+                self.write_down_dirty()?;
             }
             if let Some(cache) = &self.cache {
                 cache.borrow_mut().evict(&key);
@@ -429,12 +429,15 @@ impl<K: 'static, V: Clone + 'static> StateStore for TypedKeyValueStore<K, V> {
         }
         Ok(())
     }
+    fn flush_cache(&mut self) -> Result<(), Error> {
+        self.write_down_dirty()
+    }
     fn flush(&mut self) -> Result<(), Error> {
-        self.flush_cache()?;
+        self.write_down_dirty()?;
         self.inner.flush()
     }
     fn close(&mut self) -> Result<(), Error> {
-        let flushed = self.flush_cache();
+        let flushed = self.write_down_dirty();
         if let Some(cache) = &self.cache {
             cache.borrow_mut().clear();
         }

@@ -42,6 +42,7 @@ mod stores;
 mod typed;
 mod versioned;
 mod window;
+mod windowed_serde;
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -76,6 +77,7 @@ pub use window::{
     ReadOnlyWindowStore, TimestampedWindowStore, TimestampedWindowStoreHandle, WindowStore,
     WindowStoreBuilder, WindowStoreHandle, WindowStoreIter,
 };
+pub use windowed_serde::{SessionWindowedSerde, TimeWindowedSerde};
 
 /// The `rocksdb` crate, for [`RocksDbConfigSetter`] implementations.
 #[cfg(feature = "rocksdb")]
@@ -235,6 +237,13 @@ pub trait StateStore: 'static {
     /// Writes cached and buffered data down (called at commit, before the
     /// changelog is flushed and offsets are committed).
     fn flush(&mut self) -> Result<(), Error>;
+    /// Writes only the cache's dirty entries down (engine, changelog, flush
+    /// listener), without flushing the engine. The DSL's operators call it
+    /// at commit, in topology order, so that what a cache forwards reaches
+    /// downstream caches before those are flushed in turn.
+    fn flush_cache(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
     /// Releases the store's resources (called when its task closes).
     fn close(&mut self) -> Result<(), Error>;
     /// Applies a batch of changelog records straight into the engine (no

@@ -149,7 +149,7 @@ impl<K: 'static, V: Clone + 'static> TypedSessionStore<K, V> {
         Ok(())
     }
 
-    fn flush_cache(&mut self) -> Result<(), Error> {
+    fn write_down_dirty(&mut self) -> Result<(), Error> {
         let Some(cache) = &mut self.cache else {
             return Ok(());
         };
@@ -195,7 +195,7 @@ impl<K: 'static, V: Clone + 'static> TypedSessionStore<K, V> {
                 return Ok(());
             };
             if dirty {
-                self.flush_cache()?;
+                self.write_down_dirty()?;
             }
             if let Some(cache) = &mut self.cache {
                 cache.evict(&key);
@@ -409,12 +409,15 @@ impl<K: 'static, V: Clone + 'static> StateStore for TypedSessionStore<K, V> {
         }
         Ok(())
     }
+    fn flush_cache(&mut self) -> Result<(), Error> {
+        self.write_down_dirty()
+    }
     fn flush(&mut self) -> Result<(), Error> {
-        self.flush_cache()?;
+        self.write_down_dirty()?;
         self.inner.flush()
     }
     fn close(&mut self) -> Result<(), Error> {
-        let flushed = self.flush_cache();
+        let flushed = self.write_down_dirty();
         if let Some(cache) = &mut self.cache {
             cache.clear();
         }

@@ -158,7 +158,7 @@ impl<K: 'static, V: Clone + 'static> TypedWindowStore<K, V> {
         Window::new(start, start.saturating_add(self.inner.window_size()))
     }
 
-    fn flush_cache(&mut self) -> Result<(), Error> {
+    fn write_down_dirty(&mut self) -> Result<(), Error> {
         let Some(cache) = &mut self.cache else {
             return Ok(());
         };
@@ -205,7 +205,7 @@ impl<K: 'static, V: Clone + 'static> TypedWindowStore<K, V> {
                 return Ok(());
             };
             if dirty {
-                self.flush_cache()?;
+                self.write_down_dirty()?;
             }
             if let Some(cache) = &mut self.cache {
                 cache.evict(&key);
@@ -419,12 +419,15 @@ impl<K: 'static, V: Clone + 'static> StateStore for TypedWindowStore<K, V> {
         }
         Ok(())
     }
+    fn flush_cache(&mut self) -> Result<(), Error> {
+        self.write_down_dirty()
+    }
     fn flush(&mut self) -> Result<(), Error> {
-        self.flush_cache()?;
+        self.write_down_dirty()?;
         self.inner.flush()
     }
     fn close(&mut self) -> Result<(), Error> {
-        let flushed = self.flush_cache();
+        let flushed = self.write_down_dirty();
         if let Some(cache) = &mut self.cache {
             cache.clear();
         }

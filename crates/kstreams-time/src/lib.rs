@@ -2,10 +2,18 @@
 //!
 //! This crate owns how a record gets its timestamp ([`TimestampExtractor`]),
 //! how a task's stream time advances, and when punctuations fire
-//! ([`PunctuationType`], [`PunctuationSchedule`]). Windows (tumbling, hopping,
-//! sliding, session), grace and emit strategies will live here too.
+//! ([`PunctuationType`], [`PunctuationSchedule`]), and the window
+//! definitions with their grace periods and emit strategies
+//! ([`TimeWindows`], [`SlidingWindows`], [`SessionWindows`],
+//! [`UnlimitedWindows`], [`EmitStrategy`]).
 
 use std::time::Duration;
+
+mod windows;
+pub use windows::{
+    duration_ms, EmitStrategy, SessionWindows, SlidingWindows, TimeWindows, UnlimitedWindows,
+    WindowError,
+};
 
 use kstreams_record::Timestamp;
 

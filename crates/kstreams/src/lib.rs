@@ -42,10 +42,12 @@ pub use kstreams_time as time;
 /// Everything an application usually needs, in one import.
 pub mod prelude {
     pub use kstreams_dsl::{
-        Branched, BranchedKStream, Consumed, FixedKeyProcessor, FixedKeyProcessorContext,
-        FixedKeyRecord, KStream, Named, Printed, Processor, ProcessorContext, ProcessorError,
-        Produced, PunctuationId, RecordContext, Repartitioned, StreamsBuilder, StreamsError,
-        TopicNameExtractor, Topology, TopologyError,
+        late_headers, Branched, BranchedKStream, Change, Consumed, FixedKeyProcessor,
+        FixedKeyProcessorContext, FixedKeyRecord, Grouped, KGroupedStream, KGroupedTable, KStream,
+        KTable, Materialized, Named, Printed, Processor, ProcessorContext, ProcessorError,
+        Produced, PunctuationId, RecordContext, Repartitioned, SessionWindowedKStream, StoreType,
+        StreamsBuilder, StreamsError, TimeWindowedKStream, TopicNameExtractor, Topology,
+        TopologyError,
     };
     pub use kstreams_embedded::EmbeddedKafka;
     pub use kstreams_record::{
@@ -61,10 +63,13 @@ pub mod prelude {
     };
     pub use kstreams_state::{
         KeyValueStore, KeyValueStoreHandle, ReadOnlyKeyValueStore, ReadOnlySessionStore,
-        ReadOnlyWindowStore, SessionStore, SessionStoreHandle, Stores,
-        TimestampedKeyValueStoreHandle, ValueAndTimestamp, VersionedKeyValueStore,
-        VersionedKeyValueStoreHandle, VersionedRecord, Window, WindowStore, WindowStoreHandle,
-        Windowed,
+        ReadOnlyWindowStore, SessionStore, SessionStoreHandle, SessionWindowedSerde, Stores,
+        TimeWindowedSerde, TimestampedKeyValueStoreHandle, TimestampedWindowStoreHandle,
+        ValueAndTimestamp, VersionedKeyValueStore, VersionedKeyValueStoreHandle, VersionedRecord,
+        Window, WindowStore, WindowStoreHandle, Windowed,
     };
-    pub use kstreams_time::{PunctuationType, TimestampExtractor};
+    pub use kstreams_time::{
+        EmitStrategy, PunctuationType, SessionWindows, SlidingWindows, TimeWindows,
+        TimestampExtractor, UnlimitedWindows,
+    };
 }

@@ -235,8 +235,14 @@ impl TaskTopology {
         Ok(fired)
     }
 
-    /// Flushes every store of the task (caches write down, engines flush).
+    /// Flushes the task at commit: each processor's [`crate::Processor::flush`]
+    /// in the order they were added (the DSL's operators write their caches
+    /// down and forward what they held back), then every store (caches
+    /// write down, engines flush).
     pub fn flush(&mut self) -> Result<(), StreamsError> {
+        for id in &self.init_order {
+            self.processors[id].flush(&mut self.context)?;
+        }
         for store in self.context.stores.values() {
             store.lifecycle.borrow_mut().flush()?;
         }

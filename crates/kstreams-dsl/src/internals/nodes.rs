@@ -35,6 +35,7 @@ pub(crate) trait NodeHandle {
         timestamp: Timestamp,
         task: &mut TaskContext,
     ) -> Result<(), StreamsError>;
+    fn flush(&self, task: &mut TaskContext) -> Result<(), StreamsError>;
     fn close(&self);
 }
 
@@ -197,6 +198,13 @@ where
         self.run_as_node(task, |p, ctx| {
             p.punctuate(ctx, PunctuationId(id), timestamp)
         })
+    }
+
+    fn flush(&self, task: &mut TaskContext) -> Result<(), StreamsError> {
+        let previous = task.metadata.take();
+        let result = self.run_as_node(task, |p, ctx| p.flush(ctx));
+        task.metadata = previous;
+        result
     }
 
     fn close(&self) {

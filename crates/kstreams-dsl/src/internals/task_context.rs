@@ -82,6 +82,9 @@ pub struct TaskContext {
     pub(crate) punctuations: Vec<ScheduledPunctuation>,
     pub(crate) next_punctuation_id: u64,
     pub(crate) commit_requested: bool,
+    /// Records operators dropped (null keys in aggregations, late records)
+    /// since the task last took the count.
+    pub(crate) dropped_records: u64,
     /// The node that is running now; kept on unwind, so a caught panic
     /// names the node it came from.
     pub(crate) current_node: Option<std::rc::Rc<str>>,
@@ -100,6 +103,7 @@ impl TaskContext {
             punctuations: Vec::new(),
             next_punctuation_id: 0,
             commit_requested: false,
+            dropped_records: 0,
             current_node: None,
         }
     }
@@ -143,6 +147,12 @@ impl TaskContext {
     /// Whether a processor asked for a commit; clears the request.
     pub fn take_commit_request(&mut self) -> bool {
         std::mem::take(&mut self.commit_requested)
+    }
+
+    /// Records operators dropped since the last call (null keys in
+    /// aggregations, late records for closed windows).
+    pub fn take_dropped_records(&mut self) -> u64 {
+        std::mem::take(&mut self.dropped_records)
     }
 
     /// The task's stores, by name.

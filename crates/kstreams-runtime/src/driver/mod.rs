@@ -192,6 +192,8 @@ impl TopologyTestDriver {
             DRIVERS.fetch_add(1, Ordering::Relaxed)
         ));
         let changelog = Rc::new(ChangelogCollector::default());
+        // One cache for the driver's tasks, as for one stream thread.
+        let cache = Rc::new(kstreams_state::ThreadCache::new(config.cache_max_bytes));
         let tasks = (0..topology.subtopology_count())
             .map(|s| {
                 let id = TaskId {
@@ -205,7 +207,8 @@ impl TopologyTestDriver {
                 let writer: Rc<dyn ChangelogWriter> = changelog.clone();
                 let stores = StoreContext::new(&application_id, &id.to_string(), 0)
                     .with_task_directory(task_dir)
-                    .with_changelog_writer(writer);
+                    .with_changelog_writer(writer)
+                    .with_thread_cache(cache.clone());
                 StreamTask::with_store_context(&topology, id, config.clone(), wall_clock, stores)
             })
             .collect::<Result<Vec<_>, _>>()?;

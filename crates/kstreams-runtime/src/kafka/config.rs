@@ -338,6 +338,10 @@ impl StreamsConfig {
             default_timestamp_extractor: self.timestamp_extractor.clone(),
             deserialization: self.deserialization,
             processing: self.processing,
+            // Kafka Streams splits the budget evenly between the threads.
+            cache_max_bytes: (self.cache_max_bytes / self.num_stream_threads.max(1) as u64)
+                .try_into()
+                .unwrap_or(usize::MAX),
         }
     }
 }

@@ -79,6 +79,8 @@ pub(crate) struct TaskOpener {
     changelogs: Vec<ChangelogTopic>,
     state_dir: StateDirectory,
     changelog_writer: Rc<ChangelogCollector>,
+    /// The thread's cache, shared by the caching stores of all its tasks.
+    thread_cache: Rc<kstreams_state::ThreadCache>,
     restore_consumer: Option<BaseConsumer>,
 }
 
@@ -97,6 +99,9 @@ impl TaskOpener {
             topology,
             state_dir,
             changelog_writer: Rc::default(),
+            thread_cache: Rc::new(kstreams_state::ThreadCache::new(
+                config.task_config().cache_max_bytes,
+            )),
             restore_consumer: None,
         })
     }
@@ -118,7 +123,8 @@ impl TaskOpener {
         let writer: Rc<dyn ChangelogWriter> = self.changelog_writer.clone();
         let mut stores =
             StoreContext::new(&self.config.application_id, &id.to_string(), id.partition)
-                .with_changelog_writer(writer);
+                .with_changelog_writer(writer)
+                .with_thread_cache(self.thread_cache.clone());
         let mut directory = None;
         let mut checkpointed = Offsets::new();
         if self.topology.subtopology_has_stores(id.subtopology) {

@@ -1,0 +1,471 @@
+//! Grouped streams and tables: what `group_by` returns, where `count`,
+//! `reduce` and `aggregate` live.
+
+use std::marker::PhantomData;
+use std::sync::{Arc, OnceLock};
+
+use kstreams_record::{DefaultSerde, I64Serde, SharedSerde};
+
+use crate::builder::SharedState;
+use crate::internals::graph::SourceTopics;
+use crate::materialized::{add_store, StoreSpec};
+use crate::options::IntoName;
+use crate::stateful::{Change, Fold, OldValuesFlag, StreamAggregate, TableAggregate, Unfold};
+use crate::table::{ChangeSerde, KTable, OldValues};
+use crate::{Grouped, KStream, Materialized, Named, TopologyError};
+
+impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
+    /// Groups the records by their key for an aggregation. If an operator
+    /// upstream may have changed the keys, the aggregation first sends the
+    /// records through a repartition topic.
+    pub fn group_by_key(&self) -> KGroupedStream<K, V> {
+        self.group_by_key_with(Grouped::default())
+    }
+
+    /// [`KStream::group_by_key`] with serdes and a name for the repartition
+    /// topic.
+    pub fn group_by_key_with(&self, grouped: Grouped<K, V>) -> KGroupedStream<K, V> {
+        KGroupedStream {
+            key_serde: grouped.key_serde.or_else(|| self.key_serde.clone()),
+            value_serde: grouped.value_serde.or_else(|| self.value_serde.clone()),
+            repartition_name: grouped.name,
+            repartition_required: self.repartition_required,
+            stream: self.clone(),
+        }
+    }
+
+    /// Groups the records by a new key (always through a repartition
+    /// topic); `K2` needs a default serde.
+    pub fn group_by<K2: DefaultSerde + Clone>(
+        &self,
+        selector: impl Fn(&K, &V) -> K2 + Send + Sync + 'static,
+    ) -> KGroupedStream<K2, V> {
+        self.group_by_with(
+            selector,
+            Grouped::default().with_key_serde(K2::default_serde()),
+        )
+    }
+
+    /// [`KStream::group_by`] with serdes and a name for the repartition
+    /// topic.
+    pub fn group_by_with<K2: Clone + 'static>(
+        &self,
+        selector: impl Fn(&K, &V) -> K2 + Send + Sync + 'static,
+        grouped: Grouped<K2, V>,
+    ) -> KGroupedStream<K2, V> {
+        let selected = self.select_key(selector);
+        KGroupedStream {
+            key_serde: grouped.key_serde,
+            value_serde: grouped.value_serde.or_else(|| self.value_serde.clone()),
+            repartition_name: grouped.name,
+            repartition_required: true,
+            stream: selected,
+        }
+    }
+}
+
+/// A stream grouped by key, ready to aggregate: Kafka Streams'
+/// `KGroupedStream`.
+pub struct KGroupedStream<K, V> {
+    pub(crate) stream: KStream<K, V>,
+    pub(crate) key_serde: Option<SharedSerde<K>>,
+    pub(crate) value_serde: Option<SharedSerde<V>>,
+    pub(crate) repartition_name: Option<String>,
+    pub(crate) repartition_required: bool,
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
+    /// The number of records per key.
+    pub fn count(&self) -> KTable<K, i64> {
+        self.count_with(None, Materialized::new())
+    }
+
+    /// [`KGroupedStream::count`] with a processor name and a store.
+    pub fn count_with(
+        &self,
+        named: impl IntoName,
+        materialized: Materialized<K, i64>,
+    ) -> KTable<K, i64> {
+        let fold: Fold<K, V, i64> = Arc::new(|_, _, count| count.unwrap_or(0) + 1);
+        self.aggregate_into(
+            "KSTREAM-AGGREGATE-",
+            fold,
+            named,
+            materialized,
+            Some(Arc::new(I64Serde)),
+        )
+    }
+
+    /// Combines the values of a key with `reducer`; the first value of a
+    /// key is its first result.
+    pub fn reduce(&self, reducer: impl Fn(V, V) -> V + Send + Sync + 'static) -> KTable<K, V> {
+        self.reduce_with(reducer, None, Materialized::new())
+    }
+
+    /// [`KGroupedStream::reduce`] with a processor name and a store.
+    pub fn reduce_with(
+        &self,
+        reducer: impl Fn(V, V) -> V + Send + Sync + 'static,
+        named: impl IntoName,
+        materialized: Materialized<K, V>,
+    ) -> KTable<K, V> {
+        let fold: Fold<K, V, V> = Arc::new(move |_, value, agg| match agg {
+            Some(agg) => reducer(agg, value),
+            None => value,
+        });
+        let value_serde = self.value_serde.clone();
+        self.aggregate_into("KSTREAM-REDUCE-", fold, named, materialized, value_serde)
+    }
+
+    /// Folds the values of a key into an aggregate that starts at
+    /// `initializer()`. The aggregate's serde comes from `A`'s default;
+    /// use [`KGroupedStream::aggregate_with`] to give one.
+    pub fn aggregate<A: DefaultSerde + Clone>(
+        &self,
+        initializer: impl Fn() -> A + Send + Sync + 'static,
+        aggregator: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
+    ) -> KTable<K, A> {
+        self.aggregate_with(
+            initializer,
+            aggregator,
+            None,
+            Materialized::new().with_value_serde(A::default_serde()),
+        )
+    }
+
+    /// [`KGroupedStream::aggregate`] with a processor name and a store.
+    pub fn aggregate_with<A: Clone + 'static>(
+        &self,
+        initializer: impl Fn() -> A + Send + Sync + 'static,
+        aggregator: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
+        named: impl IntoName,
+        materialized: Materialized<K, A>,
+    ) -> KTable<K, A> {
+        let fold: Fold<K, V, A> = Arc::new(move |key, value, agg| {
+            aggregator(key, value, agg.unwrap_or_else(&initializer))
+        });
+        self.aggregate_into("KSTREAM-AGGREGATE-", fold, named, materialized, None)
+    }
+
+    /// The input of an aggregation named `processor`: this stream, or the
+    /// stream read back from the repartition topic (named after `prefix`)
+    /// when the keys may have changed.
+    pub(crate) fn input(
+        &self,
+        state: &mut crate::builder::BuilderState,
+        store_name: &str,
+    ) -> Result<KStream<K, V>, TopologyError> {
+        if !self.repartition_required {
+            return Ok(self.stream.clone());
+        }
+        let prefix = self
+            .repartition_name
+            .clone()
+            .unwrap_or_else(|| store_name.to_string());
+        let missing = |part| TopologyError::MissingSerde {
+            store: format!("{prefix}-repartition"),
+            part,
+            type_name: if part == "key" {
+                std::any::type_name::<K>()
+            } else {
+                std::any::type_name::<V>()
+            },
+        };
+        let key_serde = self
+            .key_serde
+            .clone()
+            .or_else(kstreams_record::builtin_serde::<K>)
+            .ok_or_else(|| missing("key"))?;
+        let value_serde = self
+            .value_serde
+            .clone()
+            .or_else(kstreams_record::builtin_serde::<V>)
+            .ok_or_else(|| missing("value"))?;
+        Ok(self
+            .stream
+            .through_repartition_topic(state, prefix, key_serde, value_serde))
+    }
+
+    fn aggregate_into<A: Clone + 'static>(
+        &self,
+        prefix: &str,
+        fold: Fold<K, V, A>,
+        named: impl IntoName,
+        materialized: Materialized<K, A>,
+        default_value_serde: Option<SharedSerde<A>>,
+    ) -> KTable<K, A> {
+        let state = self.stream.state.clone();
+        let mut s = state.borrow_mut();
+        let spec = StoreSpec::settle(
+            materialized,
+            || s.new_name(&format!("{prefix}STATE-STORE-")),
+            self.key_serde.clone(),
+            default_value_serde,
+        );
+        let name = match named.into_name() {
+            Some(Named(n)) => n,
+            None => s.new_name(prefix),
+        };
+        let flag: OldValuesFlag = Arc::default();
+        let store = Arc::new(OnceLock::new());
+        let mut table = KTable {
+            state: state.clone(),
+            node: name.clone(),
+            store: store.clone(),
+            key_serde: None,
+            value_serde: None,
+            old_values: OldValues::own(flag.clone()),
+            window: None,
+            types: PhantomData,
+        };
+        let Some(spec) = s.record(spec) else {
+            return table;
+        };
+        let input = self.input(&mut s, &spec.name);
+        let Some(input) = s.record(input) else {
+            return table;
+        };
+        let key_serde = spec.key_serde.clone();
+        let null_key = key_serde.clone();
+        let null_value = self.value_serde.clone();
+        let store_name = spec.name.clone();
+        let added = s.topology.add_typed_processor::<K, V, K, Change<A>, _>(
+            name.clone(),
+            Arc::new(move || StreamAggregate {
+                fold: fold.clone(),
+                store_name: store_name.clone(),
+                send_old: flag.clone(),
+                is_null_key: {
+                    let serde = null_key.clone();
+                    Arc::new(move |k: &K| serde.is_null(k))
+                },
+                is_null_value: {
+                    let serde = null_value.clone();
+                    Arc::new(move |v: &V| serde.as_ref().is_some_and(|s| s.is_null(v)))
+                },
+                store: None,
+            }),
+            &[input.node.as_str()],
+        );
+        s.record(added);
+        let added = add_store(&mut s.topology, spec.key_value_store(), &name);
+        s.record(added);
+        let _ = store.set(spec.name.clone());
+        table.key_serde = Some(key_serde);
+        table.value_serde = Some(spec.value_serde.clone());
+        table
+    }
+}
+
+/// A table grouped by a new key, ready to aggregate with an adder and a
+/// subtractor: Kafka Streams' `KGroupedTable`.
+pub struct KGroupedTable<K, V> {
+    state: SharedState,
+    node: String,
+    grouped: Grouped<K, V>,
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> KGroupedTable<K, V> {
+    pub(crate) fn new(state: SharedState, node: String, grouped: Grouped<K, V>) -> Self {
+        KGroupedTable {
+            state,
+            node,
+            grouped,
+        }
+    }
+
+    /// The number of entries per new key: an entry moving to another key
+    /// counts down under the old one and up under the new.
+    pub fn count(&self) -> KTable<K, i64> {
+        self.count_with(None, Materialized::new())
+    }
+
+    /// [`KGroupedTable::count`] with a processor name and a store.
+    pub fn count_with(
+        &self,
+        named: impl IntoName,
+        materialized: Materialized<K, i64>,
+    ) -> KTable<K, i64> {
+        let add: Fold<K, V, i64> = Arc::new(|_, _, count| count.unwrap_or(0) + 1);
+        let subtract: Unfold<K, V, i64> = Arc::new(|_, _, count| count - 1);
+        self.aggregate_into(
+            "KTABLE-AGGREGATE-",
+            add,
+            subtract,
+            named,
+            materialized,
+            Some(Arc::new(I64Serde)),
+        )
+    }
+
+    /// Combines values with `adder` and takes replaced values back out with
+    /// `subtractor`.
+    pub fn reduce(
+        &self,
+        adder: impl Fn(V, V) -> V + Send + Sync + 'static,
+        subtractor: impl Fn(V, V) -> V + Send + Sync + 'static,
+    ) -> KTable<K, V> {
+        self.reduce_with(adder, subtractor, None, Materialized::new())
+    }
+
+    /// [`KGroupedTable::reduce`] with a processor name and a store.
+    pub fn reduce_with(
+        &self,
+        adder: impl Fn(V, V) -> V + Send + Sync + 'static,
+        subtractor: impl Fn(V, V) -> V + Send + Sync + 'static,
+        named: impl IntoName,
+        materialized: Materialized<K, V>,
+    ) -> KTable<K, V> {
+        let add: Fold<K, V, V> = Arc::new(move |_, value, agg| match agg {
+            Some(agg) => adder(agg, value),
+            None => value,
+        });
+        let subtract: Unfold<K, V, V> = Arc::new(move |_, value, agg| subtractor(agg, value));
+        let value_serde = self.grouped.value_serde.clone();
+        self.aggregate_into(
+            "KTABLE-REDUCE-",
+            add,
+            subtract,
+            named,
+            materialized,
+            value_serde,
+        )
+    }
+
+    /// Folds values into an aggregate starting at `initializer()` with
+    /// `adder`, and takes replaced values out with `subtractor`.
+    pub fn aggregate<A: DefaultSerde + Clone>(
+        &self,
+        initializer: impl Fn() -> A + Send + Sync + 'static,
+        adder: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
+        subtractor: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
+    ) -> KTable<K, A> {
+        self.aggregate_with(
+            initializer,
+            adder,
+            subtractor,
+            None,
+            Materialized::new().with_value_serde(A::default_serde()),
+        )
+    }
+
+    /// [`KGroupedTable::aggregate`] with a processor name and a store.
+    pub fn aggregate_with<A: Clone + 'static>(
+        &self,
+        initializer: impl Fn() -> A + Send + Sync + 'static,
+        adder: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
+        subtractor: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
+        named: impl IntoName,
+        materialized: Materialized<K, A>,
+    ) -> KTable<K, A> {
+        let add: Fold<K, V, A> =
+            Arc::new(move |key, value, agg| adder(key, value, agg.unwrap_or_else(&initializer)));
+        let subtract: Unfold<K, V, A> = Arc::new(subtractor);
+        self.aggregate_into(
+            "KTABLE-AGGREGATE-",
+            add,
+            subtract,
+            named,
+            materialized,
+            None,
+        )
+    }
+
+    fn aggregate_into<A: Clone + 'static>(
+        &self,
+        prefix: &str,
+        add: Fold<K, V, A>,
+        subtract: Unfold<K, V, A>,
+        named: impl IntoName,
+        materialized: Materialized<K, A>,
+        default_value_serde: Option<SharedSerde<A>>,
+    ) -> KTable<K, A> {
+        let state = self.state.clone();
+        let mut s = state.borrow_mut();
+        let spec = StoreSpec::settle(
+            materialized,
+            || s.new_name(&format!("{prefix}STATE-STORE-")),
+            self.grouped.key_serde.clone(),
+            default_value_serde,
+        );
+        let sink = s.new_name("KSTREAM-SINK-");
+        let source = s.new_name("KSTREAM-SOURCE-");
+        let name = match named.into_name() {
+            Some(Named(n)) => n,
+            None => s.new_name(prefix),
+        };
+        let flag: OldValuesFlag = Arc::default();
+        let store = Arc::new(OnceLock::new());
+        let mut table = KTable {
+            state: state.clone(),
+            node: name.clone(),
+            store: store.clone(),
+            key_serde: None,
+            value_serde: None,
+            old_values: OldValues::own(flag.clone()),
+            window: None,
+            types: PhantomData,
+        };
+        let Some(spec) = s.record(spec) else {
+            return table;
+        };
+        let topic = format!(
+            "{}-repartition",
+            self.grouped
+                .name
+                .clone()
+                .unwrap_or_else(|| spec.name.clone())
+        );
+        let value_serde = self
+            .grouped
+            .value_serde
+            .clone()
+            .or_else(kstreams_record::builtin_serde::<V>);
+        let Some(value_serde) = s.record(value_serde.ok_or_else(|| TopologyError::MissingSerde {
+            store: topic.clone(),
+            part: "value",
+            type_name: std::any::type_name::<V>(),
+        })) else {
+            return table;
+        };
+        let change_serde: SharedSerde<Change<V>> = Arc::new(ChangeSerde(value_serde));
+        let added = s.topology.add_typed_sink(
+            sink,
+            crate::topology::SinkTopic::Fixed(topic.clone()),
+            spec.key_serde.clone(),
+            change_serde.clone(),
+            &[self.node.as_str()],
+        );
+        s.record(added);
+        s.topology.mark_internal_topic(&topic);
+        let added = s.topology.add_typed_source(
+            source.clone(),
+            SourceTopics::Names(vec![topic]),
+            spec.key_serde.clone(),
+            change_serde,
+            None,
+        );
+        s.record(added);
+        let store_name = spec.name.clone();
+        let added = s
+            .topology
+            .add_typed_processor::<K, Change<V>, K, Change<A>, _>(
+                name.clone(),
+                Arc::new(move || TableAggregate {
+                    add: add.clone(),
+                    subtract: subtract.clone(),
+                    store_name: store_name.clone(),
+                    send_old: flag.clone(),
+                    store: None,
+                }),
+                &[source.as_str()],
+            );
+        s.record(added);
+        let added = add_store(&mut s.topology, spec.key_value_store(), &name);
+        s.record(added);
+        let _ = store.set(spec.name.clone());
+        table.key_serde = Some(spec.key_serde.clone());
+        table.value_serde = Some(spec.value_serde.clone());
+        table
+    }
+}

@@ -1,0 +1,357 @@
+//! `Materialized` and `Grouped`: how a DSL operator keeps its state and
+//! names its repartition topic.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kstreams_record::{Serde, SharedSerde};
+use kstreams_state::{
+    KeyValueStoreBuilder, SessionStoreBuilder, StoreBuilder, Stores, ValueAndTimestamp,
+    WindowStoreBuilder,
+};
+use kstreams_time::duration_ms;
+
+use crate::TopologyError;
+
+/// Where a store keeps its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StoreType {
+    /// RocksDB on the task's state directory (Kafka Streams' default).
+    #[default]
+    RocksDb,
+    /// An ordered map in memory, rebuilt from the changelog on restart.
+    InMemory,
+}
+
+/// How a table or an aggregation keeps its state: Kafka Streams'
+/// `Materialized`. The store name (queryable, and the changelog topic's
+/// `<application.id>-<name>-changelog`), serdes, engine, caching, logging
+/// and, for windowed stores, retention.
+///
+/// ```
+/// use kstreams_dsl::{Materialized, StoreType};
+/// use kstreams_record::{I64Serde, StringSerde};
+///
+/// let counts = Materialized::<String, i64>::as_("counts")
+///     .with_key_serde(StringSerde)
+///     .with_value_serde(I64Serde)
+///     .with_store_type(StoreType::InMemory)
+///     .with_caching_disabled();
+/// # let _ = counts;
+/// ```
+pub struct Materialized<K, V> {
+    pub(crate) name: Option<String>,
+    pub(crate) key_serde: Option<SharedSerde<K>>,
+    pub(crate) value_serde: Option<SharedSerde<V>>,
+    pub(crate) store_type: StoreType,
+    pub(crate) caching: bool,
+    pub(crate) logging: bool,
+    pub(crate) log_config: BTreeMap<String, String>,
+    pub(crate) retention: Option<Duration>,
+}
+
+impl<K, V> Default for Materialized<K, V> {
+    fn default() -> Self {
+        Materialized {
+            name: None,
+            key_serde: None,
+            value_serde: None,
+            store_type: StoreType::default(),
+            caching: true,
+            logging: true,
+            log_config: BTreeMap::new(),
+            retention: None,
+        }
+    }
+}
+
+impl<K: 'static, V: 'static> Materialized<K, V> {
+    /// A store with a generated name (not meant for queries).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A store named `name`.
+    pub fn as_(name: impl Into<String>) -> Self {
+        Materialized {
+            name: Some(name.into()),
+            ..Self::default()
+        }
+    }
+
+    /// A store with a generated name and these serdes.
+    pub fn with(key_serde: impl Serde<K>, value_serde: impl Serde<V>) -> Self {
+        Self::default()
+            .with_key_serde(key_serde)
+            .with_value_serde(value_serde)
+    }
+
+    /// The serde of the store's keys.
+    pub fn with_key_serde(mut self, serde: impl Serde<K>) -> Self {
+        self.key_serde = Some(Arc::new(serde));
+        self
+    }
+
+    /// The serde of the store's values.
+    pub fn with_value_serde(mut self, serde: impl Serde<V>) -> Self {
+        self.value_serde = Some(Arc::new(serde));
+        self
+    }
+
+    /// RocksDB (the default) or in memory.
+    pub fn with_store_type(mut self, store_type: StoreType) -> Self {
+        self.store_type = store_type;
+        self
+    }
+
+    /// Forwards every update instead of coalescing them until commit.
+    pub fn with_caching_disabled(mut self) -> Self {
+        self.caching = false;
+        self
+    }
+
+    /// Coalesces updates of a key in the thread's cache until commit (the
+    /// default).
+    pub fn with_caching_enabled(mut self) -> Self {
+        self.caching = true;
+        self
+    }
+
+    /// No changelog topic: the store is rebuilt empty after a failure.
+    pub fn with_logging_disabled(mut self) -> Self {
+        self.logging = false;
+        self
+    }
+
+    /// A changelog topic (the default) with these extra topic configs.
+    pub fn with_logging_enabled(mut self, config: BTreeMap<String, String>) -> Self {
+        self.logging = true;
+        self.log_config = config;
+        self
+    }
+
+    /// How long a windowed store keeps windows (at least window size plus
+    /// grace).
+    pub fn with_retention(mut self, retention: Duration) -> Self {
+        self.retention = Some(retention);
+        self
+    }
+}
+
+/// A `Materialized` whose name and serdes have been settled by the operator.
+pub(crate) struct StoreSpec<K, V> {
+    pub name: String,
+    pub key_serde: SharedSerde<K>,
+    pub value_serde: SharedSerde<V>,
+    pub store_type: StoreType,
+    pub caching: bool,
+    pub logging: bool,
+    pub log_config: BTreeMap<String, String>,
+    pub retention: Option<Duration>,
+}
+
+impl<K: 'static, V: 'static> StoreSpec<K, V> {
+    /// Settles `materialized`: its name or `generated`, its serdes or the
+    /// ones the stream carries or the built-in serde of the type, else an
+    /// error naming the store.
+    pub fn settle(
+        materialized: Materialized<K, V>,
+        generated: impl FnOnce() -> String,
+        key_serde: Option<SharedSerde<K>>,
+        value_serde: Option<SharedSerde<V>>,
+    ) -> Result<Self, TopologyError> {
+        let name = materialized.name.unwrap_or_else(generated);
+        let key_serde = materialized
+            .key_serde
+            .or(key_serde)
+            .or_else(kstreams_record::builtin_serde::<K>)
+            .ok_or_else(|| TopologyError::MissingSerde {
+                store: name.clone(),
+                part: "key",
+                type_name: std::any::type_name::<K>(),
+            })?;
+        let value_serde = materialized
+            .value_serde
+            .or(value_serde)
+            .or_else(kstreams_record::builtin_serde::<V>)
+            .ok_or_else(|| TopologyError::MissingSerde {
+                store: name.clone(),
+                part: "value",
+                type_name: std::any::type_name::<V>(),
+            })?;
+        Ok(StoreSpec {
+            name,
+            key_serde,
+            value_serde,
+            store_type: materialized.store_type,
+            caching: materialized.caching,
+            logging: materialized.logging,
+            log_config: materialized.log_config,
+            retention: materialized.retention,
+        })
+    }
+
+    /// A timestamped key-value store builder.
+    pub fn key_value_store(&self) -> KeyValueStoreBuilder<K, ValueAndTimestamp<V>> {
+        let supplier = match self.store_type {
+            StoreType::RocksDb => Stores::persistent_timestamped_key_value_store(&self.name),
+            StoreType::InMemory => Stores::in_memory_key_value_store(&self.name),
+        };
+        let builder = Stores::timestamped_key_value_store_builder(
+            supplier,
+            self.key_serde.clone(),
+            self.value_serde.clone(),
+        );
+        let builder = if self.caching {
+            builder.with_caching_enabled()
+        } else {
+            builder.with_caching_disabled()
+        };
+        if self.logging {
+            builder.with_logging_enabled(self.log_config.clone())
+        } else {
+            builder.with_logging_disabled()
+        }
+    }
+
+    /// The retention of a windowed store: the user's (if not below
+    /// `minimum`) or `minimum`.
+    pub fn retention_ms(&self, minimum: i64) -> Result<i64, TopologyError> {
+        match self.retention {
+            None => Ok(minimum),
+            Some(r) if duration_ms(r) >= minimum => Ok(duration_ms(r)),
+            Some(r) => Err(TopologyError::InvalidOperator {
+                operator: format!("store {}", self.name),
+                message: format!(
+                    "the retention ({} ms) must be at least the window size plus grace \
+                     ({minimum} ms); raise it with Materialized::with_retention or leave it unset",
+                    duration_ms(r)
+                ),
+            }),
+        }
+    }
+
+    /// A timestamped window store builder.
+    pub fn window_store(
+        &self,
+        retention_ms: i64,
+        window_size_ms: i64,
+    ) -> Result<WindowStoreBuilder<K, ValueAndTimestamp<V>>, TopologyError> {
+        let retention = Duration::from_millis(retention_ms.max(0) as u64);
+        let size = Duration::from_millis(window_size_ms.max(0) as u64);
+        let supplier = match self.store_type {
+            StoreType::RocksDb => {
+                Stores::persistent_timestamped_window_store(&self.name, retention, size, false)
+            }
+            StoreType::InMemory => {
+                Stores::in_memory_window_store(&self.name, retention, size, false)
+            }
+        }
+        .map_err(|e| TopologyError::InvalidOperator {
+            operator: format!("store {}", self.name),
+            message: e.to_string(),
+        })?;
+        let builder = Stores::timestamped_window_store_builder(
+            supplier,
+            self.key_serde.clone(),
+            self.value_serde.clone(),
+        );
+        let builder = if self.caching {
+            builder.with_caching_enabled()
+        } else {
+            builder.with_caching_disabled()
+        };
+        Ok(if self.logging {
+            builder.with_logging_enabled(self.log_config.clone())
+        } else {
+            builder.with_logging_disabled()
+        })
+    }
+
+    /// A session store builder.
+    pub fn session_store(&self, retention_ms: i64) -> SessionStoreBuilder<K, V> {
+        let retention = Duration::from_millis(retention_ms.max(0) as u64);
+        let supplier = match self.store_type {
+            StoreType::RocksDb => Stores::persistent_session_store(&self.name, retention),
+            StoreType::InMemory => Stores::in_memory_session_store(&self.name, retention),
+        };
+        let builder = Stores::session_store_builder(
+            supplier,
+            self.key_serde.clone(),
+            self.value_serde.clone(),
+        );
+        let builder = if self.caching {
+            builder.with_caching_enabled()
+        } else {
+            builder.with_caching_disabled()
+        };
+        if self.logging {
+            builder.with_logging_enabled(self.log_config.clone())
+        } else {
+            builder.with_logging_disabled()
+        }
+    }
+}
+
+/// Serdes and name of a grouping's repartition topic: Kafka Streams'
+/// `Grouped`. The name makes the topic `<application.id>-<name>-repartition`.
+pub struct Grouped<K, V> {
+    pub(crate) name: Option<String>,
+    pub(crate) key_serde: Option<SharedSerde<K>>,
+    pub(crate) value_serde: Option<SharedSerde<V>>,
+}
+
+impl<K, V> Default for Grouped<K, V> {
+    fn default() -> Self {
+        Grouped {
+            name: None,
+            key_serde: None,
+            value_serde: None,
+        }
+    }
+}
+
+impl<K: 'static, V: 'static> Grouped<K, V> {
+    /// A grouping whose repartition topic is `<name>-repartition`.
+    pub fn as_(name: impl Into<String>) -> Self {
+        Grouped {
+            name: Some(name.into()),
+            ..Self::default()
+        }
+    }
+
+    /// A grouping with these serdes for the repartition topic.
+    pub fn with(key_serde: impl Serde<K>, value_serde: impl Serde<V>) -> Self {
+        Self::default()
+            .with_key_serde(key_serde)
+            .with_value_serde(value_serde)
+    }
+
+    /// The key serde.
+    pub fn with_key_serde(mut self, serde: impl Serde<K>) -> Self {
+        self.key_serde = Some(Arc::new(serde));
+        self
+    }
+
+    /// The value serde.
+    pub fn with_value_serde(mut self, serde: impl Serde<V>) -> Self {
+        self.value_serde = Some(Arc::new(serde));
+        self
+    }
+
+    /// The repartition topic's name (without `-repartition`).
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+}
+
+/// Registers a store builder and connects it to `processor`.
+pub(crate) fn add_store(
+    topology: &mut crate::Topology,
+    builder: impl StoreBuilder,
+    processor: &str,
+) -> Result<(), TopologyError> {
+    topology.add_state_store(builder, &[processor]).map(|_| ())
+}

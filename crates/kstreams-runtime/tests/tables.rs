@@ -1,0 +1,285 @@
+//! Tables and aggregations in the TopologyTestDriver, each expected output
+//! written out as Kafka Streams produces it for the same input.
+
+use kstreams_dsl::{Grouped, Materialized, Produced, StoreType, StreamsBuilder, Topology};
+use kstreams_record::{I64Serde, Nullable, StringSerde};
+use kstreams_runtime::{TaskConfig, TopologyTestDriver};
+use kstreams_state::{TimestampedKeyValueStoreHandle, ValueAndTimestamp};
+
+type S = String;
+
+fn s(x: &str) -> String {
+    x.to_string()
+}
+
+fn driver_with_cache(topology: Topology, cache_max_bytes: usize) -> TopologyTestDriver {
+    let mut config = TaskConfig::new("app");
+    config.cache_max_bytes = cache_max_bytes;
+    TopologyTestDriver::with_config(topology, config, 0).unwrap()
+}
+
+fn word_count(store_type: StoreType) -> Topology {
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("sentences")
+        .flat_map_values(|line| {
+            line.to_lowercase()
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .group_by(|_, word| word.clone())
+        .count_with(
+            None,
+            Materialized::as_("counts").with_store_type(store_type),
+        )
+        .to_stream()
+        .to_with(
+            "counts-out",
+            Produced::with(StringSerde, Nullable(I64Serde)),
+        );
+    b.build().unwrap()
+}
+
+#[test]
+fn word_count_goes_through_a_repartition_topic_named_after_the_store() {
+    let topology = word_count(StoreType::InMemory);
+    assert_eq!(topology.subtopology_count(), 2);
+    assert_eq!(
+        topology.internal_topics().collect::<Vec<_>>(),
+        vec!["counts-repartition"]
+    );
+    let text = topology.describe().to_string();
+    assert!(
+        text.contains("Sink: counts-repartition-sink (topic: counts-repartition)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Processor: KSTREAM-AGGREGATE-0000000003 (stores: [counts])"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Processor: KTABLE-TOSTREAM-0000000007"),
+        "{text}"
+    );
+}
+
+#[test]
+fn word_count_with_a_cache_coalesces_the_updates_of_one_commit() {
+    for store_type in [StoreType::InMemory, StoreType::RocksDb] {
+        let driver = driver_with_cache(word_count(store_type), 10 * 1024 * 1024);
+        let input = driver.create_input_topic("sentences", StringSerde, StringSerde);
+        let output = driver.create_output_topic("counts-out", StringSerde, Nullable(I64Serde));
+        input.pipe_input(s("k"), s("hello hello world"));
+        input.pipe_input(s("k"), s("world again"));
+        // The driver commits after each input, as Kafka Streams' does: the
+        // two updates of "hello" in one input leave the cache as one.
+        assert_eq!(
+            output.read_key_values_to_list(),
+            vec![
+                (s("hello"), Some(2)),
+                (s("world"), Some(1)),
+                (s("world"), Some(2)),
+                (s("again"), Some(1)),
+            ],
+            "{store_type:?}"
+        );
+    }
+}
+
+#[test]
+fn word_count_without_a_cache_forwards_every_update() {
+    let driver = driver_with_cache(word_count(StoreType::InMemory), 0);
+    let input = driver.create_input_topic("sentences", StringSerde, StringSerde);
+    let output = driver.create_output_topic("counts-out", StringSerde, Nullable(I64Serde));
+    input.pipe_input(s("k"), s("hello hello world"));
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![
+            (s("hello"), Some(1)),
+            (s("hello"), Some(2)),
+            (s("world"), Some(1)),
+        ]
+    );
+    let store: TimestampedKeyValueStoreHandle<S, i64> =
+        driver.get_state_store("counts").unwrap().unwrap();
+    assert_eq!(
+        store.borrow().get(&s("hello")).unwrap().map(|v| v.value),
+        Some(2)
+    );
+}
+
+#[test]
+fn aggregation_changelog_holds_timestamped_values() {
+    let driver = driver_with_cache(word_count(StoreType::InMemory), 0);
+    let input = driver.create_input_topic("sentences", StringSerde, StringSerde);
+    let changelog = driver.create_output_topic("app-counts-changelog", StringSerde, I64Serde);
+    input.pipe_input_at(s("k"), s("a"), 42);
+    let record = changelog.read_record();
+    assert_eq!(
+        (record.key, record.value, record.timestamp),
+        (s("a"), 1, 42)
+    );
+}
+
+#[test]
+fn reduce_and_aggregate_keep_the_largest_timestamp() {
+    let b = StreamsBuilder::new();
+    let grouped = b.stream::<S, i64>("in").group_by_key();
+    grouped
+        .reduce_with(|a, b| a + b, None, Materialized::as_("sums"))
+        .to_stream()
+        .to_with("sums", Produced::with(StringSerde, Nullable(I64Serde)));
+    grouped
+        .aggregate(String::new, |_, v, agg: String| format!("{agg}{v}"))
+        .to_stream()
+        .to_with("joined", Produced::with(StringSerde, Nullable(StringSerde)));
+    let driver = driver_with_cache(b.build().unwrap(), 0);
+    let input = driver.create_input_topic("in", StringSerde, I64Serde);
+    let sums = driver.create_output_topic("sums", StringSerde, Nullable(I64Serde));
+    let joined = driver.create_output_topic("joined", StringSerde, Nullable(StringSerde));
+    input.pipe_input_at(s("a"), 1, 10);
+    input.pipe_input_at(s("a"), 2, 5);
+    input.pipe_input_at(s("b"), 3, 7);
+    let got: Vec<_> = sums
+        .read_records_to_list()
+        .into_iter()
+        .map(|r| (r.key, r.value, r.timestamp))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (s("a"), Some(1), 10),
+            (s("a"), Some(3), 10),
+            (s("b"), Some(3), 7)
+        ]
+    );
+    assert_eq!(
+        joined.read_values_to_list(),
+        vec![Some(s("1")), Some(s("12")), Some(s("3"))]
+    );
+}
+
+/// The Kafka Streams docs' example of a table aggregation: users move
+/// between regions, a count per region goes down where they left and up
+/// where they arrived.
+#[test]
+fn table_group_by_moves_a_user_between_regions() {
+    let b = StreamsBuilder::new();
+    b.table::<S, S>("user-regions")
+        .group_by(|_user, region| (region.clone(), region))
+        .count()
+        .to_stream()
+        .to_with(
+            "region-counts",
+            Produced::with(StringSerde, Nullable(I64Serde)),
+        );
+    let topology = b.build().unwrap();
+    let driver = driver_with_cache(topology, 0);
+    let input = driver.create_input_topic("user-regions", StringSerde, Nullable(StringSerde));
+    let output = driver.create_output_topic("region-counts", StringSerde, Nullable(I64Serde));
+    input.pipe_input(s("alice"), Some(s("asia")));
+    input.pipe_input(s("bob"), Some(s("europe")));
+    input.pipe_input(s("alice"), Some(s("europe")));
+    input.pipe_input(s("bob"), None);
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![
+            (s("asia"), Some(1)),
+            (s("europe"), Some(1)),
+            (s("asia"), Some(0)),
+            (s("europe"), Some(2)),
+            (s("europe"), Some(1)),
+        ]
+    );
+}
+
+#[test]
+fn table_filter_sends_tombstones_for_rejected_updates() {
+    let b = StreamsBuilder::new();
+    b.table::<S, i64>("t")
+        .filter(|_, v| *v > 10)
+        .to_stream()
+        .to_with("out", Produced::with(StringSerde, Nullable(I64Serde)));
+    let driver = driver_with_cache(b.build().unwrap(), 0);
+    let input = driver.create_input_topic("t", StringSerde, Nullable(I64Serde));
+    let output = driver.create_output_topic("out", StringSerde, Nullable(I64Serde));
+    input.pipe_input(s("a"), Some(20));
+    input.pipe_input(s("a"), Some(5));
+    input.pipe_input(s("b"), None);
+    // Without old values (nothing downstream asked for them), every
+    // rejected update and every delete goes on as a tombstone.
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![(s("a"), Some(20)), (s("a"), None), (s("b"), None)]
+    );
+}
+
+#[test]
+fn materialized_table_source_is_queryable_and_keeps_timestamps() {
+    let b = StreamsBuilder::new();
+    let table = b.table_with::<S, S>(
+        "t",
+        kstreams_dsl::Consumed::with(StringSerde, StringSerde),
+        Materialized::as_("t-store").with_store_type(StoreType::InMemory),
+    );
+    assert_eq!(table.queryable_store_name(), Some(s("t-store")));
+    table
+        .map_values(|_, v| v.len() as i64)
+        .to_stream()
+        .to_with("lengths", Produced::with(StringSerde, Nullable(I64Serde)));
+    let driver = driver_with_cache(b.build().unwrap(), 0);
+    let input = driver.create_input_topic("t", StringSerde, Nullable(StringSerde));
+    let output = driver.create_output_topic("lengths", StringSerde, Nullable(I64Serde));
+    input.pipe_input_at(s("k"), Some(s("abc")), 7);
+    input.pipe_input_at(s("k"), None, 8);
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![(s("k"), Some(3)), (s("k"), None)]
+    );
+    let store: TimestampedKeyValueStoreHandle<S, S> =
+        driver.get_state_store("t-store").unwrap().unwrap();
+    assert_eq!(store.borrow().get(&s("k")).unwrap(), None);
+    input.pipe_input_at(s("k"), Some(s("x")), 9);
+    assert_eq!(
+        store.borrow().get(&s("k")).unwrap(),
+        Some(ValueAndTimestamp::make(s("x"), 9))
+    );
+}
+
+#[test]
+fn grouping_without_a_serde_is_a_build_error_naming_the_fix() {
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("in")
+        .map_values(|v| v.len())
+        .map(|k, v| (v, k))
+        .group_by_key()
+        .count();
+    let err = b.build().unwrap_err().to_string();
+    assert!(err.contains("needs a key serde"), "{err}");
+    assert!(err.contains("Grouped::with_key_serde"), "{err}");
+}
+
+#[test]
+fn group_by_key_after_a_key_change_repartitions_under_the_grouped_name() {
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("in")
+        .select_key(|_, v| v.clone())
+        .group_by_key_with(Grouped::as_("by-value"))
+        .count()
+        .to_stream()
+        .to_with("out", Produced::with(StringSerde, Nullable(I64Serde)));
+    let topology = b.build().unwrap();
+    assert_eq!(
+        topology.internal_topics().collect::<Vec<_>>(),
+        vec!["by-value-repartition"]
+    );
+    let driver = driver_with_cache(topology, 0);
+    let input = driver.create_input_topic("in", StringSerde, StringSerde);
+    let output = driver.create_output_topic("out", StringSerde, Nullable(I64Serde));
+    input.pipe_input(s("1"), s("x"));
+    input.pipe_input(s("2"), s("x"));
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![(s("x"), Some(1)), (s("x"), Some(2))]
+    );
+}

@@ -1,0 +1,300 @@
+//! Windowed aggregations in event time, in the TopologyTestDriver: each
+//! expected output is written out as Kafka Streams produces it.
+
+use std::time::Duration;
+
+use kstreams_dsl::{late_headers, Materialized, Produced, StoreType, StreamsBuilder, Topology};
+use kstreams_record::{I64Serde, Nullable, StringSerde};
+use kstreams_runtime::{TaskConfig, TopologyTestDriver};
+use kstreams_state::{SessionWindowedSerde, TimeWindowedSerde, Window, Windowed};
+use kstreams_time::{EmitStrategy, SessionWindows, TimeWindows};
+
+type S = String;
+
+fn s(x: &str) -> String {
+    x.to_string()
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn w(key: &str, start: i64, end: i64) -> Windowed<String> {
+    Windowed::new(s(key), Window::new(start, end))
+}
+
+fn driver(topology: Topology, cache_max_bytes: usize) -> TopologyTestDriver {
+    let mut config = TaskConfig::new("app");
+    config.cache_max_bytes = cache_max_bytes;
+    TopologyTestDriver::with_config(topology, config, 0).unwrap()
+}
+
+fn windowed_count(windows: TimeWindows, emit: EmitStrategy, store_type: StoreType) -> Topology {
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("events")
+        .group_by_key()
+        .windowed_by(windows)
+        .emit_strategy(emit)
+        .late_records_to("late-events")
+        .count_with(
+            None,
+            Materialized::as_("counts").with_store_type(store_type),
+        )
+        .to_stream()
+        .to_with(
+            "counts",
+            Produced::with(
+                TimeWindowedSerde::new(StringSerde, windows.size_ms()),
+                Nullable(I64Serde),
+            ),
+        );
+    b.build().unwrap()
+}
+
+#[test]
+fn tumbling_count_accepts_out_of_order_records_within_grace_and_drops_late_ones() {
+    for store_type in [StoreType::InMemory, StoreType::RocksDb] {
+        let windows = TimeWindows::of_size_and_grace(ms(10), ms(5));
+        let driver = driver(
+            windowed_count(windows, EmitStrategy::OnWindowUpdate, store_type),
+            0,
+        );
+        let input = driver.create_input_topic("events", StringSerde, StringSerde);
+        let output = driver.create_output_topic(
+            "counts",
+            TimeWindowedSerde::new(StringSerde, 10),
+            Nullable(I64Serde),
+        );
+        let late = driver.create_output_topic("late-events", StringSerde, StringSerde);
+        for (value, ts) in [
+            ("v1", 1),
+            ("v5", 5),
+            ("v12", 12),
+            ("v3", 3),
+            ("v16", 16),
+            ("v4", 4),
+        ] {
+            input.pipe_input_at(s("a"), s(value), ts);
+        }
+        let got: Vec<_> = output
+            .read_records_to_list()
+            .into_iter()
+            .map(|r| (r.key, r.value, r.timestamp))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (w("a", 0, 10), Some(1), 1),
+                (w("a", 0, 10), Some(2), 5),
+                (w("a", 10, 20), Some(1), 12),
+                // Out of order but within grace: stream time 12, the window
+                // closes at 10 + 5.
+                (w("a", 0, 10), Some(3), 5),
+                (w("a", 10, 20), Some(2), 16),
+            ],
+            "{store_type:?}"
+        );
+        // The record at 4 came at stream time 16, after [0, 10) closed at
+        // 15: dropped, counted, and kept on the side topic with the reason.
+        assert_eq!(driver.dropped_records(), 1);
+        let rejected = late.read_record();
+        assert_eq!(
+            (rejected.key, rejected.value, rejected.timestamp),
+            (s("a"), s("v4"), 4)
+        );
+        let header = |name: &str| {
+            let bytes = rejected.headers.last(name).unwrap().value.clone().unwrap();
+            i64::from_be_bytes(bytes.as_slice().try_into().unwrap())
+        };
+        assert_eq!(header(late_headers::WINDOW_START), 0);
+        assert_eq!(header(late_headers::WINDOW_END), 10);
+        assert_eq!(header(late_headers::STREAM_TIME), 16);
+        assert_eq!(header(late_headers::GRACE_MS), 5);
+        assert!(late.is_empty());
+    }
+}
+
+#[test]
+fn hopping_windows_update_every_window_a_record_falls_in() {
+    let windows = TimeWindows::of_size_with_no_grace(ms(10)).advance_by(ms(5));
+    let driver = driver(
+        windowed_count(windows, EmitStrategy::OnWindowUpdate, StoreType::InMemory),
+        0,
+    );
+    let input = driver.create_input_topic("events", StringSerde, StringSerde);
+    let output = driver.create_output_topic(
+        "counts",
+        TimeWindowedSerde::new(StringSerde, 10),
+        Nullable(I64Serde),
+    );
+    input.pipe_input_at(s("a"), s("x"), 7);
+    input.pipe_input_at(s("a"), s("y"), 12);
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![
+            (w("a", 0, 10), Some(1)),
+            (w("a", 5, 15), Some(1)),
+            (w("a", 5, 15), Some(2)),
+            (w("a", 10, 20), Some(1)),
+        ]
+    );
+}
+
+#[test]
+fn emit_on_window_close_forwards_each_final_count_once() {
+    for store_type in [StoreType::InMemory, StoreType::RocksDb] {
+        let windows = TimeWindows::of_size_with_no_grace(ms(10));
+        let driver = driver(
+            windowed_count(windows, EmitStrategy::OnWindowClose, store_type),
+            10 * 1024 * 1024,
+        );
+        let input = driver.create_input_topic("events", StringSerde, StringSerde);
+        let output = driver.create_output_topic(
+            "counts",
+            TimeWindowedSerde::new(StringSerde, 10),
+            Nullable(I64Serde),
+        );
+        input.pipe_input_at(s("a"), s("1"), 1);
+        input.pipe_input_at(s("a"), s("2"), 2);
+        input.pipe_input_at(s("b"), s("5"), 5);
+        assert!(output.is_empty(), "nothing is final before [0, 10) closes");
+        input.pipe_input_at(s("a"), s("12"), 12);
+        assert_eq!(
+            output.read_key_values_to_list(),
+            vec![(w("a", 0, 10), Some(2)), (w("b", 0, 10), Some(1))],
+            "{store_type:?}"
+        );
+        input.pipe_input_at(s("a"), s("13"), 13);
+        assert!(output.is_empty());
+        input.pipe_input_at(s("c"), s("25"), 25);
+        assert_eq!(
+            output.read_key_values_to_list(),
+            vec![(w("a", 10, 20), Some(2))]
+        );
+    }
+}
+
+#[test]
+fn windowed_count_with_cache_coalesces_per_commit() {
+    let windows = TimeWindows::of_size_with_no_grace(ms(10));
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("events")
+        .flat_map_values(|v| v.split(',').map(str::to_owned).collect::<Vec<_>>())
+        .group_by_key()
+        .windowed_by(windows)
+        .count()
+        .to_stream()
+        .to_with(
+            "counts",
+            Produced::with(TimeWindowedSerde::new(StringSerde, 10), Nullable(I64Serde)),
+        );
+    let driver = driver(b.build().unwrap(), 1024 * 1024);
+    let input = driver.create_input_topic("events", StringSerde, StringSerde);
+    let output = driver.create_output_topic(
+        "counts",
+        TimeWindowedSerde::new(StringSerde, 10),
+        Nullable(I64Serde),
+    );
+    input.pipe_input_at(s("a"), s("x,y,z"), 3);
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![(w("a", 0, 10), Some(3))]
+    );
+}
+
+#[test]
+fn sessions_merge_when_a_record_falls_between_them() {
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("clicks")
+        .group_by_key()
+        .windowed_by_session(SessionWindows::of_inactivity_gap_with_no_grace(ms(10)))
+        .count_with(None, Materialized::as_("sessions").with_caching_disabled())
+        .to_stream()
+        .to_with(
+            "sessions",
+            Produced::with(SessionWindowedSerde::new(StringSerde), Nullable(I64Serde)),
+        );
+    let driver = driver(b.build().unwrap(), 0);
+    let input = driver.create_input_topic("clicks", StringSerde, StringSerde);
+    let output = driver.create_output_topic(
+        "sessions",
+        SessionWindowedSerde::new(StringSerde),
+        Nullable(I64Serde),
+    );
+    for ts in [0, 5, 30, 20] {
+        input.pipe_input_at(s("a"), s("click"), ts);
+    }
+    input.pipe_input_at(s("b"), s("late"), 1);
+    let got: Vec<_> = output
+        .read_records_to_list()
+        .into_iter()
+        .map(|r| (r.key, r.value, r.timestamp))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (w("a", 0, 0), Some(1), 0),
+            (w("a", 0, 0), None, 0),
+            (w("a", 0, 5), Some(2), 5),
+            (w("a", 30, 30), Some(1), 30),
+            (w("a", 30, 30), None, 30),
+            (w("a", 20, 30), Some(2), 30),
+        ]
+    );
+    // b@1 at stream time 30: its session would end at 1, long closed.
+    assert_eq!(driver.dropped_records(), 1);
+}
+
+#[test]
+fn session_emit_final_forwards_closed_sessions_only() {
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("clicks")
+        .group_by_key()
+        .windowed_by_session(SessionWindows::of_inactivity_gap_and_grace(ms(10), ms(2)))
+        .emit_strategy(EmitStrategy::OnWindowClose)
+        .count()
+        .to_stream()
+        .to_with(
+            "sessions",
+            Produced::with(SessionWindowedSerde::new(StringSerde), Nullable(I64Serde)),
+        );
+    let driver = driver(b.build().unwrap(), 0);
+    let input = driver.create_input_topic("clicks", StringSerde, StringSerde);
+    let output = driver.create_output_topic(
+        "sessions",
+        SessionWindowedSerde::new(StringSerde),
+        Nullable(I64Serde),
+    );
+    input.pipe_input_at(s("a"), s("c"), 0);
+    input.pipe_input_at(s("a"), s("c"), 4);
+    input.pipe_input_at(s("b"), s("c"), 6);
+    assert!(output.is_empty());
+    // Stream time 40, grace 2: sessions that ended before 38 are final.
+    input.pipe_input_at(s("c"), s("c"), 40);
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![(w("a", 0, 4), Some(2)), (w("b", 6, 6), Some(1))]
+    );
+}
+
+#[test]
+fn bad_windows_are_build_errors() {
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("events")
+        .group_by_key()
+        .windowed_by(TimeWindows::of_size_with_no_grace(ms(10)).advance_by(ms(20)))
+        .count();
+    let err = b.build().unwrap_err().to_string();
+    assert!(err.contains("at most the window size"), "{err}");
+
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("events")
+        .group_by_key()
+        .windowed_by(TimeWindows::of_size_and_grace(ms(10), ms(5)))
+        .count_with(None, Materialized::as_("c").with_retention(ms(12)));
+    let err = b.build().unwrap_err().to_string();
+    assert!(
+        err.contains("must be at least the window size plus grace"),
+        "{err}"
+    );
+}

@@ -1,0 +1,312 @@
+//! Window definitions: which windows a record falls into, and how long a
+//! window stays open for late records (grace).
+//!
+//! As in Kafka Streams since KIP-633 there is no implicit grace: every
+//! constructor says whether it has one. A window is closed once stream time
+//! has passed its end plus the grace period; records for closed windows are
+//! late and dropped (and counted).
+
+use std::time::Duration;
+
+use kstreams_record::Timestamp;
+
+/// Milliseconds of a duration, saturating at `i64::MAX`.
+pub fn duration_ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A window definition that cannot work (for example a zero size).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what}: {message}")]
+pub struct WindowError {
+    /// The window definition.
+    pub what: &'static str,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+fn window_error(what: &'static str, message: impl Into<String>) -> WindowError {
+    WindowError {
+        what,
+        message: message.into(),
+    }
+}
+
+/// Fixed-size windows: tumbling (advance = size) or hopping (advance <
+/// size). Kafka Streams' `TimeWindows`; a window is `[start, start + size)`
+/// and starts are multiples of the advance since the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeWindows {
+    size_ms: i64,
+    advance_ms: i64,
+    grace_ms: i64,
+}
+
+impl TimeWindows {
+    /// Tumbling windows of `size`; a record is late as soon as stream time
+    /// has passed its window's end.
+    pub fn of_size_with_no_grace(size: Duration) -> Self {
+        Self::of_size_and_grace(size, Duration::ZERO)
+    }
+
+    /// Tumbling windows of `size` that accept late records for `grace`
+    /// after their end.
+    pub fn of_size_and_grace(size: Duration, grace: Duration) -> Self {
+        let size_ms = duration_ms(size);
+        TimeWindows {
+            size_ms,
+            advance_ms: size_ms,
+            grace_ms: duration_ms(grace),
+        }
+    }
+
+    /// Hopping windows: a new window every `advance` (at most the size).
+    pub fn advance_by(mut self, advance: Duration) -> Self {
+        self.advance_ms = duration_ms(advance);
+        self
+    }
+
+    /// Window size in milliseconds.
+    pub fn size_ms(&self) -> i64 {
+        self.size_ms
+    }
+
+    /// Advance in milliseconds.
+    pub fn advance_ms(&self) -> i64 {
+        self.advance_ms
+    }
+
+    /// Grace period in milliseconds.
+    pub fn grace_ms(&self) -> i64 {
+        self.grace_ms
+    }
+
+    /// Checks size and advance, as Kafka Streams does when they are set.
+    pub fn validate(&self) -> Result<(), WindowError> {
+        if self.size_ms <= 0 {
+            return Err(window_error(
+                "TimeWindows",
+                "the window size must be at least 1 ms",
+            ));
+        }
+        if self.advance_ms <= 0 || self.advance_ms > self.size_ms {
+            return Err(window_error(
+                "TimeWindows",
+                format!(
+                    "the advance ({} ms) must be at least 1 ms and at most the window size ({} ms)",
+                    self.advance_ms, self.size_ms
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The windows `[start, end)` that contain `timestamp`, by start.
+    pub fn windows_for(&self, timestamp: Timestamp) -> Vec<(Timestamp, Timestamp)> {
+        let mut start = (timestamp - self.size_ms + self.advance_ms).max(0);
+        start -= start % self.advance_ms;
+        let mut out = Vec::new();
+        while start <= timestamp {
+            out.push((start, start.saturating_add(self.size_ms)));
+            start += self.advance_ms;
+        }
+        out
+    }
+
+    /// How long a window store must keep windows: size plus grace.
+    pub fn retention_ms(&self) -> i64 {
+        self.size_ms.saturating_add(self.grace_ms)
+    }
+}
+
+/// Sliding windows (KIP-450): a window of `time_difference` ending at each
+/// record, `[t - difference, t]` with both ends inclusive. Kafka Streams'
+/// `SlidingWindows`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlidingWindows {
+    time_difference_ms: i64,
+    grace_ms: i64,
+}
+
+impl SlidingWindows {
+    /// Sliding windows without grace.
+    pub fn of_time_difference_with_no_grace(time_difference: Duration) -> Self {
+        Self::of_time_difference_and_grace(time_difference, Duration::ZERO)
+    }
+
+    /// Sliding windows that accept late records for `grace`.
+    pub fn of_time_difference_and_grace(time_difference: Duration, grace: Duration) -> Self {
+        SlidingWindows {
+            time_difference_ms: duration_ms(time_difference),
+            grace_ms: duration_ms(grace),
+        }
+    }
+
+    /// The maximum time difference between two records of a window.
+    pub fn time_difference_ms(&self) -> i64 {
+        self.time_difference_ms
+    }
+
+    /// Grace period in milliseconds.
+    pub fn grace_ms(&self) -> i64 {
+        self.grace_ms
+    }
+
+    /// Checks the time difference.
+    pub fn validate(&self) -> Result<(), WindowError> {
+        if self.time_difference_ms <= 0 {
+            return Err(window_error(
+                "SlidingWindows",
+                "the time difference must be at least 1 ms",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Retention of the window store: twice the difference plus grace, as
+    /// Kafka Streams (a right window can start after the record).
+    pub fn retention_ms(&self) -> i64 {
+        self.time_difference_ms
+            .saturating_mul(2)
+            .saturating_add(self.grace_ms)
+    }
+}
+
+/// Session windows: records of a key closer than the inactivity gap belong
+/// to one session, `[first, last]`. Kafka Streams' `SessionWindows`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionWindows {
+    gap_ms: i64,
+    grace_ms: i64,
+}
+
+impl SessionWindows {
+    /// Sessions closed by `gap` of inactivity, without grace.
+    pub fn of_inactivity_gap_with_no_grace(gap: Duration) -> Self {
+        Self::of_inactivity_gap_and_grace(gap, Duration::ZERO)
+    }
+
+    /// Sessions closed by `gap` of inactivity, accepting late records for
+    /// `grace` after a session's end.
+    pub fn of_inactivity_gap_and_grace(gap: Duration, grace: Duration) -> Self {
+        SessionWindows {
+            gap_ms: duration_ms(gap),
+            grace_ms: duration_ms(grace),
+        }
+    }
+
+    /// The inactivity gap in milliseconds.
+    pub fn inactivity_gap_ms(&self) -> i64 {
+        self.gap_ms
+    }
+
+    /// Grace period in milliseconds.
+    pub fn grace_ms(&self) -> i64 {
+        self.grace_ms
+    }
+
+    /// Checks the gap.
+    pub fn validate(&self) -> Result<(), WindowError> {
+        if self.gap_ms <= 0 {
+            return Err(window_error(
+                "SessionWindows",
+                "the inactivity gap must be at least 1 ms",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Retention of the session store: gap plus grace.
+    pub fn retention_ms(&self) -> i64 {
+        self.gap_ms.saturating_add(self.grace_ms)
+    }
+}
+
+/// One window from a start time on, never closing. Kafka Streams'
+/// `UnlimitedWindows`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UnlimitedWindows {
+    start_ms: i64,
+}
+
+impl UnlimitedWindows {
+    /// The window starting at the epoch.
+    pub fn of() -> Self {
+        Self::default()
+    }
+
+    /// The window starting at `start` (ms since the epoch).
+    pub fn start_on(start: Timestamp) -> Self {
+        UnlimitedWindows { start_ms: start }
+    }
+
+    /// The window a timestamp falls into, if it is not before the start.
+    pub fn windows_for(&self, timestamp: Timestamp) -> Vec<(Timestamp, Timestamp)> {
+        if timestamp >= self.start_ms {
+            vec![(self.start_ms, i64::MAX)]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// When a windowed aggregation forwards results (KIP-825).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EmitStrategy {
+    /// Every update of a window (the default).
+    #[default]
+    OnWindowUpdate,
+    /// Only the final result, once the window has closed (end + grace).
+    OnWindowClose,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn tumbling_windows_hold_each_timestamp_once() {
+        let w = TimeWindows::of_size_with_no_grace(ms(10));
+        assert_eq!(w.windows_for(0), vec![(0, 10)]);
+        assert_eq!(w.windows_for(9), vec![(0, 10)]);
+        assert_eq!(w.windows_for(10), vec![(10, 20)]);
+        assert_eq!(w.retention_ms(), 10);
+    }
+
+    #[test]
+    fn hopping_windows_overlap_and_start_at_zero_or_later() {
+        let w = TimeWindows::of_size_and_grace(ms(10), ms(5)).advance_by(ms(5));
+        assert_eq!(w.windows_for(3), vec![(0, 10)]);
+        assert_eq!(w.windows_for(12), vec![(5, 15), (10, 20)]);
+        assert_eq!(w.retention_ms(), 15);
+    }
+
+    #[test]
+    fn bad_definitions_say_what_to_fix() {
+        let e = TimeWindows::of_size_with_no_grace(ms(10))
+            .advance_by(ms(11))
+            .validate()
+            .unwrap_err();
+        assert!(e.to_string().contains("at most the window size"), "{e}");
+        assert!(TimeWindows::of_size_with_no_grace(ms(0))
+            .validate()
+            .is_err());
+        assert!(SessionWindows::of_inactivity_gap_with_no_grace(ms(0))
+            .validate()
+            .is_err());
+        assert!(SlidingWindows::of_time_difference_with_no_grace(ms(0))
+            .validate()
+            .is_err());
+    }
+
+    #[test]
+    fn unlimited_windows_start_once() {
+        let w = UnlimitedWindows::start_on(100);
+        assert!(w.windows_for(99).is_empty());
+        assert_eq!(w.windows_for(100), vec![(100, i64::MAX)]);
+    }
+}
