@@ -82,7 +82,7 @@ pub(crate) fn table_source<K: Clone + 'static, V: Clone + 'static, I: Clone + 's
     state: &SharedState,
     parent: &str,
     name: String,
-    spec: Option<StoreSpec<K, V>>,
+    spec: Result<StoreSpec<K, V>, crate::TopologyError>,
     materialize_now: bool,
     to_value: fn(I) -> Option<V>,
 ) -> KTable<K, V> {
@@ -105,9 +105,12 @@ pub(crate) fn table_source<K: Clone + 'static, V: Clone + 'static, I: Clone + 's
         s.record(added);
     }
     let (key_serde, value_serde) = match &spec {
-        Some(spec) => (Some(spec.key_serde.clone()), Some(spec.value_serde.clone())),
-        None => (None, None),
+        Ok(spec) => (Some(spec.key_serde.clone()), Some(spec.value_serde.clone())),
+        Err(_) => (None, None),
     };
+    // A store that cannot be made (no serde) is an error only once
+    // something needs the store.
+    let spec = Rc::new(std::cell::RefCell::new(Some(spec)));
     let spec = Rc::new(spec);
     let materialize: Rc<dyn Fn() -> bool> = {
         let state = state.clone();
@@ -118,10 +121,11 @@ pub(crate) fn table_source<K: Clone + 'static, V: Clone + 'static, I: Clone + 's
             if store.get().is_some() {
                 return true;
             }
-            let Some(spec) = spec.as_ref() else {
+            let mut s = state.borrow_mut();
+            let spec = spec.borrow_mut().take();
+            let Some(spec) = spec.and_then(|spec| s.record(spec)) else {
                 return false;
             };
-            let mut s = state.borrow_mut();
             let added = add_store(&mut s.topology, spec.key_value_store(), &node);
             s.record(added);
             let _ = store.set(spec.name.clone());
@@ -178,13 +182,12 @@ impl crate::StreamsBuilder {
         let named_store = materialized.name.is_some();
         let spec = {
             let mut s = state.borrow_mut();
-            let spec = StoreSpec::settle(
+            StoreSpec::settle(
                 materialized,
                 || s.new_name(&format!("{topic}-STATE-STORE-")),
                 Some(consumed.key_serde.clone()),
                 Some(consumed.value_serde.clone()),
-            );
-            s.record(spec)
+            )
         };
         let (source, table_node) = {
             let mut s = state.borrow_mut();
@@ -237,7 +240,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
                 self.key_serde.clone(),
                 self.value_serde.clone(),
             );
-            (name, s.record(spec))
+            (name, spec)
         };
         table_source::<K, V, V>(&self.state, &self.node, name, spec, named_store, Some)
     }

@@ -1,0 +1,521 @@
+//! `KTable::suppress` (KIP-328): hold a table's updates back and emit them
+//! later, either each window's final result once the window has closed, or
+//! each key's latest value once it has been quiet for a time limit.
+//!
+//! The buffer is kept in a logged key-value store (one entry per key, so a
+//! later update replaces an earlier one), which makes it survive restarts;
+//! the time order is an index rebuilt from the store when the task starts.
+
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use kstreams_record::{Headers, Record, Serde, SerdeError, SharedSerde, Timestamp};
+use kstreams_state::{KeyValueStoreHandle, Stores, Windowed};
+use kstreams_time::duration_ms;
+
+use crate::materialized::add_store;
+use crate::stateful::Change;
+use crate::table::KTable;
+use crate::{Processor, ProcessorContext, ProcessorError, TopologyError};
+
+/// What a full suppression buffer does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WhenFull {
+    /// Emit the oldest entries early, before their time.
+    EmitEarly,
+    /// Stop the application with an error: results are never emitted early.
+    ShutDown,
+}
+
+/// The bounds of a suppression buffer: Kafka Streams' `BufferConfig`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BufferConfig {
+    max_records: Option<u64>,
+    max_bytes: Option<u64>,
+    when_full: WhenFull,
+}
+
+impl BufferConfig {
+    /// No bound: the buffer grows as needed (final results stay exact).
+    pub fn unbounded() -> Self {
+        BufferConfig {
+            max_records: None,
+            max_bytes: None,
+            when_full: WhenFull::ShutDown,
+        }
+    }
+
+    /// At most `n` keys; emits early when full unless
+    /// [`BufferConfig::shut_down_when_full`] says otherwise.
+    pub fn max_records(n: u64) -> Self {
+        BufferConfig {
+            max_records: Some(n),
+            max_bytes: None,
+            when_full: WhenFull::EmitEarly,
+        }
+    }
+
+    /// At most `n` bytes of serialized keys and values; emits early when
+    /// full unless [`BufferConfig::shut_down_when_full`] says otherwise.
+    pub fn max_bytes(n: u64) -> Self {
+        BufferConfig {
+            max_records: None,
+            max_bytes: Some(n),
+            when_full: WhenFull::EmitEarly,
+        }
+    }
+
+    /// Also bounds the number of keys.
+    pub fn with_max_records(mut self, n: u64) -> Self {
+        self.max_records = Some(n);
+        self
+    }
+
+    /// Also bounds the bytes.
+    pub fn with_max_bytes(mut self, n: u64) -> Self {
+        self.max_bytes = Some(n);
+        self
+    }
+
+    /// When full, emit the oldest entries before their time.
+    pub fn emit_early_when_full(mut self) -> Self {
+        self.when_full = WhenFull::EmitEarly;
+        self
+    }
+
+    /// When full, fail instead of emitting anything early.
+    pub fn shut_down_when_full(mut self) -> Self {
+        self.when_full = WhenFull::ShutDown;
+        self
+    }
+
+    fn bounded(&self) -> bool {
+        self.max_records.is_some() || self.max_bytes.is_some()
+    }
+}
+
+/// The time by which a buffered entry is ordered and released.
+type BufferTime<K> = Arc<dyn Fn(&K, Timestamp) -> Timestamp + Send + Sync>;
+
+/// How `suppress` holds updates back: Kafka Streams' `Suppressed`.
+///
+/// ```
+/// use std::time::Duration;
+/// use kstreams_dsl::{BufferConfig, Suppressed};
+///
+/// // Only each window's final count, once the window and its grace are over.
+/// let finals = Suppressed::<String>::until_window_closes(BufferConfig::unbounded());
+/// // Each key's latest value after a minute without updates, at most 1000 keys.
+/// let quiet = Suppressed::<String>::until_time_limit(
+///     Duration::from_secs(60),
+///     BufferConfig::max_records(1000).emit_early_when_full(),
+/// );
+/// # let _ = (finals, quiet);
+/// ```
+pub struct Suppressed<K> {
+    name: Option<String>,
+    buffer: BufferConfig,
+    /// `None`: until the window closes (the grace comes from the table).
+    limit_ms: Option<i64>,
+    time: BufferTime<K>,
+    final_results: bool,
+}
+
+impl<K> Suppressed<Windowed<K>> {
+    /// Emits each window's result once, when stream time has passed the
+    /// window's end plus its grace period. Needs a table from a windowed
+    /// aggregation; the buffer may not emit early.
+    pub fn until_window_closes(buffer: BufferConfig) -> Self {
+        Suppressed {
+            name: None,
+            buffer,
+            limit_ms: None,
+            time: Arc::new(|key: &Windowed<K>, _| key.window.end),
+            final_results: true,
+        }
+    }
+}
+
+impl<K> Suppressed<K> {
+    /// Emits a key's latest value once stream time is `limit` past the
+    /// update's timestamp.
+    pub fn until_time_limit(limit: Duration, buffer: BufferConfig) -> Self {
+        Suppressed {
+            name: None,
+            buffer,
+            limit_ms: Some(duration_ms(limit)),
+            time: Arc::new(|_: &K, timestamp| timestamp),
+            final_results: false,
+        }
+    }
+
+    /// Names the processor (and its store `<name>-store`).
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+}
+
+/// A buffered update: when it is due, the latest new value, the value
+/// before the first buffered update of the key, and the record timestamp.
+#[derive(Debug, Clone, PartialEq)]
+struct Buffered<V> {
+    time: Timestamp,
+    seq: u64,
+    record_timestamp: Timestamp,
+    size: u64,
+    new_value: Option<V>,
+    prior_value: Option<V>,
+}
+
+/// The buffer store's value bytes: time, sequence, record timestamp, size
+/// (8 bytes each, big-endian), then the new and the prior value, each a
+/// 4-byte length (-1 for none) and its bytes.
+struct BufferedSerde<V>(SharedSerde<V>);
+
+fn put_part(out: &mut Vec<u8>, bytes: Option<Vec<u8>>) {
+    match bytes {
+        Some(b) => {
+            out.extend_from_slice(&(b.len() as i32).to_be_bytes());
+            out.extend_from_slice(&b);
+        }
+        None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+    }
+}
+
+impl<V: 'static> Serde<Buffered<V>> for BufferedSerde<V> {
+    fn serialize(
+        &self,
+        topic: &str,
+        headers: &mut Headers,
+        value: &Buffered<V>,
+    ) -> Result<Option<Vec<u8>>, SerdeError> {
+        let mut out = Vec::with_capacity(48);
+        for n in [
+            value.time,
+            value.seq as i64,
+            value.record_timestamp,
+            value.size as i64,
+        ] {
+            out.extend_from_slice(&n.to_be_bytes());
+        }
+        for part in [&value.new_value, &value.prior_value] {
+            let bytes = match part {
+                Some(v) => self.0.serialize(topic, headers, v)?,
+                None => None,
+            };
+            put_part(&mut out, bytes);
+        }
+        Ok(Some(out))
+    }
+
+    fn deserialize(
+        &self,
+        topic: &str,
+        headers: &Headers,
+        bytes: Option<&[u8]>,
+    ) -> Result<Buffered<V>, SerdeError> {
+        let malformed = || SerdeError::Custom {
+            topic: topic.to_string(),
+            message: "malformed suppression buffer entry".to_string(),
+        };
+        let bytes = bytes.ok_or_else(malformed)?;
+        let number = |at: usize| -> Result<i64, SerdeError> {
+            let slice = bytes.get(at..at + 8).ok_or_else(malformed)?;
+            Ok(i64::from_be_bytes(
+                slice.try_into().map_err(|_| malformed())?,
+            ))
+        };
+        let (time, seq, record_timestamp, size) =
+            (number(0)?, number(8)?, number(16)?, number(24)?);
+        let mut rest = &bytes[32..];
+        let mut parts = [None, None];
+        for part in &mut parts {
+            let len = rest.get(..4).ok_or_else(malformed)?;
+            let len = i32::from_be_bytes(len.try_into().map_err(|_| malformed())?);
+            rest = &rest[4..];
+            if len >= 0 {
+                let value = rest.get(..len as usize).ok_or_else(malformed)?;
+                *part = Some(self.0.deserialize(topic, headers, Some(value))?);
+                rest = &rest[len as usize..];
+            }
+        }
+        let [new_value, prior_value] = parts;
+        Ok(Buffered {
+            time,
+            seq: seq as u64,
+            record_timestamp,
+            size: size as u64,
+            new_value,
+            prior_value,
+        })
+    }
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
+    /// Holds updates back as `suppressed` says: Kafka Streams'
+    /// `KTable#suppress`.
+    pub fn suppress(&self, suppressed: Suppressed<K>) -> KTable<K, V> {
+        let mut s = self.state.borrow_mut();
+        let (name, store_name) = match &suppressed.name {
+            Some(name) => (name.clone(), format!("{name}-store")),
+            None => {
+                let name = s.new_name("KTABLE-SUPPRESS-");
+                (name, s.new_name("KTABLE-SUPPRESS-STATE-STORE-"))
+            }
+        };
+        let table = KTable {
+            state: self.state.clone(),
+            node: name.clone(),
+            store: Arc::new(OnceLock::new()),
+            key_serde: self.key_serde.clone(),
+            value_serde: self.value_serde.clone(),
+            // Suppression passes old values through: what its parent sends.
+            old_values: self.old_values.clone(),
+            window: self.window,
+            types: PhantomData,
+        };
+        let invalid = |message: &str| TopologyError::InvalidOperator {
+            operator: format!("suppress {name}"),
+            message: message.to_string(),
+        };
+        let delay_ms = match (suppressed.limit_ms, self.window) {
+            (Some(limit), _) => Ok(limit),
+            (None, Some(window))
+                if !(suppressed.buffer.bounded()
+                    && suppressed.buffer.when_full == WhenFull::EmitEarly) =>
+            {
+                Ok(window.grace_ms)
+            }
+            (None, Some(_)) => Err(invalid(
+                "until_window_closes never emits early: bound the buffer with \
+                 shut_down_when_full(), or leave it unbounded",
+            )),
+            (None, None) => Err(invalid(
+                "until_window_closes needs the table of a windowed aggregation \
+                 (windowed_by(..).count() and the like) to know when windows close",
+            )),
+        };
+        let Some(delay_ms) = s.record(delay_ms) else {
+            return table;
+        };
+        let key_serde = self
+            .key_serde
+            .clone()
+            .or_else(kstreams_record::builtin_serde::<K>);
+        let value_serde = self
+            .value_serde
+            .clone()
+            .or_else(kstreams_record::builtin_serde::<V>);
+        let (Some(key_serde), Some(value_serde)) = (key_serde, value_serde) else {
+            s.record::<()>(Err(TopologyError::MissingSerde {
+                store: store_name,
+                part: if self.key_serde.is_none() {
+                    "key"
+                } else {
+                    "value"
+                },
+                type_name: std::any::type_name::<(K, V)>(),
+            }));
+            return table;
+        };
+        let store = Stores::key_value_store_builder(
+            Stores::in_memory_key_value_store(&store_name),
+            key_serde.clone(),
+            BufferedSerde(value_serde.clone()),
+        );
+        // Old values pass through: the buffer emits the value before its
+        // first held-back update as the old one.
+        let supplier_store = store_name.clone();
+        let time = suppressed.time.clone();
+        let buffer = suppressed.buffer;
+        let final_results = suppressed.final_results;
+        let added = s
+            .topology
+            .add_typed_processor::<K, Change<V>, K, Change<V>, _>(
+                name.clone(),
+                Arc::new(move || SuppressProcessor {
+                    store_name: supplier_store.clone(),
+                    time: time.clone(),
+                    delay_ms,
+                    buffer,
+                    final_results,
+                    key_serde: key_serde.clone(),
+                    value_serde: value_serde.clone(),
+                    store: None,
+                    index: BTreeMap::new(),
+                    next_seq: 0,
+                    bytes: 0,
+                    observed_stream_time: -1,
+                }),
+                &[self.node.as_str()],
+            );
+        s.record(added);
+        let added = add_store(&mut s.topology, store, &name);
+        s.record(added);
+        table
+    }
+}
+
+/// Kafka Streams' `KTableSuppressProcessor` over a time-ordered buffer.
+struct SuppressProcessor<K, V> {
+    store_name: String,
+    time: BufferTime<K>,
+    delay_ms: i64,
+    buffer: BufferConfig,
+    final_results: bool,
+    key_serde: SharedSerde<K>,
+    value_serde: SharedSerde<V>,
+    store: Option<KeyValueStoreHandle<K, Buffered<V>>>,
+    /// (time, sequence) -> key, the release order.
+    index: BTreeMap<(Timestamp, u64), K>,
+    next_seq: u64,
+    bytes: u64,
+    observed_stream_time: Timestamp,
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> SuppressProcessor<K, V> {
+    fn store(&self) -> Result<&KeyValueStoreHandle<K, Buffered<V>>, ProcessorError> {
+        Ok(self.store.as_ref().ok_or("suppression buffer not open")?)
+    }
+
+    fn entry_size(&self, key: &K, change: &Change<V>) -> Result<u64, ProcessorError> {
+        if self.buffer.max_bytes.is_none() {
+            return Ok(0);
+        }
+        let topic = self.store_name.as_str();
+        let mut headers = Headers::new();
+        let mut size = self
+            .key_serde
+            .serialize(topic, &mut headers, key)?
+            .map_or(0, |b| b.len());
+        for v in [&change.new_value, &change.old_value].into_iter().flatten() {
+            size += self
+                .value_serde
+                .serialize(topic, &mut headers, v)?
+                .map_or(0, |b| b.len());
+        }
+        Ok(size as u64 + 24)
+    }
+
+    fn over_capacity(&self) -> bool {
+        self.buffer
+            .max_records
+            .is_some_and(|max| self.index.len() as u64 > max)
+            || self.buffer.max_bytes.is_some_and(|max| self.bytes > max)
+    }
+
+    /// Removes the oldest entry and forwards it (unless it is a tombstone
+    /// of a final result, which nothing downstream has seen).
+    fn emit_oldest(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, K, Change<V>>,
+    ) -> Result<(), ProcessorError> {
+        let Some((_, key)) = self.index.pop_first() else {
+            return Ok(());
+        };
+        let store = self.store()?.clone();
+        let Some(entry) = store.borrow_mut().delete(&key)? else {
+            return Ok(());
+        };
+        self.bytes = self.bytes.saturating_sub(entry.size);
+        if entry.new_value.is_none() && self.final_results {
+            return Ok(());
+        }
+        ctx.forward(Record {
+            key,
+            value: Change::new(entry.new_value, entry.prior_value),
+            timestamp: entry.record_timestamp,
+            headers: Headers::new(),
+        })?;
+        Ok(())
+    }
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Change<V>, K, Change<V>>
+    for SuppressProcessor<K, V>
+{
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, K, Change<V>>) -> Result<(), ProcessorError> {
+        let store: KeyValueStoreHandle<K, Buffered<V>> = ctx.get_state_store(&self.store_name)?;
+        // After a restart the buffer comes back from its changelog; rebuild
+        // the release order from it.
+        for entry in store.borrow().all()? {
+            let (key, buffered) = entry?;
+            self.index.insert((buffered.time, buffered.seq), key);
+            self.next_seq = self.next_seq.max(buffered.seq + 1);
+            self.bytes += buffered.size;
+            self.observed_stream_time = self.observed_stream_time.max(buffered.record_timestamp);
+        }
+        self.store = Some(store);
+        Ok(())
+    }
+
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, K, Change<V>>,
+        record: Record<K, Change<V>>,
+    ) -> Result<(), ProcessorError> {
+        self.observed_stream_time = self.observed_stream_time.max(record.timestamp);
+        let time = (self.time)(&record.key, record.timestamp);
+        let size = self.entry_size(&record.key, &record.value)?;
+        let store = self.store()?.clone();
+        let previous = store.borrow().get(&record.key)?;
+        let prior_value = match previous {
+            Some(previous) => {
+                self.index.remove(&(previous.time, previous.seq));
+                self.bytes = self.bytes.saturating_sub(previous.size);
+                previous.prior_value
+            }
+            None => record.value.old_value.clone(),
+        };
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        store.borrow_mut().put(
+            record.key.clone(),
+            Buffered {
+                time,
+                seq,
+                record_timestamp: record.timestamp,
+                size,
+                new_value: record.value.new_value,
+                prior_value,
+            },
+        )?;
+        self.index.insert((time, seq), record.key);
+        self.bytes += size;
+
+        let expiry = self.observed_stream_time.saturating_sub(self.delay_ms);
+        while self
+            .index
+            .first_key_value()
+            .is_some_and(|((t, _), _)| *t <= expiry)
+        {
+            self.emit_oldest(ctx)?;
+        }
+        if self.over_capacity() {
+            match self.buffer.when_full {
+                WhenFull::EmitEarly => {
+                    while self.over_capacity() {
+                        self.emit_oldest(ctx)?;
+                    }
+                }
+                WhenFull::ShutDown => {
+                    return Err(format!(
+                        "suppression buffer {} is full ({} keys, {} bytes; bounds: {:?} keys, \
+                         {:?} bytes) and may not emit early: raise its bounds or use \
+                         BufferConfig::unbounded()",
+                        self.store_name,
+                        self.index.len(),
+                        self.bytes,
+                        self.buffer.max_records,
+                        self.buffer.max_bytes
+                    )
+                    .into());
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,157 @@
+//! `KTable::suppress` in the TopologyTestDriver (KIP-328): final results
+//! of windows, and updates held back for a time limit with buffer bounds.
+
+use std::time::Duration;
+
+use kstreams_dsl::{BufferConfig, Produced, StreamsBuilder, Suppressed, Topology};
+use kstreams_record::{I64Serde, Nullable, StringSerde};
+use kstreams_runtime::{TaskConfig, TopologyTestDriver};
+use kstreams_state::{TimeWindowedSerde, Window, Windowed};
+use kstreams_time::TimeWindows;
+
+type S = String;
+
+fn s(x: &str) -> String {
+    x.to_string()
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn driver(topology: Topology) -> TopologyTestDriver {
+    TopologyTestDriver::with_config(topology, TaskConfig::new("app"), 0).unwrap()
+}
+
+#[test]
+fn until_window_closes_emits_each_final_count_once() {
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("events")
+        .group_by_key()
+        .windowed_by(TimeWindows::of_size_and_grace(ms(10), ms(2)))
+        .count()
+        .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
+        .to_stream()
+        .to_with(
+            "finals",
+            Produced::with(TimeWindowedSerde::new(StringSerde, 10), Nullable(I64Serde)),
+        );
+    let topology = b.build().unwrap();
+    let text = topology.describe().to_string();
+    assert!(
+        text.contains(
+            "Processor: KTABLE-SUPPRESS-0000000003 (stores: [KTABLE-SUPPRESS-STATE-STORE-0000000004])"
+        ),
+        "{text}"
+    );
+    let driver = driver(topology);
+    let input = driver.create_input_topic("events", StringSerde, StringSerde);
+    let output = driver.create_output_topic(
+        "finals",
+        TimeWindowedSerde::new(StringSerde, 10),
+        Nullable(I64Serde),
+    );
+    for (key, ts) in [("a", 1), ("a", 3), ("b", 4), ("a", 11)] {
+        input.pipe_input_at(s(key), s("x"), ts);
+    }
+    assert!(output.is_empty(), "[0, 10) closes at 12 (end + grace)");
+    input.pipe_input_at(s("a"), s("x"), 12);
+    let got: Vec<_> = output
+        .read_records_to_list()
+        .into_iter()
+        .map(|r| (r.key, r.value, r.timestamp))
+        .collect();
+    let w = |k: &str, start| Windowed::new(s(k), Window::new(start, start + 10));
+    assert_eq!(got, vec![(w("a", 0), Some(2), 3), (w("b", 0), Some(1), 4)]);
+    input.pipe_input_at(s("c"), s("x"), 30);
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![(w("a", 10), Some(2))]
+    );
+}
+
+fn time_limited(buffer: BufferConfig) -> Topology {
+    let b = StreamsBuilder::new();
+    b.table::<S, S>("t")
+        .suppress(Suppressed::until_time_limit(ms(10), buffer).with_name("quiet"))
+        .to_stream()
+        .to_with("out", Produced::with(StringSerde, Nullable(StringSerde)));
+    b.build().unwrap()
+}
+
+#[test]
+fn until_time_limit_emits_the_latest_value_once_the_key_is_quiet() {
+    let driver = driver(time_limited(BufferConfig::unbounded()));
+    let input = driver.create_input_topic("t", StringSerde, Nullable(StringSerde));
+    let output = driver.create_output_topic("out", StringSerde, Nullable(StringSerde));
+    input.pipe_input_at(s("k1"), Some(s("a")), 0);
+    input.pipe_input_at(s("k1"), Some(s("b")), 3);
+    input.pipe_input_at(s("k2"), Some(s("c")), 5);
+    assert!(output.is_empty());
+    input.pipe_input_at(s("k3"), Some(s("d")), 14);
+    let record = output.read_record();
+    assert_eq!(
+        (record.key, record.value, record.timestamp),
+        (s("k1"), Some(s("b")), 3)
+    );
+    assert!(output.is_empty());
+    input.pipe_input_at(s("k3"), None, 20);
+    // k2 (5) is due; k3's delete at 20 is not, and a time limit forwards
+    // deletes too once due.
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![(s("k2"), Some(s("c")))]
+    );
+    input.pipe_input_at(s("k4"), Some(s("e")), 30);
+    assert_eq!(output.read_key_values_to_list(), vec![(s("k3"), None)]);
+}
+
+#[test]
+fn a_full_buffer_emits_early_or_fails_as_configured() {
+    let driver = driver(time_limited(
+        BufferConfig::max_records(1).emit_early_when_full(),
+    ));
+    let input = driver.create_input_topic("t", StringSerde, Nullable(StringSerde));
+    let output = driver.create_output_topic("out", StringSerde, Nullable(StringSerde));
+    input.pipe_input_at(s("k1"), Some(s("a")), 0);
+    input.pipe_input_at(s("k2"), Some(s("b")), 1);
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![(s("k1"), Some(s("a")))]
+    );
+
+    let driver = driver_failing();
+    let input = driver.create_input_topic("t", StringSerde, Nullable(StringSerde));
+    input.pipe_input_at(s("k1"), Some(s("a")), 0);
+    let err = input
+        .try_pipe_record(kstreams_record::Record::new(s("k2"), Some(s("b")), 1))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("suppression buffer quiet-store is full"),
+        "{err}"
+    );
+}
+
+fn driver_failing() -> TopologyTestDriver {
+    driver(time_limited(
+        BufferConfig::max_records(1).shut_down_when_full(),
+    ))
+}
+
+#[test]
+fn until_window_closes_on_a_plain_table_is_a_build_error() {
+    let b2 = StreamsBuilder::new();
+    let table = b2.table::<S, i64>("t");
+    // A table keyed by windows but not made by a windowed aggregation.
+    let windowed = table
+        .to_stream()
+        .map(|k, v| (Windowed::new(k, Window::new(0, 10)), v.unwrap_or(0)))
+        .to_table();
+    windowed.suppress(Suppressed::until_window_closes(BufferConfig::unbounded()));
+    let err = b2.build().unwrap_err().to_string();
+    assert!(
+        err.contains("needs the table of a windowed aggregation"),
+        "{err}"
+    );
+}
