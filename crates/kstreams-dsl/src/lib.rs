@@ -11,6 +11,7 @@
 //! sources, sinks and stores.
 
 mod builder;
+mod cogroup;
 mod describe;
 mod error;
 mod fixed_key;
@@ -35,6 +36,9 @@ pub use error::{ProcessorError, RecordPosition, StreamsError, TopologyError};
 pub use internals::{RecordContext, TaskId, TopicNameExtractor};
 
 pub use builder::StreamsBuilder;
+pub use cogroup::{
+    CogroupedKStream, SessionWindowedCogroupedKStream, TimeWindowedCogroupedKStream,
+};
 pub use fixed_key::{FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord};
 pub use grouped::{KGroupedStream, KGroupedTable};
 pub use kstream::{BranchedKStream, KStream};

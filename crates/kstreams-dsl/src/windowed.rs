@@ -119,7 +119,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
         }
     }
 
-    fn clone_grouped(&self) -> KGroupedStream<K, V> {
+    pub(crate) fn clone_grouped(&self) -> KGroupedStream<K, V> {
         KGroupedStream {
             stream: self.stream.clone(),
             key_serde: self.key_serde.clone(),
@@ -183,7 +183,7 @@ struct WindowedParts<K, V, A> {
     late: Option<LateRecordSink<K, V>>,
 }
 
-fn windowed_table<K, A>(
+pub(crate) fn windowed_table<K, A>(
     state: &crate::builder::SharedState,
     node: String,
     grace_ms: i64,
@@ -363,7 +363,7 @@ impl<K: Clone + 'static, V: Clone + 'static> TimeWindowedKStream<K, V> {
     }
 }
 
-struct OpenWindowStore<K, A> {
+pub(crate) struct OpenWindowStore<K, A> {
     store: TimestampedWindowStoreHandle<K, A>,
     forwarder: Option<CacheForwarder<Windowed<K>, ValueAndTimestamp<A>>>,
 }
@@ -371,16 +371,16 @@ struct OpenWindowStore<K, A> {
 /// Kafka Streams' `KStreamWindowAggregate`: each record updates every
 /// window it falls into that has not closed (window end + grace after
 /// stream time); records for closed windows are late.
-struct WindowAggregate<K, V, A> {
-    fold: Fold<K, V, A>,
-    windows: TimeWindows,
-    emit: EmitStrategy,
-    store_name: String,
-    send_old: OldValuesFlag,
-    late: Option<LateRecordSink<K, V>>,
-    observed_stream_time: Timestamp,
-    last_emitted_close: Timestamp,
-    store: Option<OpenWindowStore<K, A>>,
+pub(crate) struct WindowAggregate<K, V, A> {
+    pub(crate) fold: Fold<K, V, A>,
+    pub(crate) windows: TimeWindows,
+    pub(crate) emit: EmitStrategy,
+    pub(crate) store_name: String,
+    pub(crate) send_old: OldValuesFlag,
+    pub(crate) late: Option<LateRecordSink<K, V>>,
+    pub(crate) observed_stream_time: Timestamp,
+    pub(crate) last_emitted_close: Timestamp,
+    pub(crate) store: Option<OpenWindowStore<K, A>>,
 }
 
 impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
@@ -739,7 +739,7 @@ pub(crate) struct SessionFns<K, V, A> {
 /// (none for reduce).
 pub(crate) type SessionInitializer<A> = Arc<dyn Fn() -> A + Send + Sync>;
 
-struct OpenSessionStore<K, A> {
+pub(crate) struct OpenSessionStore<K, A> {
     store: SessionStoreHandle<K, A>,
     forwarder: Option<CacheForwarder<Windowed<K>, A>>,
 }
@@ -759,18 +759,18 @@ fn session_change<K, A>(
 
 /// Kafka Streams' `KStreamSessionWindowAggregate`: a record starts a
 /// session or extends (and merges) the sessions within the gap of it.
-struct SessionAggregate<K, V, A> {
-    fold: Fold<K, V, A>,
-    merge: SessionMerger<K, A>,
-    initial: Option<SessionInitializer<A>>,
-    windows: SessionWindows,
-    emit: EmitStrategy,
-    store_name: String,
-    send_old: OldValuesFlag,
-    late: Option<LateRecordSink<K, V>>,
-    observed_stream_time: Timestamp,
-    last_emitted_close: Timestamp,
-    store: Option<OpenSessionStore<K, A>>,
+pub(crate) struct SessionAggregate<K, V, A> {
+    pub(crate) fold: Fold<K, V, A>,
+    pub(crate) merge: SessionMerger<K, A>,
+    pub(crate) initial: Option<SessionInitializer<A>>,
+    pub(crate) windows: SessionWindows,
+    pub(crate) emit: EmitStrategy,
+    pub(crate) store_name: String,
+    pub(crate) send_old: OldValuesFlag,
+    pub(crate) late: Option<LateRecordSink<K, V>>,
+    pub(crate) observed_stream_time: Timestamp,
+    pub(crate) last_emitted_close: Timestamp,
+    pub(crate) store: Option<OpenSessionStore<K, A>>,
 }
 
 impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> SessionAggregate<K, V, A> {

@@ -283,3 +283,87 @@ fn group_by_key_after_a_key_change_repartitions_under_the_grouped_name() {
         vec![(s("x"), Some(1)), (s("x"), Some(2))]
     );
 }
+
+/// Cogroup (KIP-150): three grouped streams of different value types fold
+/// into one aggregate per key, in one store, behind one merge node.
+#[test]
+fn cogroup_folds_several_streams_into_one_aggregate() {
+    let b = StreamsBuilder::new();
+    let clicks = b.stream::<S, S>("clicks").group_by_key();
+    let views = b.stream::<S, S>("views").group_by_key();
+    let buys = b.stream::<S, i64>("buys").group_by_key();
+    clicks
+        .cogroup(|_, page: S, agg: S| format!("{agg}click:{page};"))
+        .cogroup(&views, |_, page, agg| format!("{agg}view:{page};"))
+        .cogroup(&buys, |_, amount, agg| format!("{agg}buy:{amount};"))
+        .aggregate_with(String::new, None, Materialized::as_("activity"))
+        .to_stream()
+        .to_with(
+            "activity",
+            Produced::with(StringSerde, Nullable(StringSerde)),
+        );
+    let topology = b.build().unwrap();
+    let text = topology.describe().to_string();
+    assert!(
+        text.contains("Processor: COGROUPKSTREAM-AGGREGATE-0000000003 (stores: [activity])"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Processor: COGROUPKSTREAM-MERGE-0000000006 (stores: [])"),
+        "{text}"
+    );
+    assert_eq!(topology.subtopology_count(), 1);
+    let driver = driver_with_cache(topology, 0);
+    let clicks = driver.create_input_topic("clicks", StringSerde, StringSerde);
+    let views = driver.create_input_topic("views", StringSerde, StringSerde);
+    let buys = driver.create_input_topic("buys", StringSerde, I64Serde);
+    let output = driver.create_output_topic("activity", StringSerde, Nullable(StringSerde));
+    views.pipe_input(s("u1"), s("home"));
+    clicks.pipe_input(s("u1"), s("buy-button"));
+    buys.pipe_input(s("u1"), 30);
+    views.pipe_input(s("u2"), s("home"));
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![
+            (s("u1"), Some(s("view:home;"))),
+            (s("u1"), Some(s("view:home;click:buy-button;"))),
+            (s("u1"), Some(s("view:home;click:buy-button;buy:30;"))),
+            (s("u2"), Some(s("view:home;"))),
+        ]
+    );
+}
+
+#[test]
+fn windowed_cogroup_sums_per_window() {
+    use kstreams_state::{TimeWindowedSerde, Window, Windowed};
+    let b = StreamsBuilder::new();
+    let a = b.stream::<S, i64>("a").group_by_key();
+    let c = b.stream::<S, i64>("b").group_by_key();
+    a.cogroup(|_, v: i64, sum: i64| sum + v)
+        .cogroup(&c, |_, v, sum| sum + 100 * v)
+        .windowed_by(kstreams_time::TimeWindows::of_size_with_no_grace(
+            std::time::Duration::from_millis(10),
+        ))
+        .aggregate(|| 0)
+        .to_stream()
+        .to_with(
+            "sums",
+            Produced::with(TimeWindowedSerde::new(StringSerde, 10), Nullable(I64Serde)),
+        );
+    let driver = driver_with_cache(b.build().unwrap(), 0);
+    let a = driver.create_input_topic("a", StringSerde, I64Serde);
+    let c = driver.create_input_topic("b", StringSerde, I64Serde);
+    let output = driver.create_output_topic(
+        "sums",
+        TimeWindowedSerde::new(StringSerde, 10),
+        Nullable(I64Serde),
+    );
+    a.pipe_input_at(s("k"), 1, 1);
+    c.pipe_input_at(s("k"), 2, 5);
+    a.pipe_input_at(s("k"), 3, 12);
+    let w = |start| Windowed::new(s("k"), Window::new(start, start + 10));
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![(w(0), Some(1)), (w(0), Some(201)), (w(10), Some(3))]
+    );
+}

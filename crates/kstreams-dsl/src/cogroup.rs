@@ -1,0 +1,451 @@
+//! Cogroup (KIP-150): several grouped streams, each with its own
+//! aggregator, folded into one aggregate per key in one store, windowed or
+//! not.
+//!
+//! As in Kafka Streams, each grouped stream gets its own aggregation
+//! processor (`COGROUPKSTREAM-AGGREGATE-...`) writing to the shared store,
+//! and a pass-through merge node (`COGROUPKSTREAM-MERGE-...`) under all of
+//! them is the resulting table.
+
+use std::marker::PhantomData;
+use std::sync::{Arc, OnceLock};
+
+use kstreams_record::SharedSerde;
+use kstreams_state::{SessionWindowedSerde, TimeWindowedSerde, Windowed};
+use kstreams_time::{EmitStrategy, SessionWindows, TimeWindows};
+
+use crate::builder::{BuilderState, SharedState};
+use crate::grouped::KGroupedStream;
+use crate::materialized::StoreSpec;
+use crate::operators::PassThrough;
+use crate::options::IntoName;
+use crate::stateful::{Change, Fold, OldValuesFlag, StreamAggregate};
+use crate::table::{KTable, OldValues};
+use crate::windowed::{
+    windowed_table, SessionAggregate, SessionInitializer, SessionMerger, WindowAggregate,
+};
+use crate::{Materialized, Named, TopologyError};
+
+/// The aggregation a cogroup builds, for each of its inputs.
+#[derive(Clone)]
+enum CogroupKind<K, A> {
+    Plain,
+    Windowed(TimeWindows),
+    Session(SessionWindows, SessionMerger<K, A>),
+}
+
+/// One grouped stream of a cogroup, its value type hidden.
+trait CogroupInput<K, A> {
+    /// The node the aggregation reads: the stream, or its repartition
+    /// topic's source.
+    fn input_node(&self, s: &mut BuilderState, store: &str) -> Result<String, TopologyError>;
+
+    /// Adds this input's aggregation processor.
+    #[allow(clippy::too_many_arguments)]
+    fn add_aggregation(
+        &self,
+        s: &mut BuilderState,
+        name: String,
+        parent: &str,
+        store: &str,
+        initializer: SessionInitializer<A>,
+        kind: &CogroupKind<K, A>,
+        flag: OldValuesFlag,
+    );
+}
+
+type Aggregator<K, V, A> = Arc<dyn Fn(&K, V, A) -> A + Send + Sync>;
+
+struct Input<K, V, A> {
+    grouped: KGroupedStream<K, V>,
+    aggregator: Aggregator<K, V, A>,
+}
+
+impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> CogroupInput<K, A>
+    for Input<K, V, A>
+{
+    fn input_node(&self, s: &mut BuilderState, store: &str) -> Result<String, TopologyError> {
+        Ok(self.grouped.input(s, store)?.node)
+    }
+
+    fn add_aggregation(
+        &self,
+        s: &mut BuilderState,
+        name: String,
+        parent: &str,
+        store: &str,
+        initializer: SessionInitializer<A>,
+        kind: &CogroupKind<K, A>,
+        flag: OldValuesFlag,
+    ) {
+        let aggregator = self.aggregator.clone();
+        let init = initializer.clone();
+        let fold: Fold<K, V, A> =
+            Arc::new(move |key, value, agg| aggregator(key, value, agg.unwrap_or_else(|| init())));
+        let store_name = store.to_string();
+        let added = match kind.clone() {
+            CogroupKind::Plain => {
+                let null_key = self.grouped.key_serde.clone();
+                let null_value = self.grouped.value_serde.clone();
+                s.topology.add_typed_processor::<K, V, K, Change<A>, _>(
+                    name,
+                    Arc::new(move || StreamAggregate {
+                        fold: fold.clone(),
+                        store_name: store_name.clone(),
+                        send_old: flag.clone(),
+                        is_null_key: {
+                            let serde = null_key.clone();
+                            Arc::new(move |k: &K| serde.as_ref().is_some_and(|s| s.is_null(k)))
+                        },
+                        is_null_value: {
+                            let serde = null_value.clone();
+                            Arc::new(move |v: &V| serde.as_ref().is_some_and(|s| s.is_null(v)))
+                        },
+                        store: None,
+                    }),
+                    &[parent],
+                )
+            }
+            CogroupKind::Windowed(windows) => s
+                .topology
+                .add_typed_processor::<K, V, Windowed<K>, Change<A>, _>(
+                    name,
+                    Arc::new(move || WindowAggregate {
+                        fold: fold.clone(),
+                        windows,
+                        emit: EmitStrategy::OnWindowUpdate,
+                        store_name: store_name.clone(),
+                        send_old: flag.clone(),
+                        late: None,
+                        observed_stream_time: -1,
+                        last_emitted_close: -1,
+                        store: None,
+                    }),
+                    &[parent],
+                ),
+            CogroupKind::Session(windows, merge) => s
+                .topology
+                .add_typed_processor::<K, V, Windowed<K>, Change<A>, _>(
+                    name,
+                    Arc::new(move || SessionAggregate {
+                        fold: fold.clone(),
+                        merge: merge.clone(),
+                        initial: Some(initializer.clone()),
+                        windows,
+                        emit: EmitStrategy::OnWindowUpdate,
+                        store_name: store_name.clone(),
+                        send_old: flag.clone(),
+                        late: None,
+                        observed_stream_time: -1,
+                        last_emitted_close: -1,
+                        store: None,
+                    }),
+                    &[parent],
+                ),
+        };
+        s.record(added);
+    }
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
+    /// Starts a cogroup: this grouped stream folded with `aggregator` into
+    /// an aggregate that other grouped streams of the same key add to with
+    /// [`CogroupedKStream::cogroup`].
+    pub fn cogroup<A: Clone + 'static>(
+        &self,
+        aggregator: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
+    ) -> CogroupedKStream<K, A> {
+        CogroupedKStream {
+            state: self.stream.state.clone(),
+            key_serde: self.key_serde.clone(),
+            inputs: Vec::new(),
+        }
+        .cogroup(self, aggregator)
+    }
+}
+
+/// Several grouped streams with one aggregate: Kafka Streams'
+/// `CogroupedKStream`.
+pub struct CogroupedKStream<K, A> {
+    state: SharedState,
+    key_serde: Option<SharedSerde<K>>,
+    inputs: Vec<Arc<dyn CogroupInput<K, A>>>,
+}
+
+impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
+    /// Adds a grouped stream with its own aggregator.
+    pub fn cogroup<V: Clone + 'static>(
+        mut self,
+        grouped: &KGroupedStream<K, V>,
+        aggregator: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
+    ) -> Self {
+        if self.key_serde.is_none() {
+            self.key_serde = grouped.key_serde.clone();
+        }
+        self.inputs.push(Arc::new(Input {
+            grouped: grouped.clone_grouped(),
+            aggregator: Arc::new(aggregator),
+        }));
+        self
+    }
+
+    /// The aggregate per key, starting at `initializer()`; its serde is the
+    /// built-in one of `A` (use [`CogroupedKStream::aggregate_with`] for
+    /// others).
+    pub fn aggregate(&self, initializer: impl Fn() -> A + Send + Sync + 'static) -> KTable<K, A> {
+        self.aggregate_with(initializer, None, Materialized::new())
+    }
+
+    /// [`CogroupedKStream::aggregate`] with a name and a store.
+    pub fn aggregate_with(
+        &self,
+        initializer: impl Fn() -> A + Send + Sync + 'static,
+        named: impl IntoName,
+        materialized: Materialized<K, A>,
+    ) -> KTable<K, A> {
+        let flag: OldValuesFlag = Arc::default();
+        let mut table = KTable {
+            state: self.state.clone(),
+            node: String::new(),
+            store: Arc::new(OnceLock::new()),
+            key_serde: None,
+            value_serde: None,
+            old_values: OldValues::own(flag.clone()),
+            window: None,
+            types: PhantomData,
+        };
+        let built = self.build(
+            Arc::new(initializer),
+            named.into_name(),
+            materialized,
+            CogroupKind::Plain,
+            flag,
+            |spec| Ok(spec.key_value_store()),
+        );
+        if let Some((node, spec)) = built {
+            table.node = node;
+            let _ = table.store.set(spec.name.clone());
+            table.key_serde = Some(spec.key_serde.clone());
+            table.value_serde = Some(spec.value_serde.clone());
+        }
+        table
+    }
+
+    /// Aggregates per time window.
+    pub fn windowed_by(&self, windows: TimeWindows) -> TimeWindowedCogroupedKStream<K, A> {
+        TimeWindowedCogroupedKStream {
+            cogrouped: self.clone_cogrouped(),
+            windows,
+        }
+    }
+
+    /// Aggregates per session.
+    pub fn windowed_by_session(
+        &self,
+        windows: SessionWindows,
+    ) -> SessionWindowedCogroupedKStream<K, A> {
+        SessionWindowedCogroupedKStream {
+            cogrouped: self.clone_cogrouped(),
+            windows,
+        }
+    }
+
+    fn clone_cogrouped(&self) -> Self {
+        CogroupedKStream {
+            state: self.state.clone(),
+            key_serde: self.key_serde.clone(),
+            inputs: self.inputs.clone(),
+        }
+    }
+
+    /// Adds the store, the repartitions, one aggregation per input and the
+    /// merge node; returns the merge node and the store spec.
+    fn build<B: kstreams_state::StoreBuilder>(
+        &self,
+        initializer: SessionInitializer<A>,
+        named: Option<Named>,
+        materialized: Materialized<K, A>,
+        kind: CogroupKind<K, A>,
+        flag: OldValuesFlag,
+        store_builder: impl FnOnce(&StoreSpec<K, A>) -> Result<B, TopologyError>,
+    ) -> Option<(String, StoreSpec<K, A>)> {
+        let mut s = self.state.borrow_mut();
+        let spec = StoreSpec::settle(
+            materialized,
+            || s.new_name("COGROUPKSTREAM-AGGREGATE-STATE-STORE-"),
+            self.key_serde.clone(),
+            None,
+        );
+        let spec = s.record(spec)?;
+        let mut parents = Vec::new();
+        for input in &self.inputs {
+            let parent = input.input_node(&mut s, &spec.name);
+            parents.push(s.record(parent)?);
+        }
+        let mut aggregations = Vec::new();
+        for (i, (input, parent)) in self.inputs.iter().zip(&parents).enumerate() {
+            let name = match &named {
+                Some(Named(n)) => format!("{n}-cogroup-agg-{i}"),
+                None => s.new_name("COGROUPKSTREAM-AGGREGATE-"),
+            };
+            input.add_aggregation(
+                &mut s,
+                name.clone(),
+                parent,
+                &spec.name,
+                initializer.clone(),
+                &kind,
+                flag.clone(),
+            );
+            aggregations.push(name);
+        }
+        let merge = match &named {
+            Some(Named(n)) => format!("{n}-cogroup-merge"),
+            None => s.new_name("COGROUPKSTREAM-MERGE-"),
+        };
+        let parents: Vec<&str> = aggregations.iter().map(String::as_str).collect();
+        let added = match kind {
+            CogroupKind::Plain => s
+                .topology
+                .add_typed_processor::<K, Change<A>, K, Change<A>, _>(
+                    merge.clone(),
+                    Arc::new(|| PassThrough),
+                    &parents,
+                ),
+            _ => s
+                .topology
+                .add_typed_processor::<Windowed<K>, Change<A>, Windowed<K>, Change<A>, _>(
+                    merge.clone(),
+                    Arc::new(|| PassThrough),
+                    &parents,
+                ),
+        };
+        s.record(added)?;
+        let builder = store_builder(&spec);
+        let builder = s.record(builder)?;
+        let added = s.topology.add_state_store(builder, &parents).map(|_| ());
+        s.record(added)?;
+        Some((merge, spec))
+    }
+}
+
+/// A cogroup with time windows.
+pub struct TimeWindowedCogroupedKStream<K, A> {
+    cogrouped: CogroupedKStream<K, A>,
+    windows: TimeWindows,
+}
+
+impl<K: Clone + 'static, A: Clone + 'static> TimeWindowedCogroupedKStream<K, A> {
+    /// The aggregate per key and window.
+    pub fn aggregate(
+        &self,
+        initializer: impl Fn() -> A + Send + Sync + 'static,
+    ) -> KTable<Windowed<K>, A> {
+        self.aggregate_with(initializer, None, Materialized::new())
+    }
+
+    /// [`TimeWindowedCogroupedKStream::aggregate`] with a name and a store.
+    pub fn aggregate_with(
+        &self,
+        initializer: impl Fn() -> A + Send + Sync + 'static,
+        named: impl IntoName,
+        materialized: Materialized<K, A>,
+    ) -> KTable<Windowed<K>, A> {
+        let windows = self.windows;
+        let flag: OldValuesFlag = Arc::default();
+        let state = self.cogrouped.state.clone();
+        let mut table = windowed_table(&state, String::new(), windows.grace_ms(), flag.clone());
+        if let Err(e) = windows.validate() {
+            state
+                .borrow_mut()
+                .record::<()>(Err(TopologyError::InvalidOperator {
+                    operator: "cogroup windowed_by".to_string(),
+                    message: e.to_string(),
+                }));
+            return table;
+        }
+        let built = self.cogrouped.build(
+            Arc::new(initializer),
+            named.into_name(),
+            materialized,
+            CogroupKind::Windowed(windows),
+            flag,
+            |spec| {
+                let retention = spec.retention_ms(windows.retention_ms())?;
+                spec.window_store(retention, windows.size_ms())
+            },
+        );
+        if let Some((node, spec)) = built {
+            table.node = node;
+            let _ = table.store.set(spec.name.clone());
+            table.key_serde = Some(Arc::new(TimeWindowedSerde::shared(
+                spec.key_serde.clone(),
+                windows.size_ms(),
+            )));
+            table.value_serde = Some(spec.value_serde.clone());
+        }
+        table
+    }
+}
+
+/// A cogroup with session windows.
+pub struct SessionWindowedCogroupedKStream<K, A> {
+    cogrouped: CogroupedKStream<K, A>,
+    windows: SessionWindows,
+}
+
+impl<K: Clone + 'static, A: Clone + 'static> SessionWindowedCogroupedKStream<K, A> {
+    /// The aggregate per key and session; `merger` combines two sessions'
+    /// aggregates when a record joins them.
+    pub fn aggregate(
+        &self,
+        initializer: impl Fn() -> A + Send + Sync + 'static,
+        merger: impl Fn(&K, A, A) -> A + Send + Sync + 'static,
+    ) -> KTable<Windowed<K>, A> {
+        self.aggregate_with(initializer, merger, None, Materialized::new())
+    }
+
+    /// [`SessionWindowedCogroupedKStream::aggregate`] with a name and a
+    /// store.
+    pub fn aggregate_with(
+        &self,
+        initializer: impl Fn() -> A + Send + Sync + 'static,
+        merger: impl Fn(&K, A, A) -> A + Send + Sync + 'static,
+        named: impl IntoName,
+        materialized: Materialized<K, A>,
+    ) -> KTable<Windowed<K>, A> {
+        let windows = self.windows;
+        let flag: OldValuesFlag = Arc::default();
+        let state = self.cogrouped.state.clone();
+        let mut table = windowed_table(&state, String::new(), windows.grace_ms(), flag.clone());
+        if let Err(e) = windows.validate() {
+            state
+                .borrow_mut()
+                .record::<()>(Err(TopologyError::InvalidOperator {
+                    operator: "cogroup windowed_by_session".to_string(),
+                    message: e.to_string(),
+                }));
+            return table;
+        }
+        let built = self.cogrouped.build(
+            Arc::new(initializer),
+            named.into_name(),
+            materialized,
+            CogroupKind::Session(windows, Arc::new(merger)),
+            flag,
+            |spec| {
+                let retention = spec.retention_ms(windows.retention_ms())?;
+                Ok(spec.session_store(retention))
+            },
+        );
+        if let Some((node, spec)) = built {
+            table.node = node;
+            let _ = table.store.set(spec.name.clone());
+            table.key_serde = Some(Arc::new(SessionWindowedSerde::shared(
+                spec.key_serde.clone(),
+            )));
+            table.value_serde = Some(spec.value_serde.clone());
+        }
+        table
+    }
+}
