@@ -23,6 +23,7 @@ mod materialized;
 mod operators;
 mod options;
 mod processor;
+mod sliding;
 mod stateful;
 mod suppress;
 mod table;

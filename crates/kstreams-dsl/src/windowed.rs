@@ -11,7 +11,7 @@ use kstreams_state::{
     SessionStoreHandle, SessionWindowedSerde, TimeWindowedSerde, TimestampedWindowStoreHandle,
     ValueAndTimestamp, Window, Windowed,
 };
-use kstreams_time::{EmitStrategy, SessionWindows, TimeWindows};
+use kstreams_time::{EmitStrategy, SessionWindows, SlidingWindows, TimeWindows};
 
 use crate::grouped::KGroupedStream;
 use crate::internals::ProducedRecord;
@@ -55,7 +55,7 @@ impl<K, V> Clone for LateRecordSink<K, V> {
 
 /// Counts a late record, logs it, and writes it to the side topic if there
 /// is one, with headers saying which window, what stream time and grace.
-fn reject_late<K: 'static, V: 'static, KO, VO>(
+pub(crate) fn reject_late<K: 'static, V: 'static, KO, VO>(
     ctx: &mut ProcessorContext<'_, KO, VO>,
     sink: Option<&LateRecordSink<K, V>>,
     record: &Record<K, V>,
@@ -104,6 +104,22 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
         TimeWindowedKStream {
             grouped: self.clone_grouped(),
             windows,
+            sliding: None,
+            emit: EmitStrategy::default(),
+            late_topic: None,
+        }
+    }
+
+    /// Aggregates per sliding window (KIP-450): one window per distinct set
+    /// of records no more than the time difference apart.
+    pub fn windowed_by_sliding(&self, windows: SlidingWindows) -> TimeWindowedKStream<K, V> {
+        TimeWindowedKStream {
+            grouped: self.clone_grouped(),
+            // Unused for sliding windows; the sliding definition decides.
+            windows: TimeWindows::of_size_with_no_grace(std::time::Duration::from_millis(
+                windows.time_difference_ms().max(1) as u64,
+            )),
+            sliding: Some(windows),
             emit: EmitStrategy::default(),
             late_topic: None,
         }
@@ -207,6 +223,7 @@ pub(crate) fn windowed_table<K, A>(
 pub struct TimeWindowedKStream<K, V> {
     grouped: KGroupedStream<K, V>,
     windows: TimeWindows,
+    sliding: Option<SlidingWindows>,
     emit: EmitStrategy,
     late_topic: Option<String>,
 }
@@ -316,6 +333,10 @@ impl<K: Clone + 'static, V: Clone + 'static> TimeWindowedKStream<K, V> {
             self.late_topic.clone(),
         );
         let flag: OldValuesFlag = Arc::default();
+        if let Some(sliding) = self.sliding {
+            drop(s);
+            return self.sliding_into(sliding, name, parts, fold, flag);
+        }
         let mut table = windowed_table(&state, name.clone(), windows.grace_ms(), flag.clone());
         let checked = windows
             .validate()
@@ -357,6 +378,71 @@ impl<K: Clone + 'static, V: Clone + 'static> TimeWindowedKStream<K, V> {
         table.key_serde = Some(Arc::new(TimeWindowedSerde::shared(
             spec.key_serde.clone(),
             windows.size_ms(),
+        )));
+        table.value_serde = Some(spec.value_serde.clone());
+        table
+    }
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> TimeWindowedKStream<K, V> {
+    fn sliding_into<A: Clone + 'static>(
+        &self,
+        windows: SlidingWindows,
+        name: String,
+        parts: Result<WindowedParts<K, V, A>, TopologyError>,
+        fold: Fold<K, V, A>,
+        flag: OldValuesFlag,
+    ) -> KTable<Windowed<K>, A> {
+        let state = self.grouped.stream.state.clone();
+        let mut s = state.borrow_mut();
+        let mut table = windowed_table(&state, name.clone(), windows.grace_ms(), flag.clone());
+        let invalid = |message: String| TopologyError::InvalidOperator {
+            operator: name.clone(),
+            message,
+        };
+        let checked = windows.validate().map_err(|e| invalid(e.to_string()));
+        let checked = checked.and(if self.emit == EmitStrategy::OnWindowClose {
+            Err(invalid(
+                "emitting only final results is not supported for sliding windows yet; \
+                 use suppress(Suppressed::until_window_closes(..)) on the result"
+                    .to_string(),
+            ))
+        } else {
+            Ok(())
+        });
+        let Some(WindowedParts { spec, input, late }) = s.record(checked.and(parts)) else {
+            return table;
+        };
+        let difference = windows.time_difference_ms();
+        let retention = spec.retention_ms(windows.retention_ms());
+        let builder = retention.and_then(|r| spec.window_store(r, difference));
+        let Some(builder) = s.record(builder) else {
+            return table;
+        };
+        let store_name = spec.name.clone();
+        let added = s
+            .topology
+            .add_typed_processor::<K, V, Windowed<K>, Change<A>, _>(
+                name.clone(),
+                Arc::new(move || crate::sliding::SlidingAggregate {
+                    fold: fold.clone(),
+                    windows,
+                    store_name: store_name.clone(),
+                    send_old: flag.clone(),
+                    late: late.clone(),
+                    observed_stream_time: -1,
+                    store: None,
+                    forwarder: None,
+                }),
+                &[input.node.as_str()],
+            );
+        s.record(added);
+        let added = add_store(&mut s.topology, builder, &name);
+        s.record(added);
+        let _ = table.store.set(spec.name.clone());
+        table.key_serde = Some(Arc::new(TimeWindowedSerde::shared(
+            spec.key_serde.clone(),
+            difference,
         )));
         table.value_serde = Some(spec.value_serde.clone());
         table

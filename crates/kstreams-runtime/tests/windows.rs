@@ -298,3 +298,49 @@ fn bad_windows_are_build_errors() {
         "{err}"
     );
 }
+
+/// Sliding windows (KIP-450): each record has a window ending at it, and a
+/// window starting right after it once a later record is within reach; an
+/// out-of-order record updates every window it falls in and creates its own.
+#[test]
+fn sliding_windows_count_per_distinct_set_of_records() {
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("events")
+        .group_by_key()
+        .windowed_by_sliding(kstreams_time::SlidingWindows::of_time_difference_and_grace(
+            ms(10),
+            ms(100),
+        ))
+        .count_with(None, Materialized::new().with_caching_disabled())
+        .to_stream()
+        .to_with(
+            "counts",
+            Produced::with(TimeWindowedSerde::new(StringSerde, 10), Nullable(I64Serde)),
+        );
+    let driver = driver(b.build().unwrap(), 0);
+    let input = driver.create_input_topic("events", StringSerde, StringSerde);
+    let output = driver.create_output_topic(
+        "counts",
+        TimeWindowedSerde::new(StringSerde, 10),
+        Nullable(I64Serde),
+    );
+    let read = |output: &kstreams_runtime::TestOutputTopic<Windowed<String>, Option<i64>>| {
+        output
+            .read_records_to_list()
+            .into_iter()
+            .map(|r| (r.key.window.start, r.value.unwrap(), r.timestamp))
+            .collect::<Vec<_>>()
+    };
+    for ts in [20, 25, 40] {
+        input.pipe_input_at(s("k"), s("x"), ts);
+    }
+    assert_eq!(
+        read(&output),
+        vec![(10, 1, 20), (21, 1, 25), (15, 2, 25), (30, 1, 40)]
+    );
+    input.pipe_input_at(s("k"), s("late but within grace"), 22);
+    assert_eq!(
+        read(&output),
+        vec![(21, 2, 25), (15, 3, 25), (12, 2, 22), (23, 1, 25)]
+    );
+}
