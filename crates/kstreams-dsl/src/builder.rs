@@ -13,6 +13,9 @@ use crate::{Consumed, KStream, Topology, TopologyError};
 /// the counter behind generated names, and the first error.
 pub(crate) struct BuilderState {
     pub topology: Topology,
+    /// Repartition topics a user named, by topic, with the source node that
+    /// reads each: a second aggregation of the same grouping reuses it.
+    pub named_repartitions: std::collections::HashMap<String, String>,
     next_index: u32,
     error: Option<TopologyError>,
 }
@@ -81,6 +84,7 @@ impl StreamsBuilder {
         Self {
             state: Rc::new(RefCell::new(BuilderState {
                 topology: Topology::new(),
+                named_repartitions: std::collections::HashMap::new(),
                 next_index: 0,
                 error: None,
             })),

@@ -12,7 +12,7 @@ use crate::materialized::{add_store, StoreSpec};
 use crate::options::IntoName;
 use crate::stateful::{Change, Fold, OldValuesFlag, StreamAggregate, TableAggregate, Unfold};
 use crate::table::{ChangeSerde, KTable, OldValues};
-use crate::{Grouped, KStream, Materialized, Named, TopologyError};
+use crate::{Grouped, KStream, Materialized, TopologyError};
 
 impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     /// Groups the records by their key for an aggregation. If an operator
@@ -53,7 +53,8 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         selector: impl Fn(&K, &V) -> K2 + Send + Sync + 'static,
         grouped: Grouped<K2, V>,
     ) -> KGroupedStream<K2, V> {
-        let selected = self.select_key(selector);
+        // Kafka Streams names the key selection after the grouping.
+        let selected = self.select_key_named(selector, grouped.name.clone().map(crate::Named));
         KGroupedStream {
             key_serde: grouped.key_serde,
             value_serde: grouped.value_serde.or_else(|| self.value_serde.clone()),
@@ -171,6 +172,20 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
                 std::any::type_name::<V>()
             },
         };
+        let topic = format!("{prefix}-repartition");
+        if self.repartition_name.is_some() {
+            if let Some(source) = state.named_repartitions.get(&topic).cloned() {
+                // A second aggregation of a named grouping reads the same
+                // topic; the three indexes are still drawn, as in Kafka.
+                for prefix in ["KSTREAM-SINK-", "KSTREAM-FILTER-", "KSTREAM-SOURCE-"] {
+                    state.new_name(prefix);
+                }
+                let mut stream = KStream::new(self.stream.state.clone(), source);
+                stream.key_serde = self.key_serde.clone();
+                stream.value_serde = self.value_serde.clone();
+                return Ok(stream);
+            }
+        }
         let key_serde = self
             .key_serde
             .clone()
@@ -181,9 +196,14 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
             .clone()
             .or_else(kstreams_record::builtin_serde::<V>)
             .ok_or_else(|| missing("value"))?;
-        Ok(self
+        let named = self.repartition_name.is_some();
+        let stream = self
             .stream
-            .through_repartition_topic(state, prefix, key_serde, value_serde))
+            .through_repartition_topic(state, prefix, key_serde, value_serde);
+        if named {
+            state.named_repartitions.insert(topic, stream.node.clone());
+        }
+        Ok(stream)
     }
 
     fn aggregate_into<A: Clone + 'static>(
@@ -202,10 +222,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
             self.key_serde.clone(),
             default_value_serde,
         );
-        let name = match named.into_name() {
-            Some(Named(n)) => n,
-            None => s.new_name(prefix),
-        };
+        let name = s.name_or_generate(named.into_name().map(|n| n.0), prefix);
         let flag: OldValuesFlag = Arc::default();
         let store = Arc::new(OnceLock::new());
         let mut table = KTable {
@@ -227,7 +244,10 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
         };
         let key_serde = spec.key_serde.clone();
         let null_key = key_serde.clone();
-        let null_value = self.value_serde.clone();
+        let null_value = self
+            .value_serde
+            .clone()
+            .or_else(kstreams_record::builtin_serde::<V>);
         let store_name = spec.name.clone();
         let added = s.topology.add_typed_processor::<K, V, K, Change<A>, _>(
             name.clone(),
@@ -371,6 +391,36 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedTable<K, V> {
         )
     }
 
+    /// The sink and source of a table grouping's repartition topic; the
+    /// values are changes (old and new), so the aggregation can subtract.
+    fn add_repartition<A>(
+        &self,
+        s: &mut crate::builder::BuilderState,
+        sink: String,
+        source: &str,
+        topic: String,
+        spec: &StoreSpec<K, A>,
+        change_serde: SharedSerde<Change<V>>,
+    ) {
+        let added = s.topology.add_typed_sink(
+            sink,
+            crate::topology::SinkTopic::Fixed(topic.clone()),
+            spec.key_serde.clone(),
+            change_serde.clone(),
+            &[self.node.as_str()],
+        );
+        s.record(added);
+        s.topology.mark_internal_topic(&topic);
+        let added = s.topology.add_typed_source(
+            source.to_string(),
+            SourceTopics::Names(vec![topic]),
+            spec.key_serde.clone(),
+            change_serde,
+            None,
+        );
+        s.record(added);
+    }
+
     fn aggregate_into<A: Clone + 'static>(
         &self,
         prefix: &str,
@@ -382,18 +432,16 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedTable<K, V> {
     ) -> KTable<K, A> {
         let state = self.state.clone();
         let mut s = state.borrow_mut();
+        // Kafka Streams names a table reduce's store as an aggregate's.
         let spec = StoreSpec::settle(
             materialized,
-            || s.new_name(&format!("{prefix}STATE-STORE-")),
+            || s.new_name("KTABLE-AGGREGATE-STATE-STORE-"),
             self.grouped.key_serde.clone(),
             default_value_serde,
         );
         let sink = s.new_name("KSTREAM-SINK-");
-        let source = s.new_name("KSTREAM-SOURCE-");
-        let name = match named.into_name() {
-            Some(Named(n)) => n,
-            None => s.new_name(prefix),
-        };
+        let mut source = s.new_name("KSTREAM-SOURCE-");
+        let name = s.name_or_generate(named.into_name().map(|n| n.0), prefix);
         let flag: OldValuesFlag = Arc::default();
         let store = Arc::new(OnceLock::new());
         let mut table = KTable {
@@ -429,23 +477,19 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedTable<K, V> {
             return table;
         };
         let change_serde: SharedSerde<Change<V>> = Arc::new(ChangeSerde(value_serde));
-        let added = s.topology.add_typed_sink(
-            sink,
-            crate::topology::SinkTopic::Fixed(topic.clone()),
-            spec.key_serde.clone(),
-            change_serde.clone(),
-            &[self.node.as_str()],
-        );
-        s.record(added);
-        s.topology.mark_internal_topic(&topic);
-        let added = s.topology.add_typed_source(
-            source.clone(),
-            SourceTopics::Names(vec![topic]),
-            spec.key_serde.clone(),
-            change_serde,
-            None,
-        );
-        s.record(added);
+        let reused = match &self.grouped.name {
+            Some(_) => s.named_repartitions.get(&topic).cloned(),
+            None => None,
+        };
+        if let Some(existing) = reused {
+            // A second aggregation of a named grouping reads the same topic.
+            source = existing;
+        } else {
+            if self.grouped.name.is_some() {
+                s.named_repartitions.insert(topic.clone(), source.clone());
+            }
+            self.add_repartition(&mut s, sink, &source, topic, &spec, change_serde);
+        }
         let store_name = spec.name.clone();
         let added = s
             .topology

@@ -178,15 +178,16 @@ impl<K: Clone + 'static, V: Clone + 'static> TableStore<K, V> {
 /// `builder.table(..)` and `stream.to_table()`: each record is an upsert
 /// (a `None` value a delete) of its key. With a store, old values come from
 /// it; without one there are none.
-pub(crate) struct TableSource<K, V, I> {
+pub(crate) struct TableSource<K, V, KI, I> {
     pub store_name: LazyStoreName,
     pub send_old: OldValuesFlag,
+    pub to_key: fn(KI) -> Option<K>,
     pub to_value: fn(I) -> Option<V>,
     pub store: Option<TableStore<K, V>>,
 }
 
-impl<K: Clone + 'static, V: Clone + 'static, I: 'static> Processor<K, I, K, Change<V>>
-    for TableSource<K, V, I>
+impl<K: Clone + 'static, V: Clone + 'static, KI: 'static, I: 'static> Processor<KI, I, K, Change<V>>
+    for TableSource<K, V, KI, I>
 {
     fn init(&mut self, ctx: &mut ProcessorContext<'_, K, Change<V>>) -> Result<(), ProcessorError> {
         if let Some(name) = self.store_name.get() {
@@ -198,7 +199,7 @@ impl<K: Clone + 'static, V: Clone + 'static, I: 'static> Processor<K, I, K, Chan
     fn process(
         &mut self,
         ctx: &mut ProcessorContext<'_, K, Change<V>>,
-        record: Record<K, I>,
+        record: Record<KI, I>,
     ) -> Result<(), ProcessorError> {
         let Record {
             key,
@@ -206,6 +207,15 @@ impl<K: Clone + 'static, V: Clone + 'static, I: 'static> Processor<K, I, K, Chan
             timestamp,
             headers,
         } = record;
+        let Some(key) = (self.to_key)(key) else {
+            log::warn!(
+                "{}: skipping a table update with a null key (at {:?})",
+                ctx.node_name(),
+                ctx.record_metadata()
+            );
+            ctx.record_dropped();
+            return Ok(());
+        };
         let value = (self.to_value)(value);
         match &self.store {
             Some(table) => {

@@ -16,7 +16,7 @@ use crate::stateful::{
     Change, LazyStoreName, OldValuesFlag, TableRekey, TableSource, TableToStream,
     TableTransformValues,
 };
-use crate::{Consumed, Grouped, KStream, Materialized, Named};
+use crate::{Consumed, Grouped, KStream, Materialized, TopologyError};
 
 /// What a windowed table knows of its windows, for `suppress`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,13 +78,18 @@ impl<K, V> Clone for KTable<K, V> {
 
 /// A table source node (from a topic or a stream) with its lazily added
 /// store: `materialize_now` when the user named it.
-pub(crate) fn table_source<K: Clone + 'static, V: Clone + 'static, I: Clone + 'static>(
+pub(crate) fn table_source<
+    K: Clone + 'static,
+    V: Clone + 'static,
+    KI: Clone + 'static,
+    I: Clone + 'static,
+>(
     state: &SharedState,
     parent: &str,
     name: String,
     spec: Result<StoreSpec<K, V>, crate::TopologyError>,
     materialize_now: bool,
-    to_value: fn(I) -> Option<V>,
+    (to_key, to_value): (fn(KI) -> Option<K>, fn(I) -> Option<V>),
 ) -> KTable<K, V> {
     let store: LazyStoreName = Arc::new(OnceLock::new());
     let flag: OldValuesFlag = Arc::default();
@@ -92,11 +97,12 @@ pub(crate) fn table_source<K: Clone + 'static, V: Clone + 'static, I: Clone + 's
         let supplier_store = store.clone();
         let supplier_flag = flag.clone();
         let mut s = state.borrow_mut();
-        let added = s.topology.add_typed_processor::<K, I, K, Change<V>, _>(
+        let added = s.topology.add_typed_processor::<KI, I, K, Change<V>, _>(
             name.clone(),
-            Arc::new(move || TableSource::<K, V, I> {
+            Arc::new(move || TableSource::<K, V, KI, I> {
                 store_name: supplier_store.clone(),
                 send_old: supplier_flag.clone(),
+                to_key,
                 to_value,
                 store: None,
             }),
@@ -192,23 +198,34 @@ impl crate::StreamsBuilder {
         let (source, table_node) = {
             let mut s = state.borrow_mut();
             let source = s.name_or_generate(consumed.name.clone(), "KSTREAM-SOURCE-");
+            let generated = s.new_name("KTABLE-SOURCE-");
             let table_node = match &consumed.name {
                 Some(name) => format!("{name}-table-source"),
-                None => s.new_name("KTABLE-SOURCE-"),
+                None => generated,
             };
+            // Null keys are read as such and dropped (and counted) by the
+            // table source, as Kafka Streams' KTableSource does.
+            let nullable_keys: SharedSerde<Option<K>> =
+                Arc::new(Nullable(consumed.key_serde.clone()));
             let nullable: SharedSerde<Option<V>> = Arc::new(Nullable(consumed.value_serde.clone()));
             let added = s.topology.add_typed_source(
                 source.clone(),
                 SourceTopics::Names(vec![topic.to_string()]),
-                consumed.key_serde.clone(),
+                nullable_keys,
                 nullable,
                 consumed.extractor.clone(),
             );
             s.record(added);
             (source, table_node)
         };
-        let mut table =
-            table_source::<K, V, Option<V>>(&state, &source, table_node, spec, named_store, |v| v);
+        let mut table = table_source::<K, V, Option<K>, Option<V>>(
+            &state,
+            &source,
+            table_node,
+            spec,
+            named_store,
+            (|k| k, |v| v),
+        );
         table.key_serde = Some(consumed.key_serde);
         table.value_serde = Some(consumed.value_serde);
         table
@@ -228,21 +245,43 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         materialized: Materialized<K, V>,
     ) -> KTable<K, V> {
         let named_store = materialized.name.is_some();
-        let (name, spec) = {
+        let (name, spec, parent) = {
             let mut s = self.state.borrow_mut();
-            let name = match named.into_name() {
-                Some(Named(n)) => n,
-                None => s.new_name("KSTREAM-TOTABLE-"),
-            };
+            let name = s.name_or_generate(named.into_name().map(|n| n.0), "KSTREAM-TOTABLE-");
             let spec = StoreSpec::settle(
                 materialized,
                 || s.new_name("KSTREAM-TOTABLE-STATE-STORE-"),
                 self.key_serde.clone(),
                 self.value_serde.clone(),
             );
-            (name, spec)
+            // After a key change, the updates of a key must meet in one
+            // task: through `<name>-repartition`, as Kafka Streams does.
+            let mut parent = self.node.clone();
+            if self.repartition_required {
+                let serdes = match &spec {
+                    Ok(spec) => Ok((spec.key_serde.clone(), spec.value_serde.clone())),
+                    Err(e) => Err(TopologyError::InvalidOperator {
+                        operator: format!("to_table {name}"),
+                        message: format!("its repartition topic needs serdes: {e}"),
+                    }),
+                };
+                if let Some((key_serde, value_serde)) = s.record(serdes) {
+                    parent = self
+                        .through_repartition_topic(&mut s, name.clone(), key_serde, value_serde)
+                        .node;
+                }
+            }
+            (name, spec, parent)
         };
-        table_source::<K, V, V>(&self.state, &self.node, name, spec, named_store, Some)
+        let mut table =
+            table_source::<K, V, K, V>(&self.state, &parent, name, spec, named_store, (Some, Some));
+        if table.key_serde.is_none() {
+            table.key_serde = self.key_serde.clone();
+        }
+        if table.value_serde.is_none() {
+            table.value_serde = self.value_serde.clone();
+        }
+        table
     }
 }
 
@@ -289,6 +328,10 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         materialized: Option<Materialized<K, V>>,
     ) -> KTable<K, V> {
         let compute = Arc::new(move |k: &K, v: V| if predicate(k, &v) { Some(v) } else { None });
+        // A filter asks upstream for old values if they come for free (an
+        // aggregation, a materialized table), so that it can leave out the
+        // deletes of keys it never let through (Kafka Streams' KAFKA-10077).
+        let parent_sends_old = self.enable_old_values(false);
         let mut table = self.transform_values::<V>(
             compute,
             "KTABLE-FILTER-",
@@ -297,6 +340,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             self.value_serde.clone(),
             true,
         );
+        if parent_sends_old {
+            table.enable_old_values(false);
+        }
         table.window = self.window;
         table
     }
@@ -340,19 +386,23 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         skip_double_absent: bool,
     ) -> KTable<K, V2> {
         let mut s = self.state.borrow_mut();
+        // Only a named store materializes the result; an unnamed one just
+        // draws its index, as in Kafka Streams.
         let spec = materialized.and_then(|m| {
+            let store_prefix = format!("{prefix}STATE-STORE-");
+            if m.name.is_none() {
+                s.new_name(&store_prefix);
+                return None;
+            }
             let spec = StoreSpec::settle(
                 m,
-                || s.new_name(&format!("{prefix}STATE-STORE-")),
+                || s.new_name(&store_prefix),
                 self.key_serde.clone(),
                 value_serde.clone(),
             );
             s.record(spec)
         });
-        let name = match named.into_name() {
-            Some(Named(n)) => n,
-            None => s.new_name(prefix),
-        };
+        let name = s.name_or_generate(named.into_name().map(|n| n.0), prefix);
         let flag: OldValuesFlag = Arc::default();
         let store_name = spec.as_ref().map(|spec| spec.name.clone());
         let supplier_flag = flag.clone();
@@ -461,7 +511,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         // materialized if it was not.
         self.enable_old_values(true);
         let mut s = self.state.borrow_mut();
-        let name = s.new_name("KTABLE-SELECT-");
+        let name = s.name_or_generate(grouped.name.clone(), "KTABLE-SELECT-");
         let selector = Arc::new(selector);
         let added = s
             .topology

@@ -162,10 +162,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
             self.key_serde.clone(),
             default_value_serde,
         );
-        let name = match named {
-            Some(Named(n)) => n,
-            None => s.new_name(prefix),
-        };
+        let name = s.name_or_generate(named.map(|n| n.0), prefix);
         let parts = spec.and_then(|spec| {
             let input = self.input(s, &spec.name)?;
             let late = match late_topic {
@@ -505,7 +502,7 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
             // Before this record's writes: a write can advance the store's
             // retention past windows that close with this very record. The
             // windows written below are open, so the output is the same.
-            self.emit_closed(ctx, close_time)?;
+            self.emit_closed(ctx, close_time, &record.headers)?;
         }
         let open = self.store.as_ref().ok_or("window store not open")?;
         for (start, end) in self.windows.windows_for(timestamp) {
@@ -578,6 +575,7 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> WindowAggregate
         &mut self,
         ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
         close_time: Timestamp,
+        headers: &Headers,
     ) -> Result<(), ProcessorError> {
         if close_time <= self.last_emitted_close {
             return Ok(());
@@ -605,7 +603,7 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> WindowAggregate
                 key: windowed,
                 value: Change::new(Some(value.value), None),
                 timestamp: value.timestamp,
-                headers: Headers::new(),
+                headers: headers.clone(),
             })?;
         }
         Ok(())
@@ -891,6 +889,7 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> SessionAggregat
         &mut self,
         ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
         close_time: Timestamp,
+        headers: &Headers,
     ) -> Result<(), ProcessorError> {
         if close_time <= self.last_emitted_close {
             return Ok(());
@@ -912,7 +911,7 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> SessionAggregat
                 key: windowed,
                 value: Change::new(Some(value), None),
                 timestamp,
-                headers: Headers::new(),
+                headers: headers.clone(),
             })?;
         }
         Ok(())
@@ -948,13 +947,14 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
         let timestamp = record.timestamp;
         self.observed_stream_time = self.observed_stream_time.max(timestamp);
         let grace = self.windows.grace_ms();
-        let close_time = self.observed_stream_time - grace;
         let gap = self.windows.inactivity_gap_ms();
+        // A session is closed once no accepted record can reach it any
+        // more: a record within the gap after its end would still merge
+        // into it (Kafka Streams since KAFKA-12718).
+        let close_time = self.observed_stream_time - grace - gap;
         if self.emit == EmitStrategy::OnWindowClose {
-            // A session is final once no accepted record can reach it: a
-            // record within the gap after its end would still merge. Emit
-            // before this record's writes, which may expire closed sessions.
-            self.emit_closed(ctx, close_time.saturating_sub(gap))?;
+            // Before this record's writes, which may expire closed sessions.
+            self.emit_closed(ctx, close_time, &record.headers)?;
         }
         let store = self
             .store

@@ -147,7 +147,10 @@ fn until_window_closes_on_a_plain_table_is_a_build_error() {
     let windowed = table
         .to_stream()
         .map(|k, v| (Windowed::new(k, Window::new(0, 10)), v.unwrap_or(0)))
-        .to_table();
+        .to_table_with(
+            None,
+            kstreams_dsl::Materialized::with(TimeWindowedSerde::new(StringSerde, 10), I64Serde),
+        );
     windowed.suppress(Suppressed::until_window_closes(BufferConfig::unbounded()));
     let err = b2.build().unwrap_err().to_string();
     assert!(

@@ -367,3 +367,71 @@ fn windowed_cogroup_sums_per_window() {
         vec![(w(0), Some(1)), (w(0), Some(201)), (w(10), Some(3))]
     );
 }
+
+/// A filter below an aggregation gets old values for free, so an update
+/// that fails the predicate, of a key that never passed it, sends nothing
+/// (Kafka Streams' KAFKA-10077) instead of a tombstone.
+#[test]
+fn filter_below_an_aggregation_sends_no_tombstones_for_keys_never_let_through() {
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("in")
+        .group_by_key()
+        .count()
+        .filter(|_, count| *count >= 2)
+        .to_stream()
+        .to_with("out", Produced::with(StringSerde, Nullable(I64Serde)));
+    let driver = driver_with_cache(b.build().unwrap(), 0);
+    let input = driver.create_input_topic("in", StringSerde, StringSerde);
+    let output = driver.create_output_topic("out", StringSerde, Nullable(I64Serde));
+    input.pipe_input(s("a"), s("x"));
+    input.pipe_input(s("a"), s("x"));
+    input.pipe_input(s("b"), s("x"));
+    assert_eq!(output.read_key_values_to_list(), vec![(s("a"), Some(2))]);
+}
+
+#[test]
+fn to_table_after_a_key_change_repartitions_and_null_table_keys_are_dropped() {
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("in")
+        .select_key(|_, v| v.clone())
+        .to_table()
+        .to_stream()
+        .to_with("out", Produced::with(StringSerde, Nullable(StringSerde)));
+    let topology = b.build().unwrap();
+    assert_eq!(
+        topology.internal_topics().collect::<Vec<_>>(),
+        vec!["KSTREAM-TOTABLE-0000000002-repartition"]
+    );
+
+    let b = StreamsBuilder::new();
+    b.table::<S, S>("t")
+        .to_stream()
+        .to_with("out", Produced::with(StringSerde, Nullable(StringSerde)));
+    let driver = driver_with_cache(b.build().unwrap(), 0);
+    let input = driver.create_input_topic("t", Nullable(StringSerde), StringSerde);
+    let output = driver.create_output_topic("out", StringSerde, Nullable(StringSerde));
+    input.pipe_input(None, s("no key"));
+    input.pipe_input(Some(s("k")), s("v"));
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![(s("k"), Some(s("v")))]
+    );
+    assert_eq!(driver.dropped_records(), 1);
+}
+
+#[test]
+fn two_aggregations_of_one_named_grouping_share_its_repartition_topic() {
+    let b = StreamsBuilder::new();
+    let grouped = b
+        .stream::<S, S>("in")
+        .group_by_with(|_, v| v.clone(), Grouped::as_("by-value"));
+    grouped.count();
+    grouped.reduce(|a, b| format!("{a}{b}"));
+    let topology = b.build().unwrap();
+    assert_eq!(
+        topology.internal_topics().collect::<Vec<_>>(),
+        vec!["by-value-repartition"]
+    );
+    let text = topology.describe().to_string();
+    assert!(text.contains("Processor: by-value (stores: [])"), "{text}");
+}

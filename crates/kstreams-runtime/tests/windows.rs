@@ -344,3 +344,35 @@ fn sliding_windows_count_per_distinct_set_of_records() {
         vec![(21, 2, 25), (15, 3, 25), (12, 2, 22), (23, 1, 25)]
     );
 }
+
+/// A session stays open for records within the gap after its end plus
+/// grace (Kafka Streams since KAFKA-12718): an out-of-order record that
+/// starts a new session that late is still accepted.
+#[test]
+fn sessions_close_after_gap_plus_grace() {
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("clicks")
+        .group_by_key()
+        .windowed_by_session(SessionWindows::of_inactivity_gap_with_no_grace(ms(10)))
+        .count_with(None, Materialized::new().with_caching_disabled())
+        .to_stream()
+        .to_with(
+            "sessions",
+            Produced::with(SessionWindowedSerde::new(StringSerde), Nullable(I64Serde)),
+        );
+    let driver = driver(b.build().unwrap(), 0);
+    let input = driver.create_input_topic("clicks", StringSerde, StringSerde);
+    let output = driver.create_output_topic(
+        "sessions",
+        SessionWindowedSerde::new(StringSerde),
+        Nullable(I64Serde),
+    );
+    input.pipe_input_at(s("a"), s("c"), 100);
+    input.pipe_input_at(s("b"), s("c"), 95);
+    input.pipe_input_at(s("c"), s("c"), 89);
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![(w("a", 100, 100), Some(1)), (w("b", 95, 95), Some(1))]
+    );
+    assert_eq!(driver.dropped_records(), 1);
+}

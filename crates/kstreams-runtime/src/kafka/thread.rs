@@ -31,6 +31,10 @@ pub(crate) struct ThreadShared {
     events: Mutex<Vec<AssignmentEvent>>,
     /// Next offset to commit per partition: last processed + 1.
     processed: Mutex<HashMap<(String, i32), i64>>,
+    /// `processed` as of the last time the tasks were flushed and their
+    /// outputs sent: what a revocation may commit, because the outputs of
+    /// records processed since may still sit in the tasks' caches.
+    flushed: Mutex<HashMap<(String, i32), i64>>,
     /// The producer, to flush before offsets are committed on revocation.
     producer: Mutex<Option<Arc<BaseProducer<DeliveryContext>>>>,
     guarantee: Mutex<ProcessingGuarantee>,
@@ -107,6 +111,7 @@ fn commit_revoked(
         return Ok(());
     };
     let processed = shared.processed.lock().unwrap_or_else(|p| p.into_inner());
+    let flushed = shared.flushed.lock().unwrap_or_else(|p| p.into_inner());
     let mut tpl = TopicPartitionList::new();
     match guarantee {
         ProcessingGuarantee::AtLeastOnce => {
@@ -117,8 +122,10 @@ fn commit_revoked(
                 log::warn!("not committing on revocation: a delivery failed: {failure}");
                 return Ok(());
             }
+            // Only offsets whose outputs all left the caches: the next
+            // owner reprocesses the rest.
             for tp in revoked {
-                if let Some(&offset) = processed.get(tp) {
+                if let Some(&offset) = flushed.get(tp) {
                     tpl.add_partition_offset(&tp.0, tp.1, Offset::Offset(offset))?;
                 }
             }
@@ -136,6 +143,12 @@ fn commit_revoked(
             }
             let committed = if consumer.assignment_lost() {
                 Err(KafkaError::Rebalance(RDKafkaErrorCode::AssignmentLost))
+            } else if *processed != *flushed {
+                // Records processed since the last flush may have results in
+                // the tasks' caches, out of reach here: committing their
+                // offsets would lose those results. Abort; the next owner
+                // (or this thread, after the rewind) processes them again.
+                Err(KafkaError::Rebalance(RDKafkaErrorCode::RebalanceInProgress))
             } else {
                 (|| {
                     for ((topic, partition), offset) in processed.iter() {
@@ -713,6 +726,17 @@ impl ThreadLoop {
         for record in outputs {
             self.send(record)?;
         }
+        let snapshot = self
+            .shared
+            .processed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        *self
+            .shared
+            .flushed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = snapshot;
         let mut tpl = TopicPartitionList::new();
         for ((topic, partition), offset) in self
             .shared
@@ -801,6 +825,11 @@ impl ThreadLoop {
         self.abort_if_in_transaction();
         self.shared
             .processed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.shared
+            .flushed
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
