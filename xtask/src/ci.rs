@@ -2,7 +2,7 @@
 //!
 //! Steps: rustfmt, clippy (warnings are errors), cargo-deny (licenses, bans,
 //! sources), the workspace tests against a real broker, and the compat
-//! scenarios' Java side. Every step runs even when an earlier one failed, so
+//! scenarios on both sides (Apache Kafka Streams and kstreams). Every step runs even when an earlier one failed, so
 //! one run reports everything; the exit status is 1 if any step failed.
 
 use std::process::{Command, ExitCode};

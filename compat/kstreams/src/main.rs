@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! kstreams-compat run <scenario> --bootstrap B --app-id A --input I --output O
-//!                     [--describe-to FILE]
+//!                     [--state-dir DIR] [--describe-to FILE]
 //! ```
 //!
 //! Runs the scenario's topology until SIGTERM or SIGINT, then closes the
@@ -23,7 +23,7 @@ use kstreams::prelude::*;
 const FILTER_CHAR: char = 'a';
 
 /// The scenarios this side can run today.
-const SUPPORTED: &[&str] = &["filter-map"];
+const SUPPORTED: &[&str] = &["wordcount", "filter-map"];
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
@@ -48,15 +48,42 @@ fn topology(scenario: &str, input: &str, output: &str) -> Result<Topology, Strin
             // on the generated (ASCII) sentences.
             .map_values(|value| value.to_uppercase())
             .to_with(output, Produced::with(StringSerde, StringSerde)),
-        "wordcount" => {
-            return Err(
-                "wordcount needs count() (the stateful DSL), which kstreams does not have yet"
-                    .into(),
+        // The input has null keys, hence the nullable key serde.
+        "wordcount" => builder
+            .stream_with(input, Consumed::with(Nullable(StringSerde), StringSerde))
+            .flat_map_values(|line| java_split_non_word(&line.to_lowercase()))
+            .group_by_with(
+                |_, word| word.clone(),
+                Grouped::with(StringSerde, StringSerde),
             )
-        }
+            .count_with(None, Materialized::as_("counts"))
+            .to_stream()
+            .to_with(output, Produced::with(StringSerde, Nullable(I64Serde))),
         other => return Err(format!("unknown scenario {other} (filter-map, wordcount)")),
     }
     builder.build().map_err(|e| e.to_string())
+}
+
+/// Java's `line.split("\\W+")`: the pieces between runs of non-word
+/// characters (`\w` is `[a-zA-Z_0-9]`), trailing empty pieces dropped but a
+/// leading one kept; a line without separators is one piece, even if empty.
+fn java_split_non_word(line: &str) -> Vec<String> {
+    let separator = |c: char| !(c.is_ascii_alphanumeric() || c == '_');
+    if !line.contains(separator) {
+        return vec![line.to_owned()];
+    }
+    // Rust splits at each separator, Java at each run of them: only the piece
+    // before the first run may be empty.
+    let mut words: Vec<String> = line
+        .split(separator)
+        .enumerate()
+        .filter(|(i, word)| *i == 0 || !word.is_empty())
+        .map(|(_, word)| word.to_owned())
+        .collect();
+    if words.iter().all(String::is_empty) {
+        words.clear();
+    }
+    words
 }
 
 fn run(args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
@@ -83,7 +110,14 @@ fn run(args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(path) = options.get("describe-to") {
         std::fs::write(path, topology.describe().to_string())?;
     }
-    let config = StreamsConfig::new(app_id, bootstrap).commit_interval(Duration::from_millis(100));
+    // As the Java side (RunApp.config): no record cache, so every update is
+    // forwarded; one thread (the default); a short commit interval.
+    let mut config =
+        StreamsConfig::new(app_id, bootstrap).commit_interval(Duration::from_millis(100));
+    config.set("statestore.cache.max.bytes", "0")?;
+    if let Some(dir) = options.get("state-dir") {
+        config = config.state_dir(dir);
+    }
     let mut app = KafkaStreams::new(topology, config);
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
@@ -117,4 +151,22 @@ fn options(args: &[String]) -> Result<HashMap<String, String>, String> {
         options.insert(key.to_string(), value.clone());
     }
     Ok(options)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::java_split_non_word as split;
+
+    #[test]
+    fn splits_like_java_on_non_word_runs() {
+        // Expected values are what Java's "...".split("\\W+") returns.
+        assert_eq!(split("hello, kafka world!"), ["hello", "kafka", "world"]);
+        assert_eq!(split("snake_case x9"), ["snake_case", "x9"]);
+        assert_eq!(split(", leading"), ["", "leading"]);
+        assert_eq!(split("trailing.."), ["trailing"]);
+        assert_eq!(split("word"), ["word"]);
+        assert_eq!(split(""), [""]);
+        assert!(split("!?, ").is_empty());
+        assert_eq!(split("caf\u{e9} ol\u{e9}"), ["caf", "ol"]);
+    }
 }

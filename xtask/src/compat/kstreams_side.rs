@@ -59,6 +59,8 @@ impl KstreamsSide {
             .args(["run", run.scenario, "--bootstrap", bootstrap])
             .args(["--app-id", &run.app_id, "--input", &run.input])
             .args(["--output", &run.output])
+            .arg("--state-dir")
+            .arg(&run.state_dir)
             .arg("--describe-to")
             .arg(&run.describe_to)
             .spawn()

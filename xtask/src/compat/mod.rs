@@ -3,7 +3,7 @@
 //!
 //! A run generates a seeded input, computes the expected output here, produces
 //! the input to a fresh topic, lets each side (Apache Kafka Streams from
-//! compat/; kstreams once its runner exists) process it into its own output
+//! compat/, kstreams from compat/kstreams) process it into its own output
 //! topic, dumps those with read_committed, and diffs them record by record
 //! (partition, order within the partition, timestamp, key, value) against the
 //! expected output and against each other.

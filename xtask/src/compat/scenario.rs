@@ -1,8 +1,8 @@
 //! The reference scenarios: their topics, a seeded input generator, and the
 //! expected output computed here, independently of either Streams library.
 //!
-//! Each scenario has a Kafka Streams twin in compat/.../Scenarios.java (and,
-//! later, a kstreams one); the three must describe the same topology.
+//! Each scenario has a Kafka Streams twin in compat/.../Scenarios.java and a
+//! kstreams one in compat/kstreams; the three must describe the same topology.
 //!
 //! Expected outputs hold because the Streams side runs with the record cache
 //! off (every update is forwarded) and because each output partition is fed by

@@ -14,8 +14,8 @@ import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
  * The reference topologies. Each one is mirrored by a scenario of the same name
- * in xtask/src/compat/scenario.rs (input generator and expected output) and,
- * later, by a kstreams app; change them together.
+ * in xtask/src/compat/scenario.rs (input generator and expected output) and
+ * by the kstreams app in compat/kstreams; change them together.
  */
 final class Scenarios {
     /** filter-map keeps the values that contain this character. */
