@@ -76,6 +76,10 @@ impl<K, V> Clone for KTable<K, V> {
     }
 }
 
+/// How a table source reads its input's key and value (`None`: a null key,
+/// dropped; a null value, a delete).
+pub(crate) type TableInput<KI, I, K, V> = (fn(KI) -> Option<K>, fn(I) -> Option<V>);
+
 /// A table source node (from a topic or a stream) with its lazily added
 /// store: `materialize_now` when the user named it.
 pub(crate) fn table_source<
@@ -89,7 +93,7 @@ pub(crate) fn table_source<
     name: String,
     spec: Result<StoreSpec<K, V>, crate::TopologyError>,
     materialize_now: bool,
-    (to_key, to_value): (fn(KI) -> Option<K>, fn(I) -> Option<V>),
+    (to_key, to_value): TableInput<KI, I, K, V>,
 ) -> KTable<K, V> {
     let store: LazyStoreName = Arc::new(OnceLock::new());
     let flag: OldValuesFlag = Arc::default();
