@@ -1,5 +1,6 @@
-//! Records per second through a real broker: kstreams pass-through beside
-//! raw rdkafka consume-and-produce (the ceiling), same broker, same input.
+//! Records per second through a real broker: kstreams pass-through and
+//! count-by-key beside raw rdkafka consume-and-produce (the ceiling), same
+//! broker, same input.
 //!
 //! ```text
 //! eval "$(cargo xtask kafka start)"
@@ -8,7 +9,10 @@
 //!
 //! Needs KSTREAMS_BOOTSTRAP; without it, it says so and exits. Each side
 //! reads the same 3-partition input (default 200000 records of 100 bytes)
-//! and writes its own 3-partition output. Time runs from the moment the
+//! and writes its own 3-partition output; the count-by-key
+//! (`group_by_key().count()` on 1000 keys, RocksDB store with its changelog,
+//! cache off so that every input record yields one output record) writes
+//! one update per record. Time runs from the moment the
 //! side has joined its consumer group (raw: first record polled; kstreams:
 //! state RUNNING) until the output holds every record (raw: producer
 //! flushed; kstreams: end offsets of the output), so group joins, which on a
@@ -48,6 +52,10 @@ fn main() -> Result<(), Error> {
     create_topic(&bootstrap, &ks_out, PARTITIONS, 1)?;
     let ks = kstreams_copy(&bootstrap, &input, &ks_out, records)?;
 
+    let count_out = unique_name("bench-ks-count-out");
+    create_topic(&bootstrap, &count_out, PARTITIONS, 1)?;
+    let count = kstreams_count(&bootstrap, &input, &count_out, records)?;
+
     let rate = |d: Duration| records as f64 / d.as_secs_f64();
     println!("records: {records} x 100 B, {PARTITIONS} partitions, broker {bootstrap}");
     println!(
@@ -63,6 +71,15 @@ fn main() -> Result<(), Error> {
     println!(
         "kstreams / raw:              {:>10.2}",
         rate(ks) / rate(raw)
+    );
+    println!(
+        "kstreams count-by-key:       {:>10.0} records/s ({:.2} s)",
+        rate(count),
+        count.as_secs_f64()
+    );
+    println!(
+        "count-by-key / raw:          {:>10.2}",
+        rate(count) / rate(raw)
     );
     Ok(())
 }
@@ -147,7 +164,39 @@ fn kstreams_copy(
         .stream_with(input, Consumed::with(BytesSerde, BytesSerde))
         .to_with(output, Produced::with(BytesSerde, BytesSerde));
     let config = StreamsConfig::new(unique_name("bench-ks"), bootstrap);
-    let mut app = KafkaStreams::new(builder.build()?, config);
+    run_until_output(bootstrap, builder.build()?, config, output, records)
+}
+
+fn kstreams_count(
+    bootstrap: &str,
+    input: &str,
+    output: &str,
+    records: usize,
+) -> Result<Duration, Error> {
+    let builder = StreamsBuilder::new();
+    builder
+        .stream_with(input, Consumed::with(StringSerde, BytesSerde))
+        .group_by_key()
+        .count_with(None, Materialized::as_("counts"))
+        .to_stream()
+        .to_with(output, Produced::with(StringSerde, Nullable(I64Serde)));
+    let state_dir = tempfile::tempdir()?;
+    let mut config = StreamsConfig::new(unique_name("bench-ks-count"), bootstrap);
+    config.set("statestore.cache.max.bytes", "0")?;
+    config.set("state.dir", &state_dir.path().display().to_string())?;
+    run_until_output(bootstrap, builder.build()?, config, output, records)
+}
+
+/// Runs `topology` until `output` holds `records` records; the time from
+/// RUNNING to then.
+fn run_until_output(
+    bootstrap: &str,
+    topology: Topology,
+    config: StreamsConfig,
+    output: &str,
+    records: usize,
+) -> Result<Duration, Error> {
+    let mut app = KafkaStreams::new(topology, config);
     let running = std::sync::Arc::new(std::sync::Mutex::new(None));
     let running_at = running.clone();
     app.set_state_listener(move |new, _| {
