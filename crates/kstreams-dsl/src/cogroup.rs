@@ -204,13 +204,15 @@ impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
         materialized: Materialized<K, A>,
     ) -> KTable<K, A> {
         let flag: OldValuesFlag = Arc::default();
+        let store = Arc::new(OnceLock::new());
         let mut table = KTable {
             state: self.state.clone(),
             node: String::new(),
-            store: Arc::new(OnceLock::new()),
+            store: store.clone(),
             key_serde: None,
             value_serde: None,
             old_values: OldValues::own(flag.clone()),
+            getter: crate::table::lazy_store_getter(&store),
             window: None,
             types: PhantomData,
         };

@@ -232,6 +232,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
             key_serde: None,
             value_serde: None,
             old_values: OldValues::own(flag.clone()),
+            getter: crate::table::lazy_store_getter(&store),
             window: None,
             types: PhantomData,
         };
@@ -451,6 +452,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedTable<K, V> {
             key_serde: None,
             value_serde: None,
             old_values: OldValues::own(flag.clone()),
+            getter: crate::table::lazy_store_getter(&store),
             window: None,
             types: PhantomData,
         };

@@ -18,6 +18,7 @@ mod fixed_key;
 mod grouped;
 pub mod internals;
 mod java_order;
+mod joins;
 mod kstream;
 mod materialized;
 mod operators;
@@ -42,6 +43,7 @@ pub use cogroup::{
 };
 pub use fixed_key::{FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord};
 pub use grouped::{KGroupedStream, KGroupedTable};
+pub use joins::Joined;
 pub use kstream::{BranchedKStream, KStream};
 pub use materialized::{Grouped, Materialized, StoreType};
 pub use options::{Branched, Consumed, IntoName, Named, Printed, Produced, Repartitioned};

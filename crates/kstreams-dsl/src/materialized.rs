@@ -49,6 +49,7 @@ pub struct Materialized<K, V> {
     pub(crate) logging: bool,
     pub(crate) log_config: BTreeMap<String, String>,
     pub(crate) retention: Option<Duration>,
+    pub(crate) versioned_history: Option<Duration>,
 }
 
 impl<K, V> Default for Materialized<K, V> {
@@ -62,6 +63,7 @@ impl<K, V> Default for Materialized<K, V> {
             logging: true,
             log_config: BTreeMap::new(),
             retention: None,
+            versioned_history: None,
         }
     }
 }
@@ -131,6 +133,15 @@ impl<K: 'static, V: 'static> Materialized<K, V> {
         self
     }
 
+    /// A versioned store (KIP-889) keeping each key's history for
+    /// `history_retention`: a table on it answers lookups as of a
+    /// timestamp, which stream-table joins use (KIP-914). Versioned stores
+    /// do not cache.
+    pub fn with_versioned_history(mut self, history_retention: Duration) -> Self {
+        self.versioned_history = Some(history_retention);
+        self
+    }
+
     /// How long a windowed store keeps windows (at least window size plus
     /// grace).
     pub fn with_retention(mut self, retention: Duration) -> Self {
@@ -149,6 +160,7 @@ pub(crate) struct StoreSpec<K, V> {
     pub logging: bool,
     pub log_config: BTreeMap<String, String>,
     pub retention: Option<Duration>,
+    pub versioned_history: Option<Duration>,
 }
 
 impl<K: 'static, V: 'static> StoreSpec<K, V> {
@@ -189,6 +201,7 @@ impl<K: 'static, V: 'static> StoreSpec<K, V> {
             logging: materialized.logging,
             log_config: materialized.log_config,
             retention: materialized.retention,
+            versioned_history: materialized.versioned_history,
         })
     }
 
@@ -208,6 +221,25 @@ impl<K: 'static, V: 'static> StoreSpec<K, V> {
         } else {
             builder.with_caching_disabled()
         };
+        if self.logging {
+            builder.with_logging_enabled(self.log_config.clone())
+        } else {
+            builder.with_logging_disabled()
+        }
+    }
+
+    /// A versioned key-value store builder (history from the spec).
+    pub fn versioned_store(&self) -> kstreams_state::VersionedKeyValueStoreBuilder<K, V> {
+        let history = self.versioned_history.unwrap_or_default();
+        let supplier = match self.store_type {
+            StoreType::RocksDb => Stores::persistent_versioned_key_value_store(&self.name, history),
+            StoreType::InMemory => Stores::in_memory_versioned_key_value_store(&self.name, history),
+        };
+        let builder = Stores::versioned_key_value_store_builder(
+            supplier,
+            self.key_serde.clone(),
+            self.value_serde.clone(),
+        );
         if self.logging {
             builder.with_logging_enabled(self.log_config.clone())
         } else {

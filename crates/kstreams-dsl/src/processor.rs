@@ -192,6 +192,13 @@ impl<K, V> ProcessorContext<'_, K, V> {
         self.task.dropped_records += 1;
     }
 
+    /// The task's stores, for value getters of other operators' tables.
+    pub(crate) fn store_lookup(&self) -> crate::stateful::StoreLookup<'_> {
+        crate::stateful::StoreLookup {
+            stores: &self.task.stores,
+        }
+    }
+
     /// Asks for a commit as soon as possible.
     pub fn commit(&mut self) {
         self.task.commit_requested = true;

@@ -183,7 +183,11 @@ pub(crate) struct TableSource<K, V, KI, I> {
     pub send_old: OldValuesFlag,
     pub to_key: fn(KI) -> Option<K>,
     pub to_value: fn(I) -> Option<V>,
+    /// The store is versioned (KIP-889): it keeps history, and only
+    /// updates that become the latest version go downstream.
+    pub versioned: bool,
     pub store: Option<TableStore<K, V>>,
+    pub versioned_store: Option<kstreams_state::VersionedKeyValueStoreHandle<K, V>>,
 }
 
 impl<K: Clone + 'static, V: Clone + 'static, KI: 'static, I: 'static> Processor<KI, I, K, Change<V>>
@@ -191,7 +195,11 @@ impl<K: Clone + 'static, V: Clone + 'static, KI: 'static, I: 'static> Processor<
 {
     fn init(&mut self, ctx: &mut ProcessorContext<'_, K, Change<V>>) -> Result<(), ProcessorError> {
         if let Some(name) = self.store_name.get() {
-            self.store = Some(TableStore::open(ctx, name, sends_old(&self.send_old))?);
+            if self.versioned {
+                self.versioned_store = Some(ctx.get_state_store(name)?);
+            } else {
+                self.store = Some(TableStore::open(ctx, name, sends_old(&self.send_old))?);
+            }
         }
         Ok(())
     }
@@ -217,6 +225,30 @@ impl<K: Clone + 'static, V: Clone + 'static, KI: 'static, I: 'static> Processor<
             return Ok(());
         };
         let value = (self.to_value)(value);
+        if let Some(store) = &self.versioned_store {
+            let old = store.borrow().get(&key)?;
+            let put = store
+                .borrow_mut()
+                .put(key.clone(), value.clone(), timestamp)?;
+            // An update older than the latest version only adds history
+            // (for lookups as of its time); too old for the history
+            // retention, it is dropped. Either way nothing changes now.
+            if put != kstreams_state::PUT_RETURN_CODE_VALID_TO_UNDEFINED {
+                return Ok(());
+            }
+            let old_value = if sends_old(&self.send_old) {
+                old.map(|o| o.value)
+            } else {
+                None
+            };
+            ctx.forward(Record {
+                key,
+                value: Change::new(value, old_value),
+                timestamp,
+                headers,
+            })?;
+            return Ok(());
+        }
         match &self.store {
             Some(table) => {
                 let old = table.get(&key)?;
@@ -589,5 +621,161 @@ impl<
             }
         }
         Ok(())
+    }
+}
+
+/// The task's stores by name, for value getters (which read the stores of
+/// another operator's table: a join reads its table side this way).
+pub(crate) struct StoreLookup<'a> {
+    pub(crate) stores: &'a std::collections::HashMap<String, kstreams_state::BuiltStore>,
+}
+
+impl StoreLookup<'_> {
+    pub fn handle<H: Clone + 'static>(&self, name: &str) -> Result<H, ProcessorError> {
+        let built = self
+            .stores
+            .get(name)
+            .ok_or_else(|| StreamsError::Internal(format!("store {name:?} is not in this task")))?;
+        Ok(built.handle::<H>()?)
+    }
+}
+
+/// Reads a table's current value for a key inside a task: Kafka Streams'
+/// `KTableValueGetter`.
+pub(crate) trait ValueGetter<K, V> {
+    /// The latest value.
+    fn get(&self, key: &K) -> Result<Option<ValueAndTimestamp<V>>, ProcessorError>;
+    /// The value as of `timestamp`: a versioned table's version valid then;
+    /// other tables only know their latest value.
+    fn get_as_of(
+        &self,
+        key: &K,
+        timestamp: Timestamp,
+    ) -> Result<Option<ValueAndTimestamp<V>>, ProcessorError> {
+        let _ = timestamp;
+        self.get(key)
+    }
+}
+
+/// Makes a table's value getter in a task.
+pub(crate) type GetterFactory<K, V> = Arc<
+    dyn Fn(&StoreLookup<'_>) -> Result<Box<dyn ValueGetter<K, V>>, ProcessorError> + Send + Sync,
+>;
+
+/// A table's value getter before it is made: the stores it reads (to be
+/// connected to the processor that uses it) and how to make it.
+pub(crate) struct GetterSupplier<K, V> {
+    pub stores: Vec<String>,
+    pub make: GetterFactory<K, V>,
+    /// Whether lookups as of a time see history (a versioned table).
+    pub versioned: bool,
+}
+
+impl<K, V> Clone for GetterSupplier<K, V> {
+    fn clone(&self) -> Self {
+        GetterSupplier {
+            stores: self.stores.clone(),
+            make: self.make.clone(),
+            versioned: self.versioned,
+        }
+    }
+}
+
+struct TimestampedGetter<K, V>(TimestampedKeyValueStoreHandle<K, V>);
+
+impl<K: 'static, V: Clone + 'static> ValueGetter<K, V> for TimestampedGetter<K, V> {
+    fn get(&self, key: &K) -> Result<Option<ValueAndTimestamp<V>>, ProcessorError> {
+        Ok(self.0.borrow().get(key)?)
+    }
+}
+
+struct VersionedGetter<K, V>(kstreams_state::VersionedKeyValueStoreHandle<K, V>);
+
+impl<K: 'static, V: Clone + 'static> ValueGetter<K, V> for VersionedGetter<K, V> {
+    fn get(&self, key: &K) -> Result<Option<ValueAndTimestamp<V>>, ProcessorError> {
+        Ok(self
+            .0
+            .borrow()
+            .get(key)?
+            .map(|r| ValueAndTimestamp::make(r.value, r.timestamp)))
+    }
+    fn get_as_of(
+        &self,
+        key: &K,
+        timestamp: Timestamp,
+    ) -> Result<Option<ValueAndTimestamp<V>>, ProcessorError> {
+        Ok(self
+            .0
+            .borrow()
+            .get_as_of(key, timestamp)?
+            .map(|r| ValueAndTimestamp::make(r.value, r.timestamp)))
+    }
+}
+
+/// The getter of a table kept in the store `name`.
+pub(crate) fn store_getter<K: 'static, V: Clone + 'static>(
+    name: String,
+    versioned: bool,
+) -> GetterSupplier<K, V> {
+    let store = name.clone();
+    let make: GetterFactory<K, V> = Arc::new(move |lookup: &StoreLookup<'_>| {
+        let getter: Box<dyn ValueGetter<K, V>> = if versioned {
+            Box::new(VersionedGetter(lookup.handle(&store)?))
+        } else {
+            Box::new(TimestampedGetter(lookup.handle(&store)?))
+        };
+        Ok(getter)
+    });
+    GetterSupplier {
+        stores: vec![name],
+        make,
+        versioned,
+    }
+}
+
+struct MappedGetter<K, V, V2> {
+    parent: Box<dyn ValueGetter<K, V>>,
+    compute: ValueFn<K, V, V2>,
+}
+
+impl<K, V, V2> MappedGetter<K, V, V2> {
+    fn apply(&self, key: &K, found: Option<ValueAndTimestamp<V>>) -> Option<ValueAndTimestamp<V2>> {
+        let found = found?;
+        let timestamp = found.timestamp;
+        (self.compute)(key, found.value).map(|v| ValueAndTimestamp::make(v, timestamp))
+    }
+}
+
+impl<K, V, V2> ValueGetter<K, V2> for MappedGetter<K, V, V2> {
+    fn get(&self, key: &K) -> Result<Option<ValueAndTimestamp<V2>>, ProcessorError> {
+        Ok(self.apply(key, self.parent.get(key)?))
+    }
+    fn get_as_of(
+        &self,
+        key: &K,
+        timestamp: Timestamp,
+    ) -> Result<Option<ValueAndTimestamp<V2>>, ProcessorError> {
+        Ok(self.apply(key, self.parent.get_as_of(key, timestamp)?))
+    }
+}
+
+/// The getter of an unmaterialized filter or map_values: the parent's,
+/// computed through.
+pub(crate) fn mapped_getter<K: 'static, V: 'static, V2: 'static>(
+    parent: GetterSupplier<K, V>,
+    compute: ValueFn<K, V, V2>,
+) -> GetterSupplier<K, V2> {
+    let make_parent = parent.make.clone();
+    let make: GetterFactory<K, V2> = Arc::new(move |lookup: &StoreLookup<'_>| {
+        let getter: Box<dyn ValueGetter<K, V2>> = Box::new(MappedGetter {
+            parent: make_parent(lookup)?,
+            compute: compute.clone(),
+        });
+        Ok(getter)
+    });
+    GetterSupplier {
+        stores: parent.stores,
+        make,
+        versioned: parent.versioned,
     }
 }

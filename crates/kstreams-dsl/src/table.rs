@@ -13,8 +13,8 @@ use crate::internals::graph::SourceTopics;
 use crate::materialized::{add_store, StoreSpec};
 use crate::options::IntoName;
 use crate::stateful::{
-    Change, LazyStoreName, OldValuesFlag, TableRekey, TableSource, TableToStream,
-    TableTransformValues,
+    mapped_getter, store_getter, Change, GetterSupplier, LazyStoreName, OldValuesFlag, TableRekey,
+    TableSource, TableToStream, TableTransformValues,
 };
 use crate::{Consumed, Grouped, KStream, Materialized, TopologyError};
 
@@ -57,6 +57,8 @@ pub struct KTable<K, V> {
     pub(crate) key_serde: Option<SharedSerde<K>>,
     pub(crate) value_serde: Option<SharedSerde<V>>,
     pub(crate) old_values: OldValues,
+    /// How to read this table from another operator (joins).
+    pub(crate) getter: TableGetter<K, V>,
     pub(crate) window: Option<WindowInfo>,
     pub(crate) types: PhantomData<fn() -> (K, V)>,
 }
@@ -70,6 +72,7 @@ impl<K, V> Clone for KTable<K, V> {
             key_serde: self.key_serde.clone(),
             value_serde: self.value_serde.clone(),
             old_values: self.old_values.clone(),
+            getter: self.getter.clone(),
             window: self.window,
             types: PhantomData,
         }
@@ -97,6 +100,7 @@ pub(crate) fn table_source<
 ) -> KTable<K, V> {
     let store: LazyStoreName = Arc::new(OnceLock::new());
     let flag: OldValuesFlag = Arc::default();
+    let versioned = matches!(&spec, Ok(spec) if spec.versioned_history.is_some());
     {
         let supplier_store = store.clone();
         let supplier_flag = flag.clone();
@@ -108,7 +112,9 @@ pub(crate) fn table_source<
                 send_old: supplier_flag.clone(),
                 to_key,
                 to_value,
+                versioned,
                 store: None,
+                versioned_store: None,
             }),
             &[parent],
         );
@@ -136,7 +142,11 @@ pub(crate) fn table_source<
             let Some(spec) = spec.and_then(|spec| s.record(spec)) else {
                 return false;
             };
-            let added = add_store(&mut s.topology, spec.key_value_store(), &node);
+            let added = if spec.versioned_history.is_some() {
+                add_store(&mut s.topology, spec.versioned_store(), &node)
+            } else {
+                add_store(&mut s.topology, spec.key_value_store(), &node)
+            };
             s.record(added);
             let _ = store.set(spec.name.clone());
             true
@@ -147,15 +157,25 @@ pub(crate) fn table_source<
     }
     let enable_flag = flag.clone();
     let enable_store = store.clone();
+    let enable_materialize = materialize.clone();
     let old_values = OldValues {
         enable: Rc::new(move |force| {
-            if enable_store.get().is_none() && !(force && materialize()) {
+            if enable_store.get().is_none() && !(force && enable_materialize()) {
                 return false;
             }
             enable_flag.store(true, Ordering::Relaxed);
             true
         }),
     };
+    // A join reads the table: that materializes it.
+    let getter_store = store.clone();
+    let getter: TableGetter<K, V> = Rc::new(move || {
+        if !materialize() {
+            return None;
+        }
+        let name = getter_store.get()?.clone();
+        Some(store_getter(name, versioned))
+    });
     KTable {
         state: state.clone(),
         node: name,
@@ -163,9 +183,28 @@ pub(crate) fn table_source<
         key_serde,
         value_serde,
         old_values,
+        getter,
         window: None,
         types: PhantomData,
     }
+}
+
+/// How a join gets a table's value getter (materializing a source table
+/// if needed); `None` when the table cannot be read (a windowed or
+/// suppressed table, or one without serdes for its store).
+pub(crate) type TableGetter<K, V> = Rc<dyn Fn() -> Option<GetterSupplier<K, V>>>;
+
+/// The getter of a table kept in a store set at build time.
+pub(crate) fn lazy_store_getter<K: 'static, V: Clone + 'static>(
+    store: &LazyStoreName,
+) -> TableGetter<K, V> {
+    let store = store.clone();
+    Rc::new(move || Some(store_getter(store.get()?.clone(), false)))
+}
+
+/// No getter (windowed and suppressed tables).
+pub(crate) fn no_getter<K, V>() -> TableGetter<K, V> {
+    Rc::new(|| None)
 }
 
 impl crate::StreamsBuilder {
@@ -411,12 +450,13 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         let store_name = spec.as_ref().map(|spec| spec.name.clone());
         let supplier_flag = flag.clone();
         let supplier_store = store_name.clone();
+        let supplier_compute = compute.clone();
         let added = s
             .topology
             .add_typed_processor::<K, Change<V>, K, Change<V2>, _>(
                 name.clone(),
                 Arc::new(move || TableTransformValues {
-                    compute: compute.clone(),
+                    compute: supplier_compute.clone(),
                     store_name: supplier_store.clone(),
                     send_old: supplier_flag.clone(),
                     skip_double_absent,
@@ -449,6 +489,13 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             }
         };
         let value_serde = spec.as_ref().map(|s| s.value_serde.clone()).or(value_serde);
+        let getter: TableGetter<K, V2> = match &spec {
+            Some(_) => lazy_store_getter(&store),
+            None => {
+                let parent = self.getter.clone();
+                Rc::new(move || Some(mapped_getter(parent()?, compute.clone())))
+            }
+        };
         KTable {
             state: self.state.clone(),
             node: name,
@@ -456,6 +503,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             key_serde: self.key_serde.clone(),
             value_serde,
             old_values,
+            getter,
             window: None,
             types: PhantomData,
         }

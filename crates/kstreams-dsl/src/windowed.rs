@@ -209,6 +209,7 @@ pub(crate) fn windowed_table<K, A>(
         key_serde: None,
         value_serde: None,
         old_values: OldValues::own(flag),
+        getter: crate::table::no_getter(),
         window: Some(WindowInfo { grace_ms }),
         types: PhantomData,
     }

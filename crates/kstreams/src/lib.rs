@@ -25,6 +25,34 @@
 //! assert_eq!(output.read_values_to_list(), ["streams", "kafka"]);
 //! ```
 //!
+//! Tables, aggregations and windows in event time:
+//!
+//! ```
+//! use std::time::Duration;
+//! use kstreams::prelude::*;
+//!
+//! let builder = StreamsBuilder::new();
+//! builder
+//!     .stream::<String, String>("clicks")
+//!     .group_by_key()
+//!     .windowed_by(TimeWindows::of_size_and_grace(Duration::from_millis(10), Duration::ZERO))
+//!     .count()
+//!     .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
+//!     .to_stream()
+//!     .to_with("per-window", Produced::with(TimeWindowedSerde::new(StringSerde, 10), Nullable(I64Serde)));
+//!
+//! let driver = TopologyTestDriver::new(builder.build().unwrap()).unwrap();
+//! let clicks = driver.create_input_topic("clicks", StringSerde, StringSerde);
+//! let counts = driver.create_output_topic("per-window", TimeWindowedSerde::new(StringSerde, 10), Nullable(I64Serde));
+//! for ts in [1, 4, 12] {
+//!     clicks.pipe_input_at("alice".to_string(), "click".to_string(), ts);
+//! }
+//! // Only the window [0, 10) is closed (stream time 12): its final count.
+//! let (window, count) = counts.read_key_value();
+//! assert_eq!((window.key.as_str(), window.window.start, count), ("alice", 0, Some(2)));
+//! assert!(counts.is_empty());
+//! ```
+//!
 //! The crates behind the facade, bottom up: [`record`] (records, headers,
 //! serdes), [`metrics`], [`time`] (timestamps, punctuation), [`state`]
 //! (stores), [`dsl`] (Processor API and DSL), [`runtime`] (the engine, the
@@ -42,12 +70,12 @@ pub use kstreams_time as time;
 /// Everything an application usually needs, in one import.
 pub mod prelude {
     pub use kstreams_dsl::{
-        late_headers, Branched, BranchedKStream, Change, Consumed, FixedKeyProcessor,
-        FixedKeyProcessorContext, FixedKeyRecord, Grouped, KGroupedStream, KGroupedTable, KStream,
-        KTable, Materialized, Named, Printed, Processor, ProcessorContext, ProcessorError,
-        Produced, PunctuationId, RecordContext, Repartitioned, SessionWindowedKStream, StoreType,
-        StreamsBuilder, StreamsError, TimeWindowedKStream, TopicNameExtractor, Topology,
-        TopologyError,
+        late_headers, Branched, BranchedKStream, BufferConfig, Change, CogroupedKStream, Consumed,
+        FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, Grouped, KGroupedStream,
+        KGroupedTable, KStream, KTable, Materialized, Named, Printed, Processor, ProcessorContext,
+        ProcessorError, Produced, PunctuationId, RecordContext, Repartitioned,
+        SessionWindowedKStream, StoreType, StreamsBuilder, StreamsError, Suppressed,
+        TimeWindowedKStream, TopicNameExtractor, Topology, TopologyError,
     };
     pub use kstreams_embedded::EmbeddedKafka;
     pub use kstreams_record::{
