@@ -284,3 +284,76 @@ fn grace_without_a_versioned_table_is_a_build_error() {
     let err = b.build().unwrap_err().to_string();
     assert!(err.contains("needs a versioned table"), "{err}");
 }
+
+fn stream_stream(kind: Kind) -> Vec<(S, i64)> {
+    use kstreams_time::JoinWindows;
+    let b = StreamsBuilder::new();
+    let left = b.stream::<S, S>("left");
+    let right = b.stream::<S, S>("right");
+    let windows = JoinWindows::of_time_difference_with_no_grace(Duration::from_millis(10));
+    let joined = match kind {
+        Kind::Inner => left.join_windowed(&right, |l, r| format!("[{l}, {r}]"), windows),
+        Kind::Left => {
+            left.left_join_windowed(&right, |l, r| format!("[{l}, {}]", show(r)), windows)
+        }
+        Kind::Outer => left.outer_join_windowed(
+            &right,
+            |l, r| format!("[{}, {}]", show(l), show(r)),
+            windows,
+        ),
+    };
+    joined.to_with("out", Produced::with(StringSerde, StringSerde));
+    let driver = driver(b.build().unwrap());
+    let left_in = driver.create_input_topic("left", StringSerde, StringSerde);
+    let right_in = driver.create_input_topic("right", StringSerde, StringSerde);
+    let out = driver.create_output_topic("out", StringSerde, StringSerde);
+    for (ts, input) in [
+        (0, Left(Some("A"))),
+        (5, Right(Some("a"))),
+        (20, Left(Some("B"))),
+        (40, Right(Some("b"))),
+        (45, Left(Some("C"))),
+        (100, Right(Some("d"))),
+        (200, Left(Some("E"))),
+    ] {
+        match input {
+            Left(v) => left_in.pipe_input_at(s("k"), s(v.unwrap()), ts),
+            Right(v) => right_in.pipe_input_at(s("k"), s(v.unwrap()), ts),
+        }
+    }
+    out.read_records_to_list()
+        .into_iter()
+        .map(|r| (r.value, r.timestamp))
+        .collect()
+}
+
+#[test]
+fn stream_stream_inner_join_matches_within_the_window() {
+    assert_eq!(
+        stream_stream(Kind::Inner),
+        vec![(s("[A, a]"), 5), (s("[C, b]"), 45)]
+    );
+}
+
+/// KIP-633: a left record that finds its match later gives no `[A, null]`
+/// first; one that never does is emitted once its window has closed.
+#[test]
+fn stream_stream_left_join_emits_unmatched_records_only_after_their_window() {
+    assert_eq!(
+        stream_stream(Kind::Left),
+        vec![(s("[A, a]"), 5), (s("[B, null]"), 20), (s("[C, b]"), 45)]
+    );
+}
+
+#[test]
+fn stream_stream_outer_join_emits_unmatched_records_of_both_sides() {
+    assert_eq!(
+        stream_stream(Kind::Outer),
+        vec![
+            (s("[A, a]"), 5),
+            (s("[B, null]"), 20),
+            (s("[C, b]"), 45),
+            (s("[null, d]"), 100),
+        ]
+    );
+}

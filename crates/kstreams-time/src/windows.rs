@@ -250,6 +250,80 @@ impl UnlimitedWindows {
     }
 }
 
+/// The time window of a stream-stream join: Kafka Streams' `JoinWindows`.
+/// A record at `t` joins records of the other stream at `t - before` to
+/// `t + after` (both inclusive); both are the time difference unless set
+/// apart with [`JoinWindows::before`] and [`JoinWindows::after`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JoinWindows {
+    before_ms: i64,
+    after_ms: i64,
+    grace_ms: i64,
+}
+
+impl JoinWindows {
+    /// Records at most `difference` apart join; late records are dropped
+    /// as soon as their window has passed.
+    pub fn of_time_difference_with_no_grace(difference: Duration) -> Self {
+        Self::of_time_difference_and_grace(difference, Duration::ZERO)
+    }
+
+    /// Records at most `difference` apart join; records may come `grace`
+    /// late, and left/outer results without a match wait until then.
+    pub fn of_time_difference_and_grace(difference: Duration, grace: Duration) -> Self {
+        let d = duration_ms(difference);
+        JoinWindows {
+            before_ms: d,
+            after_ms: d,
+            grace_ms: duration_ms(grace),
+        }
+    }
+
+    /// How far back (before a record of this stream) the other stream's
+    /// records join.
+    pub fn before(mut self, before: Duration) -> Self {
+        self.before_ms = duration_ms(before);
+        self
+    }
+
+    /// How far ahead the other stream's records join.
+    pub fn after(mut self, after: Duration) -> Self {
+        self.after_ms = duration_ms(after);
+        self
+    }
+
+    /// Milliseconds before.
+    pub fn before_ms(&self) -> i64 {
+        self.before_ms
+    }
+
+    /// Milliseconds after.
+    pub fn after_ms(&self) -> i64 {
+        self.after_ms
+    }
+
+    /// Grace period in milliseconds.
+    pub fn grace_ms(&self) -> i64 {
+        self.grace_ms
+    }
+
+    /// The window's size: before plus after.
+    pub fn size_ms(&self) -> i64 {
+        self.before_ms.saturating_add(self.after_ms)
+    }
+
+    /// Checks the window: it must hold at least one instant.
+    pub fn validate(&self) -> Result<(), WindowError> {
+        if self.before_ms + self.after_ms < 0 {
+            return Err(window_error(
+                "JoinWindows",
+                "before plus after must not be negative: the window would be empty",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// When a windowed aggregation forwards results (KIP-825).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EmitStrategy {

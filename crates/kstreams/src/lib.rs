@@ -71,10 +71,10 @@ pub use kstreams_time as time;
 pub mod prelude {
     pub use kstreams_dsl::{
         late_headers, Branched, BranchedKStream, BufferConfig, Change, CogroupedKStream, Consumed,
-        FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, Grouped, KGroupedStream,
-        KGroupedTable, KStream, KTable, Materialized, Named, Printed, Processor, ProcessorContext,
-        ProcessorError, Produced, PunctuationId, RecordContext, Repartitioned,
-        SessionWindowedKStream, StoreType, StreamsBuilder, StreamsError, Suppressed,
+        FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, Grouped, Joined,
+        KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Named, Printed, Processor,
+        ProcessorContext, ProcessorError, Produced, PunctuationId, RecordContext, Repartitioned,
+        SessionWindowedKStream, StoreType, StreamJoined, StreamsBuilder, StreamsError, Suppressed,
         TimeWindowedKStream, TopicNameExtractor, Topology, TopologyError,
     };
     pub use kstreams_embedded::EmbeddedKafka;
@@ -97,7 +97,7 @@ pub mod prelude {
         Window, WindowStore, WindowStoreHandle, Windowed,
     };
     pub use kstreams_time::{
-        EmitStrategy, PunctuationType, SessionWindows, SlidingWindows, TimeWindows,
+        EmitStrategy, JoinWindows, PunctuationType, SessionWindows, SlidingWindows, TimeWindows,
         TimestampExtractor, UnlimitedWindows,
     };
 }
