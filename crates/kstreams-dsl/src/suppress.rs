@@ -104,9 +104,10 @@ type BufferTime<K> = Arc<dyn Fn(&K, Timestamp) -> Timestamp + Send + Sync>;
 /// ```
 /// use std::time::Duration;
 /// use kstreams_dsl::{BufferConfig, Suppressed};
+/// use kstreams_state::Windowed;
 ///
 /// // Only each window's final count, once the window and its grace are over.
-/// let finals = Suppressed::<String>::until_window_closes(BufferConfig::unbounded());
+/// let finals = Suppressed::<Windowed<String>>::until_window_closes(BufferConfig::unbounded());
 /// // Each key's latest value after a minute without updates, at most 1000 keys.
 /// let quiet = Suppressed::<String>::until_time_limit(
 ///     Duration::from_secs(60),
