@@ -23,7 +23,10 @@ fn count_by_key(store_type: StoreType) -> Topology {
     builder
         .stream::<String, String>("in")
         .group_by_key()
-        .count_with(None, Materialized::as_("counts").with_store_type(store_type))
+        .count_with(
+            None,
+            Materialized::as_("counts").with_store_type(store_type),
+        )
         .to_stream()
         .to_with("out", Produced::with(StringSerde, Nullable(I64Serde)));
     builder.build().expect("valid topology")
@@ -47,7 +50,10 @@ fn tumbling_sum(store_type: StoreType) -> Topology {
         .to_stream()
         .to_with(
             "out",
-            Produced::with(TimeWindowedSerde::new(StringSerde, 60_000), Nullable(I64Serde)),
+            Produced::with(
+                TimeWindowedSerde::new(StringSerde, 60_000),
+                Nullable(I64Serde),
+            ),
         );
     builder.build().expect("valid topology")
 }
@@ -76,7 +82,10 @@ fn batches() -> impl FnMut() -> Vec<ConsumedRecord> {
 fn bench(c: &mut Criterion, name: &str, topology: fn(StoreType) -> Topology) {
     let mut group = c.benchmark_group(name);
     group.throughput(Throughput::Elements(BATCH as u64));
-    for (store_type, label) in [(StoreType::InMemory, "in_memory"), (StoreType::RocksDb, "rocksdb")] {
+    for (store_type, label) in [
+        (StoreType::InMemory, "in_memory"),
+        (StoreType::RocksDb, "rocksdb"),
+    ] {
         for cache in [10 * 1024 * 1024, 0] {
             let dir = tempfile::tempdir().expect("temp dir");
             let topology = topology(store_type);
