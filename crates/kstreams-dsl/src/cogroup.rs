@@ -286,10 +286,13 @@ impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
         }
         let mut aggregations = Vec::new();
         for (i, (input, parent)) in self.inputs.iter().zip(&parents).enumerate() {
-            let name = match &named {
-                Some(Named(n)) => format!("{n}-cogroup-agg-{i}"),
-                None => s.new_name("COGROUPKSTREAM-AGGREGATE-"),
-            };
+            // A named cogroup still draws each index, as Kafka Streams does.
+            let name = s.name_or_generate(
+                named
+                    .as_ref()
+                    .map(|Named(n)| format!("{n}-cogroup-agg-{i}")),
+                "COGROUPKSTREAM-AGGREGATE-",
+            );
             input.add_aggregation(
                 &mut s,
                 name.clone(),
@@ -301,10 +304,10 @@ impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
             );
             aggregations.push(name);
         }
-        let merge = match &named {
-            Some(Named(n)) => format!("{n}-cogroup-merge"),
-            None => s.new_name("COGROUPKSTREAM-MERGE-"),
-        };
+        let merge = s.name_or_generate(
+            named.as_ref().map(|Named(n)| format!("{n}-cogroup-merge")),
+            "COGROUPKSTREAM-MERGE-",
+        );
         let parents: Vec<&str> = aggregations.iter().map(String::as_str).collect();
         let added = match kind {
             CogroupKind::Plain => s

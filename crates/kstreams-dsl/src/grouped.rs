@@ -440,9 +440,14 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedTable<K, V> {
             self.grouped.key_serde.clone(),
             default_value_serde,
         );
-        let sink = s.new_name("KSTREAM-SINK-");
-        let mut source = s.new_name("KSTREAM-SOURCE-");
-        let name = s.name_or_generate(named.into_name().map(|n| n.0), prefix);
+        // A named aggregation names its repartition sink and source too.
+        let named = named.into_name().map(|n| n.0);
+        let sink = s.name_or_generate(named.as_ref().map(|n| format!("{n}-sink")), "KSTREAM-SINK-");
+        let mut source = s.name_or_generate(
+            named.as_ref().map(|n| format!("{n}-source")),
+            "KSTREAM-SOURCE-",
+        );
+        let name = s.name_or_generate(named, prefix);
         let flag: OldValuesFlag = Arc::default();
         let store = Arc::new(OnceLock::new());
         let mut table = KTable {

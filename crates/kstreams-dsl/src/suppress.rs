@@ -259,6 +259,10 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
     /// Holds updates back as `suppressed` says: Kafka Streams'
     /// `KTable#suppress`.
     pub fn suppress(&self, suppressed: Suppressed<K>) -> KTable<K, V> {
+        // The buffer emits the value before its first held-back update as
+        // the old one, so it needs old values from upstream: as in Kafka
+        // Streams, a source table is materialized to have them.
+        self.enable_old_values(true);
         let mut s = self.state.borrow_mut();
         let (name, store_name) = match &suppressed.name {
             Some(name) => (name.clone(), format!("{name}-store")),

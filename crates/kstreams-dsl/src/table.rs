@@ -240,12 +240,13 @@ impl crate::StreamsBuilder {
         };
         let (source, table_node) = {
             let mut s = state.borrow_mut();
-            let source = s.name_or_generate(consumed.name.clone(), "KSTREAM-SOURCE-");
-            let generated = s.new_name("KTABLE-SOURCE-");
-            let table_node = match &consumed.name {
-                Some(name) => format!("{name}-table-source"),
-                None => generated,
-            };
+            // A named table is its table-source node; the topic's source
+            // node is `<name>-source` (Kafka Streams' TABLE_SOURCE_SUFFIX).
+            let source = s.name_or_generate(
+                consumed.name.as_ref().map(|name| format!("{name}-source")),
+                "KSTREAM-SOURCE-",
+            );
+            let table_node = s.name_or_generate(consumed.name.clone(), "KTABLE-SOURCE-");
             // Null keys are read as such and dropped (and counted) by the
             // table source, as Kafka Streams' KTableSource does.
             let nullable_keys: SharedSerde<Option<K>> =

@@ -1,12 +1,16 @@
 //! `describe()` against the text Apache Kafka Streams 4.1 prints for the same
 //! programs (fixtures made by compat/topology-describe; see PROGRAMS.md).
 
+use std::time::Duration;
+
 use kstreams_dsl::{
-    Branched, Consumed, Named, Printed, Processor, ProcessorContext, ProcessorError, Produced,
-    RecordContext, Repartitioned, StreamsBuilder, TopicNameExtractor, Topology,
+    Branched, BufferConfig, Consumed, Grouped, Materialized, Named, Printed, Processor,
+    ProcessorContext, ProcessorError, Produced, RecordContext, Repartitioned, StreamsBuilder,
+    Suppressed, TopicNameExtractor, Topology,
 };
-use kstreams_record::{I64Serde, Record, StringSerde};
-use kstreams_state::Stores;
+use kstreams_record::{I32Serde, I64Serde, Nullable, Record, StringSerde};
+use kstreams_state::{SessionWindowedSerde, Stores, TimeWindowedSerde, Windowed};
+use kstreams_time::{EmitStrategy, SessionWindows, SlidingWindows, TimeWindows};
 
 fn fixture(name: &str) -> String {
     let path = format!(
@@ -332,10 +336,616 @@ fn random_processor_api_topologies_match_kafka_streams() {
 
 #[test]
 fn dsl_programs_as_processor_api_ops_match_kafka_streams() {
-    assert!(check_jsonl("dsl_programs.jsonl") >= 12);
+    assert_eq!(check_jsonl("dsl_programs.jsonl"), 48);
 }
 
 #[test]
 fn empty_topology_prints_like_kafka_streams() {
     assert_eq!(Topology::new().describe().to_string(), "Topologies:\n ");
+}
+
+// ---------------------------------------------------------------- stateful DSL
+
+fn min(n: u64) -> Duration {
+    Duration::from_secs(60 * n)
+}
+
+fn time_windowed(size: Duration) -> Produced<Windowed<String>, Option<i64>> {
+    Produced::with(
+        TimeWindowedSerde::new(StringSerde, size.as_millis() as i64),
+        Nullable(I64Serde),
+    )
+}
+
+#[test]
+fn word_count() {
+    let b = StreamsBuilder::new();
+    b.stream::<String, String>("sentences")
+        .flat_map_values(|v| v.split(' ').map(str::to_owned).collect::<Vec<_>>())
+        .group_by(|_, v| v.clone())
+        .count()
+        .to_stream()
+        .to("word-counts");
+    assert_describes_as(&b.build().unwrap(), "word_count");
+}
+
+#[test]
+fn word_count_materialized() {
+    let b = StreamsBuilder::new();
+    b.stream::<String, String>("sentences")
+        .flat_map_values(|v| v.split(' ').map(str::to_owned).collect::<Vec<_>>())
+        .group_by(|_, v| v.clone())
+        .count_with(None, Materialized::as_("counts"))
+        .to_stream()
+        .to("word-counts");
+    assert_describes_as(&b.build().unwrap(), "word_count_materialized");
+}
+
+#[test]
+fn select_key_group_by_key() {
+    let b = StreamsBuilder::new();
+    b.stream::<String, String>("input")
+        .select_key(|_, v| v.clone())
+        .group_by_key()
+        .count()
+        .to_stream()
+        .to("output");
+    assert_describes_as(&b.build().unwrap(), "select_key_group_by_key");
+}
+
+#[test]
+fn select_key_group_by_key_grouped() {
+    let b = StreamsBuilder::new();
+    b.stream::<String, String>("input")
+        .select_key(|_, v| v.clone())
+        .group_by_key_with(Grouped::as_("by-value"))
+        .count()
+        .to_stream()
+        .to("output");
+    assert_describes_as(&b.build().unwrap(), "select_key_group_by_key_grouped");
+}
+
+#[test]
+fn stream_aggregations() {
+    let b = StreamsBuilder::new();
+    let grouped = b.stream::<String, String>("input").group_by_key();
+    grouped.count().to_stream().to("counts");
+    grouped.reduce(|a, b| a + &b).to_stream().to("reduced");
+    grouped
+        .aggregate(|| 0i64, |_, v, agg| agg + v.len() as i64)
+        .to_stream()
+        .to("lengths");
+    assert_describes_as(&b.build().unwrap(), "stream_aggregations");
+}
+
+#[test]
+fn stream_aggregations_named() {
+    let b = StreamsBuilder::new();
+    let grouped = b.stream::<String, String>("input").group_by_key();
+    grouped
+        .count_with("count-op", Materialized::new())
+        .to_stream()
+        .to("counts");
+    grouped
+        .reduce_with(
+            |a, b| a + &b,
+            "reduce-op",
+            Materialized::with(StringSerde, StringSerde),
+        )
+        .to_stream()
+        .to("reduced");
+    grouped
+        .aggregate_with(
+            || 0i64,
+            |_, v, agg| agg + v.len() as i64,
+            "aggregate-op",
+            Materialized::with(StringSerde, I64Serde),
+        )
+        .to_stream()
+        .to("lengths");
+    assert_describes_as(&b.build().unwrap(), "stream_aggregations_named");
+}
+
+#[test]
+fn stream_aggregations_materialized() {
+    let b = StreamsBuilder::new();
+    let grouped = b
+        .stream::<String, String>("input")
+        .group_by(|_, v| v.clone());
+    grouped
+        .count_with(None, Materialized::as_("count-store"))
+        .to_stream()
+        .to("counts");
+    grouped
+        .reduce_with(|a, b| a + &b, None, Materialized::as_("reduce-store"))
+        .to_stream()
+        .to("reduced");
+    grouped
+        .aggregate_with(
+            || 0i64,
+            |_, v, agg| agg + v.len() as i64,
+            None,
+            Materialized::as_("aggregate-store"),
+        )
+        .to_stream()
+        .to("lengths");
+    assert_describes_as(&b.build().unwrap(), "stream_aggregations_materialized");
+}
+
+#[test]
+fn stream_aggregations_named_materialized() {
+    let b = StreamsBuilder::new();
+    let grouped = b.stream::<String, String>("input").group_by_key();
+    grouped
+        .count_with("count-op", Materialized::as_("count-store"))
+        .to_stream()
+        .to("counts");
+    grouped
+        .reduce_with(
+            |a, b| a + &b,
+            "reduce-op",
+            Materialized::as_("reduce-store"),
+        )
+        .to_stream()
+        .to("reduced");
+    grouped
+        .aggregate_with(
+            || 0i64,
+            |_, v, agg| agg + v.len() as i64,
+            "aggregate-op",
+            Materialized::as_("aggregate-store"),
+        )
+        .to_stream()
+        .to("lengths");
+    assert_describes_as(
+        &b.build().unwrap(),
+        "stream_aggregations_named_materialized",
+    );
+}
+
+#[test]
+fn named_grouping_two_aggregations() {
+    let b = StreamsBuilder::new();
+    let grouped = b
+        .stream::<String, String>("input")
+        .group_by_with(|_, v| v.clone(), Grouped::as_("by-value"));
+    grouped.count().to_stream().to("counts");
+    grouped.reduce(|a, b| a + &b).to_stream().to("reduced");
+    assert_describes_as(&b.build().unwrap(), "named_grouping_two_aggregations");
+}
+
+#[test]
+fn table_ops() {
+    let b = StreamsBuilder::new();
+    b.table::<String, String>("users")
+        .filter(|_, v| !v.is_empty())
+        .filter_not(|_, v| v.is_empty())
+        .map_values(|_, v| v.to_uppercase())
+        .to_stream()
+        .to("output");
+    assert_describes_as(&b.build().unwrap(), "table_ops");
+}
+
+#[test]
+fn table_materialized() {
+    let b = StreamsBuilder::new();
+    b.table_with::<String, String>(
+        "users",
+        Consumed::default(),
+        Materialized::as_("users-store"),
+    )
+    .filter_with(
+        |_, v| !v.is_empty(),
+        None,
+        Some(Materialized::as_("filtered")),
+    )
+    .map_values_with(
+        |_, v| v.to_uppercase(),
+        "upper",
+        Some(Materialized::as_("upper-store")),
+    )
+    .to_stream_named("to-stream")
+    .to("output");
+    assert_describes_as(&b.build().unwrap(), "table_materialized");
+}
+
+#[test]
+fn table_consumed_named() {
+    let b = StreamsBuilder::new();
+    b.table_with::<String, String>(
+        "users",
+        Consumed::default().with_name("users-source"),
+        Materialized::new(),
+    )
+    .filter_with(|_, v| !v.is_empty(), "non-empty", None)
+    .map_values_with(
+        |_, v| v.len() as i32,
+        None,
+        Some(Materialized::with(StringSerde, I32Serde)),
+    )
+    .filter_with(
+        |_, v| *v > 1,
+        None,
+        Some(Materialized::with(StringSerde, I32Serde)),
+    )
+    .to_stream()
+    .to("output");
+    assert_describes_as(&b.build().unwrap(), "table_consumed_named");
+}
+
+#[test]
+fn stream_to_table() {
+    let b = StreamsBuilder::new();
+    b.stream::<String, String>("input")
+        .to_table()
+        .filter(|_, v| !v.is_empty())
+        .to_stream()
+        .to("output");
+    assert_describes_as(&b.build().unwrap(), "stream_to_table");
+}
+
+#[test]
+fn stream_to_table_named() {
+    let b = StreamsBuilder::new();
+    b.stream::<String, String>("input")
+        .to_table_with("as-table", Materialized::as_("table-store"))
+        .to_stream()
+        .to("output");
+    assert_describes_as(&b.build().unwrap(), "stream_to_table_named");
+}
+
+#[test]
+fn select_key_to_table() {
+    let b = StreamsBuilder::new();
+    b.stream::<String, String>("input")
+        .select_key(|_, v| v.clone())
+        .to_table()
+        .to_stream()
+        .to("output");
+    assert_describes_as(&b.build().unwrap(), "select_key_to_table");
+}
+
+#[test]
+fn select_key_to_table_named() {
+    let b = StreamsBuilder::new();
+    b.stream::<String, String>("input")
+        .select_key(|_, v| v.clone())
+        .to_table_with("as-table", Materialized::as_("table-store"))
+        .to_stream()
+        .to("output");
+    assert_describes_as(&b.build().unwrap(), "select_key_to_table_named");
+}
+
+#[test]
+fn table_group_by_count() {
+    let b = StreamsBuilder::new();
+    b.table::<String, String>("users")
+        .group_by(|k, v| (v, k.clone()))
+        .count()
+        .to_stream()
+        .to("output");
+    assert_describes_as(&b.build().unwrap(), "table_group_by_count");
+}
+
+#[test]
+fn table_group_by_reduce() {
+    let b = StreamsBuilder::new();
+    b.table::<String, String>("users")
+        .group_by(|k, v| (v, k.clone()))
+        .reduce(|a, b| a + &b, |a, _| a)
+        .to_stream()
+        .to("output");
+    assert_describes_as(&b.build().unwrap(), "table_group_by_reduce");
+}
+
+#[test]
+fn table_group_by_aggregate_named() {
+    let b = StreamsBuilder::new();
+    b.table_with::<String, String>(
+        "users",
+        Consumed::default(),
+        Materialized::as_("users-store"),
+    )
+    .group_by_with(
+        |k, v| (v, k.clone()),
+        Grouped::as_("by-region")
+            .with_key_serde(StringSerde)
+            .with_value_serde(StringSerde),
+    )
+    .aggregate_with(
+        || 0i64,
+        |_, _, agg| agg + 1,
+        |_, _, agg| agg - 1,
+        "region-count",
+        Materialized::as_("region-counts"),
+    )
+    .to_stream()
+    .to("output");
+    assert_describes_as(&b.build().unwrap(), "table_group_by_aggregate_named");
+}
+
+#[test]
+fn table_group_by_reduce_materialized() {
+    let b = StreamsBuilder::new();
+    b.table::<String, String>("users")
+        .group_by(|k, v| (v, k.clone()))
+        .reduce_with(|a, b| a + &b, |a, _| a, None, Materialized::as_("reduced"))
+        .to_stream()
+        .to("output");
+    assert_describes_as(&b.build().unwrap(), "table_group_by_reduce_materialized");
+}
+
+#[test]
+fn windowed_count() {
+    let b = StreamsBuilder::new();
+    b.stream::<String, String>("clicks")
+        .group_by_key()
+        .windowed_by(TimeWindows::of_size_with_no_grace(min(5)))
+        .count()
+        .to_stream()
+        .to_with("windowed-counts", time_windowed(min(5)));
+    assert_describes_as(&b.build().unwrap(), "windowed_count");
+}
+
+#[test]
+fn windowed_count_named() {
+    let b = StreamsBuilder::new();
+    b.stream::<String, String>("clicks")
+        .group_by(|_, v| v.clone())
+        .windowed_by(TimeWindows::of_size_and_grace(min(5), min(1)).advance_by(min(1)))
+        .count_with("hopping-count", Materialized::as_("hopping-counts"))
+        .to_stream()
+        .to_with("windowed-counts", time_windowed(min(5)));
+    assert_describes_as(&b.build().unwrap(), "windowed_count_named");
+}
+
+#[test]
+fn sliding_count() {
+    let b = StreamsBuilder::new();
+    b.stream::<String, String>("clicks")
+        .group_by_key()
+        .windowed_by_sliding(SlidingWindows::of_time_difference_with_no_grace(min(5)))
+        .count()
+        .to_stream()
+        .to_with("sliding-counts", time_windowed(min(5)));
+    assert_describes_as(&b.build().unwrap(), "sliding_count");
+}
+
+#[test]
+fn session_count() {
+    let b = StreamsBuilder::new();
+    b.stream::<String, String>("clicks")
+        .group_by_key()
+        .windowed_by_session(SessionWindows::of_inactivity_gap_with_no_grace(min(5)))
+        .count()
+        .to_stream()
+        .to_with(
+            "session-counts",
+            Produced::with(SessionWindowedSerde::new(StringSerde), Nullable(I64Serde)),
+        );
+    assert_describes_as(&b.build().unwrap(), "session_count");
+}
+
+#[test]
+fn suppress_windowed() {
+    let b = StreamsBuilder::new();
+    b.stream::<String, String>("clicks")
+        .group_by_key()
+        .windowed_by(TimeWindows::of_size_and_grace(min(5), min(1)))
+        .count()
+        .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
+        .to_stream()
+        .to_with("final-counts", time_windowed(min(5)));
+    assert_describes_as(&b.build().unwrap(), "suppress_windowed");
+}
+
+#[test]
+fn suppress_named() {
+    let b = StreamsBuilder::new();
+    b.stream::<String, String>("clicks")
+        .group_by_key()
+        .windowed_by_session(SessionWindows::of_inactivity_gap_and_grace(min(5), min(1)))
+        .count_with(None, Materialized::as_("sessions"))
+        .suppress(
+            Suppressed::until_window_closes(BufferConfig::unbounded()).with_name("final-sessions"),
+        )
+        .to_stream()
+        .to_with(
+            "final-counts",
+            Produced::with(SessionWindowedSerde::new(StringSerde), Nullable(I64Serde)),
+        );
+    assert_describes_as(&b.build().unwrap(), "suppress_named");
+}
+
+#[test]
+fn cogroup_two() {
+    let b = StreamsBuilder::new();
+    let clicks = b.stream::<String, String>("clicks").group_by_key();
+    let views = b.stream::<String, String>("views").group_by_key();
+    clicks
+        .cogroup(|_, _, agg: i64| agg + 1)
+        .cogroup(&views, |_, _, agg| agg + 10)
+        .aggregate(|| 0)
+        .to_stream()
+        .to("activity");
+    assert_describes_as(&b.build().unwrap(), "cogroup_two");
+}
+
+#[test]
+fn cogroup_three_windowed() {
+    let b = StreamsBuilder::new();
+    let clicks = b.stream::<String, String>("clicks").group_by_key();
+    let views = b.stream::<String, String>("views").group_by_key();
+    let buys = b
+        .stream::<String, String>("buys")
+        .group_by(|_, v| v.clone());
+    clicks
+        .cogroup(|_, _, agg: i64| agg + 1)
+        .cogroup(&views, |_, _, agg| agg + 10)
+        .cogroup(&buys, |_, _, agg| agg + 100)
+        .windowed_by(TimeWindows::of_size_with_no_grace(min(5)))
+        .aggregate(|| 0)
+        .to_stream()
+        .to_with("activity", time_windowed(min(5)));
+    assert_describes_as(&b.build().unwrap(), "cogroup_three_windowed");
+}
+
+#[test]
+fn cogroup_named() {
+    let b = StreamsBuilder::new();
+    let clicks = b.stream::<String, String>("clicks").group_by_key();
+    let views = b
+        .stream::<String, String>("views")
+        .group_by_with(|_, v| v.clone(), Grouped::as_("views-by-value"));
+    clicks
+        .cogroup(|_, _, agg: i64| agg + 1)
+        .cogroup(&views, |_, _, agg| agg + 10)
+        .aggregate_with(|| 0, "activity", Materialized::as_("activity-store"))
+        .to_stream()
+        .to("activity");
+    assert_describes_as(&b.build().unwrap(), "cogroup_named");
+}
+
+#[test]
+fn cogroup_session() {
+    let b = StreamsBuilder::new();
+    let clicks = b.stream::<String, String>("clicks").group_by_key();
+    let views = b.stream::<String, String>("views").group_by_key();
+    clicks
+        .cogroup(|_, _, agg: i64| agg + 1)
+        .cogroup(&views, |_, _, agg| agg + 10)
+        .windowed_by_session(SessionWindows::of_inactivity_gap_with_no_grace(min(5)))
+        .aggregate(|| 0, |_, a, b| a + b)
+        .to_stream()
+        .to_with(
+            "activity",
+            Produced::with(SessionWindowedSerde::new(StringSerde), Nullable(I64Serde)),
+        );
+    assert_describes_as(&b.build().unwrap(), "cogroup_session");
+}
+
+#[test]
+fn windowed_reduce_aggregate() {
+    let b = StreamsBuilder::new();
+    let grouped = b.stream::<String, String>("clicks").group_by_key();
+    let tumbling = TimeWindows::of_size_with_no_grace(min(5));
+    let session = SessionWindows::of_inactivity_gap_with_no_grace(min(5));
+    let time_windowed_string = || {
+        Produced::with(
+            TimeWindowedSerde::new(StringSerde, min(5).as_millis() as i64),
+            Nullable(StringSerde),
+        )
+    };
+    let session_windowed =
+        || Produced::with(SessionWindowedSerde::new(StringSerde), Nullable(I64Serde));
+    grouped
+        .windowed_by(tumbling)
+        .reduce(|a, b| a + &b)
+        .to_stream()
+        .to_with("tumbling-reduced", time_windowed_string());
+    grouped
+        .windowed_by_sliding(SlidingWindows::of_time_difference_with_no_grace(min(5)))
+        .aggregate_with(
+            || 0i64,
+            |_, v, agg| agg + v.len() as i64,
+            "sliding-agg",
+            Materialized::as_("sliding-store"),
+        )
+        .to_stream()
+        .to_with("sliding-lengths", time_windowed(min(5)));
+    grouped
+        .windowed_by_session(session)
+        .reduce_with(|a, b| a + &b, "session-reduce", Materialized::new())
+        .to_stream()
+        .to_with(
+            "session-reduced",
+            Produced::with(
+                SessionWindowedSerde::new(StringSerde),
+                Nullable(StringSerde),
+            ),
+        );
+    grouped
+        .windowed_by_session(session)
+        .aggregate(|| 0i64, |_, v, agg| agg + v.len() as i64, |_, a, b| a + b)
+        .to_stream()
+        .to_with("session-lengths", session_windowed());
+    assert_describes_as(&b.build().unwrap(), "windowed_reduce_aggregate");
+}
+
+#[test]
+fn windowed_emit_final() {
+    let b = StreamsBuilder::new();
+    b.stream::<String, String>("clicks")
+        .group_by_key()
+        .windowed_by(TimeWindows::of_size_and_grace(min(5), min(1)))
+        .emit_strategy(EmitStrategy::OnWindowClose)
+        .count()
+        .to_stream()
+        .to_with("final-counts", time_windowed(min(5)));
+    assert_describes_as(&b.build().unwrap(), "windowed_emit_final");
+}
+
+#[test]
+fn table_suppress_time_limit() {
+    let b = StreamsBuilder::new();
+    b.table::<String, String>("users")
+        .suppress(Suppressed::until_time_limit(
+            min(1),
+            BufferConfig::max_records(100).emit_early_when_full(),
+        ))
+        .to_stream()
+        .to("output");
+    assert_describes_as(&b.build().unwrap(), "table_suppress_time_limit");
+}
+
+#[test]
+fn table_group_by_named_ops() {
+    let b = StreamsBuilder::new();
+    let users = b.table::<String, String>("users");
+    users
+        .group_by(|k, v| (v, k.clone()))
+        .count_with("count-op", Materialized::new())
+        .to_stream()
+        .to("counts");
+    users
+        .group_by(|k, v| (k.clone(), v))
+        .reduce_with(
+            |a, b| a + &b,
+            |a, _| a,
+            "reduce-op",
+            Materialized::with(StringSerde, StringSerde),
+        )
+        .to_stream()
+        .to("reduced");
+    assert_describes_as(&b.build().unwrap(), "table_group_by_named_ops");
+}
+
+#[test]
+fn table_named_grouping_two_aggregations() {
+    let b = StreamsBuilder::new();
+    let grouped = b.table::<String, String>("users").group_by_with(
+        |k, v| (v, k.clone()),
+        Grouped::as_("by-value")
+            .with_key_serde(StringSerde)
+            .with_value_serde(StringSerde),
+    );
+    grouped.count().to_stream().to("counts");
+    grouped
+        .reduce(|a, b| a + &b, |a, _| a)
+        .to_stream()
+        .to("reduced");
+    assert_describes_as(&b.build().unwrap(), "table_named_grouping_two_aggregations");
+}
+
+#[test]
+fn to_table_filter_group_by() {
+    let b = StreamsBuilder::new();
+    b.stream::<String, String>("input")
+        .to_table()
+        .filter(|_, v| !v.is_empty())
+        .group_by(|k, v| (v, k.clone()))
+        .count()
+        .to_stream()
+        .to("output");
+    assert_describes_as(&b.build().unwrap(), "to_table_filter_group_by");
 }

@@ -24,6 +24,7 @@ import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashMap;
@@ -39,11 +40,21 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.EmitStrategy;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KGroupedTable;
 import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Printed;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.ProcessorSupplier;
@@ -255,6 +266,493 @@ public final class DescribePrograms {
         // END split_no_default
     }
 
+    // ------------------------------------------------------------------ stateful DSL
+
+    static Topology wordCount() {
+        // BEGIN word_count
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("sentences")
+            .flatMapValues(v -> List.of(v.split(" ")))
+            .groupBy((k, v) -> v)
+            .count()
+            .toStream()
+            .to("word-counts");
+        return builder.build();
+        // END word_count
+    }
+
+    static Topology wordCountMaterialized() {
+        // BEGIN word_count_materialized
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("sentences")
+            .flatMapValues(v -> List.of(v.split(" ")))
+            .groupBy((k, v) -> v)
+            .count(Materialized.as("counts"))
+            .toStream()
+            .to("word-counts");
+        return builder.build();
+        // END word_count_materialized
+    }
+
+    static Topology selectKeyGroupByKey() {
+        // BEGIN select_key_group_by_key
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("input")
+            .selectKey((k, v) -> v)
+            .groupByKey()
+            .count()
+            .toStream()
+            .to("output");
+        return builder.build();
+        // END select_key_group_by_key
+    }
+
+    static Topology selectKeyGroupByKeyGrouped() {
+        // BEGIN select_key_group_by_key_grouped
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("input")
+            .selectKey((k, v) -> v)
+            .groupByKey(Grouped.as("by-value"))
+            .count()
+            .toStream()
+            .to("output");
+        return builder.build();
+        // END select_key_group_by_key_grouped
+    }
+
+    static Topology streamAggregations() {
+        // BEGIN stream_aggregations
+        StreamsBuilder builder = new StreamsBuilder();
+        KGroupedStream<String, String> grouped = builder.<String, String>stream("input").groupByKey();
+        grouped.count().toStream().to("counts");
+        grouped.reduce((a, b) -> a + b).toStream().to("reduced");
+        grouped.aggregate(() -> 0L, (k, v, agg) -> agg + v.length()).toStream().to("lengths");
+        return builder.build();
+        // END stream_aggregations
+    }
+
+    static Topology streamAggregationsNamed() {
+        // BEGIN stream_aggregations_named
+        StreamsBuilder builder = new StreamsBuilder();
+        KGroupedStream<String, String> grouped = builder.<String, String>stream("input").groupByKey();
+        grouped.count(Named.as("count-op")).toStream().to("counts");
+        grouped.reduce((a, b) -> a + b, Named.as("reduce-op"), Materialized.with(Serdes.String(), Serdes.String()))
+            .toStream().to("reduced");
+        grouped.aggregate(() -> 0L, (k, v, agg) -> agg + v.length(), Named.as("aggregate-op"),
+                Materialized.with(Serdes.String(), Serdes.Long()))
+            .toStream().to("lengths");
+        return builder.build();
+        // END stream_aggregations_named
+    }
+
+    static Topology streamAggregationsMaterialized() {
+        // BEGIN stream_aggregations_materialized
+        StreamsBuilder builder = new StreamsBuilder();
+        KGroupedStream<String, String> grouped = builder.<String, String>stream("input")
+            .groupBy((k, v) -> v);
+        grouped.count(Materialized.as("count-store")).toStream().to("counts");
+        grouped.reduce((a, b) -> a + b, Materialized.as("reduce-store")).toStream().to("reduced");
+        grouped.aggregate(() -> 0L, (k, v, agg) -> agg + v.length(), Materialized.as("aggregate-store"))
+            .toStream().to("lengths");
+        return builder.build();
+        // END stream_aggregations_materialized
+    }
+
+    static Topology streamAggregationsNamedMaterialized() {
+        // BEGIN stream_aggregations_named_materialized
+        StreamsBuilder builder = new StreamsBuilder();
+        KGroupedStream<String, String> grouped = builder.<String, String>stream("input").groupByKey();
+        grouped.count(Named.as("count-op"), Materialized.as("count-store")).toStream().to("counts");
+        grouped.reduce((a, b) -> a + b, Named.as("reduce-op"), Materialized.as("reduce-store"))
+            .toStream().to("reduced");
+        grouped.aggregate(() -> 0L, (k, v, agg) -> agg + v.length(), Named.as("aggregate-op"),
+                Materialized.as("aggregate-store"))
+            .toStream().to("lengths");
+        return builder.build();
+        // END stream_aggregations_named_materialized
+    }
+
+    static Topology namedGroupingTwoAggregations() {
+        // BEGIN named_grouping_two_aggregations
+        StreamsBuilder builder = new StreamsBuilder();
+        KGroupedStream<String, String> grouped = builder.<String, String>stream("input")
+            .groupBy((k, v) -> v, Grouped.as("by-value"));
+        grouped.count().toStream().to("counts");
+        grouped.reduce((a, b) -> a + b).toStream().to("reduced");
+        return builder.build();
+        // END named_grouping_two_aggregations
+    }
+
+    static Topology tableOps() {
+        // BEGIN table_ops
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>table("users")
+            .filter((k, v) -> v != null)
+            .filterNot((k, v) -> v.isEmpty())
+            .mapValues(v -> v.toUpperCase())
+            .toStream()
+            .to("output");
+        return builder.build();
+        // END table_ops
+    }
+
+    static Topology tableMaterialized() {
+        // BEGIN table_materialized
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>table("users", Materialized.as("users-store"))
+            .filter((k, v) -> v != null, Materialized.as("filtered"))
+            .mapValues(v -> v.toUpperCase(), Named.as("upper"), Materialized.as("upper-store"))
+            .toStream(Named.as("to-stream"))
+            .to("output");
+        return builder.build();
+        // END table_materialized
+    }
+
+    static Topology tableConsumedNamed() {
+        // BEGIN table_consumed_named
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.table("users", Consumed.<String, String>as("users-source"))
+            .filterNot((k, v) -> v.isEmpty(), Named.as("non-empty"))
+            .mapValues(v -> v.length(), Materialized.with(Serdes.String(), Serdes.Integer()))
+            .filter((k, v) -> v > 1, Materialized.with(Serdes.String(), Serdes.Integer()))
+            .toStream()
+            .to("output");
+        return builder.build();
+        // END table_consumed_named
+    }
+
+    static Topology streamToTable() {
+        // BEGIN stream_to_table
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("input")
+            .toTable()
+            .filter((k, v) -> v != null)
+            .toStream()
+            .to("output");
+        return builder.build();
+        // END stream_to_table
+    }
+
+    static Topology streamToTableNamed() {
+        // BEGIN stream_to_table_named
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("input")
+            .toTable(Named.as("as-table"), Materialized.as("table-store"))
+            .toStream()
+            .to("output");
+        return builder.build();
+        // END stream_to_table_named
+    }
+
+    static Topology selectKeyToTable() {
+        // BEGIN select_key_to_table
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("input")
+            .selectKey((k, v) -> v)
+            .toTable()
+            .toStream()
+            .to("output");
+        return builder.build();
+        // END select_key_to_table
+    }
+
+    static Topology selectKeyToTableNamed() {
+        // BEGIN select_key_to_table_named
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("input")
+            .selectKey((k, v) -> v)
+            .toTable(Named.as("as-table"), Materialized.as("table-store"))
+            .toStream()
+            .to("output");
+        return builder.build();
+        // END select_key_to_table_named
+    }
+
+    static Topology tableGroupByCount() {
+        // BEGIN table_group_by_count
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>table("users")
+            .groupBy((k, v) -> KeyValue.pair(v, k))
+            .count()
+            .toStream()
+            .to("output");
+        return builder.build();
+        // END table_group_by_count
+    }
+
+    static Topology tableGroupByReduce() {
+        // BEGIN table_group_by_reduce
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>table("users")
+            .groupBy((k, v) -> KeyValue.pair(v, k))
+            .reduce((a, b) -> a + b, (a, b) -> a)
+            .toStream()
+            .to("output");
+        return builder.build();
+        // END table_group_by_reduce
+    }
+
+    static Topology tableGroupByAggregateNamed() {
+        // BEGIN table_group_by_aggregate_named
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>table("users", Materialized.as("users-store"))
+            .groupBy((k, v) -> KeyValue.pair(v, k), Grouped.as("by-region"))
+            .aggregate(() -> 0L, (k, v, agg) -> agg + 1, (k, v, agg) -> agg - 1,
+                Named.as("region-count"), Materialized.as("region-counts"))
+            .toStream()
+            .to("output");
+        return builder.build();
+        // END table_group_by_aggregate_named
+    }
+
+    static Topology tableGroupByReduceMaterialized() {
+        // BEGIN table_group_by_reduce_materialized
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>table("users")
+            .groupBy((k, v) -> KeyValue.pair(v, k))
+            .reduce((a, b) -> a + b, (a, b) -> a, Materialized.as("reduced"))
+            .toStream()
+            .to("output");
+        return builder.build();
+        // END table_group_by_reduce_materialized
+    }
+
+    static Topology windowedCount() {
+        // BEGIN windowed_count
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("clicks")
+            .groupByKey()
+            .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(5)))
+            .count()
+            .toStream()
+            .to("windowed-counts");
+        return builder.build();
+        // END windowed_count
+    }
+
+    static Topology windowedCountNamed() {
+        // BEGIN windowed_count_named
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("clicks")
+            .groupBy((k, v) -> v)
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMinutes(5), Duration.ofMinutes(1))
+                .advanceBy(Duration.ofMinutes(1)))
+            .count(Named.as("hopping-count"), Materialized.as("hopping-counts"))
+            .toStream()
+            .to("windowed-counts");
+        return builder.build();
+        // END windowed_count_named
+    }
+
+    static Topology slidingCount() {
+        // BEGIN sliding_count
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("clicks")
+            .groupByKey()
+            .windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(Duration.ofMinutes(5)))
+            .count()
+            .toStream()
+            .to("sliding-counts");
+        return builder.build();
+        // END sliding_count
+    }
+
+    static Topology sessionCount() {
+        // BEGIN session_count
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("clicks")
+            .groupByKey()
+            .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMinutes(5)))
+            .count()
+            .toStream()
+            .to("session-counts");
+        return builder.build();
+        // END session_count
+    }
+
+    static Topology suppressWindowed() {
+        // BEGIN suppress_windowed
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("clicks")
+            .groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMinutes(5), Duration.ofMinutes(1)))
+            .count()
+            .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+            .toStream()
+            .to("final-counts");
+        return builder.build();
+        // END suppress_windowed
+    }
+
+    static Topology suppressNamed() {
+        // BEGIN suppress_named
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("clicks")
+            .groupByKey()
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMinutes(5), Duration.ofMinutes(1)))
+            .count(Materialized.as("sessions"))
+            .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()).withName("final-sessions"))
+            .toStream()
+            .to("final-counts");
+        return builder.build();
+        // END suppress_named
+    }
+
+    static Topology cogroupTwo() {
+        // BEGIN cogroup_two
+        StreamsBuilder builder = new StreamsBuilder();
+        KGroupedStream<String, String> clicks = builder.<String, String>stream("clicks").groupByKey();
+        KGroupedStream<String, String> views = builder.<String, String>stream("views").groupByKey();
+        clicks.<Long>cogroup((k, v, agg) -> agg + 1)
+            .cogroup(views, (k, v, agg) -> agg + 10)
+            .aggregate(() -> 0L)
+            .toStream()
+            .to("activity");
+        return builder.build();
+        // END cogroup_two
+    }
+
+    static Topology cogroupThreeWindowed() {
+        // BEGIN cogroup_three_windowed
+        StreamsBuilder builder = new StreamsBuilder();
+        KGroupedStream<String, String> clicks = builder.<String, String>stream("clicks").groupByKey();
+        KGroupedStream<String, String> views = builder.<String, String>stream("views").groupByKey();
+        KGroupedStream<String, String> buys = builder.<String, String>stream("buys")
+            .groupBy((k, v) -> v);
+        clicks.<Long>cogroup((k, v, agg) -> agg + 1)
+            .cogroup(views, (k, v, agg) -> agg + 10)
+            .cogroup(buys, (k, v, agg) -> agg + 100)
+            .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(5)))
+            .aggregate(() -> 0L)
+            .toStream()
+            .to("activity");
+        return builder.build();
+        // END cogroup_three_windowed
+    }
+
+    static Topology cogroupNamed() {
+        // BEGIN cogroup_named
+        StreamsBuilder builder = new StreamsBuilder();
+        KGroupedStream<String, String> clicks = builder.<String, String>stream("clicks").groupByKey();
+        KGroupedStream<String, String> views = builder.<String, String>stream("views")
+            .groupBy((k, v) -> v, Grouped.as("views-by-value"));
+        clicks.<Long>cogroup((k, v, agg) -> agg + 1)
+            .cogroup(views, (k, v, agg) -> agg + 10)
+            .aggregate(() -> 0L, Named.as("activity"), Materialized.as("activity-store"))
+            .toStream()
+            .to("activity");
+        return builder.build();
+        // END cogroup_named
+    }
+
+    static Topology cogroupSession() {
+        // BEGIN cogroup_session
+        StreamsBuilder builder = new StreamsBuilder();
+        KGroupedStream<String, String> clicks = builder.<String, String>stream("clicks").groupByKey();
+        KGroupedStream<String, String> views = builder.<String, String>stream("views").groupByKey();
+        clicks.<Long>cogroup((k, v, agg) -> agg + 1)
+            .cogroup(views, (k, v, agg) -> agg + 10)
+            .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMinutes(5)))
+            .aggregate(() -> 0L, (k, a, b) -> a + b)
+            .toStream()
+            .to("activity");
+        return builder.build();
+        // END cogroup_session
+    }
+
+    static Topology windowedReduceAggregate() {
+        // BEGIN windowed_reduce_aggregate
+        StreamsBuilder builder = new StreamsBuilder();
+        KGroupedStream<String, String> grouped = builder.<String, String>stream("clicks").groupByKey();
+        grouped.windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(5)))
+            .reduce((a, b) -> a + b)
+            .toStream()
+            .to("tumbling-reduced");
+        grouped.windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(Duration.ofMinutes(5)))
+            .aggregate(() -> 0L, (k, v, agg) -> agg + v.length(), Named.as("sliding-agg"),
+                Materialized.as("sliding-store"))
+            .toStream()
+            .to("sliding-lengths");
+        grouped.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMinutes(5)))
+            .reduce((a, b) -> a + b, Named.as("session-reduce"))
+            .toStream()
+            .to("session-reduced");
+        grouped.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMinutes(5)))
+            .aggregate(() -> 0L, (k, v, agg) -> agg + v.length(), (k, a, b) -> a + b)
+            .toStream()
+            .to("session-lengths");
+        return builder.build();
+        // END windowed_reduce_aggregate
+    }
+
+    static Topology windowedEmitFinal() {
+        // BEGIN windowed_emit_final
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("clicks")
+            .groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMinutes(5), Duration.ofMinutes(1)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .count()
+            .toStream()
+            .to("final-counts");
+        return builder.build();
+        // END windowed_emit_final
+    }
+
+    static Topology tableSuppressTimeLimit() {
+        // BEGIN table_suppress_time_limit
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>table("users")
+            .suppress(Suppressed.untilTimeLimit(Duration.ofMinutes(1),
+                Suppressed.BufferConfig.maxRecords(100).emitEarlyWhenFull()))
+            .toStream()
+            .to("output");
+        return builder.build();
+        // END table_suppress_time_limit
+    }
+
+    static Topology tableGroupByNamedOps() {
+        // BEGIN table_group_by_named_ops
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> users = builder.table("users");
+        users.groupBy((k, v) -> KeyValue.pair(v, k))
+            .count(Named.as("count-op"))
+            .toStream()
+            .to("counts");
+        users.groupBy((k, v) -> KeyValue.pair(k, v))
+            .reduce((a, b) -> a + b, (a, b) -> a, Named.as("reduce-op"),
+                Materialized.with(Serdes.String(), Serdes.String()))
+            .toStream()
+            .to("reduced");
+        return builder.build();
+        // END table_group_by_named_ops
+    }
+
+    static Topology tableNamedGroupingTwoAggregations() {
+        // BEGIN table_named_grouping_two_aggregations
+        StreamsBuilder builder = new StreamsBuilder();
+        KGroupedTable<String, String> grouped = builder.<String, String>table("users")
+            .groupBy((k, v) -> KeyValue.pair(v, k), Grouped.as("by-value"));
+        grouped.count().toStream().to("counts");
+        grouped.reduce((a, b) -> a + b, (a, b) -> a).toStream().to("reduced");
+        return builder.build();
+        // END table_named_grouping_two_aggregations
+    }
+
+    static Topology toTableFilterGroupBy() {
+        // BEGIN to_table_filter_group_by
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("input")
+            .toTable()
+            .filter((k, v) -> v != null)
+            .groupBy((k, v) -> KeyValue.pair(v, k))
+            .count()
+            .toStream()
+            .to("output");
+        return builder.build();
+        // END to_table_filter_group_by
+    }
+
     static Map<String, Supplier<Topology>> programs() {
         final Map<String, Supplier<Topology>> programs = new LinkedHashMap<>();
         programs.put("filter_map_to", DescribePrograms::filterMapTo);
@@ -271,6 +769,42 @@ public final class DescribePrograms {
         programs.put("topology_papi", DescribePrograms::topologyPapi);
         programs.put("merge_of_three", DescribePrograms::mergeOfThree);
         programs.put("split_no_default", DescribePrograms::splitNoDefault);
+        programs.put("word_count", DescribePrograms::wordCount);
+        programs.put("word_count_materialized", DescribePrograms::wordCountMaterialized);
+        programs.put("select_key_group_by_key", DescribePrograms::selectKeyGroupByKey);
+        programs.put("select_key_group_by_key_grouped", DescribePrograms::selectKeyGroupByKeyGrouped);
+        programs.put("stream_aggregations", DescribePrograms::streamAggregations);
+        programs.put("stream_aggregations_named", DescribePrograms::streamAggregationsNamed);
+        programs.put("stream_aggregations_materialized", DescribePrograms::streamAggregationsMaterialized);
+        programs.put("stream_aggregations_named_materialized", DescribePrograms::streamAggregationsNamedMaterialized);
+        programs.put("named_grouping_two_aggregations", DescribePrograms::namedGroupingTwoAggregations);
+        programs.put("table_ops", DescribePrograms::tableOps);
+        programs.put("table_materialized", DescribePrograms::tableMaterialized);
+        programs.put("table_consumed_named", DescribePrograms::tableConsumedNamed);
+        programs.put("stream_to_table", DescribePrograms::streamToTable);
+        programs.put("stream_to_table_named", DescribePrograms::streamToTableNamed);
+        programs.put("select_key_to_table", DescribePrograms::selectKeyToTable);
+        programs.put("select_key_to_table_named", DescribePrograms::selectKeyToTableNamed);
+        programs.put("table_group_by_count", DescribePrograms::tableGroupByCount);
+        programs.put("table_group_by_reduce", DescribePrograms::tableGroupByReduce);
+        programs.put("table_group_by_aggregate_named", DescribePrograms::tableGroupByAggregateNamed);
+        programs.put("table_group_by_reduce_materialized", DescribePrograms::tableGroupByReduceMaterialized);
+        programs.put("windowed_count", DescribePrograms::windowedCount);
+        programs.put("windowed_count_named", DescribePrograms::windowedCountNamed);
+        programs.put("sliding_count", DescribePrograms::slidingCount);
+        programs.put("session_count", DescribePrograms::sessionCount);
+        programs.put("suppress_windowed", DescribePrograms::suppressWindowed);
+        programs.put("suppress_named", DescribePrograms::suppressNamed);
+        programs.put("cogroup_two", DescribePrograms::cogroupTwo);
+        programs.put("cogroup_three_windowed", DescribePrograms::cogroupThreeWindowed);
+        programs.put("cogroup_named", DescribePrograms::cogroupNamed);
+        programs.put("cogroup_session", DescribePrograms::cogroupSession);
+        programs.put("windowed_reduce_aggregate", DescribePrograms::windowedReduceAggregate);
+        programs.put("windowed_emit_final", DescribePrograms::windowedEmitFinal);
+        programs.put("table_suppress_time_limit", DescribePrograms::tableSuppressTimeLimit);
+        programs.put("table_group_by_named_ops", DescribePrograms::tableGroupByNamedOps);
+        programs.put("table_named_grouping_two_aggregations", DescribePrograms::tableNamedGroupingTwoAggregations);
+        programs.put("to_table_filter_group_by", DescribePrograms::toTableFilterGroupBy);
         return programs;
     }
 
