@@ -152,6 +152,9 @@ impl StreamsBuilder {
             );
             state.record(added);
         }
+        if consumed.bootstrap {
+            state.topology.graph.mark_bootstrap_upstream(&name);
+        }
         drop(state);
         let mut stream = KStream::new(self.state.clone(), name);
         stream.key_serde = Some(consumed.key_serde);

@@ -26,6 +26,7 @@ use crate::{KStream, Processor, ProcessorContext, ProcessorError, TopologyError}
 pub struct Joined<K, V> {
     name: Option<String>,
     grace: Option<Duration>,
+    bootstrap: bool,
     key_serde: Option<SharedSerde<K>>,
     value_serde: Option<SharedSerde<V>>,
 }
@@ -35,6 +36,7 @@ impl<K, V> Default for Joined<K, V> {
         Joined {
             name: None,
             grace: None,
+            bootstrap: false,
             key_serde: None,
             value_serde: None,
         }
@@ -56,6 +58,14 @@ impl<K: 'static, V: 'static> Joined<K, V> {
     /// table.
     pub fn with_grace_period(mut self, grace: Duration) -> Self {
         self.grace = Some(grace);
+        self
+    }
+
+    /// Bootstraps the table side (beyond Kafka Streams): each task reads
+    /// the table's partitions to the end offsets seen at assignment before
+    /// it joins any stream record. See [`crate::Consumed::with_bootstrap`].
+    pub fn with_table_bootstrap(mut self) -> Self {
+        self.bootstrap = true;
         self
     }
 
@@ -131,6 +141,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     ) -> KStream<K, VR> {
         let getter = (table.getter)();
         let mut s = self.state.borrow_mut();
+        if joined.bootstrap {
+            s.topology.graph.mark_bootstrap_upstream(&table.node);
+        }
         let name = s.name_or_generate(joined.name.clone(), prefix);
         let out = KStream::new(self.state.clone(), name.clone());
         let invalid = |message: String| TopologyError::InvalidOperator {

@@ -62,6 +62,7 @@ pub struct Consumed<K, V> {
     pub(crate) value_serde: SharedSerde<V>,
     pub(crate) extractor: Option<Arc<dyn TimestampExtractor>>,
     pub(crate) name: Option<String>,
+    pub(crate) bootstrap: bool,
 }
 
 impl<K: 'static, V: 'static> Consumed<K, V> {
@@ -72,7 +73,18 @@ impl<K: 'static, V: 'static> Consumed<K, V> {
             value_serde: Arc::new(value_serde),
             extractor: None,
             name: None,
+            bootstrap: false,
         }
+    }
+
+    /// Bootstraps the topic (beyond Kafka Streams): when a task is
+    /// assigned a partition of it, the task reads that partition up to the
+    /// end offset seen at assignment before it processes records of its
+    /// other partitions. Meant for table topics, so that a join never runs
+    /// against a half-loaded table; progress is logged as a restore's.
+    pub fn with_bootstrap(mut self) -> Self {
+        self.bootstrap = true;
+        self
     }
 
     /// Uses this extractor instead of the application's default.
@@ -95,6 +107,7 @@ impl<K: DefaultSerde, V: DefaultSerde> Default for Consumed<K, V> {
             value_serde: V::default_serde(),
             extractor: None,
             name: None,
+            bootstrap: false,
         }
     }
 }

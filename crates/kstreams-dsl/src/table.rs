@@ -260,6 +260,9 @@ impl crate::StreamsBuilder {
                 consumed.extractor.clone(),
             );
             s.record(added);
+            if consumed.bootstrap {
+                s.topology.graph.mark_bootstrap_upstream(&source);
+            }
             (source, table_node)
         };
         let mut table = table_source::<K, V, Option<K>, Option<V>>(
@@ -333,6 +336,19 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
     /// The name of the node this handle stands on.
     pub fn node_name(&self) -> &str {
         &self.node
+    }
+
+    /// Bootstraps the topics this table is read from (beyond Kafka
+    /// Streams; see [`crate::Consumed::with_bootstrap`]): a task reads them
+    /// to the end offsets seen at assignment before its other partitions,
+    /// so a join never sees the table half-loaded.
+    pub fn with_bootstrap(self) -> Self {
+        self.state
+            .borrow_mut()
+            .topology
+            .graph
+            .mark_bootstrap_upstream(&self.node);
+        self
     }
 
     /// The name of the store holding this table, if it is materialized.

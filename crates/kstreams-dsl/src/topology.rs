@@ -241,6 +241,17 @@ impl Topology {
         out
     }
 
+    /// Topics whose partitions a task reads to the end offset seen at
+    /// assignment before processing its other partitions (internal ones
+    /// with the application id prefix).
+    pub fn bootstrap_topics(&self, application_id: &str) -> Vec<String> {
+        self.graph
+            .bootstrap_topics
+            .iter()
+            .map(|t| crate::internals::instance::resolve_topic(&self.graph, application_id, t))
+            .collect()
+    }
+
     /// Internal (repartition) topic names, without the application id.
     pub fn internal_topics(&self) -> impl Iterator<Item = &str> {
         self.graph.internal_topics.iter().map(String::as_str)

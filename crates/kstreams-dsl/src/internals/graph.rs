@@ -104,9 +104,34 @@ pub(crate) struct TopologyGraph {
     /// Topic names that get the application id as prefix at run time.
     pub internal_topics: BTreeSet<String>,
     pub topic_to_source: HashMap<String, usize>,
+    /// Topics a task reads to their end before its other partitions.
+    pub bootstrap_topics: BTreeSet<String>,
 }
 
 impl TopologyGraph {
+    /// Marks the topics of the sources upstream of `node` as bootstrap.
+    pub fn mark_bootstrap_upstream(&mut self, node: &str) {
+        let Some(&start) = self.by_name.get(node) else {
+            return;
+        };
+        let mut todo = vec![start];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(id) = todo.pop() {
+            if !seen.insert(id) {
+                continue;
+            }
+            let def = &self.nodes[id];
+            if let NodeKind::Source {
+                topics: SourceTopics::Names(names),
+                ..
+            } = &def.kind
+            {
+                self.bootstrap_topics.extend(names.iter().cloned());
+            }
+            todo.extend(def.parents.iter().copied());
+        }
+    }
+
     pub fn add_node(
         &mut self,
         name: String,

@@ -33,6 +33,10 @@ struct PartitionQueue {
 pub(crate) struct PartitionGroup {
     queues: Vec<PartitionQueue>,
     blocked_since: Option<Instant>,
+    /// Bootstrap partitions not yet read to their end: (topic, partition,
+    /// end offset seen at assignment). While any is left, only they are
+    /// processed.
+    bootstrap: Vec<(String, i32, i64)>,
 }
 
 impl PartitionGroup {
@@ -58,7 +62,36 @@ impl PartitionGroup {
     pub fn remove_partition(&mut self, topic: &str, partition: i32) -> bool {
         self.queues
             .retain(|q| !(q.partition == partition && q.topic == topic));
+        self.bootstrap
+            .retain(|(t, p, _)| !(*p == partition && t == topic));
         self.queues.is_empty()
+    }
+
+    /// The task must read `topic`-`partition` up to `end` (exclusive)
+    /// before anything else.
+    pub fn add_bootstrap(&mut self, topic: &str, partition: i32, end: i64) {
+        self.add_partition(topic, partition);
+        self.bootstrap.push((topic.to_string(), partition, end));
+    }
+
+    /// Whether bootstrap partitions are still being read.
+    pub fn bootstrapping(&self) -> bool {
+        !self.bootstrap.is_empty()
+    }
+
+    /// The bootstrap partitions still being read, with their end offsets.
+    pub fn bootstrap_partitions(&self) -> &[(String, i32, i64)] {
+        &self.bootstrap
+    }
+
+    /// The consumer is at `position` on a bootstrap partition: done with it
+    /// if that is at or past its end (the last offsets may be transaction
+    /// markers, which are never handed out as records).
+    pub fn bootstrap_position(&mut self, topic: &str, partition: i32, position: i64) {
+        let nothing_buffered = self.buffered(topic, partition) == 0;
+        self.bootstrap.retain(|(t, p, end)| {
+            !(*p == partition && t == topic && nothing_buffered && position >= *end)
+        });
     }
 
     /// Drops every buffered record and the progress not yet taken, keeping
@@ -104,6 +137,9 @@ impl PartitionGroup {
         now: Instant,
         enforced: &Counter,
     ) -> Option<ConsumedRecord> {
+        if !self.bootstrap.is_empty() {
+            return self.next_bootstrap();
+        }
         let any_empty = self.queues.iter().any(|q| q.records.is_empty());
         if any_empty && self.queues.len() > 1 && !self.is_empty() {
             let since = *self.blocked_since.get_or_insert(now);
@@ -124,6 +160,28 @@ impl PartitionGroup {
         if queue.records.is_empty() {
             self.blocked_since = None;
         }
+        Some(record)
+    }
+
+    /// The next record of a bootstrap partition, in timestamp order among
+    /// them; the other partitions wait.
+    fn next_bootstrap(&mut self) -> Option<ConsumedRecord> {
+        let bootstrap = &self.bootstrap;
+        let queue = self
+            .queues
+            .iter_mut()
+            .filter(|q| {
+                !q.records.is_empty()
+                    && bootstrap
+                        .iter()
+                        .any(|(t, p, _)| *p == q.partition && *t == q.topic)
+            })
+            .min_by_key(|q| q.records.front().map(|r| r.timestamp))?;
+        let record = queue.records.pop_front()?;
+        queue.progress = Some(record.offset + 1);
+        let (topic, partition, next) = (record.topic.as_str(), record.partition, record.offset + 1);
+        self.bootstrap
+            .retain(|(t, p, end)| !(*p == partition && t == topic && next >= *end));
         Some(record)
     }
 
@@ -184,6 +242,41 @@ mod tests {
         progress.sort();
         assert_eq!(progress, [("a".to_string(), 0, 2), ("b".to_string(), 0, 2)]);
         assert_eq!(g.take_progress().count(), 0, "progress is taken once");
+    }
+
+    #[test]
+    fn bootstrap_partitions_go_first_until_their_end() {
+        let mut group = PartitionGroup::default();
+        let enforced = Counter::default();
+        let now = Instant::now();
+        group.add_partition("stream", 0);
+        group.add_bootstrap("table", 0, 2);
+        group.push(rec("stream", 0, 0, 1));
+        group.push(rec("table", 0, 0, 50));
+        // The stream record is older, but the table is read first.
+        let first = group.next(Duration::ZERO, now, &enforced).unwrap();
+        assert_eq!((first.topic.as_str(), first.offset), ("table", 0));
+        assert!(
+            group.next(Duration::ZERO, now, &enforced).is_none(),
+            "waits for table offset 1"
+        );
+        assert!(group.bootstrapping());
+        group.push(rec("table", 0, 1, 60));
+        let second = group.next(Duration::ZERO, now, &enforced).unwrap();
+        assert_eq!((second.topic.as_str(), second.offset), ("table", 1));
+        assert!(!group.bootstrapping());
+        let third = group.next(Duration::ZERO, now, &enforced).unwrap();
+        assert_eq!(third.topic, "stream");
+    }
+
+    #[test]
+    fn bootstrap_ends_at_the_consumer_position_past_markers() {
+        let mut group = PartitionGroup::default();
+        group.add_bootstrap("table", 0, 10);
+        group.bootstrap_position("table", 0, 9);
+        assert!(group.bootstrapping());
+        group.bootstrap_position("table", 0, 10);
+        assert!(!group.bootstrapping());
     }
 
     #[test]

@@ -236,6 +236,9 @@ struct TaskEntry {
     /// Held while the task lives: the lock on its state directory
     /// (stateful tasks only).
     directory: Option<TaskDirectory>,
+    /// When the task began reading its bootstrap partitions, and when it
+    /// last logged its progress.
+    bootstrap: Option<(Instant, Instant)>,
 }
 
 /// A stream thread's clients, made before its OS thread starts so that a
@@ -265,6 +268,8 @@ struct ThreadLoop {
     opener: TaskOpener,
     paused: HashSet<(String, i32)>,
     last_commit: Instant,
+    /// Topics a task reads to their end before its other partitions.
+    bootstrap_topics: HashSet<String>,
 }
 
 /// Milliseconds since the epoch.
@@ -365,6 +370,11 @@ impl StreamThread {
     /// is told each time the thread gains or loses partitions.
     pub fn run(self, stop: &AtomicBool, on_assignment: &dyn Fn(bool)) -> Result<(), RuntimeError> {
         let opener = TaskOpener::new(&self.name, &self.config, self.topology.clone())?;
+        let bootstrap_topics = self
+            .topology
+            .bootstrap_topics(&self.config.application_id)
+            .into_iter()
+            .collect();
         ThreadLoop {
             opener,
             name: self.name,
@@ -376,6 +386,7 @@ impl StreamThread {
             tasks: HashMap::new(),
             paused: HashSet::new(),
             last_commit: Instant::now(),
+            bootstrap_topics,
         }
         .run(stop, on_assignment)
     }
@@ -597,14 +608,29 @@ impl ThreadLoop {
                                     task,
                                     group: PartitionGroup::default(),
                                     directory,
+                                    bootstrap: None,
                                 },
                             );
                         }
-                        self.tasks
-                            .get_mut(&id)
-                            .expect("present")
-                            .group
-                            .add_partition(&topic, partition);
+                        let end = if self.bootstrap_topics.contains(&topic) {
+                            self.bootstrap_end(&topic, partition)?
+                        } else {
+                            None
+                        };
+                        let entry = self.tasks.get_mut(&id).expect("present");
+                        match end {
+                            Some(end) => {
+                                log::info!(
+                                    "{}: task {id} bootstraps {topic}-{partition} up to offset {end} \
+                                     before its other partitions",
+                                    self.name
+                                );
+                                entry.group.add_bootstrap(&topic, partition, end);
+                                let now = Instant::now();
+                                entry.bootstrap.get_or_insert((now, now));
+                            }
+                            None => entry.group.add_partition(&topic, partition),
+                        }
                     }
                     outcome = Some(true);
                 }
@@ -613,9 +639,85 @@ impl ThreadLoop {
         Ok(outcome)
     }
 
+    /// The end offset a bootstrap partition must be read to: its high
+    /// watermark now, unless the committed position is already there.
+    fn bootstrap_end(&self, topic: &str, partition: i32) -> Result<Option<i64>, RuntimeError> {
+        let timeout = Duration::from_secs(30);
+        let (_, high) = self.consumer.fetch_watermarks(topic, partition, timeout)?;
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition(topic, partition);
+        let committed = self
+            .consumer
+            .committed_offsets(tpl, timeout)?
+            .find_partition(topic, partition)
+            .and_then(|e| match e.offset() {
+                Offset::Offset(o) => Some(o),
+                _ => None,
+            })
+            .unwrap_or(0);
+        Ok((committed < high).then_some(high))
+    }
+
+    /// Ends the bootstrap of partitions the consumer has read past their
+    /// end (transaction markers are never handed out as records), and
+    /// logs bootstrap progress and completion as a restore does.
+    fn track_bootstrap(&mut self) -> Result<(), RuntimeError> {
+        if !self.tasks.values().any(|e| e.group.bootstrapping()) {
+            return Ok(());
+        }
+        let positions = self.consumer.position()?;
+        for (id, entry) in &mut self.tasks {
+            let Some((began, last_log)) = entry.bootstrap else {
+                continue;
+            };
+            let pending: Vec<(String, i32, i64)> = entry.group.bootstrap_partitions().to_vec();
+            for (topic, partition, _) in &pending {
+                if let Some(Offset::Offset(position)) = positions
+                    .find_partition(topic, *partition)
+                    .map(|e| e.offset())
+                {
+                    entry.group.bootstrap_position(topic, *partition, position);
+                }
+            }
+            if !entry.group.bootstrapping() {
+                log::info!(
+                    "{}: task {id} bootstrapped its tables in {:.1} s; processing its other partitions",
+                    self.name,
+                    began.elapsed().as_secs_f64()
+                );
+                entry.bootstrap = None;
+            } else if last_log.elapsed() >= Duration::from_secs(5) {
+                let left: Vec<String> = entry
+                    .group
+                    .bootstrap_partitions()
+                    .iter()
+                    .map(|(t, p, end)| {
+                        let at = positions
+                            .find_partition(t, *p)
+                            .and_then(|e| match e.offset() {
+                                Offset::Offset(o) => Some(o),
+                                _ => None,
+                            })
+                            .unwrap_or(0);
+                        format!("{t}-{p} at {at}/{end}")
+                    })
+                    .collect();
+                log::info!(
+                    "{}: task {id} bootstrapping for {:.0} s: {}",
+                    self.name,
+                    began.elapsed().as_secs_f64(),
+                    left.join(", ")
+                );
+                entry.bootstrap = Some((began, Instant::now()));
+            }
+        }
+        Ok(())
+    }
+
     /// Processes what the partition groups allow, sending outputs as they
     /// come. Returns whether anything can be committed.
     fn process_buffered(&mut self) -> Result<bool, RuntimeError> {
+        self.track_bootstrap()?;
         let max_idle = self.config.max_task_idle;
         let mut outputs = Vec::new();
         let mut progress = Vec::new();
@@ -858,12 +960,15 @@ impl ThreadLoop {
             // The old task's directory lock goes before the new one is taken.
             drop(entry);
             let (task, directory) = self.opener.open(id)?;
+            let now = Instant::now();
+            let bootstrap = group.bootstrapping().then_some((now, now));
             self.tasks.insert(
                 id,
                 TaskEntry {
                     task,
                     group,
                     directory,
+                    bootstrap,
                 },
             );
         }
