@@ -15,6 +15,7 @@ mod cogroup;
 mod describe;
 mod error;
 mod fixed_key;
+mod global;
 mod grouped;
 pub mod internals;
 mod java_order;
@@ -43,6 +44,7 @@ pub use cogroup::{
     CogroupedKStream, SessionWindowedCogroupedKStream, TimeWindowedCogroupedKStream,
 };
 pub use fixed_key::{FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord};
+pub use global::{GlobalKTable, GlobalStore};
 pub use grouped::{KGroupedStream, KGroupedTable};
 pub use joins::Joined;
 pub use kstream::{BranchedKStream, KStream};

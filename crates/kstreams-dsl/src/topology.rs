@@ -31,6 +31,8 @@ use crate::{Processor, TopologyError};
 #[derive(Default)]
 pub struct Topology {
     pub(crate) graph: TopologyGraph,
+    /// Global tables' stores, fed by the global thread, read by every task.
+    pub(crate) global_stores: Vec<Arc<crate::GlobalStore>>,
 }
 
 impl std::fmt::Debug for Topology {
@@ -250,6 +252,11 @@ impl Topology {
             .iter()
             .map(|t| crate::internals::instance::resolve_topic(&self.graph, application_id, t))
             .collect()
+    }
+
+    /// The stores of the global tables, each with the topic it is read from.
+    pub fn global_stores(&self) -> &[Arc<crate::GlobalStore>] {
+        &self.global_stores
     }
 
     /// Internal (repartition) topic names, without the application id.

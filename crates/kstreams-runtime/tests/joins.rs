@@ -357,3 +357,51 @@ fn stream_stream_outer_join_emits_unmatched_records_of_both_sides() {
         ]
     );
 }
+
+/// KStream-GlobalKTable joins look the table up by a key computed from
+/// each record; the table is global, so no co-partitioning is needed.
+#[test]
+fn global_table_joins_look_up_a_selected_key() {
+    let b = StreamsBuilder::new();
+    let customers = b.global_table::<S, S>("customers");
+    let orders = b.stream::<S, S>("orders");
+    let customer_of = |_: &S, order: &S| order.split(':').next().unwrap_or_default().to_string();
+    orders
+        .join_global(&customers, customer_of, |order, name| {
+            format!("{order} by {name}")
+        })
+        .to_with("joined", Produced::with(StringSerde, StringSerde));
+    orders
+        .left_join_global(&customers, customer_of, |order, name| {
+            format!("{order} by {}", name.map_or("nobody", |n| n.as_str()))
+        })
+        .to_with("left-joined", Produced::with(StringSerde, StringSerde));
+    let topology = b.build().unwrap();
+    assert_eq!(topology.global_stores().len(), 1);
+    assert_eq!(
+        topology.global_stores()[0].name(),
+        "customers-STATE-STORE-0000000000"
+    );
+    let driver = driver(topology);
+    let customers_in = driver.create_input_topic("customers", StringSerde, Nullable(StringSerde));
+    let orders_in = driver.create_input_topic("orders", StringSerde, StringSerde);
+    let joined = driver.create_output_topic("joined", StringSerde, StringSerde);
+    let left = driver.create_output_topic("left-joined", StringSerde, StringSerde);
+    customers_in.pipe_input(s("c1"), Some(s("Alice")));
+    orders_in.pipe_input(s("o1"), s("c1:10"));
+    orders_in.pipe_input(s("o2"), s("c2:20"));
+    customers_in.pipe_input(s("c1"), None);
+    orders_in.pipe_input(s("o3"), s("c1:30"));
+    assert_eq!(
+        joined.read_key_values_to_list(),
+        vec![(s("o1"), s("c1:10 by Alice"))]
+    );
+    assert_eq!(
+        left.read_key_values_to_list(),
+        vec![
+            (s("o1"), s("c1:10 by Alice")),
+            (s("o2"), s("c2:20 by nobody")),
+            (s("o3"), s("c1:30 by nobody")),
+        ]
+    );
+}

@@ -440,3 +440,67 @@ fn without_bootstrap_older_orders_run_ahead_of_the_table() {
          some left joins come out empty ({found} of {total} found their customer)"
     );
 }
+
+/// A global table is loaded whole before the instance runs, on every
+/// instance: orders of any partition find customers of any partition.
+#[test]
+fn global_tables_are_loaded_before_processing_and_kept_current() {
+    use kstreams_dsl::{Materialized, Produced};
+    use kstreams_record::StringSerde;
+    let _ = env_logger::builder().is_test(true).try_init();
+    let Some(bootstrap) = test_broker() else {
+        return;
+    };
+    let customers = unique_name("global-customers");
+    let orders = unique_name("global-orders");
+    let output = unique_name("global-enriched");
+    create_topic(&bootstrap, &customers, 3, 1).unwrap();
+    create_topic(&bootstrap, &orders, 2, 1).unwrap();
+    create_topic(&bootstrap, &output, 2, 1).unwrap();
+    produce(
+        &bootstrap,
+        &customers,
+        (0..100).map(|i| (format!("c{i}"), format!("customer-{i}"), 1_000_000)),
+    );
+    let builder = StreamsBuilder::new();
+    let table = builder.global_table_with(
+        &customers,
+        Consumed::with(StringSerde, StringSerde),
+        Materialized::as_("customers"),
+    );
+    builder
+        .stream::<String, String>(&orders)
+        .left_join_global(
+            &table,
+            |_, order: &String| order.split(':').next().unwrap_or_default().to_string(),
+            |order, customer| format!("{order}={}", customer.map_or("NONE", |c| c.as_str())),
+        )
+        .to_with(&output, Produced::with(StringSerde, StringSerde));
+    let config = StreamsConfig::new(unique_name("global-app"), &bootstrap)
+        .commit_interval(Duration::from_millis(100));
+    let mut app = KafkaStreams::new(builder.build().unwrap(), config);
+    app.start().unwrap();
+    assert_eq!(table.store().len(), 100, "loaded before start returned");
+    // Orders are older than the customers and of other partitions: only a
+    // fully loaded global table serves them all.
+    produce(
+        &bootstrap,
+        &orders,
+        (0..100).map(|i| (format!("o{i}"), format!("c{i}:order"), 1_000)),
+    );
+    // Later updates reach the running global store too.
+    produce(
+        &bootstrap,
+        &customers,
+        [("c100".to_string(), "customer-100".to_string(), 2_000_000)],
+    );
+    let out = read_committed(&bootstrap, &output, 100, Duration::from_secs(60));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while table.store().len() < 101 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    app.close(Duration::from_secs(30));
+    assert_eq!(out.len(), 100);
+    assert!(out.iter().all(|(_, v)| !v.ends_with("=NONE")), "{out:?}");
+    assert_eq!(table.store().len(), 101);
+}

@@ -71,7 +71,7 @@ pub use kstreams_time as time;
 pub mod prelude {
     pub use kstreams_dsl::{
         late_headers, Branched, BranchedKStream, BufferConfig, Change, CogroupedKStream, Consumed,
-        FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, Grouped, Joined,
+        FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, GlobalKTable, Grouped, Joined,
         KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Named, Printed, Processor,
         ProcessorContext, ProcessorError, Produced, PunctuationId, RecordContext, Repartitioned,
         SessionWindowedKStream, StoreType, StreamJoined, StreamsBuilder, StreamsError, Suppressed,

@@ -39,11 +39,22 @@ pub(crate) struct DriverState {
     next_offset: HashMap<String, i64>,
     outputs: HashMap<String, VecDeque<ProducedRecord>>,
     wall_clock: Timestamp,
+    /// Global tables' stores: input to their topics updates them at once,
+    /// as the global thread would.
+    globals: Vec<Arc<kstreams_dsl::GlobalStore>>,
 }
 
 impl DriverState {
     /// Processes one record and everything it causes on internal topics.
     pub(crate) fn pipe(&mut self, mut record: ConsumedRecord) -> Result<(), StreamsError> {
+        if let Some(global) = self.globals.iter().find(|g| g.topic() == record.topic) {
+            global.apply(
+                record.key.as_deref(),
+                record.value.as_deref(),
+                record.timestamp,
+            );
+            return Ok(());
+        }
         let index = self
             .tasks
             .iter()
@@ -220,6 +231,7 @@ impl TopologyTestDriver {
                 next_offset: HashMap::new(),
                 outputs: HashMap::new(),
                 wall_clock,
+                globals: topology.global_stores().to_vec(),
             })),
             topology: Arc::new(topology),
             application_id,

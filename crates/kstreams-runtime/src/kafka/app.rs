@@ -106,6 +106,8 @@ pub struct KafkaStreams {
     config: StreamsConfig,
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
+    /// The global thread, when the topology has global tables.
+    global: Option<JoinHandle<()>>,
 }
 
 impl KafkaStreams {
@@ -126,6 +128,7 @@ impl KafkaStreams {
                 errors: Mutex::new(Vec::new()),
             }),
             threads: Vec::new(),
+            global: None,
         }
     }
 
@@ -180,6 +183,25 @@ impl KafkaStreams {
             std::process::id() ^ (super::thread::now_ms() as u32)
         );
         self.shared.transition(State::Rebalancing);
+        // Global tables are loaded whole before any stream thread runs, so
+        // no record is joined against a half-loaded global table.
+        if let Some(updater) = super::global::GlobalUpdater::load(&self.topology, &self.config)? {
+            let shared = self.shared.clone();
+            let name = format!("{}-GlobalStreamThread", self.config.application_id);
+            let handle = std::thread::Builder::new()
+                .name(name)
+                .spawn(move || {
+                    if let Err(e) = updater.run(&shared.stop) {
+                        log::error!("global thread failed: {e}");
+                    }
+                })
+                .map_err(|e| {
+                    RuntimeError::Streams(kstreams_dsl::StreamsError::Internal(format!(
+                        "cannot start the global thread: {e}"
+                    )))
+                })?;
+            self.global = Some(handle);
+        }
         for index in 0..self.config.num_stream_threads {
             // Build the clients here so a bad client setting fails start().
             let thread = StreamThread::new(
@@ -217,6 +239,9 @@ impl KafkaStreams {
         if all_stopped {
             for t in self.threads.drain(..) {
                 let _ = t.join();
+            }
+            if let Some(global) = self.global.take() {
+                let _ = global.join();
             }
             let end = if self.state() == State::PendingError {
                 State::Error

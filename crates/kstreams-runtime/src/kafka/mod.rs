@@ -7,6 +7,7 @@
 
 mod app;
 mod config;
+mod global;
 mod partition_group;
 mod restore;
 mod thread;

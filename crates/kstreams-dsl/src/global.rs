@@ -1,0 +1,255 @@
+//! `GlobalKTable`: a table replicated whole to every instance, and the
+//! stream joins that look it up by a key computed from each record.
+//!
+//! Each instance's global thread reads every partition of the table's topic
+//! (from the beginning, to the end offsets seen at start, before the
+//! instance runs; then as it goes), and all stream threads read the one
+//! copy. So that many threads can read while one writes, the global store
+//! is an ordered map of bytes behind a read-write lock, deserialized at
+//! lookup; it lives in memory and is rebuilt from the topic at start (the
+//! topic is its changelog, as in Kafka Streams).
+
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::sync::{Arc, RwLock};
+
+use kstreams_record::{DefaultSerde, Headers, Record, SharedSerde, Timestamp};
+
+use crate::builder::SharedState;
+use crate::{Consumed, KStream, Materialized, Processor, ProcessorContext, ProcessorError};
+
+/// The store of a global table: its topic's latest value per key, as bytes.
+#[derive(Debug)]
+pub struct GlobalStore {
+    name: String,
+    topic: String,
+    data: RwLock<BTreeMap<Vec<u8>, (Vec<u8>, Timestamp)>>,
+}
+
+impl GlobalStore {
+    fn new(name: String, topic: String) -> Self {
+        GlobalStore {
+            name,
+            topic,
+            data: RwLock::new(BTreeMap::new()),
+        }
+    }
+
+    /// The store name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The topic the store is read from.
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// Applies a record of the topic: a value sets the key, a null deletes
+    /// it; records without a key are skipped.
+    pub fn apply(&self, key: Option<&[u8]>, value: Option<&[u8]>, timestamp: Timestamp) {
+        let Some(key) = key else {
+            return;
+        };
+        let mut data = self.data.write().unwrap_or_else(|p| p.into_inner());
+        match value {
+            Some(v) => {
+                data.insert(key.to_vec(), (v.to_vec(), timestamp));
+            }
+            None => {
+                data.remove(key);
+            }
+        }
+    }
+
+    /// The value bytes and timestamp of a key.
+    pub fn get(&self, key: &[u8]) -> Option<(Vec<u8>, Timestamp)> {
+        self.data
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .cloned()
+    }
+
+    /// How many keys the store holds.
+    pub fn len(&self) -> usize {
+        self.data.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Whether the store is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A table of a whole topic, on every instance: Kafka Streams'
+/// `GlobalKTable`. Join streams with it by a key taken from each record,
+/// without repartitioning and without co-partitioning.
+pub struct GlobalKTable<K, V> {
+    store: Arc<GlobalStore>,
+    key_serde: SharedSerde<K>,
+    value_serde: SharedSerde<V>,
+    types: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K, V> Clone for GlobalKTable<K, V> {
+    fn clone(&self) -> Self {
+        GlobalKTable {
+            store: self.store.clone(),
+            key_serde: self.key_serde.clone(),
+            value_serde: self.value_serde.clone(),
+            types: PhantomData,
+        }
+    }
+}
+
+impl<K, V> GlobalKTable<K, V> {
+    /// The name of the table's store.
+    pub fn queryable_store_name(&self) -> &str {
+        self.store.name()
+    }
+
+    /// The table's store (for interactive queries).
+    pub fn store(&self) -> &Arc<GlobalStore> {
+        &self.store
+    }
+}
+
+impl crate::StreamsBuilder {
+    /// A global table of a topic with the default serdes of `K` and `V`.
+    pub fn global_table<K, V>(&self, topic: &str) -> GlobalKTable<K, V>
+    where
+        K: DefaultSerde + Clone,
+        V: DefaultSerde + Clone,
+    {
+        self.global_table_with(topic, Consumed::default(), Materialized::new())
+    }
+
+    /// A global table of a topic, read with `consumed`; `materialized` may
+    /// name the store.
+    pub fn global_table_with<K: Clone + 'static, V: Clone + 'static>(
+        &self,
+        topic: &str,
+        consumed: Consumed<K, V>,
+        materialized: Materialized<K, V>,
+    ) -> GlobalKTable<K, V> {
+        let state: SharedState = self.state();
+        let mut s = state.borrow_mut();
+        let name = match materialized.name {
+            Some(name) => name,
+            None => s.new_name(&format!("{topic}-STATE-STORE-")),
+        };
+        // The source and table nodes of Kafka Streams' global topology
+        // draw their indexes.
+        s.new_name("KSTREAM-SOURCE-");
+        s.new_name("KTABLE-SOURCE-");
+        let store = Arc::new(GlobalStore::new(name, topic.to_string()));
+        s.topology.global_stores.push(store.clone());
+        GlobalKTable {
+            store,
+            key_serde: consumed.key_serde,
+            value_serde: consumed.value_serde,
+            types: PhantomData,
+        }
+    }
+}
+
+/// Maps a stream record to the global table's key.
+type KeySelector<K, V, KG> = Arc<dyn Fn(&K, &V) -> KG + Send + Sync>;
+
+/// Joins a stream value with the global table's value (`None`: absent).
+type GlobalJoiner<K, V, VG, VR> = Arc<dyn Fn(&K, &V, Option<&VG>) -> Option<VR> + Send + Sync>;
+
+impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
+    /// Joins each record with the global table's value for the key
+    /// `key_selector` computes; records with no match are dropped.
+    pub fn join_global<KG: 'static, VG: 'static, VR: Clone + 'static>(
+        &self,
+        table: &GlobalKTable<KG, VG>,
+        key_selector: impl Fn(&K, &V) -> KG + Send + Sync + 'static,
+        joiner: impl Fn(&V, &VG) -> VR + Send + Sync + 'static,
+    ) -> KStream<K, VR> {
+        let joiner: GlobalJoiner<K, V, VG, VR> = Arc::new(move |_, v, g| g.map(|g| joiner(v, g)));
+        self.global_join(table, Arc::new(key_selector), joiner, "KSTREAM-JOIN-")
+    }
+
+    /// Joins each record with the global table's value for the key
+    /// `key_selector` computes, `None` when it has none.
+    pub fn left_join_global<KG: 'static, VG: 'static, VR: Clone + 'static>(
+        &self,
+        table: &GlobalKTable<KG, VG>,
+        key_selector: impl Fn(&K, &V) -> KG + Send + Sync + 'static,
+        joiner: impl Fn(&V, Option<&VG>) -> VR + Send + Sync + 'static,
+    ) -> KStream<K, VR> {
+        let joiner: GlobalJoiner<K, V, VG, VR> = Arc::new(move |_, v, g| Some(joiner(v, g)));
+        self.global_join(table, Arc::new(key_selector), joiner, "KSTREAM-LEFTJOIN-")
+    }
+
+    fn global_join<KG: 'static, VG: 'static, VR: Clone + 'static>(
+        &self,
+        table: &GlobalKTable<KG, VG>,
+        key_selector: KeySelector<K, V, KG>,
+        joiner: GlobalJoiner<K, V, VG, VR>,
+        prefix: &str,
+    ) -> KStream<K, VR> {
+        let mut s = self.state.borrow_mut();
+        let name = s.new_name(prefix);
+        let table = table.clone();
+        let added = s.topology.add_typed_processor::<K, V, K, VR, _>(
+            name.clone(),
+            Arc::new(move || GlobalJoin {
+                table: table.clone(),
+                key_selector: key_selector.clone(),
+                joiner: joiner.clone(),
+            }),
+            &[self.node.as_str()],
+        );
+        s.record(added);
+        drop(s);
+        let mut out = KStream::new(self.state.clone(), name);
+        out.key_serde = self.key_serde.clone();
+        out.repartition_required = self.repartition_required;
+        out
+    }
+}
+
+/// Kafka Streams' `KStreamGlobalKTableJoin`: a lookup in the global store
+/// by the selected key, serialized with the table's key serde.
+struct GlobalJoin<K, V, KG, VG, VR> {
+    table: GlobalKTable<KG, VG>,
+    key_selector: KeySelector<K, V, KG>,
+    joiner: GlobalJoiner<K, V, VG, VR>,
+}
+
+impl<K: Clone + 'static, V: Clone + 'static, KG: 'static, VG: 'static, VR: Clone + 'static>
+    Processor<K, V, K, VR> for GlobalJoin<K, V, KG, VG, VR>
+{
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, K, VR>,
+        record: Record<K, V>,
+    ) -> Result<(), ProcessorError> {
+        let topic = self.table.store.topic();
+        let global_key = (self.key_selector)(&record.key, &record.value);
+        let key_bytes = self
+            .table
+            .key_serde
+            .serialize(topic, &mut Headers::new(), &global_key)?;
+        let found = match key_bytes {
+            Some(bytes) => self.table.store.get(&bytes),
+            None => None,
+        };
+        let value = match found {
+            Some((bytes, _)) => Some(self.table.value_serde.deserialize(
+                topic,
+                &Headers::new(),
+                Some(&bytes),
+            )?),
+            None => None,
+        };
+        if let Some(joined) = (self.joiner)(&record.key, &record.value, value.as_ref()) {
+            ctx.forward(record.with_value(joined))?;
+        }
+        Ok(())
+    }
+}
