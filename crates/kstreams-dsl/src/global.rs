@@ -23,8 +23,11 @@ use crate::{Consumed, KStream, Materialized, Processor, ProcessorContext, Proces
 pub struct GlobalStore {
     name: String,
     topic: String,
-    data: RwLock<BTreeMap<Vec<u8>, (Vec<u8>, Timestamp)>>,
+    data: RwLock<GlobalData>,
 }
+
+/// Key bytes to value bytes and timestamp.
+type GlobalData = BTreeMap<Vec<u8>, (Vec<u8>, Timestamp)>;
 
 impl GlobalStore {
     fn new(name: String, topic: String) -> Self {
