@@ -326,6 +326,7 @@ impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
                 ),
         };
         s.record(added)?;
+        s.topology.graph.copartition(&parents);
         let builder = store_builder(&spec);
         let builder = s.record(builder)?;
         let added = s.topology.add_state_store(builder, &parents).map(|_| ());

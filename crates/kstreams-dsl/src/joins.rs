@@ -237,6 +237,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             &[parent.as_str()],
         );
         s.record(added);
+        s.topology
+            .graph
+            .copartition(&[name.as_str(), table.node.as_str()]);
         let stores: Vec<&str> = getter.stores.iter().map(String::as_str).collect();
         let connected = s
             .topology
@@ -674,6 +677,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                     .map(|_| ());
                 s.record(connected);
             }
+            s.topology
+                .graph
+                .copartition(&[self.node.as_str(), other.node.as_str()]);
             let getter = joined_getter(this_getter, other_getter, joiner, kind);
             result_getter = Rc::new(move || Some(getter.clone()));
         }

@@ -374,6 +374,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
                 .map(|_| ());
             s.record(added);
         }
+        s.topology
+            .graph
+            .copartition(&[this_join.as_str(), other_join.as_str()]);
         let added = s.topology.add_typed_processor::<K, VR, K, VR, _>(
             merge.clone(),
             Arc::new(|| PassThrough),

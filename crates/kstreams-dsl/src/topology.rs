@@ -254,6 +254,44 @@ impl Topology {
             .collect()
     }
 
+    /// Groups of topics (internal ones with the application id prefix)
+    /// whose partitions meet in one task: the sides of a join, the inputs
+    /// of a cogroup. Each group needs one partition count.
+    pub fn copartition_groups(&self, application_id: &str) -> Vec<Vec<String>> {
+        self.graph
+            .copartition_groups
+            .iter()
+            .map(|group| {
+                group
+                    .iter()
+                    .map(|t| {
+                        crate::internals::instance::resolve_topic(&self.graph, application_id, t)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The internal topics (with the application id prefix) and the
+    /// sub-topology that writes each.
+    pub fn internal_topic_writers(&self, application_id: &str) -> Vec<(String, u32)> {
+        let mut out = Vec::new();
+        for (subtopology, members) in self.graph.subtopologies().iter().enumerate() {
+            for &id in members {
+                if let NodeKind::Sink {
+                    topic: SinkTopicDescription::Topic(topic),
+                    ..
+                } = &self.graph.nodes[id].kind
+                {
+                    if self.graph.internal_topics.contains(topic) {
+                        out.push((format!("{application_id}-{topic}"), subtopology as u32));
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// The stores of the global tables, each with the topic it is read from.
     pub fn global_stores(&self) -> &[Arc<crate::GlobalStore>] {
         &self.global_stores

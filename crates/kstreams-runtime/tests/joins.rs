@@ -405,3 +405,17 @@ fn global_table_joins_look_up_a_selected_key() {
         ]
     );
 }
+
+#[test]
+fn joined_topics_form_copartition_groups() {
+    let b = StreamsBuilder::new();
+    let table = b.table::<S, S>("customers");
+    b.stream::<S, S>("orders")
+        .join(&table, |o, c| format!("{o}{c}"))
+        .to_with("out", Produced::with(StringSerde, StringSerde));
+    let topology = b.build().unwrap();
+    assert_eq!(
+        topology.copartition_groups("app"),
+        vec![vec![s("customers"), s("orders")]]
+    );
+}

@@ -504,3 +504,32 @@ fn global_tables_are_loaded_before_processing_and_kept_current() {
     assert!(out.iter().all(|(_, v)| !v.ends_with("=NONE")), "{out:?}");
     assert_eq!(table.store().len(), 101);
 }
+
+#[test]
+fn joining_topics_with_different_partition_counts_fails_start_naming_them() {
+    use kstreams_record::StringSerde;
+    let Some(bootstrap) = test_broker() else {
+        return;
+    };
+    let orders = unique_name("copart-orders");
+    let customers = unique_name("copart-customers");
+    create_topic(&bootstrap, &orders, 2, 1).unwrap();
+    create_topic(&bootstrap, &customers, 3, 1).unwrap();
+    let builder = StreamsBuilder::new();
+    let table = builder.table::<String, String>(&customers);
+    builder
+        .stream::<String, String>(&orders)
+        .join(&table, |o, c| format!("{o}{c}"))
+        .to_with(
+            &unique_name("copart-out"),
+            kstreams_dsl::Produced::with(StringSerde, StringSerde),
+        );
+    let mut app = KafkaStreams::new(
+        builder.build().unwrap(),
+        StreamsConfig::new(unique_name("copart-app"), &bootstrap),
+    );
+    let err = app.start().unwrap_err().to_string();
+    assert!(err.contains("same number of partitions"), "{err}");
+    assert!(err.contains(&format!("{orders} has 2")), "{err}");
+    assert!(err.contains(&format!("{customers} has 3")), "{err}");
+}

@@ -106,9 +106,48 @@ pub(crate) struct TopologyGraph {
     pub topic_to_source: HashMap<String, usize>,
     /// Topics a task reads to their end before its other partitions.
     pub bootstrap_topics: BTreeSet<String>,
+    /// Topics whose partitions must meet in one task (the two sides of a
+    /// join, the inputs of a cogroup): they need equal partition counts.
+    pub copartition_groups: Vec<BTreeSet<String>>,
 }
 
 impl TopologyGraph {
+    /// The topics of the sources upstream of `node`.
+    pub fn upstream_topics(&self, node: &str) -> BTreeSet<String> {
+        let mut topics = BTreeSet::new();
+        let Some(&start) = self.by_name.get(node) else {
+            return topics;
+        };
+        let mut todo = vec![start];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(id) = todo.pop() {
+            if !seen.insert(id) {
+                continue;
+            }
+            let def = &self.nodes[id];
+            if let NodeKind::Source {
+                topics: SourceTopics::Names(names),
+                ..
+            } = &def.kind
+            {
+                topics.extend(names.iter().cloned());
+            }
+            todo.extend(def.parents.iter().copied());
+        }
+        topics
+    }
+
+    /// Records that the topics upstream of `nodes` must be co-partitioned.
+    pub fn copartition(&mut self, nodes: &[&str]) {
+        let mut group = BTreeSet::new();
+        for node in nodes {
+            group.extend(self.upstream_topics(node));
+        }
+        if group.len() > 1 {
+            self.copartition_groups.push(group);
+        }
+    }
+
     /// Marks the topics of the sources upstream of `node` as bootstrap.
     pub fn mark_bootstrap_upstream(&mut self, node: &str) {
         let Some(&start) = self.by_name.get(node) else {

@@ -38,6 +38,14 @@ pub enum RuntimeError {
     /// Source topics that do not exist.
     #[error("source topics do not exist: {}; create them before starting the application", .0.join(", "))]
     MissingSourceTopics(Vec<String>),
+    /// Topics joined in one task have different partition counts.
+    #[error(
+        "topics joined in one task must have the same number of partitions, but {}; \
+         repartition the side with fewer partitions (KStream::repartition_with with \
+         Repartitioned::with_partitions) or recreate the topics with equal counts",
+        .0.iter().map(|(t, n)| format!("{t} has {n}")).collect::<Vec<_>>().join(", ")
+    )]
+    CoPartitioning(Vec<(String, usize)>),
     /// An internal topic could not be created.
     #[error("could not create internal topic {topic}: {code}")]
     CreateTopic {

@@ -99,14 +99,29 @@ pub(crate) fn prepare_topics(
         missing.sort();
         return Err(RuntimeError::MissingSourceTopics(missing));
     }
+    check_copartitioning(topology, &config.application_id, &internal, &partitions)?;
+    let counts = partition_counts(topology, &config.application_id, &partitions);
+    let count_of = |subtopology: Option<u32>| {
+        subtopology
+            .and_then(|s| counts.subtopologies.get(&s).copied())
+            .unwrap_or(widest)
+    };
+    let writers: HashMap<String, u32> = topology
+        .internal_topic_writers(&config.application_id)
+        .into_iter()
+        .collect();
     let changelogs = topology.changelog_topics(&config.application_id);
     let mut new_topics: Vec<NewTopic<'_>> = internal
         .iter()
         .filter(|t| !partitions.contains_key(t.as_str()))
         .map(|t| {
+            // As many partitions as the tasks of the sub-topology writing
+            // it, as Kafka Streams: a key's records stay on one partition
+            // as the data moves from one sub-topology to the next.
+            let n = count_of(writers.get(t).copied());
             NewTopic::new(
                 t,
-                widest as i32,
+                n as i32,
                 TopicReplication::Fixed(config.replication_factor),
             )
             // As Kafka Streams: deleted, never by age (a backfill of old
@@ -123,7 +138,7 @@ pub(crate) fn prepare_topics(
         let topic = changelog.config.iter().fold(
             NewTopic::new(
                 &changelog.topic,
-                widest as i32,
+                count_of(Some(changelog.subtopology)) as i32,
                 TopicReplication::Fixed(config.replication_factor),
             ),
             |topic, (k, v)| topic.set(k, v),
@@ -137,10 +152,64 @@ pub(crate) fn prepare_topics(
     let results = block_on(admin.create_topics(&new_topics, &AdminOptions::new()))?;
     for result in results {
         match result {
-            Ok(name) => log::info!("created internal topic {name} with {widest} partitions"),
+            Ok(name) => log::info!("created internal topic {name}"),
             Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
             Err((name, code)) => return Err(RuntimeError::CreateTopic { topic: name, code }),
         }
     }
     Ok(())
+}
+
+/// Fails when topics joined in one task have different partition counts;
+/// internal topics are created to match, so only the user's are checked.
+fn check_copartitioning(
+    topology: &Topology,
+    application_id: &str,
+    internal: &[String],
+    partitions: &HashMap<&str, usize>,
+) -> Result<(), RuntimeError> {
+    for group in topology.copartition_groups(application_id) {
+        let counts: Vec<(String, usize)> = group
+            .into_iter()
+            .filter(|t| !internal.contains(t))
+            .filter_map(|t| partitions.get(t.as_str()).map(|&n| (t, n)))
+            .collect();
+        if counts.windows(2).any(|w| w[0].1 != w[1].1) {
+            return Err(RuntimeError::CoPartitioning(counts));
+        }
+    }
+    Ok(())
+}
+
+/// Partition counts of the sub-topologies (tasks per sub-topology): the
+/// most partitions among a sub-topology's source topics, where an internal
+/// topic not created yet gets the count of the sub-topology writing it.
+struct PartitionCounts {
+    subtopologies: HashMap<u32, usize>,
+}
+
+fn partition_counts(
+    topology: &Topology,
+    application_id: &str,
+    existing: &HashMap<&str, usize>,
+) -> PartitionCounts {
+    let sources = topology.source_topics(application_id);
+    let writers = topology.internal_topic_writers(application_id);
+    let mut topics: HashMap<String, usize> =
+        existing.iter().map(|(t, n)| (t.to_string(), *n)).collect();
+    let mut subtopologies: HashMap<u32, usize> = HashMap::new();
+    // Each round settles at least one more sub-topology downstream.
+    for _ in 0..=sources.len() {
+        for (id, s) in sources.iter().enumerate() {
+            if let Some(n) = s.topics.iter().filter_map(|t| topics.get(t)).max() {
+                subtopologies.insert(id as u32, *n);
+            }
+        }
+        for (topic, writer) in &writers {
+            if let Some(&n) = subtopologies.get(writer) {
+                topics.entry(topic.clone()).or_insert(n);
+            }
+        }
+    }
+    PartitionCounts { subtopologies }
 }
