@@ -435,3 +435,85 @@ fn two_aggregations_of_one_named_grouping_share_its_repartition_topic() {
     let text = topology.describe().to_string();
     assert!(text.contains("Processor: by-value (stores: [])"), "{text}");
 }
+
+/// The shape of topology the stateful DSL issue names: a stream
+/// left-joined to two tables, then cogrouped with four more grouped
+/// streams (five in all) into one aggregate per customer.
+#[test]
+fn stream_joined_to_two_tables_then_cogrouped_with_five_grouped_streams() {
+    /// Counters per customer: orders, order total, payments, returns,
+    /// reviews, clicks, and the last tier/region seen on an order.
+    fn bump(agg: &str, field: usize, by: i64, tag: Option<String>) -> String {
+        let mut parts: Vec<String> = if agg.is_empty() {
+            vec!["0".into(); 6].into_iter().chain([String::from("-")]).collect()
+        } else {
+            agg.split('|').map(str::to_owned).collect()
+        };
+        let n: i64 = parts[field].parse().unwrap();
+        parts[field] = (n + by).to_string();
+        if let Some(tag) = tag {
+            parts[6] = tag;
+        }
+        parts.join("|")
+    }
+    let b = StreamsBuilder::new();
+    let tiers = b.table::<S, S>("tiers");
+    let regions = b.table::<S, S>("regions");
+    let orders = b
+        .stream::<S, i64>("orders")
+        .left_join(&tiers, |amount, tier| (*amount, tier.cloned().unwrap_or_else(|| s("none"))))
+        .left_join(&regions, |(amount, tier), region| {
+            format!("{amount}/{tier}/{}", region.map_or("none", |r| r.as_str()))
+        })
+        .group_by_key();
+    let payments = b.stream::<S, i64>("payments").group_by_key();
+    let returns = b.stream::<S, S>("returns").group_by_key();
+    let reviews = b.stream::<S, S>("reviews").group_by_key();
+    let clicks = b.stream::<S, S>("clicks").group_by_key();
+    orders
+        .cogroup(|_, order: S, agg: S| {
+            let mut fields = order.split('/');
+            let amount: i64 = fields.next().unwrap().parse().unwrap();
+            let tag = format!("{}@{}", fields.next().unwrap(), fields.next().unwrap());
+            let agg = bump(&agg, 0, 1, Some(tag));
+            bump(&agg, 1, amount, None)
+        })
+        .cogroup(&payments, |_, paid, agg| bump(&agg, 2, paid, None))
+        .cogroup(&returns, |_, _, agg| bump(&agg, 3, 1, None))
+        .cogroup(&reviews, |_, _, agg| bump(&agg, 4, 1, None))
+        .cogroup(&clicks, |_, _, agg| bump(&agg, 5, 1, None))
+        .aggregate_with(String::new, None, Materialized::as_("customer-activity"))
+        .to_stream()
+        .to_with("activity", Produced::with(StringSerde, Nullable(StringSerde)));
+    let topology = b.build().unwrap();
+    // Joins and cogroup keep every input in one task per partition.
+    assert_eq!(topology.subtopology_count(), 1);
+    let driver = driver_with_cache(topology, 0);
+    let tiers = driver.create_input_topic("tiers", StringSerde, Nullable(StringSerde));
+    let regions = driver.create_input_topic("regions", StringSerde, Nullable(StringSerde));
+    let orders = driver.create_input_topic("orders", StringSerde, I64Serde);
+    let payments = driver.create_input_topic("payments", StringSerde, I64Serde);
+    let returns = driver.create_input_topic("returns", StringSerde, StringSerde);
+    let reviews = driver.create_input_topic("reviews", StringSerde, StringSerde);
+    let clicks = driver.create_input_topic("clicks", StringSerde, StringSerde);
+    let out = driver.create_output_topic("activity", StringSerde, Nullable(StringSerde));
+    tiers.pipe_input(s("c1"), Some(s("gold")));
+    regions.pipe_input(s("c1"), Some(s("EU")));
+    clicks.pipe_input(s("c1"), s("home"));
+    orders.pipe_input(s("c1"), 30);
+    payments.pipe_input(s("c1"), 30);
+    orders.pipe_input(s("c2"), 5);
+    reviews.pipe_input(s("c1"), s("5 stars"));
+    returns.pipe_input(s("c2"), s("damaged"));
+    assert_eq!(
+        out.read_key_values_to_list(),
+        vec![
+            (s("c1"), Some(s("0|0|0|0|0|1|-"))),
+            (s("c1"), Some(s("1|30|0|0|0|1|gold@EU"))),
+            (s("c1"), Some(s("1|30|30|0|0|1|gold@EU"))),
+            (s("c2"), Some(s("1|5|0|0|0|0|none@none"))),
+            (s("c1"), Some(s("1|30|30|0|1|1|gold@EU"))),
+            (s("c2"), Some(s("1|5|0|1|0|0|none@none"))),
+        ]
+    );
+}
