@@ -24,6 +24,17 @@ pub enum ProcessingHandling {
     Continue,
 }
 
+/// What to do when a record cannot be written: it does not serialize, or
+/// the broker refuses it. Kafka Streams' `production.exception.handler`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProductionHandling {
+    /// Stop with the error (Kafka Streams' default).
+    #[default]
+    Fail,
+    /// Log it, count it as dropped and go on.
+    Continue,
+}
+
 /// How a task treats its records.
 #[derive(Clone)]
 pub struct TaskConfig {
@@ -35,6 +46,12 @@ pub struct TaskConfig {
     pub deserialization: DeserializationHandling,
     /// Processor failures.
     pub processing: ProcessingHandling,
+    /// Records that cannot be written.
+    pub production: ProductionHandling,
+    /// KIP-1034: records a handler drops (bad bytes, a failing processor)
+    /// also go to this topic, with their original key, value, timestamp
+    /// and headers, and headers saying what failed and where.
+    pub dead_letter_queue: Option<String>,
     /// The stream thread's cache budget for caching stores
     /// (`statestore.cache.max.bytes`; 0 forwards every update).
     pub cache_max_bytes: usize,
@@ -49,6 +66,8 @@ impl TaskConfig {
             default_timestamp_extractor: Arc::new(FailOnInvalidTimestamp),
             deserialization: DeserializationHandling::default(),
             processing: ProcessingHandling::default(),
+            production: ProductionHandling::default(),
+            dead_letter_queue: None,
             cache_max_bytes: kstreams_state::ThreadCache::DEFAULT_MAX_BYTES,
         }
     }
@@ -60,6 +79,8 @@ impl std::fmt::Debug for TaskConfig {
             .field("application_id", &self.application_id)
             .field("deserialization", &self.deserialization)
             .field("processing", &self.processing)
+            .field("production", &self.production)
+            .field("dead_letter_queue", &self.dead_letter_queue)
             .field("cache_max_bytes", &self.cache_max_bytes)
             .finish_non_exhaustive()
     }

@@ -15,6 +15,6 @@ pub mod driver;
 pub mod kafka;
 mod task;
 
-pub use config::{DeserializationHandling, ProcessingHandling, TaskConfig};
+pub use config::{DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig};
 pub use driver::{TestInputTopic, TestOutputTopic, TopologyTestDriver};
 pub use task::{StreamTask, TaskMetrics};

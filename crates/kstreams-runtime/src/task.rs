@@ -144,12 +144,23 @@ impl StreamTask {
         }
         self.partition_time[slot].2 = partition_time.max(timestamp);
         self.topology.context().advance_stream_time(timestamp);
+        // The raw record is kept only when a dead-letter queue may need it.
+        let raw = self
+            .config
+            .dead_letter_queue
+            .is_some()
+            .then(|| record.clone());
         let result = self.guarded(|t| t.process(record, timestamp));
         let dropped = self.topology.context().take_dropped_records();
         self.metrics.dropped.add(dropped);
         match result {
             Ok(()) => self.metrics.processed.inc(),
-            Err(error) => self.handle(error)?,
+            Err(error) => {
+                if let Some(raw) = raw {
+                    self.dead_letter(&error, raw);
+                }
+                self.handle(error)?
+            }
         }
         self.punctuate(PunctuationType::StreamTime)?;
         Ok(())
@@ -206,6 +217,54 @@ impl StreamTask {
         }
     }
 
+    /// KIP-1034: the record a handler drops goes to the dead-letter queue
+    /// as it was consumed, with headers saying what failed and where.
+    fn dead_letter(&mut self, error: &StreamsError, raw: ConsumedRecord) {
+        let Some(topic) = self.config.dead_letter_queue.clone() else {
+            return;
+        };
+        let kind = match error {
+            StreamsError::Deserialization { .. } => "DeserializationException",
+            StreamsError::Processing { .. } => "ProcessingException",
+            StreamsError::Panic { .. } => "Panic",
+            StreamsError::Serialization { .. } => "SerializationException",
+            _ => return,
+        };
+        let mut chain = Vec::new();
+        let mut source: Option<&dyn std::error::Error> = Some(error);
+        while let Some(e) = source {
+            chain.push(e.to_string());
+            source = e.source();
+        }
+        let mut headers = raw.headers;
+        headers.add("__streams.errors.exception", Some(kind.as_bytes()));
+        headers.add(
+            "__streams.errors.message",
+            Some(error.to_string().into_bytes()),
+        );
+        headers.add(
+            "__streams.errors.stacktrace",
+            Some(chain.join("\ncaused by: ").into_bytes()),
+        );
+        headers.add("__streams.errors.topic", Some(raw.topic.as_bytes()));
+        headers.add(
+            "__streams.errors.partition",
+            Some(raw.partition.to_string().into_bytes()),
+        );
+        headers.add(
+            "__streams.errors.offset",
+            Some(raw.offset.to_string().into_bytes()),
+        );
+        self.topology.context().push_output(ProducedRecord {
+            topic,
+            partition: None,
+            key: raw.key,
+            value: raw.value,
+            timestamp: raw.timestamp,
+            headers,
+        });
+    }
+
     /// Applies the configured handler: `Ok` if the record is to be dropped
     /// and processing goes on.
     fn handle(&mut self, error: StreamsError) -> Result<(), StreamsError> {
@@ -215,6 +274,9 @@ impl StreamTask {
             }
             StreamsError::Processing { .. } | StreamsError::Panic { .. } => {
                 self.config.processing == ProcessingHandling::Continue
+            }
+            StreamsError::Serialization { .. } => {
+                self.config.production == crate::ProductionHandling::Continue
             }
             _ => false,
         };

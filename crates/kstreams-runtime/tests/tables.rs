@@ -445,7 +445,10 @@ fn stream_joined_to_two_tables_then_cogrouped_with_five_grouped_streams() {
     /// reviews, clicks, and the last tier/region seen on an order.
     fn bump(agg: &str, field: usize, by: i64, tag: Option<String>) -> String {
         let mut parts: Vec<String> = if agg.is_empty() {
-            vec!["0".into(); 6].into_iter().chain([String::from("-")]).collect()
+            vec!["0".into(); 6]
+                .into_iter()
+                .chain([String::from("-")])
+                .collect()
         } else {
             agg.split('|').map(str::to_owned).collect()
         };
@@ -461,7 +464,9 @@ fn stream_joined_to_two_tables_then_cogrouped_with_five_grouped_streams() {
     let regions = b.table::<S, S>("regions");
     let orders = b
         .stream::<S, i64>("orders")
-        .left_join(&tiers, |amount, tier| (*amount, tier.cloned().unwrap_or_else(|| s("none"))))
+        .left_join(&tiers, |amount, tier| {
+            (*amount, tier.cloned().unwrap_or_else(|| s("none")))
+        })
         .left_join(&regions, |(amount, tier), region| {
             format!("{amount}/{tier}/{}", region.map_or("none", |r| r.as_str()))
         })
@@ -484,7 +489,10 @@ fn stream_joined_to_two_tables_then_cogrouped_with_five_grouped_streams() {
         .cogroup(&clicks, |_, _, agg| bump(&agg, 5, 1, None))
         .aggregate_with(String::new, None, Materialized::as_("customer-activity"))
         .to_stream()
-        .to_with("activity", Produced::with(StringSerde, Nullable(StringSerde)));
+        .to_with(
+            "activity",
+            Produced::with(StringSerde, Nullable(StringSerde)),
+        );
     let topology = b.build().unwrap();
     // Joins and cogroup keep every input in one task per partition.
     assert_eq!(topology.subtopology_count(), 1);

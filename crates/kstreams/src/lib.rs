@@ -86,8 +86,8 @@ pub mod prelude {
         KafkaStreams, ProcessingGuarantee, State, StreamThreadExceptionResponse, StreamsConfig,
     };
     pub use kstreams_runtime::{
-        DeserializationHandling, ProcessingHandling, TaskConfig, TestInputTopic, TestOutputTopic,
-        TopologyTestDriver,
+        DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig,
+        TestInputTopic, TestOutputTopic, TopologyTestDriver,
     };
     pub use kstreams_state::{
         KeyValueStore, KeyValueStoreHandle, ReadOnlyKeyValueStore, ReadOnlySessionStore,

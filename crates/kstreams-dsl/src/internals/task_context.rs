@@ -139,6 +139,11 @@ impl TaskContext {
         self.wall_clock
     }
 
+    /// Adds a record to the task's output (a dead-letter record, say).
+    pub fn push_output(&mut self, record: ProducedRecord) {
+        self.output.push(record);
+    }
+
     /// Takes the records the sinks wrote since the last call.
     pub fn drain_output(&mut self) -> Vec<ProducedRecord> {
         std::mem::take(&mut self.output)

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use kstreams_time::{FailOnInvalidTimestamp, TimestampExtractor};
 
-use crate::{DeserializationHandling, ProcessingHandling, TaskConfig};
+use crate::{DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig};
 
 /// A configuration mistake, naming the key and how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -89,6 +89,8 @@ pub struct StreamsConfig {
     pub(crate) timestamp_extractor: Arc<dyn TimestampExtractor>,
     pub(crate) deserialization: DeserializationHandling,
     pub(crate) processing: ProcessingHandling,
+    pub(crate) production: ProductionHandling,
+    pub(crate) dead_letter_queue: Option<String>,
     pub(crate) consumer: BTreeMap<String, String>,
     pub(crate) producer: BTreeMap<String, String>,
     pub(crate) admin: BTreeMap<String, String>,
@@ -125,6 +127,8 @@ impl StreamsConfig {
             timestamp_extractor: Arc::new(FailOnInvalidTimestamp),
             deserialization: DeserializationHandling::LogAndFail,
             processing: ProcessingHandling::Fail,
+            production: ProductionHandling::Fail,
+            dead_letter_queue: None,
             consumer: BTreeMap::new(),
             producer: BTreeMap::new(),
             admin: BTreeMap::new(),
@@ -225,6 +229,26 @@ impl StreamsConfig {
                     _ => return Err(invalid("LogAndFailExceptionHandler or LogAndContinueExceptionHandler")),
                 }
             }
+            "production.exception.handler" | "default.production.exception.handler" => {
+                self.production = match short_class_name(value) {
+                    "DefaultProductionExceptionHandler" | "LogAndFailProductionExceptionHandler" => {
+                        ProductionHandling::Fail
+                    }
+                    "LogAndContinueProductionExceptionHandler" => ProductionHandling::Continue,
+                    _ => {
+                        return Err(invalid(
+                            "DefaultProductionExceptionHandler or LogAndContinueProductionExceptionHandler",
+                        ))
+                    }
+                }
+            }
+            "errors.dead.letter.queue.topic.name" => {
+                self.dead_letter_queue = if value.is_empty() {
+                    None
+                } else {
+                    Some(value.to_string())
+                };
+            }
             "processing.exception.handler" => {
                 self.processing = match short_class_name(value) {
                     "LogAndFailProcessingExceptionHandler" => ProcessingHandling::Fail,
@@ -314,6 +338,20 @@ impl StreamsConfig {
         self
     }
 
+    /// What to do when a record cannot be written (serialization or the
+    /// broker refusing it).
+    pub fn production_handling(mut self, handling: ProductionHandling) -> Self {
+        self.production = handling;
+        self
+    }
+
+    /// KIP-1034: records the handlers drop also go to `topic`, with the
+    /// failure in headers (`errors.dead.letter.queue.topic.name`).
+    pub fn dead_letter_queue(mut self, topic: impl Into<String>) -> Self {
+        self.dead_letter_queue = Some(topic.into());
+        self
+    }
+
     /// The default timestamp extractor.
     pub fn default_timestamp_extractor(mut self, extractor: impl TimestampExtractor) -> Self {
         self.timestamp_extractor = Arc::new(extractor);
@@ -338,6 +376,8 @@ impl StreamsConfig {
             default_timestamp_extractor: self.timestamp_extractor.clone(),
             deserialization: self.deserialization,
             processing: self.processing,
+            production: self.production,
+            dead_letter_queue: self.dead_letter_queue.clone(),
             // Kafka Streams splits the budget evenly between the threads.
             cache_max_bytes: (self.cache_max_bytes / self.num_stream_threads.max(1) as u64)
                 .try_into()

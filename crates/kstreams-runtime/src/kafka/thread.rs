@@ -187,6 +187,12 @@ pub(crate) struct DeliveryContext {
     /// Offset of the last acknowledged record per changelog partition, for
     /// the tasks' checkpoints.
     changelog_offsets: Mutex<HashMap<(String, i32), i64>>,
+    /// `production.exception.handler` says continue: a refused output
+    /// record is logged and counted, not fatal. Changelog records and
+    /// exactly-once transactions always fail hard: losing them loses state.
+    continue_on_failure: bool,
+    /// Output records dropped under that handler.
+    dropped: std::sync::atomic::AtomicU64,
 }
 
 impl ClientContext for DeliveryContext {}
@@ -217,6 +223,16 @@ impl ProducerContext for DeliveryContext {
             }
         }
         if let Err((error, message)) = result {
+            if self.continue_on_failure && !message.topic().ends_with("-changelog") {
+                log::warn!(
+                    "dropping a record the broker refused for {}-{}: {error} \
+                     (production.exception.handler: continue)",
+                    message.topic(),
+                    message.partition()
+                );
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
             log::error!(
                 "could not produce to {}-{}: {error}",
                 message.topic(),
@@ -340,7 +356,11 @@ impl StreamThread {
             producer_config.set(k, v);
         }
         let producer: Arc<BaseProducer<DeliveryContext>> =
-            Arc::new(producer_config.create_with_context(DeliveryContext::default())?);
+            Arc::new(producer_config.create_with_context(DeliveryContext {
+                continue_on_failure: !eos
+                    && config.production == crate::ProductionHandling::Continue,
+                ..DeliveryContext::default()
+            })?);
         if eos {
             producer.init_transactions(Duration::from_secs(60))?;
         }
