@@ -107,6 +107,20 @@ impl StreamTask {
     /// punctuation it made due. A dropped record (bad bytes or a failure
     /// under a "continue" handler, a negative timestamp) is `Ok`.
     pub fn process(&mut self, record: ConsumedRecord) -> Result<(), StreamsError> {
+        match self.extract_timestamp(&record)? {
+            Some(timestamp) => self.process_at(record, timestamp),
+            None => Ok(()),
+        }
+    }
+
+    /// The record's event time by the source's (or the default) extractor,
+    /// moving its partition's time; `None` (and counted as dropped) for a
+    /// negative timestamp. Kafka Streams extracts when a record is
+    /// buffered, so that the partition group orders records by event time.
+    pub fn extract_timestamp(
+        &mut self,
+        record: &ConsumedRecord,
+    ) -> Result<Option<Timestamp>, StreamsError> {
         let slot = match self
             .partition_time
             .iter()
@@ -140,9 +154,21 @@ impl StreamTask {
                 record.offset
             );
             self.metrics.dropped.inc();
-            return Ok(());
+            return Ok(None);
         }
         self.partition_time[slot].2 = partition_time.max(timestamp);
+        Ok(Some(timestamp))
+    }
+
+    /// Runs a record whose event time was extracted (see
+    /// [`StreamTask::extract_timestamp`]) through the task, then any
+    /// stream-time punctuation it made due.
+    pub fn process_at(
+        &mut self,
+        record: ConsumedRecord,
+        timestamp: Timestamp,
+    ) -> Result<(), StreamsError> {
+        let stream_time_before = self.stream_time();
         self.topology.context().advance_stream_time(timestamp);
         // The raw record is kept only when a dead-letter queue may need it.
         let raw = self
@@ -156,6 +182,12 @@ impl StreamTask {
         match result {
             Ok(()) => self.metrics.processed.inc(),
             Err(error) => {
+                // A record that does not deserialize never entered the
+                // task in Kafka Streams (it is dropped while buffered):
+                // it does not move stream time.
+                if matches!(error, StreamsError::Deserialization { .. }) {
+                    self.topology.context().set_stream_time(stream_time_before);
+                }
                 if let Some(raw) = raw {
                     self.dead_letter(&error, raw);
                 }

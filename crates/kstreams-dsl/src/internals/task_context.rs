@@ -129,6 +129,12 @@ impl TaskContext {
         self.stream_time = self.stream_time.max(timestamp);
     }
 
+    /// Puts stream time back to `timestamp` (only for a record that turned
+    /// out never to have entered the task).
+    pub fn set_stream_time(&mut self, timestamp: Timestamp) {
+        self.stream_time = timestamp;
+    }
+
     /// Sets the wall clock (milliseconds since the epoch).
     pub fn set_wall_clock(&mut self, now: Timestamp) {
         self.wall_clock = now;

@@ -13,7 +13,8 @@ use kstreams_metrics::Counter;
 struct PartitionQueue {
     topic: String,
     partition: i32,
-    records: VecDeque<ConsumedRecord>,
+    /// Buffered records with their extracted event time.
+    records: VecDeque<(ConsumedRecord, i64)>,
     /// Offset after the last record handed out since the last `take_progress`.
     progress: Option<i64>,
 }
@@ -104,8 +105,9 @@ impl PartitionGroup {
         self.blocked_since = None;
     }
 
-    /// Buffers a record; returns how many its partition now holds.
-    pub fn push(&mut self, record: ConsumedRecord) -> usize {
+    /// Buffers a record with its extracted event time; returns how many
+    /// its partition now holds.
+    pub fn push(&mut self, record: ConsumedRecord, timestamp: i64) -> usize {
         let (topic, partition) = (record.topic.as_str(), record.partition);
         if self.queue_mut(topic, partition).is_none() {
             self.add_partition(topic, partition);
@@ -113,7 +115,7 @@ impl PartitionGroup {
         let queue = self
             .queue_mut(&record.topic, record.partition)
             .expect("just added");
-        queue.records.push_back(record);
+        queue.records.push_back((record, timestamp));
         queue.records.len()
     }
 
@@ -128,20 +130,35 @@ impl PartitionGroup {
         self.queues.iter().all(|q| q.records.is_empty())
     }
 
-    /// The next record to process, or `None` if nothing is buffered or the
-    /// task is still waiting for an empty partition. Giving up the wait
-    /// bumps `enforced`.
+    /// The next record (with its event time) to process, or `None` if
+    /// nothing is buffered or the task is still waiting for an empty
+    /// partition. With `max_idle` zero the task waits only for empty
+    /// partitions that are not caught up (`lagging` says which), as in
+    /// KIP-695; otherwise up to `max_idle` for any empty partition. Giving
+    /// up the wait bumps `enforced`.
     pub fn next(
         &mut self,
         max_idle: Duration,
         now: Instant,
         enforced: &Counter,
-    ) -> Option<ConsumedRecord> {
+        lagging: &dyn Fn(&str, i32) -> bool,
+    ) -> Option<(ConsumedRecord, i64)> {
         if !self.bootstrap.is_empty() {
             return self.next_bootstrap();
         }
         let any_empty = self.queues.iter().any(|q| q.records.is_empty());
-        if any_empty && self.queues.len() > 1 && !self.is_empty() {
+        if any_empty && self.queues.len() > 1 && !self.is_empty() && max_idle.is_zero() {
+            // Data is on its way to an empty partition that is behind:
+            // wait for it rather than process out of order.
+            if self
+                .queues
+                .iter()
+                .any(|q| q.records.is_empty() && lagging(&q.topic, q.partition))
+            {
+                return None;
+            }
+            self.blocked_since = None;
+        } else if any_empty && self.queues.len() > 1 && !self.is_empty() {
             let since = *self.blocked_since.get_or_insert(now);
             if now.duration_since(since) < max_idle {
                 return None;
@@ -154,18 +171,18 @@ impl PartitionGroup {
             .queues
             .iter_mut()
             .filter(|q| !q.records.is_empty())
-            .min_by_key(|q| q.records.front().map(|r| r.timestamp))?;
-        let record = queue.records.pop_front()?;
+            .min_by_key(|q| q.records.front().map(|(_, ts)| *ts))?;
+        let (record, timestamp) = queue.records.pop_front()?;
         queue.progress = Some(record.offset + 1);
         if queue.records.is_empty() {
             self.blocked_since = None;
         }
-        Some(record)
+        Some((record, timestamp))
     }
 
     /// The next record of a bootstrap partition, in timestamp order among
     /// them; the other partitions wait.
-    fn next_bootstrap(&mut self) -> Option<ConsumedRecord> {
+    fn next_bootstrap(&mut self) -> Option<(ConsumedRecord, i64)> {
         let bootstrap = &self.bootstrap;
         let queue = self
             .queues
@@ -176,13 +193,13 @@ impl PartitionGroup {
                         .iter()
                         .any(|(t, p, _)| *p == q.partition && *t == q.topic)
             })
-            .min_by_key(|q| q.records.front().map(|r| r.timestamp))?;
-        let record = queue.records.pop_front()?;
+            .min_by_key(|q| q.records.front().map(|(_, ts)| *ts))?;
+        let (record, timestamp) = queue.records.pop_front()?;
         queue.progress = Some(record.offset + 1);
         let (topic, partition, next) = (record.topic.as_str(), record.partition, record.offset + 1);
         self.bootstrap
             .retain(|(t, p, end)| !(*p == partition && t == topic && next >= *end));
-        Some(record)
+        Some((record, timestamp))
     }
 
     /// For each partition that advanced since the last call: the offset to
@@ -218,13 +235,14 @@ mod tests {
         g.add_partition("a", 0);
         g.add_partition("b", 0);
         for (t, o, ts) in [("a", 0, 5), ("a", 1, 1), ("b", 0, 3), ("b", 1, 9)] {
-            g.push(rec(t, 0, o, ts));
+            g.push(rec(t, 0, o, ts), ts);
         }
         let now = Instant::now();
         let enforced = Counter::new();
-        let order: Vec<_> = std::iter::from_fn(|| g.next(Duration::ZERO, now, &enforced))
-            .map(|r| (r.topic, r.offset))
-            .collect();
+        let order: Vec<_> =
+            std::iter::from_fn(|| g.next(Duration::ZERO, now, &enforced, &|_, _| false))
+                .map(|(r, _)| (r.topic, r.offset))
+                .collect();
         // Within a partition, offset order is kept even when timestamps go back.
         assert_eq!(
             order,
@@ -251,21 +269,32 @@ mod tests {
         let now = Instant::now();
         group.add_partition("stream", 0);
         group.add_bootstrap("table", 0, 2);
-        group.push(rec("stream", 0, 0, 1));
-        group.push(rec("table", 0, 0, 50));
+        group.push(rec("stream", 0, 0, 1), 1);
+        group.push(rec("table", 0, 0, 50), 50);
         // The stream record is older, but the table is read first.
-        let first = group.next(Duration::ZERO, now, &enforced).unwrap();
+        let first = group
+            .next(Duration::ZERO, now, &enforced, &|_, _| false)
+            .unwrap()
+            .0;
         assert_eq!((first.topic.as_str(), first.offset), ("table", 0));
         assert!(
-            group.next(Duration::ZERO, now, &enforced).is_none(),
+            group
+                .next(Duration::ZERO, now, &enforced, &|_, _| false)
+                .is_none(),
             "waits for table offset 1"
         );
         assert!(group.bootstrapping());
-        group.push(rec("table", 0, 1, 60));
-        let second = group.next(Duration::ZERO, now, &enforced).unwrap();
+        group.push(rec("table", 0, 1, 60), 60);
+        let second = group
+            .next(Duration::ZERO, now, &enforced, &|_, _| false)
+            .unwrap()
+            .0;
         assert_eq!((second.topic.as_str(), second.offset), ("table", 1));
         assert!(!group.bootstrapping());
-        let third = group.next(Duration::ZERO, now, &enforced).unwrap();
+        let third = group
+            .next(Duration::ZERO, now, &enforced, &|_, _| false)
+            .unwrap()
+            .0;
         assert_eq!(third.topic, "stream");
     }
 
@@ -284,15 +313,46 @@ mod tests {
         let mut g = PartitionGroup::default();
         g.add_partition("a", 0);
         g.add_partition("b", 0);
-        assert_eq!(g.push(rec("a", 0, 0, 1)), 1);
+        assert_eq!(g.push(rec("a", 0, 0, 1), 1), 1);
         let start = Instant::now();
         let idle = Duration::from_millis(100);
         let enforced = Counter::new();
-        assert!(g.next(idle, start, &enforced).is_none());
+        assert!(g.next(idle, start, &enforced, &|_, _| false).is_none());
         assert!(g
-            .next(idle, start + Duration::from_millis(99), &enforced)
+            .next(
+                idle,
+                start + Duration::from_millis(99),
+                &enforced,
+                &|_, _| false
+            )
             .is_none());
-        assert_eq!(g.next(idle, start + idle, &enforced).unwrap().offset, 0);
+        assert_eq!(
+            g.next(idle, start + idle, &enforced, &|_, _| false)
+                .unwrap()
+                .0
+                .offset,
+            0
+        );
         assert_eq!(enforced.get(), 1);
+    }
+
+    /// KIP-695: with max.task.idle.ms at 0 the task waits for an empty
+    /// partition only while it is not caught up.
+    #[test]
+    fn with_no_idle_time_waits_only_for_lagging_partitions() {
+        let mut g = PartitionGroup::default();
+        g.add_partition("a", 0);
+        g.add_partition("b", 0);
+        g.push(rec("a", 0, 0, 5), 5);
+        let now = Instant::now();
+        let enforced = Counter::new();
+        assert!(g
+            .next(Duration::ZERO, now, &enforced, &|t, _| t == "b")
+            .is_none());
+        let (record, ts) = g
+            .next(Duration::ZERO, now, &enforced, &|_, _| false)
+            .unwrap();
+        assert_eq!((record.topic.as_str(), ts), ("a", 5));
+        assert_eq!(enforced.get(), 0);
     }
 }

@@ -505,6 +505,10 @@ impl ThreadLoop {
             wait = Duration::ZERO;
             let message = match result {
                 Ok(m) => m,
+                Err(e) if is_fatal_consumer_error(&e) => {
+                    log::error!("{}: fatal consumer error: {e}", self.name);
+                    return Err(e.into());
+                }
                 Err(e) => {
                     log::warn!("{}: consumer error: {e}", self.name);
                     continue;
@@ -521,7 +525,12 @@ impl ThreadLoop {
             let Some(entry) = self.tasks.get_mut(&id) else {
                 continue; // a record of a partition revoked in this poll
             };
-            let buffered = entry.group.push(record);
+            // Event time is extracted as the record is buffered, so that the
+            // partition group orders by it (Kafka Streams' RecordQueue).
+            let Some(timestamp) = entry.task.extract_timestamp(&record)? else {
+                continue;
+            };
+            let buffered = entry.group.push(record, timestamp);
             if buffered > self.config.buffered_records_per_partition {
                 // Backpressure: stop fetching this partition until the
                 // task has worked its buffer down.
@@ -734,6 +743,29 @@ impl ThreadLoop {
         Ok(())
     }
 
+    /// Assigned partitions known to be behind their end (KIP-695: with
+    /// max.task.idle.ms at 0 a task waits for these when they are empty).
+    /// From librdkafka's cached watermarks and positions: no request.
+    fn lagging_partitions(&self, max_idle: Duration) -> Vec<(String, i32)> {
+        if !max_idle.is_zero() {
+            return Vec::new();
+        }
+        let Ok(positions) = self.consumer.position() else {
+            return Vec::new();
+        };
+        positions
+            .elements()
+            .iter()
+            .filter_map(|e| {
+                let Offset::Offset(position) = e.offset() else {
+                    return None;
+                };
+                let high = cached_high_watermark(&self.consumer, e.topic(), e.partition())?;
+                (high > position).then(|| (e.topic().to_string(), e.partition()))
+            })
+            .collect()
+    }
+
     /// Processes what the partition groups allow, sending outputs as they
     /// come. Returns whether anything can be committed.
     fn process_buffered(&mut self) -> Result<bool, RuntimeError> {
@@ -741,14 +773,19 @@ impl ThreadLoop {
         let max_idle = self.config.max_task_idle;
         let mut outputs = Vec::new();
         let mut progress = Vec::new();
+        let lagging = self.lagging_partitions(max_idle);
+        let is_lagging = |topic: &str, partition: i32| {
+            lagging.iter().any(|(t, p)| *p == partition && t == topic)
+        };
         for entry in self.tasks.values_mut() {
             let now = Instant::now();
-            while let Some(record) =
-                entry
-                    .group
-                    .next(max_idle, now, &entry.task.metrics().enforced_processing)
-            {
-                entry.task.process(record)?;
+            while let Some((record, timestamp)) = entry.group.next(
+                max_idle,
+                now,
+                &entry.task.metrics().enforced_processing,
+                &is_lagging,
+            ) {
+                entry.task.process_at(record, timestamp)?;
             }
             progress.extend(
                 entry
@@ -994,6 +1031,51 @@ impl ThreadLoop {
         }
         Ok(())
     }
+}
+
+/// The high watermark librdkafka last saw for a partition in a fetch
+/// response, without a request to the broker (rust-rdkafka wraps only the
+/// network variant); `None` when unknown.
+fn cached_high_watermark(
+    consumer: &BaseConsumer<StreamsConsumerContext>,
+    topic: &str,
+    partition: i32,
+) -> Option<i64> {
+    let topic = std::ffi::CString::new(topic).ok()?;
+    let mut low: i64 = -1;
+    let mut high: i64 = -1;
+    // SAFETY: `native_ptr` is the live handle of `consumer`, borrowed for
+    // the whole call; `topic` is a NUL-terminated string that outlives the
+    // call; `low` and `high` are valid, exclusive out-pointers to i64 on
+    // this stack frame. rd_kafka_get_watermark_offsets only reads the
+    // handle's cached partition state under its own locks and writes the
+    // two out-parameters; it keeps none of the pointers.
+    let err = unsafe {
+        rdkafka::bindings::rd_kafka_get_watermark_offsets(
+            consumer.client().native_ptr(),
+            topic.as_ptr(),
+            partition,
+            &mut low,
+            &mut high,
+        )
+    };
+    (err == rdkafka::bindings::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR && high >= 0)
+        .then_some(high)
+}
+
+/// Consumer errors no retry can fix: the thread stops with them instead of
+/// polling on.
+fn is_fatal_consumer_error(error: &KafkaError) -> bool {
+    matches!(
+        error.rdkafka_error_code(),
+        Some(
+            RDKafkaErrorCode::Fatal
+                | RDKafkaErrorCode::TopicAuthorizationFailed
+                | RDKafkaErrorCode::GroupAuthorizationFailed
+                | RDKafkaErrorCode::ClusterAuthorizationFailed
+                | RDKafkaErrorCode::SaslAuthenticationFailed
+        )
+    )
 }
 
 /// Errors that mean "the group moved on": the commit is lost, not the app.
