@@ -503,12 +503,29 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             Some(name) => name,
             None => state.new_name("KSTREAM-REPARTITION-"),
         };
-        self.through_repartition_topic(
+        let out = self.through_repartition_topic(
             &mut state,
             prefix,
             repartitioned.key_serde,
             repartitioned.value_serde,
-        )
+        );
+        if let Some(partitions) = repartitioned.partitions {
+            // The topic the source just added reads.
+            if let Some(topic) = state
+                .topology
+                .graph
+                .upstream_topics(&out.node)
+                .into_iter()
+                .next()
+            {
+                state
+                    .topology
+                    .graph
+                    .repartition_partitions
+                    .insert(topic, partitions);
+            }
+        }
+        out
     }
 
     /// Adds the null-key filter, sink and source of a repartition topic

@@ -272,6 +272,16 @@ impl Topology {
             .collect()
     }
 
+    /// Repartition topics (with the application id prefix) whose partition
+    /// count the user set with `Repartitioned::with_partitions`.
+    pub fn repartition_partitions(&self, application_id: &str) -> Vec<(String, i32)> {
+        self.graph
+            .repartition_partitions
+            .iter()
+            .map(|(t, n)| (format!("{application_id}-{t}"), *n))
+            .collect()
+    }
+
     /// The internal topics (with the application id prefix) and the
     /// sub-topology that writes each.
     pub fn internal_topic_writers(&self, application_id: &str) -> Vec<(String, u32)> {

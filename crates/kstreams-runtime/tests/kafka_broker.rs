@@ -533,3 +533,41 @@ fn joining_topics_with_different_partition_counts_fails_start_naming_them() {
     assert!(err.contains(&format!("{orders} has 2")), "{err}");
     assert!(err.contains(&format!("{customers} has 3")), "{err}");
 }
+
+#[test]
+fn repartition_topics_get_the_partition_count_the_user_set() {
+    use kstreams_dsl::Repartitioned;
+    use kstreams_record::StringSerde;
+    let Some(bootstrap) = test_broker() else {
+        return;
+    };
+    let input = unique_name("rp-in");
+    let output = unique_name("rp-out");
+    create_topic(&bootstrap, &input, 2, 1).unwrap();
+    create_topic(&bootstrap, &output, 2, 1).unwrap();
+    let app_id = unique_name("rp-app");
+    let builder = StreamsBuilder::new();
+    builder
+        .stream::<String, String>(&input)
+        .repartition_with(
+            Repartitioned::with(StringSerde, StringSerde)
+                .with_name("spread")
+                .with_partitions(5),
+        )
+        .to(&output);
+    let mut app = KafkaStreams::new(
+        builder.build().unwrap(),
+        StreamsConfig::new(&app_id, &bootstrap),
+    );
+    app.start().unwrap();
+    let probe: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .create()
+        .unwrap();
+    let topic = format!("{app_id}-spread-repartition");
+    let metadata = probe
+        .fetch_metadata(Some(&topic), Duration::from_secs(10))
+        .unwrap();
+    app.close(Duration::from_secs(30));
+    assert_eq!(metadata.topics()[0].partitions().len(), 5);
+}

@@ -109,6 +109,8 @@ pub(crate) struct TopologyGraph {
     /// Topics whose partitions must meet in one task (the two sides of a
     /// join, the inputs of a cogroup): they need equal partition counts.
     pub copartition_groups: Vec<BTreeSet<String>>,
+    /// Repartition topics whose partition count the user set.
+    pub repartition_partitions: BTreeMap<String, i32>,
 }
 
 impl TopologyGraph {

@@ -118,7 +118,11 @@ pub(crate) fn prepare_topics(
             // As many partitions as the tasks of the sub-topology writing
             // it, as Kafka Streams: a key's records stay on one partition
             // as the data moves from one sub-topology to the next.
-            let n = count_of(writers.get(t).copied());
+            let n = counts
+                .fixed
+                .get(t)
+                .copied()
+                .unwrap_or_else(|| count_of(writers.get(t).copied()));
             NewTopic::new(
                 t,
                 n as i32,
@@ -186,6 +190,8 @@ fn check_copartitioning(
 /// topic not created yet gets the count of the sub-topology writing it.
 struct PartitionCounts {
     subtopologies: HashMap<u32, usize>,
+    /// Repartition topics with a count the user set.
+    fixed: HashMap<String, usize>,
 }
 
 fn partition_counts(
@@ -197,6 +203,9 @@ fn partition_counts(
     let writers = topology.internal_topic_writers(application_id);
     let mut topics: HashMap<String, usize> =
         existing.iter().map(|(t, n)| (t.to_string(), *n)).collect();
+    for (topic, n) in topology.repartition_partitions(application_id) {
+        topics.entry(topic).or_insert(n.max(1) as usize);
+    }
     let mut subtopologies: HashMap<u32, usize> = HashMap::new();
     // Each round settles at least one more sub-topology downstream.
     for _ in 0..=sources.len() {
@@ -211,5 +220,13 @@ fn partition_counts(
             }
         }
     }
-    PartitionCounts { subtopologies }
+    let fixed = topology
+        .repartition_partitions(application_id)
+        .into_iter()
+        .map(|(t, n)| (t, n.max(1) as usize))
+        .collect();
+    PartitionCounts {
+        subtopologies,
+        fixed,
+    }
 }
