@@ -15,6 +15,7 @@ mod cogroup;
 mod describe;
 mod error;
 mod fixed_key;
+mod fk_join;
 mod global;
 mod grouped;
 pub mod internals;

@@ -419,3 +419,82 @@ fn joined_topics_form_copartition_groups() {
         vec![vec![s("customers"), s("orders")]]
     );
 }
+
+fn fk_join(left: bool) -> Vec<(S, Option<S>)> {
+    let b = StreamsBuilder::new();
+    let customers = b.table::<S, S>("customers");
+    let orders = b.table::<S, S>("orders");
+    let customer_of = |order: &S| order.split(':').next().unwrap_or_default().to_string();
+    let amount = |order: &S| order.split(':').nth(1).unwrap_or_default().to_string();
+    let joined = if left {
+        orders.left_join_fk(&customers, customer_of, move |order, customer| {
+            format!(
+                "{} by {}",
+                amount(order),
+                customer.map_or("nobody", |c| c.as_str())
+            )
+        })
+    } else {
+        orders.join_fk(&customers, customer_of, move |order, customer| {
+            format!("{} by {customer}", amount(order))
+        })
+    };
+    joined
+        .to_stream()
+        .to_with("out", Produced::with(StringSerde, Nullable(StringSerde)));
+    let topology = b.build().unwrap();
+    assert_eq!(
+        topology.subtopology_count(),
+        2,
+        "orders' and customers' partitions"
+    );
+    let driver = driver(topology);
+    let customers = driver.create_input_topic("customers", StringSerde, Nullable(StringSerde));
+    let orders = driver.create_input_topic("orders", StringSerde, Nullable(StringSerde));
+    let out = driver.create_output_topic("out", StringSerde, Nullable(StringSerde));
+    customers.pipe_input(s("c1"), Some(s("Alice")));
+    customers.pipe_input(s("c2"), Some(s("Bob")));
+    orders.pipe_input(s("o1"), Some(s("c1:10")));
+    // The order moves to another customer.
+    orders.pipe_input(s("o1"), Some(s("c2:10")));
+    customers.pipe_input(s("c2"), Some(s("Bobby")));
+    // Nobody subscribes to c1 any more.
+    customers.pipe_input(s("c1"), Some(s("Alicia")));
+    orders.pipe_input(s("o2"), Some(s("c3:5")));
+    customers.pipe_input(s("c3"), Some(s("Carol")));
+    orders.pipe_input(s("o1"), None);
+    customers.pipe_input(s("c2"), None);
+    out.read_key_values_to_list()
+}
+
+/// Foreign-key join (KIP-213): orders join the customer they name, follow
+/// a change of customer, see customer updates, and leave a tombstone when
+/// deleted.
+#[test]
+fn foreign_key_join_follows_the_foreign_row() {
+    assert_eq!(
+        fk_join(false),
+        vec![
+            (s("o1"), Some(s("10 by Alice"))),
+            (s("o1"), Some(s("10 by Bob"))),
+            (s("o1"), Some(s("10 by Bobby"))),
+            (s("o2"), Some(s("5 by Carol"))),
+            (s("o1"), None),
+        ]
+    );
+}
+
+#[test]
+fn foreign_key_left_join_keeps_rows_without_a_foreign_row() {
+    assert_eq!(
+        fk_join(true),
+        vec![
+            (s("o1"), Some(s("10 by Alice"))),
+            (s("o1"), Some(s("10 by Bob"))),
+            (s("o1"), Some(s("10 by Bobby"))),
+            (s("o2"), Some(s("5 by nobody"))),
+            (s("o2"), Some(s("5 by Carol"))),
+            (s("o1"), None),
+        ]
+    );
+}

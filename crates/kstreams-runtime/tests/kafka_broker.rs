@@ -23,6 +23,9 @@ fn produce(bootstrap: &str, topic: &str, records: impl IntoIterator<Item = (Stri
     let producer: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("linger.ms", "5")
+        // Java's partitioner, as kstreams' sinks use: a key lands on the
+        // partition Kafka Streams (and our internal topics) expect.
+        .set("partitioner", "murmur2_random")
         .create()
         .unwrap();
     for (key, value, ts) in records {
@@ -570,4 +573,77 @@ fn repartition_topics_get_the_partition_count_the_user_set() {
         .unwrap();
     app.close(Duration::from_secs(30));
     assert_eq!(metadata.topics()[0].partitions().len(), 5);
+}
+
+/// A foreign-key join between tables with different partition counts: the
+/// subscriptions go to the customers' partitions, the answers back to the
+/// orders'.
+#[test]
+fn foreign_key_join_across_differently_partitioned_tables() {
+    use kstreams_dsl::Produced;
+    use kstreams_record::{Nullable, StringSerde};
+    let _ = env_logger::builder().is_test(true).try_init();
+    let Some(bootstrap) = test_broker() else {
+        return;
+    };
+    let orders = unique_name("fk-orders");
+    let customers = unique_name("fk-customers");
+    let output = unique_name("fk-out");
+    create_topic(&bootstrap, &orders, 3, 1).unwrap();
+    create_topic(&bootstrap, &customers, 2, 1).unwrap();
+    create_topic(&bootstrap, &output, 3, 1).unwrap();
+    produce(
+        &bootstrap,
+        &customers,
+        (0..20).map(|i| (format!("c{i}"), format!("customer-{i}"), 1_000)),
+    );
+    produce(
+        &bootstrap,
+        &orders,
+        (0..60).map(|i| (format!("o{i}"), format!("c{}", i % 20), 2_000)),
+    );
+    let app_id = unique_name("fk-app");
+    let builder = StreamsBuilder::new();
+    let customers_table = builder.table::<String, String>(&customers);
+    builder
+        .table::<String, String>(&orders)
+        .join_fk(
+            &customers_table,
+            |c: &String| c.clone(),
+            |_, customer| customer.clone(),
+        )
+        .to_stream()
+        .to_with(&output, Produced::with(StringSerde, Nullable(StringSerde)));
+    let config = StreamsConfig::new(&app_id, &bootstrap)
+        .commit_interval(Duration::from_millis(100))
+        .state_dir(std::env::temp_dir().join(unique_name("fk-state")));
+    let mut app = KafkaStreams::new(builder.build().unwrap(), config);
+    app.start().unwrap();
+    let out = read_committed(&bootstrap, &output, 60, Duration::from_secs(60));
+    let probe: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .create()
+        .unwrap();
+    let partitions = |suffix: &str| {
+        let metadata = probe.fetch_metadata(None, Duration::from_secs(10)).unwrap();
+        metadata
+            .topics()
+            .iter()
+            .find(|t| t.name().starts_with(&app_id) && t.name().ends_with(suffix))
+            .map(|t| t.partitions().len())
+    };
+    let subscription = partitions("SUBSCRIPTION-REGISTRATION-0000000006-topic");
+    let response = partitions("SUBSCRIPTION-RESPONSE-0000000012-topic");
+    app.close(Duration::from_secs(30));
+    let joined: BTreeMap<String, String> = out.into_iter().collect();
+    assert_eq!(joined.len(), 60);
+    for i in 0..60 {
+        assert_eq!(joined[&format!("o{i}")], format!("customer-{}", i % 20));
+    }
+    assert_eq!(
+        subscription,
+        Some(2),
+        "subscriptions follow the customers' partitions"
+    );
+    assert_eq!(response, Some(3), "answers follow the orders' partitions");
 }

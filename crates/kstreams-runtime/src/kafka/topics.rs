@@ -206,6 +206,29 @@ fn partition_counts(
     for (topic, n) in topology.repartition_partitions(application_id) {
         topics.entry(topic).or_insert(n.max(1) as usize);
     }
+    // An internal topic that must meet user topics in one task (a
+    // foreign-key join's subscriptions and answers) takes their count.
+    let internal: Vec<String> = topology
+        .internal_topics()
+        .map(|t| format!("{application_id}-{t}"))
+        .collect();
+    let mut copartitioned: HashMap<String, usize> = HashMap::new();
+    for group in topology.copartition_groups(application_id) {
+        let known = group
+            .iter()
+            .filter(|t| !internal.contains(t))
+            .filter_map(|t| existing.get(t.as_str()))
+            .max()
+            .copied();
+        if let Some(n) = known {
+            for topic in group.iter().filter(|t| internal.contains(t)) {
+                if !existing.contains_key(topic.as_str()) {
+                    topics.insert(topic.clone(), n);
+                    copartitioned.insert(topic.clone(), n);
+                }
+            }
+        }
+    }
     let mut subtopologies: HashMap<u32, usize> = HashMap::new();
     // Each round settles at least one more sub-topology downstream.
     for _ in 0..=sources.len() {
@@ -220,11 +243,12 @@ fn partition_counts(
             }
         }
     }
-    let fixed = topology
+    let mut fixed: HashMap<String, usize> = topology
         .repartition_partitions(application_id)
         .into_iter()
         .map(|(t, n)| (t, n.max(1) as usize))
         .collect();
+    fixed.extend(copartitioned);
     PartitionCounts {
         subtopologies,
         fixed,
