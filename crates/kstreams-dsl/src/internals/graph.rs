@@ -109,6 +109,21 @@ pub(crate) struct TopologyGraph {
     /// Topics whose partitions must meet in one task (the two sides of a
     /// join, the inputs of a cogroup): they need equal partition counts.
     pub copartition_groups: Vec<BTreeSet<String>>,
+    /// The global tables' nodes, as described (the global thread, not a
+    /// task, runs them).
+    pub global_stores: Vec<GlobalStoreNodes>,
+}
+
+/// The source and processor Kafka Streams adds for a global table's store.
+/// They form a sub-topology of their own, numbered among the others by
+/// where the global table was declared.
+pub(crate) struct GlobalStoreNodes {
+    pub source: String,
+    pub processor: String,
+    pub store: String,
+    pub topic: String,
+    /// How many nodes the graph had when the global table was declared.
+    pub position: usize,
 }
 
 impl TopologyGraph {
