@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reference implementation of Kafka Streams' TopologyDescription.toString() (4.1.x, no
-global stores, no named topologies), written from InternalTopologyBuilder's source to pin
-down the exact ordering rules for a Rust port.
+named topologies), written from InternalTopologyBuilder's source to pin down the exact
+ordering rules for a Rust port.
 
     python3 compat/topology-describe/describe_ref.py crates/kstreams-dsl/tests/fixtures/describe/papi_random.jsonl
 
@@ -232,6 +232,7 @@ class Builder:
         self.stores = {}     # processor name -> store names in connect order (deduplicated)
         self.uf = {}         # QuickUnion parent map
         self.store_users = {}  # store -> processors connected (in order)
+        self.global_sources = set()  # sources of global stores
 
     # QuickUnion: root(), unite(id1, id2...) -> parent[root(id1)] = root(id2)
     def _root(self, x):
@@ -255,10 +256,12 @@ class Builder:
         self.uf[name] = name
         self._unite(name, parents)
 
-    def add_source(self, name, topics=None, pattern=None):
+    def add_source(self, name, topics=None, pattern=None, global_=False):
         self._add(name, "source", [])
         self.topics[name] = topics
         self.pattern[name] = pattern
+        if global_:
+            self.global_sources.add(name)
 
     def add_processor(self, name, parents):
         self._add(name, "processor", parents)
@@ -289,11 +292,37 @@ class Builder:
         return groups
 
     def describe(self):
-        out = ["Topologies:\n "]
+        # A group holding a global source is a global store ({source, processor}); its id is
+        # taken like any other. toString() walks ids 0, 1, ... while both kinds remain and
+        # prints the sub-topology if its id is the expected one, else the next global store.
+        subtopologies, global_stores = [], []
         for gid, members in enumerate(self.node_groups()):
+            source = next((n for n in members if n in self.global_sources), None)
+            if source is None:
+                subtopologies.append((gid, self._describe_subtopology(gid, members)))
+            else:
+                global_stores.append((gid, self._describe_global_store(gid, source, members)))
+        out = ["Topologies:\n "]
+        expected = 0
+        while subtopologies and global_stores:
             out.append("  ")
-            out.append(self._describe_subtopology(gid, members))
+            if subtopologies[0][0] == expected:
+                out.append(subtopologies.pop(0)[1])
+            else:
+                out.append(global_stores.pop(0)[1])
+            expected += 1
+        for _, text in subtopologies + global_stores:
+            out.append("  ")
+            out.append(text)
         return "".join(out)
+
+    def _describe_global_store(self, gid, source, members):
+        processor = next(n for n in members if n != source)
+        return ("Sub-topology: %d for global store (will not generate tasks)\n"
+                "    Source: %s (topics: [%s])\n      --> %s\n"
+                "    Processor: %s (stores: [%s])\n      --> none\n      <-- %s\n"
+                % (gid, source, self.topics[source][0], processor,
+                   processor, self.stores[processor][0], source))
 
     def _describe_subtopology(self, gid, members):
         # nodesByName.values() iteration order (HashSet -> HashMap, same table size)
@@ -362,7 +391,8 @@ def build(ops):
     for op in ops:
         kind = op["op"]
         if kind == "source":
-            b.add_source(op["name"], topics=op.get("topics"), pattern=op.get("pattern"))
+            b.add_source(op["name"], topics=op.get("topics"), pattern=op.get("pattern"),
+                         global_=op.get("global", False))
         elif kind == "processor":
             b.add_processor(op["name"], op["parents"])
         elif kind == "sink":

@@ -8,7 +8,9 @@ use crate::java_order::{
     grown_capacity, hash_order, hash_set_order, java_string_compare, JavaTreeSet,
 };
 
-use crate::internals::graph::{NodeKind, SinkTopicDescription, SourceTopics, TopologyGraph};
+use crate::internals::graph::{
+    GlobalStoreNodes, NodeKind, SinkTopicDescription, SourceTopics, TopologyGraph,
+};
 
 /// What kind of node, with what Kafka Streams prints after its name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,23 +54,75 @@ pub struct SubtopologyDescription {
     pub nodes: Vec<NodeDescription>,
 }
 
+/// A global table's store: the source reading its topic and the processor
+/// writing the store. It takes a sub-topology id but generates no tasks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobalStoreDescription {
+    /// Sub-topology id.
+    pub id: usize,
+    /// The source of the global topic.
+    pub source: NodeDescription,
+    /// The processor that writes the store.
+    pub processor: NodeDescription,
+}
+
 /// The description of a whole topology; `Display` prints Kafka Streams'
 /// `TopologyDescription` text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopologyDescription {
     /// Sub-topologies in id order.
     pub subtopologies: Vec<SubtopologyDescription>,
+    /// Global stores in id order.
+    pub global_stores: Vec<GlobalStoreDescription>,
 }
 
 impl TopologyDescription {
+    /// Numbers sub-topologies and global stores together, as Kafka Streams'
+    /// `makeNodeGroups` does: in the order of their first node, a global
+    /// store's nodes being added where its global table was declared.
     pub(crate) fn of(graph: &TopologyGraph) -> Self {
-        let subtopologies = graph
-            .subtopologies()
-            .into_iter()
-            .enumerate()
-            .map(|(id, members)| describe_subtopology(graph, id, &members))
-            .collect();
-        Self { subtopologies }
+        let mut subtopologies = Vec::new();
+        let mut global_stores = Vec::new();
+        let mut globals = graph.global_stores.iter().peekable();
+        let mut id = 0;
+        for members in graph.subtopologies() {
+            while let Some(global) = globals.next_if(|g| g.position <= members[0]) {
+                global_stores.push(describe_global_store(global, id));
+                id += 1;
+            }
+            subtopologies.push(describe_subtopology(graph, id, &members));
+            id += 1;
+        }
+        for global in globals {
+            global_stores.push(describe_global_store(global, id));
+            id += 1;
+        }
+        Self {
+            subtopologies,
+            global_stores,
+        }
+    }
+}
+
+fn describe_global_store(global: &GlobalStoreNodes, id: usize) -> GlobalStoreDescription {
+    GlobalStoreDescription {
+        id,
+        source: NodeDescription {
+            name: global.source.clone(),
+            kind: NodeDescriptionKind::Source {
+                topics: format!("[{}]", global.topic),
+            },
+            successors: vec![global.processor.clone()],
+            predecessors: Vec::new(),
+        },
+        processor: NodeDescription {
+            name: global.processor.clone(),
+            kind: NodeDescriptionKind::Processor {
+                stores: vec![global.store.clone()],
+            },
+            successors: Vec::new(),
+            predecessors: vec![global.source.clone()],
+        },
     }
 }
 
@@ -207,14 +261,43 @@ impl fmt::Display for SubtopologyDescription {
     }
 }
 
+impl fmt::Display for GlobalStoreDescription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "Sub-topology: {} for global store (will not generate tasks)",
+            self.id
+        )?;
+        write!(f, "{}{}", self.source, self.processor)
+    }
+}
+
 impl fmt::Display for TopologyDescription {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Kafka Streams writes "Topologies:\n " and then each sub-topology
         // as "  Sub-topology: N\n...\n": three spaces before the first
-        // header, two before the others.
+        // header, two before the others. A global store's block has no
+        // blank line after it. While both kinds remain, the sub-topology
+        // goes first if it has the expected id, else the global store.
         write!(f, "Topologies:\n ")?;
-        for s in &self.subtopologies {
+        let mut subtopologies = self.subtopologies.iter().peekable();
+        let mut global_stores = self.global_stores.iter().peekable();
+        let mut expected = 0;
+        while let (Some(s), Some(g)) = (subtopologies.peek(), global_stores.peek()) {
+            if s.id == expected {
+                writeln!(f, "  {s}")?;
+                subtopologies.next();
+            } else {
+                write!(f, "  {g}")?;
+                global_stores.next();
+            }
+            expected += 1;
+        }
+        for s in subtopologies {
             writeln!(f, "  {s}")?;
+        }
+        for g in global_stores {
+            write!(f, "  {g}")?;
         }
         Ok(())
     }

@@ -16,6 +16,7 @@ use std::sync::{Arc, RwLock};
 use kstreams_record::{DefaultSerde, Headers, Record, SharedSerde, Timestamp};
 
 use crate::builder::SharedState;
+use crate::internals::graph::GlobalStoreNodes;
 use crate::{Consumed, KStream, Materialized, Processor, ProcessorContext, ProcessorError};
 
 /// The store of a global table: its topic's latest value per key, as bytes.
@@ -142,10 +143,21 @@ impl crate::StreamsBuilder {
             Some(name) => name,
             None => s.new_name(&format!("{topic}-STATE-STORE-")),
         };
-        // The source and table nodes of Kafka Streams' global topology
-        // draw their indexes.
-        s.new_name("KSTREAM-SOURCE-");
-        s.new_name("KTABLE-SOURCE-");
+        // The source and table nodes of Kafka Streams' global topology:
+        // `<name>-source` and `<name>` when `consumed` names them.
+        let source = s.name_or_generate(
+            consumed.name.as_ref().map(|n| format!("{n}-source")),
+            "KSTREAM-SOURCE-",
+        );
+        let processor = s.name_or_generate(consumed.name.clone(), "KTABLE-SOURCE-");
+        let position = s.topology.graph.nodes.len();
+        s.topology.graph.global_stores.push(GlobalStoreNodes {
+            source,
+            processor,
+            store: name.clone(),
+            topic: topic.to_string(),
+            position,
+        });
         let store = Arc::new(GlobalStore::new(name, topic.to_string()));
         s.topology.global_stores.push(store.clone());
         GlobalKTable {
@@ -173,7 +185,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         joiner: impl Fn(&V, &VG) -> VR + Send + Sync + 'static,
     ) -> KStream<K, VR> {
         let joiner: GlobalJoiner<K, V, VG, VR> = Arc::new(move |_, v, g| g.map(|g| joiner(v, g)));
-        self.global_join(table, Arc::new(key_selector), joiner, "KSTREAM-JOIN-")
+        self.global_join(table, Arc::new(key_selector), joiner)
     }
 
     /// Joins each record with the global table's value for the key
@@ -185,7 +197,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         joiner: impl Fn(&V, Option<&VG>) -> VR + Send + Sync + 'static,
     ) -> KStream<K, VR> {
         let joiner: GlobalJoiner<K, V, VG, VR> = Arc::new(move |_, v, g| Some(joiner(v, g)));
-        self.global_join(table, Arc::new(key_selector), joiner, "KSTREAM-LEFTJOIN-")
+        self.global_join(table, Arc::new(key_selector), joiner)
     }
 
     fn global_join<KG: 'static, VG: 'static, VR: Clone + 'static>(
@@ -193,10 +205,10 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         table: &GlobalKTable<KG, VG>,
         key_selector: KeySelector<K, V, KG>,
         joiner: GlobalJoiner<K, V, VG, VR>,
-        prefix: &str,
     ) -> KStream<K, VR> {
         let mut s = self.state.borrow_mut();
-        let name = s.new_name(prefix);
+        // Kafka Streams names inner and left global joins alike.
+        let name = s.new_name("KSTREAM-LEFTJOIN-");
         let table = table.clone();
         let added = s.topology.add_typed_processor::<K, V, K, VR, _>(
             name.clone(),

@@ -144,6 +144,45 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         if joined.bootstrap {
             s.topology.graph.mark_bootstrap_upstream(&table.node);
         }
+        let key_serde = joined
+            .key_serde
+            .clone()
+            .or_else(|| self.key_serde.clone())
+            .or_else(kstreams_record::builtin_serde::<K>);
+        let value_serde = joined
+            .value_serde
+            .clone()
+            .or_else(|| self.value_serde.clone())
+            .or_else(kstreams_record::builtin_serde::<V>);
+        let serdes = |store: &str| {
+            Ok::<_, TopologyError>((
+                key_serde
+                    .clone()
+                    .ok_or_else(|| TopologyError::MissingSerde {
+                        store: store.to_string(),
+                        part: "key",
+                        type_name: std::any::type_name::<K>(),
+                    })?,
+                value_serde
+                    .clone()
+                    .ok_or_else(|| TopologyError::MissingSerde {
+                        store: store.to_string(),
+                        part: "value",
+                        type_name: std::any::type_name::<V>(),
+                    })?,
+            ))
+        };
+        // After a key change the stream goes through a repartition topic
+        // so its records meet the table's partition. As in Kafka Streams,
+        // the topic is named after the join's name or else the stream's
+        // node, and drawn before the join's own name.
+        let mut parent = self.node.clone();
+        if self.repartition_required {
+            let topic = joined.name.clone().unwrap_or_else(|| self.node.clone());
+            if let Some((k, v)) = s.record(serdes(&format!("{topic}-repartition"))) {
+                parent = self.through_repartition_topic(&mut s, topic, k, v).node;
+            }
+        }
         let name = s.name_or_generate(joined.name.clone(), prefix);
         let out = KStream::new(self.state.clone(), name.clone());
         let invalid = |message: String| TopologyError::InvalidOperator {
@@ -159,45 +198,6 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         })) else {
             return out;
         };
-        let key_serde = joined
-            .key_serde
-            .clone()
-            .or_else(|| self.key_serde.clone())
-            .or_else(kstreams_record::builtin_serde::<K>);
-        let value_serde = joined
-            .value_serde
-            .clone()
-            .or_else(|| self.value_serde.clone())
-            .or_else(kstreams_record::builtin_serde::<V>);
-        let serdes = || {
-            Ok::<_, TopologyError>((
-                key_serde
-                    .clone()
-                    .ok_or_else(|| TopologyError::MissingSerde {
-                        store: name.clone(),
-                        part: "key",
-                        type_name: std::any::type_name::<K>(),
-                    })?,
-                value_serde
-                    .clone()
-                    .ok_or_else(|| TopologyError::MissingSerde {
-                        store: name.clone(),
-                        part: "value",
-                        type_name: std::any::type_name::<V>(),
-                    })?,
-            ))
-        };
-        // After a key change the stream goes through a repartition topic
-        // so its records meet the table's partition.
-        let mut parent = self.node.clone();
-        if self.repartition_required {
-            let Some((k, v)) = s.record(serdes()) else {
-                return out;
-            };
-            parent = self
-                .through_repartition_topic(&mut s, format!("{name}-left"), k, v)
-                .node;
-        }
         let mut buffer = None;
         if let Some(grace) = joined.grace {
             if !getter.versioned {
@@ -208,10 +208,10 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
                 )));
                 return out;
             }
-            let Some((k, v)) = s.record(serdes()) else {
+            let store = format!("{name}-Buffer");
+            let Some((k, v)) = s.record(serdes(&store)) else {
                 return out;
             };
-            let store = format!("{name}-Buffer");
             let builder = Stores::key_value_store_builder(
                 Stores::in_memory_key_value_store(&store),
                 BytesSerde,
@@ -568,6 +568,40 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         )
     }
 
+    /// [`KTable::left_join`] with a name, as [`KTable::join_named`].
+    pub fn left_join_named<VO: Clone + 'static, VR: Clone + 'static>(
+        &self,
+        other: &KTable<K, VO>,
+        joiner: impl Fn(&V, Option<&VO>) -> VR + Send + Sync + 'static,
+        named: impl IntoName,
+    ) -> KTable<K, VR> {
+        let joiner: TableJoiner<V, VO, VR> = Arc::new(move |a, b| match a {
+            Some(a) => joiner(a, b),
+            None => unreachable!("a left join calls its joiner with a left value"),
+        });
+        self.table_join(
+            other,
+            joiner,
+            TableJoinKind::Left,
+            named.into_name().map(|n| n.0),
+        )
+    }
+
+    /// [`KTable::outer_join`] with a name, as [`KTable::join_named`].
+    pub fn outer_join_named<VO: Clone + 'static, VR: Clone + 'static>(
+        &self,
+        other: &KTable<K, VO>,
+        joiner: impl Fn(Option<&V>, Option<&VO>) -> VR + Send + Sync + 'static,
+        named: impl IntoName,
+    ) -> KTable<K, VR> {
+        self.table_join(
+            other,
+            Arc::new(joiner),
+            TableJoinKind::Outer,
+            named.into_name().map(|n| n.0),
+        )
+    }
+
     fn table_join<VO: Clone + 'static, VR: Clone + 'static>(
         &self,
         other: &KTable<K, VO>,
@@ -582,19 +616,16 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         let this_getter = (self.getter)();
         let other_getter = (other.getter)();
         let mut s = self.state.borrow_mut();
-        let (this_prefix, other_prefix) = match kind {
-            TableJoinKind::Inner => ("KTABLE-JOINTHIS-", "KTABLE-JOINOTHER-"),
-            TableJoinKind::Left => ("KTABLE-LEFTTHIS-", "KTABLE-LEFTOTHER-"),
-            TableJoinKind::Outer => ("KTABLE-OUTERTHIS-", "KTABLE-OUTEROTHER-"),
-        };
+        // Kafka Streams names both sides JOINTHIS/JOINOTHER whatever the
+        // join kind.
         let merge = s.name_or_generate(named.clone(), "KTABLE-MERGE-");
         let this_name = s.name_or_generate(
             named.as_ref().map(|n| format!("{n}-join-this")),
-            this_prefix,
+            "KTABLE-JOINTHIS-",
         );
         let other_name = s.name_or_generate(
             named.as_ref().map(|n| format!("{n}-join-other")),
-            other_prefix,
+            "KTABLE-JOINOTHER-",
         );
         let this_flag: OldValuesFlag = Arc::default();
         let other_flag: OldValuesFlag = Arc::default();

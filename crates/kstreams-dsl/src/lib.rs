@@ -35,7 +35,8 @@ mod topology;
 mod windowed;
 
 pub use describe::{
-    NodeDescription, NodeDescriptionKind, SubtopologyDescription, TopologyDescription,
+    GlobalStoreDescription, NodeDescription, NodeDescriptionKind, SubtopologyDescription,
+    TopologyDescription,
 };
 pub use error::{ProcessorError, RecordPosition, StreamsError, TopologyError};
 pub use internals::{RecordContext, TaskId, TopicNameExtractor};

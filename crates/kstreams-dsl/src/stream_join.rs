@@ -54,14 +54,16 @@ impl<K: 'static, V1: 'static, V2: 'static> StreamJoined<K, V1, V2> {
     }
 
     /// Names the join's processors (`<name>-this-windowed`,
-    /// `<name>-join-this`, ...).
+    /// `<name>-this-join` or `<name>-outer-this-join`, `<name>-merge`, ...)
+    /// and its repartition topics (`<name>-left-repartition`, ...).
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self
     }
 
-    /// Names the join's stores (`<name>-this-join-store`, ...), and so
-    /// their changelog topics.
+    /// Names the join's stores (`<name>-this-join-store`,
+    /// `<name>-outer-other-join-store`, `<name>-left-shared-join-store`, ...),
+    /// and so their changelog topics.
     pub fn with_store_name(mut self, name: impl Into<String>) -> Self {
         self.store_name = Some(name.into());
         self
@@ -172,24 +174,55 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         let mut s = self.state.borrow_mut();
         let named = joined.name.clone();
         let suffixed = |suffix: &str| named.as_ref().map(|n| format!("{n}{suffix}"));
+        let key_serde = joined
+            .key_serde
+            .or_else(|| self.key_serde.clone())
+            .or_else(|| other.key_serde.clone())
+            .or_else(kstreams_record::builtin_serde::<K>);
+        let value_serde = joined
+            .value_serde
+            .or_else(|| self.value_serde.clone())
+            .or_else(kstreams_record::builtin_serde::<V>);
+        let other_serde = joined
+            .other_value_serde
+            .or_else(|| other.value_serde.clone())
+            .or_else(kstreams_record::builtin_serde::<VO>);
+        // After a key change, each side meets its partition of the other
+        // through a repartition topic: `<name>-left` / `<name>-right`, or
+        // named after the stream's node when the join is not named. As in
+        // Kafka Streams, these come before the join's own names.
+        let mut this_parent = self.node.clone();
+        if self.repartition_required {
+            let prefix = suffixed("-left").unwrap_or_else(|| self.node.clone());
+            if let Some((k, v)) = s.record(repartition_serdes(&prefix, &key_serde, &value_serde)) {
+                this_parent = self.through_repartition_topic(&mut s, prefix, k, v).node;
+            }
+        }
+        let mut other_parent = other.node.clone();
+        if other.repartition_required {
+            let prefix = suffixed("-right").unwrap_or_else(|| other.node.clone());
+            if let Some((k, v)) = s.record(repartition_serdes(&prefix, &key_serde, &other_serde)) {
+                other_parent = other.through_repartition_topic(&mut s, prefix, k, v).node;
+            }
+        }
         let this_windowed = s.name_or_generate(suffixed("-this-windowed"), "KSTREAM-WINDOWED-");
         let other_windowed = s.name_or_generate(suffixed("-other-windowed"), "KSTREAM-WINDOWED-");
         let left_outer = kind != JoinKind::Inner;
         let right_outer = kind == JoinKind::Outer;
-        let this_prefix = if right_outer {
-            "KSTREAM-OUTERTHIS-"
+        let (this_prefix, this_suffix) = if right_outer {
+            ("KSTREAM-OUTERTHIS-", "-outer-this-join")
         } else {
-            "KSTREAM-JOINTHIS-"
+            ("KSTREAM-JOINTHIS-", "-this-join")
         };
-        let other_prefix = if left_outer {
-            "KSTREAM-OUTEROTHER-"
+        let (other_prefix, other_suffix) = if left_outer {
+            ("KSTREAM-OUTEROTHER-", "-outer-other-join")
         } else {
-            "KSTREAM-JOINOTHER-"
+            ("KSTREAM-JOINOTHER-", "-other-join")
         };
         let this_generated = s.new_name(this_prefix);
         let other_generated = s.new_name(other_prefix);
-        let this_join = suffixed("-join-this").unwrap_or_else(|| this_generated.clone());
-        let other_join = suffixed("-join-other").unwrap_or_else(|| other_generated.clone());
+        let this_join = suffixed(this_suffix).unwrap_or_else(|| this_generated.clone());
+        let other_join = suffixed(other_suffix).unwrap_or_else(|| other_generated.clone());
         let merge = s.name_or_generate(suffixed("-merge"), "KSTREAM-MERGE-");
         let out = KStream::new(self.state.clone(), merge.clone());
 
@@ -206,22 +239,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             part,
             type_name,
         };
-        let key_serde = joined
-            .key_serde
-            .or_else(|| self.key_serde.clone())
-            .or_else(|| other.key_serde.clone())
-            .or_else(kstreams_record::builtin_serde::<K>)
-            .ok_or_else(|| missing("key", std::any::type_name::<K>()));
-        let value_serde = joined
-            .value_serde
-            .or_else(|| self.value_serde.clone())
-            .or_else(kstreams_record::builtin_serde::<V>)
-            .ok_or_else(|| missing("value", std::any::type_name::<V>()));
-        let other_serde = joined
-            .other_value_serde
-            .or_else(|| other.value_serde.clone())
-            .or_else(kstreams_record::builtin_serde::<VO>)
-            .ok_or_else(|| missing("value", std::any::type_name::<VO>()));
+        let key_serde = key_serde.ok_or_else(|| missing("key", std::any::type_name::<K>()));
+        let value_serde = value_serde.ok_or_else(|| missing("value", std::any::type_name::<V>()));
+        let other_serde = other_serde.ok_or_else(|| missing("value", std::any::type_name::<VO>()));
         let (Some(key_serde), Some(value_serde), Some(other_serde)) = (
             s.record(key_serde),
             s.record(value_serde),
@@ -229,41 +249,25 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         ) else {
             return out;
         };
-        // After a key change, each side meets its partition of the other
-        // through a repartition topic.
-        let mut this_parent = self.node.clone();
-        if self.repartition_required {
-            this_parent = self
-                .through_repartition_topic(
-                    &mut s,
-                    format!("{this_join}-left"),
-                    key_serde.clone(),
-                    value_serde.clone(),
-                )
-                .node;
-        }
-        let mut other_parent = other.node.clone();
-        if other.repartition_required {
-            other_parent = other
-                .through_repartition_topic(
-                    &mut s,
-                    format!("{other_join}-right"),
-                    key_serde.clone(),
-                    other_serde.clone(),
-                )
-                .node;
-        }
+        // Kafka Streams' store names: `<store name><side suffix>-store`, or
+        // after the generated side names; the shared store of unmatched
+        // records takes the index of this side's name.
+        let shared_suffix = if right_outer {
+            "-outer-shared-join"
+        } else {
+            "-left-shared-join"
+        };
         let (this_store, other_store, outer_store) = match &joined.store_name {
             Some(base) => (
-                format!("{base}-this-join-store"),
-                format!("{base}-other-join-store"),
-                format!("{base}-shared-outer-join-store"),
+                format!("{base}{this_suffix}-store"),
+                format!("{base}{other_suffix}-store"),
+                format!("{base}{shared_suffix}-store"),
             ),
             None => (
                 format!("{this_generated}-store"),
                 format!("{other_generated}-store"),
                 format!(
-                    "KSTREAM-OUTERSHARED-{}",
+                    "KSTREAM-OUTERSHARED-{}-store",
                     &this_generated[this_prefix.len()..]
                 ),
             ),
@@ -387,6 +391,26 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         out.key_serde = Some(key_serde);
         out
     }
+}
+
+/// The serdes a side's repartition topic needs.
+fn repartition_serdes<K: 'static, V: 'static>(
+    prefix: &str,
+    key: &Option<SharedSerde<K>>,
+    value: &Option<SharedSerde<V>>,
+) -> Result<(SharedSerde<K>, SharedSerde<V>), TopologyError> {
+    let missing = |part, type_name| TopologyError::MissingSerde {
+        store: format!("{prefix}-repartition"),
+        part,
+        type_name,
+    };
+    Ok((
+        key.clone()
+            .ok_or_else(|| missing("key", std::any::type_name::<K>()))?,
+        value
+            .clone()
+            .ok_or_else(|| missing("value", std::any::type_name::<V>()))?,
+    ))
 }
 
 /// Kafka Streams' `KStreamJoinWindow`: keeps each record in the side's

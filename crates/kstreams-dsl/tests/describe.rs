@@ -4,13 +4,13 @@
 use std::time::Duration;
 
 use kstreams_dsl::{
-    Branched, BufferConfig, Consumed, Grouped, Materialized, Named, Printed, Processor,
-    ProcessorContext, ProcessorError, Produced, RecordContext, Repartitioned, StreamsBuilder,
-    Suppressed, TopicNameExtractor, Topology,
+    Branched, BufferConfig, Consumed, Grouped, Joined, KTable, Materialized, Named, Printed,
+    Processor, ProcessorContext, ProcessorError, Produced, RecordContext, Repartitioned,
+    StreamJoined, StreamsBuilder, Suppressed, TopicNameExtractor, Topology,
 };
 use kstreams_record::{I32Serde, I64Serde, Nullable, Record, StringSerde};
 use kstreams_state::{SessionWindowedSerde, Stores, TimeWindowedSerde, Windowed};
-use kstreams_time::{EmitStrategy, SessionWindows, SlidingWindows, TimeWindows};
+use kstreams_time::{EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, TimeWindows};
 
 fn fixture(name: &str) -> String {
     let path = format!(
@@ -317,6 +317,9 @@ fn check_jsonl(file: &str) -> usize {
         if ops.iter().any(|op| op.get("extractor").is_some()) {
             continue; // Java prints a lambda class name we cannot reproduce.
         }
+        if ops.iter().any(|op| op.get("global").is_some()) {
+            continue; // The Processor API has no global stores; the DSL tests cover them.
+        }
         let got = topology_from_ops(ops).describe().to_string();
         let want = case["describe"].as_str().unwrap();
         assert_eq!(
@@ -336,7 +339,7 @@ fn random_processor_api_topologies_match_kafka_streams() {
 
 #[test]
 fn dsl_programs_as_processor_api_ops_match_kafka_streams() {
-    assert_eq!(check_jsonl("dsl_programs.jsonl"), 48);
+    assert_eq!(check_jsonl("dsl_programs.jsonl"), 71);
 }
 
 #[test]
@@ -948,4 +951,401 @@ fn to_table_filter_group_by() {
         .to_stream()
         .to("output");
     assert_describes_as(&b.build().unwrap(), "to_table_filter_group_by");
+}
+
+// ---------------------------------------------------------------- joins
+
+fn pair(a: &String, b: &String) -> String {
+    format!("{a}/{b}")
+}
+
+fn pair_left(a: &String, b: Option<&String>) -> String {
+    format!("{a}/{b:?}")
+}
+
+fn pair_outer(a: Option<&String>, b: Option<&String>) -> String {
+    format!("{a:?}/{b:?}")
+}
+
+#[test]
+fn stream_table_join() {
+    let b = StreamsBuilder::new();
+    let customers = b.table::<String, String>("customers");
+    b.stream::<String, String>("orders")
+        .join(&customers, pair)
+        .to("enriched");
+    assert_describes_as(&b.build().unwrap(), "stream_table_join");
+}
+
+#[test]
+fn stream_table_left_join() {
+    let b = StreamsBuilder::new();
+    let customers = b.table::<String, String>("customers");
+    b.stream::<String, String>("orders")
+        .left_join(&customers, pair_left)
+        .to("enriched");
+    assert_describes_as(&b.build().unwrap(), "stream_table_left_join");
+}
+
+#[test]
+fn stream_table_join_named() {
+    let b = StreamsBuilder::new();
+    let customers = b.table::<String, String>("customers");
+    b.stream::<String, String>("orders")
+        .join_with(&customers, pair, Joined::as_("enrich"))
+        .to("enriched");
+    assert_describes_as(&b.build().unwrap(), "stream_table_join_named");
+}
+
+#[test]
+fn stream_table_left_join_named() {
+    let b = StreamsBuilder::new();
+    let customers = b.table::<String, String>("customers");
+    b.stream::<String, String>("orders")
+        .left_join_with(&customers, pair_left, Joined::as_("enrich"))
+        .to("enriched");
+    assert_describes_as(&b.build().unwrap(), "stream_table_left_join_named");
+}
+
+#[test]
+fn stream_table_join_repartitioned() {
+    let b = StreamsBuilder::new();
+    let customers = b.table::<String, String>("customers");
+    b.stream::<String, String>("orders")
+        .select_key(|_, v| v.clone())
+        .join(&customers, pair)
+        .to("enriched");
+    assert_describes_as(&b.build().unwrap(), "stream_table_join_repartitioned");
+}
+
+#[test]
+fn stream_table_left_join_repartitioned_named() {
+    let b = StreamsBuilder::new();
+    let customers = b.table::<String, String>("customers");
+    b.stream::<String, String>("orders")
+        .select_key(|_, v| v.clone())
+        .left_join_with(&customers, pair_left, Joined::as_("enrich"))
+        .to("enriched");
+    assert_describes_as(
+        &b.build().unwrap(),
+        "stream_table_left_join_repartitioned_named",
+    );
+}
+
+fn versioned_customers(b: &StreamsBuilder) -> KTable<String, String> {
+    b.table_with::<String, String>(
+        "customers",
+        Consumed::default(),
+        Materialized::as_("customers-versioned").with_versioned_history(min(10)),
+    )
+}
+
+#[test]
+fn stream_table_join_versioned_grace() {
+    let b = StreamsBuilder::new();
+    let customers = versioned_customers(&b);
+    b.stream::<String, String>("orders")
+        .join_with(
+            &customers,
+            pair,
+            Joined::default()
+                .with_key_serde(StringSerde)
+                .with_value_serde(StringSerde)
+                .with_grace_period(min(1)),
+        )
+        .to("enriched");
+    assert_describes_as(&b.build().unwrap(), "stream_table_join_versioned_grace");
+}
+
+#[test]
+fn stream_table_left_join_versioned_grace_named() {
+    let b = StreamsBuilder::new();
+    let customers = versioned_customers(&b);
+    b.stream::<String, String>("orders")
+        .select_key(|_, v| v.clone())
+        .left_join_with(
+            &customers,
+            pair_left,
+            Joined::as_("enrich")
+                .with_key_serde(StringSerde)
+                .with_value_serde(StringSerde)
+                .with_grace_period(min(1)),
+        )
+        .to("enriched");
+    assert_describes_as(
+        &b.build().unwrap(),
+        "stream_table_left_join_versioned_grace_named",
+    );
+}
+
+#[test]
+fn table_table_join() {
+    let b = StreamsBuilder::new();
+    let users = b.table::<String, String>("users");
+    let regions = b.table::<String, String>("regions");
+    users.join(&regions, pair).to_stream().to("joined");
+    assert_describes_as(&b.build().unwrap(), "table_table_join");
+}
+
+#[test]
+fn table_table_left_join() {
+    let b = StreamsBuilder::new();
+    let users = b.table::<String, String>("users");
+    let regions = b.table::<String, String>("regions");
+    users
+        .left_join(&regions, pair_left)
+        .to_stream()
+        .to("joined");
+    assert_describes_as(&b.build().unwrap(), "table_table_left_join");
+}
+
+#[test]
+fn table_table_outer_join() {
+    let b = StreamsBuilder::new();
+    let users = b.table::<String, String>("users");
+    let regions = b.table::<String, String>("regions");
+    users
+        .outer_join(&regions, pair_outer)
+        .to_stream()
+        .to("joined");
+    assert_describes_as(&b.build().unwrap(), "table_table_outer_join");
+}
+
+#[test]
+fn table_table_join_named() {
+    let b = StreamsBuilder::new();
+    let users = b.table::<String, String>("users");
+    let regions = b.table::<String, String>("regions");
+    users
+        .join_named(&regions, pair, "user-regions")
+        .to_stream()
+        .to("joined");
+    assert_describes_as(&b.build().unwrap(), "table_table_join_named");
+}
+
+#[test]
+fn table_table_left_join_named() {
+    let b = StreamsBuilder::new();
+    let users = b.table::<String, String>("users");
+    let regions = b.table::<String, String>("regions");
+    users
+        .left_join_named(&regions, pair_left, "user-regions")
+        .to_stream()
+        .to("joined");
+    assert_describes_as(&b.build().unwrap(), "table_table_left_join_named");
+}
+
+#[test]
+fn table_table_outer_join_named() {
+    let b = StreamsBuilder::new();
+    let users = b.table::<String, String>("users");
+    let regions = b.table::<String, String>("regions");
+    users
+        .outer_join_named(&regions, pair_outer, "user-regions")
+        .to_stream()
+        .to("joined");
+    assert_describes_as(&b.build().unwrap(), "table_table_outer_join_named");
+}
+
+fn string_joined() -> StreamJoined<String, String, String> {
+    StreamJoined::with(StringSerde, StringSerde, StringSerde)
+}
+
+#[test]
+fn stream_stream_join() {
+    let b = StreamsBuilder::new();
+    let clicks = b.stream::<String, String>("clicks");
+    let views = b.stream::<String, String>("views");
+    clicks
+        .join_windowed(
+            &views,
+            pair,
+            JoinWindows::of_time_difference_with_no_grace(min(5)),
+        )
+        .to("pairs");
+    assert_describes_as(&b.build().unwrap(), "stream_stream_join");
+}
+
+#[test]
+fn stream_stream_left_join() {
+    let b = StreamsBuilder::new();
+    let clicks = b.stream::<String, String>("clicks");
+    let views = b.stream::<String, String>("views");
+    clicks
+        .left_join_windowed(
+            &views,
+            pair_left,
+            JoinWindows::of_time_difference_and_grace(min(5), min(1)),
+        )
+        .to("pairs");
+    assert_describes_as(&b.build().unwrap(), "stream_stream_left_join");
+}
+
+#[test]
+fn stream_stream_outer_join() {
+    let b = StreamsBuilder::new();
+    let clicks = b.stream::<String, String>("clicks");
+    let views = b.stream::<String, String>("views");
+    clicks
+        .outer_join_windowed(
+            &views,
+            pair_outer,
+            JoinWindows::of_time_difference_and_grace(min(5), min(1)),
+        )
+        .to("pairs");
+    assert_describes_as(&b.build().unwrap(), "stream_stream_outer_join");
+}
+
+#[test]
+fn stream_stream_join_named() {
+    let b = StreamsBuilder::new();
+    let clicks = b.stream::<String, String>("clicks");
+    let views = b.stream::<String, String>("views");
+    clicks
+        .join_windowed_with(
+            &views,
+            pair,
+            JoinWindows::of_time_difference_with_no_grace(min(5)),
+            string_joined().with_name("click-views"),
+        )
+        .to("pairs");
+    assert_describes_as(&b.build().unwrap(), "stream_stream_join_named");
+}
+
+#[test]
+fn stream_stream_left_join_store_name() {
+    let b = StreamsBuilder::new();
+    let clicks = b.stream::<String, String>("clicks");
+    let views = b.stream::<String, String>("views");
+    clicks
+        .left_join_windowed_with(
+            &views,
+            pair_left,
+            JoinWindows::of_time_difference_and_grace(min(5), min(1)),
+            string_joined().with_store_name("click-views-store"),
+        )
+        .to("pairs");
+    assert_describes_as(&b.build().unwrap(), "stream_stream_left_join_store_name");
+}
+
+#[test]
+fn stream_stream_outer_join_named_store_name() {
+    let b = StreamsBuilder::new();
+    let clicks = b.stream::<String, String>("clicks");
+    let views = b.stream::<String, String>("views");
+    clicks
+        .outer_join_windowed_with(
+            &views,
+            pair_outer,
+            JoinWindows::of_time_difference_and_grace(min(5), min(1)),
+            string_joined()
+                .with_name("click-views")
+                .with_store_name("click-views-store"),
+        )
+        .to("pairs");
+    assert_describes_as(
+        &b.build().unwrap(),
+        "stream_stream_outer_join_named_store_name",
+    );
+}
+
+#[test]
+fn stream_stream_join_repartitioned() {
+    let b = StreamsBuilder::new();
+    let clicks = b
+        .stream::<String, String>("clicks")
+        .select_key(|_, v| v.clone());
+    let views = b.stream::<String, String>("views");
+    clicks
+        .join_windowed(
+            &views,
+            pair,
+            JoinWindows::of_time_difference_with_no_grace(min(5)),
+        )
+        .to("pairs");
+    assert_describes_as(&b.build().unwrap(), "stream_stream_join_repartitioned");
+}
+
+#[test]
+fn stream_stream_outer_join_repartitioned_named() {
+    let b = StreamsBuilder::new();
+    let clicks = b.stream::<String, String>("clicks");
+    let views = b
+        .stream::<String, String>("views")
+        .select_key(|_, v| v.clone());
+    clicks
+        .outer_join_windowed_with(
+            &views,
+            pair_outer,
+            JoinWindows::of_time_difference_and_grace(min(5), min(1)),
+            string_joined().with_name("click-views"),
+        )
+        .to("pairs");
+    assert_describes_as(
+        &b.build().unwrap(),
+        "stream_stream_outer_join_repartitioned_named",
+    );
+}
+
+#[test]
+fn global_table_join() {
+    let b = StreamsBuilder::new();
+    let orders = b.stream::<String, String>("orders");
+    let products = b.global_table::<String, String>("products");
+    orders
+        .join_global(&products, |_, v| v.clone(), pair)
+        .to("enriched");
+    assert_describes_as(&b.build().unwrap(), "global_table_join");
+}
+
+#[test]
+fn global_table_left_join() {
+    let b = StreamsBuilder::new();
+    let products = b.global_table::<String, String>("products");
+    b.stream::<String, String>("orders")
+        .left_join_global(&products, |_, v| v.clone(), pair_left)
+        .to("enriched");
+    assert_describes_as(&b.build().unwrap(), "global_table_left_join");
+}
+
+#[test]
+fn global_tables_interleaved() {
+    let b = StreamsBuilder::new();
+    let products = b.global_table_with::<String, String>(
+        "products",
+        Consumed::default().with_name("products"),
+        Materialized::as_("products-store"),
+    );
+    let orders = b.stream::<String, String>("orders");
+    let customers = b.global_table::<String, String>("customers");
+    b.stream::<String, String>("returns")
+        .left_join_global(&products, |_, v| v.clone(), pair_left)
+        .to("returns-enriched");
+    orders
+        .join_global(&customers, |k, _| k.clone(), pair)
+        .join_global(&products, |_, v| v.clone(), pair)
+        .to("orders-enriched");
+    assert_describes_as(&b.build().unwrap(), "global_tables_interleaved");
+}
+
+#[test]
+fn stream_tables_cogroup() {
+    let b = StreamsBuilder::new();
+    let users = b.table::<String, String>("users");
+    let regions = b.table::<String, String>("regions");
+    let clicks = b
+        .stream::<String, String>("clicks")
+        .left_join(&users, pair_left)
+        .left_join(&regions, pair_left)
+        .group_by_key();
+    let views = b.stream::<String, String>("views").group_by_key();
+    let buys = b.stream::<String, String>("buys").group_by_key();
+    clicks
+        .cogroup(|_, _, agg: i64| agg + 1)
+        .cogroup(&views, |_, _, agg| agg + 10)
+        .cogroup(&buys, |_, _, agg| agg + 100)
+        .aggregate(|| 0)
+        .to_stream()
+        .to("activity");
+    assert_describes_as(&b.build().unwrap(), "stream_tables_cogroup");
 }

@@ -111,6 +111,21 @@ pub(crate) struct TopologyGraph {
     pub copartition_groups: Vec<BTreeSet<String>>,
     /// Repartition topics whose partition count the user set.
     pub repartition_partitions: BTreeMap<String, i32>,
+    /// The global tables' nodes, as described (the global thread, not a
+    /// task, runs them).
+    pub global_stores: Vec<GlobalStoreNodes>,
+}
+
+/// The source and processor Kafka Streams adds for a global table's store.
+/// They form a sub-topology of their own, numbered among the others by
+/// where the global table was declared.
+pub(crate) struct GlobalStoreNodes {
+    pub source: String,
+    pub processor: String,
+    pub store: String,
+    pub topic: String,
+    /// How many nodes the graph had when the global table was declared.
+    pub position: usize,
 }
 
 impl TopologyGraph {

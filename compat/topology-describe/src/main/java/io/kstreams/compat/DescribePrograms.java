@@ -10,7 +10,8 @@
  * Processor API program) is written byte-for-byte to <outdir>/<name>.txt. It also writes
  * <outdir>/dsl_programs.jsonl: per program, the node-level operations the DSL performed on
  * InternalTopologyBuilder in insertion order (read by reflection) plus the describe text, in the
- * format of RandomPapiTopologies (checked by compat/topology-describe/describe_ref.py).
+ * format of RandomPapiTopologies (checked by compat/topology-describe/describe_ref.py); the
+ * source of a global store carries "global":true.
  *
  * topic_extractor.txt differs on every run: a lambda's toString() is JVM-generated.
  *
@@ -41,7 +42,10 @@ import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.EmitStrategy;
+import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.Joined;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KGroupedTable;
 import org.apache.kafka.streams.kstream.KStream;
@@ -53,6 +57,7 @@ import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.processor.api.Processor;
@@ -753,6 +758,351 @@ public final class DescribePrograms {
         // END to_table_filter_group_by
     }
 
+    // ------------------------------------------------------------------ joins
+
+    static Topology streamTableJoin() {
+        // BEGIN stream_table_join
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> customers = builder.table("customers");
+        builder.<String, String>stream("orders")
+            .join(customers, (order, customer) -> order + "/" + customer)
+            .to("enriched");
+        return builder.build();
+        // END stream_table_join
+    }
+
+    static Topology streamTableLeftJoin() {
+        // BEGIN stream_table_left_join
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> customers = builder.table("customers");
+        builder.<String, String>stream("orders")
+            .leftJoin(customers, (order, customer) -> order + "/" + customer)
+            .to("enriched");
+        return builder.build();
+        // END stream_table_left_join
+    }
+
+    static Topology streamTableJoinNamed() {
+        // BEGIN stream_table_join_named
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> customers = builder.table("customers");
+        builder.<String, String>stream("orders")
+            .join(customers, (order, customer) -> order + "/" + customer, Joined.as("enrich"))
+            .to("enriched");
+        return builder.build();
+        // END stream_table_join_named
+    }
+
+    static Topology streamTableLeftJoinNamed() {
+        // BEGIN stream_table_left_join_named
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> customers = builder.table("customers");
+        builder.<String, String>stream("orders")
+            .leftJoin(customers, (order, customer) -> order + "/" + customer, Joined.as("enrich"))
+            .to("enriched");
+        return builder.build();
+        // END stream_table_left_join_named
+    }
+
+    static Topology streamTableJoinRepartitioned() {
+        // BEGIN stream_table_join_repartitioned
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> customers = builder.table("customers");
+        builder.<String, String>stream("orders")
+            .selectKey((k, v) -> v)
+            .join(customers, (order, customer) -> order + "/" + customer)
+            .to("enriched");
+        return builder.build();
+        // END stream_table_join_repartitioned
+    }
+
+    static Topology streamTableLeftJoinRepartitionedNamed() {
+        // BEGIN stream_table_left_join_repartitioned_named
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> customers = builder.table("customers");
+        builder.<String, String>stream("orders")
+            .selectKey((k, v) -> v)
+            .leftJoin(customers, (order, customer) -> order + "/" + customer, Joined.as("enrich"))
+            .to("enriched");
+        return builder.build();
+        // END stream_table_left_join_repartitioned_named
+    }
+
+    static Topology streamTableJoinVersionedGrace() {
+        // BEGIN stream_table_join_versioned_grace
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> customers = builder.table("customers",
+            Materialized.<String, String>as(
+                    Stores.persistentVersionedKeyValueStore("customers-versioned", Duration.ofMinutes(10)))
+                .withKeySerde(Serdes.String())
+                .withValueSerde(Serdes.String()));
+        builder.<String, String>stream("orders")
+            .join(customers, (order, customer) -> order + "/" + customer,
+                Joined.<String, String, String>with(Serdes.String(), Serdes.String(), Serdes.String())
+                    .withGracePeriod(Duration.ofMinutes(1)))
+            .to("enriched");
+        return builder.build();
+        // END stream_table_join_versioned_grace
+    }
+
+    static Topology streamTableLeftJoinVersionedGraceNamed() {
+        // BEGIN stream_table_left_join_versioned_grace_named
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> customers = builder.table("customers",
+            Materialized.<String, String>as(
+                    Stores.persistentVersionedKeyValueStore("customers-versioned", Duration.ofMinutes(10)))
+                .withKeySerde(Serdes.String())
+                .withValueSerde(Serdes.String()));
+        builder.<String, String>stream("orders")
+            .selectKey((k, v) -> v)
+            .leftJoin(customers, (order, customer) -> order + "/" + customer,
+                Joined.<String, String, String>with(Serdes.String(), Serdes.String(), Serdes.String())
+                    .withName("enrich")
+                    .withGracePeriod(Duration.ofMinutes(1)))
+            .to("enriched");
+        return builder.build();
+        // END stream_table_left_join_versioned_grace_named
+    }
+
+    static Topology tableTableJoin() {
+        // BEGIN table_table_join
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> users = builder.table("users");
+        KTable<String, String> regions = builder.table("regions");
+        users.join(regions, (u, r) -> u + "/" + r)
+            .toStream()
+            .to("joined");
+        return builder.build();
+        // END table_table_join
+    }
+
+    static Topology tableTableLeftJoin() {
+        // BEGIN table_table_left_join
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> users = builder.table("users");
+        KTable<String, String> regions = builder.table("regions");
+        users.leftJoin(regions, (u, r) -> u + "/" + r)
+            .toStream()
+            .to("joined");
+        return builder.build();
+        // END table_table_left_join
+    }
+
+    static Topology tableTableOuterJoin() {
+        // BEGIN table_table_outer_join
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> users = builder.table("users");
+        KTable<String, String> regions = builder.table("regions");
+        users.outerJoin(regions, (u, r) -> u + "/" + r)
+            .toStream()
+            .to("joined");
+        return builder.build();
+        // END table_table_outer_join
+    }
+
+    static Topology tableTableJoinNamed() {
+        // BEGIN table_table_join_named
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> users = builder.table("users");
+        KTable<String, String> regions = builder.table("regions");
+        users.join(regions, (u, r) -> u + "/" + r, Named.as("user-regions"))
+            .toStream()
+            .to("joined");
+        return builder.build();
+        // END table_table_join_named
+    }
+
+    static Topology tableTableLeftJoinNamed() {
+        // BEGIN table_table_left_join_named
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> users = builder.table("users");
+        KTable<String, String> regions = builder.table("regions");
+        users.leftJoin(regions, (u, r) -> u + "/" + r, Named.as("user-regions"))
+            .toStream()
+            .to("joined");
+        return builder.build();
+        // END table_table_left_join_named
+    }
+
+    static Topology tableTableOuterJoinNamed() {
+        // BEGIN table_table_outer_join_named
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> users = builder.table("users");
+        KTable<String, String> regions = builder.table("regions");
+        users.outerJoin(regions, (u, r) -> u + "/" + r, Named.as("user-regions"))
+            .toStream()
+            .to("joined");
+        return builder.build();
+        // END table_table_outer_join_named
+    }
+
+    static Topology streamStreamJoin() {
+        // BEGIN stream_stream_join
+        StreamsBuilder builder = new StreamsBuilder();
+        KStream<String, String> clicks = builder.stream("clicks");
+        KStream<String, String> views = builder.stream("views");
+        clicks.join(views, (c, v) -> c + "/" + v,
+                JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMinutes(5)))
+            .to("pairs");
+        return builder.build();
+        // END stream_stream_join
+    }
+
+    static Topology streamStreamLeftJoin() {
+        // BEGIN stream_stream_left_join
+        StreamsBuilder builder = new StreamsBuilder();
+        KStream<String, String> clicks = builder.stream("clicks");
+        KStream<String, String> views = builder.stream("views");
+        clicks.leftJoin(views, (c, v) -> c + "/" + v,
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMinutes(5), Duration.ofMinutes(1)))
+            .to("pairs");
+        return builder.build();
+        // END stream_stream_left_join
+    }
+
+    static Topology streamStreamOuterJoin() {
+        // BEGIN stream_stream_outer_join
+        StreamsBuilder builder = new StreamsBuilder();
+        KStream<String, String> clicks = builder.stream("clicks");
+        KStream<String, String> views = builder.stream("views");
+        clicks.outerJoin(views, (c, v) -> c + "/" + v,
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMinutes(5), Duration.ofMinutes(1)))
+            .to("pairs");
+        return builder.build();
+        // END stream_stream_outer_join
+    }
+
+    static Topology streamStreamJoinNamed() {
+        // BEGIN stream_stream_join_named
+        StreamsBuilder builder = new StreamsBuilder();
+        KStream<String, String> clicks = builder.stream("clicks");
+        KStream<String, String> views = builder.stream("views");
+        clicks.join(views, (c, v) -> c + "/" + v,
+                JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMinutes(5)),
+                StreamJoined.<String, String, String>with(Serdes.String(), Serdes.String(), Serdes.String())
+                    .withName("click-views"))
+            .to("pairs");
+        return builder.build();
+        // END stream_stream_join_named
+    }
+
+    static Topology streamStreamLeftJoinStoreName() {
+        // BEGIN stream_stream_left_join_store_name
+        StreamsBuilder builder = new StreamsBuilder();
+        KStream<String, String> clicks = builder.stream("clicks");
+        KStream<String, String> views = builder.stream("views");
+        clicks.leftJoin(views, (c, v) -> c + "/" + v,
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMinutes(5), Duration.ofMinutes(1)),
+                StreamJoined.<String, String, String>with(Serdes.String(), Serdes.String(), Serdes.String())
+                    .withStoreName("click-views-store"))
+            .to("pairs");
+        return builder.build();
+        // END stream_stream_left_join_store_name
+    }
+
+    static Topology streamStreamOuterJoinNamedStoreName() {
+        // BEGIN stream_stream_outer_join_named_store_name
+        StreamsBuilder builder = new StreamsBuilder();
+        KStream<String, String> clicks = builder.stream("clicks");
+        KStream<String, String> views = builder.stream("views");
+        clicks.outerJoin(views, (c, v) -> c + "/" + v,
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMinutes(5), Duration.ofMinutes(1)),
+                StreamJoined.<String, String, String>with(Serdes.String(), Serdes.String(), Serdes.String())
+                    .withName("click-views")
+                    .withStoreName("click-views-store"))
+            .to("pairs");
+        return builder.build();
+        // END stream_stream_outer_join_named_store_name
+    }
+
+    static Topology streamStreamJoinRepartitioned() {
+        // BEGIN stream_stream_join_repartitioned
+        StreamsBuilder builder = new StreamsBuilder();
+        KStream<String, String> clicks = builder.<String, String>stream("clicks")
+            .selectKey((k, v) -> v);
+        KStream<String, String> views = builder.stream("views");
+        clicks.join(views, (c, v) -> c + "/" + v,
+                JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMinutes(5)))
+            .to("pairs");
+        return builder.build();
+        // END stream_stream_join_repartitioned
+    }
+
+    static Topology streamStreamOuterJoinRepartitionedNamed() {
+        // BEGIN stream_stream_outer_join_repartitioned_named
+        StreamsBuilder builder = new StreamsBuilder();
+        KStream<String, String> clicks = builder.stream("clicks");
+        KStream<String, String> views = builder.<String, String>stream("views")
+            .selectKey((k, v) -> v);
+        clicks.outerJoin(views, (c, v) -> c + "/" + v,
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMinutes(5), Duration.ofMinutes(1)),
+                StreamJoined.<String, String, String>with(Serdes.String(), Serdes.String(), Serdes.String())
+                    .withName("click-views"))
+            .to("pairs");
+        return builder.build();
+        // END stream_stream_outer_join_repartitioned_named
+    }
+
+    static Topology globalTableJoin() {
+        // BEGIN global_table_join
+        StreamsBuilder builder = new StreamsBuilder();
+        KStream<String, String> orders = builder.stream("orders");
+        GlobalKTable<String, String> products = builder.globalTable("products");
+        orders.join(products, (k, v) -> v, (order, product) -> order + "/" + product)
+            .to("enriched");
+        return builder.build();
+        // END global_table_join
+    }
+
+    static Topology globalTableLeftJoin() {
+        // BEGIN global_table_left_join
+        StreamsBuilder builder = new StreamsBuilder();
+        GlobalKTable<String, String> products = builder.globalTable("products");
+        builder.<String, String>stream("orders")
+            .leftJoin(products, (k, v) -> v, (order, product) -> order + "/" + product)
+            .to("enriched");
+        return builder.build();
+        // END global_table_left_join
+    }
+
+    static Topology globalTablesInterleaved() {
+        // BEGIN global_tables_interleaved
+        StreamsBuilder builder = new StreamsBuilder();
+        GlobalKTable<String, String> products = builder.globalTable("products",
+            Consumed.as("products"), Materialized.as("products-store"));
+        KStream<String, String> orders = builder.stream("orders");
+        GlobalKTable<String, String> customers = builder.globalTable("customers");
+        builder.<String, String>stream("returns")
+            .leftJoin(products, (k, v) -> v, (ret, product) -> ret + "/" + product)
+            .to("returns-enriched");
+        orders.join(customers, (k, v) -> k, (order, customer) -> order + "/" + customer)
+            .join(products, (k, v) -> v, (order, product) -> order + "/" + product)
+            .to("orders-enriched");
+        return builder.build();
+        // END global_tables_interleaved
+    }
+
+    static Topology streamTablesCogroup() {
+        // BEGIN stream_tables_cogroup
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> users = builder.table("users");
+        KTable<String, String> regions = builder.table("regions");
+        KGroupedStream<String, String> clicks = builder.<String, String>stream("clicks")
+            .leftJoin(users, (click, user) -> click + "/" + user)
+            .leftJoin(regions, (click, region) -> click + "/" + region)
+            .groupByKey();
+        KGroupedStream<String, String> views = builder.<String, String>stream("views").groupByKey();
+        KGroupedStream<String, String> buys = builder.<String, String>stream("buys").groupByKey();
+        clicks.<Long>cogroup((k, v, agg) -> agg + 1)
+            .cogroup(views, (k, v, agg) -> agg + 10)
+            .cogroup(buys, (k, v, agg) -> agg + 100)
+            .aggregate(() -> 0L)
+            .toStream()
+            .to("activity");
+        return builder.build();
+        // END stream_tables_cogroup
+    }
+
     static Map<String, Supplier<Topology>> programs() {
         final Map<String, Supplier<Topology>> programs = new LinkedHashMap<>();
         programs.put("filter_map_to", DescribePrograms::filterMapTo);
@@ -805,6 +1155,32 @@ public final class DescribePrograms {
         programs.put("table_group_by_named_ops", DescribePrograms::tableGroupByNamedOps);
         programs.put("table_named_grouping_two_aggregations", DescribePrograms::tableNamedGroupingTwoAggregations);
         programs.put("to_table_filter_group_by", DescribePrograms::toTableFilterGroupBy);
+        programs.put("stream_table_join", DescribePrograms::streamTableJoin);
+        programs.put("stream_table_left_join", DescribePrograms::streamTableLeftJoin);
+        programs.put("stream_table_join_named", DescribePrograms::streamTableJoinNamed);
+        programs.put("stream_table_left_join_named", DescribePrograms::streamTableLeftJoinNamed);
+        programs.put("stream_table_join_repartitioned", DescribePrograms::streamTableJoinRepartitioned);
+        programs.put("stream_table_left_join_repartitioned_named", DescribePrograms::streamTableLeftJoinRepartitionedNamed);
+        programs.put("stream_table_join_versioned_grace", DescribePrograms::streamTableJoinVersionedGrace);
+        programs.put("stream_table_left_join_versioned_grace_named", DescribePrograms::streamTableLeftJoinVersionedGraceNamed);
+        programs.put("table_table_join", DescribePrograms::tableTableJoin);
+        programs.put("table_table_left_join", DescribePrograms::tableTableLeftJoin);
+        programs.put("table_table_outer_join", DescribePrograms::tableTableOuterJoin);
+        programs.put("table_table_join_named", DescribePrograms::tableTableJoinNamed);
+        programs.put("table_table_left_join_named", DescribePrograms::tableTableLeftJoinNamed);
+        programs.put("table_table_outer_join_named", DescribePrograms::tableTableOuterJoinNamed);
+        programs.put("stream_stream_join", DescribePrograms::streamStreamJoin);
+        programs.put("stream_stream_left_join", DescribePrograms::streamStreamLeftJoin);
+        programs.put("stream_stream_outer_join", DescribePrograms::streamStreamOuterJoin);
+        programs.put("stream_stream_join_named", DescribePrograms::streamStreamJoinNamed);
+        programs.put("stream_stream_left_join_store_name", DescribePrograms::streamStreamLeftJoinStoreName);
+        programs.put("stream_stream_outer_join_named_store_name", DescribePrograms::streamStreamOuterJoinNamedStoreName);
+        programs.put("stream_stream_join_repartitioned", DescribePrograms::streamStreamJoinRepartitioned);
+        programs.put("stream_stream_outer_join_repartitioned_named", DescribePrograms::streamStreamOuterJoinRepartitionedNamed);
+        programs.put("global_table_join", DescribePrograms::globalTableJoin);
+        programs.put("global_table_left_join", DescribePrograms::globalTableLeftJoin);
+        programs.put("global_tables_interleaved", DescribePrograms::globalTablesInterleaved);
+        programs.put("stream_tables_cogroup", DescribePrograms::streamTablesCogroup);
         return programs;
     }
 
@@ -854,6 +1230,7 @@ public final class DescribePrograms {
         final Class<?> nodeFactory = Class.forName("org.apache.kafka.streams.processor.internals.InternalTopologyBuilder$NodeFactory");
         final Object builder = field(topology, Topology.class, "internalTopologyBuilder");
         final Map<String, Object> factories = (Map<String, Object>) field(builder, itb, "nodeFactories");
+        final Set<String> globalTopics = (Set<String>) field(builder, itb, "globalTopics");
         final List<String> ops = new ArrayList<>();
         final List<String> storeOps = new ArrayList<>();
         for (final Map.Entry<String, Object> e : factories.entrySet()) {
@@ -863,8 +1240,10 @@ public final class DescribePrograms {
             if (kind.startsWith("Source")) {
                 final Pattern pattern = (Pattern) field(f, f.getClass(), "pattern");
                 final List<String> topics = (List<String>) field(f, f.getClass(), "topics");
+                final boolean global = pattern == null && globalTopics.contains(topics.get(0));
                 ops.add("{\"op\":\"source\",\"name\":" + q(e.getKey())
-                    + (pattern != null ? ",\"pattern\":" + q(pattern.pattern()) : ",\"topics\":" + qList(topics)) + "}");
+                    + (pattern != null ? ",\"pattern\":" + q(pattern.pattern()) : ",\"topics\":" + qList(topics))
+                    + (global ? ",\"global\":true" : "") + "}");
             } else if (kind.startsWith("Sink")) {
                 final Object extractor = field(f, f.getClass(), "topicExtractor");
                 final String target = extractor.getClass().getSimpleName().equals("StaticTopicNameExtractor")
