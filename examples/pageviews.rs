@@ -2,8 +2,10 @@
 //!
 //! Starts librdkafka's in-process mock cluster, produces a sample of page
 //! view events (JSON), runs a kstreams application that drops bot traffic,
-//! keys each view by page and routes checkout pages to their own topic, then
-//! reads both output topics, prints them and shuts down cleanly.
+//! keys each view by page, routes checkout pages to their own topic and
+//! counts the views of each page (a repartition topic and a store with its
+//! changelog), then reads the output topics, prints them and shuts down
+//! cleanly.
 //!
 //! ```text
 //! cargo run -p kstreams-examples --example pageviews
@@ -32,6 +34,8 @@ struct PageView {
 const VIEWS: &str = "page-views";
 const CHECKOUT: &str = "checkout-views";
 const BROWSE: &str = "browse-views";
+const COUNTS: &str = "views-per-page";
+const APP: &str = "pageviews-example";
 
 /// The application: the part a real service would deploy.
 fn topology() -> Result<Topology, TopologyError> {
@@ -43,6 +47,13 @@ fn topology() -> Result<Topology, TopologyError> {
         )
         .filter_not_named(|_, v| v.user_agent.contains("bot"), "drop-bots")
         .select_key_named(|_, v| v.page.clone(), "key-by-page");
+    // The key changed: the count goes through `<app>-by-page-repartition`
+    // so that each page is counted by one task.
+    views
+        .group_by_key_with(Grouped::as_("by-page"))
+        .count_with(None, Materialized::as_("page-counts"))
+        .to_stream()
+        .to_with(COUNTS, Produced::with(StringSerde, Nullable(I64Serde)));
     let branches = views
         .split_named("pages-")
         .branch(
@@ -82,7 +93,11 @@ fn sample_views() -> Vec<PageView> {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let kafka = EmbeddedKafka::start(1)?;
-    for topic in [VIEWS, CHECKOUT, BROWSE] {
+    // The mock cluster does not create topics through the admin API, so
+    // the application's internal topics are made here too.
+    let repartition = format!("{APP}-by-page-repartition");
+    let changelog = format!("{APP}-page-counts-changelog");
+    for topic in [VIEWS, CHECKOUT, BROWSE, COUNTS, &repartition, &changelog] {
         kafka.create_topic(topic, 3, 1)?;
     }
     let bootstrap = kafka.bootstrap_servers();
@@ -98,8 +113,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let topology = topology()?;
     println!("{}", topology.describe());
-    let config = StreamsConfig::new("pageviews-example", &bootstrap)
-        .commit_interval(Duration::from_millis(200));
+    let state_dir = std::env::temp_dir().join(format!("{APP}-{}", std::process::id()));
+    let config = StreamsConfig::new(APP, &bootstrap)
+        .commit_interval(Duration::from_millis(200))
+        .state_dir(&state_dir);
     let mut app = KafkaStreams::new(topology, config);
     app.set_state_listener(|new, old| println!("state: {old:?} -> {new:?}"));
     app.start()?;
@@ -117,19 +134,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         wait,
         &interrupted,
     )?;
+    let counts = latest_counts(&bootstrap, expected, wait, &interrupted)?;
     if interrupted.load(Ordering::Relaxed) {
         println!("interrupted: closing the application");
     }
     let closed = app.close(Duration::from_secs(30));
+    let _ = std::fs::remove_dir_all(&state_dir);
     for (topic, records) in &outputs {
         println!("\n{topic} ({} records):", records.len());
         for (page, view) in records {
             println!("  {page:<16} {view}");
         }
     }
+    println!("\n{COUNTS} (latest count per page):");
+    for (page, count) in &counts {
+        println!("  {page:<16} {count}");
+    }
+    let counted: i64 = counts.values().sum();
     let total: usize = outputs.values().map(Vec::len).sum();
-    println!("\n{total} of {} views passed the bot filter (expected {expected}); closed cleanly: {closed}", views.len());
-    if total != expected || !closed || app.state() != State::NotRunning {
+    println!("\n{total} of {} views passed the bot filter (expected {expected}), {counted} counted; closed cleanly: {closed}", views.len());
+    if total != expected
+        || counted != expected as i64
+        || !closed
+        || app.state() != State::NotRunning
+    {
         return Err(format!(
             "expected {expected} outputs and a clean close, got {total} and state {:?}",
             app.state()
@@ -158,6 +186,39 @@ fn produce(bootstrap: &str, views: &[PageView]) -> Result<(), Box<dyn std::error
 }
 
 type Outputs = BTreeMap<String, Vec<(String, String)>>;
+
+/// The latest count per page on the counts topic, read until the counts
+/// add up to `expected` (the cache sends the counts at each commit).
+fn latest_counts(
+    bootstrap: &str,
+    expected: usize,
+    timeout: Duration,
+    interrupted: &AtomicBool,
+) -> Result<BTreeMap<String, i64>, Box<dyn std::error::Error>> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "pageviews-example-counts-reader")
+        .set("auto.offset.reset", "earliest")
+        .create()?;
+    consumer.subscribe(&[COUNTS])?;
+    let mut counts = BTreeMap::new();
+    let deadline = Instant::now() + timeout;
+    while counts.values().sum::<i64>() < expected as i64
+        && Instant::now() < deadline
+        && !interrupted.load(Ordering::Relaxed)
+    {
+        if let Some(message) = consumer.poll(Duration::from_millis(100)) {
+            let message = message?;
+            let page = String::from_utf8_lossy(message.key().unwrap_or_default()).to_string();
+            let count = match message.payload() {
+                Some(bytes) => i64::from_be_bytes(bytes.try_into()?),
+                None => 0,
+            };
+            counts.insert(page, count);
+        }
+    }
+    Ok(counts)
+}
 
 fn consume(
     bootstrap: &str,
