@@ -647,3 +647,53 @@ fn foreign_key_join_across_differently_partitioned_tables() {
     );
     assert_eq!(response, Some(3), "answers follow the orders' partitions");
 }
+
+/// Records the application has committed past are deleted from its
+/// repartition topics (Kafka Streams' repartition purge).
+#[test]
+fn consumed_repartition_records_are_purged() {
+    use kstreams_dsl::{Grouped, Produced};
+    use kstreams_record::{I64Serde, Nullable, StringSerde};
+    let Some(bootstrap) = test_broker() else {
+        return;
+    };
+    let input = unique_name("purge-in");
+    let output = unique_name("purge-out");
+    create_topic(&bootstrap, &input, 1, 1).unwrap();
+    create_topic(&bootstrap, &output, 1, 1).unwrap();
+    produce(
+        &bootstrap,
+        &input,
+        (0..200).map(|i| (format!("k{i}"), format!("w{}", i % 10), 1_000 + i)),
+    );
+    let app_id = unique_name("purge-app");
+    let builder = StreamsBuilder::new();
+    builder
+        .stream::<String, String>(&input)
+        .group_by_with(|_, w| w.clone(), Grouped::as_("by-word"))
+        .count()
+        .to_stream()
+        .to_with(&output, Produced::with(StringSerde, Nullable(I64Serde)));
+    let config = StreamsConfig::new(&app_id, &bootstrap)
+        .commit_interval(Duration::from_millis(100))
+        .repartition_purge_interval(Duration::from_millis(100))
+        .state_dir(std::env::temp_dir().join(unique_name("purge-state")));
+    let mut app = KafkaStreams::new(builder.build().unwrap(), config);
+    app.start().unwrap();
+    let topic = format!("{app_id}-by-word-repartition");
+    let probe: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .create()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut low = 0;
+    while Instant::now() < deadline && low < 200 {
+        std::thread::sleep(Duration::from_millis(200));
+        low = probe
+            .fetch_watermarks(&topic, 0, Duration::from_secs(5))
+            .map(|(low, _)| low)
+            .unwrap_or(0);
+    }
+    app.close(Duration::from_secs(30));
+    assert_eq!(low, 200, "every consumed repartition record was deleted");
+}

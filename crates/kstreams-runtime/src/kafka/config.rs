@@ -91,6 +91,7 @@ pub struct StreamsConfig {
     pub(crate) processing: ProcessingHandling,
     pub(crate) production: ProductionHandling,
     pub(crate) dead_letter_queue: Option<String>,
+    pub(crate) repartition_purge_interval: Duration,
     pub(crate) consumer: BTreeMap<String, String>,
     pub(crate) producer: BTreeMap<String, String>,
     pub(crate) admin: BTreeMap<String, String>,
@@ -129,6 +130,7 @@ impl StreamsConfig {
             processing: ProcessingHandling::Fail,
             production: ProductionHandling::Fail,
             dead_letter_queue: None,
+            repartition_purge_interval: Duration::from_secs(30),
             consumer: BTreeMap::new(),
             producer: BTreeMap::new(),
             admin: BTreeMap::new(),
@@ -242,6 +244,11 @@ impl StreamsConfig {
                     }
                 }
             }
+            "repartition.purge.interval.ms" => {
+                self.repartition_purge_interval = Duration::from_millis(
+                    value.parse().map_err(|_| invalid("milliseconds, a whole number >= 0"))?,
+                )
+            }
             "errors.dead.letter.queue.topic.name" => {
                 self.dead_letter_queue = if value.is_empty() {
                     None
@@ -342,6 +349,13 @@ impl StreamsConfig {
     /// broker refusing it).
     pub fn production_handling(mut self, handling: ProductionHandling) -> Self {
         self.production = handling;
+        self
+    }
+
+    /// How often records the application has consumed are deleted from
+    /// its repartition topics (`repartition.purge.interval.ms`, 30 s).
+    pub fn repartition_purge_interval(mut self, interval: Duration) -> Self {
+        self.repartition_purge_interval = interval;
         self
     }
 

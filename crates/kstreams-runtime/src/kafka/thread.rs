@@ -286,6 +286,87 @@ struct ThreadLoop {
     last_commit: Instant,
     /// Topics a task reads to their end before its other partitions.
     bootstrap_topics: HashSet<String>,
+    /// Deletes what the application has consumed from its repartition
+    /// topics.
+    purge: RepartitionPurge,
+}
+
+/// Kafka Streams' repartition purge: repartition topics keep records
+/// forever (a backfill must survive), so the application deletes records
+/// it has committed past, every `repartition.purge.interval.ms`, with the
+/// DeleteRecords API.
+pub(crate) struct RepartitionPurge {
+    topics: HashSet<String>,
+    admin: Option<rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext>>,
+    committed: HashMap<(String, i32), i64>,
+    last: Instant,
+    interval: Duration,
+}
+
+impl RepartitionPurge {
+    fn new(topology: &Topology, config: &StreamsConfig) -> Self {
+        let topics: HashSet<String> = topology
+            .internal_topics()
+            .map(|t| format!("{}-{t}", config.application_id))
+            .collect();
+        let admin = if topics.is_empty() {
+            None
+        } else {
+            let mut client = ClientConfig::new();
+            client.set("bootstrap.servers", &config.bootstrap_servers);
+            for (k, v) in &config.admin {
+                client.set(k, v);
+            }
+            client
+                .create()
+                .map_err(|e| log::warn!("no repartition purge: cannot make an admin client: {e}"))
+                .ok()
+        };
+        RepartitionPurge {
+            topics,
+            admin,
+            committed: HashMap::new(),
+            last: Instant::now(),
+            interval: config.repartition_purge_interval,
+        }
+    }
+
+    /// Notes the committed offsets of repartition partitions.
+    fn committed(&mut self, offsets: &TopicPartitionList) {
+        for e in offsets.elements() {
+            if let (true, Offset::Offset(o)) = (self.topics.contains(e.topic()), e.offset()) {
+                self.committed
+                    .insert((e.topic().to_string(), e.partition()), o);
+            }
+        }
+    }
+
+    /// Deletes records before the committed offsets, at most every
+    /// interval. A failure only delays the purge.
+    fn maybe_purge(&mut self, thread: &str) {
+        if self.last.elapsed() < self.interval || self.committed.is_empty() {
+            return;
+        }
+        self.last = Instant::now();
+        let Some(admin) = &self.admin else {
+            return;
+        };
+        let mut tpl = TopicPartitionList::new();
+        for ((topic, partition), offset) in self.committed.drain() {
+            if tpl
+                .add_partition_offset(&topic, partition, Offset::Offset(offset))
+                .is_err()
+            {
+                return;
+            }
+        }
+        let options =
+            rdkafka::admin::AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+        match futures_executor::block_on(admin.delete_records(&tpl, &options)) {
+            Ok(_) => log::debug!("{thread}: purged {} repartition partitions", tpl.count()),
+            Err(e) => log::warn!("{thread}: repartition purge failed (retried later): {e}"),
+        }
+    }
 }
 
 /// Milliseconds since the epoch.
@@ -395,6 +476,7 @@ impl StreamThread {
             .bootstrap_topics(&self.config.application_id)
             .into_iter()
             .collect();
+        let purge = RepartitionPurge::new(&self.topology, &self.config);
         ThreadLoop {
             opener,
             name: self.name,
@@ -407,6 +489,7 @@ impl StreamThread {
             paused: HashSet::new(),
             last_commit: Instant::now(),
             bootstrap_topics,
+            purge,
         }
         .run(stop, on_assignment)
     }
@@ -915,7 +998,10 @@ impl ThreadLoop {
                         Err(e) if is_rebalance_error(&e) => {
                             log::info!("{}: commit skipped during a rebalance: {e}", self.name)
                         }
-                        other => other?,
+                        other => {
+                            other?;
+                            self.purge.committed(&tpl);
+                        }
                     }
                 }
                 // Everything the stores logged is acknowledged: checkpoint it.
@@ -923,7 +1009,11 @@ impl ThreadLoop {
             }
             ProcessingGuarantee::ExactlyOnceV2 => {
                 if self.shared.in_transaction.load(Ordering::Acquire) {
-                    if let Err(e) = self.commit_transaction(&tpl) {
+                    let committed = self.commit_transaction(&tpl);
+                    if committed.is_ok() {
+                        self.purge.committed(&tpl);
+                    }
+                    if let Err(e) = committed {
                         if !is_rebalance_error(&e) && !is_abortable(&e) {
                             return Err(e.into());
                         }
@@ -937,6 +1027,7 @@ impl ThreadLoop {
             }
         }
         self.last_commit = Instant::now();
+        self.purge.maybe_purge(&self.name);
         Ok(())
     }
 
