@@ -299,6 +299,27 @@ fn spawn(
                 let Err(error) = result else {
                     return;
                 };
+                if error.is_producer_fenced() && !shared.stop.load(Ordering::Acquire) {
+                    // Another producer took over this thread's transactional
+                    // id (a zombie was fenced, or this thread was): as Kafka
+                    // Streams' TaskMigratedException, the thread rejoins the
+                    // group with a fresh producer; the aborted transaction's
+                    // records are processed again from the last commit.
+                    log::warn!("{name}: producer fenced ({error}); rejoining with a new producer");
+                    match StreamThread::new(
+                        index,
+                        &process_id,
+                        config.clone(),
+                        topology.clone(),
+                        sources.clone(),
+                    ) {
+                        Ok(replacement) => {
+                            current = Some(replacement);
+                            continue;
+                        }
+                        Err(e) => log::error!("{name}: could not rejoin after fencing: {e}"),
+                    }
+                }
                 log::error!("{name} failed: {error}");
                 shared
                     .errors

@@ -58,3 +58,43 @@ pub enum RuntimeError {
     #[error("the application can only be started once, from state CREATED; it is {0:?}")]
     IllegalState(State),
 }
+
+impl RuntimeError {
+    /// Whether the thread's transactional producer was fenced: another
+    /// producer with its transactional id took over, or its epoch is
+    /// stale. The thread rejoins with a new producer instead of failing.
+    pub fn is_producer_fenced(&self) -> bool {
+        use rdkafka::types::RDKafkaErrorCode;
+        let code = match self {
+            RuntimeError::Kafka(e) => e.rdkafka_error_code(),
+            _ => None,
+        };
+        matches!(
+            code,
+            Some(RDKafkaErrorCode::ProducerFenced | RDKafkaErrorCode::InvalidProducerEpoch)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RuntimeError;
+    use rdkafka::error::KafkaError;
+    use rdkafka::types::RDKafkaErrorCode;
+
+    #[test]
+    fn fencing_is_told_apart_from_other_failures() {
+        let fenced = RuntimeError::Kafka(KafkaError::MessageProduction(
+            RDKafkaErrorCode::ProducerFenced,
+        ));
+        assert!(fenced.is_producer_fenced());
+        let stale = RuntimeError::Kafka(KafkaError::MessageProduction(
+            RDKafkaErrorCode::InvalidProducerEpoch,
+        ));
+        assert!(stale.is_producer_fenced());
+        let other = RuntimeError::Kafka(KafkaError::MessageProduction(
+            RDKafkaErrorCode::MessageSizeTooLarge,
+        ));
+        assert!(!other.is_producer_fenced());
+    }
+}
