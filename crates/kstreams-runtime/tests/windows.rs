@@ -376,3 +376,52 @@ fn sessions_close_after_gap_plus_grace() {
     );
     assert_eq!(driver.dropped_records(), 1);
 }
+
+/// A per-source extractor takes event time from a field of the value:
+/// windows follow the business time, not the time the record was written.
+#[test]
+fn windows_follow_a_business_time_field_of_the_value() {
+    use kstreams_time::{ConsumedRecordView, ValueTimestampExtractor};
+    let extractor = ValueTimestampExtractor::new(|record: &ConsumedRecordView<'_>, _| {
+        std::str::from_utf8(record.value?)
+            .ok()?
+            .split('@')
+            .nth(1)?
+            .parse()
+            .ok()
+    });
+    let b = StreamsBuilder::new();
+    b.stream_with::<S, S>(
+        "events",
+        kstreams_dsl::Consumed::with(StringSerde, StringSerde).with_timestamp_extractor(extractor),
+    )
+    .group_by_key()
+    .windowed_by(TimeWindows::of_size_with_no_grace(ms(10)))
+    .count()
+    .to_stream()
+    .to_with(
+        "counts",
+        Produced::with(TimeWindowedSerde::new(StringSerde, 10), Nullable(I64Serde)),
+    );
+    let driver = driver(b.build().unwrap(), 0);
+    let input = driver.create_input_topic("events", StringSerde, StringSerde);
+    let output = driver.create_output_topic(
+        "counts",
+        TimeWindowedSerde::new(StringSerde, 10),
+        Nullable(I64Serde),
+    );
+    // Written at 1000, 1001, 1002; happened at 3, 13, and no time at all.
+    input.pipe_input_at(s("a"), s("click@3"), 1000);
+    input.pipe_input_at(s("a"), s("click@13"), 1001);
+    input.pipe_input_at(s("a"), s("click"), 1002);
+    let got: Vec<_> = output
+        .read_records_to_list()
+        .into_iter()
+        .map(|r| (r.key, r.value, r.timestamp))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(w("a", 0, 10), Some(1), 3), (w("a", 10, 20), Some(1), 13)]
+    );
+    assert_eq!(driver.dropped_records(), 1, "no time in the value: skipped");
+}

@@ -88,6 +88,119 @@ impl TimestampExtractor for FailOnInvalidTimestamp {
     }
 }
 
+/// The record's own timestamp; an invalid one is logged and the record
+/// skipped (dropped and counted): Kafka Streams'
+/// `LogAndSkipOnInvalidTimestamp`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LogAndSkipOnInvalidTimestamp;
+
+impl TimestampExtractor for LogAndSkipOnInvalidTimestamp {
+    fn extract(&self, record: &ConsumedRecordView<'_>, _: Timestamp) -> Result<Timestamp, Error> {
+        if record.timestamp < 0 {
+            log::warn!(
+                "skipping record {}-{}@{}: invalid timestamp {}",
+                record.topic,
+                record.partition,
+                record.offset,
+                record.timestamp
+            );
+        }
+        Ok(record.timestamp)
+    }
+}
+
+/// The record's own timestamp; an invalid one is replaced by the
+/// partition's time (the largest timestamp seen on the partition), and the
+/// record skipped only if there is none yet: Kafka Streams'
+/// `UsePartitionTimeOnInvalidTimestamp`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UsePartitionTimeOnInvalidTimestamp;
+
+impl TimestampExtractor for UsePartitionTimeOnInvalidTimestamp {
+    fn extract(
+        &self,
+        record: &ConsumedRecordView<'_>,
+        partition_time: Timestamp,
+    ) -> Result<Timestamp, Error> {
+        if record.timestamp >= 0 {
+            return Ok(record.timestamp);
+        }
+        if partition_time < 0 {
+            log::warn!(
+                "skipping record {}-{}@{}: invalid timestamp {} and no partition time yet",
+                record.topic,
+                record.partition,
+                record.offset,
+                record.timestamp
+            );
+        }
+        Ok(partition_time)
+    }
+}
+
+/// Processing time: the wall clock when the record is read, whatever its
+/// timestamp: Kafka Streams' `WallclockTimestampExtractor`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WallclockTimestampExtractor;
+
+impl TimestampExtractor for WallclockTimestampExtractor {
+    fn extract(&self, _: &ConsumedRecordView<'_>, _: Timestamp) -> Result<Timestamp, Error> {
+        Ok(std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as Timestamp))
+    }
+}
+
+/// Event time from the record itself, by a function of its raw value,
+/// timestamp and partition time; for a business time field in the value:
+///
+/// ```
+/// use kstreams_time::{ConsumedRecordView, TimestampExtractor, ValueTimestampExtractor};
+///
+/// // Values look like "1700000000000,order-42": the time comes first.
+/// let extractor = ValueTimestampExtractor::new(|record: &ConsumedRecordView<'_>, _| {
+///     let value = std::str::from_utf8(record.value?).ok()?;
+///     value.split(',').next()?.parse().ok()
+/// });
+/// let view = ConsumedRecordView {
+///     topic: "orders",
+///     partition: 0,
+///     offset: 7,
+///     timestamp: 5,
+///     value: Some(b"1700000000000,order-42"),
+/// };
+/// assert_eq!(extractor.extract(&view, -1).unwrap(), 1_700_000_000_000);
+/// ```
+///
+/// When the function returns `None` (no field, bad bytes), the record is
+/// skipped (dropped and counted) rather than failing the task.
+pub struct ValueTimestampExtractor<F> {
+    extract: F,
+}
+
+impl<F> ValueTimestampExtractor<F>
+where
+    F: Fn(&ConsumedRecordView<'_>, Timestamp) -> Option<Timestamp> + Send + Sync + 'static,
+{
+    /// An extractor calling `extract` on each record.
+    pub fn new(extract: F) -> Self {
+        ValueTimestampExtractor { extract }
+    }
+}
+
+impl<F> TimestampExtractor for ValueTimestampExtractor<F>
+where
+    F: Fn(&ConsumedRecordView<'_>, Timestamp) -> Option<Timestamp> + Send + Sync + 'static,
+{
+    fn extract(
+        &self,
+        record: &ConsumedRecordView<'_>,
+        partition_time: Timestamp,
+    ) -> Result<Timestamp, Error> {
+        Ok((self.extract)(record, partition_time).unwrap_or(-1))
+    }
+}
+
 /// Which clock drives a punctuation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PunctuationType {
@@ -190,5 +303,46 @@ mod tests {
         assert_eq!(s.fire_if_due(10), Some(10));
         assert_eq!(s.fire_if_due(37), Some(37));
         assert_eq!(s.next_ms, 40);
+    }
+}
+
+#[cfg(test)]
+mod extractor_tests {
+    use super::*;
+
+    fn view(timestamp: Timestamp) -> ConsumedRecordView<'static> {
+        ConsumedRecordView {
+            topic: "t",
+            partition: 0,
+            offset: 3,
+            timestamp,
+            value: None,
+        }
+    }
+
+    #[test]
+    fn the_kafka_streams_extractors_treat_invalid_timestamps_as_documented() {
+        assert!(FailOnInvalidTimestamp.extract(&view(-1), 10).is_err());
+        assert_eq!(FailOnInvalidTimestamp.extract(&view(5), 10).unwrap(), 5);
+        assert!(LogAndSkipOnInvalidTimestamp.extract(&view(-1), 10).unwrap() < 0);
+        assert_eq!(
+            UsePartitionTimeOnInvalidTimestamp
+                .extract(&view(-1), 10)
+                .unwrap(),
+            10
+        );
+        assert!(
+            UsePartitionTimeOnInvalidTimestamp
+                .extract(&view(-1), -1)
+                .unwrap()
+                < 0
+        );
+        assert_eq!(
+            UsePartitionTimeOnInvalidTimestamp
+                .extract(&view(7), 10)
+                .unwrap(),
+            7
+        );
+        assert!(WallclockTimestampExtractor.extract(&view(1), -1).unwrap() > 1_600_000_000_000);
     }
 }

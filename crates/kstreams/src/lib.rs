@@ -97,7 +97,9 @@ pub mod prelude {
         Window, WindowStore, WindowStoreHandle, Windowed,
     };
     pub use kstreams_time::{
-        EmitStrategy, JoinWindows, PunctuationType, SessionWindows, SlidingWindows, TimeWindows,
-        TimestampExtractor, UnlimitedWindows,
+        EmitStrategy, FailOnInvalidTimestamp, JoinWindows, LogAndSkipOnInvalidTimestamp,
+        PunctuationType, SessionWindows, SlidingWindows, TimeWindows, TimestampExtractor,
+        UnlimitedWindows, UsePartitionTimeOnInvalidTimestamp, ValueTimestampExtractor,
+        WallclockTimestampExtractor,
     };
 }

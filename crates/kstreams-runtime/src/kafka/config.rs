@@ -221,7 +221,22 @@ impl StreamsConfig {
             "default.timestamp.extractor" => {
                 self.timestamp_extractor = match short_class_name(value) {
                     "FailOnInvalidTimestamp" => Arc::new(FailOnInvalidTimestamp),
-                    _ => return Err(invalid("FailOnInvalidTimestamp (set others in code with Consumed)")),
+                    "LogAndSkipOnInvalidTimestamp" => {
+                        Arc::new(kstreams_time::LogAndSkipOnInvalidTimestamp)
+                    }
+                    "UsePartitionTimeOnInvalidTimestamp" => {
+                        Arc::new(kstreams_time::UsePartitionTimeOnInvalidTimestamp)
+                    }
+                    "WallclockTimestampExtractor" => {
+                        Arc::new(kstreams_time::WallclockTimestampExtractor)
+                    }
+                    _ => {
+                        return Err(invalid(
+                            "FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, \
+                             UsePartitionTimeOnInvalidTimestamp or WallclockTimestampExtractor \
+                             (set others in code with Consumed::with_timestamp_extractor)",
+                        ))
+                    }
                 }
             }
             "deserialization.exception.handler" | "default.deserialization.exception.handler" => {
