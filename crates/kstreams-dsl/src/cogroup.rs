@@ -112,7 +112,7 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> CogroupInput<K,
                     name,
                     Arc::new(move || WindowAggregate {
                         fold: fold.clone(),
-                        windows,
+                        windows: windows.into(),
                         emit: EmitStrategy::OnWindowUpdate,
                         store_name: store_name.clone(),
                         send_old: flag.clone(),

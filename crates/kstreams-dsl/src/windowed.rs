@@ -11,7 +11,7 @@ use kstreams_state::{
     SessionStoreHandle, SessionWindowedSerde, TimeWindowedSerde, TimestampedWindowStoreHandle,
     ValueAndTimestamp, Window, Windowed,
 };
-use kstreams_time::{EmitStrategy, SessionWindows, SlidingWindows, TimeWindows};
+use kstreams_time::{EmitStrategy, FixedSizeWindows, SessionWindows, SlidingWindows, TimeWindows};
 
 use crate::grouped::KGroupedStream;
 use crate::internals::ProducedRecord;
@@ -99,11 +99,12 @@ pub(crate) fn reject_late<K: 'static, V: 'static, KO, VO>(
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
-    /// Aggregates per time window (tumbling or hopping).
-    pub fn windowed_by(&self, windows: TimeWindows) -> TimeWindowedKStream<K, V> {
+    /// Aggregates per time window (tumbling or hopping), or in the
+    /// unlimited window.
+    pub fn windowed_by(&self, windows: impl Into<FixedSizeWindows>) -> TimeWindowedKStream<K, V> {
         TimeWindowedKStream {
             grouped: self.clone_grouped(),
-            windows,
+            windows: windows.into(),
             sliding: None,
             emit: EmitStrategy::default(),
             late_topic: None,
@@ -116,8 +117,8 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
         TimeWindowedKStream {
             grouped: self.clone_grouped(),
             // Unused for sliding windows; the sliding definition decides.
-            windows: TimeWindows::of_size_with_no_grace(std::time::Duration::from_millis(
-                windows.time_difference_ms().max(1) as u64,
+            windows: FixedSizeWindows::Time(TimeWindows::of_size_with_no_grace(
+                std::time::Duration::from_millis(windows.time_difference_ms().max(1) as u64),
             )),
             sliding: Some(windows),
             emit: EmitStrategy::default(),
@@ -220,7 +221,7 @@ pub(crate) fn windowed_table<K, A>(
 /// [`Windowed<K>`].
 pub struct TimeWindowedKStream<K, V> {
     grouped: KGroupedStream<K, V>,
-    windows: TimeWindows,
+    windows: FixedSizeWindows,
     sliding: Option<SlidingWindows>,
     emit: EmitStrategy,
     late_topic: Option<String>,
@@ -457,7 +458,7 @@ pub(crate) struct OpenWindowStore<K, A> {
 /// stream time); records for closed windows are late.
 pub(crate) struct WindowAggregate<K, V, A> {
     pub(crate) fold: Fold<K, V, A>,
-    pub(crate) windows: TimeWindows,
+    pub(crate) windows: FixedSizeWindows,
     pub(crate) emit: EmitStrategy,
     pub(crate) store_name: String,
     pub(crate) send_old: OldValuesFlag,

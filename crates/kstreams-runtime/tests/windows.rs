@@ -425,3 +425,33 @@ fn windows_follow_a_business_time_field_of_the_value() {
     );
     assert_eq!(driver.dropped_records(), 1, "no time in the value: skipped");
 }
+
+/// The unlimited window: one window from its start on, never closing.
+#[test]
+fn unlimited_windows_count_everything_from_their_start() {
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("events")
+        .group_by_key()
+        .windowed_by(kstreams_time::UnlimitedWindows::start_on(10))
+        .count()
+        .to_stream()
+        .to_with(
+            "counts",
+            Produced::with(TimeWindowedSerde::new(StringSerde, i64::MAX), Nullable(I64Serde)),
+        );
+    let driver = driver(b.build().unwrap(), 0);
+    let input = driver.create_input_topic("events", StringSerde, StringSerde);
+    let output = driver.create_output_topic(
+        "counts",
+        TimeWindowedSerde::new(StringSerde, i64::MAX),
+        Nullable(I64Serde),
+    );
+    for ts in [5, 10, 1_000_000, 20] {
+        input.pipe_input_at(s("a"), s("x"), ts);
+    }
+    let w = Windowed::new(s("a"), Window::new(10, i64::MAX));
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![(w.clone(), Some(1)), (w.clone(), Some(2)), (w, Some(3))]
+    );
+}

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 mod windows;
 pub use windows::{
-    duration_ms, EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, TimeWindows,
-    UnlimitedWindows, WindowError,
+    duration_ms, EmitStrategy, FixedSizeWindows, JoinWindows, SessionWindows, SlidingWindows,
+    TimeWindows, UnlimitedWindows, WindowError,
 };
 
 use kstreams_record::Timestamp;

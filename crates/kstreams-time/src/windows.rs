@@ -250,6 +250,72 @@ impl UnlimitedWindows {
     }
 }
 
+/// Windows of a size fixed in advance, the kinds `windowed_by` takes
+/// besides sliding and session windows: time windows (tumbling, hopping)
+/// and the unlimited window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FixedSizeWindows {
+    /// Tumbling or hopping windows.
+    Time(TimeWindows),
+    /// One window from a start time on, never closing.
+    Unlimited(UnlimitedWindows),
+}
+
+impl From<TimeWindows> for FixedSizeWindows {
+    fn from(w: TimeWindows) -> Self {
+        FixedSizeWindows::Time(w)
+    }
+}
+
+impl From<UnlimitedWindows> for FixedSizeWindows {
+    fn from(w: UnlimitedWindows) -> Self {
+        FixedSizeWindows::Unlimited(w)
+    }
+}
+
+impl FixedSizeWindows {
+    /// The windows `[start, end)` that contain `timestamp`, by start.
+    pub fn windows_for(&self, timestamp: Timestamp) -> Vec<(Timestamp, Timestamp)> {
+        match self {
+            FixedSizeWindows::Time(w) => w.windows_for(timestamp),
+            FixedSizeWindows::Unlimited(w) => w.windows_for(timestamp),
+        }
+    }
+
+    /// Window size in milliseconds (`i64::MAX` for the unlimited window).
+    pub fn size_ms(&self) -> i64 {
+        match self {
+            FixedSizeWindows::Time(w) => w.size_ms(),
+            FixedSizeWindows::Unlimited(_) => i64::MAX,
+        }
+    }
+
+    /// Grace period in milliseconds (none for the unlimited window, which
+    /// never closes).
+    pub fn grace_ms(&self) -> i64 {
+        match self {
+            FixedSizeWindows::Time(w) => w.grace_ms(),
+            FixedSizeWindows::Unlimited(_) => 0,
+        }
+    }
+
+    /// How long a window store keeps windows.
+    pub fn retention_ms(&self) -> i64 {
+        match self {
+            FixedSizeWindows::Time(w) => w.retention_ms(),
+            FixedSizeWindows::Unlimited(_) => i64::MAX,
+        }
+    }
+
+    /// Checks the definition.
+    pub fn validate(&self) -> Result<(), WindowError> {
+        match self {
+            FixedSizeWindows::Time(w) => w.validate(),
+            FixedSizeWindows::Unlimited(_) => Ok(()),
+        }
+    }
+}
+
 /// The time window of a stream-stream join: Kafka Streams' `JoinWindows`.
 /// A record at `t` joins records of the other stream at `t - before` to
 /// `t + after` (both inclusive); both are the time difference unless set
