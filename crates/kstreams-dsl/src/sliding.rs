@@ -12,7 +12,7 @@ use std::collections::HashSet;
 
 use kstreams_record::{Record, Timestamp};
 use kstreams_state::{TimestampedWindowStoreHandle, ValueAndTimestamp, Window, Windowed};
-use kstreams_time::SlidingWindows;
+use kstreams_time::{EmitStrategy, SlidingWindows};
 
 use crate::stateful::{sends_old, timestamped_change, CacheForwarder, Change, Fold, OldValuesFlag};
 use crate::windowed::{reject_late, LateRecordSink};
@@ -23,6 +23,9 @@ type Ctx<'a, 'b, K, A> = &'a mut ProcessorContext<'b, Windowed<K>, Change<A>>;
 pub(crate) struct SlidingAggregate<K, V, A> {
     pub fold: Fold<K, V, A>,
     pub windows: SlidingWindows,
+    pub emit: EmitStrategy,
+    /// Final results were emitted for windows ending before this.
+    pub last_emitted_close: Timestamp,
     pub store_name: String,
     pub send_old: OldValuesFlag,
     pub late: Option<LateRecordSink<K, V>>,
@@ -77,6 +80,9 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> SlidingAggregat
         store
             .borrow_mut()
             .put(key.clone(), Some(value.clone()), window.start)?;
+        if self.emit == EmitStrategy::OnWindowClose {
+            return Ok(()); // emitted once the window has closed
+        }
         match &self.forwarder {
             Some(f) if f.caching() => f.drain(ctx, timestamped_change)?,
             _ => {
@@ -126,6 +132,43 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> SlidingAggregat
             old,
             &record.headers,
         )
+    }
+
+    /// Forwards each window that closed since the last call: a sliding
+    /// window is final once its end is before the close time (stream time
+    /// minus grace), as its late check says.
+    fn emit_closed(
+        &mut self,
+        ctx: Ctx<'_, '_, K, A>,
+        close_time: Timestamp,
+        headers: &kstreams_record::Headers,
+    ) -> Result<(), ProcessorError> {
+        if close_time <= self.last_emitted_close {
+            return Ok(());
+        }
+        let difference = self.difference();
+        // Ends in [last close, close time): starts shifted by the difference.
+        let from = (self.last_emitted_close - difference).max(0);
+        let to = close_time - 1 - difference;
+        self.last_emitted_close = close_time;
+        if to < from {
+            return Ok(());
+        }
+        let mut closed = self
+            .store()?
+            .borrow()
+            .fetch_all(from, to)?
+            .collect::<Result<Vec<_>, _>>()?;
+        closed.sort_by_key(|(windowed, _)| windowed.window.start);
+        for (windowed, value) in closed {
+            ctx.forward(Record {
+                key: windowed,
+                value: Change::new(Some(value.value), None),
+                timestamp: value.timestamp,
+                headers: headers.clone(),
+            })?;
+        }
+        Ok(())
     }
 
     fn window_at(&self, start: Timestamp) -> Window {
@@ -299,10 +342,12 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
 {
     fn init(&mut self, ctx: Ctx<'_, '_, K, A>) -> Result<(), ProcessorError> {
         let store: TimestampedWindowStoreHandle<K, A> = ctx.get_state_store(&self.store_name)?;
-        let send_old = sends_old(&self.send_old);
-        self.forwarder = Some(CacheForwarder::attach(|l| {
-            store.borrow_mut().set_flush_listener(l, send_old)
-        }));
+        if self.emit == EmitStrategy::OnWindowUpdate {
+            let send_old = sends_old(&self.send_old);
+            self.forwarder = Some(CacheForwarder::attach(|l| {
+                store.borrow_mut().set_flush_listener(l, send_old)
+            }));
+        }
         self.store = Some(store);
         Ok(())
     }
@@ -326,6 +371,10 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
                 self.observed_stream_time,
                 self.windows.grace_ms(),
             );
+        }
+        if self.emit == EmitStrategy::OnWindowClose {
+            // Before this record's writes, which may expire closed windows.
+            self.emit_closed(ctx, close_time, &record.headers)?;
         }
         if timestamp < difference {
             self.process_early(ctx, &record, close_time)

@@ -400,15 +400,6 @@ impl<K: Clone + 'static, V: Clone + 'static> TimeWindowedKStream<K, V> {
             message,
         };
         let checked = windows.validate().map_err(|e| invalid(e.to_string()));
-        let checked = checked.and(if self.emit == EmitStrategy::OnWindowClose {
-            Err(invalid(
-                "emitting only final results is not supported for sliding windows yet; \
-                 use suppress(Suppressed::until_window_closes(..)) on the result"
-                    .to_string(),
-            ))
-        } else {
-            Ok(())
-        });
         let Some(WindowedParts { spec, input, late }) = s.record(checked.and(parts)) else {
             return table;
         };
@@ -419,6 +410,7 @@ impl<K: Clone + 'static, V: Clone + 'static> TimeWindowedKStream<K, V> {
             return table;
         };
         let store_name = spec.name.clone();
+        let emit = self.emit;
         let added = s
             .topology
             .add_typed_processor::<K, V, Windowed<K>, Change<A>, _>(
@@ -426,6 +418,8 @@ impl<K: Clone + 'static, V: Clone + 'static> TimeWindowedKStream<K, V> {
                 Arc::new(move || crate::sliding::SlidingAggregate {
                     fold: fold.clone(),
                     windows,
+                    emit,
+                    last_emitted_close: -1,
                     store_name: store_name.clone(),
                     send_old: flag.clone(),
                     late: late.clone(),

@@ -437,7 +437,10 @@ fn unlimited_windows_count_everything_from_their_start() {
         .to_stream()
         .to_with(
             "counts",
-            Produced::with(TimeWindowedSerde::new(StringSerde, i64::MAX), Nullable(I64Serde)),
+            Produced::with(
+                TimeWindowedSerde::new(StringSerde, i64::MAX),
+                Nullable(I64Serde),
+            ),
         );
     let driver = driver(b.build().unwrap(), 0);
     let input = driver.create_input_topic("events", StringSerde, StringSerde);
@@ -454,4 +457,44 @@ fn unlimited_windows_count_everything_from_their_start() {
         output.read_key_values_to_list(),
         vec![(w.clone(), Some(1)), (w.clone(), Some(2)), (w, Some(3))]
     );
+}
+
+#[test]
+fn sliding_windows_emit_final_results_once_closed() {
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("events")
+        .group_by_key()
+        .windowed_by_sliding(
+            kstreams_time::SlidingWindows::of_time_difference_with_no_grace(ms(10)),
+        )
+        .emit_strategy(EmitStrategy::OnWindowClose)
+        .count()
+        .to_stream()
+        .to_with(
+            "counts",
+            Produced::with(TimeWindowedSerde::new(StringSerde, 10), Nullable(I64Serde)),
+        );
+    let driver = driver(b.build().unwrap(), 0);
+    let input = driver.create_input_topic("events", StringSerde, StringSerde);
+    let output = driver.create_output_topic(
+        "counts",
+        TimeWindowedSerde::new(StringSerde, 10),
+        Nullable(I64Serde),
+    );
+    let read = |output: &kstreams_runtime::TestOutputTopic<Windowed<String>, Option<i64>>| {
+        output
+            .read_records_to_list()
+            .into_iter()
+            .map(|r| (r.key.window.start, r.value.unwrap(), r.timestamp))
+            .collect::<Vec<_>>()
+    };
+    input.pipe_input_at(s("k"), s("x"), 20);
+    assert!(output.is_empty());
+    // At stream time 25, [10, 20] has ended: no record can reach it.
+    input.pipe_input_at(s("k"), s("x"), 25);
+    assert_eq!(read(&output), vec![(10, 1, 20)]);
+    input.pipe_input_at(s("k"), s("x"), 40);
+    assert_eq!(read(&output), vec![(15, 2, 25), (21, 1, 25)]);
+    input.pipe_input_at(s("k"), s("x"), 60);
+    assert_eq!(read(&output), vec![(30, 1, 40)]);
 }
