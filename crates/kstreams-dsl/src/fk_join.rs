@@ -167,15 +167,31 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         let response_sink_2 = s.new_name("KTABLE-SINK-");
         let response_source = s.new_name("KTABLE-SOURCE-");
         let result = s.new_name("KTABLE-FK-JOIN-OUTPUT-");
-        let flag = Arc::default();
+        let flag: crate::stateful::OldValuesFlag = Arc::default();
+        let store_cell = Arc::new(OnceLock::new());
+        // With a serde for the results they are kept in a store, which
+        // gives the result table old values and lookups (Kafka Streams
+        // materializes it too); without one it has neither.
+        let result_serde = kstreams_record::builtin_serde::<VR>();
+        let (old_values, getter) = if result_serde.is_some() {
+            (
+                OldValues::own(flag.clone()),
+                crate::table::lazy_store_getter(&store_cell),
+            )
+        } else {
+            let no: OldValues = OldValues {
+                enable: std::rc::Rc::new(|_| false),
+            };
+            (no, crate::table::no_getter())
+        };
         let table = KTable {
             state: self.state.clone(),
             node: result.clone(),
-            store: Arc::new(OnceLock::new()),
+            store: store_cell.clone(),
             key_serde: self.key_serde.clone(),
-            value_serde: None,
-            old_values: OldValues::own(flag),
-            getter: crate::table::no_getter(),
+            value_serde: result_serde.clone(),
+            old_values,
+            getter,
             window: None,
             types: PhantomData,
         };
@@ -216,6 +232,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             return table;
         };
         let bytes: SharedSerde<Vec<u8>> = Arc::new(BytesSerde);
+        let key_serde_for_store = key_serde.clone();
 
         // Left: changes of the left table become subscriptions.
         {
@@ -343,11 +360,18 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         // Left again: answers to the current value are joined.
         {
             let make = left_getter.make.clone();
+            let store_name = result_serde
+                .as_ref()
+                .map(|_| format!("{result}-STATE-STORE"));
+            let flag = flag.clone();
             let added = s
                 .topology
                 .add_typed_processor::<Vec<u8>, Vec<u8>, K, Change<VR>, _>(
                     result.clone(),
                     Arc::new(move || ResponseJoiner::<K, V, VO, VR> {
+                        store_name: store_name.clone(),
+                        send_old: flag.clone(),
+                        results: None,
                         make: make.clone(),
                         getter: None,
                         key_serde: key_serde.clone(),
@@ -366,6 +390,18 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             .connect_processor_and_state_stores(&result, &stores)
             .map(|_| ());
         s.record(connected);
+        if let Some(result_serde) = result_serde {
+            let name = format!("{result}-STATE-STORE");
+            let results = Stores::timestamped_key_value_store_builder(
+                Stores::in_memory_key_value_store(&name),
+                key_serde_for_store,
+                result_serde,
+            )
+            .with_caching_disabled();
+            let added = add_store(&mut s.topology, results, &result);
+            s.record(added);
+            let _ = store_cell.set(name);
+        }
         // The subscriptions go to the right table's partitions, the answers
         // to the left table's.
         s.topology
@@ -413,11 +449,14 @@ impl<K: 'static, V: 'static, KO: PartialEq + 'static> Processor<K, Change<V>, Ve
         };
         match (&new_fk, &change.new_value) {
             (Some(new_fk), Some(new_value)) => {
+                let moved = old_fk.as_ref().is_some_and(|old| old != new_fk);
                 if let Some(old_fk) = old_fk.as_ref().filter(|old| *old != new_fk) {
                     send(old_fk, subscription(UNSUBSCRIBE, None, &pk))?;
                 }
                 let hash = value_hash(&serialize(&self.value_serde, topic, new_value)?);
-                let instruction = if self.left_join {
+                // A row that moved to another foreign key must hear back even
+                // if that key has no row: its old result is retracted then.
+                let instruction = if self.left_join || moved {
                     SUBSCRIBE_ANSWER_ALWAYS
                 } else {
                     SUBSCRIBE_ANSWER_IF_FOUND
@@ -545,20 +584,15 @@ impl<KO: 'static, VO: 'static> Processor<KO, Change<VO>, Vec<u8>, Vec<u8>>
             .prefix_scan(&subscription_prefix(&fk))?
             .collect::<Result<Vec<_>, _>>()?;
         for (_, stored) in subscribers {
-            let (instruction, hash, pk_and_ts) =
+            let (_, hash, pk_and_ts) =
                 parse_subscription(&stored).ok_or("malformed foreign-key subscription")?;
             let Some(split) = pk_and_ts.len().checked_sub(8) else {
                 continue;
             };
             let (pk, ts) = pk_and_ts.split_at(split);
             let subscribed_at = Timestamp::from_be_bytes(ts.try_into()?);
-            if right.is_none()
-                && instruction == SUBSCRIBE_ANSWER_IF_FOUND
-                && record.value.old_value.is_none()
-            {
-                // Nothing was joined before and nothing is now.
-                continue;
-            }
+            // Every subscriber hears of the change, a delete included: a
+            // joined row is retracted then.
             ctx.forward(Record {
                 key: pk.to_vec(),
                 value: response(hash, right.as_deref()),
@@ -573,6 +607,10 @@ impl<KO: 'static, VO: 'static> Processor<KO, Change<VO>, Vec<u8>, Vec<u8>>
 /// Left side: joins an answer with the left row if the answer is about the
 /// row's current value; a stale answer is dropped.
 struct ResponseJoiner<K, V, VO, VR> {
+    /// The result table's store, when results have a serde.
+    store_name: Option<String>,
+    send_old: crate::stateful::OldValuesFlag,
+    results: Option<crate::stateful::TableStore<K, VR>>,
     make: GetterFactory<K, V>,
     getter: Option<Box<dyn ValueGetter<K, V>>>,
     key_serde: SharedSerde<K>,
@@ -590,6 +628,13 @@ impl<K: Clone + 'static, V: 'static, VO: 'static, VR: Clone + 'static>
         ctx: &mut ProcessorContext<'_, K, Change<VR>>,
     ) -> Result<(), ProcessorError> {
         self.getter = Some((self.make)(&ctx.store_lookup())?);
+        if let Some(name) = &self.store_name {
+            self.results = Some(crate::stateful::TableStore::open(
+                ctx,
+                name,
+                crate::stateful::sends_old(&self.send_old),
+            )?);
+        }
         Ok(())
     }
 
@@ -628,9 +673,17 @@ impl<K: Clone + 'static, V: 'static, VO: 'static, VR: Clone + 'static>
             }
             _ => None,
         };
+        let old = match &self.results {
+            Some(results) => {
+                let old = results.get(&key)?.map(|o| o.value);
+                results.put(ctx, key.clone(), result.clone(), record.timestamp)?;
+                old.filter(|_| crate::stateful::sends_old(&self.send_old))
+            }
+            None => None,
+        };
         ctx.forward(Record {
             key,
-            value: Change::new(result, None),
+            value: Change::new(result, old),
             timestamp: record.timestamp,
             headers: record.headers,
         })?;

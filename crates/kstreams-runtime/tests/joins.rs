@@ -464,6 +464,12 @@ fn fk_join(left: bool) -> Vec<(S, Option<S>)> {
     customers.pipe_input(s("c3"), Some(s("Carol")));
     orders.pipe_input(s("o1"), None);
     customers.pipe_input(s("c2"), None);
+    // A row whose foreign row comes, goes (retracted), and a row moving to
+    // a foreign key with no row (retracted).
+    orders.pipe_input(s("o3"), Some(s("c4:7")));
+    customers.pipe_input(s("c4"), Some(s("Dan")));
+    customers.pipe_input(s("c4"), None);
+    orders.pipe_input(s("o2"), Some(s("c9:5")));
     out.read_key_values_to_list()
 }
 
@@ -480,6 +486,9 @@ fn foreign_key_join_follows_the_foreign_row() {
             (s("o1"), Some(s("10 by Bobby"))),
             (s("o2"), Some(s("5 by Carol"))),
             (s("o1"), None),
+            (s("o3"), Some(s("7 by Dan"))),
+            (s("o3"), None),
+            (s("o2"), None),
         ]
     );
 }
@@ -495,6 +504,47 @@ fn foreign_key_left_join_keeps_rows_without_a_foreign_row() {
             (s("o2"), Some(s("5 by nobody"))),
             (s("o2"), Some(s("5 by Carol"))),
             (s("o1"), None),
+            (s("o3"), Some(s("7 by nobody"))),
+            (s("o3"), Some(s("7 by Dan"))),
+            (s("o3"), Some(s("7 by nobody"))),
+            (s("o2"), Some(s("5 by nobody"))),
         ]
+    );
+}
+
+/// The result of a foreign-key join sends old values, so an aggregation
+/// of it takes rows back out when they change.
+#[test]
+fn a_foreign_key_join_result_can_be_aggregated() {
+    let b = StreamsBuilder::new();
+    let customers = b.table::<S, S>("customers");
+    b.table::<S, S>("orders")
+        .join_fk(
+            &customers,
+            |order: &S| order.clone(),
+            |_, region| region.clone(),
+        )
+        .group_by(|_, region| (region.clone(), region))
+        .count()
+        .to_stream()
+        .to_with(
+            "per-region",
+            Produced::with(StringSerde, Nullable(kstreams_record::I64Serde)),
+        );
+    let driver = driver(b.build().unwrap());
+    let customers = driver.create_input_topic("customers", StringSerde, Nullable(StringSerde));
+    let orders = driver.create_input_topic("orders", StringSerde, Nullable(StringSerde));
+    let out = driver.create_output_topic(
+        "per-region",
+        StringSerde,
+        Nullable(kstreams_record::I64Serde),
+    );
+    customers.pipe_input(s("c1"), Some(s("EU")));
+    customers.pipe_input(s("c2"), Some(s("US")));
+    orders.pipe_input(s("o1"), Some(s("c1")));
+    orders.pipe_input(s("o1"), Some(s("c2")));
+    assert_eq!(
+        out.read_key_values_to_list(),
+        vec![(s("EU"), Some(1)), (s("EU"), Some(0)), (s("US"), Some(1))]
     );
 }

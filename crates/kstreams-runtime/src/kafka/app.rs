@@ -192,7 +192,15 @@ impl KafkaStreams {
                 .name(name)
                 .spawn(move || {
                     if let Err(e) = updater.run(&shared.stop) {
+                        // Without its global tables the instance cannot go
+                        // on: as Kafka Streams, it stops with an error.
                         log::error!("global thread failed: {e}");
+                        shared
+                            .errors
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push(e.to_string());
+                        shutdown_client(&shared);
                     }
                 })
                 .map_err(|e| {
@@ -306,6 +314,8 @@ fn spawn(
                     // group with a fresh producer; the aborted transaction's
                     // records are processed again from the last commit.
                     log::warn!("{name}: producer fenced ({error}); rejoining with a new producer");
+                    // A pause, so that a fencing loop does not spin.
+                    std::thread::sleep(Duration::from_millis(500));
                     match StreamThread::new(
                         index,
                         &process_id,

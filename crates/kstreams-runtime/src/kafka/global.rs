@@ -47,6 +47,9 @@ impl GlobalUpdater {
             // assigns, so it never joins the group or commits.
             .set("group.id", format!("{}-global", config.application_id))
             .set("enable.auto.commit", "false")
+            // Out of range (retention deleted what it was reading): start
+            // over from the beginning rather than skip to the end.
+            .set("auto.offset.reset", "earliest")
             .set(
                 "isolation.level",
                 if eos {
@@ -102,7 +105,13 @@ impl GlobalUpdater {
                 ))));
             }
             if let Some(message) = updater.consumer.poll(Duration::from_millis(200)) {
-                let message = message?;
+                let message = match message {
+                    Ok(message) => message,
+                    Err(e) => {
+                        log::warn!("global tables: consumer error while loading: {e}");
+                        continue;
+                    }
+                };
                 updater.apply(&message);
                 loaded += 1;
                 let key = (message.topic().to_string(), message.partition());
@@ -150,8 +159,17 @@ impl GlobalUpdater {
     /// Keeps the global stores current until `stop` is set.
     pub fn run(self, stop: &AtomicBool) -> Result<(), RuntimeError> {
         while !stop.load(Ordering::Acquire) {
-            if let Some(message) = self.consumer.poll(Duration::from_millis(100)) {
-                self.apply(&message?);
+            match self.consumer.poll(Duration::from_millis(100)) {
+                Some(Ok(message)) => self.apply(&message),
+                // Transport errors and brokers going away are retried by
+                // librdkafka; only a fatal error ends the global thread.
+                Some(Err(e))
+                    if e.rdkafka_error_code() == Some(rdkafka::types::RDKafkaErrorCode::Fatal) =>
+                {
+                    return Err(e.into())
+                }
+                Some(Err(e)) => log::warn!("global thread: consumer error: {e}"),
+                None => {}
             }
         }
         Ok(())

@@ -66,12 +66,18 @@ impl RuntimeError {
     pub fn is_producer_fenced(&self) -> bool {
         use rdkafka::types::RDKafkaErrorCode;
         let code = match self {
-            RuntimeError::Kafka(e) => e.rdkafka_error_code(),
+            RuntimeError::Kafka(e) | RuntimeError::Production(e) => e.rdkafka_error_code(),
             _ => None,
         };
+        // librdkafka reports fencing as its own `Fenced` code; the broker's
+        // codes may still surface from older paths.
         matches!(
             code,
-            Some(RDKafkaErrorCode::ProducerFenced | RDKafkaErrorCode::InvalidProducerEpoch)
+            Some(
+                RDKafkaErrorCode::Fenced
+                    | RDKafkaErrorCode::ProducerFenced
+                    | RDKafkaErrorCode::InvalidProducerEpoch
+            )
         )
     }
 }

@@ -511,6 +511,11 @@ impl ThreadLoop {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .clear();
+                self.shared
+                    .flushed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clear();
                 Ok(())
             }
         };
@@ -672,6 +677,11 @@ impl ThreadLoop {
                         self.paused.remove(&(topic.clone(), partition));
                         self.shared
                             .processed
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .remove(&(topic.clone(), partition));
+                        self.shared
+                            .flushed
                             .lock()
                             .unwrap_or_else(|p| p.into_inner())
                             .remove(&(topic.clone(), partition));
@@ -939,14 +949,20 @@ impl ThreadLoop {
     }
 
     fn check_deliveries(&self) -> Result<(), RuntimeError> {
-        match self
+        let mut failure = self
             .producer
             .context()
             .failure
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
+            .unwrap_or_else(|p| p.into_inner());
+        // Under at-least-once the failure stays: the revocation that closing
+        // the consumer triggers must see it and commit nothing. Exactly-once
+        // aborts and goes on, so the failure is taken.
+        let failure = match self.config.processing_guarantee {
+            ProcessingGuarantee::AtLeastOnce => failure.clone(),
+            ProcessingGuarantee::ExactlyOnceV2 => failure.take(),
+        };
+        match failure {
             Some(e) => Err(RuntimeError::Production(e)),
             None => Ok(()),
         }
@@ -974,11 +990,6 @@ impl ThreadLoop {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        *self
-            .shared
-            .flushed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = snapshot;
         let mut tpl = TopicPartitionList::new();
         for ((topic, partition), offset) in self
             .shared
@@ -993,6 +1004,13 @@ impl ThreadLoop {
             ProcessingGuarantee::AtLeastOnce => {
                 self.producer.flush(Duration::from_secs(60))?;
                 self.check_deliveries()?;
+                // Every output of these offsets is acknowledged: from now
+                // on a revocation may commit them.
+                *self
+                    .shared
+                    .flushed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()) = snapshot;
                 if tpl.count() > 0 {
                     match self.consumer.commit(&tpl, CommitMode::Sync) {
                         Err(e) if is_rebalance_error(&e) => {
@@ -1012,6 +1030,11 @@ impl ThreadLoop {
                     let committed = self.commit_transaction(&tpl);
                     if committed.is_ok() {
                         self.purge.committed(&tpl);
+                        *self
+                            .shared
+                            .flushed
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner()) = snapshot;
                     }
                     if let Err(e) = committed {
                         if !is_rebalance_error(&e) && !is_abortable(&e) {
