@@ -735,7 +735,14 @@ impl ThreadLoop {
                             );
                         }
                         let end = if self.bootstrap_topics.contains(&topic) {
-                            self.bootstrap_end(&topic, partition)?
+                            self.bootstrap_end(&topic, partition).unwrap_or_else(|e| {
+                                log::warn!(
+                                    "{}: no bootstrap of {topic}-{partition}: its end offset is \
+                                     unknown ({e}); processing without waiting for it",
+                                    self.name
+                                );
+                                None
+                            })
                         } else {
                             None
                         };
@@ -765,7 +772,7 @@ impl ThreadLoop {
     /// watermark now, unless the committed position is already there.
     fn bootstrap_end(&self, topic: &str, partition: i32) -> Result<Option<i64>, RuntimeError> {
         let timeout = Duration::from_secs(30);
-        let (_, high) = self.consumer.fetch_watermarks(topic, partition, timeout)?;
+        let (low, high) = self.consumer.fetch_watermarks(topic, partition, timeout)?;
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition(topic, partition);
         let committed = self
@@ -777,7 +784,9 @@ impl ThreadLoop {
                 _ => None,
             })
             .unwrap_or(0);
-        Ok((committed < high).then_some(high))
+        // Records before the low watermark are gone (retention, purge):
+        // reading starts at the later of the two.
+        Ok((committed.max(low) < high).then_some(high))
     }
 
     /// Ends the bootstrap of partitions the consumer has read past their

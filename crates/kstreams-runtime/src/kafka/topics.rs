@@ -99,7 +99,7 @@ pub(crate) fn prepare_topics(
         missing.sort();
         return Err(RuntimeError::MissingSourceTopics(missing));
     }
-    check_copartitioning(topology, &config.application_id, &internal, &partitions)?;
+    check_copartitioning(topology, &config.application_id, &partitions)?;
     let counts = partition_counts(topology, &config.application_id, &partitions);
     let count_of = |subtopology: Option<u32>| {
         subtopology
@@ -164,18 +164,18 @@ pub(crate) fn prepare_topics(
     Ok(())
 }
 
-/// Fails when topics joined in one task have different partition counts;
-/// internal topics are created to match, so only the user's are checked.
+/// Fails when topics joined in one task have different partition counts
+/// (internal topics not created yet are made to match).
 fn check_copartitioning(
     topology: &Topology,
     application_id: &str,
-    internal: &[String],
     partitions: &HashMap<&str, usize>,
 ) -> Result<(), RuntimeError> {
     for group in topology.copartition_groups(application_id) {
+        // Internal topics not made yet are made to match; those that exist
+        // (from an earlier run) must match as they are.
         let counts: Vec<(String, usize)> = group
             .into_iter()
-            .filter(|t| !internal.contains(t))
             .filter_map(|t| partitions.get(t.as_str()).map(|&n| (t, n)))
             .collect();
         if counts.windows(2).any(|w| w[0].1 != w[1].1) {
@@ -201,54 +201,59 @@ fn partition_counts(
 ) -> PartitionCounts {
     let sources = topology.source_topics(application_id);
     let writers = topology.internal_topic_writers(application_id);
-    let mut topics: HashMap<String, usize> =
-        existing.iter().map(|(t, n)| (t.to_string(), *n)).collect();
-    for (topic, n) in topology.repartition_partitions(application_id) {
-        topics.entry(topic).or_insert(n.max(1) as usize);
-    }
-    // An internal topic that must meet user topics in one task (a
-    // foreign-key join's subscriptions and answers) takes their count.
+    let groups = topology.copartition_groups(application_id);
     let internal: Vec<String> = topology
         .internal_topics()
         .map(|t| format!("{application_id}-{t}"))
         .collect();
-    let mut copartitioned: HashMap<String, usize> = HashMap::new();
-    for group in topology.copartition_groups(application_id) {
-        let known = group
-            .iter()
-            .filter(|t| !internal.contains(t))
-            .filter_map(|t| existing.get(t.as_str()))
-            .max()
-            .copied();
-        if let Some(n) = known {
-            for topic in group.iter().filter(|t| internal.contains(t)) {
-                if !existing.contains_key(topic.as_str()) {
-                    topics.insert(topic.clone(), n);
-                    copartitioned.insert(topic.clone(), n);
-                }
-            }
-        }
+    // Counts that are given: topics that exist, and repartition topics
+    // whose count the user set.
+    let mut firm: HashMap<String, usize> =
+        existing.iter().map(|(t, n)| (t.to_string(), *n)).collect();
+    for (topic, n) in topology.repartition_partitions(application_id) {
+        firm.entry(topic).or_insert(n.max(1) as usize);
     }
+    let mut topics = firm.clone();
     let mut subtopologies: HashMap<u32, usize> = HashMap::new();
     // Each round settles at least one more sub-topology downstream.
-    for _ in 0..=sources.len() {
+    for _ in 0..=sources.len() + groups.len() {
         for (id, s) in sources.iter().enumerate() {
             if let Some(n) = s.topics.iter().filter_map(|t| topics.get(t)).max() {
                 subtopologies.insert(id as u32, *n);
             }
         }
         for (topic, writer) in &writers {
-            if let Some(&n) = subtopologies.get(writer) {
+            if let (false, Some(&n)) = (firm.contains_key(topic), subtopologies.get(writer)) {
                 topics.entry(topic.clone()).or_insert(n);
             }
         }
+        // Topics that meet in one task need one count, as Kafka Streams'
+        // CopartitionedTopicsEnforcer: a user topic's (they are checked
+        // equal), else the largest of the group's internal topics.
+        for group in &groups {
+            let user = group
+                .iter()
+                .filter(|t| !internal.contains(t))
+                .filter_map(|t| firm.get(t))
+                .max();
+            let n = match user {
+                Some(&n) => Some(n),
+                None => group.iter().filter_map(|t| topics.get(t)).max().copied(),
+            };
+            if let Some(n) = n {
+                for topic in group
+                    .iter()
+                    .filter(|t| internal.contains(t) && !firm.contains_key(*t))
+                {
+                    topics.insert(topic.clone(), n);
+                }
+            }
+        }
     }
-    let mut fixed: HashMap<String, usize> = topology
-        .repartition_partitions(application_id)
+    let fixed = topics
         .into_iter()
-        .map(|(t, n)| (t, n.max(1) as usize))
+        .filter(|(t, _)| internal.contains(t) && !existing.contains_key(t.as_str()))
         .collect();
-    fixed.extend(copartitioned);
     PartitionCounts {
         subtopologies,
         fixed,
