@@ -22,11 +22,24 @@ use kstreams::prelude::*;
 /// Mirrors `Scenarios.FILTER_CHAR` of the Java side.
 const FILTER_CHAR: char = 'a';
 
+/// Mirrors `Scenarios.WINDOW_SIZE` and `Scenarios.WINDOW_GRACE`.
+const WINDOW_SIZE: Duration = Duration::from_secs(10);
+const WINDOW_GRACE: Duration = Duration::from_secs(5);
+
 /// The scenarios this side can run today.
-const SUPPORTED: &[&str] = &["wordcount", "filter-map"];
+const SUPPORTED: &[&str] = &[
+    "wordcount",
+    "filter-map",
+    "windowed-count",
+    "table-aggregate",
+];
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    // windowed-count drops late records on purpose; each draws a warning.
+    env_logger::Builder::from_env(
+        env_logger::Env::default().default_filter_or("warn,kstreams_dsl::windowed=error"),
+    )
+    .init();
     match run(std::env::args().skip(1).collect()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -59,7 +72,39 @@ fn topology(scenario: &str, input: &str, output: &str) -> Result<Topology, Strin
             .count_with(None, Materialized::as_("counts"))
             .to_stream()
             .to_with(output, Produced::with(StringSerde, Nullable(I64Serde))),
-        other => return Err(format!("unknown scenario {other} (filter-map, wordcount)")),
+        "windowed-count" => builder
+            .stream_with(input, Consumed::with(StringSerde, StringSerde))
+            .group_by_key()
+            .windowed_by(TimeWindows::of_size_and_grace(WINDOW_SIZE, WINDOW_GRACE))
+            .count()
+            .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
+            .to_stream()
+            .to_with(
+                output,
+                Produced::with(
+                    TimeWindowedSerde::new(StringSerde, WINDOW_SIZE.as_millis() as i64),
+                    Nullable(I64Serde),
+                ),
+            ),
+        "table-aggregate" => builder
+            .table_with(
+                input,
+                Consumed::with(StringSerde, StringSerde),
+                Materialized::new(),
+            )
+            .group_by_with(
+                |_user, region| (region.clone(), region),
+                Grouped::with(StringSerde, StringSerde),
+            )
+            .count()
+            .to_stream()
+            .to_with(output, Produced::with(StringSerde, Nullable(I64Serde))),
+        other => {
+            return Err(format!(
+                "unknown scenario {other} ({})",
+                SUPPORTED.join(", ")
+            ))
+        }
     }
     builder.build().map_err(|e| e.to_string())
 }

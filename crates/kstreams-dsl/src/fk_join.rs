@@ -20,6 +20,7 @@ use kstreams_record::{BytesSerde, Headers, Record, SharedSerde, Timestamp};
 use kstreams_state::{KeyValueStoreHandle, Stores};
 
 use crate::internals::graph::SourceTopics;
+use crate::internals::nodes::SinkPartitioning;
 use crate::materialized::add_store;
 use crate::stateful::{Change, GetterFactory, ValueGetter};
 use crate::table::{KTable, OldValues};
@@ -264,6 +265,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             SinkTopic::Fixed(subscription_topic.clone()),
             bytes.clone(),
             bytes.clone(),
+            SinkPartitioning::WholeKey,
             &[sender.as_str()],
         );
         s.record(added);
@@ -343,6 +345,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                 SinkTopic::Fixed(response_topic.clone()),
                 bytes.clone(),
                 bytes.clone(),
+                SinkPartitioning::WholeKey,
                 &[parent.as_str()],
             );
             s.record(added);

@@ -8,6 +8,7 @@ use kstreams_record::{DefaultSerde, I64Serde, SharedSerde};
 
 use crate::builder::SharedState;
 use crate::internals::graph::SourceTopics;
+use crate::internals::nodes::SinkPartitioning;
 use crate::materialized::{add_store, StoreSpec};
 use crate::options::IntoName;
 use crate::stateful::{Change, Fold, OldValuesFlag, StreamAggregate, TableAggregate, Unfold};
@@ -408,6 +409,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedTable<K, V> {
             crate::topology::SinkTopic::Fixed(topic.clone()),
             spec.key_serde.clone(),
             change_serde.clone(),
+            SinkPartitioning::WholeKey,
             &[self.node.as_str()],
         );
         s.record(added);

@@ -9,6 +9,7 @@ use kstreams_record::{DefaultSerde, SharedSerde};
 use crate::builder::SharedState;
 use crate::fixed_key::{FixedKeyAdapter, FixedKeyProcessor};
 use crate::internals::graph::SourceTopics;
+use crate::internals::nodes::SinkPartitioning;
 use crate::operators::{
     Branch, DropNullKeys, Filter, FlatMap, FlatMapValues, Map, MapValues, PassThrough, Peek, Print,
     SelectKey, Split,
@@ -480,6 +481,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             topic,
             produced.key_serde,
             produced.value_serde,
+            SinkPartitioning::BaseKeyOfWindows,
             &[self.node.as_str()],
         );
         state.record(added);
@@ -573,6 +575,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             SinkTopic::Fixed(topic.clone()),
             key_serde.clone(),
             value_serde.clone(),
+            SinkPartitioning::WholeKey,
             &[dropped.node.as_str()],
         );
         state.record(added);

@@ -1,10 +1,12 @@
 //! `KTable::suppress` (KIP-328): hold a table's updates back and emit them
 //! later, either each window's final result once the window has closed, or
-//! each key's latest value once it has been quiet for a time limit.
+//! each key's latest value a time limit after its first held-back update.
 //!
 //! The buffer is kept in a logged key-value store (one entry per key, so a
-//! later update replaces an earlier one), which makes it survive restarts;
-//! the time order is an index rebuilt from the store when the task starts.
+//! later update replaces an earlier one but keeps its place), which makes it
+//! survive restarts; the release order, by time and then by serialized key
+//! as Kafka Streams' buffer has it, is an index rebuilt from the store when
+//! the task starts.
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
@@ -108,7 +110,8 @@ type BufferTime<K> = Arc<dyn Fn(&K, Timestamp) -> Timestamp + Send + Sync>;
 ///
 /// // Only each window's final count, once the window and its grace are over.
 /// let finals = Suppressed::<Windowed<String>>::until_window_closes(BufferConfig::unbounded());
-/// // Each key's latest value after a minute without updates, at most 1000 keys.
+/// // Each key's latest value a minute after its first held-back update, at
+/// // most 1000 keys.
 /// let quiet = Suppressed::<String>::until_time_limit(
 ///     Duration::from_secs(60),
 ///     BufferConfig::max_records(1000).emit_early_when_full(),
@@ -141,7 +144,8 @@ impl<K> Suppressed<Windowed<K>> {
 
 impl<K> Suppressed<K> {
     /// Emits a key's latest value once stream time is `limit` past the
-    /// update's timestamp.
+    /// timestamp of its first held-back update (later updates do not
+    /// restart the timer).
     pub fn until_time_limit(limit: Duration, buffer: BufferConfig) -> Self {
         Suppressed {
             name: None,
@@ -164,16 +168,15 @@ impl<K> Suppressed<K> {
 #[derive(Debug, Clone, PartialEq)]
 struct Buffered<V> {
     time: Timestamp,
-    seq: u64,
     record_timestamp: Timestamp,
     size: u64,
     new_value: Option<V>,
     prior_value: Option<V>,
 }
 
-/// The buffer store's value bytes: time, sequence, record timestamp, size
-/// (8 bytes each, big-endian), then the new and the prior value, each a
-/// 4-byte length (-1 for none) and its bytes.
+/// The buffer store's value bytes: time, record timestamp, size (8 bytes
+/// each, big-endian), then the new and the prior value, each a 4-byte
+/// length (-1 for none) and its bytes.
 struct BufferedSerde<V>(SharedSerde<V>);
 
 fn put_part(out: &mut Vec<u8>, bytes: Option<Vec<u8>>) {
@@ -193,13 +196,8 @@ impl<V: 'static> Serde<Buffered<V>> for BufferedSerde<V> {
         headers: &mut Headers,
         value: &Buffered<V>,
     ) -> Result<Option<Vec<u8>>, SerdeError> {
-        let mut out = Vec::with_capacity(48);
-        for n in [
-            value.time,
-            value.seq as i64,
-            value.record_timestamp,
-            value.size as i64,
-        ] {
+        let mut out = Vec::with_capacity(40);
+        for n in [value.time, value.record_timestamp, value.size as i64] {
             out.extend_from_slice(&n.to_be_bytes());
         }
         for part in [&value.new_value, &value.prior_value] {
@@ -229,9 +227,8 @@ impl<V: 'static> Serde<Buffered<V>> for BufferedSerde<V> {
                 slice.try_into().map_err(|_| malformed())?,
             ))
         };
-        let (time, seq, record_timestamp, size) =
-            (number(0)?, number(8)?, number(16)?, number(24)?);
-        let mut rest = &bytes[32..];
+        let (time, record_timestamp, size) = (number(0)?, number(8)?, number(16)?);
+        let mut rest = &bytes[24..];
         let mut parts = [None, None];
         for part in &mut parts {
             let len = rest.get(..4).ok_or_else(malformed)?;
@@ -246,7 +243,6 @@ impl<V: 'static> Serde<Buffered<V>> for BufferedSerde<V> {
         let [new_value, prior_value] = parts;
         Ok(Buffered {
             time,
-            seq: seq as u64,
             record_timestamp,
             size: size as u64,
             new_value,
@@ -352,7 +348,6 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                     value_serde: value_serde.clone(),
                     store: None,
                     index: BTreeMap::new(),
-                    next_seq: 0,
                     bytes: 0,
                     observed_stream_time: -1,
                 }),
@@ -375,9 +370,9 @@ struct SuppressProcessor<K, V> {
     key_serde: SharedSerde<K>,
     value_serde: SharedSerde<V>,
     store: Option<KeyValueStoreHandle<K, Buffered<V>>>,
-    /// (time, sequence) -> key, the release order.
-    index: BTreeMap<(Timestamp, u64), K>,
-    next_seq: u64,
+    /// (time, serialized key) -> key: the release order, as Kafka Streams'
+    /// `BufferKey` sorts.
+    index: BTreeMap<(Timestamp, Vec<u8>), K>,
     bytes: u64,
     observed_stream_time: Timestamp,
 }
@@ -387,16 +382,20 @@ impl<K: Clone + 'static, V: Clone + 'static> SuppressProcessor<K, V> {
         Ok(self.store.as_ref().ok_or("suppression buffer not open")?)
     }
 
-    fn entry_size(&self, key: &K, change: &Change<V>) -> Result<u64, ProcessorError> {
+    fn serialized_key(&self, key: &K) -> Result<Vec<u8>, ProcessorError> {
+        let bytes = self
+            .key_serde
+            .serialize(&self.store_name, &mut Headers::new(), key)?;
+        Ok(bytes.unwrap_or_default())
+    }
+
+    fn entry_size(&self, key: &[u8], change: &Change<V>) -> Result<u64, ProcessorError> {
         if self.buffer.max_bytes.is_none() {
             return Ok(0);
         }
         let topic = self.store_name.as_str();
         let mut headers = Headers::new();
-        let mut size = self
-            .key_serde
-            .serialize(topic, &mut headers, key)?
-            .map_or(0, |b| b.len());
+        let mut size = key.len();
         for v in [&change.new_value, &change.old_value].into_iter().flatten() {
             size += self
                 .value_serde
@@ -449,8 +448,8 @@ impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Change<V>, K, Change<V
         // the release order from it.
         for entry in store.borrow().all()? {
             let (key, buffered) = entry?;
-            self.index.insert((buffered.time, buffered.seq), key);
-            self.next_seq = self.next_seq.max(buffered.seq + 1);
+            self.index
+                .insert((buffered.time, self.serialized_key(&key)?), key);
             self.bytes += buffered.size;
             self.observed_stream_time = self.observed_stream_time.max(buffered.record_timestamp);
         }
@@ -464,32 +463,33 @@ impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Change<V>, K, Change<V
         record: Record<K, Change<V>>,
     ) -> Result<(), ProcessorError> {
         self.observed_stream_time = self.observed_stream_time.max(record.timestamp);
-        let time = (self.time)(&record.key, record.timestamp);
-        let size = self.entry_size(&record.key, &record.value)?;
+        let key_bytes = self.serialized_key(&record.key)?;
+        let size = self.entry_size(&key_bytes, &record.value)?;
         let store = self.store()?.clone();
         let previous = store.borrow().get(&record.key)?;
-        let prior_value = match previous {
+        // An update of a buffered key keeps its place, and so its time, as
+        // in Kafka Streams' buffer: a time limit runs from the first update.
+        let (time, prior_value) = match previous {
             Some(previous) => {
-                self.index.remove(&(previous.time, previous.seq));
                 self.bytes = self.bytes.saturating_sub(previous.size);
-                previous.prior_value
+                (previous.time, previous.prior_value)
             }
-            None => record.value.old_value.clone(),
+            None => {
+                let time = (self.time)(&record.key, record.timestamp);
+                self.index.insert((time, key_bytes), record.key.clone());
+                (time, record.value.old_value.clone())
+            }
         };
-        let seq = self.next_seq;
-        self.next_seq += 1;
         store.borrow_mut().put(
-            record.key.clone(),
+            record.key,
             Buffered {
                 time,
-                seq,
                 record_timestamp: record.timestamp,
                 size,
                 new_value: record.value.new_value,
                 prior_value,
             },
         )?;
-        self.index.insert((time, seq), record.key);
         self.bytes += size;
 
         let expiry = self.observed_stream_time.saturating_sub(self.delay_ms);

@@ -15,7 +15,7 @@ use crate::internals::graph::{
 };
 use crate::internals::nodes::SharedExtractor;
 use crate::internals::nodes::{
-    Input, NodeHandle, Outputs, ProcessorNode, SinkNode, SinkTarget, SourceNode,
+    Input, NodeHandle, Outputs, ProcessorNode, SinkNode, SinkPartitioning, SinkTarget, SourceNode,
 };
 use crate::internals::TopicNameExtractor;
 use crate::{Processor, TopologyError};
@@ -122,6 +122,7 @@ impl Topology {
             SinkTopic::Fixed(topic.to_string()),
             Arc::new(key_serde),
             Arc::new(value_serde),
+            SinkPartitioning::WholeKey,
             parents,
         )?;
         Ok(self)
@@ -142,6 +143,7 @@ impl Topology {
             SinkTopic::Extractor(Arc::new(extractor), description),
             Arc::new(key_serde),
             Arc::new(value_serde),
+            SinkPartitioning::WholeKey,
             parents,
         )?;
         Ok(self)
@@ -377,6 +379,7 @@ impl Topology {
         topic: SinkTopic<K, V>,
         key_serde: SharedSerde<K>,
         value_serde: SharedSerde<V>,
+        partitioning: SinkPartitioning,
         parents: &[&str],
     ) -> Result<usize, TopologyError> {
         let description = match &topic {
@@ -393,6 +396,7 @@ impl Topology {
                 target,
                 key_serde: key_serde.clone(),
                 value_serde: value_serde.clone(),
+                partitioning,
             });
             Box::new(input) as Box<dyn Any>
         });

@@ -90,6 +90,7 @@ pub(crate) fn reject_late<K: 'static, V: 'static, KO, VO>(
     ctx.send_raw(ProducedRecord {
         topic: sink.topic.clone(),
         partition: None,
+        partition_key_len: None,
         key,
         value,
         timestamp: record.timestamp,

@@ -93,6 +93,16 @@ pub trait Serde<T>: Send + Sync + 'static {
         let _ = value;
         false
     }
+
+    /// For a serde of windowed keys, how many leading bytes of
+    /// `serialized` (its own output) are the plain key: Kafka Streams'
+    /// `WindowedSerializer#serializeBaseKey`. `None` for other serdes.
+    /// `KStream::to` partitions windowed keys by their plain key, so that
+    /// all windows of a key land in one partition.
+    fn base_key_len(&self, serialized: &[u8]) -> Option<usize> {
+        let _ = serialized;
+        None
+    }
 }
 
 /// A shared, type-erased serde, as topologies store them.
@@ -255,6 +265,9 @@ impl<T: 'static, S: Serde<T>> Serde<Option<T>> for Nullable<S> {
     fn is_null(&self, value: &Option<T>) -> bool {
         value.is_none()
     }
+    fn base_key_len(&self, serialized: &[u8]) -> Option<usize> {
+        self.0.base_key_len(serialized)
+    }
     fn serialize(
         &self,
         topic: &str,
@@ -388,6 +401,9 @@ impl<T: 'static> Serde<T> for SharedInner<T> {
     fn is_null(&self, value: &T) -> bool {
         self.0.is_null(value)
     }
+    fn base_key_len(&self, serialized: &[u8]) -> Option<usize> {
+        self.0.base_key_len(serialized)
+    }
     fn serialize(
         &self,
         topic: &str,
@@ -409,6 +425,9 @@ impl<T: 'static> Serde<T> for SharedInner<T> {
 impl<T: 'static> Serde<T> for Arc<dyn Serde<T>> {
     fn is_null(&self, value: &T) -> bool {
         (**self).is_null(value)
+    }
+    fn base_key_len(&self, serialized: &[u8]) -> Option<usize> {
+        (**self).base_key_len(serialized)
     }
     fn serialize(
         &self,

@@ -25,6 +25,7 @@ impl ChangelogWriter for ChangelogCollector {
         self.0.borrow_mut().push(ProducedRecord {
             topic: record.topic.to_string(),
             partition: Some(record.partition),
+            partition_key_len: None,
             key: Some(record.key.to_vec()),
             value: record.value.map(<[u8]>::to_vec),
             timestamp: record.timestamp,

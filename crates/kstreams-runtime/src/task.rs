@@ -290,6 +290,7 @@ impl StreamTask {
         self.topology.context().push_output(ProducedRecord {
             topic,
             partition: None,
+            partition_key_len: None,
             key: raw.key,
             value: raw.value,
             timestamp: raw.timestamp,

@@ -8,15 +8,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kstreams_dsl::StreamsBuilder;
+use kstreams_dsl::{Produced, StreamsBuilder};
 use kstreams_embedded::rdkafka::consumer::{BaseConsumer, Consumer};
 use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams_embedded::rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
 use kstreams_embedded::rdkafka::{ClientConfig, Message};
 use kstreams_embedded::EmbeddedKafka;
+use kstreams_record::{Headers, I64Serde, Serde, StringSerde};
 use kstreams_runtime::kafka::{
     KafkaStreams, RuntimeError, State, StreamThreadExceptionResponse, StreamsConfig,
 };
+use kstreams_state::{TimeWindowedSerde, Window, Windowed};
 
 const INPUT: &str = "input";
 const OUTPUT: &str = "output";
@@ -298,4 +300,74 @@ fn a_failed_thread_commits_nothing_of_its_failed_batch_and_the_app_reaches_error
     assert_eq!(reader.read_until(100, Duration::from_secs(60)), 100);
     assert!(reader.seen.contains_key("V50"));
     assert!(fixed.close(Duration::from_secs(30)));
+}
+
+/// `to()` with a windowed key serde partitions by the plain key, as Kafka
+/// Streams' `WindowedStreamPartitioner` does: every window of a key lands
+/// in the partition Kafka's default partitioner gives the key alone, not
+/// where the hash of the key and window start would put it.
+#[test]
+fn windowed_keys_are_written_to_the_partition_of_their_plain_key() {
+    let kafka = EmbeddedKafka::start(1).unwrap();
+    kafka.create_topic(INPUT, 1, 1).unwrap();
+    kafka.create_topic(OUTPUT, 3, 1).unwrap();
+    let bootstrap = kafka.bootstrap_servers();
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .create()
+        .unwrap();
+    for key in ["alice", "dave", "carol"] {
+        for start in [0, 10, 20] {
+            producer
+                .send(BaseRecord::to(INPUT).key(key).payload(&start.to_string()))
+                .map_err(|(e, _)| e)
+                .unwrap();
+        }
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+
+    let builder = StreamsBuilder::new();
+    builder
+        .stream::<String, String>(INPUT)
+        .map(|key, start| {
+            let start: i64 = start.parse().unwrap();
+            (
+                Windowed::new(key.clone(), Window::new(start, start + 10)),
+                start,
+            )
+        })
+        .to_with(
+            OUTPUT,
+            Produced::with(TimeWindowedSerde::new(StringSerde, 10), I64Serde),
+        );
+    let config = StreamsConfig::new("windowed-partitions", &bootstrap)
+        .commit_interval(Duration::from_millis(100));
+    let mut app = KafkaStreams::new(builder.build().unwrap(), config);
+    app.start().unwrap();
+
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .set("group.id", "windowed-reader")
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .unwrap();
+    consumer.subscribe(&[OUTPUT]).unwrap();
+    let serde = TimeWindowedSerde::new(StringSerde, 10);
+    let mut seen = BTreeSet::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while seen.len() < 9 && Instant::now() < deadline {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
+            let windowed = serde.deserialize(OUTPUT, &Headers::new(), m.key()).unwrap();
+            seen.insert((windowed.key, windowed.window.start, m.partition()));
+        }
+    }
+    assert!(app.close(Duration::from_secs(30)));
+    // Partitions of the plain keys by Kafka's Utils.murmur2 (3 partitions);
+    // with the window start in the hash, alice@0 would go to 1, dave@0 to
+    // 2, carol@10 to 1.
+    let expected: BTreeSet<_> = [("alice", 0), ("dave", 1), ("carol", 2)]
+        .into_iter()
+        .flat_map(|(key, partition)| [0, 10, 20].map(|start| (key.to_string(), start, partition)))
+        .collect();
+    assert_eq!(seen, expected);
 }

@@ -80,7 +80,7 @@ fn time_limited(buffer: BufferConfig) -> Topology {
 }
 
 #[test]
-fn until_time_limit_emits_the_latest_value_once_the_key_is_quiet() {
+fn until_time_limit_emits_the_latest_value_once_due() {
     let driver = driver(time_limited(BufferConfig::unbounded()));
     let input = driver.create_input_topic("t", StringSerde, Nullable(StringSerde));
     let output = driver.create_output_topic("out", StringSerde, Nullable(StringSerde));
@@ -156,5 +156,72 @@ fn until_window_closes_on_a_plain_table_is_a_build_error() {
     assert!(
         err.contains("needs the table of a windowed aggregation"),
         "{err}"
+    );
+}
+
+/// Kafka Streams' buffer orders entries by time, then by serialized key
+/// (`BufferKey`): windows closing together leave in key order, whatever
+/// order their keys were updated in.
+#[test]
+fn windows_closing_together_are_emitted_in_key_order() {
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("events")
+        .group_by_key()
+        .windowed_by(TimeWindows::of_size_and_grace(ms(10), ms(0)))
+        .count()
+        .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
+        .to_stream()
+        .to_with(
+            "finals",
+            Produced::with(TimeWindowedSerde::new(StringSerde, 10), Nullable(I64Serde)),
+        );
+    let driver = driver(b.build().unwrap());
+    let input = driver.create_input_topic("events", StringSerde, StringSerde);
+    let output = driver.create_output_topic(
+        "finals",
+        TimeWindowedSerde::new(StringSerde, 10),
+        Nullable(I64Serde),
+    );
+    for (key, ts) in [("c", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 5), ("c", 16)] {
+        input.pipe_input_at(s(key), s("x"), ts);
+    }
+    let got: Vec<_> = output
+        .read_records_to_list()
+        .into_iter()
+        .map(|r| (r.key.key, r.key.window.start, r.value, r.timestamp))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (s("a"), 0, Some(1), 3),
+            (s("b"), 0, Some(2), 5),
+            (s("c"), 0, Some(2), 4),
+        ]
+    );
+}
+
+/// A later update of a buffered key replaces its value but keeps its place
+/// and its time: the time limit runs from the first update (Kafka Streams
+/// does not restart the timer).
+#[test]
+fn until_time_limit_counts_from_the_first_buffered_update() {
+    let driver = driver(time_limited(BufferConfig::unbounded()));
+    let input = driver.create_input_topic("t", StringSerde, Nullable(StringSerde));
+    let output = driver.create_output_topic("out", StringSerde, Nullable(StringSerde));
+    input.pipe_input_at(s("k1"), Some(s("a")), 0);
+    input.pipe_input_at(s("k2"), Some(s("b")), 1);
+    input.pipe_input_at(s("k1"), Some(s("c")), 8);
+    assert!(output.is_empty());
+    input.pipe_input_at(s("k3"), Some(s("d")), 10);
+    let record = output.read_record();
+    assert_eq!(
+        (record.key, record.value, record.timestamp),
+        (s("k1"), Some(s("c")), 8)
+    );
+    assert!(output.is_empty());
+    input.pipe_input_at(s("k3"), Some(s("e")), 11);
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![(s("k2"), Some(s("b")))]
     );
 }

@@ -62,6 +62,10 @@ impl<K: 'static> Serde<Windowed<K>> for TimeWindowedSerde<K> {
         Ok(Some(windowed_key(&key, value.window.start)))
     }
 
+    fn base_key_len(&self, serialized: &[u8]) -> Option<usize> {
+        parse_windowed_key(serialized).map(|(key, _)| key.len())
+    }
+
     fn deserialize(
         &self,
         topic: &str,
@@ -113,6 +117,10 @@ impl<K: 'static> Serde<Windowed<K>> for SessionWindowedSerde<K> {
         )))
     }
 
+    fn base_key_len(&self, serialized: &[u8]) -> Option<usize> {
+        parse_session_key(serialized).map(|(key, _, _)| key.len())
+    }
+
     fn deserialize(
         &self,
         topic: &str,
@@ -151,6 +159,7 @@ mod tests {
             w
         );
         assert!(serde.deserialize("t", &Headers::new(), Some(b"k")).is_err());
+        assert_eq!(serde.base_key_len(&bytes), Some(1));
     }
 
     #[test]
@@ -163,6 +172,7 @@ mod tests {
             .unwrap();
         let expected = [b"k".as_slice(), &5i64.to_be_bytes(), &3i64.to_be_bytes()].concat();
         assert_eq!(bytes, expected);
+        assert_eq!(serde.base_key_len(&bytes), Some(1));
         assert_eq!(
             serde
                 .deserialize("t", &Headers::new(), Some(&bytes))

@@ -8,7 +8,7 @@
 //! off (every update is forwarded) and because each output partition is fed by
 //! one upstream task that reads a single input partition in order.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::partitioner::partition_for_key;
 use super::records::Record;
@@ -41,7 +41,7 @@ impl Scenario {
     }
 }
 
-pub const SCENARIOS: &[Scenario] = &[WORDCOUNT, FILTER_MAP];
+pub const SCENARIOS: &[Scenario] = &[WORDCOUNT, FILTER_MAP, WINDOWED_COUNT, TABLE_AGGREGATE];
 
 pub fn find(name: &str) -> Option<&'static Scenario> {
     SCENARIOS.iter().find(|s| s.name == name)
@@ -79,6 +79,46 @@ const FILTER_MAP: Scenario = Scenario {
 /// has the same constant).
 const FILTER_CHAR: char = 'a';
 
+/// Events keyed by user, counted per user in tumbling windows of
+/// [`WINDOW_SIZE_MS`] with a grace of [`WINDOW_GRACE_MS`]; only each
+/// window's final count is written (suppressed until the window closes),
+/// with the time-windowed String key (`dump` shows it as `user@start`).
+///
+/// Three input partitions, keyed as the producer would key them: a windowed
+/// key goes to the partition of its plain key, so each output partition is
+/// fed by the one task that reads the same input partition, and stream time
+/// (which closes windows) is that task's own.
+const WINDOWED_COUNT: Scenario = Scenario {
+    name: "windowed-count",
+    input_partitions: 3,
+    output_partitions: 3,
+    output_serdes: ("windowed-string", "long"),
+    default_records: 1000,
+    generate: generate_user_events,
+    expect: expect_windowed_count,
+};
+
+/// windowed-count's windows (Scenarios.java has the same constants).
+const WINDOW_SIZE_MS: i64 = 10_000;
+const WINDOW_GRACE_MS: i64 = 5_000;
+
+/// A table of user -> region (null values delete the user), grouped by
+/// region and counted; every count update is a record `(region, count)`.
+///
+/// One input partition, as wordcount: the repartition topic then has one
+/// partition too, so the order of the updates is the input order.
+const TABLE_AGGREGATE: Scenario = Scenario {
+    name: "table-aggregate",
+    input_partitions: 1,
+    output_partitions: 3,
+    output_serdes: ("string", "long"),
+    default_records: 1000,
+    generate: generate_region_moves,
+    expect: expect_region_counts,
+};
+
+const REGIONS: &[&str] = &["north", "south", "east", "west", "central", "islands"];
+
 fn generate_lines(rng: &mut Rng, records: usize, partitions: i32) -> Vec<Record> {
     (0..records)
         .map(|i| Record {
@@ -99,6 +139,76 @@ fn generate_keyed_sentences(rng: &mut Rng, records: usize, partitions: i32) -> V
                 timestamp: timestamp(i),
                 key: Some(key),
                 value: Some(sentence(rng)),
+            }
+        })
+        .collect()
+}
+
+/// Events of 12 users. Most are stamped with the clock (one second a record
+/// across all partitions); some are stamped up to a grace period earlier
+/// (out of order, still counted), some 15 to 45 seconds earlier (mostly
+/// late: their windows closed and they are dropped). Last, one record per
+/// partition a window and a grace after the last clock tick, so that every
+/// window before it closes and is written.
+fn generate_user_events(rng: &mut Rng, records: usize, partitions: i32) -> Vec<Record> {
+    const EVENTS: &[&str] = &["view", "click", "scroll", "buy"];
+    let event = |key: String, timestamp: i64, value: &str| Record {
+        partition: partition_for_key(key.as_bytes(), partitions),
+        timestamp,
+        key: Some(key),
+        value: Some(value.to_owned()),
+    };
+    let mut input: Vec<Record> = (0..records)
+        .map(|i| {
+            let key = format!("user-{}", rng.below(12));
+            let clock = timestamp(i);
+            let timestamp = match rng.below(10) {
+                0 | 1 => clock - 1 - rng.below(WINDOW_GRACE_MS as usize - 1) as i64,
+                2 => clock - 15_000 - rng.below(30_000) as i64,
+                _ => clock,
+            };
+            event(key, timestamp, EVENTS[rng.below(EVENTS.len())])
+        })
+        .collect();
+    let closing = timestamp(records) + WINDOW_SIZE_MS + WINDOW_GRACE_MS;
+    for partition in 0..partitions {
+        let key = (0..)
+            .map(|n| format!("user-{n}"))
+            .find(|key| partition_for_key(key.as_bytes(), partitions) == partition)
+            .expect("some user lands in every partition");
+        input.push(event(key, closing, "close"));
+    }
+    input
+}
+
+/// Users placed in, moved between and removed from regions: mostly to a
+/// random region, sometimes to the region they are in already (the count
+/// goes through the subtractor and the adder in one update), sometimes a
+/// delete (of a user who may not be there). Some records are stamped up to
+/// 30 seconds early, out of order.
+fn generate_region_moves(rng: &mut Rng, records: usize, partitions: i32) -> Vec<Record> {
+    let mut regions: HashMap<String, &str> = HashMap::new();
+    (0..records)
+        .map(|i| {
+            let user = format!("user-{}", rng.below(25));
+            let region = match rng.below(10) {
+                0 => None,
+                1 | 2 if regions.contains_key(&user) => regions.get(&user).copied(),
+                _ => Some(REGIONS[rng.below(REGIONS.len())]),
+            };
+            match region {
+                Some(region) => regions.insert(user.clone(), region),
+                None => regions.remove(&user),
+            };
+            let timestamp = match rng.below(8) {
+                0 => timestamp(i) - rng.below(30_000) as i64,
+                _ => timestamp(i),
+            };
+            Record {
+                partition: i as i32 % partitions,
+                timestamp,
+                key: Some(user),
+                value: region.map(str::to_owned),
             }
         })
         .collect()
@@ -153,6 +263,111 @@ fn expect_filter_map(input: &[Record], partitions: i32) -> Vec<Record> {
             }
         })
         .collect()
+}
+
+/// Final counts of the windows that closed, per input partition (a task:
+/// its own stream time, its own output partition), in the order Kafka
+/// Streams' suppression buffer releases them: by window end, then by the
+/// serialized windowed key (the user's bytes, then the window start).
+///
+/// A record counts in its window unless the window has closed: its end is
+/// at or before stream time minus the grace. A window's count carries the
+/// largest timestamp of its records, and is released as soon as stream time
+/// reaches its end plus the grace.
+fn expect_windowed_count(input: &[Record], partitions: i32) -> Vec<Record> {
+    let mut output = Vec::new();
+    let input_partitions: std::collections::BTreeSet<i32> =
+        input.iter().map(|r| r.partition).collect();
+    for input_partition in input_partitions {
+        let mut stream_time = i64::MIN;
+        let mut open: BTreeMap<(i64, Vec<u8>), OpenWindow> = BTreeMap::new();
+        for record in input.iter().filter(|r| r.partition == input_partition) {
+            let user = record.key.clone().unwrap_or_default();
+            stream_time = stream_time.max(record.timestamp);
+            let close = stream_time - WINDOW_GRACE_MS;
+            let start = record.timestamp - record.timestamp.rem_euclid(WINDOW_SIZE_MS);
+            let end = start + WINDOW_SIZE_MS;
+            if end <= close {
+                continue; // late: dropped
+            }
+            let mut windowed_key = user.clone().into_bytes();
+            windowed_key.extend_from_slice(&start.to_be_bytes());
+            let window = open.entry((end, windowed_key)).or_insert(OpenWindow {
+                user,
+                start,
+                count: 0,
+                timestamp: record.timestamp,
+            });
+            window.count += 1;
+            window.timestamp = window.timestamp.max(record.timestamp);
+            while let Some(entry) = open.first_entry() {
+                if entry.key().0 > close {
+                    break;
+                }
+                let window = entry.remove();
+                output.push(Record {
+                    partition: partition_for_key(window.user.as_bytes(), partitions),
+                    timestamp: window.timestamp,
+                    key: Some(format!("{}@{}", window.user, window.start)),
+                    value: Some(window.count.to_string()),
+                });
+            }
+        }
+    }
+    output
+}
+
+/// A window of windowed-count not closed yet, kept under its end and the
+/// serialized windowed key (the suppression buffer's order).
+struct OpenWindow {
+    user: String,
+    start: i64,
+    count: i64,
+    /// The largest timestamp of the window's records.
+    timestamp: i64,
+}
+
+/// Count updates per region in input order. A user's old region is counted
+/// down before the new one is counted up; a user staying in the same region
+/// is one update (subtract, then add: the same count). A region's count
+/// stays (at 0 too) once it exists. Each update carries the larger of the
+/// input timestamp and the timestamp of the region's previous count.
+fn expect_region_counts(input: &[Record], partitions: i32) -> Vec<Record> {
+    let mut regions: HashMap<String, String> = HashMap::new();
+    let mut counts: HashMap<String, (i64, i64)> = HashMap::new();
+    let mut output = Vec::new();
+    let mut update = |region: &str, delta: i64, timestamp: i64| {
+        let (count, at) = counts
+            .entry(region.to_owned())
+            .and_modify(|(_, at)| *at = timestamp.max(*at))
+            .or_insert((0, timestamp));
+        *count += delta;
+        output.push(Record {
+            partition: partition_for_key(region.as_bytes(), partitions),
+            timestamp: *at,
+            key: Some(region.to_owned()),
+            value: Some(count.to_string()),
+        });
+    };
+    for record in input {
+        let user = record.key.clone().unwrap_or_default();
+        let old = match &record.value {
+            Some(region) => regions.insert(user, region.clone()),
+            None => regions.remove(&user),
+        };
+        match (old, &record.value) {
+            (Some(old), Some(new)) if old == *new => update(new, 0, record.timestamp),
+            (old, new) => {
+                if let Some(old) = old {
+                    update(&old, -1, record.timestamp);
+                }
+                if let Some(new) = new {
+                    update(new, 1, record.timestamp);
+                }
+            }
+        }
+    }
+    output
 }
 
 const VOCABULARY: &[&str] = &[
@@ -259,6 +474,7 @@ impl Rng {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compat::DEFAULT_SEED;
 
     #[test]
     fn same_seed_same_input() {
@@ -330,6 +546,117 @@ mod tests {
         let out = expect_filter_map(&input, 1);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].value.as_deref(), Some("A CAT"));
+    }
+
+    fn keyed(partition: i32, timestamp: i64, key: &str, value: Option<&str>) -> Record {
+        Record {
+            partition,
+            timestamp,
+            key: Some(key.into()),
+            value: value.map(Into::into),
+        }
+    }
+
+    fn summary(records: &[Record]) -> Vec<(i32, i64, String, String)> {
+        records
+            .iter()
+            .map(|r| {
+                (
+                    r.partition,
+                    r.timestamp,
+                    r.key.clone().unwrap(),
+                    r.value.clone().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn windowed_count_emits_closed_windows_by_end_then_key() {
+        let e = |timestamp, key| keyed(0, timestamp, key, Some("x"));
+        let input = vec![
+            e(12_000, "b"),
+            e(11_000, "a"),
+            e(7_000, "b"),  // [0, 10 s) is still open: it closes at 15 s
+            e(3_000, "b"),  // out of order too
+            e(25_000, "a"), // closes [0, 10 s) and [10 s, 20 s), a before b
+            e(9_000, "b"),  // late: [0, 10 s) has closed
+            e(19_999, "b"), // late as well
+            e(20_500, "b"), // out of order, within grace
+            e(35_000, "c"), // closes [20 s, 30 s)
+            e(39_999, "c"), // [30 s, 40 s) closes at 45 s, not yet
+            e(45_000, "d"), // now
+        ];
+        let out = expect_windowed_count(&input, 1);
+        let w =
+            |timestamp, key: &str, count: &str| (0, timestamp, key.to_owned(), count.to_owned());
+        assert_eq!(
+            summary(&out),
+            [
+                w(7_000, "b@0", "2"),
+                w(11_000, "a@10000", "1"),
+                w(12_000, "b@10000", "1"),
+                w(25_000, "a@20000", "1"),
+                w(20_500, "b@20000", "1"),
+                w(39_999, "c@30000", "2"),
+            ]
+        );
+    }
+
+    #[test]
+    fn windowed_count_input_has_out_of_order_and_late_records() {
+        let input = WINDOWED_COUNT.input(DEFAULT_SEED, WINDOWED_COUNT.default_records);
+        let (mut out_of_order, mut late) = (0, 0);
+        for partition in 0..WINDOWED_COUNT.input_partitions {
+            let mut stream_time = i64::MIN;
+            for r in input.iter().filter(|r| r.partition == partition) {
+                stream_time = stream_time.max(r.timestamp);
+                let end = r.timestamp - r.timestamp % WINDOW_SIZE_MS + WINDOW_SIZE_MS;
+                if end <= stream_time - WINDOW_GRACE_MS {
+                    late += 1;
+                } else if r.timestamp < stream_time {
+                    out_of_order += 1;
+                }
+            }
+        }
+        assert!(out_of_order > 50 && late > 20, "{out_of_order} {late}");
+        let expected = WINDOWED_COUNT.expected(&input);
+        let counted: i64 = expected
+            .iter()
+            .map(|r| r.value.as_deref().unwrap().parse::<i64>().unwrap())
+            .sum();
+        // Every record is counted in a closed window but the late ones and
+        // the closing record of each partition.
+        assert_eq!(
+            counted as usize,
+            input.len() - late - WINDOWED_COUNT.input_partitions as usize
+        );
+    }
+
+    #[test]
+    fn region_counts_move_users_and_keep_the_latest_timestamp() {
+        let input = vec![
+            keyed(0, 10, "alice", Some("north")),
+            keyed(0, 20, "bob", Some("north")),
+            keyed(0, 15, "alice", Some("north")), // same region: one update
+            keyed(0, 30, "alice", Some("south")), // down north, up south
+            keyed(0, 25, "carol", None),          // not there: no update
+            keyed(0, 5, "bob", None),             // leaves north, earlier
+        ];
+        let u = |timestamp, region: &str, count: &str| {
+            (0, timestamp, region.to_owned(), count.to_owned())
+        };
+        assert_eq!(
+            summary(&expect_region_counts(&input, 1)),
+            [
+                u(10, "north", "1"),
+                u(20, "north", "2"),
+                u(20, "north", "2"),
+                u(30, "north", "1"),
+                u(30, "south", "1"),
+                u(30, "north", "0"),
+            ]
+        );
     }
 
     #[test]

@@ -326,12 +326,25 @@ pub(crate) enum SinkTarget<K, V> {
     Extractor(SharedExtractor<K, V>),
 }
 
+/// Which bytes of a sink's keys choose their partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SinkPartitioning {
+    /// The whole key, by the producer's default partitioner: Processor API
+    /// sinks and repartition topics.
+    WholeKey,
+    /// A windowed key's plain key (other keys whole), so that all windows
+    /// of a key land in one partition: Kafka Streams' `KStream#to` with a
+    /// windowed key serde (`WindowedStreamPartitioner`).
+    BaseKeyOfWindows,
+}
+
 /// A sink node: serializes once and hands the bytes to the task's output.
 pub(crate) struct SinkNode<K, V> {
     pub(crate) info: NodeInfo,
     pub(crate) target: SinkTarget<K, V>,
     pub(crate) key_serde: SharedSerde<K>,
     pub(crate) value_serde: SharedSerde<V>,
+    pub(crate) partitioning: SinkPartitioning,
 }
 
 impl<K: 'static, V: 'static> Input<K, V> for SinkNode<K, V> {
@@ -366,9 +379,14 @@ impl<K: 'static, V: 'static> Input<K, V> for SinkNode<K, V> {
             .value_serde
             .serialize(&topic, &mut headers, &record.value)
             .map_err(|e| serialization_error("value", e))?;
+        let partition_key_len = match (self.partitioning, &key) {
+            (SinkPartitioning::BaseKeyOfWindows, Some(key)) => self.key_serde.base_key_len(key),
+            _ => None,
+        };
         task.output.push(ProducedRecord {
             topic,
             partition: None,
+            partition_key_len,
             key,
             value,
             timestamp: record.timestamp,

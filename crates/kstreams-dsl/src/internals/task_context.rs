@@ -47,6 +47,10 @@ pub struct ProducedRecord {
     pub topic: String,
     /// Destination partition, when a partitioner chose one.
     pub partition: Option<i32>,
+    /// When no partition was chosen: how many leading key bytes choose it,
+    /// as Kafka's default partitioner would with a whole key (a windowed
+    /// key's plain key); `None` for the whole key.
+    pub partition_key_len: Option<usize>,
     /// Key bytes.
     pub key: Option<Vec<u8>>,
     /// Value bytes.

@@ -9,6 +9,7 @@ mod app;
 mod config;
 mod global;
 mod partition_group;
+mod partitioner;
 mod restore;
 mod thread;
 mod topics;
@@ -54,6 +55,9 @@ pub enum RuntimeError {
         /// Why.
         code: RDKafkaErrorCode,
     },
+    /// A sink's topic has no partitions to pick one from for a record.
+    #[error("could not get partition information for topic {0}; does it exist?")]
+    NoPartitionInfo(String),
     /// `start` on an application that is not in state CREATED.
     #[error("the application can only be started once, from state CREATED; it is {0:?}")]
     IllegalState(State),

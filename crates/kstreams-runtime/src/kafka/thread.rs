@@ -18,6 +18,7 @@ use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
 
 use super::config::{ProcessingGuarantee, StreamsConfig};
 use super::partition_group::PartitionGroup;
+use super::partitioner::partition_for_key;
 use super::restore::TaskOpener;
 use super::topics::SourceTopicIndex;
 use super::RuntimeError;
@@ -289,6 +290,8 @@ struct ThreadLoop {
     /// Deletes what the application has consumed from its repartition
     /// topics.
     purge: RepartitionPurge,
+    /// Partition counts of the topics the thread picks partitions in itself.
+    partition_counts: HashMap<String, i32>,
 }
 
 /// Kafka Streams' repartition purge: repartition topics keep records
@@ -490,6 +493,7 @@ impl StreamThread {
             last_commit: Instant::now(),
             bootstrap_topics,
             purge,
+            partition_counts: HashMap::new(),
         }
         .run(stop, on_assignment)
     }
@@ -927,7 +931,14 @@ impl ThreadLoop {
         Ok(())
     }
 
-    fn send(&self, record: ProducedRecord) -> Result<(), RuntimeError> {
+    fn send(&mut self, record: ProducedRecord) -> Result<(), RuntimeError> {
+        let partition = match (record.partition, record.partition_key_len, &record.key) {
+            (None, Some(len), Some(key)) => Some(partition_for_key(
+                &key[..len],
+                self.partition_count(&record.topic)?,
+            )),
+            (partition, _, _) => partition,
+        };
         let headers = owned_headers(&record.headers);
         let mut base: BaseRecord<'_, Vec<u8>, Vec<u8>> =
             BaseRecord::to(&record.topic).timestamp(record.timestamp);
@@ -937,7 +948,7 @@ impl ThreadLoop {
         if let Some(value) = &record.value {
             base = base.payload(value);
         }
-        if let Some(partition) = record.partition {
+        if let Some(partition) = partition {
             base = base.partition(partition);
         }
         if !record.headers.is_empty() {
@@ -955,6 +966,28 @@ impl ThreadLoop {
                 Err((e, _)) => return Err(e.into()),
             }
         }
+    }
+
+    /// The partition count of `topic`, from the producer's metadata on first
+    /// use, as Kafka Streams' record collector asks `partitionsFor`.
+    fn partition_count(&mut self, topic: &str) -> Result<i32, RuntimeError> {
+        if let Some(&count) = self.partition_counts.get(topic) {
+            return Ok(count);
+        }
+        let metadata = self
+            .producer
+            .client()
+            .fetch_metadata(Some(topic), Duration::from_secs(30))?;
+        let count = metadata
+            .topics()
+            .iter()
+            .find(|t| t.name() == topic && t.error().is_none())
+            .map_or(0, |t| t.partitions().len() as i32);
+        if count == 0 {
+            return Err(RuntimeError::NoPartitionInfo(topic.to_string()));
+        }
+        self.partition_counts.insert(topic.to_string(), count);
+        Ok(count)
     }
 
     fn check_deliveries(&self) -> Result<(), RuntimeError> {

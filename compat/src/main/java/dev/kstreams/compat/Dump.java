@@ -91,7 +91,23 @@ final class Dump {
                 yield Long.toString(ByteBuffer.wrap(bytes).getLong());
             }
             case "bytes" -> HexFormat.of().formatHex(bytes);
-            default -> throw new HarnessException("unknown serde " + serde + " (string, long, bytes)");
+            case "windowed-string" -> windowedString(bytes);
+            default -> throw new HarnessException(
+                    "unknown serde " + serde + " (string, long, bytes, windowed-string)");
         };
+    }
+
+    /**
+     * A time-windowed String key as {@code TimeWindowedSerializer} writes it
+     * (the key's bytes, then the window start as 8 bytes big-endian), shown
+     * as {@code key@start}.
+     */
+    private static String windowedString(byte[] bytes) throws HarnessException {
+        if (bytes.length < Long.BYTES) {
+            throw new HarnessException("a time-windowed key needs at least 8 bytes, got " + bytes.length);
+        }
+        int keyLength = bytes.length - Long.BYTES;
+        long start = ByteBuffer.wrap(bytes, keyLength, Long.BYTES).getLong();
+        return new String(bytes, 0, keyLength, StandardCharsets.UTF_8) + "@" + start;
     }
 }

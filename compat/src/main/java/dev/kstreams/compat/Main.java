@@ -14,6 +14,7 @@ import java.util.Arrays;
  *               [--timeout-secs S] [--describe-to FILE]
  * await-idle    --bootstrap B --group G --topics T1,T2 [--timeout-secs S]
  * dump          --bootstrap B --topic T --key SERDE --value SERDE --out FILE
+ *               (SERDE: string, long, bytes, windowed-string)
  * </pre>
  *
  * Files are the tab-separated records of {@link Tsv}. Exit status 0 means
@@ -29,6 +30,12 @@ public final class Main {
         // Kafka Streams subscribes before it creates its repartition topics;
         // the client's warnings about them not existing yet are expected.
         System.setProperty("org.slf4j.simpleLogger.log.org.apache.kafka.clients.NetworkClient", "error");
+        // Inputs with out-of-order table updates and late records are made
+        // on purpose (table-aggregate, windowed-count); each draws a warning.
+        for (String quiet : new String[] {"KTableSource", "KStreamWindowAggregate"}) {
+            System.setProperty("org.slf4j.simpleLogger.log.org.apache.kafka.streams.kstream.internals." + quiet,
+                    "error");
+        }
         if (argv.length == 0) {
             usage();
         }

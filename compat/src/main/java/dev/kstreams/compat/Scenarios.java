@@ -1,15 +1,21 @@
 package dev.kstreams.compat;
 
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.Locale;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
@@ -20,6 +26,9 @@ import org.apache.kafka.streams.state.KeyValueStore;
 final class Scenarios {
     /** filter-map keeps the values that contain this character. */
     static final char FILTER_CHAR = 'a';
+    /** windowed-count's tumbling windows: their size and grace period. */
+    static final Duration WINDOW_SIZE = Duration.ofSeconds(10);
+    static final Duration WINDOW_GRACE = Duration.ofSeconds(5);
 
     private Scenarios() {}
 
@@ -27,7 +36,10 @@ final class Scenarios {
         return switch (name) {
             case "wordcount" -> wordcount(input, output);
             case "filter-map" -> filterMap(input, output);
-            default -> throw new HarnessException("unknown scenario " + name + " (wordcount, filter-map)");
+            case "windowed-count" -> windowedCount(input, output);
+            case "table-aggregate" -> tableAggregate(input, output);
+            default -> throw new HarnessException("unknown scenario " + name
+                    + " (wordcount, filter-map, windowed-count, table-aggregate)");
         };
     }
 
@@ -54,6 +66,42 @@ final class Scenarios {
                 .filter((key, value) -> value.indexOf(FILTER_CHAR) >= 0)
                 .mapValues(value -> value.toUpperCase(Locale.ROOT))
                 .to(output, Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build();
+    }
+
+    /**
+     * Events per user counted in tumbling windows with a grace period; only
+     * each window's final count is written, once stream time has passed its
+     * end plus the grace (records later than that are dropped).
+     */
+    static Topology windowedCount(String input, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .groupByKey()
+                .windowedBy(TimeWindows.ofSizeAndGrace(WINDOW_SIZE, WINDOW_GRACE))
+                .count()
+                .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()))
+                .toStream()
+                .to(output, Produced.with(
+                        WindowedSerdes.timeWindowedSerdeFrom(String.class, WINDOW_SIZE.toMillis()),
+                        Serdes.Long()));
+        return builder.build();
+    }
+
+    /**
+     * A table of user -> region (null values delete), grouped by region and
+     * counted: a user moving counts down under the old region and up under
+     * the new one; an update to the same region goes through the subtractor
+     * and the adder in one step.
+     */
+    static Topology tableAggregate(String input, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.table(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .groupBy((user, region) -> KeyValue.pair(region, region),
+                        Grouped.with(Serdes.String(), Serdes.String()))
+                .count()
+                .toStream()
+                .to(output, Produced.with(Serdes.String(), Serdes.Long()));
         return builder.build();
     }
 }
