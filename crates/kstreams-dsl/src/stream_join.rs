@@ -480,6 +480,8 @@ struct OpenJoin<K, V1, V2, VR> {
     left: Option<WindowStoreHandle<K, V1>>,
     right: Option<WindowStoreHandle<K, V2>>,
     pending: Option<KeyValueStoreHandle<Vec<u8>, Vec<u8>>>,
+    /// Next sequence number for the outer store's keys.
+    next_seq: std::cell::Cell<u64>,
 }
 
 impl<K, V1, V2, VR> JoinCore<K, V1, V2, VR> {
@@ -490,6 +492,7 @@ impl<K, V1, V2, VR> JoinCore<K, V1, V2, VR> {
             left: None,
             right: None,
             pending: None,
+            next_seq: std::cell::Cell::new(0),
         }
     }
 }
@@ -500,14 +503,31 @@ enum Either<V1, V2> {
     Right(V2),
 }
 
-/// The outer store's key: timestamp (so the store's order is time order),
-/// side, key bytes: as Kafka Streams' `TimestampedKeyAndJoinSide`.
-fn pending_key(timestamp: Timestamp, left: bool, key: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(9 + key.len());
+/// The outer store's key prefix for one record's (timestamp, side, key):
+/// timestamp first, so the store's order is time order, as Kafka Streams'
+/// `TimestampedKeyAndJoinSide`; the key's length keeps prefixes apart.
+fn pending_prefix(timestamp: Timestamp, left: bool, key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(21 + key.len());
     out.extend_from_slice(&timestamp.to_be_bytes());
     out.push(u8::from(left));
+    out.extend_from_slice(&(key.len() as u32).to_be_bytes());
     out.extend_from_slice(key);
     out
+}
+
+/// The outer store's key: the prefix and a sequence number, so that
+/// records with the same key and timestamp are all kept (Kafka Streams
+/// keeps a list per key).
+fn pending_key(timestamp: Timestamp, left: bool, key: &[u8], seq: u64) -> Vec<u8> {
+    let mut out = pending_prefix(timestamp, left, key);
+    out.extend_from_slice(&seq.to_be_bytes());
+    out
+}
+
+/// The record key bytes inside an outer store key.
+fn pending_record_key(store_key: &[u8]) -> Option<&[u8]> {
+    let len = u32::from_be_bytes(store_key.get(9..13)?.try_into().ok()?) as usize;
+    store_key.get(13..13 + len)
 }
 
 impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + 'static>
@@ -522,7 +542,17 @@ impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + '
         self.left = Some(lookup.handle(&self.core.left_store)?);
         self.right = Some(lookup.handle(&self.core.right_store)?);
         if let Some(name) = &self.core.outer_store {
-            self.pending = Some(lookup.handle(name)?);
+            let pending: KeyValueStoreHandle<Vec<u8>, Vec<u8>> = lookup.handle(name)?;
+            // After a restart the store has entries: go on past their numbers.
+            let mut next = 0;
+            for entry in pending.borrow().all()? {
+                let (key, _) = entry?;
+                if let Some(seq) = key.len().checked_sub(8).and_then(|at| key.get(at..)) {
+                    next = next.max(u64::from_be_bytes(seq.try_into()?) + 1);
+                }
+            }
+            self.next_seq.set(next);
+            self.pending = Some(pending);
         }
         Ok(())
     }
@@ -550,9 +580,17 @@ impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + '
         let topic = self.core.outer_store.as_deref().unwrap_or_default();
         let grace = self.core.windows.grace_ms();
         let mut closed = Vec::new();
+        let longest = self
+            .core
+            .windows
+            .after_ms()
+            .max(self.core.windows.before_ms());
         for entry in pending.borrow().all()? {
             let (key, value) = entry?;
             let timestamp = i64::from_be_bytes(key[..8].try_into()?);
+            if timestamp + longest + grace >= stream_time {
+                break; // later entries are later still: none closed
+            }
             let left = key[8] == 1;
             // A left record waits for right records up to `after` later;
             // a right record for left ones up to `before` later.
@@ -562,16 +600,17 @@ impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + '
                 self.core.windows.before_ms()
             };
             if timestamp + look_ahead + grace >= stream_time {
-                break;
+                continue;
             }
             closed.push((key, value, timestamp, left));
         }
         for (store_key, value, timestamp, left) in closed {
             pending.borrow_mut().delete(&store_key)?;
-            let key = self
-                .core
-                .key_serde
-                .deserialize(topic, headers, Some(&store_key[9..]))?;
+            let key = self.core.key_serde.deserialize(
+                topic,
+                headers,
+                Some(pending_record_key(&store_key).ok_or("malformed outer join entry")?),
+            )?;
             let result = if left {
                 let v = self
                     .core
@@ -697,7 +736,14 @@ impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + '
                 .serialize(topic, &mut Headers::new(), v)?,
         }
         .ok_or("a joined value serialized to null")?;
-        let store_key = pending_key(timestamp, left, key_bytes.as_deref().unwrap_or_default());
+        let seq = self.next_seq.get();
+        self.next_seq.set(seq + 1);
+        let store_key = pending_key(
+            timestamp,
+            left,
+            key_bytes.as_deref().unwrap_or_default(),
+            seq,
+        );
         pending.borrow_mut().put(store_key, bytes)?;
         Ok(())
     }
@@ -710,9 +756,14 @@ impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + '
         left: bool,
     ) -> Result<(), ProcessorError> {
         if let (Some(pending), Some(key)) = (&self.pending, key) {
-            pending
-                .borrow_mut()
-                .delete(&pending_key(timestamp, left, key))?;
+            let matched: Vec<Vec<u8>> = pending
+                .borrow()
+                .prefix_scan(&pending_prefix(timestamp, left, key))?
+                .map(|entry| entry.map(|(k, _)| k))
+                .collect::<Result<_, _>>()?;
+            for store_key in matched {
+                pending.borrow_mut().delete(&store_key)?;
+            }
         }
         Ok(())
     }

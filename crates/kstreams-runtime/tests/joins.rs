@@ -548,3 +548,27 @@ fn a_foreign_key_join_result_can_be_aggregated() {
         vec![(s("EU"), Some(1)), (s("EU"), Some(0)), (s("US"), Some(1))]
     );
 }
+
+#[test]
+fn unmatched_records_with_the_same_key_and_time_are_all_emitted() {
+    use kstreams_time::JoinWindows;
+    let b = StreamsBuilder::new();
+    let left = b.stream::<S, S>("left");
+    let right = b.stream::<S, S>("right");
+    left.left_join_windowed(
+        &right,
+        |l, r| format!("[{l}, {}]", show(r)),
+        JoinWindows::of_time_difference_with_no_grace(Duration::from_millis(10)),
+    )
+    .to_with("out", Produced::with(StringSerde, StringSerde));
+    let driver = driver(b.build().unwrap());
+    let left_in = driver.create_input_topic("left", StringSerde, StringSerde);
+    let out = driver.create_output_topic("out", StringSerde, StringSerde);
+    left_in.pipe_input_at(s("k"), s("A"), 5);
+    left_in.pipe_input_at(s("k"), s("B"), 5);
+    left_in.pipe_input_at(s("other"), s("C"), 100);
+    assert_eq!(
+        out.read_values_to_list(),
+        vec![s("[A, null]"), s("[B, null]")]
+    );
+}

@@ -863,11 +863,19 @@ impl ThreadLoop {
             .elements()
             .iter()
             .filter_map(|e| {
-                let Offset::Offset(position) = e.offset() else {
-                    return None;
+                let lagging = match cached_high_watermark(&self.consumer, e.topic(), e.partition())
+                {
+                    // No fetch answered yet: the lag is unknown, and as in
+                    // Kafka Streams the task waits rather than guess.
+                    None => true,
+                    Some(high) => match e.offset() {
+                        Offset::Offset(position) => high > position,
+                        // Nothing consumed yet but the end is known: an
+                        // empty or caught-up partition fetches nothing.
+                        _ => false,
+                    },
                 };
-                let high = cached_high_watermark(&self.consumer, e.topic(), e.partition())?;
-                (high > position).then(|| (e.topic().to_string(), e.partition()))
+                lagging.then(|| (e.topic().to_string(), e.partition()))
             })
             .collect()
     }
