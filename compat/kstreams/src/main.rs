@@ -25,6 +25,9 @@ const FILTER_CHAR: char = 'a';
 /// Mirrors `Scenarios.WINDOW_SIZE` and `Scenarios.WINDOW_GRACE`.
 const WINDOW_SIZE: Duration = Duration::from_secs(10);
 const WINDOW_GRACE: Duration = Duration::from_secs(5);
+/// Mirrors `Scenarios.JOIN_DIFFERENCE` and `Scenarios.JOIN_GRACE`.
+const JOIN_DIFFERENCE: Duration = Duration::from_secs(3);
+const JOIN_GRACE: Duration = Duration::from_secs(2);
 
 /// The scenarios this side can run today.
 const SUPPORTED: &[&str] = &[
@@ -32,6 +35,10 @@ const SUPPORTED: &[&str] = &[
     "filter-map",
     "windowed-count",
     "table-aggregate",
+    "stream-table-join",
+    "table-table-join",
+    "table-table-outer-join",
+    "stream-stream-join",
 ];
 
 fn main() -> ExitCode {
@@ -99,6 +106,10 @@ fn topology(scenario: &str, input: &str, output: &str) -> Result<Topology, Strin
             .count()
             .to_stream()
             .to_with(output, Produced::with(StringSerde, Nullable(I64Serde))),
+        "stream-table-join"
+        | "table-table-join"
+        | "table-table-outer-join"
+        | "stream-stream-join" => join(&builder, scenario, input, output)?,
         other => {
             return Err(format!(
                 "unknown scenario {other} ({})",
@@ -107,6 +118,53 @@ fn topology(scenario: &str, input: &str, output: &str) -> Result<Topology, Strin
         }
     }
     builder.build().map_err(|e| e.to_string())
+}
+
+/// The join scenarios: two input topics, given as `--input FIRST,SECOND`.
+fn join(builder: &StreamsBuilder, scenario: &str, input: &str, output: &str) -> Result<(), String> {
+    let Some((first, second)) = input.split_once(',') else {
+        return Err(format!(
+            "{scenario} reads two topics, --input FIRST,SECOND; got {input}"
+        ));
+    };
+    let strings = || Consumed::with(StringSerde, StringSerde);
+    let produced = || Produced::with(StringSerde, StringSerde);
+    let or_null = |value: Option<&String>| value.map_or("null", String::as_str).to_owned();
+    match scenario {
+        "stream-table-join" => {
+            let customers = builder.table_with(first, strings(), Materialized::new());
+            builder
+                .stream_with(second, strings())
+                .left_join(&customers, move |order, name| {
+                    format!("{order}|{}", or_null(name))
+                })
+                .to_with(output, produced());
+        }
+        "table-table-join" | "table-table-outer-join" => {
+            let left = builder.table_with(first, strings(), Materialized::new());
+            let right = builder.table_with(second, strings(), Materialized::new());
+            let joined = if scenario == "table-table-join" {
+                left.join(&right, |l, r| format!("{l}|{r}"))
+            } else {
+                left.outer_join(&right, move |l, r| format!("{}|{}", or_null(l), or_null(r)))
+            };
+            joined
+                .to_stream()
+                .to_with(output, Produced::with(StringSerde, Nullable(StringSerde)));
+        }
+        _ => {
+            let left = builder.stream_with(first, strings());
+            let right = builder.stream_with(second, strings());
+            left.left_join_windowed_with(
+                &right,
+                move |l, r| format!("{l}|{}", or_null(r)),
+                JoinWindows::of_time_difference_and_grace(JOIN_DIFFERENCE, JOIN_GRACE),
+                StreamJoined::with(StringSerde, StringSerde, StringSerde),
+            )
+            .to_with(output, produced());
+        }
+    }
+    Ok(())
 }
 
 /// Java's `line.split("\\W+")`: the pieces between runs of non-word

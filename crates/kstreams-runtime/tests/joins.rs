@@ -572,3 +572,52 @@ fn unmatched_records_with_the_same_key_and_time_are_all_emitted() {
         vec![s("[A, null]"), s("[B, null]")]
     );
 }
+
+/// A delete of a key one table does not have, while the other has it:
+/// Kafka Streams' table-table joins still look the other side up and write
+/// the result, a tombstone (inner) or the other side alone (outer).
+fn table_table_delete_of_an_absent_key(kind: Kind) -> Vec<(Option<S>, i64)> {
+    let b = StreamsBuilder::new();
+    let left = b.table::<S, S>("left");
+    let right = b.table::<S, S>("right");
+    let joined = match kind {
+        Kind::Inner => left.join(&right, |l, r| format!("[{l}, {r}]")),
+        Kind::Left => left.left_join(&right, |l, r| format!("[{l}, {}]", show(r))),
+        Kind::Outer => left.outer_join(&right, |l, r| format!("[{}, {}]", show(l), show(r))),
+    };
+    joined
+        .to_stream()
+        .to_with("out", Produced::with(StringSerde, Nullable(StringSerde)));
+    let driver = driver(b.build().unwrap());
+    let left_in = driver.create_input_topic("left", StringSerde, Nullable(StringSerde));
+    let right_in = driver.create_input_topic("right", StringSerde, Nullable(StringSerde));
+    let out = driver.create_output_topic("out", StringSerde, Nullable(StringSerde));
+    right_in.pipe_input_at(s("k"), Some(s("a")), 1);
+    left_in.pipe_input_at(s("k"), None, 2);
+    left_in.pipe_input_at(s("k"), Some(s("A")), 3);
+    right_in.pipe_input_at(s("j"), Some(s("b")), 4);
+    right_in.pipe_input_at(s("j"), None, 5);
+    right_in.pipe_input_at(s("j"), None, 6);
+    out.read_records_to_list()
+        .into_iter()
+        .map(|r| (r.value, r.timestamp))
+        .collect()
+}
+
+#[test]
+fn table_table_joins_write_a_delete_of_an_absent_key() {
+    assert_eq!(
+        table_table_delete_of_an_absent_key(Kind::Inner),
+        vec![(None, 2), (Some(s("[A, a]")), 3)]
+    );
+    assert_eq!(
+        table_table_delete_of_an_absent_key(Kind::Outer),
+        vec![
+            (Some(s("[null, a]")), 1),
+            (Some(s("[null, a]")), 2),
+            (Some(s("[A, a]")), 3),
+            (Some(s("[null, b]")), 4),
+            (None, 5),
+        ]
+    );
+}

@@ -139,15 +139,21 @@ impl<K: 'static, V: Clone + 'static> TypedKeyValueStore<K, V> {
         let Some(cache) = &self.cache else {
             return Ok(());
         };
-        let dirty = cache.borrow_mut().take_dirty();
+        let (dirty, write_through) = {
+            let mut cache = cache.borrow_mut();
+            (cache.take_dirty(), cache.budget().max_bytes() == 0)
+        };
         for d in dirty {
             let send_old = self.listener.as_ref().map(|(_, s)| *s);
             let old_bytes = match send_old {
                 Some(send_old) if send_old || d.bytes.is_none() => self.inner.get(&d.key)?,
                 _ => None,
             };
-            if send_old.is_some() && d.bytes.is_none() && old_bytes.is_none() {
-                continue; // deleted a key the engine never had: nothing to say
+            // Deleted a key the engine never had: nothing to say, unless
+            // the cache writes through (a zero budget), where Kafka Streams
+            // forwards every update, this one included.
+            if send_old.is_some() && d.bytes.is_none() && old_bytes.is_none() && !write_through {
+                continue;
             }
             let previous = self.clock.set(d.timestamp);
             let written = self.write_down(&d.key, d.bytes.as_deref(), d.timestamp);

@@ -132,6 +132,7 @@ impl JavaHarness {
 pub struct AppRun {
     pub scenario: &'static str,
     pub app_id: String,
+    /// The input topics, comma-separated (two for the joins).
     pub input: String,
     pub output: String,
     /// Key and value serdes of the output topic, as `dump` names them.

@@ -65,7 +65,8 @@ impl KstreamsSide {
             .arg(&run.describe_to)
             .spawn()
             .with_context(|| format!("cannot start {}", self.binary.display()))?;
-        let idle = java.await_idle(bootstrap, &run.app_id, &[run.input.as_str()]);
+        let inputs: Vec<&str> = run.input.split(',').collect();
+        let idle = java.await_idle(bootstrap, &run.app_id, &inputs);
         let stopped = stop(&mut child);
         idle?;
         stopped

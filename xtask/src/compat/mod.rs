@@ -153,7 +153,9 @@ fn run(
     let expected = write_input_and_expected(scenario, options, &dir)?;
     let topics = Topics::new(scenario);
     java.create_topics(bootstrap, &topics.all(scenario, &options.sides))?;
-    java.produce(bootstrap, &topics.input, &dir.join("input.tsv"))?;
+    for (suffix, topic) in scenario.input_topics().iter().zip(&topics.inputs) {
+        java.produce(bootstrap, topic, &dir.join(input_file(scenario, suffix)))?;
+    }
 
     let mut outputs: Vec<(Side, Vec<Record>)> = Vec::new();
     for &side in &options.sides {
@@ -185,7 +187,9 @@ fn write_input_and_expected(
     let records = options.records.unwrap_or(scenario.default_records);
     let input = scenario.input(options.seed, records);
     let expected = scenario.expected(&input);
-    records::write_input(&dir.join("input.tsv"), &input)?;
+    for (suffix, records) in scenario.split_input(&input) {
+        records::write_input(&dir.join(input_file(scenario, suffix)), &records)?;
+    }
     records::write_dump(&dir.join("expected.tsv"), &expected)?;
     eprintln!(
         "compat: {} with seed {}: {} input records, {} expected output records",
@@ -195,6 +199,14 @@ fn write_input_and_expected(
         expected.len()
     );
     Ok(expected)
+}
+
+/// `input.tsv`, or for a scenario reading several topics `input-<topic>.tsv`.
+fn input_file(scenario: &Scenario, suffix: &str) -> String {
+    match scenario.input_topics() {
+        [_] => "input.tsv".to_owned(),
+        _ => format!("input-{suffix}.tsv"),
+    }
 }
 
 /// Lets one side process the input and reads back its output; `None` for a
@@ -317,7 +329,8 @@ fn run_dir(scenario: &Scenario) -> Result<PathBuf> {
 /// long-lived broker never see each other's records or committed offsets.
 struct Topics {
     prefix: String,
-    input: String,
+    /// One topic per [`Scenario::input_topics`], in that order.
+    inputs: Vec<String>,
 }
 
 impl Topics {
@@ -328,7 +341,11 @@ impl Topics {
             .as_millis();
         let prefix = format!("compat-{}-{millis}", scenario.name);
         Topics {
-            input: format!("{prefix}-input"),
+            inputs: scenario
+                .input_topics()
+                .iter()
+                .map(|suffix| format!("{prefix}-{suffix}"))
+                .collect(),
             prefix,
         }
     }
@@ -338,7 +355,9 @@ impl Topics {
     }
 
     fn all(&self, scenario: &Scenario, sides: &[Side]) -> Vec<(String, i32)> {
-        std::iter::once((self.input.clone(), scenario.input_partitions))
+        self.inputs
+            .iter()
+            .map(|input| (input.clone(), scenario.input_partitions))
             .chain(
                 sides
                     .iter()
@@ -352,7 +371,7 @@ impl Topics {
             scenario: scenario.name,
             output_serdes: scenario.output_serdes,
             app_id: format!("{}-{}", self.prefix, side.name()),
-            input: self.input.clone(),
+            input: self.inputs.join(","),
             output: self.output(side),
             state_dir: dir.join(format!("{}-state", side.name())),
             describe_to: dir.join(format!("{}-topology.txt", side.name())),

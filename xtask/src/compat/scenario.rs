@@ -39,9 +39,53 @@ impl Scenario {
     pub fn expected(&self, input: &[Record]) -> Vec<Record> {
         (self.expect)(input, self.output_partitions)
     }
+
+    /// The input topics, by the suffix of their names, in the order they
+    /// are produced. Most scenarios read one, `input`; the joins read two,
+    /// and their input numbers the partitions of both topics in turn (see
+    /// [`Scenario::split_input`]).
+    pub fn input_topics(&self) -> &'static [&'static str] {
+        match self.name {
+            "stream-table-join" => &["customers", "orders"],
+            "table-table-join" | "table-table-outer-join" | "stream-stream-join" => {
+                &["left", "right"]
+            }
+            _ => &["input"],
+        }
+    }
+
+    /// The input of each topic of [`Scenario::input_topics`]: record
+    /// partition `n` of a scenario reading several topics is partition
+    /// `n % input_partitions` of topic `n / input_partitions`.
+    pub fn split_input(&self, input: &[Record]) -> Vec<(&'static str, Vec<Record>)> {
+        self.input_topics()
+            .iter()
+            .enumerate()
+            .map(|(topic, &name)| {
+                let records = input
+                    .iter()
+                    .filter(|r| r.partition / self.input_partitions == topic as i32)
+                    .map(|r| Record {
+                        partition: r.partition % self.input_partitions,
+                        ..r.clone()
+                    })
+                    .collect();
+                (name, records)
+            })
+            .collect()
+    }
 }
 
-pub const SCENARIOS: &[Scenario] = &[WORDCOUNT, FILTER_MAP, WINDOWED_COUNT, TABLE_AGGREGATE];
+pub const SCENARIOS: &[Scenario] = &[
+    WORDCOUNT,
+    FILTER_MAP,
+    WINDOWED_COUNT,
+    TABLE_AGGREGATE,
+    STREAM_TABLE_JOIN,
+    TABLE_TABLE_JOIN,
+    TABLE_TABLE_OUTER_JOIN,
+    STREAM_STREAM_JOIN,
+];
 
 pub fn find(name: &str) -> Option<&'static Scenario> {
     SCENARIOS.iter().find(|s| s.name == name)
@@ -78,6 +122,73 @@ const FILTER_MAP: Scenario = Scenario {
 /// filter-map keeps the values that contain this character (Scenarios.java
 /// has the same constant).
 const FILTER_CHAR: char = 'a';
+
+/// Orders (key: customer id) left-joined with a table of customers (key:
+/// customer id, value: name; tombstones delete): `order|name`, or
+/// `order|null` when the table has no such customer at the order's time.
+///
+/// Topics `customers` (the table, produced first) and `orders`, both with
+/// three partitions and keyed as the producer keys them (co-partitioned).
+/// Every record of the input has its own timestamp, later than the one
+/// generated before it, and each task processes its two partitions in
+/// timestamp order (it waits for a partition that has data on the broker),
+/// so an order sees exactly the table updates generated before it.
+const STREAM_TABLE_JOIN: Scenario = Scenario {
+    name: "stream-table-join",
+    input_partitions: 3,
+    output_partitions: 3,
+    output_serdes: ("string", "string"),
+    default_records: 1000,
+    generate: generate_orders_and_customers,
+    expect: expect_stream_table_join,
+};
+
+/// Two tables (`left`, `right`; tombstones delete) joined inner,
+/// `left|right`, toStream: an update on either side with the other side
+/// present writes the new result, a delete there writes a tombstone.
+/// Input as in stream-table-join: co-partitioned, one timestamp a record,
+/// processed in timestamp order per task.
+const TABLE_TABLE_JOIN: Scenario = Scenario {
+    name: "table-table-join",
+    input_partitions: 3,
+    output_partitions: 3,
+    output_serdes: ("string", "string"),
+    default_records: 1000,
+    generate: generate_two_tables,
+    expect: expect_table_table_join,
+};
+
+/// table-table-join's input joined outer: `left|right` with `null` for a
+/// side that has no value; a key leaving both sides writes a tombstone.
+const TABLE_TABLE_OUTER_JOIN: Scenario = Scenario {
+    name: "table-table-outer-join",
+    input_partitions: 3,
+    output_partitions: 3,
+    output_serdes: ("string", "string"),
+    default_records: 1000,
+    generate: generate_two_tables,
+    expect: expect_table_table_outer_join,
+};
+
+/// Two streams (`left`, `right`) left-joined within
+/// [`JOIN_DIFFERENCE_MS`] and a grace of [`JOIN_GRACE_MS`]: `left|right`
+/// for each pair, and `left|null` for a left record without a match, written
+/// only once its window has closed (KIP-633). Timestamps grow by a random
+/// step a record; last, one right record per partition far enough ahead
+/// that every window closes.
+const STREAM_STREAM_JOIN: Scenario = Scenario {
+    name: "stream-stream-join",
+    input_partitions: 3,
+    output_partitions: 3,
+    output_serdes: ("string", "string"),
+    default_records: 1000,
+    generate: generate_two_streams,
+    expect: expect_stream_stream_left_join,
+};
+
+/// stream-stream-join's window (Scenarios.java has the same constants).
+const JOIN_DIFFERENCE_MS: i64 = 3_000;
+const JOIN_GRACE_MS: i64 = 2_000;
 
 /// Events keyed by user, counted per user in tumbling windows of
 /// [`WINDOW_SIZE_MS`] with a grace of [`WINDOW_GRACE_MS`]; only each
@@ -263,6 +374,291 @@ fn expect_filter_map(input: &[Record], partitions: i32) -> Vec<Record> {
             }
         })
         .collect()
+}
+
+/// The partition number a record of topic `topic` (an index into
+/// [`Scenario::input_topics`]) carries in a scenario's input.
+fn on_topic(topic: i32, partition: i32, partitions: i32) -> i32 {
+    topic * partitions + partition
+}
+
+/// A record of one input topic, at the partition the producer would pick for `key`.
+fn keyed(
+    topic: i32,
+    partitions: i32,
+    timestamp: i64,
+    key: String,
+    value: Option<String>,
+) -> Record {
+    Record {
+        partition: on_topic(
+            topic,
+            partition_for_key(key.as_bytes(), partitions),
+            partitions,
+        ),
+        timestamp,
+        key: Some(key),
+        value,
+    }
+}
+
+/// The input of a scenario reading several topics, topic by topic, each
+/// record back at its partition of its topic.
+fn by_topic(input: &[Record], partitions: i32) -> Vec<(i32, Record)> {
+    input
+        .iter()
+        .map(|r| {
+            (
+                r.partition / partitions,
+                Record {
+                    partition: r.partition % partitions,
+                    ..r.clone()
+                },
+            )
+        })
+        .collect()
+}
+
+/// In time order (which is the order of the input within each topic, as
+/// every generated timestamp is later than the one before): the records of
+/// both topics as each task processes them.
+fn in_time_order(input: &[Record], partitions: i32) -> Vec<(i32, Record)> {
+    let mut records = by_topic(input, partitions);
+    records.sort_by_key(|(_, r)| r.timestamp);
+    records
+}
+
+const NAMES: &[&str] = &[
+    "ada", "alan", "barbara", "dennis", "edsger", "frances", "grace", "john", "ken", "leslie",
+    "margaret", "niklaus", "radia", "tony",
+];
+
+/// Customers 0 to 19 (three in four of them at first), then orders of
+/// customers 0 to 24, one in ten records a customer renamed and one in ten
+/// deleted (some of them absent already). Customers are topic 0, orders
+/// topic 1; one timestamp a record, growing.
+fn generate_orders_and_customers(rng: &mut Rng, records: usize, partitions: i32) -> Vec<Record> {
+    let mut clock = 0;
+    let mut tick = || {
+        clock += 1;
+        timestamp(clock - 1)
+    };
+    let name = |rng: &mut Rng| Some(NAMES[rng.below(NAMES.len())].to_owned());
+    let mut input = Vec::new();
+    for customer in 0..20 {
+        if rng.below(4) != 0 {
+            let key = format!("customer-{customer}");
+            let value = name(rng);
+            input.push(keyed(0, partitions, tick(), key, value));
+        }
+    }
+    for i in 0..records {
+        let record = match rng.below(10) {
+            0 => keyed(0, partitions, tick(), customer(rng, 20), name(rng)),
+            1 => keyed(0, partitions, tick(), customer(rng, 20), None),
+            _ => {
+                let key = customer(rng, 25);
+                keyed(1, partitions, tick(), key, Some(format!("order-{i}")))
+            }
+        };
+        input.push(record);
+    }
+    input
+}
+
+fn customer(rng: &mut Rng, customers: usize) -> String {
+    format!("customer-{}", rng.below(customers))
+}
+
+fn expect_stream_table_join(input: &[Record], partitions: i32) -> Vec<Record> {
+    let mut customers: HashMap<String, String> = HashMap::new();
+    let mut output = Vec::new();
+    for (topic, record) in in_time_order(input, STREAM_TABLE_JOIN.input_partitions) {
+        let key = record.key.clone().unwrap_or_default();
+        if topic == 0 {
+            match record.value {
+                Some(name) => customers.insert(key, name),
+                None => customers.remove(&key),
+            };
+            continue;
+        }
+        let order = record.value.as_deref().unwrap_or_default();
+        let name = customers.get(&key).map_or("null", String::as_str);
+        output.push(Record {
+            partition: partition_for_key(key.as_bytes(), partitions),
+            timestamp: record.timestamp,
+            value: Some(format!("{order}|{name}")),
+            key: Some(key),
+        });
+    }
+    output
+}
+
+/// Updates of keys `item-0` to `item-14` on two tables (topic 0 left,
+/// topic 1 right), one in five a tombstone (some for absent keys); one
+/// timestamp a record, growing.
+fn generate_two_tables(rng: &mut Rng, records: usize, partitions: i32) -> Vec<Record> {
+    (0..records)
+        .map(|i| {
+            let topic = rng.below(2) as i32;
+            let key = format!("item-{}", rng.below(15));
+            let side = if topic == 0 { "l" } else { "r" };
+            let value = (rng.below(5) != 0).then(|| format!("{side}{i}"));
+            keyed(topic, partitions, timestamp(i), key, value)
+        })
+        .collect()
+}
+
+/// A side of a table-table join: its values with their timestamps.
+type TableSide = HashMap<String, (String, i64)>;
+
+fn expect_table_table_join(input: &[Record], partitions: i32) -> Vec<Record> {
+    table_table_join(input, partitions, false)
+}
+
+fn expect_table_table_outer_join(input: &[Record], partitions: i32) -> Vec<Record> {
+    table_table_join(input, partitions, true)
+}
+
+/// Kafka Streams' KTableKTableInnerJoin and KTableKTableOuterJoin without
+/// old values: each update looks up the other side and writes the result
+/// at the later of the two timestamps. Inner: nothing while the other side
+/// lacks the key, else the joined value or, for a delete, a tombstone.
+/// Outer: nothing when neither side has or had a value, a tombstone when
+/// the key left the only side that had it, else the joined value.
+fn table_table_join(input: &[Record], partitions: i32, outer: bool) -> Vec<Record> {
+    let mut sides: [TableSide; 2] = [HashMap::new(), HashMap::new()];
+    let mut output = Vec::new();
+    for (topic, record) in in_time_order(input, TABLE_TABLE_JOIN.input_partitions) {
+        let key = record.key.clone().unwrap_or_default();
+        let this = topic as usize;
+        let old = match &record.value {
+            Some(value) => sides[this].insert(key.clone(), (value.clone(), record.timestamp)),
+            None => sides[this].remove(&key),
+        };
+        let other = sides[1 - this].get(&key);
+        let timestamp = other.map_or(record.timestamp, |(_, ts)| record.timestamp.max(*ts));
+        let value = match (outer, other, &record.value) {
+            (false, None, _) => continue,
+            (true, None, None) if old.is_none() => continue,
+            (true, None, None) => None,
+            (false, Some(_), None) => None,
+            (_, other, new) => {
+                let other = other.map(|(v, _)| v.as_str());
+                let (left, right) = if this == 0 {
+                    (new.as_deref(), other)
+                } else {
+                    (other, new.as_deref())
+                };
+                Some(format!(
+                    "{}|{}",
+                    left.unwrap_or("null"),
+                    right.unwrap_or("null")
+                ))
+            }
+        };
+        output.push(Record {
+            partition: partition_for_key(key.as_bytes(), partitions),
+            timestamp,
+            key: Some(key),
+            value,
+        });
+    }
+    output
+}
+
+/// Records of keys `key-0` to `key-5` on two streams (topic 0 left, topic 1
+/// right, three in five left), each 100 ms to 2.5 s after the one before;
+/// last, per partition, a right record with a key of its own far enough
+/// ahead that every window and grace period has passed.
+fn generate_two_streams(rng: &mut Rng, records: usize, partitions: i32) -> Vec<Record> {
+    let mut time = BASE_TIMESTAMP;
+    let mut input: Vec<Record> = (0..records)
+        .map(|i| {
+            time += 100 + rng.below(2_400) as i64;
+            let topic = i32::from(rng.below(5) >= 3);
+            let key = format!("key-{}", rng.below(6));
+            let value = format!("{}{i}", if topic == 0 { "L" } else { "R" });
+            keyed(topic, partitions, time, key, Some(value))
+        })
+        .collect();
+    let closing = time + JOIN_DIFFERENCE_MS + JOIN_GRACE_MS + 1;
+    for partition in 0..partitions {
+        let key = (0..)
+            .map(|n| format!("closer-{n}"))
+            .find(|key| partition_for_key(key.as_bytes(), partitions) == partition)
+            .expect("some key lands in every partition");
+        input.push(keyed(
+            1,
+            partitions,
+            closing + i64::from(partition),
+            key,
+            Some("close".to_owned()),
+        ));
+    }
+    input
+}
+
+/// Kafka Streams' KStreamKStreamJoin for a left join, per task (stream time
+/// is the task's): a record first emits the unmatched left records whose
+/// window and grace have passed (oldest first), then joins with the other
+/// side's records of its key at most [`JOIN_DIFFERENCE_MS`] away; a left
+/// record without a match waits for its window to close.
+fn expect_stream_stream_left_join(input: &[Record], partitions: i32) -> Vec<Record> {
+    struct Task {
+        /// Both sides' records so far: (key, timestamp, value).
+        seen: [Vec<(String, i64, String)>; 2],
+        /// Unmatched left records: (timestamp, key, value).
+        waiting: Vec<(i64, String, String)>,
+    }
+    let input_partitions = STREAM_STREAM_JOIN.input_partitions;
+    let mut tasks: HashMap<i32, Task> = HashMap::new();
+    let mut output = Vec::new();
+    let mut emit = |key: &str, timestamp: i64, value: String| {
+        output.push(Record {
+            partition: partition_for_key(key.as_bytes(), partitions),
+            timestamp,
+            key: Some(key.to_owned()),
+            value: Some(value),
+        })
+    };
+    for (topic, record) in in_time_order(input, input_partitions) {
+        let task = tasks.entry(record.partition).or_insert_with(|| Task {
+            seen: [Vec::new(), Vec::new()],
+            waiting: Vec::new(),
+        });
+        // Timestamps only grow within a task: this record's is its stream time.
+        let now = record.timestamp;
+        let (closed, open) = task
+            .waiting
+            .drain(..)
+            .partition::<Vec<_>, _>(|(ts, _, _)| ts + JOIN_DIFFERENCE_MS + JOIN_GRACE_MS < now);
+        task.waiting = open;
+        for (ts, key, value) in closed {
+            emit(&key, ts, format!("{value}|null"));
+        }
+        let key = record.key.clone().unwrap_or_default();
+        let value = record.value.clone().unwrap_or_default();
+        let this = topic as usize;
+        let mut matched = false;
+        for (other_key, ts, other) in &task.seen[1 - this] {
+            if *other_key != key || now - ts > JOIN_DIFFERENCE_MS {
+                continue;
+            }
+            matched = true;
+            if this == 0 {
+                emit(&key, now, format!("{value}|{other}"));
+            } else {
+                emit(&key, now, format!("{other}|{value}"));
+                task.waiting.retain(|(w, k, _)| !(w == ts && *k == key));
+            }
+        }
+        if this == 0 && !matched {
+            task.waiting.push((now, key.clone(), value.clone()));
+        }
+        task.seen[this].push((key, now, value));
+    }
+    output
 }
 
 /// Final counts of the windows that closed, per input partition (a task:

@@ -23,6 +23,33 @@ use crate::StreamTask;
 /// How long one store may take to restore before the thread gives up.
 const RESTORE_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// A changelog partition's watermarks. A changelog created just before
+/// the application started may have no leader yet; as Kafka Streams, ask
+/// again until it has (or until the timeout).
+fn changelog_watermarks(
+    consumer: &BaseConsumer,
+    topic: &str,
+    partition: i32,
+) -> Result<(i64, i64), RuntimeError> {
+    use rdkafka::error::KafkaError;
+    use rdkafka::types::RDKafkaErrorCode::{
+        LeaderNotAvailable, NotLeaderForPartition, UnknownTopicOrPartition,
+    };
+    let timeout = Duration::from_secs(30);
+    let deadline = Instant::now() + timeout;
+    loop {
+        match consumer.fetch_watermarks(topic, partition, timeout) {
+            Err(KafkaError::MetadataFetch(
+                code @ (LeaderNotAvailable | NotLeaderForPartition | UnknownTopicOrPartition),
+            )) if Instant::now() < deadline => {
+                log::debug!("{topic}-{partition}: no leader yet ({code}); asking again");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            result => return Ok(result?),
+        }
+    }
+}
+
 /// Logs restoration progress: records restored of the total, rate, and an
 /// estimate of the time left.
 struct ProgressLog {
@@ -253,8 +280,7 @@ impl TaskOpener {
         };
         let thread = self.thread.clone();
         let consumer = self.restore_consumer()?;
-        let (low, high) =
-            consumer.fetch_watermarks(&changelog.topic, partition, Duration::from_secs(30))?;
+        let (low, high) = changelog_watermarks(consumer, &changelog.topic, partition)?;
         // A checkpointed persistent store already has everything up to the
         // checkpoint; in-memory stores start empty and read it all.
         let persistent = store.borrow().persistent();

@@ -10,10 +10,14 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
-import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
+import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.state.KeyValueStore;
@@ -21,14 +25,17 @@ import org.apache.kafka.streams.state.KeyValueStore;
 /**
  * The reference topologies. Each one is mirrored by a scenario of the same name
  * in xtask/src/compat/scenario.rs (input generator and expected output) and
+    /** windowed-count's tumbling windows: their size and grace period. */
+    static final Duration WINDOW_SIZE = Duration.ofSeconds(10);
+    static final Duration WINDOW_GRACE = Duration.ofSeconds(5);
  * by the kstreams app in compat/kstreams; change them together.
  */
 final class Scenarios {
     /** filter-map keeps the values that contain this character. */
     static final char FILTER_CHAR = 'a';
-    /** windowed-count's tumbling windows: their size and grace period. */
-    static final Duration WINDOW_SIZE = Duration.ofSeconds(10);
-    static final Duration WINDOW_GRACE = Duration.ofSeconds(5);
+    /** stream-stream-join's window: the largest time difference and the grace period. */
+    static final Duration JOIN_DIFFERENCE = Duration.ofSeconds(3);
+    static final Duration JOIN_GRACE = Duration.ofSeconds(2);
 
     private Scenarios() {}
 
@@ -38,8 +45,13 @@ final class Scenarios {
             case "filter-map" -> filterMap(input, output);
             case "windowed-count" -> windowedCount(input, output);
             case "table-aggregate" -> tableAggregate(input, output);
-            default -> throw new HarnessException("unknown scenario " + name
-                    + " (wordcount, filter-map, windowed-count, table-aggregate)");
+            case "stream-table-join" -> streamTableJoin(inputs(input, name), output);
+            case "table-table-join" -> tableTableJoin(inputs(input, name), output, false);
+            case "table-table-outer-join" -> tableTableJoin(inputs(input, name), output, true);
+            case "stream-stream-join" -> streamStreamJoin(inputs(input, name), output);
+            default -> throw new HarnessException("unknown scenario " + name + " (wordcount, filter-map, "
+                    + "windowed-count, table-aggregate, stream-table-join, table-table-join, "
+                    + "table-table-outer-join, stream-stream-join)");
         };
     }
 
@@ -65,6 +77,57 @@ final class Scenarios {
         builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
                 .filter((key, value) -> value.indexOf(FILTER_CHAR) >= 0)
                 .mapValues(value -> value.toUpperCase(Locale.ROOT))
+                .to(output, Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build();
+    }
+
+    /** The two input topics of a join scenario, given as {@code first,second}. */
+    private static String[] inputs(String input, String name) throws HarnessException {
+        String[] topics = input.split(",");
+        if (topics.length != 2) {
+            throw new HarnessException(name + " reads two topics, --input FIRST,SECOND; got " + input);
+        }
+        return topics;
+    }
+
+    private static String orNull(String value) {
+        return value == null ? "null" : value;
+    }
+
+    /** Orders (key: customer) left-joined with the customers table: {@code order|name-or-null}. */
+    static Topology streamTableJoin(String[] inputs, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> customers = builder.table(inputs[0], Consumed.with(Serdes.String(), Serdes.String()));
+        builder.stream(inputs[1], Consumed.with(Serdes.String(), Serdes.String()))
+                .leftJoin(customers, (order, name) -> order + "|" + orNull(name))
+                .to(output, Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build();
+    }
+
+    /** Two tables joined inner or outer, {@code left|right}; deletes become tombstones. */
+    static Topology tableTableJoin(String[] inputs, String output, boolean outer) {
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> left = builder.table(inputs[0], Consumed.with(Serdes.String(), Serdes.String()));
+        KTable<String, String> right = builder.table(inputs[1], Consumed.with(Serdes.String(), Serdes.String()));
+        KTable<String, String> joined = outer
+                ? left.outerJoin(right, (l, r) -> orNull(l) + "|" + orNull(r))
+                : left.join(right, (l, r) -> l + "|" + r);
+        joined.toStream().to(output, Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build();
+    }
+
+    /**
+     * Two streams left-joined within {@link #JOIN_DIFFERENCE} and a grace of
+     * {@link #JOIN_GRACE}: {@code left|right}, and {@code left|null} once the
+     * window of a left record without a match has closed.
+     */
+    static Topology streamStreamJoin(String[] inputs, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        KStream<String, String> left = builder.stream(inputs[0], Consumed.with(Serdes.String(), Serdes.String()));
+        KStream<String, String> right = builder.stream(inputs[1], Consumed.with(Serdes.String(), Serdes.String()));
+        left.leftJoin(right, (l, r) -> l + "|" + orNull(r),
+                        JoinWindows.ofTimeDifferenceAndGrace(JOIN_DIFFERENCE, JOIN_GRACE),
+                        StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String()))
                 .to(output, Produced.with(Serdes.String(), Serdes.String()));
         return builder.build();
     }
