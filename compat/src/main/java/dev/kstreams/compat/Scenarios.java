@@ -25,14 +25,14 @@ import org.apache.kafka.streams.state.KeyValueStore;
 /**
  * The reference topologies. Each one is mirrored by a scenario of the same name
  * in xtask/src/compat/scenario.rs (input generator and expected output) and
-    /** windowed-count's tumbling windows: their size and grace period. */
-    static final Duration WINDOW_SIZE = Duration.ofSeconds(10);
-    static final Duration WINDOW_GRACE = Duration.ofSeconds(5);
  * by the kstreams app in compat/kstreams; change them together.
  */
 final class Scenarios {
     /** filter-map keeps the values that contain this character. */
     static final char FILTER_CHAR = 'a';
+    /** windowed-count's tumbling windows: their size and grace period. */
+    static final Duration WINDOW_SIZE = Duration.ofSeconds(10);
+    static final Duration WINDOW_GRACE = Duration.ofSeconds(5);
     /** stream-stream-join's window: the largest time difference and the grace period. */
     static final Duration JOIN_DIFFERENCE = Duration.ofSeconds(3);
     static final Duration JOIN_GRACE = Duration.ofSeconds(2);
