@@ -292,6 +292,9 @@ struct ThreadLoop {
     purge: RepartitionPurge,
     /// Partition counts of the topics the thread picks partitions in itself.
     partition_counts: HashMap<String, i32>,
+    /// Committed offsets of the assigned partitions, fetched at assignment:
+    /// where reading starts before a record is consumed (for KIP-695).
+    start_offsets: HashMap<(String, i32), i64>,
 }
 
 /// Kafka Streams' repartition purge: repartition topics keep records
@@ -494,6 +497,7 @@ impl StreamThread {
             bootstrap_topics,
             purge,
             partition_counts: HashMap::new(),
+            start_offsets: HashMap::new(),
         }
         .run(stop, on_assignment)
     }
@@ -717,6 +721,20 @@ impl ThreadLoop {
                     if let Err(e) = self.consumer.resume(&resume) {
                         log::debug!("{}: resume of assigned partitions: {e}", self.name);
                     }
+                    match self
+                        .consumer
+                        .committed_offsets(resume, Duration::from_secs(10))
+                    {
+                        Ok(committed) => {
+                            for e in committed.elements() {
+                                if let Offset::Offset(o) = e.offset() {
+                                    self.start_offsets
+                                        .insert((e.topic().to_string(), e.partition()), o);
+                                }
+                            }
+                        }
+                        Err(e) => log::debug!("{}: committed offsets unknown: {e}", self.name),
+                    }
                     for (topic, partition) in tps {
                         let Some(subtopology) = self.sources.subtopology_of(&topic) else {
                             continue;
@@ -863,19 +881,25 @@ impl ThreadLoop {
             .elements()
             .iter()
             .filter_map(|e| {
-                let lagging = match cached_high_watermark(&self.consumer, e.topic(), e.partition())
-                {
+                let key = (e.topic().to_string(), e.partition());
+                let lagging = match cached_watermarks(&self.consumer, e.topic(), e.partition()) {
                     // No fetch answered yet: the lag is unknown, and as in
                     // Kafka Streams the task waits rather than guess.
                     None => true,
-                    Some(high) => match e.offset() {
-                        Offset::Offset(position) => high > position,
-                        // Nothing consumed yet but the end is known: an
-                        // empty or caught-up partition fetches nothing.
-                        _ => false,
-                    },
+                    Some((low, high)) => {
+                        // Nothing consumed yet: reading starts at the
+                        // committed offset, else at the low watermark.
+                        let position = match e.offset() {
+                            Offset::Offset(position) => Some(position),
+                            _ => match self.start_offsets.get(&key) {
+                                Some(&committed) => Some(committed.max(low)),
+                                None => (low >= 0).then_some(low),
+                            },
+                        };
+                        position.is_none_or(|p| high > p)
+                    }
                 };
-                lagging.then(|| (e.topic().to_string(), e.partition()))
+                lagging.then_some(key)
             })
             .collect()
     }
@@ -1197,14 +1221,14 @@ impl ThreadLoop {
     }
 }
 
-/// The high watermark librdkafka last saw for a partition in a fetch
-/// response, without a request to the broker (rust-rdkafka wraps only the
-/// network variant); `None` when unknown.
-fn cached_high_watermark(
+/// The low and high watermarks librdkafka last saw for a partition, without
+/// a request to the broker (rust-rdkafka wraps only the network variant);
+/// `None` while the high one is unknown (the low one may be -1).
+fn cached_watermarks(
     consumer: &BaseConsumer<StreamsConsumerContext>,
     topic: &str,
     partition: i32,
-) -> Option<i64> {
+) -> Option<(i64, i64)> {
     let topic = std::ffi::CString::new(topic).ok()?;
     let mut low: i64 = -1;
     let mut high: i64 = -1;
@@ -1224,7 +1248,7 @@ fn cached_high_watermark(
         )
     };
     (err == rdkafka::bindings::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR && high >= 0)
-        .then_some(high)
+        .then_some((low, high))
 }
 
 /// Consumer errors no retry can fix: the thread stops with them instead of
