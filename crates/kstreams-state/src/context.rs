@@ -5,6 +5,8 @@ use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+use kstreams_metrics::MetricsRegistry;
+
 use crate::cache::ThreadCache;
 use crate::{BoxError, Timestamp};
 
@@ -102,6 +104,7 @@ pub struct StoreContext {
     changelog: Option<Rc<dyn ChangelogWriter>>,
     record_timestamp: Rc<Cell<Timestamp>>,
     cache: Rc<ThreadCache>,
+    metrics: Option<MetricsRegistry>,
     #[cfg(feature = "rocksdb")]
     rocksdb: crate::rocks::RocksDbSettings,
 }
@@ -115,6 +118,7 @@ impl std::fmt::Debug for StoreContext {
             .field("task_dir", &self.task_dir)
             .field("changelog", &self.changelog.is_some())
             .field("record_timestamp", &self.record_timestamp.get())
+            .field("metrics", &self.metrics.is_some())
             .finish()
     }
 }
@@ -122,8 +126,8 @@ impl std::fmt::Debug for StoreContext {
 impl StoreContext {
     /// A context for task `task_id` (as Kafka prints it, `0_1`) whose
     /// changelog partition is `partition`. No task directory, no changelog
-    /// writer and a cache of its own with Kafka's default budget (10 MiB)
-    /// until the `with_` methods say otherwise.
+    /// writer, a cache of its own with Kafka's default budget (10 MiB) and
+    /// no metrics until the `with_` methods say otherwise.
     pub fn new(application_id: &str, task_id: &str, partition: i32) -> Self {
         StoreContext {
             application_id: Rc::from(application_id),
@@ -133,6 +137,7 @@ impl StoreContext {
             changelog: None,
             record_timestamp: Rc::new(Cell::new(0)),
             cache: Rc::new(ThreadCache::new(ThreadCache::DEFAULT_MAX_BYTES)),
+            metrics: None,
             #[cfg(feature = "rocksdb")]
             rocksdb: crate::rocks::RocksDbSettings::default(),
         }
@@ -155,6 +160,15 @@ impl StoreContext {
     /// thread's tasks.
     pub fn with_thread_cache(mut self, cache: Rc<ThreadCache>) -> Self {
         self.cache = cache;
+        self
+    }
+
+    /// Stores record their latencies in `registry` (Kafka Streams' metered
+    /// layer), labelled with their type, name and this task's id, unless
+    /// their builder turned metrics off. Without a registry nothing is
+    /// measured.
+    pub fn with_metrics(mut self, registry: MetricsRegistry) -> Self {
+        self.metrics = Some(registry);
         self
     }
 
@@ -193,6 +207,11 @@ impl StoreContext {
     /// The thread cache.
     pub fn thread_cache(&self) -> &Rc<ThreadCache> {
         &self.cache
+    }
+
+    /// The metrics registry, if the task has one.
+    pub fn metrics(&self) -> Option<&MetricsRegistry> {
+        self.metrics.as_ref()
     }
 
     /// The timestamp of the record (or punctuation) being processed; the

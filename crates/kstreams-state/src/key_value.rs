@@ -13,6 +13,7 @@ use kstreams_record::{Serde, SharedSerde};
 use crate::cache::{CachedChange, FlushListener, NamedCache};
 use crate::changelog::{ChangeLogger, RecordClock};
 use crate::engine::{BytesIter, KeyValueBytesStore, KeyValueBytesStoreSupplier};
+use crate::metered::{Metering, KEY_VALUE_OPS};
 use crate::typed::{StoreSerdes, ValueFormat};
 use crate::{
     BuiltStore, ChangelogRecord, Error, StateStore, StoreBuilder, StoreContext, StoreIter,
@@ -89,6 +90,10 @@ pub type TimestampedKeyValueStoreHandle<K, V> = KeyValueStoreHandle<K, ValueAndT
 
 /// A typed key-value store over a byte engine, with an optional cache and
 /// changelog (Kafka Streams' metered, caching and changelogging layers).
+///
+/// The trait methods are the metered layer: each times the unmetered
+/// method of the same name (`*_raw`), so that a call made of others
+/// (`put_if_absent` is a get and a put) is measured once, under its name.
 pub(crate) struct TypedKeyValueStore<K, V> {
     name: String,
     serdes: StoreSerdes<K, V>,
@@ -98,16 +103,31 @@ pub(crate) struct TypedKeyValueStore<K, V> {
     clock: RecordClock,
     cache: Option<RefCell<NamedCache<Vec<u8>, V>>>,
     listener: Option<(FlushListener<K, V>, bool)>,
+    metering: Metering,
+}
+
+/// How a typed key-value store is layered, from its builder.
+pub(crate) struct KeyValueLayers<'a> {
+    pub(crate) logging: bool,
+    pub(crate) caching: bool,
+    pub(crate) metrics: bool,
+    /// The supplier's metrics scope.
+    pub(crate) store_type: &'a str,
 }
 
 impl<K: 'static, V: Clone + 'static> TypedKeyValueStore<K, V> {
     pub(crate) fn new(
         inner: Box<dyn KeyValueBytesStore>,
         serdes: StoreSerdes<K, V>,
-        logging: bool,
-        caching: bool,
+        layers: KeyValueLayers<'_>,
         format: ValueFormat,
     ) -> Self {
+        let KeyValueLayers {
+            logging,
+            caching,
+            metrics,
+            store_type,
+        } = layers;
         let name = inner.name().to_string();
         let clock = RecordClock::default();
         TypedKeyValueStore {
@@ -123,6 +143,7 @@ impl<K: 'static, V: Clone + 'static> TypedKeyValueStore<K, V> {
             format,
             clock,
             listener: None,
+            metering: Metering::new(metrics, store_type),
         }
     }
 
@@ -330,8 +351,9 @@ impl<K: 'static, V: 'static> Iterator for MergedIter<'_, K, V> {
     }
 }
 
-impl<K: 'static, V: Clone + 'static> ReadOnlyKeyValueStore<K, V> for TypedKeyValueStore<K, V> {
-    fn get(&self, key: &K) -> Result<Option<V>, Error> {
+/// The store without its metered layer.
+impl<K: 'static, V: Clone + 'static> TypedKeyValueStore<K, V> {
+    fn get_raw(&self, key: &K) -> Result<Option<V>, Error> {
         let kb = self.serdes.key_to_bytes(key)?;
         if let Some(cache) = &self.cache {
             let mut cache = cache.borrow_mut();
@@ -353,32 +375,85 @@ impl<K: 'static, V: Clone + 'static> ReadOnlyKeyValueStore<K, V> for TypedKeyVal
             None => Ok(None),
         }
     }
-    fn range(&self, from: Option<&K>, to: Option<&K>) -> Result<KeyValueIter<'_, K, V>, Error> {
-        let from = from.map(|k| self.serdes.key_to_bytes(k)).transpose()?;
-        let to = to.map(|k| self.serdes.key_to_bytes(k)).transpose()?;
-        self.range_bytes(
-            from.map_or(Bound::Unbounded, Bound::Included),
-            to.map_or(Bound::Unbounded, Bound::Included),
-            false,
-        )
-    }
-    fn reverse_range(
+    fn range_raw(
         &self,
         from: Option<&K>,
         to: Option<&K>,
+        reverse: bool,
     ) -> Result<KeyValueIter<'_, K, V>, Error> {
         let from = from.map(|k| self.serdes.key_to_bytes(k)).transpose()?;
         let to = to.map(|k| self.serdes.key_to_bytes(k)).transpose()?;
         self.range_bytes(
             from.map_or(Bound::Unbounded, Bound::Included),
             to.map_or(Bound::Unbounded, Bound::Included),
-            true,
+            reverse,
         )
     }
+    fn put_raw(&mut self, key: K, value: V) -> Result<(), Error> {
+        let kb = self.serdes.key_to_bytes(&key)?;
+        let vb = self.serdes.value_to_bytes(&value)?;
+        self.write(kb, Some(value), vb)
+    }
+    fn put_if_absent_raw(&mut self, key: K, value: V) -> Result<Option<V>, Error> {
+        if let Some(existing) = self.get_raw(&key)? {
+            return Ok(Some(existing));
+        }
+        self.put_raw(key, value)?;
+        Ok(None)
+    }
+    fn delete_raw(&mut self, key: &K) -> Result<Option<V>, Error> {
+        let old = self.get_raw(key)?;
+        let kb = self.serdes.key_to_bytes(key)?;
+        self.write(kb, None, None)?;
+        Ok(old)
+    }
+    fn flush_raw(&mut self) -> Result<(), Error> {
+        self.write_down_dirty()?;
+        self.inner.flush()
+    }
+}
+
+impl<K: 'static, V: Clone + 'static> ReadOnlyKeyValueStore<K, V> for TypedKeyValueStore<K, V> {
+    fn get(&self, key: &K) -> Result<Option<V>, Error> {
+        let sensor = &self.metering.sensors.get;
+        let start = sensor.start();
+        let result = self.get_raw(key);
+        sensor.record(start);
+        result
+    }
+    fn range(&self, from: Option<&K>, to: Option<&K>) -> Result<KeyValueIter<'_, K, V>, Error> {
+        let sensor = &self.metering.sensors.range;
+        let start = sensor.start();
+        sensor.record_iter(start, self.range_raw(from, to, false))
+    }
+    fn reverse_range(
+        &self,
+        from: Option<&K>,
+        to: Option<&K>,
+    ) -> Result<KeyValueIter<'_, K, V>, Error> {
+        let sensor = &self.metering.sensors.range;
+        let start = sensor.start();
+        sensor.record_iter(start, self.range_raw(from, to, true))
+    }
+    fn all(&self) -> Result<KeyValueIter<'_, K, V>, Error> {
+        let sensor = &self.metering.sensors.all;
+        let start = sensor.start();
+        sensor.record_iter(start, self.range_raw(None, None, false))
+    }
+    fn reverse_all(&self) -> Result<KeyValueIter<'_, K, V>, Error> {
+        let sensor = &self.metering.sensors.all;
+        let start = sensor.start();
+        sensor.record_iter(start, self.range_raw(None, None, true))
+    }
     fn prefix_scan(&self, prefix: &[u8]) -> Result<KeyValueIter<'_, K, V>, Error> {
+        let sensor = &self.metering.sensors.prefix_scan;
+        let start = sensor.start();
         let to = crate::engine::backend::prefix_successor(prefix)
             .map_or(Bound::Unbounded, Bound::Excluded);
-        self.range_bytes(Bound::Included(prefix.to_vec()), to, false)
+        sensor.record_iter(
+            start,
+            self.range_bytes(Bound::Included(prefix.to_vec()), to, false),
+        )
     }
     fn approximate_num_entries(&self) -> Result<u64, Error> {
         self.inner.approximate_num_entries()
@@ -387,22 +462,30 @@ impl<K: 'static, V: Clone + 'static> ReadOnlyKeyValueStore<K, V> for TypedKeyVal
 
 impl<K: 'static, V: Clone + 'static> KeyValueStore<K, V> for TypedKeyValueStore<K, V> {
     fn put(&mut self, key: K, value: V) -> Result<(), Error> {
-        let kb = self.serdes.key_to_bytes(&key)?;
-        let vb = self.serdes.value_to_bytes(&value)?;
-        self.write(kb, Some(value), vb)
+        let start = self.metering.sensors.put.start();
+        let result = self.put_raw(key, value);
+        self.metering.sensors.put.record(start);
+        result
     }
     fn put_if_absent(&mut self, key: K, value: V) -> Result<Option<V>, Error> {
-        if let Some(existing) = self.get(&key)? {
-            return Ok(Some(existing));
-        }
-        self.put(key, value)?;
-        Ok(None)
+        let start = self.metering.sensors.put_if_absent.start();
+        let result = self.put_if_absent_raw(key, value);
+        self.metering.sensors.put_if_absent.record(start);
+        result
+    }
+    fn put_all(&mut self, entries: Vec<(K, V)>) -> Result<(), Error> {
+        let start = self.metering.sensors.put_all.start();
+        let result = entries
+            .into_iter()
+            .try_for_each(|(k, v)| self.put_raw(k, v));
+        self.metering.sensors.put_all.record(start);
+        result
     }
     fn delete(&mut self, key: &K) -> Result<Option<V>, Error> {
-        let old = self.get(key)?;
-        let kb = self.serdes.key_to_bytes(key)?;
-        self.write(kb, None, None)?;
-        Ok(old)
+        let start = self.metering.sensors.delete.start();
+        let result = self.delete_raw(key);
+        self.metering.sensors.delete.record(start);
+        result
     }
     fn set_flush_listener(&mut self, listener: FlushListener<K, V>, send_old_values: bool) -> bool {
         if self.cache.is_none() {
@@ -433,14 +516,16 @@ impl<K: 'static, V: Clone + 'static> StateStore for TypedKeyValueStore<K, V> {
         if let Some(cache) = &self.cache {
             cache.borrow_mut().attach(context.thread_cache().clone());
         }
-        Ok(())
+        self.metering.init(&self.name, context, KEY_VALUE_OPS)
     }
     fn flush_cache(&mut self) -> Result<(), Error> {
         self.write_down_dirty()
     }
     fn flush(&mut self) -> Result<(), Error> {
-        self.write_down_dirty()?;
-        self.inner.flush()
+        let start = self.metering.sensors.flush.start();
+        let result = self.flush_raw();
+        self.metering.sensors.flush.record(start);
+        result
     }
     fn close(&mut self) -> Result<(), Error> {
         let flushed = self.write_down_dirty();
@@ -448,6 +533,7 @@ impl<K: 'static, V: Clone + 'static> StateStore for TypedKeyValueStore<K, V> {
             cache.borrow_mut().clear();
         }
         let closed = self.inner.close();
+        self.metering.close();
         flushed.and(closed)
     }
     fn restore_batch(&mut self, records: &[ChangelogRecord<'_>]) -> Result<(), Error> {
@@ -486,7 +572,9 @@ pub(crate) fn restore_with_format(
 /// Builds one key-value store per task: Kafka Streams'
 /// `KeyValueStoreBuilder` (from [`crate::Stores::key_value_store_builder`]).
 ///
-/// Logging is on and caching off until changed, as in Kafka Streams.
+/// Logging is on and caching off until changed, as in Kafka Streams;
+/// metrics are on (they cost nothing until the task's [`StoreContext`] has
+/// a registry).
 pub struct KeyValueStoreBuilder<K, V> {
     supplier: Arc<dyn KeyValueBytesStoreSupplier>,
     key_serde: SharedSerde<K>,
@@ -494,6 +582,7 @@ pub struct KeyValueStoreBuilder<K, V> {
     logging: bool,
     log_config: BTreeMap<String, String>,
     caching: bool,
+    metrics: bool,
     format: ValueFormat,
 }
 
@@ -511,6 +600,7 @@ impl<K: 'static, V: 'static> KeyValueStoreBuilder<K, V> {
             logging: true,
             log_config: BTreeMap::new(),
             caching: false,
+            metrics: true,
             format,
         }
     }
@@ -540,6 +630,22 @@ impl<K: 'static, V: 'static> KeyValueStoreBuilder<K, V> {
     pub fn caching_enabled(&self) -> bool {
         self.caching
     }
+    /// Records the store's latencies when its task has a metrics registry
+    /// (the default).
+    pub fn with_metrics_enabled(mut self) -> Self {
+        self.metrics = true;
+        self
+    }
+    /// Never records the store's latencies, even when its task has a
+    /// metrics registry.
+    pub fn with_metrics_disabled(mut self) -> Self {
+        self.metrics = false;
+        self
+    }
+    /// Whether the store records its latencies (given a registry).
+    pub fn metrics_enabled(&self) -> bool {
+        self.metrics
+    }
 }
 
 impl<K: 'static, V: Clone + 'static> StoreBuilder for KeyValueStoreBuilder<K, V> {
@@ -563,8 +669,12 @@ impl<K: 'static, V: Clone + 'static> StoreBuilder for KeyValueStoreBuilder<K, V>
         let store = Rc::new(RefCell::new(TypedKeyValueStore::new(
             self.supplier.get(),
             serdes,
-            self.logging,
-            self.caching,
+            KeyValueLayers {
+                logging: self.logging,
+                caching: self.caching,
+                metrics: self.metrics,
+                store_type: self.supplier.metrics_scope(),
+            },
             self.format,
         )));
         let handle: KeyValueStoreHandle<K, V> = store.clone();

@@ -11,10 +11,14 @@
 //!   are segmented by time so that expiry drops whole segments;
 //! - the layers between a processor and an engine: a typed cache with a byte
 //!   budget per stream thread ([`ThreadCache`]) that coalesces consecutive
-//!   updates of a key and hands old and new values to a flush listener, and
+//!   updates of a key and hands old and new values to a flush listener,
 //!   the changelogging layer that turns each write into a changelog record
 //!   through a [`ChangelogWriter`] the runtime provides, in the same bytes as
-//!   Kafka Streams (window and session keys included, see [`format`]);
+//!   Kafka Streams (window and session keys included, see [`format`](mod@format)),
+//!   and the metered layer, which times every call a processor makes into
+//!   latency histograms (`kstreams_state_<op>_latency_seconds`) when the
+//!   task's [`StoreContext`] has a metrics registry
+//!   ([`StoreContext::with_metrics`]);
 //! - restoration from a changelog ([`Restoration`], [`RestoreListener`]),
 //!   the state directory with its per-task locks, `.checkpoint` files
 //!   ([`OffsetCheckpoint`]) and the cleanup of tasks no longer owned
@@ -33,6 +37,7 @@ mod context;
 mod engine;
 pub mod format;
 mod key_value;
+mod metered;
 mod restore;
 #[cfg(feature = "rocksdb")]
 mod rocks;
@@ -186,6 +191,14 @@ pub enum Error {
         path: std::path::PathBuf,
         /// What is wrong with it.
         message: String,
+    },
+    /// The store's metrics could not be registered.
+    #[error("state store {store}: {source}")]
+    Metrics {
+        /// Store name.
+        store: String,
+        /// The registry's error.
+        source: kstreams_metrics::Error,
     },
     /// A store was configured with values that cannot work.
     #[error("state store {store}: {message}")]

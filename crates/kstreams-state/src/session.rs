@@ -14,6 +14,7 @@ use crate::changelog::{ChangeLogger, RecordClock};
 use crate::engine::{horizon, SessionBytesStore, SessionBytesStoreSupplier};
 use crate::format::session_key;
 use crate::key_value::KeyValueIter;
+use crate::metered::{Metering, SESSION_OPS};
 use crate::typed::StoreSerdes;
 use crate::{
     BuiltStore, ChangelogRecord, Error, StateStore, StoreBuilder, StoreContext, Timestamp, Window,
@@ -131,6 +132,7 @@ pub(crate) struct TypedSessionStore<K, V> {
     cache: Option<NamedCache<SessionCacheKey, V>>,
     listener: Option<(FlushListener<Windowed<K>, V>, bool)>,
     observed: Timestamp,
+    metering: Metering,
 }
 
 impl<K: 'static, V: Clone + 'static> TypedSessionStore<K, V> {
@@ -283,8 +285,14 @@ impl<K: 'static, V: Clone + 'static> TypedSessionStore<K, V> {
     }
 }
 
-impl<K: 'static, V: Clone + 'static> ReadOnlySessionStore<K, V> for TypedSessionStore<K, V> {
-    fn fetch_session(&self, key: &K, start: Timestamp, end: Timestamp) -> Result<Option<V>, Error> {
+/// The store without its metered layer.
+impl<K: 'static, V: Clone + 'static> TypedSessionStore<K, V> {
+    fn fetch_session_raw(
+        &self,
+        key: &K,
+        start: Timestamp,
+        end: Timestamp,
+    ) -> Result<Option<V>, Error> {
         let kb = self.serdes.key_to_bytes(key)?;
         if let Some(cache) = &self.cache {
             if end <= horizon(self.observed, self.inner.retention_period()) {
@@ -301,44 +309,8 @@ impl<K: 'static, V: Clone + 'static> ReadOnlySessionStore<K, V> for TypedSession
             .map(|b| self.serdes.value_from_bytes(&b))
             .transpose()
     }
-    fn find_sessions(
-        &self,
-        key: &K,
-        earliest_end: Timestamp,
-        latest_start: Timestamp,
-    ) -> Result<KeyValueIter<'_, Windowed<K>, V>, Error> {
-        self.find(Some(key), Some(key), earliest_end, latest_start, false)
-    }
-    fn backward_find_sessions(
-        &self,
-        key: &K,
-        earliest_end: Timestamp,
-        latest_start: Timestamp,
-    ) -> Result<KeyValueIter<'_, Windowed<K>, V>, Error> {
-        self.find(Some(key), Some(key), earliest_end, latest_start, true)
-    }
-    fn find_sessions_key_range(
-        &self,
-        key_from: Option<&K>,
-        key_to: Option<&K>,
-        earliest_end: Timestamp,
-        latest_start: Timestamp,
-    ) -> Result<KeyValueIter<'_, Windowed<K>, V>, Error> {
-        self.find(key_from, key_to, earliest_end, latest_start, false)
-    }
-    fn backward_find_sessions_key_range(
-        &self,
-        key_from: Option<&K>,
-        key_to: Option<&K>,
-        earliest_end: Timestamp,
-        latest_start: Timestamp,
-    ) -> Result<KeyValueIter<'_, Windowed<K>, V>, Error> {
-        self.find(key_from, key_to, earliest_end, latest_start, true)
-    }
-}
 
-impl<K: 'static, V: Clone + 'static> SessionStore<K, V> for TypedSessionStore<K, V> {
-    fn put(&mut self, session: Windowed<K>, value: Option<V>) -> Result<(), Error> {
+    fn put_raw(&mut self, session: Windowed<K>, value: Option<V>) -> Result<(), Error> {
         let kb = self.serdes.key_to_bytes(&session.key)?;
         let vb = match &value {
             Some(v) => self.serdes.value_to_bytes(v)?,
@@ -359,7 +331,8 @@ impl<K: 'static, V: Clone + 'static> SessionStore<K, V> for TypedSessionStore<K,
         cache.put_dirty((kb, start, end), len, value, vb, now);
         self.maybe_evict()
     }
-    fn remove(&mut self, session: &Windowed<K>) -> Result<(), Error> {
+
+    fn remove_raw(&mut self, session: &Windowed<K>) -> Result<(), Error> {
         let kb = self.serdes.key_to_bytes(&session.key)?;
         let Window { start, end } = session.window;
         let now = self.clock.now();
@@ -373,6 +346,92 @@ impl<K: 'static, V: Clone + 'static> SessionStore<K, V> for TypedSessionStore<K,
         let len = kb.len() + 16;
         cache.put_dirty((kb, start, end), len, None, None, now);
         self.maybe_evict()
+    }
+
+    fn flush_raw(&mut self) -> Result<(), Error> {
+        self.write_down_dirty()?;
+        self.inner.flush()
+    }
+}
+
+/// The metered layer: every read is a `fetch`, as in Kafka Streams'
+/// `MeteredSessionStore`; iterators are timed until dropped.
+impl<K: 'static, V: Clone + 'static> ReadOnlySessionStore<K, V> for TypedSessionStore<K, V> {
+    fn fetch_session(&self, key: &K, start: Timestamp, end: Timestamp) -> Result<Option<V>, Error> {
+        let sensor = &self.metering.sensors.fetch;
+        let began = sensor.start();
+        let result = self.fetch_session_raw(key, start, end);
+        sensor.record(began);
+        result
+    }
+    fn find_sessions(
+        &self,
+        key: &K,
+        earliest_end: Timestamp,
+        latest_start: Timestamp,
+    ) -> Result<KeyValueIter<'_, Windowed<K>, V>, Error> {
+        let sensor = &self.metering.sensors.fetch;
+        let start = sensor.start();
+        sensor.record_iter(
+            start,
+            self.find(Some(key), Some(key), earliest_end, latest_start, false),
+        )
+    }
+    fn backward_find_sessions(
+        &self,
+        key: &K,
+        earliest_end: Timestamp,
+        latest_start: Timestamp,
+    ) -> Result<KeyValueIter<'_, Windowed<K>, V>, Error> {
+        let sensor = &self.metering.sensors.fetch;
+        let start = sensor.start();
+        sensor.record_iter(
+            start,
+            self.find(Some(key), Some(key), earliest_end, latest_start, true),
+        )
+    }
+    fn find_sessions_key_range(
+        &self,
+        key_from: Option<&K>,
+        key_to: Option<&K>,
+        earliest_end: Timestamp,
+        latest_start: Timestamp,
+    ) -> Result<KeyValueIter<'_, Windowed<K>, V>, Error> {
+        let sensor = &self.metering.sensors.fetch;
+        let start = sensor.start();
+        sensor.record_iter(
+            start,
+            self.find(key_from, key_to, earliest_end, latest_start, false),
+        )
+    }
+    fn backward_find_sessions_key_range(
+        &self,
+        key_from: Option<&K>,
+        key_to: Option<&K>,
+        earliest_end: Timestamp,
+        latest_start: Timestamp,
+    ) -> Result<KeyValueIter<'_, Windowed<K>, V>, Error> {
+        let sensor = &self.metering.sensors.fetch;
+        let start = sensor.start();
+        sensor.record_iter(
+            start,
+            self.find(key_from, key_to, earliest_end, latest_start, true),
+        )
+    }
+}
+
+impl<K: 'static, V: Clone + 'static> SessionStore<K, V> for TypedSessionStore<K, V> {
+    fn put(&mut self, session: Windowed<K>, value: Option<V>) -> Result<(), Error> {
+        let start = self.metering.sensors.put.start();
+        let result = self.put_raw(session, value);
+        self.metering.sensors.put.record(start);
+        result
+    }
+    fn remove(&mut self, session: &Windowed<K>) -> Result<(), Error> {
+        let start = self.metering.sensors.remove.start();
+        let result = self.remove_raw(session);
+        self.metering.sensors.remove.record(start);
+        result
     }
     fn set_flush_listener(
         &mut self,
@@ -407,14 +466,16 @@ impl<K: 'static, V: Clone + 'static> StateStore for TypedSessionStore<K, V> {
         if let Some(cache) = &mut self.cache {
             cache.attach(context.thread_cache().clone());
         }
-        Ok(())
+        self.metering.init(&self.name, context, SESSION_OPS)
     }
     fn flush_cache(&mut self) -> Result<(), Error> {
         self.write_down_dirty()
     }
     fn flush(&mut self) -> Result<(), Error> {
-        self.write_down_dirty()?;
-        self.inner.flush()
+        let start = self.metering.sensors.flush.start();
+        let result = self.flush_raw();
+        self.metering.sensors.flush.record(start);
+        result
     }
     fn close(&mut self) -> Result<(), Error> {
         let flushed = self.write_down_dirty();
@@ -422,6 +483,7 @@ impl<K: 'static, V: Clone + 'static> StateStore for TypedSessionStore<K, V> {
             cache.clear();
         }
         let closed = self.inner.close();
+        self.metering.close();
         flushed.and(closed)
     }
     fn restore_batch(&mut self, records: &[ChangelogRecord<'_>]) -> Result<(), Error> {
@@ -440,7 +502,8 @@ impl<K: 'static, V: Clone + 'static> StateStore for TypedSessionStore<K, V> {
 
 /// Builds one session store per task: Kafka Streams' `SessionStoreBuilder`.
 ///
-/// Logging is on and caching off until changed.
+/// Logging is on and caching off until changed; metrics are on (given a
+/// registry).
 pub struct SessionStoreBuilder<K, V> {
     supplier: Arc<dyn SessionBytesStoreSupplier>,
     key_serde: SharedSerde<K>,
@@ -448,6 +511,7 @@ pub struct SessionStoreBuilder<K, V> {
     logging: bool,
     log_config: BTreeMap<String, String>,
     caching: bool,
+    metrics: bool,
 }
 
 impl<K: 'static, V: 'static> SessionStoreBuilder<K, V> {
@@ -463,6 +527,7 @@ impl<K: 'static, V: 'static> SessionStoreBuilder<K, V> {
             logging: true,
             log_config: BTreeMap::new(),
             caching: false,
+            metrics: true,
         }
     }
     /// Turns the changelog off.
@@ -484,6 +549,17 @@ impl<K: 'static, V: 'static> SessionStoreBuilder<K, V> {
     /// Removes the cache.
     pub fn with_caching_disabled(mut self) -> Self {
         self.caching = false;
+        self
+    }
+    /// Records the store's latencies when its task has a metrics registry
+    /// (the default).
+    pub fn with_metrics_enabled(mut self) -> Self {
+        self.metrics = true;
+        self
+    }
+    /// Never records the store's latencies.
+    pub fn with_metrics_disabled(mut self) -> Self {
+        self.metrics = false;
         self
     }
 }
@@ -523,6 +599,7 @@ impl<K: 'static, V: Clone + 'static> StoreBuilder for SessionStoreBuilder<K, V> 
             clock: RecordClock::default(),
             listener: None,
             observed: i64::MIN,
+            metering: Metering::new(self.metrics, self.supplier.metrics_scope()),
         }));
         let handle: SessionStoreHandle<K, V> = store.clone();
         BuiltStore::new(store, handle)

@@ -25,13 +25,30 @@ enum Engine {
 }
 
 impl Engine {
-    fn scope(self) -> &'static str {
-        match self {
-            Engine::InMemory => "in-memory-state",
+    /// Kafka Streams' metrics scope of a supplier: `in-memory` or
+    /// `rocksdb`, with `-window` or `-session` for those stores (versioned
+    /// stores share the key-value scope, as in Kafka Streams). It is the
+    /// `store_type` label of the store's metrics.
+    fn scope(self, kind: Kind) -> &'static str {
+        match (self, kind) {
+            (Engine::InMemory, Kind::KeyValue) => "in-memory",
+            (Engine::InMemory, Kind::Window) => "in-memory-window",
+            (Engine::InMemory, Kind::Session) => "in-memory-session",
             #[cfg(feature = "rocksdb")]
-            Engine::RocksDb => "rocksdb-state",
+            (Engine::RocksDb, Kind::KeyValue) => "rocksdb",
+            #[cfg(feature = "rocksdb")]
+            (Engine::RocksDb, Kind::Window) => "rocksdb-window",
+            #[cfg(feature = "rocksdb")]
+            (Engine::RocksDb, Kind::Session) => "rocksdb-session",
         }
     }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    KeyValue,
+    Window,
+    Session,
 }
 
 fn millis(d: Duration) -> Timestamp {
@@ -58,7 +75,7 @@ impl KeyValueBytesStoreSupplier for KvSupplier {
         }
     }
     fn metrics_scope(&self) -> &str {
-        self.engine.scope()
+        self.engine.scope(Kind::KeyValue)
     }
 }
 
@@ -103,7 +120,7 @@ impl WindowBytesStoreSupplier for WindowSupplier {
         }
     }
     fn metrics_scope(&self) -> &str {
-        self.engine.scope()
+        self.engine.scope(Kind::Window)
     }
     fn window_size(&self) -> Timestamp {
         self.window_size
@@ -145,7 +162,7 @@ impl SessionBytesStoreSupplier for SessionSupplier {
         }
     }
     fn metrics_scope(&self) -> &str {
-        self.engine.scope()
+        self.engine.scope(Kind::Session)
     }
     fn retention_period(&self) -> Timestamp {
         self.retention
@@ -178,7 +195,7 @@ impl VersionedBytesStoreSupplier for VersionedSupplier {
         }
     }
     fn metrics_scope(&self) -> &str {
-        self.engine.scope()
+        self.engine.scope(Kind::KeyValue)
     }
     fn history_retention(&self) -> Timestamp {
         self.history_retention

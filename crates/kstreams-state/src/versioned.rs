@@ -10,6 +10,7 @@ use kstreams_record::{Serde, SharedSerde};
 
 use crate::changelog::ChangeLogger;
 use crate::engine::{VersionedBytes, VersionedBytesStore, VersionedBytesStoreSupplier};
+use crate::metered::{Metering, VERSIONED_OPS};
 use crate::typed::StoreSerdes;
 use crate::{
     BuiltStore, ChangelogRecord, Error, StateStore, StoreBuilder, StoreContext, Timestamp,
@@ -65,6 +66,7 @@ pub(crate) struct TypedVersionedStore<K, V> {
     serdes: StoreSerdes<K, V>,
     inner: Box<dyn VersionedBytesStore>,
     logger: Option<ChangeLogger>,
+    metering: Metering,
 }
 
 impl<K: 'static, V: 'static> TypedVersionedStore<K, V> {
@@ -79,10 +81,13 @@ impl<K: 'static, V: 'static> TypedVersionedStore<K, V> {
             })
             .transpose()
     }
-}
 
-impl<K: 'static, V: 'static> VersionedKeyValueStore<K, V> for TypedVersionedStore<K, V> {
-    fn put(&mut self, key: K, value: Option<V>, timestamp: Timestamp) -> Result<Timestamp, Error> {
+    fn put_raw(
+        &mut self,
+        key: K,
+        value: Option<V>,
+        timestamp: Timestamp,
+    ) -> Result<Timestamp, Error> {
         let kb = self.serdes.key_to_bytes(&key)?;
         let vb = match &value {
             Some(v) => self.serdes.value_to_bytes(v)?,
@@ -96,7 +101,8 @@ impl<K: 'static, V: 'static> VersionedKeyValueStore<K, V> for TypedVersionedStor
         }
         Ok(valid_to)
     }
-    fn delete(
+
+    fn delete_raw(
         &mut self,
         key: &K,
         timestamp: Timestamp,
@@ -108,13 +114,53 @@ impl<K: 'static, V: 'static> VersionedKeyValueStore<K, V> for TypedVersionedStor
         }
         self.record(old)
     }
-    fn get(&self, key: &K) -> Result<Option<VersionedRecord<V>>, Error> {
+
+    fn get_raw(
+        &self,
+        key: &K,
+        as_of: Option<Timestamp>,
+    ) -> Result<Option<VersionedRecord<V>>, Error> {
         let kb = self.serdes.key_to_bytes(key)?;
-        self.record(self.inner.get(&kb)?)
+        let found = match as_of {
+            None => self.inner.get(&kb)?,
+            Some(as_of) => self.inner.get_as_of(&kb, as_of)?,
+        };
+        self.record(found)
+    }
+}
+
+/// The metered layer, as Kafka Streams' `MeteredVersionedKeyValueStore`:
+/// both gets are a `get`.
+impl<K: 'static, V: 'static> VersionedKeyValueStore<K, V> for TypedVersionedStore<K, V> {
+    fn put(&mut self, key: K, value: Option<V>, timestamp: Timestamp) -> Result<Timestamp, Error> {
+        let start = self.metering.sensors.put.start();
+        let result = self.put_raw(key, value, timestamp);
+        self.metering.sensors.put.record(start);
+        result
+    }
+    fn delete(
+        &mut self,
+        key: &K,
+        timestamp: Timestamp,
+    ) -> Result<Option<VersionedRecord<V>>, Error> {
+        let start = self.metering.sensors.delete.start();
+        let result = self.delete_raw(key, timestamp);
+        self.metering.sensors.delete.record(start);
+        result
+    }
+    fn get(&self, key: &K) -> Result<Option<VersionedRecord<V>>, Error> {
+        let sensor = &self.metering.sensors.get;
+        let start = sensor.start();
+        let result = self.get_raw(key, None);
+        sensor.record(start);
+        result
     }
     fn get_as_of(&self, key: &K, as_of: Timestamp) -> Result<Option<VersionedRecord<V>>, Error> {
-        let kb = self.serdes.key_to_bytes(key)?;
-        self.record(self.inner.get_as_of(&kb, as_of)?)
+        let sensor = &self.metering.sensors.get;
+        let start = sensor.start();
+        let result = self.get_raw(key, Some(as_of));
+        sensor.record(start);
+        result
     }
 }
 
@@ -134,13 +180,18 @@ impl<K: 'static, V: 'static> StateStore for TypedVersionedStore<K, V> {
             logger.init(context);
         }
         self.serdes.topic = crate::changelog_topic_name(context.application_id(), &self.name);
-        Ok(())
+        self.metering.init(&self.name, context, VERSIONED_OPS)
     }
     fn flush(&mut self) -> Result<(), Error> {
-        self.inner.flush()
+        let start = self.metering.sensors.flush.start();
+        let result = self.inner.flush();
+        self.metering.sensors.flush.record(start);
+        result
     }
     fn close(&mut self) -> Result<(), Error> {
-        self.inner.close()
+        let closed = self.inner.close();
+        self.metering.close();
+        closed
     }
     fn restore_batch(&mut self, records: &[ChangelogRecord<'_>]) -> Result<(), Error> {
         self.inner.restore_batch(records)
@@ -148,14 +199,15 @@ impl<K: 'static, V: 'static> StateStore for TypedVersionedStore<K, V> {
 }
 
 /// Builds one versioned store per task: Kafka Streams'
-/// `VersionedKeyValueStoreBuilder`. Logging is on until changed; versioned
-/// stores have no cache.
+/// `VersionedKeyValueStoreBuilder`. Logging and metrics (given a registry)
+/// are on until changed; versioned stores have no cache.
 pub struct VersionedKeyValueStoreBuilder<K, V> {
     supplier: Arc<dyn VersionedBytesStoreSupplier>,
     key_serde: SharedSerde<K>,
     value_serde: SharedSerde<V>,
     logging: bool,
     log_config: BTreeMap<String, String>,
+    metrics: bool,
 }
 
 impl<K: 'static, V: 'static> VersionedKeyValueStoreBuilder<K, V> {
@@ -170,6 +222,7 @@ impl<K: 'static, V: 'static> VersionedKeyValueStoreBuilder<K, V> {
             value_serde: Arc::new(value_serde),
             logging: true,
             log_config: BTreeMap::new(),
+            metrics: true,
         }
     }
     /// Turns the changelog off.
@@ -181,6 +234,17 @@ impl<K: 'static, V: 'static> VersionedKeyValueStoreBuilder<K, V> {
     pub fn with_logging_enabled(mut self, config: BTreeMap<String, String>) -> Self {
         self.logging = true;
         self.log_config = config;
+        self
+    }
+    /// Records the store's latencies when its task has a metrics registry
+    /// (the default).
+    pub fn with_metrics_enabled(mut self) -> Self {
+        self.metrics = true;
+        self
+    }
+    /// Never records the store's latencies.
+    pub fn with_metrics_disabled(mut self) -> Self {
+        self.metrics = false;
         self
     }
 }
@@ -214,6 +278,7 @@ impl<K: 'static, V: 'static> StoreBuilder for VersionedKeyValueStoreBuilder<K, V
             logger: self.logging.then(|| ChangeLogger::new(&name)),
             name,
             inner,
+            metering: Metering::new(self.metrics, self.supplier.metrics_scope()),
         }));
         let handle: VersionedKeyValueStoreHandle<K, V> = store.clone();
         BuiltStore::new(store, handle)

@@ -14,6 +14,7 @@ use crate::changelog::{ChangeLogger, RecordClock};
 use crate::engine::{horizon, WindowBytesStore, WindowBytesStoreSupplier};
 use crate::format::window_store_key;
 use crate::key_value::{restore_with_format, KeyValueIter};
+use crate::metered::{Metering, WINDOW_OPS};
 use crate::typed::{StoreSerdes, ValueFormat};
 use crate::{
     BuiltStore, ChangelogRecord, Error, StateStore, StoreBuilder, StoreContext, StoreIter,
@@ -136,6 +137,7 @@ pub(crate) struct TypedWindowStore<K, V> {
     listener: Option<(FlushListener<Windowed<K>, V>, bool)>,
     /// The largest window start put through the cache.
     observed: Timestamp,
+    metering: Metering,
 }
 
 impl<K: 'static, V: Clone + 'static> TypedWindowStore<K, V> {
@@ -309,8 +311,9 @@ impl<K: 'static, V: Clone + 'static> TypedWindowStore<K, V> {
     }
 }
 
-impl<K: 'static, V: Clone + 'static> ReadOnlyWindowStore<K, V> for TypedWindowStore<K, V> {
-    fn fetch(&self, key: &K, window_start: Timestamp) -> Result<Option<V>, Error> {
+/// The store without its metered layer.
+impl<K: 'static, V: Clone + 'static> TypedWindowStore<K, V> {
+    fn fetch_raw(&self, key: &K, window_start: Timestamp) -> Result<Option<V>, Error> {
         let kb = self.serdes.key_to_bytes(key)?;
         if let Some(cache) = &self.cache {
             if window_start <= horizon(self.observed, self.inner.retention_period()) {
@@ -327,44 +330,8 @@ impl<K: 'static, V: Clone + 'static> ReadOnlyWindowStore<K, V> for TypedWindowSt
             .map(|b| self.serdes.value_from_bytes(&b))
             .transpose()
     }
-    fn fetch_time_range(
-        &self,
-        key: &K,
-        time_from: Timestamp,
-        time_to: Timestamp,
-    ) -> Result<WindowStoreIter<'_, V>, Error> {
-        self.time_range(key, time_from, time_to, false)
-    }
-    fn backward_fetch_time_range(
-        &self,
-        key: &K,
-        time_from: Timestamp,
-        time_to: Timestamp,
-    ) -> Result<WindowStoreIter<'_, V>, Error> {
-        self.time_range(key, time_from, time_to, true)
-    }
-    fn fetch_key_range(
-        &self,
-        key_from: Option<&K>,
-        key_to: Option<&K>,
-        time_from: Timestamp,
-        time_to: Timestamp,
-    ) -> Result<KeyValueIter<'_, Windowed<K>, V>, Error> {
-        self.key_range(key_from, key_to, time_from, time_to, false)
-    }
-    fn backward_fetch_key_range(
-        &self,
-        key_from: Option<&K>,
-        key_to: Option<&K>,
-        time_from: Timestamp,
-        time_to: Timestamp,
-    ) -> Result<KeyValueIter<'_, Windowed<K>, V>, Error> {
-        self.key_range(key_from, key_to, time_from, time_to, true)
-    }
-}
 
-impl<K: 'static, V: Clone + 'static> WindowStore<K, V> for TypedWindowStore<K, V> {
-    fn put(&mut self, key: K, value: Option<V>, window_start: Timestamp) -> Result<(), Error> {
+    fn put_raw(&mut self, key: K, value: Option<V>, window_start: Timestamp) -> Result<(), Error> {
         let kb = self.serdes.key_to_bytes(&key)?;
         let vb = match &value {
             Some(v) => self.serdes.value_to_bytes(v)?,
@@ -383,6 +350,80 @@ impl<K: 'static, V: Clone + 'static> WindowStore<K, V> for TypedWindowStore<K, V
         let len = kb.len() + 8;
         cache.put_dirty((kb, window_start), len, value, vb, now);
         self.maybe_evict()
+    }
+
+    fn flush_raw(&mut self) -> Result<(), Error> {
+        self.write_down_dirty()?;
+        self.inner.flush()
+    }
+}
+
+/// The metered layer: every read is a `fetch`, as in Kafka Streams'
+/// `MeteredWindowStore`; iterators are timed until dropped.
+impl<K: 'static, V: Clone + 'static> ReadOnlyWindowStore<K, V> for TypedWindowStore<K, V> {
+    fn fetch(&self, key: &K, window_start: Timestamp) -> Result<Option<V>, Error> {
+        let sensor = &self.metering.sensors.fetch;
+        let start = sensor.start();
+        let result = self.fetch_raw(key, window_start);
+        sensor.record(start);
+        result
+    }
+    fn fetch_time_range(
+        &self,
+        key: &K,
+        time_from: Timestamp,
+        time_to: Timestamp,
+    ) -> Result<WindowStoreIter<'_, V>, Error> {
+        let sensor = &self.metering.sensors.fetch;
+        let start = sensor.start();
+        sensor.record_iter(start, self.time_range(key, time_from, time_to, false))
+    }
+    fn backward_fetch_time_range(
+        &self,
+        key: &K,
+        time_from: Timestamp,
+        time_to: Timestamp,
+    ) -> Result<WindowStoreIter<'_, V>, Error> {
+        let sensor = &self.metering.sensors.fetch;
+        let start = sensor.start();
+        sensor.record_iter(start, self.time_range(key, time_from, time_to, true))
+    }
+    fn fetch_key_range(
+        &self,
+        key_from: Option<&K>,
+        key_to: Option<&K>,
+        time_from: Timestamp,
+        time_to: Timestamp,
+    ) -> Result<KeyValueIter<'_, Windowed<K>, V>, Error> {
+        let sensor = &self.metering.sensors.fetch;
+        let start = sensor.start();
+        sensor.record_iter(
+            start,
+            self.key_range(key_from, key_to, time_from, time_to, false),
+        )
+    }
+    fn backward_fetch_key_range(
+        &self,
+        key_from: Option<&K>,
+        key_to: Option<&K>,
+        time_from: Timestamp,
+        time_to: Timestamp,
+    ) -> Result<KeyValueIter<'_, Windowed<K>, V>, Error> {
+        let sensor = &self.metering.sensors.fetch;
+        let start = sensor.start();
+        sensor.record_iter(
+            start,
+            self.key_range(key_from, key_to, time_from, time_to, true),
+        )
+    }
+}
+
+impl<K: 'static, V: Clone + 'static> WindowStore<K, V> for TypedWindowStore<K, V> {
+    fn put(&mut self, key: K, value: Option<V>, window_start: Timestamp) -> Result<(), Error> {
+        let start = self.metering.sensors.put.start();
+        let result = self.put_raw(key, value, window_start);
+        self.metering.sensors.put.record(start);
+        result
     }
     fn set_flush_listener(
         &mut self,
@@ -417,14 +458,16 @@ impl<K: 'static, V: Clone + 'static> StateStore for TypedWindowStore<K, V> {
         if let Some(cache) = &mut self.cache {
             cache.attach(context.thread_cache().clone());
         }
-        Ok(())
+        self.metering.init(&self.name, context, WINDOW_OPS)
     }
     fn flush_cache(&mut self) -> Result<(), Error> {
         self.write_down_dirty()
     }
     fn flush(&mut self) -> Result<(), Error> {
-        self.write_down_dirty()?;
-        self.inner.flush()
+        let start = self.metering.sensors.flush.start();
+        let result = self.flush_raw();
+        self.metering.sensors.flush.record(start);
+        result
     }
     fn close(&mut self) -> Result<(), Error> {
         let flushed = self.write_down_dirty();
@@ -432,6 +475,7 @@ impl<K: 'static, V: Clone + 'static> StateStore for TypedWindowStore<K, V> {
             cache.clear();
         }
         let closed = self.inner.close();
+        self.metering.close();
         flushed.and(closed)
     }
     fn restore_batch(&mut self, records: &[ChangelogRecord<'_>]) -> Result<(), Error> {
@@ -452,7 +496,7 @@ impl<K: 'static, V: Clone + 'static> StateStore for TypedWindowStore<K, V> {
 /// Builds one window store per task: Kafka Streams' `WindowStoreBuilder`.
 ///
 /// Logging is on and caching off until changed. Caching is never used for
-/// a store that retains duplicates.
+/// a store that retains duplicates. Metrics are on (given a registry).
 pub struct WindowStoreBuilder<K, V> {
     supplier: Arc<dyn WindowBytesStoreSupplier>,
     key_serde: SharedSerde<K>,
@@ -460,6 +504,7 @@ pub struct WindowStoreBuilder<K, V> {
     logging: bool,
     log_config: BTreeMap<String, String>,
     caching: bool,
+    metrics: bool,
     format: ValueFormat,
 }
 
@@ -477,6 +522,7 @@ impl<K: 'static, V: 'static> WindowStoreBuilder<K, V> {
             logging: true,
             log_config: BTreeMap::new(),
             caching: false,
+            metrics: true,
             format,
         }
     }
@@ -499,6 +545,17 @@ impl<K: 'static, V: 'static> WindowStoreBuilder<K, V> {
     /// Removes the cache.
     pub fn with_caching_disabled(mut self) -> Self {
         self.caching = false;
+        self
+    }
+    /// Records the store's latencies when its task has a metrics registry
+    /// (the default).
+    pub fn with_metrics_enabled(mut self) -> Self {
+        self.metrics = true;
+        self
+    }
+    /// Never records the store's latencies.
+    pub fn with_metrics_disabled(mut self) -> Self {
+        self.metrics = false;
         self
     }
 }
@@ -546,6 +603,7 @@ impl<K: 'static, V: Clone + 'static> StoreBuilder for WindowStoreBuilder<K, V> {
             clock: RecordClock::default(),
             listener: None,
             observed: i64::MIN,
+            metering: Metering::new(self.metrics, self.supplier.metrics_scope()),
         }));
         let handle: WindowStoreHandle<K, V> = store.clone();
         BuiltStore::new(store, handle)

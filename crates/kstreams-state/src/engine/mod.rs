@@ -203,7 +203,8 @@ pub trait KeyValueBytesStoreSupplier: Send + Sync + 'static {
     fn name(&self) -> &str;
     /// A new engine instance (one per task).
     fn get(&self) -> Box<dyn KeyValueBytesStore>;
-    /// The metrics scope (`in-memory-state`, `rocksdb-state`).
+    /// The metrics scope, Kafka Streams' `metricsScope()` (`in-memory`,
+    /// `rocksdb`): the `store_type` label of the store's metrics.
     fn metrics_scope(&self) -> &str;
 }
 

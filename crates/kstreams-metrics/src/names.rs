@@ -1,0 +1,438 @@
+//! The metrics kstreams records: Kafka Streams' metrics under Prometheus
+//! names.
+//!
+//! Kafka Streams names a metric by group, name and tags
+//! (`stream-task-metrics`, `process-rate`, `thread-id`/`task-id`) and keeps
+//! a rate, a total, an average and a maximum per sensor. Prometheus computes
+//! rates and averages at query time, so each Kafka Streams sensor becomes
+//! one series here:
+//!
+//! - `*-rate` and `*-total` become a counter named `kstreams_<scope>_<what>_total`
+//!   (`rate(kstreams_task_process_total[1m])` is Kafka's `process-rate`);
+//! - `*-latency-avg` and `*-latency-max` become a histogram in seconds named
+//!   `kstreams_<scope>_<what>_latency_seconds`, whose `_count` is also the
+//!   number of calls (Kafka's `put-rate` is `rate(..._count[1m])`);
+//! - values that go up and down (consumer lag) become gauges.
+//!
+//! Tags keep their meaning with Prometheus spelling: `thread-id` is
+//! `thread_id`, `task-id` is `task_id`, `processor-node-id` is `node`, and a
+//! store's `<type>-state-id` tag is split into `store_type` (the store's
+//! metrics scope, such as `rocksdb` or `in-memory-window`) and `store`.
+//!
+//! Each [`MetricDef`] below says which Kafka Streams metric it stands for.
+
+/// Label: the stream thread (`thread-id`).
+pub const THREAD_ID: &str = "thread_id";
+/// Label: the task, as Kafka prints it, `0_1` (`task-id`).
+pub const TASK_ID: &str = "task_id";
+/// Label: the processor node (`processor-node-id`).
+pub const NODE: &str = "node";
+/// Label: the store's metrics scope (the `<type>` of `<type>-state-id`).
+pub const STORE_TYPE: &str = "store_type";
+/// Label: the store name.
+pub const STORE: &str = "store";
+/// Label: a topic.
+pub const TOPIC: &str = "topic";
+/// Label: a partition number.
+pub const PARTITION: &str = "partition";
+
+/// What kind of Prometheus metric a [`MetricDef`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MetricKind {
+    /// Only goes up ([`crate::Counter`]).
+    Counter,
+    /// Goes up and down ([`crate::Gauge`]).
+    Gauge,
+    /// Observations in buckets, with their count and sum ([`crate::Histogram`]).
+    Histogram,
+}
+
+/// A metric family: its Prometheus name, help text, kind and label names.
+///
+/// Define your own as a `const` to record application metrics through the
+/// same [`crate::MetricsRegistry`]:
+///
+/// ```
+/// use kstreams_metrics::names::{MetricDef, MetricKind};
+///
+/// const ORDERS_REJECTED: MetricDef = MetricDef {
+///     name: "shop_orders_rejected_total",
+///     help: "Orders the validation step rejected.",
+///     kind: MetricKind::Counter,
+///     labels: &["reason"],
+///     buckets: &[],
+///     kafka_name: "",
+/// };
+/// let registry = kstreams_metrics::MetricsRegistry::new();
+/// registry.counter(&ORDERS_REJECTED, &["no-stock"]).unwrap().inc();
+/// assert!(registry.gather_text().contains(r#"shop_orders_rejected_total{reason="no-stock"} 1"#));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MetricDef {
+    /// The Prometheus name (counters end in `_total`, durations in `_seconds`).
+    pub name: &'static str,
+    /// The `# HELP` text.
+    pub help: &'static str,
+    /// Counter, gauge or histogram.
+    pub kind: MetricKind,
+    /// Label names, in the order label values are given.
+    pub labels: &'static [&'static str],
+    /// Histogram bucket upper bounds, ascending (empty for other kinds).
+    pub buckets: &'static [f64],
+    /// The Kafka Streams metric(s) it stands for, as `group: name`.
+    pub kafka_name: &'static str,
+}
+
+/// Buckets for call latencies, in seconds: 1 µs to 10 s.
+pub const LATENCY_BUCKETS: &[f64] = &[
+    0.000_001,
+    0.000_002_5,
+    0.000_005,
+    0.000_01,
+    0.000_025,
+    0.000_05,
+    0.000_1,
+    0.000_25,
+    0.000_5,
+    0.001,
+    0.002_5,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+];
+
+/// Buckets for end-to-end latencies, in seconds: 1 ms to an hour (a
+/// catching-up application sees records minutes or hours old).
+pub const E2E_LATENCY_BUCKETS: &[f64] = &[
+    0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+    120.0, 300.0, 600.0, 1800.0, 3600.0,
+];
+
+const THREAD: &[&str] = &[THREAD_ID];
+const TASK: &[&str] = &[THREAD_ID, TASK_ID];
+const NODE_LABELS: &[&str] = &[THREAD_ID, TASK_ID, NODE];
+const STORE_LABELS: &[&str] = &[STORE_TYPE, STORE, TASK_ID];
+const PARTITION_LABELS: &[&str] = &[TOPIC, PARTITION];
+
+const fn counter(
+    name: &'static str,
+    help: &'static str,
+    labels: &'static [&'static str],
+    kafka_name: &'static str,
+) -> MetricDef {
+    MetricDef {
+        name,
+        help,
+        kind: MetricKind::Counter,
+        labels,
+        buckets: &[],
+        kafka_name,
+    }
+}
+
+const fn gauge(
+    name: &'static str,
+    help: &'static str,
+    labels: &'static [&'static str],
+    kafka_name: &'static str,
+) -> MetricDef {
+    MetricDef {
+        name,
+        help,
+        kind: MetricKind::Gauge,
+        labels,
+        buckets: &[],
+        kafka_name,
+    }
+}
+
+const fn histogram(
+    name: &'static str,
+    help: &'static str,
+    labels: &'static [&'static str],
+    buckets: &'static [f64],
+    kafka_name: &'static str,
+) -> MetricDef {
+    MetricDef {
+        name,
+        help,
+        kind: MetricKind::Histogram,
+        labels,
+        buckets,
+        kafka_name,
+    }
+}
+
+// Stream thread.
+
+/// Time spent in one consumer poll.
+pub const THREAD_POLL_LATENCY: MetricDef = histogram(
+    "kstreams_thread_poll_latency_seconds",
+    "Time a stream thread spent in one consumer poll.",
+    THREAD,
+    LATENCY_BUCKETS,
+    "stream-thread-metrics: poll-latency-avg, poll-latency-max, poll-rate, poll-total",
+);
+/// Records returned by consumer polls.
+pub const THREAD_POLL_RECORDS_TOTAL: MetricDef = counter(
+    "kstreams_thread_poll_records_total",
+    "Records a stream thread's consumer polls returned.",
+    THREAD,
+    "stream-thread-metrics: poll-records-avg, poll-records-max",
+);
+/// Time spent committing all of a thread's tasks.
+pub const THREAD_COMMIT_LATENCY: MetricDef = histogram(
+    "kstreams_thread_commit_latency_seconds",
+    "Time a stream thread spent committing its tasks (flush, produce, commit offsets).",
+    THREAD,
+    LATENCY_BUCKETS,
+    "stream-thread-metrics: commit-latency-avg, commit-latency-max, commit-rate, commit-total",
+);
+/// Tasks created.
+pub const THREAD_TASK_CREATED_TOTAL: MetricDef = counter(
+    "kstreams_thread_task_created_total",
+    "Tasks a stream thread created.",
+    THREAD,
+    "stream-thread-metrics: task-created-rate, task-created-total",
+);
+/// Tasks closed.
+pub const THREAD_TASK_CLOSED_TOTAL: MetricDef = counter(
+    "kstreams_thread_task_closed_total",
+    "Tasks a stream thread closed.",
+    THREAD,
+    "stream-thread-metrics: task-closed-rate, task-closed-total",
+);
+
+// Task.
+
+/// Records processed by a task.
+pub const TASK_PROCESS_TOTAL: MetricDef = counter(
+    "kstreams_task_process_total",
+    "Records a task ran through its topology.",
+    TASK,
+    "stream-task-metrics: process-rate, process-total",
+);
+/// Time to run one record through a task's topology.
+pub const TASK_PROCESS_LATENCY: MetricDef = histogram(
+    "kstreams_task_process_latency_seconds",
+    "Time a task took to run one record through its topology.",
+    TASK,
+    LATENCY_BUCKETS,
+    "stream-task-metrics: process-latency-avg, process-latency-max",
+);
+/// Records dropped by a task.
+pub const TASK_DROPPED_RECORDS_TOTAL: MetricDef = counter(
+    "kstreams_task_dropped_records_total",
+    "Records a task dropped: undeserializable or failed under a continue handler, \
+     negative timestamps, null keys in aggregations, late records for closed windows.",
+    TASK,
+    "stream-task-metrics: dropped-records-rate, dropped-records-total",
+);
+/// Punctuations fired by a task.
+pub const TASK_PUNCTUATE_TOTAL: MetricDef = counter(
+    "kstreams_task_punctuate_total",
+    "Punctuations a task fired.",
+    TASK,
+    "stream-task-metrics: punctuate-rate, punctuate-total",
+);
+/// Time spent in one punctuation.
+pub const TASK_PUNCTUATE_LATENCY: MetricDef = histogram(
+    "kstreams_task_punctuate_latency_seconds",
+    "Time one punctuation of a task took.",
+    TASK,
+    LATENCY_BUCKETS,
+    "stream-task-metrics: punctuate-latency-avg, punctuate-latency-max",
+);
+/// Times a task processed while a partition was still empty.
+pub const TASK_ENFORCED_PROCESSING_TOTAL: MetricDef = counter(
+    "kstreams_task_enforced_processing_total",
+    "Times a task stopped waiting for an empty partition (max.task.idle.ms ran out) and processed anyway.",
+    TASK,
+    "stream-task-metrics: enforced-processing-rate, enforced-processing-total",
+);
+/// Changelog records restored into a task's stores (KIP-869).
+pub const TASK_RESTORE_TOTAL: MetricDef = counter(
+    "kstreams_task_restore_records_total",
+    "Changelog records restored into a task's stores.",
+    TASK,
+    "stream-task-metrics: restore-rate, restore-total",
+);
+/// Changelog records still to restore (KIP-869).
+pub const TASK_RESTORE_REMAINING_RECORDS: MetricDef = gauge(
+    "kstreams_task_restore_remaining_records",
+    "Changelog records a task still has to restore before it can process.",
+    TASK,
+    "stream-task-metrics: restore-remaining-records-total",
+);
+
+// Processor node.
+
+/// Records processed by a node.
+pub const NODE_PROCESS_TOTAL: MetricDef = counter(
+    "kstreams_node_process_total",
+    "Records a processor node processed.",
+    NODE_LABELS,
+    "stream-processor-node-metrics: process-rate, process-total",
+);
+/// Wall-clock time minus record timestamp when a record reaches a node.
+pub const RECORD_E2E_LATENCY: MetricDef = histogram(
+    "kstreams_record_e2e_latency_seconds",
+    "Wall-clock time minus the record's timestamp when the record reached the node \
+     (source and terminal nodes).",
+    NODE_LABELS,
+    E2E_LATENCY_BUCKETS,
+    "stream-processor-node-metrics: record-e2e-latency-avg, record-e2e-latency-min, \
+     record-e2e-latency-max",
+);
+
+// Consumer.
+
+/// Records between the consumer's position and the partition's end.
+pub const CONSUMER_RECORDS_LAG: MetricDef = gauge(
+    "kstreams_consumer_records_lag",
+    "Records between the consumer's position and the end of the partition.",
+    PARTITION_LABELS,
+    "consumer-fetch-manager-metrics: records-lag",
+);
+/// Records consumed from a partition.
+pub const CONSUMER_RECORDS_CONSUMED_TOTAL: MetricDef = counter(
+    "kstreams_consumer_records_consumed_total",
+    "Records consumed from a partition.",
+    PARTITION_LABELS,
+    "consumer-fetch-manager-metrics: records-consumed-rate, records-consumed-total",
+);
+
+// State stores: the latency of each call as the processor sees it (cache,
+// changelog and engine included).
+
+macro_rules! store_latency {
+    ($(#[$doc:meta])* $id:ident, $op:literal, $kafka:literal) => {
+        $(#[$doc])*
+        pub const $id: MetricDef = histogram(
+            concat!("kstreams_state_", $op, "_latency_seconds"),
+            concat!(
+                "Time a state store's ",
+                $op,
+                " took as the processor saw it (cache, changelog and engine included)."
+            ),
+            STORE_LABELS,
+            LATENCY_BUCKETS,
+            concat!(
+                "stream-state-metrics: ",
+                $kafka,
+                "-latency-avg, ",
+                $kafka,
+                "-latency-max, ",
+                $kafka,
+                "-rate"
+            ),
+        );
+    };
+}
+
+store_latency!(
+    /// Key-value, window, session and versioned puts.
+    STATE_PUT_LATENCY,
+    "put",
+    "put"
+);
+store_latency!(
+    /// Key-value `put_if_absent`.
+    STATE_PUT_IF_ABSENT_LATENCY,
+    "put_if_absent",
+    "put-if-absent"
+);
+store_latency!(
+    /// Key-value `put_all`.
+    STATE_PUT_ALL_LATENCY,
+    "put_all",
+    "put-all"
+);
+store_latency!(
+    /// Key-value and versioned gets.
+    STATE_GET_LATENCY,
+    "get",
+    "get"
+);
+store_latency!(
+    /// Key-value and versioned deletes.
+    STATE_DELETE_LATENCY,
+    "delete",
+    "delete"
+);
+store_latency!(
+    /// Key-value range queries, from the call until the iterator is dropped.
+    STATE_RANGE_LATENCY,
+    "range",
+    "range"
+);
+store_latency!(
+    /// Key-value `all`, from the call until the iterator is dropped.
+    STATE_ALL_LATENCY,
+    "all",
+    "all"
+);
+store_latency!(
+    /// Key-value prefix scans, from the call until the iterator is dropped.
+    STATE_PREFIX_SCAN_LATENCY,
+    "prefix_scan",
+    "prefix-scan"
+);
+store_latency!(
+    /// Flushes of any store.
+    STATE_FLUSH_LATENCY,
+    "flush",
+    "flush"
+);
+store_latency!(
+    /// Window and session reads (fetches, session finds), iterators until dropped.
+    STATE_FETCH_LATENCY,
+    "fetch",
+    "fetch"
+);
+store_latency!(
+    /// Session removes.
+    STATE_REMOVE_LATENCY,
+    "remove",
+    "remove"
+);
+
+/// Every metric kstreams defines.
+pub const ALL: &[&MetricDef] = &[
+    &THREAD_POLL_LATENCY,
+    &THREAD_POLL_RECORDS_TOTAL,
+    &THREAD_COMMIT_LATENCY,
+    &THREAD_TASK_CREATED_TOTAL,
+    &THREAD_TASK_CLOSED_TOTAL,
+    &TASK_PROCESS_TOTAL,
+    &TASK_PROCESS_LATENCY,
+    &TASK_DROPPED_RECORDS_TOTAL,
+    &TASK_PUNCTUATE_TOTAL,
+    &TASK_PUNCTUATE_LATENCY,
+    &TASK_ENFORCED_PROCESSING_TOTAL,
+    &TASK_RESTORE_TOTAL,
+    &TASK_RESTORE_REMAINING_RECORDS,
+    &NODE_PROCESS_TOTAL,
+    &RECORD_E2E_LATENCY,
+    &CONSUMER_RECORDS_LAG,
+    &CONSUMER_RECORDS_CONSUMED_TOTAL,
+    &STATE_PUT_LATENCY,
+    &STATE_PUT_IF_ABSENT_LATENCY,
+    &STATE_PUT_ALL_LATENCY,
+    &STATE_GET_LATENCY,
+    &STATE_DELETE_LATENCY,
+    &STATE_RANGE_LATENCY,
+    &STATE_ALL_LATENCY,
+    &STATE_PREFIX_SCAN_LATENCY,
+    &STATE_FLUSH_LATENCY,
+    &STATE_FETCH_LATENCY,
+    &STATE_REMOVE_LATENCY,
+];
