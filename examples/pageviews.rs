@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use kstreams::embedded::rdkafka::consumer::{BaseConsumer, Consumer};
 use kstreams::embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams::embedded::rdkafka::{ClientConfig, Message};
+use kstreams::metrics::MetricsExporter;
 use kstreams::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -120,6 +121,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut app = KafkaStreams::new(topology, config);
     app.set_state_listener(|new, old| println!("state: {old:?} -> {new:?}"));
     app.start()?;
+    // KSTREAMS_METRICS_ADDR=127.0.0.1:9464 serves the metrics to Prometheus
+    // at /metrics while the example runs.
+    let exporter = match std::env::var("KSTREAMS_METRICS_ADDR") {
+        Ok(address) => {
+            let exporter = MetricsExporter::start(app.metrics().clone(), address.as_str())?;
+            println!("metrics at http://{}/metrics", exporter.local_addr());
+            Some(exporter)
+        }
+        Err(_) => None,
+    };
 
     // SIGTERM or Ctrl-C ends the wait early; the app still closes cleanly.
     let interrupted = Arc::new(AtomicBool::new(false));
@@ -138,7 +149,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if interrupted.load(Ordering::Relaxed) {
         println!("interrupted: closing the application");
     }
+    // A few series as a Prometheus scrape reads them.
+    println!("\nmetrics (records per task, consumer lag):");
+    for line in app.metrics().gather_text().lines().filter(|l| {
+        l.starts_with("kstreams_task_process_total")
+            || l.starts_with("kstreams_consumer_records_lag")
+    }) {
+        println!("  {line}");
+    }
     let closed = app.close(Duration::from_secs(30));
+    if let Some(exporter) = exporter {
+        exporter.stop();
+    }
     let _ = std::fs::remove_dir_all(&state_dir);
     for (topic, records) in &outputs {
         println!("\n{topic} ({} records):", records.len());

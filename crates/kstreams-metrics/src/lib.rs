@@ -40,6 +40,38 @@ use std::time::{Duration, Instant};
 pub use exporter::MetricsExporter;
 pub use registry::{MetricsRegistry, NodeSensors, PartitionSensors, TaskSensors, ThreadSensors};
 
+/// Which metrics are recorded: Kafka Streams' `metrics.recording.level`.
+///
+/// `Info` (the default) records thread, task and partition metrics and the
+/// end-to-end latency at source nodes; `Debug` adds per-record process
+/// latency and every state store operation's latency (as in Kafka Streams,
+/// where store metrics are DEBUG); `Trace` records the same as `Debug`
+/// here (Kafka Streams' TRACE adds RocksDB statistics).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RecordingLevel {
+    /// Thread, task, partition and source end-to-end latency metrics.
+    #[default]
+    Info,
+    /// `Info`, per-record latencies and state store metrics.
+    Debug,
+    /// `Debug` and more detail.
+    Trace,
+}
+
+impl std::str::FromStr for RecordingLevel {
+    type Err = String;
+
+    /// `INFO`, `DEBUG` or `TRACE`, as Kafka Streams spells them (any case).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_uppercase().as_str() {
+            "INFO" => Ok(RecordingLevel::Info),
+            "DEBUG" => Ok(RecordingLevel::Debug),
+            "TRACE" => Ok(RecordingLevel::Trace),
+            _ => Err(format!("{s:?} is not INFO, DEBUG or TRACE")),
+        }
+    }
+}
+
 /// Errors of the metrics layer.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

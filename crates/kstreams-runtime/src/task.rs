@@ -4,7 +4,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use kstreams_dsl::internals::{ConsumedRecord, ProducedRecord, TaskContext, TaskTopology};
 use kstreams_dsl::{RecordPosition, StreamsError, TaskId, Topology};
-use kstreams_metrics::Counter;
+use kstreams_metrics::{Counter, Histogram, MetricsRegistry, RecordingLevel};
 use kstreams_record::Timestamp;
 use kstreams_state::StoreContext;
 use kstreams_time::{ConsumedRecordView, PunctuationType};
@@ -12,6 +12,10 @@ use kstreams_time::{ConsumedRecordView, PunctuationType};
 use crate::{DeserializationHandling, ProcessingHandling, TaskConfig};
 
 /// Counts a task keeps about its records.
+///
+/// [`TaskMetrics::default`] counts for the task alone (the test driver);
+/// [`TaskMetrics::registered`] counts into a [`MetricsRegistry`], where a
+/// Prometheus scrape reads them.
 #[derive(Debug, Default)]
 pub struct TaskMetrics {
     /// Records run through the topology.
@@ -25,6 +29,48 @@ pub struct TaskMetrics {
     /// Times the task stopped waiting for an empty partition and
     /// processed anyway (`max.task.idle.ms` ran out).
     pub enforced_processing: Counter,
+    /// One record's run through the topology (recording level DEBUG).
+    pub process_latency: Option<Histogram>,
+    /// One punctuation's run (recording level DEBUG).
+    pub punctuate_latency: Option<Histogram>,
+    /// End-to-end latency at each source node, in the order of the task's
+    /// sources: wall clock minus the record's event time when the source
+    /// takes it (Kafka Streams' `record-e2e-latency`, level INFO).
+    pub source_e2e_latency: Vec<Histogram>,
+    /// Records each source node took, in the same order.
+    pub source_process: Vec<Counter>,
+}
+
+impl TaskMetrics {
+    /// The task's series in `registry` (labels `thread_id`, `task_id`, and
+    /// `node` for the source nodes' end-to-end latency).
+    pub fn registered(
+        registry: &MetricsRegistry,
+        level: RecordingLevel,
+        thread_id: &str,
+        task_id: &str,
+        source_nodes: &[String],
+    ) -> Result<Self, kstreams_metrics::Error> {
+        let sensors = registry.task_sensors(thread_id, task_id)?;
+        let debug = level >= RecordingLevel::Debug;
+        let mut source_e2e_latency = Vec::new();
+        let mut source_process = Vec::new();
+        for node in source_nodes {
+            let sensors = registry.node_sensors(thread_id, task_id, node)?;
+            source_e2e_latency.push(sensors.record_e2e_latency);
+            source_process.push(sensors.process);
+        }
+        Ok(Self {
+            processed: sensors.process,
+            dropped: sensors.dropped_records,
+            punctuations: sensors.punctuate,
+            enforced_processing: sensors.enforced_processing,
+            process_latency: debug.then_some(sensors.process_latency),
+            punctuate_latency: debug.then_some(sensors.punctuate_latency),
+            source_e2e_latency,
+            source_process,
+        })
+    }
 }
 
 /// A task: one sub-topology instantiated over one partition of its source
@@ -98,6 +144,20 @@ impl StreamTask {
         &self.metrics
     }
 
+    /// Records the task's metrics into `registry` from now on.
+    pub fn register_metrics(
+        &mut self,
+        registry: &MetricsRegistry,
+        level: RecordingLevel,
+        thread_id: &str,
+    ) -> Result<(), StreamsError> {
+        let sources = self.topology.source_names();
+        self.metrics =
+            TaskMetrics::registered(registry, level, thread_id, &self.id().to_string(), &sources)
+                .map_err(|e| StreamsError::Internal(format!("task metrics: {e}")))?;
+        Ok(())
+    }
+
     /// The task's context (stores, output).
     pub fn context(&mut self) -> &mut TaskContext {
         self.topology.context()
@@ -169,6 +229,19 @@ impl StreamTask {
         timestamp: Timestamp,
     ) -> Result<(), StreamsError> {
         let stream_time_before = self.stream_time();
+        if !self.metrics.source_e2e_latency.is_empty() {
+            if let Some(source) = self.topology.source_index(&record.topic) {
+                let now = crate::kafka::thread::now_ms();
+                self.metrics.source_e2e_latency[source]
+                    .observe(now.saturating_sub(timestamp).max(0) as f64 / 1000.0);
+                self.metrics.source_process[source].inc();
+            }
+        }
+        let started = self
+            .metrics
+            .process_latency
+            .as_ref()
+            .map(|_| std::time::Instant::now());
         self.topology.context().advance_stream_time(timestamp);
         // The raw record is kept only when a dead-letter queue may need it.
         let raw = self
@@ -179,6 +252,9 @@ impl StreamTask {
         let result = self.guarded(|t| t.process(record, timestamp));
         let dropped = self.topology.context().take_dropped_records();
         self.metrics.dropped.add(dropped);
+        if let (Some(histogram), Some(started)) = (&self.metrics.process_latency, started) {
+            histogram.observe_since(started);
+        }
         match result {
             Ok(()) => self.metrics.processed.inc(),
             Err(error) => {
@@ -205,10 +281,19 @@ impl StreamTask {
     }
 
     fn punctuate(&mut self, kind: PunctuationType) -> Result<(), StreamsError> {
+        let started = self
+            .metrics
+            .punctuate_latency
+            .as_ref()
+            .map(|_| std::time::Instant::now());
         let fired = self.guarded(|t| t.punctuate(kind));
         match fired {
             Ok(true) => {
                 self.metrics.punctuations.inc();
+                if let (Some(histogram), Some(started)) = (&self.metrics.punctuate_latency, started)
+                {
+                    histogram.observe_since(started);
+                }
                 Ok(())
             }
             Ok(false) => Ok(()),

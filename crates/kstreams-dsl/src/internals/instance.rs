@@ -172,6 +172,20 @@ impl TaskTopology {
         self.sources.iter().any(|(m, _)| m.matches(topic))
     }
 
+    /// The names of the task's source nodes, in the order of
+    /// [`TaskTopology::source_index`].
+    pub fn source_names(&self) -> Vec<String> {
+        self.sources
+            .iter()
+            .map(|(_, s)| s.name().to_string())
+            .collect()
+    }
+
+    /// Which source node reads `topic`.
+    pub fn source_index(&self, topic: &str) -> Option<usize> {
+        self.sources.iter().position(|(m, _)| m.matches(topic))
+    }
+
     /// The extractor the source of `topic` was given, if any.
     pub fn timestamp_extractor(&self, topic: &str) -> Option<Arc<dyn TimestampExtractor>> {
         self.source_for(topic)

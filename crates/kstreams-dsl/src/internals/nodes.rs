@@ -48,6 +48,8 @@ pub(crate) trait SourceHandle {
         task: &mut TaskContext,
     ) -> Result<(), StreamsError>;
     fn timestamp_extractor(&self) -> Option<Arc<dyn TimestampExtractor>>;
+    /// The source node's name.
+    fn name(&self) -> &str;
 }
 
 struct Child<K, V> {
@@ -275,6 +277,10 @@ impl<K: Clone + 'static, V: Clone + 'static> SourceHandle for SourceNode<K, V> {
         let result = self.outputs.forward(typed, task);
         task.current_node = previous;
         result
+    }
+
+    fn name(&self) -> &str {
+        &self.info.name
     }
 
     fn timestamp_extractor(&self) -> Option<Arc<dyn TimestampExtractor>> {

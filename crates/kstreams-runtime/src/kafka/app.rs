@@ -158,6 +158,13 @@ impl KafkaStreams {
         *self.shared.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The application's metrics (Kafka Streams' `KafkaStreams#metrics`):
+    /// serve them with [`kstreams_metrics::MetricsExporter`] or read them
+    /// with [`MetricsRegistry::gather_text`](kstreams_metrics::MetricsRegistry::gather_text).
+    pub fn metrics(&self) -> &kstreams_metrics::MetricsRegistry {
+        &self.config.metrics
+    }
+
     /// What made threads fail, oldest first.
     pub fn errors(&self) -> Vec<String> {
         self.shared

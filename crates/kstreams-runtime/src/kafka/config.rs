@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kstreams_metrics::{MetricsRegistry, RecordingLevel};
 use kstreams_time::{FailOnInvalidTimestamp, TimestampExtractor};
 
 use crate::{DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig};
@@ -95,6 +96,10 @@ pub struct StreamsConfig {
     pub(crate) consumer: BTreeMap<String, String>,
     pub(crate) producer: BTreeMap<String, String>,
     pub(crate) admin: BTreeMap<String, String>,
+    pub(crate) metrics_recording_level: RecordingLevel,
+    /// Shared by clones: every thread and task of the application records
+    /// into it, and `KafkaStreams::metrics` hands it out.
+    pub(crate) metrics: MetricsRegistry,
 }
 
 impl std::fmt::Debug for StreamsConfig {
@@ -134,6 +139,8 @@ impl StreamsConfig {
             consumer: BTreeMap::new(),
             producer: BTreeMap::new(),
             admin: BTreeMap::new(),
+            metrics_recording_level: RecordingLevel::Info,
+            metrics: MetricsRegistry::new(),
         }
     }
 
@@ -271,6 +278,10 @@ impl StreamsConfig {
                     Some(value.to_string())
                 };
             }
+            "metrics.recording.level" => {
+                self.metrics_recording_level =
+                    value.parse().map_err(|_| invalid("INFO, DEBUG or TRACE"))?
+            }
             "processing.exception.handler" => {
                 self.processing = match short_class_name(value) {
                     "LogAndFailProcessingExceptionHandler" => ProcessingHandling::Fail,
@@ -307,6 +318,22 @@ impl StreamsConfig {
             }
         }
         Ok(())
+    }
+
+    /// Which metrics are recorded (`metrics.recording.level`): state store
+    /// latencies and per-record process latency only from `Debug` on.
+    pub fn metrics_recording_level(mut self, level: RecordingLevel) -> Self {
+        self.metrics_recording_level = level;
+        self
+    }
+
+    /// The registry the application records its metrics into, for example
+    /// one shared by several applications of a process or made with
+    /// constant labels ([`MetricsRegistry::with_constant_labels`]). By
+    /// default each configuration has its own.
+    pub fn metrics_registry(mut self, registry: MetricsRegistry) -> Self {
+        self.metrics = registry;
+        self
     }
 
     /// The application id.
@@ -448,6 +475,28 @@ mod tests {
     }
 
     #[test]
+    fn metrics_recording_level_is_read_as_kafka_spells_it() {
+        let config = StreamsConfig::from_properties(base()).unwrap();
+        assert_eq!(config.metrics_recording_level, RecordingLevel::Info);
+        let mut p = base();
+        p.push(("metrics.recording.level", "DEBUG"));
+        let config = StreamsConfig::from_properties(p).unwrap();
+        assert_eq!(config.metrics_recording_level, RecordingLevel::Debug);
+        // Clones record into one registry.
+        let clone = config.clone();
+        clone
+            .metrics
+            .task_sensors("t", "0_0")
+            .unwrap()
+            .process
+            .inc();
+        assert!(config
+            .metrics
+            .gather_text()
+            .contains("kstreams_task_process_total"));
+    }
+
+    #[test]
     fn unknown_keys_and_bad_values_name_the_key() {
         let mut p = base();
         p.push(("num.stream.thread", "2"));
@@ -464,6 +513,7 @@ mod tests {
             ("max.task.idle.ms", "-2"),
             ("replication.factor", "0"),
             ("deserialization.exception.handler", "Ignore"),
+            ("metrics.recording.level", "verbose"),
         ] {
             let mut p = base();
             p.push((key, value));

@@ -11,7 +11,7 @@ mod global;
 mod partition_group;
 mod partitioner;
 mod restore;
-mod thread;
+pub(crate) mod thread;
 mod topics;
 
 pub use app::{KafkaStreams, State, StreamThreadExceptionResponse};

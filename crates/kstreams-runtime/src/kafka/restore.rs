@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kstreams_dsl::{ChangelogTopic, TaskId, Topology};
+use kstreams_metrics::RecordingLevel;
 use kstreams_state::{
     restore_start, ChangelogRecord, ChangelogWriter, Offsets, Restoration, RestoreListener,
     RestoreStart, StateDirectory, StoreContext, TaskDirectory,
@@ -54,6 +55,9 @@ fn changelog_watermarks(
 /// estimate of the time left.
 struct ProgressLog {
     thread: String,
+    /// The task's `restore_records_total` and `restore_remaining_records`.
+    restored_records: kstreams_metrics::Counter,
+    remaining_records: kstreams_metrics::Gauge,
     began: std::sync::Mutex<Option<Instant>>,
     total: std::sync::atomic::AtomicU64,
     done: std::sync::atomic::AtomicU64,
@@ -65,6 +69,7 @@ impl RestoreListener for ProgressLog {
         *self.began.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
         self.total.store((end - start).max(0) as u64, Relaxed);
         self.done.store(0, Relaxed);
+        self.remaining_records.set((end - start).max(0));
         log::info!(
             "{}: restoring {store} from {topic}-{partition}, offsets {start}..{end} ({} records at most)",
             self.thread,
@@ -75,6 +80,8 @@ impl RestoreListener for ProgressLog {
     fn on_batch_restored(&self, store: &str, _: &str, _: i32, _: i64, restored: u64) {
         use std::sync::atomic::Ordering::Relaxed;
         let done = self.done.fetch_add(restored, Relaxed) + restored;
+        self.restored_records.add(restored);
+        self.remaining_records.add(-(restored as i64));
         let total = self.total.load(Relaxed).max(1);
         let elapsed = self
             .began
@@ -91,6 +98,9 @@ impl RestoreListener for ProgressLog {
     }
 
     fn on_restore_end(&self, store: &str, topic: &str, partition: i32, restored: u64) {
+        // Records past the end marker (transaction markers, compacted
+        // gaps) never arrive as records: the remainder is nothing.
+        self.remaining_records.set(0);
         log::info!(
             "{}: restored {store} from {topic}-{partition}: {restored} records",
             self.thread
@@ -152,6 +162,11 @@ impl TaskOpener {
             StoreContext::new(&self.config.application_id, &id.to_string(), id.partition)
                 .with_changelog_writer(writer)
                 .with_thread_cache(self.thread_cache.clone());
+        // State store metrics are DEBUG in Kafka Streams: each operation
+        // reads the clock twice.
+        if self.config.metrics_recording_level >= RecordingLevel::Debug {
+            stores = stores.with_metrics(self.config.metrics.clone());
+        }
         let mut directory = None;
         let mut checkpointed = Offsets::new();
         if self.topology.subtopology_has_stores(id.subtopology) {
@@ -185,6 +200,11 @@ impl TaskOpener {
             self.config.task_config(),
             now_ms(),
             stores,
+        )?;
+        task.register_metrics(
+            &self.config.metrics,
+            self.config.metrics_recording_level,
+            &self.thread,
         )?;
         let changelogs: Vec<ChangelogTopic> = self
             .changelogs
@@ -279,6 +299,15 @@ impl TaskOpener {
             return Ok(());
         };
         let thread = self.thread.clone();
+        let sensors = self
+            .config
+            .metrics
+            .task_sensors(&thread, &task.id().to_string())
+            .map_err(|e| {
+                RuntimeError::Streams(kstreams_dsl::StreamsError::Internal(format!(
+                    "task metrics: {e}"
+                )))
+            })?;
         let consumer = self.restore_consumer()?;
         let (low, high) = changelog_watermarks(consumer, &changelog.topic, partition)?;
         // A checkpointed persistent store already has everything up to the
@@ -296,6 +325,8 @@ impl TaskOpener {
         consumer.assign(&tpl)?;
         let listener = Arc::new(ProgressLog {
             thread,
+            restored_records: sensors.restore_records,
+            remaining_records: sensors.restore_remaining_records,
             began: Default::default(),
             total: Default::default(),
             done: Default::default(),

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kstreams_dsl::internals::{ConsumedRecord, ProducedRecord};
 use kstreams_dsl::{TaskId, Topology};
+use kstreams_metrics::{MetricsRegistry, PartitionSensors, ThreadSensors};
 use kstreams_record::{Header, Headers};
 use kstreams_state::TaskDirectory;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
@@ -295,6 +296,13 @@ struct ThreadLoop {
     /// Committed offsets of the assigned partitions, fetched at assignment:
     /// where reading starts before a record is consumed (for KIP-695).
     start_offsets: HashMap<(String, i32), i64>,
+    /// The thread's metrics.
+    sensors: ThreadSensors,
+    /// When the partitions' lag gauges were last set.
+    lag_recorded: Instant,
+    /// Each assigned partition's lag and consumed count, by topic then
+    /// partition (looked up by `&str` per record, with no allocation).
+    partition_sensors: HashMap<String, HashMap<i32, PartitionSensors>>,
 }
 
 /// Kafka Streams' repartition purge: repartition topics keep records
@@ -374,6 +382,10 @@ impl RepartitionPurge {
         }
     }
 }
+
+/// How often the partitions' lag gauges are set (from cached values, so
+/// cheap; often enough for a scrape every few seconds).
+const LAG_RECORDING_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Milliseconds since the epoch.
 pub(crate) fn now_ms() -> i64 {
@@ -483,7 +495,19 @@ impl StreamThread {
             .into_iter()
             .collect();
         let purge = RepartitionPurge::new(&self.topology, &self.config);
+        let sensors = self
+            .config
+            .metrics
+            .thread_sensors(&self.name)
+            .map_err(|e| {
+                RuntimeError::Streams(kstreams_dsl::StreamsError::Internal(format!(
+                    "thread metrics: {e}"
+                )))
+            })?;
         ThreadLoop {
+            sensors,
+            lag_recorded: Instant::now(),
+            partition_sensors: HashMap::new(),
             opener,
             name: self.name,
             config: self.config,
@@ -527,9 +551,18 @@ impl ThreadLoop {
                 Ok(())
             }
         };
-        for entry in self.tasks.values_mut() {
+        for (id, entry) in &mut self.tasks {
             entry.task.close();
+            self.config.metrics.remove_task(&id.to_string());
         }
+        for (topic, partitions) in &self.partition_sensors {
+            for partition in partitions.keys() {
+                remove_partition_series(&self.config.metrics, topic, *partition);
+            }
+        }
+        self.config
+            .metrics
+            .remove_matching(kstreams_metrics::names::THREAD_ID, &self.name);
         self.consumer.unsubscribe();
         result.and(finish)
     }
@@ -556,6 +589,10 @@ impl ThreadLoop {
             self.producer.poll(Duration::ZERO);
             self.check_deliveries()?;
             self.resume_drained_partitions()?;
+            if self.lag_recorded.elapsed() >= LAG_RECORDING_INTERVAL {
+                self.record_lag();
+                self.lag_recorded = Instant::now();
+            }
             let requested = self
                 .tasks
                 .values_mut()
@@ -588,6 +625,19 @@ impl ThreadLoop {
     /// Polls once with `timeout`, then drains what is already fetched,
     /// buffering records in their tasks' partition groups.
     fn poll_records(&mut self, timeout: Duration) -> Result<(), RuntimeError> {
+        let started = Instant::now();
+        let mut polled = 0;
+        let result = self.poll_into_groups(timeout, &mut polled);
+        self.sensors.poll_latency.observe_since(started);
+        self.sensors.poll_records.add(polled);
+        result
+    }
+
+    fn poll_into_groups(
+        &mut self,
+        timeout: Duration,
+        polled: &mut u64,
+    ) -> Result<(), RuntimeError> {
         let mut wait = timeout;
         // One batch of at most the per-partition bound: then every buffer is
         // worked down before the next poll, so a partition only goes over
@@ -610,6 +660,14 @@ impl ThreadLoop {
                     continue;
                 }
             };
+            *polled += 1;
+            if let Some(sensors) = self
+                .partition_sensors
+                .get(message.topic())
+                .and_then(|p| p.get(&message.partition()))
+            {
+                sensors.records_consumed.inc();
+            }
             let record = consumed(&message);
             let Some(subtopology) = self.sources.subtopology_of(&record.topic) else {
                 continue;
@@ -682,6 +740,11 @@ impl ThreadLoop {
             match event {
                 AssignmentEvent::Revoked(tps) => {
                     for (topic, partition) in tps {
+                        if let Some(partitions) = self.partition_sensors.get_mut(&topic) {
+                            if partitions.remove(&partition).is_some() {
+                                remove_partition_series(&self.config.metrics, &topic, partition);
+                            }
+                        }
                         self.paused.remove(&(topic.clone(), partition));
                         self.shared
                             .processed
@@ -704,6 +767,8 @@ impl ThreadLoop {
                             if entry.group.remove_partition(&topic, partition) {
                                 let mut entry = self.tasks.remove(&id).expect("present");
                                 entry.task.close();
+                                self.sensors.task_closed.inc();
+                                self.config.metrics.remove_task(&id.to_string());
                                 log::info!("{}: closed task {id}", self.name);
                             }
                         }
@@ -736,6 +801,15 @@ impl ThreadLoop {
                         Err(e) => log::debug!("{}: committed offsets unknown: {e}", self.name),
                     }
                     for (topic, partition) in tps {
+                        match self.config.metrics.partition_sensors(&topic, partition) {
+                            Ok(sensors) => {
+                                self.partition_sensors
+                                    .entry(topic.clone())
+                                    .or_default()
+                                    .insert(partition, sensors);
+                            }
+                            Err(e) => log::warn!("{}: partition metrics: {e}", self.name),
+                        }
                         let Some(subtopology) = self.sources.subtopology_of(&topic) else {
                             continue;
                         };
@@ -745,6 +819,7 @@ impl ThreadLoop {
                         };
                         if !self.tasks.contains_key(&id) {
                             let (task, directory) = self.opener.open(id)?;
+                            self.sensors.task_created.inc();
                             log::info!("{}: created task {id}", self.name);
                             self.tasks.insert(
                                 id,
@@ -1047,6 +1122,43 @@ impl ThreadLoop {
     /// is rebalancing is not an error: at-least-once reprocesses from the
     /// last commit, exactly-once aborts and rewinds to it.
     fn commit(&mut self) -> Result<(), RuntimeError> {
+        let started = Instant::now();
+        let result = self.flush_and_commit();
+        self.sensors.commit_latency.observe_since(started);
+        result
+    }
+
+    /// Sets each assigned partition's lag gauge: its high watermark minus
+    /// the consumer's position, from librdkafka's cached watermarks (no
+    /// request). A partition with no fetch answered yet keeps its value.
+    fn record_lag(&self) {
+        let Ok(positions) = self.consumer.position() else {
+            return;
+        };
+        for e in positions.elements() {
+            let Some(sensors) = self
+                .partition_sensors
+                .get(e.topic())
+                .and_then(|p| p.get(&e.partition()))
+            else {
+                continue;
+            };
+            let Some((low, high)) = cached_watermarks(&self.consumer, e.topic(), e.partition())
+            else {
+                continue;
+            };
+            let position = match e.offset() {
+                Offset::Offset(position) => position,
+                _ => {
+                    let key = (e.topic().to_string(), e.partition());
+                    self.start_offsets.get(&key).map_or(low, |c| (*c).max(low))
+                }
+            };
+            sensors.records_lag.set((high - position).max(0));
+        }
+    }
+
+    fn flush_and_commit(&mut self) -> Result<(), RuntimeError> {
         // Flushing stores (their caches) may write downstream and to the
         // changelogs: all of it goes out before the offsets are committed.
         let mut outputs = Vec::new();
@@ -1253,6 +1365,17 @@ fn cached_watermarks(
 
 /// Consumer errors no retry can fix: the thread stops with them instead of
 /// polling on.
+/// Stops exposing a partition's lag and consumed count (it was revoked).
+fn remove_partition_series(registry: &MetricsRegistry, topic: &str, partition: i32) {
+    let partition = partition.to_string();
+    for def in [
+        &kstreams_metrics::names::CONSUMER_RECORDS_LAG,
+        &kstreams_metrics::names::CONSUMER_RECORDS_CONSUMED_TOTAL,
+    ] {
+        registry.remove(def, &[topic, &partition]);
+    }
+}
+
 fn is_fatal_consumer_error(error: &KafkaError) -> bool {
     matches!(
         error.rdkafka_error_code(),
