@@ -276,6 +276,24 @@ fn counting_app(
     output: &str,
     state_dir: &std::path::Path,
 ) -> KafkaStreams {
+    counting_app_committing_every(
+        bootstrap,
+        app_id,
+        input,
+        output,
+        state_dir,
+        Duration::from_millis(100),
+    )
+}
+
+fn counting_app_committing_every(
+    bootstrap: &str,
+    app_id: &str,
+    input: &str,
+    output: &str,
+    state_dir: &std::path::Path,
+    commit_interval: Duration,
+) -> KafkaStreams {
     use kstreams_record::{I64Serde, StringSerde};
     use kstreams_state::Stores;
     let _ = env_logger::builder().is_test(true).try_init();
@@ -290,7 +308,7 @@ fn counting_app(
         .process(|| CountPerKey { store: None }, &["counts"])
         .to_with(output, kstreams_dsl::Produced::with(StringSerde, I64Serde));
     let config = StreamsConfig::new(app_id, bootstrap)
-        .commit_interval(Duration::from_millis(100))
+        .commit_interval(commit_interval)
         .state_dir(state_dir);
     KafkaStreams::new(builder.build().unwrap(), config)
 }
@@ -316,6 +334,97 @@ fn latest_counts(bootstrap: &str, topic: &str, want: usize) -> BTreeMap<String, 
     }
     assert_eq!(read, want, "records read from {topic}");
     latest
+}
+
+/// Every count record in `topic`: read until `want` came and then no more
+/// for a few seconds (so that duplicates would be seen too).
+fn all_counts(bootstrap: &str, topic: &str, want: usize) -> Vec<(String, i64)> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", unique_name("counts-reader"))
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .unwrap();
+    consumer.subscribe(&[topic]).unwrap();
+    let mut records = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut quiet_since = Instant::now();
+    while Instant::now() < deadline
+        && (records.len() < want || quiet_since.elapsed() < Duration::from_secs(3))
+    {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
+            let key = String::from_utf8(m.key().unwrap().to_vec()).unwrap();
+            let count = i64::from_be_bytes(m.payload().unwrap().try_into().unwrap());
+            records.push((key, count));
+            quiet_since = Instant::now();
+        }
+    }
+    records
+}
+
+fn wait_until_running(apps: &[&KafkaStreams]) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while !apps.iter().all(|a| a.state() == State::Running) {
+        assert!(Instant::now() < deadline, "instances did not reach RUNNING");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// At-least-once as Kafka Streams does it: revoked tasks are committed
+/// before their partitions go. The commit interval here is longer than the
+/// test, so only the revocation commits: without that commit a second
+/// instance joining would make the next owners process the first batch
+/// again on top of the state restored from the changelog (counts doubled).
+#[test]
+fn a_rebalance_commits_revoked_tasks_so_no_record_is_counted_twice() {
+    let Some(bootstrap) = test_broker() else {
+        return;
+    };
+    let (input, output, app_id) = (
+        unique_name("revoke-in"),
+        unique_name("revoke-out"),
+        unique_name("revoke-app"),
+    );
+    create_topic(&bootstrap, &input, 4, 1).unwrap();
+    create_topic(&bootstrap, &output, 4, 1).unwrap();
+    let dirs = [
+        std::env::temp_dir().join(unique_name("kstreams-revoke-a")),
+        std::env::temp_dir().join(unique_name("kstreams-revoke-b")),
+    ];
+    let records = |range: std::ops::Range<usize>| {
+        range.map(|i| (format!("k{}", i % 20), format!("{i}"), i as i64))
+    };
+    let never = Duration::from_secs(3600);
+
+    produce(&bootstrap, &input, records(0..400));
+    let mut first =
+        counting_app_committing_every(&bootstrap, &app_id, &input, &output, &dirs[0], never);
+    first.start().unwrap();
+    let counts = latest_counts(&bootstrap, &output, 400);
+    assert!(counts.values().all(|&c| c == 20), "{counts:?}");
+
+    // A second instance joins: the first's tasks are revoked mid-run.
+    let mut second =
+        counting_app_committing_every(&bootstrap, &app_id, &input, &output, &dirs[1], never);
+    second.start().unwrap();
+    wait_until_running(&[&first, &second]);
+    produce(&bootstrap, &input, records(400..800));
+    let all = all_counts(&bootstrap, &output, 800);
+    assert!(first.close(Duration::from_secs(30)));
+    assert!(second.close(Duration::from_secs(30)));
+    for dir in &dirs {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    let mut latest = BTreeMap::new();
+    for (key, count) in &all {
+        latest.insert(key.clone(), *count);
+    }
+    assert_eq!(latest.len(), 20);
+    assert!(
+        latest.values().all(|&c| c == 40),
+        "every record counted once: {latest:?}"
+    );
+    assert_eq!(all.len(), 800, "no record processed twice");
 }
 
 #[test]

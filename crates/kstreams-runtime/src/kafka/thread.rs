@@ -11,10 +11,11 @@ use kstreams_dsl::{TaskId, Topology};
 use kstreams_metrics::{MetricsRegistry, PartitionSensors, ThreadSensors};
 use kstreams_record::{Header, Headers};
 use kstreams_state::TaskDirectory;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, RebalanceProtocol};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, DeliveryResult, Headers as _, Message, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ProducerContext};
+use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
 
 use super::config::{ProcessingGuarantee, StreamsConfig};
@@ -33,18 +34,17 @@ pub(crate) struct ThreadShared {
     events: Mutex<Vec<AssignmentEvent>>,
     /// Next offset to commit per partition: last processed + 1.
     processed: Mutex<HashMap<(String, i32), i64>>,
-    /// `processed` as of the last time the tasks were flushed and their
-    /// outputs sent: what a revocation may commit, because the outputs of
-    /// records processed since may still sit in the tasks' caches.
-    flushed: Mutex<HashMap<(String, i32), i64>>,
-    /// The producer, to flush before offsets are committed on revocation.
-    producer: Mutex<Option<Arc<BaseProducer<DeliveryContext>>>>,
-    guarantee: Mutex<ProcessingGuarantee>,
     /// Whether an exactly-once transaction is open.
     in_transaction: AtomicBool,
-    /// Set when a transaction had to be aborted inside a callback: the loop
-    /// must go back to the last commit before processing on.
+    /// Set when a transaction had to be aborted: the loop must go back to
+    /// the last commit before processing on.
     needs_rewind: AtomicBool,
+    /// A revocation waits for the loop: its tasks are committed, then
+    /// closed, then the revocation is acknowledged to librdkafka.
+    revocation_pending: AtomicBool,
+    /// The thread is closing: revocations are acknowledged at once, as
+    /// the loop no longer runs (its tasks were committed and closed).
+    closing: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -67,26 +67,62 @@ pub(crate) struct StreamsConsumerContext {
 impl ClientContext for StreamsConsumerContext {}
 
 impl ConsumerContext for StreamsConsumerContext {
-    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        if let Rebalance::Revoke(tpl) = rebalance {
-            let revoked = partitions(tpl);
-            // Outputs first, then offsets: at-least-once needs every output
-            // of a committed offset acknowledged.
-            if let Err(e) = commit_revoked(&self.shared, consumer, &revoked) {
-                log::warn!("commit on revocation failed, records since the last commit will be reprocessed: {e}");
+    /// Assignments are taken at once; revocations are left pending for the
+    /// loop (see [`ThreadLoop::revoke`]): Kafka Streams commits the revoked
+    /// tasks inside `onPartitionsRevoked`, but our tasks live on the loop,
+    /// out of this callback's reach. librdkafka waits for the application
+    /// to acknowledge a revocation (`unassign`/`incremental_unassign`), so
+    /// the loop commits first and acknowledges after: no record processed
+    /// before a rebalance is processed again by the next owner.
+    fn rebalance(
+        &self,
+        consumer: &BaseConsumer<Self>,
+        err: RDKafkaRespErr,
+        tpl: &mut TopicPartitionList,
+    ) {
+        match err {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
+                let assigned = match consumer.rebalance_protocol() {
+                    RebalanceProtocol::Cooperative => consumer.incremental_assign(tpl),
+                    _ => consumer.assign(tpl),
+                };
+                if let Err(e) = assigned {
+                    log::error!("could not take the assignment: {e}");
+                }
+                push_event(&self.shared, AssignmentEvent::Assigned(partitions(tpl)));
             }
-            push_event(&self.shared, AssignmentEvent::Revoked(revoked));
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                push_event(&self.shared, AssignmentEvent::Revoked(partitions(tpl)));
+                if self.shared.closing.load(Ordering::Acquire) {
+                    acknowledge_revocation(consumer, tpl);
+                } else {
+                    self.shared
+                        .revocation_pending
+                        .store(true, Ordering::Release);
+                }
+            }
+            other => {
+                let code: RDKafkaErrorCode = other.into();
+                log::error!("rebalance failed: {code}");
+                // As rdkafka's default: give up the assignment.
+                acknowledge_revocation(consumer, tpl);
+            }
         }
     }
+}
 
-    fn post_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        match rebalance {
-            Rebalance::Assign(tpl) => {
-                push_event(&self.shared, AssignmentEvent::Assigned(partitions(tpl)))
-            }
-            Rebalance::Revoke(_) => {}
-            Rebalance::Error(e) => log::error!("rebalance failed: {e}"),
-        }
+/// Gives up revoked partitions: incrementally under a cooperative protocol
+/// (KIP-848's included), the whole assignment under the eager one.
+fn acknowledge_revocation<C: Consumer<StreamsConsumerContext>>(
+    consumer: &C,
+    tpl: &TopicPartitionList,
+) {
+    let result = match consumer.rebalance_protocol() {
+        RebalanceProtocol::Cooperative => consumer.incremental_unassign(tpl),
+        _ => consumer.unassign(),
+    };
+    if let Err(e) = result {
+        log::error!("could not give up revoked partitions: {e}");
     }
 }
 
@@ -96,90 +132,6 @@ fn push_event(shared: &ThreadShared, event: AssignmentEvent) {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .push(event);
-}
-
-fn commit_revoked(
-    shared: &ThreadShared,
-    consumer: &BaseConsumer<StreamsConsumerContext>,
-    revoked: &[(String, i32)],
-) -> Result<(), KafkaError> {
-    let guarantee = *shared.guarantee.lock().unwrap_or_else(|p| p.into_inner());
-    let producer = shared
-        .producer
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
-    let Some(producer) = producer else {
-        return Ok(());
-    };
-    let processed = shared.processed.lock().unwrap_or_else(|p| p.into_inner());
-    let flushed = shared.flushed.lock().unwrap_or_else(|p| p.into_inner());
-    let mut tpl = TopicPartitionList::new();
-    match guarantee {
-        ProcessingGuarantee::AtLeastOnce => {
-            producer.flush(Duration::from_secs(30))?;
-            if let Some(failure) = producer.context().first_failure() {
-                // An output of these offsets was not delivered: committing
-                // them would lose it. The next owner reprocesses instead.
-                log::warn!("not committing on revocation: a delivery failed: {failure}");
-                return Ok(());
-            }
-            // Only offsets whose outputs all left the caches: the next
-            // owner reprocesses the rest.
-            for tp in revoked {
-                if let Some(&offset) = flushed.get(tp) {
-                    tpl.add_partition_offset(&tp.0, tp.1, Offset::Offset(offset))?;
-                }
-            }
-            if tpl.count() > 0 {
-                consumer.commit(&tpl, CommitMode::Sync)?;
-            }
-        }
-        ProcessingGuarantee::ExactlyOnceV2 => {
-            // The open transaction holds outputs of every task; commit it
-            // whole, with all processed offsets, while the generation that
-            // owns them is still current. If that is not possible, abort:
-            // the loop rewinds to the last commit.
-            if !shared.in_transaction.swap(false, Ordering::AcqRel) {
-                return Ok(());
-            }
-            let committed = if consumer.assignment_lost() {
-                Err(KafkaError::Rebalance(RDKafkaErrorCode::AssignmentLost))
-            } else if *processed != *flushed {
-                // Records processed since the last flush may have results in
-                // the tasks' caches, out of reach here: committing their
-                // offsets would lose those results. Abort; the next owner
-                // (or this thread, after the rewind) processes them again.
-                Err(KafkaError::Rebalance(RDKafkaErrorCode::RebalanceInProgress))
-            } else {
-                (|| {
-                    for ((topic, partition), offset) in processed.iter() {
-                        tpl.add_partition_offset(topic, *partition, Offset::Offset(*offset))?;
-                    }
-                    if tpl.count() > 0 {
-                        // Outputs without their offsets would be duplicated.
-                        let metadata = consumer
-                            .group_metadata()
-                            .ok_or(KafkaError::Rebalance(RDKafkaErrorCode::RebalanceInProgress))?;
-                        producer.send_offsets_to_transaction(
-                            &tpl,
-                            &metadata,
-                            Duration::from_secs(60),
-                        )?;
-                    }
-                    producer.commit_transaction(Duration::from_secs(60))
-                })()
-            };
-            if let Err(e) = committed {
-                log::warn!("transaction not committed on revocation, aborting: {e}");
-                if let Err(abort) = producer.abort_transaction(Duration::from_secs(30)) {
-                    log::error!("could not abort the transaction: {abort}");
-                }
-                shared.needs_rewind.store(true, Ordering::Release);
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Remembers the first failed delivery, for the loop to act on.
@@ -198,16 +150,6 @@ pub(crate) struct DeliveryContext {
 }
 
 impl ClientContext for DeliveryContext {}
-
-impl DeliveryContext {
-    /// The first failed delivery, left in place for the loop to act on.
-    fn first_failure(&self) -> Option<KafkaError> {
-        self.failure
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-}
 
 impl ProducerContext for DeliveryContext {
     type DeliveryOpaque = ();
@@ -408,7 +350,6 @@ impl StreamThread {
             index + 1
         );
         let shared = Arc::new(ThreadShared::default());
-        *shared.guarantee.lock().unwrap_or_else(|p| p.into_inner()) = config.processing_guarantee;
         let eos = config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2;
 
         let mut consumer_config = ClientConfig::new();
@@ -463,7 +404,6 @@ impl StreamThread {
         if eos {
             producer.init_transactions(Duration::from_secs(60))?;
         }
-        *shared.producer.lock().unwrap_or_else(|p| p.into_inner()) = Some(producer.clone());
 
         let mut subscription: Vec<String> = sources.topics().map(str::to_string).collect();
         subscription.extend(sources.patterns());
@@ -536,15 +476,9 @@ impl ThreadLoop {
             Err(_) => {
                 self.abort_if_in_transaction();
                 // Offsets of records whose outputs may not have gone out
-                // must not be committed by the revocation that closing
-                // the consumer triggers.
+                // are never committed.
                 self.shared
                     .processed
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .clear();
-                self.shared
-                    .flushed
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .clear();
@@ -563,6 +497,14 @@ impl ThreadLoop {
         self.config
             .metrics
             .remove_matching(kstreams_metrics::names::THREAD_ID, &self.name);
+        // From here on revocations (closing the consumer revokes all) are
+        // acknowledged inside the callback: the tasks are closed already.
+        self.shared.closing.store(true, Ordering::Release);
+        if self.shared.revocation_pending.swap(false, Ordering::AcqRel) {
+            if let Err(e) = self.consumer.unassign() {
+                log::warn!("{}: could not give up revoked partitions: {e}", self.name);
+            }
+        }
         self.consumer.unsubscribe();
         result.and(finish)
     }
@@ -645,6 +587,10 @@ impl ThreadLoop {
         // partition. Pausing is costly in librdkafka: it drops the
         // partition's prefetched records, which are fetched again on resume.
         for _ in 0..self.config.buffered_records_per_partition {
+            if self.shared.revocation_pending.load(Ordering::Acquire) {
+                // Revoked tasks are committed before anything else.
+                break;
+            }
             let Some(result) = self.consumer.poll(wait) else {
                 break;
             };
@@ -739,7 +685,9 @@ impl ThreadLoop {
         for event in events {
             match event {
                 AssignmentEvent::Revoked(tps) => {
-                    for (topic, partition) in tps {
+                    self.commit_before_revocation()?;
+                    for (topic, partition) in &tps {
+                        let (topic, partition) = (topic.clone(), *partition);
                         if let Some(partitions) = self.partition_sensors.get_mut(&topic) {
                             if partitions.remove(&partition).is_some() {
                                 remove_partition_series(&self.config.metrics, &topic, partition);
@@ -748,11 +696,6 @@ impl ThreadLoop {
                         self.paused.remove(&(topic.clone(), partition));
                         self.shared
                             .processed
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .remove(&(topic.clone(), partition));
-                        self.shared
-                            .flushed
                             .lock()
                             .unwrap_or_else(|p| p.into_inner())
                             .remove(&(topic.clone(), partition));
@@ -772,6 +715,13 @@ impl ThreadLoop {
                                 log::info!("{}: closed task {id}", self.name);
                             }
                         }
+                    }
+                    if self.shared.revocation_pending.swap(false, Ordering::AcqRel) {
+                        let mut tpl = TopicPartitionList::new();
+                        for (topic, partition) in &tps {
+                            tpl.add_partition(topic, *partition);
+                        }
+                        acknowledge_revocation(&self.consumer, &tpl);
                     }
                     outcome = Some(false);
                 }
@@ -863,6 +813,29 @@ impl ThreadLoop {
             }
         }
         Ok(outcome)
+    }
+
+    /// Kafka Streams' `onPartitionsRevoked`: before partitions go, every
+    /// task is flushed and committed (its outputs and changelog records
+    /// acknowledged, then the offsets), so the next owner starts exactly
+    /// where this thread stopped and no store update is applied twice. A
+    /// lost assignment (the member was dropped from the group) cannot
+    /// commit: under exactly-once the transaction is aborted and the
+    /// thread rewinds; under at-least-once the next owner reprocesses from
+    /// the last commit.
+    fn commit_before_revocation(&mut self) -> Result<(), RuntimeError> {
+        if self.consumer.assignment_lost() {
+            log::warn!(
+                "{}: partitions lost (dropped from the group); records since the last commit \
+                 will be processed again",
+                self.name
+            );
+            if self.config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2 {
+                self.abort_and_rewind()?;
+            }
+            return Ok(());
+        }
+        self.commit()
     }
 
     /// The end offset a bootstrap partition must be read to: its high
@@ -1104,9 +1077,9 @@ impl ThreadLoop {
             .failure
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        // Under at-least-once the failure stays: the revocation that closing
-        // the consumer triggers must see it and commit nothing. Exactly-once
-        // aborts and goes on, so the failure is taken.
+        // Under at-least-once the failure stays: the thread fails and
+        // commits nothing more. Exactly-once aborts and goes on, so the
+        // failure is taken.
         let failure = match self.config.processing_guarantee {
             ProcessingGuarantee::AtLeastOnce => failure.clone(),
             ProcessingGuarantee::ExactlyOnceV2 => failure.take(),
@@ -1170,12 +1143,6 @@ impl ThreadLoop {
         for record in outputs {
             self.send(record)?;
         }
-        let snapshot = self
-            .shared
-            .processed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
         let mut tpl = TopicPartitionList::new();
         for ((topic, partition), offset) in self
             .shared
@@ -1189,14 +1156,8 @@ impl ThreadLoop {
         match self.config.processing_guarantee {
             ProcessingGuarantee::AtLeastOnce => {
                 self.producer.flush(Duration::from_secs(60))?;
+                // Every output of these offsets must be acknowledged.
                 self.check_deliveries()?;
-                // Every output of these offsets is acknowledged: from now
-                // on a revocation may commit them.
-                *self
-                    .shared
-                    .flushed
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner()) = snapshot;
                 if tpl.count() > 0 {
                     match self.consumer.commit(&tpl, CommitMode::Sync) {
                         Err(e) if is_rebalance_error(&e) => {
@@ -1216,11 +1177,6 @@ impl ThreadLoop {
                     let committed = self.commit_transaction(&tpl);
                     if committed.is_ok() {
                         self.purge.committed(&tpl);
-                        *self
-                            .shared
-                            .flushed
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner()) = snapshot;
                     }
                     if let Err(e) = committed {
                         if !is_rebalance_error(&e) && !is_abortable(&e) {
@@ -1284,11 +1240,6 @@ impl ThreadLoop {
         self.abort_if_in_transaction();
         self.shared
             .processed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
-        self.shared
-            .flushed
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
