@@ -9,7 +9,7 @@ use kstreams_record::Timestamp;
 use kstreams_state::StoreContext;
 use kstreams_time::{ConsumedRecordView, PunctuationType};
 
-use crate::{DeserializationHandling, ProcessingHandling, TaskConfig};
+use crate::{DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig};
 
 /// Counts a task keeps about its records.
 ///
@@ -109,13 +109,16 @@ impl StreamTask {
         wall_clock: Timestamp,
         stores: StoreContext,
     ) -> Result<Self, StreamsError> {
-        let topology = TaskTopology::with_store_context(
+        let mut topology = TaskTopology::with_store_context(
             topology,
             id,
             &config.application_id,
             wall_clock,
             stores,
         )?;
+        topology
+            .context()
+            .set_continue_on_serialization_error(config.production == ProductionHandling::Continue);
         Ok(Self {
             topology,
             config,
@@ -252,6 +255,7 @@ impl StreamTask {
         let result = self.guarded(|t| t.process(record, timestamp));
         let dropped = self.topology.context().take_dropped_records();
         self.metrics.dropped.add(dropped);
+        self.skipped_outputs(raw.as_ref());
         if let (Some(histogram), Some(started)) = (&self.metrics.process_latency, started) {
             histogram.observe_since(started);
         }
@@ -287,6 +291,7 @@ impl StreamTask {
             .as_ref()
             .map(|_| std::time::Instant::now());
         let fired = self.guarded(|t| t.punctuate(kind));
+        self.skipped_outputs(None);
         match fired {
             Ok(true) => {
                 self.metrics.punctuations.inc();
@@ -383,6 +388,19 @@ impl StreamTask {
         });
     }
 
+    /// Outputs sinks dropped because they did not serialize (production
+    /// handler "continue"): logged, counted as dropped, and sent to the
+    /// dead-letter queue with the source record when there is one.
+    fn skipped_outputs(&mut self, raw: Option<&ConsumedRecord>) {
+        for error in self.topology.context().take_skipped_errors() {
+            log::warn!("task {}: dropping an output: {error}", self.id());
+            self.metrics.dropped.inc();
+            if let Some(raw) = raw {
+                self.dead_letter(&error, raw.clone());
+            }
+        }
+    }
+
     /// Applies the configured handler: `Ok` if the record is to be dropped
     /// and processing goes on.
     fn handle(&mut self, error: StreamsError) -> Result<(), StreamsError> {
@@ -418,6 +436,7 @@ impl StreamTask {
         let flushed = self.guarded(|t| t.flush());
         let dropped = self.topology.context().take_dropped_records();
         self.metrics.dropped.add(dropped);
+        self.skipped_outputs(None);
         flushed
     }
 

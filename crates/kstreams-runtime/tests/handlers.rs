@@ -143,3 +143,40 @@ fn the_production_handler_drops_records_that_do_not_serialize_or_fails() {
         .to_string();
     assert!(err.contains("3 is odd"), "{err}");
 }
+
+/// Under "continue" only the output that does not serialize is dropped:
+/// the record's other branches (here a sibling sink after the failing one)
+/// still run, as Kafka Streams drops just that `send`. With a dead-letter
+/// queue, the source record goes there with the failure in its headers.
+#[test]
+fn a_serialization_failure_under_continue_drops_that_output_only() {
+    let b = StreamsBuilder::new();
+    let numbers = b.stream_with::<String, i64>(
+        "numbers",
+        kstreams_dsl::Consumed::with(StringSerde, I64Serde),
+    );
+    numbers.to_with("even", Produced::with(StringSerde, EvenOnly));
+    numbers.to_with("all", Produced::with(StringSerde, I64Serde));
+    let mut config = TaskConfig::new("app");
+    config.production = ProductionHandling::Continue;
+    config.dead_letter_queue = Some("dlq".to_string());
+    let driver = TopologyTestDriver::with_config(b.build().unwrap(), config, 0).unwrap();
+    let input = driver.create_input_topic("numbers", StringSerde, I64Serde);
+    let even = driver.create_output_topic("even", StringSerde, I64Serde);
+    let all = driver.create_output_topic("all", StringSerde, I64Serde);
+    let dlq = driver.create_output_topic("dlq", BytesSerde, BytesSerde);
+    for n in [2, 3, 4] {
+        input.pipe_input("k".to_string(), n);
+    }
+    assert_eq!(even.read_values_to_list(), vec![2, 4]);
+    assert_eq!(all.read_values_to_list(), vec![2, 3, 4]);
+    assert_eq!(driver.dropped_records(), 1);
+    let failed = dlq.read_records_to_list();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].value, 3i64.to_be_bytes().to_vec());
+    assert_eq!(
+        header(&failed[0].headers, "__streams.errors.exception"),
+        "SerializationException"
+    );
+    assert!(header(&failed[0].headers, "__streams.errors.message").contains("3 is odd"));
+}

@@ -377,14 +377,24 @@ impl<K: 'static, V: 'static> Input<K, V> for SinkNode<K, V> {
             topic: topic.clone(),
             source: Box::new(source),
         };
-        let key = self
+        let serialized = self
             .key_serde
             .serialize(&topic, &mut headers, &record.key)
-            .map_err(|e| serialization_error("key", e))?;
-        let value = self
-            .value_serde
-            .serialize(&topic, &mut headers, &record.value)
-            .map_err(|e| serialization_error("value", e))?;
+            .map_err(|e| serialization_error("key", e))
+            .and_then(|key| {
+                self.value_serde
+                    .serialize(&topic, &mut headers, &record.value)
+                    .map_err(|e| serialization_error("value", e))
+                    .map(|value| (key, value))
+            });
+        let (key, value) = match serialized {
+            Ok(bytes) => bytes,
+            Err(error) if task.continue_on_serialization_error => {
+                task.skipped_errors.push(error);
+                return Ok(());
+            }
+            Err(error) => return Err(error),
+        };
         let partition_key_len = match (self.partitioning, &key) {
             (SinkPartitioning::BaseKeyOfWindows, Some(key)) => self.key_serde.base_key_len(key),
             _ => None,

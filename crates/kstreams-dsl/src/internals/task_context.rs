@@ -92,6 +92,13 @@ pub struct TaskContext {
     /// The node that is running now; kept on unwind, so a caught panic
     /// names the node it came from.
     pub(crate) current_node: Option<std::rc::Rc<str>>,
+    /// The production handler says continue: a sink whose record does not
+    /// serialize drops that one output and the record's other branches go
+    /// on (Kafka Streams' `ProductionExceptionHandler` CONTINUE).
+    pub(crate) continue_on_serialization_error: bool,
+    /// Serialization errors sinks skipped under that handler, for the task
+    /// to log, count and send to the dead-letter queue.
+    pub(crate) skipped_errors: Vec<crate::StreamsError>,
 }
 
 impl TaskContext {
@@ -109,7 +116,20 @@ impl TaskContext {
             commit_requested: false,
             dropped_records: 0,
             current_node: None,
+            continue_on_serialization_error: false,
+            skipped_errors: Vec::new(),
         }
+    }
+
+    /// Whether a sink's serialization error drops only that output (the
+    /// production handler says continue) instead of failing the record.
+    pub fn set_continue_on_serialization_error(&mut self, continue_on_error: bool) {
+        self.continue_on_serialization_error = continue_on_error;
+    }
+
+    /// The serialization errors sinks skipped since the last call.
+    pub fn take_skipped_errors(&mut self) -> Vec<crate::StreamsError> {
+        std::mem::take(&mut self.skipped_errors)
     }
 
     /// The task this context belongs to.
