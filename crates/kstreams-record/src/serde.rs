@@ -87,6 +87,27 @@ pub trait Serde<T>: Send + Sync + 'static {
         bytes: Option<&[u8]>,
     ) -> Result<T, SerdeError>;
 
+    /// [`Serde::serialize`] appending to `out`, so that a caller on a hot
+    /// path (a state store's get and put) reuses one buffer instead of
+    /// allocating per call. Returns `false` for a null (nothing appended).
+    /// The default calls `serialize`; serdes that can write in place
+    /// override it.
+    fn serialize_into(
+        &self,
+        topic: &str,
+        headers: &mut Headers,
+        value: &T,
+        out: &mut Vec<u8>,
+    ) -> Result<bool, SerdeError> {
+        match self.serialize(topic, headers, value)? {
+            Some(bytes) => {
+                out.extend_from_slice(&bytes);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
     /// Whether `value` is written as a null (a null key or a tombstone).
     /// Operators use it to drop null keys without serializing.
     fn is_null(&self, value: &T) -> bool {
@@ -136,6 +157,16 @@ impl Serde<String> for StringSerde {
     ) -> Result<Option<Vec<u8>>, SerdeError> {
         Ok(Some(value.as_bytes().to_vec()))
     }
+    fn serialize_into(
+        &self,
+        _: &str,
+        _: &mut Headers,
+        value: &String,
+        out: &mut Vec<u8>,
+    ) -> Result<bool, SerdeError> {
+        out.extend_from_slice(value.as_bytes());
+        Ok(true)
+    }
     fn deserialize(
         &self,
         topic: &str,
@@ -164,6 +195,16 @@ impl Serde<Vec<u8>> for BytesSerde {
         value: &Vec<u8>,
     ) -> Result<Option<Vec<u8>>, SerdeError> {
         Ok(Some(value.clone()))
+    }
+    fn serialize_into(
+        &self,
+        _: &str,
+        _: &mut Headers,
+        value: &Vec<u8>,
+        out: &mut Vec<u8>,
+    ) -> Result<bool, SerdeError> {
+        out.extend_from_slice(value);
+        Ok(true)
     }
     fn deserialize(
         &self,
@@ -216,6 +257,10 @@ macro_rules! big_endian_serde {
         impl Serde<$ty> for $name {
             fn serialize(&self, _: &str, _: &mut Headers, value: &$ty) -> Result<Option<Vec<u8>>, SerdeError> {
                 Ok(Some($before_write(*value).to_be_bytes().to_vec()))
+            }
+            fn serialize_into(&self, _: &str, _: &mut Headers, value: &$ty, out: &mut Vec<u8>) -> Result<bool, SerdeError> {
+                out.extend_from_slice(&$before_write(*value).to_be_bytes());
+                Ok(true)
             }
             fn deserialize(&self, topic: &str, _: &Headers, bytes: Option<&[u8]>) -> Result<$ty, SerdeError> {
                 let bytes = bytes.ok_or_else(|| null_error::<$ty>(topic))?;
@@ -277,6 +322,18 @@ impl<T: 'static, S: Serde<T>> Serde<Option<T>> for Nullable<S> {
         match value {
             None => Ok(None),
             Some(v) => self.0.serialize(topic, headers, v),
+        }
+    }
+    fn serialize_into(
+        &self,
+        topic: &str,
+        headers: &mut Headers,
+        value: &Option<T>,
+        out: &mut Vec<u8>,
+    ) -> Result<bool, SerdeError> {
+        match value {
+            None => Ok(false),
+            Some(v) => self.0.serialize_into(topic, headers, v, out),
         }
     }
     fn deserialize(
@@ -412,6 +469,15 @@ impl<T: 'static> Serde<T> for SharedInner<T> {
     ) -> Result<Option<Vec<u8>>, SerdeError> {
         self.0.serialize(topic, headers, value)
     }
+    fn serialize_into(
+        &self,
+        topic: &str,
+        headers: &mut Headers,
+        value: &T,
+        out: &mut Vec<u8>,
+    ) -> Result<bool, SerdeError> {
+        self.0.serialize_into(topic, headers, value, out)
+    }
     fn deserialize(
         &self,
         topic: &str,
@@ -436,6 +502,15 @@ impl<T: 'static> Serde<T> for Arc<dyn Serde<T>> {
         value: &T,
     ) -> Result<Option<Vec<u8>>, SerdeError> {
         (**self).serialize(topic, headers, value)
+    }
+    fn serialize_into(
+        &self,
+        topic: &str,
+        headers: &mut Headers,
+        value: &T,
+        out: &mut Vec<u8>,
+    ) -> Result<bool, SerdeError> {
+        (**self).serialize_into(topic, headers, value, out)
     }
     fn deserialize(
         &self,

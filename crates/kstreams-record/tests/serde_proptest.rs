@@ -187,6 +187,39 @@ proptest! {
         }
     }
 
+    /// `serialize_into` appends exactly what `serialize` returns (after
+    /// whatever the buffer held), for every built-in and through the
+    /// shared (`Arc<dyn Serde>`) and `Nullable` wrappers.
+    #[test]
+    fn serialize_into_appends_what_serialize_returns(
+        s in any::<String>(),
+        b in proptest::collection::vec(any::<u8>(), 0..32),
+        l in any::<Option<i64>>(),
+        bits in any::<u64>(),
+        event in event(),
+        prefix in proptest::collection::vec(any::<u8>(), 0..8),
+    ) {
+        fn check<T, S: Serde<T> + ?Sized>(serde: &S, value: &T, prefix: &[u8]) -> Result<(), TestCaseError> {
+            let mut out = prefix.to_vec();
+            let written = serde
+                .serialize_into(TOPIC, &mut Headers::new(), value, &mut out)
+                .expect("serialize_into");
+            let expected = ser(serde, value);
+            prop_assert_eq!(written, expected.is_some());
+            prop_assert_eq!(&out[..prefix.len()], prefix);
+            prop_assert_eq!(&out[prefix.len()..], expected.as_deref().unwrap_or_default());
+            Ok(())
+        }
+        check(&StringSerde, &s, &prefix)?;
+        check(&*String::default_serde(), &s, &prefix)?;
+        check(&BytesSerde, &b, &prefix)?;
+        check(&Nullable(I64Serde), &l, &prefix)?;
+        check(&*Option::<i64>::default_serde(), &l, &prefix)?;
+        check(&I32Serde, &(bits as i32), &prefix)?;
+        check(&F64Serde, &f64::from_bits(bits), &prefix)?;
+        check(&JsonSerde::<Event>::new(), &event, &prefix)?;
+    }
+
     /// Fixed-width serdes reject every length but their own, without panicking.
     #[test]
     fn fixed_width_serdes_reject_other_lengths(bytes in proptest::collection::vec(any::<u8>(), 0..20)) {

@@ -104,6 +104,15 @@ pub(crate) struct TypedKeyValueStore<K, V> {
     cache: Option<RefCell<NamedCache<Vec<u8>, V>>>,
     listener: Option<(FlushListener<K, V>, bool)>,
     metering: Metering,
+    /// Buffers reused by every get and uncached put, so that neither
+    /// allocates for the key or the value bytes.
+    scratch: RefCell<Scratch>,
+}
+
+#[derive(Default)]
+struct Scratch {
+    key: Vec<u8>,
+    value: Vec<u8>,
 }
 
 /// How a typed key-value store is layered, from its builder.
@@ -144,6 +153,7 @@ impl<K: 'static, V: Clone + 'static> TypedKeyValueStore<K, V> {
             clock,
             listener: None,
             metering: Metering::new(metrics, store_type),
+            scratch: RefCell::default(),
         }
     }
 
@@ -354,25 +364,39 @@ impl<K: 'static, V: 'static> Iterator for MergedIter<'_, K, V> {
 /// The store without its metered layer.
 impl<K: 'static, V: Clone + 'static> TypedKeyValueStore<K, V> {
     fn get_raw(&self, key: &K) -> Result<Option<V>, Error> {
-        let kb = self.serdes.key_to_bytes(key)?;
+        // Only a re-entrant call (none today) would find the buffers taken;
+        // it gets fresh ones.
+        let mut own = Scratch::default();
+        let mut borrowed = self.scratch.try_borrow_mut();
+        let scratch = match &mut borrowed {
+            Ok(scratch) => &mut **scratch,
+            Err(_) => &mut own,
+        };
+        let Scratch { key: kb, value: vb } = scratch;
+        kb.clear();
+        vb.clear();
+        self.serdes.key_into(key, kb)?;
         if let Some(cache) = &self.cache {
             let mut cache = cache.borrow_mut();
-            if let Some(entry) = cache.get(&kb) {
+            if let Some(entry) = cache.get(kb) {
                 let value = entry.value.clone();
                 cache.budget().hit();
                 return Ok(value);
             }
             cache.budget().miss();
-            let raw = self.inner.get(&kb)?;
-            let len = raw.as_ref().map_or(0, Vec::len);
-            let value = raw.map(|b| self.serdes.value_from_bytes(&b)).transpose()?;
-            let klen = kb.len();
-            cache.put_clean_if_room(kb, klen, value.clone(), len);
+            let value = if self.inner.get_into(kb, vb)? {
+                Some(self.serdes.value_from_bytes(vb)?)
+            } else {
+                None
+            };
+            let len = if value.is_some() { vb.len() } else { 0 };
+            cache.put_clean_if_room(kb.clone(), kb.len(), value.clone(), len);
             return Ok(value);
         }
-        match self.inner.get(&kb)? {
-            Some(b) => Ok(Some(self.serdes.value_from_bytes(&b)?)),
-            None => Ok(None),
+        if self.inner.get_into(kb, vb)? {
+            Ok(Some(self.serdes.value_from_bytes(vb)?))
+        } else {
+            Ok(None)
         }
     }
     fn range_raw(
@@ -390,9 +414,25 @@ impl<K: 'static, V: Clone + 'static> TypedKeyValueStore<K, V> {
         )
     }
     fn put_raw(&mut self, key: K, value: V) -> Result<(), Error> {
+        if self.cache.is_none() {
+            // Straight to the engine (and changelog): through the reused
+            // buffers.
+            let mut scratch = std::mem::take(self.scratch.get_mut());
+            let result = self.put_uncached(&key, &value, &mut scratch);
+            *self.scratch.get_mut() = scratch;
+            return result;
+        }
         let kb = self.serdes.key_to_bytes(&key)?;
         let vb = self.serdes.value_to_bytes(&value)?;
         self.write(kb, Some(value), vb)
+    }
+    fn put_uncached(&mut self, key: &K, value: &V, scratch: &mut Scratch) -> Result<(), Error> {
+        scratch.key.clear();
+        scratch.value.clear();
+        self.serdes.key_into(key, &mut scratch.key)?;
+        let non_null = self.serdes.value_into(value, &mut scratch.value)?;
+        let now = self.clock.now();
+        self.write_down(&scratch.key, non_null.then_some(&scratch.value[..]), now)
     }
     fn put_if_absent_raw(&mut self, key: K, value: V) -> Result<Option<V>, Error> {
         if let Some(existing) = self.get_raw(&key)? {

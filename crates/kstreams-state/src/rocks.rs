@@ -267,6 +267,27 @@ impl Keyspaces for RocksKeyspaces {
             .map_err(|e| self.err(e))
     }
 
+    fn get_into(&self, ks: i64, key: &[u8], out: &mut Vec<u8>) -> Result<bool, Error> {
+        let db = self.db()?;
+        // A pinned read lends RocksDB's block: one copy into `out`, no
+        // allocation once the buffer has grown.
+        let found = if ks == 0 {
+            db.get_pinned(key)
+        } else {
+            match db.cf_handle(&cf_name(ks)) {
+                Some(cf) => db.get_pinned_cf(cf, key),
+                None => return Ok(false),
+            }
+        };
+        match found.map_err(|e| self.err(e))? {
+            Some(value) => {
+                out.extend_from_slice(&value);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
     fn put(&mut self, ks: i64, key: &[u8], value: &[u8]) -> Result<(), Error> {
         self.ensure(ks)?;
         let db = self.db()?;

@@ -103,6 +103,28 @@ impl<K: 'static, V: 'static> StoreSerdes<K, V> {
             })
     }
 
+    /// Appends the key's bytes to `out` (a reused buffer).
+    pub(crate) fn key_into(&self, key: &K, out: &mut Vec<u8>) -> Result<(), Error> {
+        let written = self
+            .key
+            .serialize_into(&self.topic, &mut Headers::new(), key, out)
+            .map_err(|e| self.err(e))?;
+        if written {
+            Ok(())
+        } else {
+            Err(Error::NullKey {
+                store: self.store.clone(),
+            })
+        }
+    }
+
+    /// Appends the value's bytes to `out`; `false` for a null.
+    pub(crate) fn value_into(&self, value: &V, out: &mut Vec<u8>) -> Result<bool, Error> {
+        self.value
+            .serialize_into(&self.topic, &mut Headers::new(), value, out)
+            .map_err(|e| self.err(e))
+    }
+
     pub(crate) fn value_to_bytes(&self, value: &V) -> Result<Option<Vec<u8>>, Error> {
         self.value
             .serialize(&self.topic, &mut Headers::new(), value)

@@ -29,6 +29,16 @@ pub(crate) trait Keyspaces: 'static {
     /// Opens the backend (persistent ones in the task directory).
     fn open(&mut self, store: &str, context: &StoreContext) -> Result<(), Error>;
     fn get(&self, ks: i64, key: &[u8]) -> Result<Option<Vec<u8>>, Error>;
+    /// `get` appending the value to `out`; whether the key was found.
+    fn get_into(&self, ks: i64, key: &[u8], out: &mut Vec<u8>) -> Result<bool, Error> {
+        match self.get(ks, key)? {
+            Some(value) => {
+                out.extend_from_slice(&value);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
     fn put(&mut self, ks: i64, key: &[u8], value: &[u8]) -> Result<(), Error>;
     fn delete(&mut self, ks: i64, key: &[u8]) -> Result<(), Error>;
     /// Writes many entries of one keyspace (`None` deletes).
@@ -85,6 +95,15 @@ impl Keyspaces for MemoryKeyspaces {
     }
     fn get(&self, ks: i64, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
         Ok(self.spaces.get(&ks).and_then(|m| m.get(key)).cloned())
+    }
+    fn get_into(&self, ks: i64, key: &[u8], out: &mut Vec<u8>) -> Result<bool, Error> {
+        match self.spaces.get(&ks).and_then(|m| m.get(key)) {
+            Some(value) => {
+                out.extend_from_slice(value);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
     fn put(&mut self, ks: i64, key: &[u8], value: &[u8]) -> Result<(), Error> {
         let space = self.spaces.entry(ks).or_default();

@@ -48,6 +48,9 @@ impl<B: Keyspaces> KeyValueBytesStore for KvEngine<B> {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
         self.backend.get(KS, key)
     }
+    fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, Error> {
+        self.backend.get_into(KS, key, out)
+    }
     fn put(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), Error> {
         match value {
             Some(v) => self.backend.put(KS, key, v),

@@ -25,6 +25,18 @@ use crate::{Error, StateStore, Timestamp};
 pub trait KeyValueBytesStore: StateStore {
     /// The value of a key.
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error>;
+    /// [`KeyValueBytesStore::get`] appending the value to `out` (a reused
+    /// buffer): no allocation per read on engines that can lend their
+    /// bytes. Returns whether the key was found.
+    fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, Error> {
+        match self.get(key)? {
+            Some(value) => {
+                out.extend_from_slice(&value);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
     /// Sets (`Some`) or deletes (`None`) a key.
     fn put(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), Error>;
     /// Writes many keys at once.
