@@ -192,6 +192,26 @@ impl<K, V> ProcessorContext<'_, K, V> {
         self.task.dropped_records += 1;
     }
 
+    /// KIP-825: the last window close time the emit-final operator of
+    /// `store` emitted, as committed with the task's offsets; a restarted
+    /// task goes on from there instead of emitting closed windows again.
+    pub(crate) fn last_emitted_close(&self, store: &str) -> Option<Timestamp> {
+        self.task.processor_metadata.get(store).copied()
+    }
+
+    /// Records the emit-final operator's last emitted close time, for the
+    /// next commit.
+    pub(crate) fn set_last_emitted_close(&mut self, store: &str, close: Timestamp) {
+        match self.task.processor_metadata.get_mut(store) {
+            Some(slot) => *slot = close,
+            None => {
+                self.task
+                    .processor_metadata
+                    .insert(store.to_string(), close);
+            }
+        }
+    }
+
     /// The task's stores, for value getters of other operators' tables.
     pub(crate) fn store_lookup(&self) -> crate::stateful::StoreLookup<'_> {
         crate::stateful::StoreLookup {

@@ -143,6 +143,9 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> SlidingAggregat
         close_time: Timestamp,
         headers: &kstreams_record::Headers,
     ) -> Result<(), ProcessorError> {
+        if let Some(committed) = ctx.last_emitted_close(&self.store_name) {
+            self.last_emitted_close = self.last_emitted_close.max(committed);
+        }
         if close_time <= self.last_emitted_close {
             return Ok(());
         }
@@ -151,6 +154,7 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> SlidingAggregat
         let from = (self.last_emitted_close - difference).max(0);
         let to = close_time - 1 - difference;
         self.last_emitted_close = close_time;
+        ctx.set_last_emitted_close(&self.store_name, close_time);
         if to < from {
             return Ok(());
         }

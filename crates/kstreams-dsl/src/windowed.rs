@@ -574,6 +574,9 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> WindowAggregate
         close_time: Timestamp,
         headers: &Headers,
     ) -> Result<(), ProcessorError> {
+        if let Some(committed) = ctx.last_emitted_close(&self.store_name) {
+            self.last_emitted_close = self.last_emitted_close.max(committed);
+        }
         if close_time <= self.last_emitted_close {
             return Ok(());
         }
@@ -585,6 +588,7 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> WindowAggregate
             .max(0);
         let to = close_time.saturating_sub(size);
         self.last_emitted_close = close_time;
+        ctx.set_last_emitted_close(&self.store_name, close_time);
         if to < from {
             return Ok(());
         }
@@ -888,11 +892,15 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> SessionAggregat
         close_time: Timestamp,
         headers: &Headers,
     ) -> Result<(), ProcessorError> {
+        if let Some(committed) = ctx.last_emitted_close(&self.store_name) {
+            self.last_emitted_close = self.last_emitted_close.max(committed);
+        }
         if close_time <= self.last_emitted_close {
             return Ok(());
         }
         let from = self.last_emitted_close;
         self.last_emitted_close = close_time;
+        ctx.set_last_emitted_close(&self.store_name, close_time);
         let open = self.store.as_ref().ok_or("session store not open")?;
         // Sessions that ended in [last close, close time): closed now.
         let mut closed = open

@@ -84,6 +84,10 @@ pub struct StreamTask {
     /// Largest timestamp seen per input partition; a task has few, so a
     /// vector searched by name avoids allocating a key per record.
     partition_time: Vec<(String, i32, Timestamp)>,
+    /// Largest timestamp processed per input partition: the partition time
+    /// committed with its offset (records buffered but not processed are
+    /// read again after a restart, so they must not count).
+    processed_time: Vec<(String, i32, Timestamp)>,
     metrics: TaskMetrics,
 }
 
@@ -123,6 +127,7 @@ impl StreamTask {
             topology,
             config,
             partition_time: Vec::new(),
+            processed_time: Vec::new(),
             metrics: TaskMetrics::default(),
         })
     }
@@ -159,6 +164,41 @@ impl StreamTask {
             TaskMetrics::registered(registry, level, thread_id, &self.id().to_string(), &sources)
                 .map_err(|e| StreamsError::Internal(format!("task metrics: {e}")))?;
         Ok(())
+    }
+
+    /// The largest timestamp processed from a partition (-1: none yet), as
+    /// committed with its offset.
+    pub fn processed_partition_time(&self, topic: &str, partition: i32) -> Timestamp {
+        self.processed_time
+            .iter()
+            .find(|(t, p, _)| *p == partition && t == topic)
+            .map_or(-1, |(_, _, time)| *time)
+    }
+
+    /// Resumes a partition from what was committed with its offset (Kafka
+    /// Streams' `initializeTaskTime`): its partition time, which also
+    /// moves the task's stream time, and the operators' metadata.
+    pub fn resume_partition(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        partition_time: Timestamp,
+        processor_metadata: impl IntoIterator<Item = (String, i64)>,
+    ) {
+        for times in [&mut self.partition_time, &mut self.processed_time] {
+            set_max(times, topic, partition, partition_time);
+        }
+        if partition_time >= 0 {
+            self.topology.context().advance_stream_time(partition_time);
+        }
+        self.topology
+            .context()
+            .merge_processor_metadata(processor_metadata);
+    }
+
+    /// The operators' metadata to commit with the task's offsets.
+    pub fn processor_metadata(&self) -> &std::collections::BTreeMap<String, i64> {
+        self.topology.context_view().processor_metadata()
     }
 
     /// The task's context (stores, output).
@@ -232,6 +272,12 @@ impl StreamTask {
         timestamp: Timestamp,
     ) -> Result<(), StreamsError> {
         let stream_time_before = self.stream_time();
+        set_max(
+            &mut self.processed_time,
+            &record.topic,
+            record.partition,
+            timestamp,
+        );
         if !self.metrics.source_e2e_latency.is_empty() {
             if let Some(source) = self.topology.source_index(&record.topic) {
                 let now = crate::kafka::thread::now_ms();
@@ -443,5 +489,22 @@ impl StreamTask {
     /// Closes processors and stores.
     pub fn close(&mut self) {
         self.topology.close();
+    }
+}
+
+/// Raises a partition's time in a per-partition list (a task has few
+/// partitions: a vector searched by name allocates only for a new one).
+fn set_max(
+    times: &mut Vec<(String, i32, Timestamp)>,
+    topic: &str,
+    partition: i32,
+    time: Timestamp,
+) {
+    match times
+        .iter_mut()
+        .find(|(t, p, _)| *p == partition && t == topic)
+    {
+        Some((_, _, current)) => *current = (*current).max(time),
+        None => times.push((topic.to_string(), partition, time)),
     }
 }

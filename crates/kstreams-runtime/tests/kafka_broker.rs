@@ -806,3 +806,84 @@ fn consumed_repartition_records_are_purged() {
     app.close(Duration::from_secs(30));
     assert_eq!(low, 200, "every consumed repartition record was deleted");
 }
+
+fn final_counts_app(
+    bootstrap: &str,
+    app_id: &str,
+    input: &str,
+    output: &str,
+    state_dir: &std::path::Path,
+) -> KafkaStreams {
+    use kstreams_dsl::{Materialized, Produced};
+    use kstreams_record::{I64Serde, StringSerde};
+    use kstreams_time::{EmitStrategy, TimeWindows};
+    let _ = env_logger::builder().is_test(true).try_init();
+    let builder = StreamsBuilder::new();
+    builder
+        .stream::<String, String>(input)
+        .group_by_key()
+        .windowed_by(TimeWindows::of_size_with_no_grace(Duration::from_secs(10)))
+        .emit_strategy(EmitStrategy::OnWindowClose)
+        // Closed windows stay in the store long after they were emitted.
+        .count_with(
+            None,
+            Materialized::as_("final-counts").with_retention(Duration::from_secs(3600)),
+        )
+        .to_stream()
+        .map(|window, count| {
+            (
+                format!("{}@{}", window.key, window.window.start),
+                count.unwrap_or(0),
+            )
+        })
+        .to_with(output, Produced::with(StringSerde, I64Serde));
+    let config = StreamsConfig::new(app_id, bootstrap)
+        .commit_interval(Duration::from_millis(100))
+        .state_dir(state_dir);
+    KafkaStreams::new(builder.build().unwrap(), config)
+}
+
+/// KIP-825's emit-final keeps its last emitted window close time in the
+/// offsets' commit metadata (Kafka Streams' `ProcessorMetadata`, in its
+/// bytes): after a restart, windows already emitted are not emitted again,
+/// though the store still holds them.
+#[test]
+fn emit_final_results_are_not_emitted_again_after_a_restart() {
+    let Some(bootstrap) = test_broker() else {
+        return;
+    };
+    let (input, output, app_id) = (
+        unique_name("final-in"),
+        unique_name("final-out"),
+        unique_name("final-app"),
+    );
+    create_topic(&bootstrap, &input, 1, 1).unwrap();
+    create_topic(&bootstrap, &output, 1, 1).unwrap();
+    let state_dir = std::env::temp_dir().join(unique_name("kstreams-final-state"));
+    let event = |ts: i64| ("k".to_string(), "x".to_string(), ts);
+
+    // Window [0, 10 s) gets two records and closes at 12 s.
+    produce(
+        &bootstrap,
+        &input,
+        [event(1_000), event(2_000), event(12_000)],
+    );
+    let mut first = final_counts_app(&bootstrap, &app_id, &input, &output, &state_dir);
+    first.start().unwrap();
+    let counts = all_counts(&bootstrap, &output, 1);
+    assert!(first.close(Duration::from_secs(30)));
+    assert_eq!(counts, vec![("k@0".to_string(), 2)]);
+
+    // After the restart, window [10 s, 20 s) closes at 25 s.
+    produce(&bootstrap, &input, [event(13_000), event(25_000)]);
+    let mut second = final_counts_app(&bootstrap, &app_id, &input, &output, &state_dir);
+    second.start().unwrap();
+    let counts = all_counts(&bootstrap, &output, 2);
+    assert!(second.close(Duration::from_secs(30)));
+    let _ = std::fs::remove_dir_all(&state_dir);
+    assert_eq!(
+        counts,
+        vec![("k@0".to_string(), 2), ("k@10000".to_string(), 2)],
+        "each window's final result exactly once"
+    );
+}

@@ -99,6 +99,11 @@ pub struct TaskContext {
     /// Serialization errors sinks skipped under that handler, for the task
     /// to log, count and send to the dead-letter queue.
     pub(crate) skipped_errors: Vec<crate::StreamsError>,
+    /// Kafka Streams' `ProcessorMetadata`: values operators keep across
+    /// restarts by committing them with the task's offsets (emit-final
+    /// operators keep their last emitted window close time here, under
+    /// their store's name).
+    pub(crate) processor_metadata: std::collections::BTreeMap<String, i64>,
 }
 
 impl TaskContext {
@@ -118,6 +123,22 @@ impl TaskContext {
             current_node: None,
             continue_on_serialization_error: false,
             skipped_errors: Vec::new(),
+            processor_metadata: std::collections::BTreeMap::new(),
+        }
+    }
+
+    /// The task's processor metadata, to commit with its offsets.
+    pub fn processor_metadata(&self) -> &std::collections::BTreeMap<String, i64> {
+        &self.processor_metadata
+    }
+
+    /// Merges committed processor metadata into the task's: a key's larger
+    /// value wins (Kafka's `ProcessorMetadata#update`, as a task merges the
+    /// metadata committed with each of its partitions).
+    pub fn merge_processor_metadata(&mut self, committed: impl IntoIterator<Item = (String, i64)>) {
+        for (key, value) in committed {
+            let slot = self.processor_metadata.entry(key).or_insert(value);
+            *slot = (*slot).max(value);
         }
     }
 

@@ -8,6 +8,7 @@
 mod app;
 mod config;
 mod global;
+mod offset_metadata;
 mod partition_group;
 mod partitioner;
 mod restore;

@@ -19,6 +19,7 @@ use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
 
 use super::config::{ProcessingGuarantee, StreamsConfig};
+use super::offset_metadata::PartitionMetadata;
 use super::partition_group::PartitionGroup;
 use super::partitioner::partition_for_key;
 use super::restore::TaskOpener;
@@ -238,6 +239,9 @@ struct ThreadLoop {
     /// Committed offsets of the assigned partitions, fetched at assignment:
     /// where reading starts before a record is consumed (for KIP-695).
     start_offsets: HashMap<(String, i32), i64>,
+    /// What was committed with those offsets (partition time, operators'
+    /// metadata), for the tasks to resume from.
+    start_metadata: HashMap<(String, i32), PartitionMetadata>,
     /// The thread's metrics.
     sensors: ThreadSensors,
     /// When the partitions' lag gauges were last set.
@@ -462,6 +466,7 @@ impl StreamThread {
             purge,
             partition_counts: HashMap::new(),
             start_offsets: HashMap::new(),
+            start_metadata: HashMap::new(),
         }
         .run(stop, on_assignment)
     }
@@ -742,9 +747,12 @@ impl ThreadLoop {
                     {
                         Ok(committed) => {
                             for e in committed.elements() {
+                                let key = (e.topic().to_string(), e.partition());
                                 if let Offset::Offset(o) = e.offset() {
-                                    self.start_offsets
-                                        .insert((e.topic().to_string(), e.partition()), o);
+                                    self.start_offsets.insert(key.clone(), o);
+                                }
+                                if let Some(metadata) = PartitionMetadata::decode(e.metadata()) {
+                                    self.start_metadata.insert(key, metadata);
                                 }
                             }
                         }
@@ -794,6 +802,16 @@ impl ThreadLoop {
                             None
                         };
                         let entry = self.tasks.get_mut(&id).expect("present");
+                        if let Some(committed) =
+                            self.start_metadata.remove(&(topic.clone(), partition))
+                        {
+                            entry.task.resume_partition(
+                                &topic,
+                                partition,
+                                committed.partition_time,
+                                committed.processor,
+                            );
+                        }
                         match end {
                             Some(end) => {
                                 log::info!(
@@ -1101,6 +1119,22 @@ impl ThreadLoop {
         result
     }
 
+    /// What is committed with a partition's offset (Kafka Streams'
+    /// `TopicPartitionMetadata`): its task's processed partition time and
+    /// operators' metadata, so a restarted task resumes from them.
+    fn commit_metadata(&self, topic: &str, partition: i32) -> Option<String> {
+        let subtopology = self.sources.subtopology_of(topic)?;
+        let entry = self.tasks.get(&TaskId {
+            subtopology,
+            partition,
+        })?;
+        let metadata = PartitionMetadata {
+            partition_time: entry.task.processed_partition_time(topic, partition),
+            processor: entry.task.processor_metadata().clone(),
+        };
+        Some(metadata.encode())
+    }
+
     /// Sets each assigned partition's lag gauge: its high watermark minus
     /// the consumer's position, from librdkafka's cached watermarks (no
     /// request). A partition with no fetch answered yet keeps its value.
@@ -1151,7 +1185,11 @@ impl ThreadLoop {
             .unwrap_or_else(|p| p.into_inner())
             .iter()
         {
-            tpl.add_partition_offset(topic, *partition, Offset::Offset(*offset))?;
+            let mut element = tpl.add_partition(topic, *partition);
+            element.set_offset(Offset::Offset(*offset))?;
+            if let Some(metadata) = self.commit_metadata(topic, *partition) {
+                element.set_metadata(metadata);
+            }
         }
         match self.config.processing_guarantee {
             ProcessingGuarantee::AtLeastOnce => {
@@ -1247,7 +1285,11 @@ impl ThreadLoop {
         let committed = self
             .consumer
             .committed_offsets(assignment, Duration::from_secs(30))?;
+        let mut resume = Vec::new();
         for element in committed.elements() {
+            if let Some(metadata) = PartitionMetadata::decode(element.metadata()) {
+                resume.push((element.topic().to_string(), element.partition(), metadata));
+            }
             let offset = match element.offset() {
                 Offset::Invalid => Offset::Beginning,
                 other => other,
@@ -1279,6 +1321,24 @@ impl ThreadLoop {
                     bootstrap,
                 },
             );
+        }
+        // The rebuilt tasks go on from the last commit's partition times
+        // and operators' metadata, as after a restart.
+        for (topic, partition, metadata) in resume {
+            let Some(subtopology) = self.sources.subtopology_of(&topic) else {
+                continue;
+            };
+            if let Some(entry) = self.tasks.get_mut(&TaskId {
+                subtopology,
+                partition,
+            }) {
+                entry.task.resume_partition(
+                    &topic,
+                    partition,
+                    metadata.partition_time,
+                    metadata.processor,
+                );
+            }
         }
         Ok(())
     }
