@@ -13,7 +13,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use kstreams_record::{Headers, Record, Timestamp};
+use kstreams_record::{Record, Timestamp};
 use kstreams_state::{CachedChange, TimestampedKeyValueStoreHandle, ValueAndTimestamp};
 
 use crate::{Processor, ProcessorContext, ProcessorError, StreamsError};
@@ -109,7 +109,7 @@ pub(crate) fn timestamped_change<K, V>(
             change.old_value.map(|v| v.value),
         ),
         timestamp,
-        headers: Headers::new(),
+        headers: change.headers,
     }
 }
 

@@ -172,11 +172,16 @@ struct Buffered<V> {
     size: u64,
     new_value: Option<V>,
     prior_value: Option<V>,
+    /// The headers of the latest update, emitted with it (Kafka Streams'
+    /// buffer keeps the record context).
+    headers: Headers,
 }
 
 /// The buffer store's value bytes: time, record timestamp, size (8 bytes
 /// each, big-endian), then the new and the prior value, each a 4-byte
-/// length (-1 for none) and its bytes.
+/// length (-1 for none) and its bytes, then the headers: a 4-byte count
+/// and per header its key and value as parts (an entry written before
+/// headers were kept ends after the values: no headers).
 struct BufferedSerde<V>(SharedSerde<V>);
 
 fn put_part(out: &mut Vec<u8>, bytes: Option<Vec<u8>>) {
@@ -206,6 +211,13 @@ impl<V: 'static> Serde<Buffered<V>> for BufferedSerde<V> {
                 None => None,
             };
             put_part(&mut out, bytes);
+        }
+        if !value.headers.is_empty() {
+            out.extend_from_slice(&(value.headers.len() as i32).to_be_bytes());
+            for header in value.headers.iter() {
+                put_part(&mut out, Some(header.key.as_bytes().to_vec()));
+                put_part(&mut out, header.value.clone());
+            }
         }
         Ok(Some(out))
     }
@@ -241,12 +253,36 @@ impl<V: 'static> Serde<Buffered<V>> for BufferedSerde<V> {
             }
         }
         let [new_value, prior_value] = parts;
+        let mut record_headers = Headers::new();
+        if !rest.is_empty() {
+            let take_part = |rest: &mut &[u8]| -> Result<Option<Vec<u8>>, SerdeError> {
+                let len = rest.get(..4).ok_or_else(malformed)?;
+                let len = i32::from_be_bytes(len.try_into().map_err(|_| malformed())?);
+                *rest = &rest[4..];
+                if len < 0 {
+                    return Ok(None);
+                }
+                let bytes = rest.get(..len as usize).ok_or_else(malformed)?.to_vec();
+                *rest = &rest[len as usize..];
+                Ok(Some(bytes))
+            };
+            let count = rest.get(..4).ok_or_else(malformed)?;
+            let count = i32::from_be_bytes(count.try_into().map_err(|_| malformed())?);
+            rest = &rest[4..];
+            for _ in 0..count {
+                let key = take_part(&mut rest)?.ok_or_else(malformed)?;
+                let key = String::from_utf8(key).map_err(|_| malformed())?;
+                let value = take_part(&mut rest)?;
+                record_headers.add(key, value);
+            }
+        }
         Ok(Buffered {
             time,
             record_timestamp,
             size: size as u64,
             new_value,
             prior_value,
+            headers: record_headers,
         })
     }
 }
@@ -433,7 +469,7 @@ impl<K: Clone + 'static, V: Clone + 'static> SuppressProcessor<K, V> {
             key,
             value: Change::new(entry.new_value, entry.prior_value),
             timestamp: entry.record_timestamp,
-            headers: Headers::new(),
+            headers: entry.headers,
         })?;
         Ok(())
     }
@@ -488,6 +524,7 @@ impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Change<V>, K, Change<V
                 size,
                 new_value: record.value.new_value,
                 prior_value,
+                headers: record.headers,
             },
         )?;
         self.bytes += size;
@@ -523,5 +560,66 @@ impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Change<V>, K, Change<V
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use kstreams_record::{Headers, I64Serde, Serde};
+
+    use super::{Buffered, BufferedSerde};
+
+    fn serde() -> BufferedSerde<i64> {
+        BufferedSerde(Arc::new(I64Serde))
+    }
+
+    #[test]
+    fn buffered_entries_round_trip_with_and_without_headers() {
+        for headers in [
+            Headers::new(),
+            Headers::new()
+                .with("trace", "abc")
+                .with("empty", Vec::<u8>::new()),
+        ] {
+            let mut headers = headers;
+            headers.add("null", None::<Vec<u8>>);
+            let entry = Buffered {
+                time: 10,
+                record_timestamp: 7,
+                size: 33,
+                new_value: Some(2),
+                prior_value: None,
+                headers,
+            };
+            let bytes = serde().serialize("t", &mut Headers::new(), &entry).unwrap();
+            let back = serde()
+                .deserialize("t", &Headers::new(), bytes.as_deref())
+                .unwrap();
+            assert_eq!(back, entry);
+        }
+    }
+
+    #[test]
+    fn entries_written_before_headers_were_kept_still_read() {
+        let mut old = Vec::new();
+        for n in [10i64, 7, 33] {
+            old.extend_from_slice(&n.to_be_bytes());
+        }
+        old.extend_from_slice(&8i32.to_be_bytes());
+        old.extend_from_slice(&2i64.to_be_bytes());
+        old.extend_from_slice(&(-1i32).to_be_bytes());
+        let back = serde()
+            .deserialize("t", &Headers::new(), Some(&old))
+            .unwrap();
+        assert_eq!(back.new_value, Some(2));
+        assert_eq!(back.prior_value, None);
+        assert!(back.headers.is_empty());
+        // A truncated header section is an error, not a panic.
+        old.extend_from_slice(&1i32.to_be_bytes());
+        assert!(serde()
+            .deserialize("t", &Headers::new(), Some(&old))
+            .is_err());
     }
 }

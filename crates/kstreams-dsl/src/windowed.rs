@@ -838,7 +838,7 @@ fn session_change<K, A>(
         key: change.key,
         value: Change::new(change.new_value, change.old_value),
         timestamp,
-        headers: Headers::new(),
+        headers: change.headers,
     }
 }
 

@@ -225,3 +225,51 @@ fn until_time_limit_counts_from_the_first_buffered_update() {
         vec![(s("k2"), Some(s("b")))]
     );
 }
+
+/// A suppressed final result goes out with the headers of the update that
+/// was buffered last for its key (Kafka Streams' buffer keeps the record
+/// context). They are read back from the buffer store's value bytes, the
+/// bytes its changelog holds.
+#[test]
+fn suppressed_results_keep_the_headers_of_their_latest_update() {
+    use kstreams_record::{Headers, Record};
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("events")
+        .group_by_key()
+        .windowed_by(TimeWindows::of_size_with_no_grace(ms(10)))
+        .count()
+        .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
+        .to_stream()
+        .to_with(
+            "finals",
+            Produced::with(TimeWindowedSerde::new(StringSerde, 10), Nullable(I64Serde)),
+        );
+    // With the cache off each update reaches the buffer with its record's
+    // headers (with it on, the cache's flush carries them: tested with
+    // tables).
+    let mut config = TaskConfig::new("app");
+    config.cache_max_bytes = 0;
+    let driver = TopologyTestDriver::with_config(b.build().unwrap(), config, 0).unwrap();
+    let input = driver.create_input_topic("events", StringSerde, StringSerde);
+    let output = driver.create_output_topic(
+        "finals",
+        TimeWindowedSerde::new(StringSerde, 10),
+        Nullable(I64Serde),
+    );
+    for (key, ts, trace) in [("a", 1, "first"), ("a", 3, "second"), ("b", 12, "closer")] {
+        let mut record = Record::new(s(key), s("x"), ts);
+        record.headers = Headers::new().with("trace", trace);
+        input.pipe_record(record);
+    }
+    let finals = output.read_records_to_list();
+    assert_eq!(finals.len(), 1);
+    assert_eq!(finals[0].key, Windowed::new(s("a"), Window::new(0, 10)));
+    assert_eq!(finals[0].value, Some(2));
+    assert_eq!(
+        finals[0]
+            .headers
+            .last("trace")
+            .and_then(|h| h.value.clone()),
+        Some(b"second".to_vec())
+    );
+}

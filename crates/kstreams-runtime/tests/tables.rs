@@ -525,3 +525,46 @@ fn stream_joined_to_two_tables_then_cogrouped_with_five_grouped_streams() {
         ]
     );
 }
+
+/// A cache flush forwards each update with the headers of the record that
+/// made it, as Kafka Streams' cache keeps the record context of a write;
+/// with the cache off every update carries its own record's headers.
+#[test]
+fn cached_and_uncached_updates_keep_the_headers_of_the_record_that_made_them() {
+    use kstreams_record::{Headers, Record};
+    let trace = |record: &Record<String, Option<i64>>| {
+        record
+            .headers
+            .last("trace")
+            .and_then(|h| h.value.clone())
+            .map(|v| String::from_utf8(v).unwrap())
+    };
+    for cache_max_bytes in [10 * 1024 * 1024, 0] {
+        for store_type in [StoreType::InMemory, StoreType::RocksDb] {
+            let driver = driver_with_cache(word_count(store_type), cache_max_bytes);
+            let input = driver.create_input_topic("sentences", StringSerde, StringSerde);
+            let output = driver.create_output_topic("counts-out", StringSerde, Nullable(I64Serde));
+            for (line, id) in [("hello hello world", "t1"), ("world again", "t2")] {
+                let mut record = Record::new(s("k"), s(line), 0);
+                record.headers = Headers::new().with("trace", id);
+                input.pipe_record(record);
+            }
+            let got: Vec<(String, Option<i64>, Option<String>)> = output
+                .read_records_to_list()
+                .iter()
+                .map(|r| (r.key.clone(), r.value, trace(r)))
+                .collect();
+            let t = |id: &str| Some(s(id));
+            let mut expected = vec![
+                (s("hello"), Some(2), t("t1")),
+                (s("world"), Some(1), t("t1")),
+                (s("world"), Some(2), t("t2")),
+                (s("again"), Some(1), t("t2")),
+            ];
+            if cache_max_bytes == 0 {
+                expected.insert(0, (s("hello"), Some(1), t("t1")));
+            }
+            assert_eq!(got, expected, "{store_type:?}, cache {cache_max_bytes}");
+        }
+    }
+}

@@ -101,6 +101,8 @@ pub struct CachedChange<K, V> {
     pub old_value: Option<V>,
     /// The timestamp of the last write of the key.
     pub timestamp: Timestamp,
+    /// The headers of the record whose processing made the last write.
+    pub headers: kstreams_record::Headers,
 }
 
 /// Called for every entry a caching store writes down.
@@ -115,6 +117,8 @@ pub(crate) struct CacheEntry<T> {
     /// The serialized value, kept while dirty.
     pub(crate) bytes: Option<Vec<u8>>,
     pub(crate) timestamp: Timestamp,
+    /// The writing record's headers, kept while dirty.
+    headers: kstreams_record::Headers,
     dirty: Option<u64>,
     lru: u64,
     size: usize,
@@ -126,6 +130,7 @@ pub(crate) struct DirtyEntry<CK, T> {
     pub(crate) value: Option<T>,
     pub(crate) bytes: Option<Vec<u8>>,
     pub(crate) timestamp: Timestamp,
+    pub(crate) headers: kstreams_record::Headers,
 }
 
 /// One store's part of its thread's cache.
@@ -185,6 +190,7 @@ impl<CK: Ord + Clone, T: Clone> NamedCache<CK, T> {
         value: Option<T>,
         bytes: Option<Vec<u8>>,
         timestamp: Timestamp,
+        headers: kstreams_record::Headers,
     ) {
         let size = key_len + bytes.as_ref().map_or(0, Vec::len) + ENTRY_OVERHEAD;
         let seq = self.tick();
@@ -198,6 +204,7 @@ impl<CK: Ord + Clone, T: Clone> NamedCache<CK, T> {
                 value,
                 bytes,
                 timestamp,
+                headers,
                 dirty: Some(seq),
                 lru: seq,
                 size,
@@ -229,6 +236,7 @@ impl<CK: Ord + Clone, T: Clone> NamedCache<CK, T> {
                 value,
                 bytes: None,
                 timestamp: 0,
+                headers: kstreams_record::Headers::new(),
                 dirty: None,
                 lru: seq,
                 size,
@@ -287,6 +295,7 @@ impl<CK: Ord + Clone, T: Clone> NamedCache<CK, T> {
                     value: e.value.clone(),
                     bytes: e.bytes.take(),
                     timestamp: e.timestamp,
+                    headers: std::mem::take(&mut e.headers),
                 });
             }
         }
@@ -322,10 +331,31 @@ mod tests {
         let budget = Rc::new(ThreadCache::new(150));
         let mut a: NamedCache<Vec<u8>, i32> = NamedCache::new(budget.clone());
         let mut b: NamedCache<Vec<u8>, i32> = NamedCache::new(budget.clone());
-        a.put_dirty(b"x".to_vec(), 1, Some(1), Some(vec![1]), 0);
-        b.put_dirty(b"y".to_vec(), 1, Some(2), Some(vec![2]), 0);
+        a.put_dirty(
+            b"x".to_vec(),
+            1,
+            Some(1),
+            Some(vec![1]),
+            0,
+            Default::default(),
+        );
+        b.put_dirty(
+            b"y".to_vec(),
+            1,
+            Some(2),
+            Some(vec![2]),
+            0,
+            Default::default(),
+        );
         assert_eq!(budget.size_bytes(), 2 * (2 + ENTRY_OVERHEAD));
-        a.put_dirty(b"z".to_vec(), 1, Some(3), Some(vec![3]), 0);
+        a.put_dirty(
+            b"z".to_vec(),
+            1,
+            Some(3),
+            Some(vec![3]),
+            0,
+            Default::default(),
+        );
         assert!(a.needs_eviction());
         a.get(&b"x".to_vec());
         assert_eq!(a.eldest(), Some((b"z".to_vec(), true)));

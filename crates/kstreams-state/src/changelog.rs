@@ -57,18 +57,28 @@ impl ChangeLogger {
     }
 }
 
-/// The record timestamp a store sees: the task's, once initialized.
+/// The record timestamp and headers a store sees: the task's, once
+/// initialized (Kafka Streams' record context at the time of a write).
 #[derive(Clone, Default)]
-pub(crate) struct RecordClock(pub(crate) Rc<Cell<Timestamp>>);
+pub(crate) struct RecordClock {
+    timestamp: Rc<Cell<Timestamp>>,
+    headers: Rc<std::cell::RefCell<kstreams_record::Headers>>,
+}
 
 impl RecordClock {
     pub(crate) fn now(&self) -> Timestamp {
-        self.0.get()
+        self.timestamp.get()
     }
     pub(crate) fn set(&self, ts: Timestamp) -> Timestamp {
-        self.0.replace(ts)
+        self.timestamp.replace(ts)
+    }
+    /// The headers of the record being processed, for a cache entry to
+    /// forward with when it is flushed.
+    pub(crate) fn headers(&self) -> kstreams_record::Headers {
+        self.headers.borrow().clone()
     }
     pub(crate) fn attach(&mut self, context: &StoreContext) {
-        self.0 = context.timestamp_cell().clone();
+        self.timestamp = context.timestamp_cell().clone();
+        self.headers = context.headers_cell().clone();
     }
 }

@@ -103,6 +103,7 @@ pub struct StoreContext {
     task_dir: Option<PathBuf>,
     changelog: Option<Rc<dyn ChangelogWriter>>,
     record_timestamp: Rc<Cell<Timestamp>>,
+    record_headers: Rc<std::cell::RefCell<kstreams_record::Headers>>,
     cache: Rc<ThreadCache>,
     metrics: Option<MetricsRegistry>,
     #[cfg(feature = "rocksdb")]
@@ -136,6 +137,7 @@ impl StoreContext {
             task_dir: None,
             changelog: None,
             record_timestamp: Rc::new(Cell::new(0)),
+            record_headers: Rc::default(),
             cache: Rc::new(ThreadCache::new(ThreadCache::DEFAULT_MAX_BYTES)),
             metrics: None,
             #[cfg(feature = "rocksdb")]
@@ -227,6 +229,20 @@ impl StoreContext {
 
     pub(crate) fn timestamp_cell(&self) -> &Rc<Cell<Timestamp>> {
         &self.record_timestamp
+    }
+
+    /// Sets the headers of the record about to be processed: caching
+    /// stores keep them with a write and forward them when it is flushed,
+    /// as Kafka Streams' cache keeps the record context.
+    pub fn set_record_headers(&self, headers: &kstreams_record::Headers) {
+        let mut current = self.record_headers.borrow_mut();
+        if !(current.is_empty() && headers.is_empty()) {
+            current.clone_from(headers);
+        }
+    }
+
+    pub(crate) fn headers_cell(&self) -> &Rc<std::cell::RefCell<kstreams_record::Headers>> {
+        &self.record_headers
     }
 
     #[cfg(feature = "rocksdb")]

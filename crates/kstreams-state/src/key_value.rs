@@ -201,6 +201,7 @@ impl<K: 'static, V: Clone + 'static> TypedKeyValueStore<K, V> {
                     new_value: d.value,
                     old_value,
                     timestamp: d.timestamp,
+                    headers: d.headers,
                 });
             }
         }
@@ -242,7 +243,9 @@ impl<K: 'static, V: Clone + 'static> TypedKeyValueStore<K, V> {
             Some(cache) => {
                 let value = if bytes.is_some() { value } else { None };
                 let len = key.len();
-                cache.borrow_mut().put_dirty(key, len, value, bytes, now);
+                cache
+                    .borrow_mut()
+                    .put_dirty(key, len, value, bytes, now, self.clock.headers());
                 self.maybe_evict()
             }
             None => self.write_down(&key, bytes.as_deref(), now),

@@ -179,6 +179,7 @@ impl<K: 'static, V: Clone + 'static> TypedSessionStore<K, V> {
                     new_value: d.value,
                     old_value,
                     timestamp: d.timestamp,
+                    headers: d.headers,
                 });
             }
         }
@@ -328,7 +329,7 @@ impl<K: 'static, V: Clone + 'static> TypedSessionStore<K, V> {
         }
         let value = if vb.is_some() { value } else { None };
         let len = kb.len() + 16;
-        cache.put_dirty((kb, start, end), len, value, vb, now);
+        cache.put_dirty((kb, start, end), len, value, vb, now, self.clock.headers());
         self.maybe_evict()
     }
 
@@ -344,7 +345,7 @@ impl<K: 'static, V: Clone + 'static> TypedSessionStore<K, V> {
             return Ok(());
         }
         let len = kb.len() + 16;
-        cache.put_dirty((kb, start, end), len, None, None, now);
+        cache.put_dirty((kb, start, end), len, None, None, now, self.clock.headers());
         self.maybe_evict()
     }
 

@@ -189,6 +189,7 @@ impl<K: 'static, V: Clone + 'static> TypedWindowStore<K, V> {
                     new_value: d.value,
                     old_value,
                     timestamp: d.timestamp,
+                    headers: d.headers,
                 });
             }
         }
@@ -348,7 +349,14 @@ impl<K: 'static, V: Clone + 'static> TypedWindowStore<K, V> {
         }
         let value = if vb.is_some() { value } else { None };
         let len = kb.len() + 8;
-        cache.put_dirty((kb, window_start), len, value, vb, now);
+        cache.put_dirty(
+            (kb, window_start),
+            len,
+            value,
+            vb,
+            now,
+            self.clock.headers(),
+        );
         self.maybe_evict()
     }
 

@@ -337,13 +337,15 @@ fn cache_coalesces_updates_and_forwards_old_and_new_on_flush() {
                 key: s("a"),
                 new_value: Some(3),
                 old_value: None,
-                timestamp: 3
+                timestamp: 3,
+                headers: kstreams_record::Headers::new()
             },
             CachedChange {
                 key: s("b"),
                 new_value: Some(10),
                 old_value: None,
-                timestamp: 4
+                timestamp: 4,
+                headers: kstreams_record::Headers::new()
             },
         ]
     );
@@ -364,13 +366,15 @@ fn cache_coalesces_updates_and_forwards_old_and_new_on_flush() {
                 key: s("a"),
                 new_value: Some(4),
                 old_value: Some(3),
-                timestamp: 5
+                timestamp: 5,
+                headers: kstreams_record::Headers::new()
             },
             CachedChange {
                 key: s("b"),
                 new_value: None,
                 old_value: Some(10),
-                timestamp: 5
+                timestamp: 5,
+                headers: kstreams_record::Headers::new()
             },
         ]
     );

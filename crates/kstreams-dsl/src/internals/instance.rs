@@ -215,6 +215,7 @@ impl TaskTopology {
     ) -> Result<(), StreamsError> {
         let source = self.source_for(&record.topic)?.clone();
         self.store_context.set_record_timestamp(timestamp);
+        self.store_context.set_record_headers(&record.headers);
         source.process(record, timestamp, &mut self.context)
     }
 
@@ -240,6 +241,9 @@ impl TaskTopology {
             let (node, id) = (p.node, p.id);
             let previous = self.context.metadata.take();
             self.store_context.set_record_timestamp(at);
+            // A punctuation's writes carry no record's headers.
+            self.store_context
+                .set_record_headers(&kstreams_record::Headers::new());
             let result = self.processors[&node].punctuate(id, at, &mut self.context);
             self.context.metadata = previous;
             result?;
