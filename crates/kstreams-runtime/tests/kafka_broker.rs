@@ -611,10 +611,142 @@ fn global_tables_are_loaded_before_processing_and_kept_current() {
     while table.store().len() < 101 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
+    assert_eq!(table.store().len(), 101);
     app.close(Duration::from_secs(30));
     assert_eq!(out.len(), 100);
     assert!(out.iter().all(|(_, v)| !v.ends_with("=NONE")), "{out:?}");
-    assert_eq!(table.store().len(), 101);
+    // Closed with the application, as Kafka Streams' stores are.
+    assert!(matches!(
+        table.store().get(b"c1"),
+        Err(kstreams_state::Error::NotOpen { .. })
+    ));
+}
+
+fn global_customers_app(
+    bootstrap: &str,
+    app_id: &str,
+    customers: &str,
+    state_dir: &std::path::Path,
+) -> (KafkaStreams, kstreams_dsl::GlobalKTable<String, String>) {
+    use kstreams_dsl::Materialized;
+    use kstreams_record::StringSerde;
+    let _ = env_logger::builder().is_test(true).try_init();
+    let builder = StreamsBuilder::new();
+    let table = builder.global_table_with(
+        customers,
+        Consumed::with(StringSerde, StringSerde),
+        Materialized::as_("customers"),
+    );
+    let config = StreamsConfig::new(app_id, bootstrap)
+        .commit_interval(Duration::from_millis(100))
+        .state_dir(state_dir);
+    (KafkaStreams::new(builder.build().unwrap(), config), table)
+}
+
+fn global_value(table: &kstreams_dsl::GlobalKTable<String, String>, key: &str) -> Option<String> {
+    table
+        .store()
+        .get(key.as_bytes())
+        .unwrap()
+        .map(|(v, _)| String::from_utf8(v).unwrap())
+}
+
+/// A global store on RocksDB (the default) goes on from its checkpoint
+/// after a restart, as Kafka Streams' global state manager does: here the
+/// topic's old records are deleted while the application is down, so only
+/// the store on disk still knows them.
+#[test]
+fn a_global_store_on_disk_goes_on_from_its_checkpoint_after_a_restart() {
+    use kstreams_embedded::rdkafka::admin::{AdminClient, AdminOptions};
+    use kstreams_embedded::rdkafka::client::DefaultClientContext;
+    use kstreams_embedded::rdkafka::{Offset, TopicPartitionList};
+    let Some(bootstrap) = test_broker() else {
+        return;
+    };
+    let customers = unique_name("global-disk-customers");
+    let app_id = unique_name("global-disk-app");
+    create_topic(&bootstrap, &customers, 2, 1).unwrap();
+    let state_dir = std::env::temp_dir().join(unique_name("kstreams-global-state"));
+    produce(
+        &bootstrap,
+        &customers,
+        (0..50).map(|i| (format!("c{i}"), format!("customer-{i}"), 1_000)),
+    );
+
+    let (mut first, table) = global_customers_app(&bootstrap, &app_id, &customers, &state_dir);
+    first.start().unwrap();
+    assert_eq!(table.store().len(), 50);
+    assert!(table.store().is_persistent());
+    assert!(first.close(Duration::from_secs(30)));
+    drop(first);
+    let checkpoint = kstreams_state::OffsetCheckpoint::new(
+        state_dir
+            .join(&app_id)
+            .join("global")
+            .join(kstreams_state::CHECKPOINT_FILE_NAME),
+    )
+    .read()
+    .unwrap();
+    let probe: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .create()
+        .unwrap();
+    let mut purge = TopicPartitionList::new();
+    for partition in 0..2 {
+        let (_, high) = probe
+            .fetch_watermarks(&customers, partition, Duration::from_secs(10))
+            .unwrap();
+        assert_eq!(
+            checkpoint.get(&(customers.clone(), partition)),
+            Some(&high),
+            "the checkpoint holds the next offset to read"
+        );
+        purge
+            .add_partition_offset(&customers, partition, Offset::Offset(high))
+            .unwrap();
+    }
+    // While the application is down: the old records go, and one key is
+    // updated, one deleted, one added.
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .create()
+        .unwrap();
+    futures_executor::block_on(admin.delete_records(&purge, &AdminOptions::new())).unwrap();
+    produce(
+        &bootstrap,
+        &customers,
+        [
+            ("c1".to_string(), "renamed".to_string(), 2_000),
+            ("c50".to_string(), "customer-50".to_string(), 2_000),
+        ],
+    );
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .set("partitioner", "murmur2_random")
+        .create()
+        .unwrap();
+    producer
+        .send(BaseRecord::<str, str>::to(&customers).key("c2"))
+        .map_err(|(e, _)| e)
+        .unwrap();
+    producer.flush(Duration::from_secs(10)).unwrap();
+
+    let (mut second, table) = global_customers_app(&bootstrap, &app_id, &customers, &state_dir);
+    second.start().unwrap();
+    let len = table.store().len();
+    let (c0, c1, c2, c50) = (
+        global_value(&table, "c0"),
+        global_value(&table, "c1"),
+        global_value(&table, "c2"),
+        global_value(&table, "c50"),
+    );
+    assert!(second.close(Duration::from_secs(30)));
+    let _ = std::fs::remove_dir_all(&state_dir);
+    assert_eq!(len, 50, "49 kept from disk, c2 deleted, c50 added");
+    assert_eq!(c0.as_deref(), Some("customer-0"));
+    assert_eq!(c1.as_deref(), Some("renamed"));
+    assert_eq!(c2, None);
+    assert_eq!(c50.as_deref(), Some("customer-50"));
 }
 
 #[test]

@@ -42,6 +42,7 @@ mod restore;
 #[cfg(feature = "rocksdb")]
 mod rocks;
 mod session;
+mod shared;
 mod state_dir;
 mod stores;
 mod typed;
@@ -71,6 +72,9 @@ pub use restore::{restore_start, NoopRestoreListener, Restoration, RestoreListen
 #[cfg(feature = "rocksdb")]
 pub use rocks::{RocksDbConfigSetter, RocksDbMemoryBounds, RocksDbSettings};
 pub use session::{ReadOnlySessionStore, SessionStore, SessionStoreBuilder, SessionStoreHandle};
+#[cfg(feature = "rocksdb")]
+pub use shared::SharedRocksDbStore;
+pub use shared::{SharedBytesStore, SharedMemoryStore};
 pub use state_dir::{StateDirectory, TaskDirectory, CHECKPOINT_FILE_NAME};
 pub use stores::Stores;
 pub use typed::{ValueAndTimestamp, ValueAndTimestampSerde};

@@ -48,11 +48,12 @@ impl DriverState {
     /// Processes one record and everything it causes on internal topics.
     pub(crate) fn pipe(&mut self, mut record: ConsumedRecord) -> Result<(), StreamsError> {
         if let Some(global) = self.globals.iter().find(|g| g.topic() == record.topic) {
+            // The driver keeps global stores in memory.
             global.apply(
                 record.key.as_deref(),
                 record.value.as_deref(),
                 record.timestamp,
-            );
+            )?;
             return Ok(());
         }
         let index = self

@@ -217,6 +217,12 @@ impl KafkaStreams {
                 })?;
             self.global = Some(handle);
         }
+        if sources.topics().next().is_none() && sources.patterns().next().is_none() {
+            // Only global tables: as in Kafka Streams, the instance runs
+            // with its global thread alone.
+            self.shared.transition(State::Running);
+            return Ok(());
+        }
         for index in 0..self.config.num_stream_threads {
             // Build the clients here so a bad client setting fails start().
             let thread = StreamThread::new(

@@ -1,5 +1,14 @@
 //! The global thread: loads every partition of the global tables' topics
 //! before the instance runs, then keeps the global stores current.
+//!
+//! Global stores on RocksDB (the default) live in `<state.dir>/<application
+//! id>/global/rocksdb/<store>`, locked by this instance, with a
+//! `.checkpoint` of the next offset to read per partition: a restart reads
+//! only what was written since, as Kafka Streams' global state manager
+//! does. Without a checkpoint the directory is wiped and the topic read
+//! from the beginning (a store of an earlier run may hold keys whose
+//! tombstones have been compacted away since). In-memory stores are read
+//! whole at each start.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -7,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kstreams_dsl::{GlobalStore, Topology};
+use kstreams_state::{Offsets, StateDirectory, TaskDirectory};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
@@ -20,6 +30,26 @@ const LOAD_TIMEOUT: Duration = Duration::from_secs(600);
 pub(crate) struct GlobalUpdater {
     consumer: BaseConsumer,
     stores: HashMap<String, Arc<GlobalStore>>,
+    /// The locked `global` directory, when a store is on disk.
+    directory: Option<TaskDirectory>,
+    /// How often the stores on disk are flushed and checkpointed.
+    checkpoint_interval: Duration,
+    /// The positions last checkpointed.
+    checkpointed: Offsets,
+}
+
+impl Drop for GlobalUpdater {
+    /// The stores close with the global thread (their files and the
+    /// directory lock are released together).
+    fn drop(&mut self) {
+        for store in self.stores.values() {
+            store.close();
+        }
+    }
+}
+
+fn state_error(e: kstreams_state::Error) -> RuntimeError {
+    RuntimeError::Streams(kstreams_dsl::StreamsError::from(e))
 }
 
 impl GlobalUpdater {
@@ -64,6 +94,24 @@ impl GlobalUpdater {
             }
         }
         let consumer: BaseConsumer = client.create()?;
+        let mut directory = None;
+        let mut checkpointed = Offsets::new();
+        if stores.values().any(|s| s.wants_persistence()) {
+            let state_dir = StateDirectory::new(&config.state_dir, &config.application_id)
+                .map_err(state_error)?;
+            let locked = state_dir.lock_task("global").map_err(state_error)?;
+            checkpointed = locked.checkpoint().read().map_err(state_error)?;
+            if checkpointed.is_empty() {
+                locked.wipe_state().map_err(state_error)?;
+            }
+            for store in stores.values() {
+                let path = locked.path().join("rocksdb").join(store.name());
+                store
+                    .open_persistent(&path, &kstreams_state::RocksDbSettings::default())
+                    .map_err(state_error)?;
+            }
+            directory = Some(locked);
+        }
         let timeout = Duration::from_secs(30);
         let mut tpl = TopicPartitionList::new();
         let mut ends: HashMap<(String, i32), i64> = HashMap::new();
@@ -80,10 +128,23 @@ impl GlobalUpdater {
                 missing.push(topic.clone());
                 continue;
             }
+            let persistent = stores[topic].is_persistent();
             for partition in partitions {
-                tpl.add_partition_offset(topic, partition, Offset::Beginning)?;
                 let (low, high) = consumer.fetch_watermarks(topic, partition, timeout)?;
-                if high > low {
+                // A store on disk goes on from its checkpoint (unless
+                // retention has deleted records past it since).
+                let resume = checkpointed
+                    .get(&(topic.clone(), partition))
+                    .copied()
+                    .filter(|_| persistent)
+                    .map(|next| next.max(low));
+                let start = resume.unwrap_or(low);
+                tpl.add_partition_offset(
+                    topic,
+                    partition,
+                    resume.map_or(Offset::Beginning, Offset::Offset),
+                )?;
+                if high > start {
                     ends.insert((topic.clone(), partition), high);
                 }
             }
@@ -92,7 +153,13 @@ impl GlobalUpdater {
             return Err(RuntimeError::MissingSourceTopics(missing));
         }
         consumer.assign(&tpl)?;
-        let updater = GlobalUpdater { consumer, stores };
+        let mut updater = GlobalUpdater {
+            consumer,
+            stores,
+            directory,
+            checkpoint_interval: config.effective_commit_interval(),
+            checkpointed,
+        };
         let began = Instant::now();
         let total: i64 = ends.values().sum();
         let mut loaded = 0u64;
@@ -112,7 +179,7 @@ impl GlobalUpdater {
                         continue;
                     }
                 };
-                updater.apply(&message);
+                updater.apply(&message)?;
                 loaded += 1;
                 let key = (message.topic().to_string(), message.partition());
                 if ends
@@ -143,24 +210,67 @@ impl GlobalUpdater {
             "global tables: loaded {loaded} records in {secs:.1} s ({:.0} records/s)",
             loaded as f64 / secs.max(1e-3)
         );
+        updater.checkpoint()?;
         Ok(Some(updater))
     }
 
-    fn apply(&self, message: &rdkafka::message::BorrowedMessage<'_>) {
+    fn apply(&self, message: &rdkafka::message::BorrowedMessage<'_>) -> Result<(), RuntimeError> {
         if let Some(store) = self.stores.get(message.topic()) {
-            store.apply(
-                message.key(),
-                message.payload(),
-                message.timestamp().to_millis().unwrap_or(-1),
-            );
+            store
+                .apply(
+                    message.key(),
+                    message.payload(),
+                    message.timestamp().to_millis().unwrap_or(-1),
+                )
+                .map_err(state_error)?;
         }
+        Ok(())
+    }
+
+    /// Flushes the stores on disk and records the consumer's positions of
+    /// their partitions, when they moved since the last checkpoint.
+    fn checkpoint(&mut self) -> Result<(), RuntimeError> {
+        let Some(directory) = &self.directory else {
+            return Ok(());
+        };
+        let mut positions = Offsets::new();
+        for e in self.consumer.position()?.elements() {
+            let persistent = self
+                .stores
+                .get(e.topic())
+                .is_some_and(|s| s.is_persistent());
+            if let (true, Offset::Offset(next)) = (persistent, e.offset()) {
+                positions.insert((e.topic().to_string(), e.partition()), next);
+            }
+        }
+        // Partitions not read yet keep their checkpointed position.
+        for (tp, next) in &self.checkpointed {
+            positions.entry(tp.clone()).or_insert(*next);
+        }
+        if positions == self.checkpointed {
+            return Ok(());
+        }
+        for store in self.stores.values().filter(|s| s.is_persistent()) {
+            store.flush().map_err(state_error)?;
+        }
+        directory
+            .checkpoint()
+            .write(&positions)
+            .map_err(state_error)?;
+        self.checkpointed = positions;
+        Ok(())
     }
 
     /// Keeps the global stores current until `stop` is set.
-    pub fn run(self, stop: &AtomicBool) -> Result<(), RuntimeError> {
+    pub fn run(mut self, stop: &AtomicBool) -> Result<(), RuntimeError> {
+        let mut last_checkpoint = Instant::now();
         while !stop.load(Ordering::Acquire) {
+            if last_checkpoint.elapsed() >= self.checkpoint_interval {
+                self.checkpoint()?;
+                last_checkpoint = Instant::now();
+            }
             match self.consumer.poll(Duration::from_millis(100)) {
-                Some(Ok(message)) => self.apply(&message),
+                Some(Ok(message)) => self.apply(&message)?,
                 // Transport errors and brokers going away are retried by
                 // librdkafka; only a fatal error ends the global thread.
                 Some(Err(e))
@@ -172,6 +282,6 @@ impl GlobalUpdater {
                 None => {}
             }
         }
-        Ok(())
+        self.checkpoint()
     }
 }
