@@ -273,6 +273,17 @@ pub const TASK_RESTORE_REMAINING_RECORDS: MetricDef = gauge(
     "stream-task-metrics: restore-remaining-records-total",
 );
 
+/// How far behind the task's stream time a record's timestamp was.
+pub const TASK_RECORD_LATENESS: MetricDef = histogram(
+    "kstreams_task_record_lateness_seconds",
+    "How far a record's timestamp was behind the task's stream time when the task \
+     processed it (0 for records in order): out-of-order arrival, against which \
+     window grace periods are set.",
+    TASK,
+    E2E_LATENCY_BUCKETS,
+    "stream-task-metrics: record-lateness-avg, record-lateness-max",
+);
+
 // Processor node.
 
 /// Records processed by a node.
@@ -420,6 +431,7 @@ pub const ALL: &[&MetricDef] = &[
     &TASK_ENFORCED_PROCESSING_TOTAL,
     &TASK_RESTORE_TOTAL,
     &TASK_RESTORE_REMAINING_RECORDS,
+    &TASK_RECORD_LATENESS,
     &NODE_PROCESS_TOTAL,
     &RECORD_E2E_LATENCY,
     &CONSUMER_RECORDS_LAG,

@@ -295,6 +295,7 @@ impl MetricsRegistry {
             restore_records: self.counter(&names::TASK_RESTORE_TOTAL, &labels)?,
             restore_remaining_records: self
                 .gauge(&names::TASK_RESTORE_REMAINING_RECORDS, &labels)?,
+            record_lateness: self.histogram(&names::TASK_RECORD_LATENESS, &labels)?,
         })
     }
 
@@ -361,6 +362,8 @@ pub struct TaskSensors {
     pub restore_records: Counter,
     /// `kstreams_task_restore_remaining_records`.
     pub restore_remaining_records: Gauge,
+    /// `kstreams_task_record_lateness_seconds`.
+    pub record_lateness: Histogram,
 }
 
 /// A processor node's handles (labels `thread_id`, `task_id`, `node`).
@@ -534,8 +537,8 @@ mod tests {
         kept.process.inc();
         store.observe(0.001);
         lag.records_lag.set(1);
-        // The task's eight series and the store's one.
-        assert_eq!(registry.remove_task("0_0"), 9);
+        // The task's nine series and the store's one.
+        assert_eq!(registry.remove_task("0_0"), 10);
         let text = registry.gather_text();
         assert!(!text.contains(r#"task_id="0_0""#), "{text}");
         assert!(text.contains(r#"task_id="0_1""#));

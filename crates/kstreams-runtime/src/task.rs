@@ -33,6 +33,8 @@ pub struct TaskMetrics {
     pub process_latency: Option<Histogram>,
     /// One punctuation's run (recording level DEBUG).
     pub punctuate_latency: Option<Histogram>,
+    /// How far behind stream time each record was (recording level DEBUG).
+    pub record_lateness: Option<Histogram>,
     /// End-to-end latency at each source node, in the order of the task's
     /// sources: wall clock minus the record's event time when the source
     /// takes it (Kafka Streams' `record-e2e-latency`, level INFO).
@@ -67,6 +69,7 @@ impl TaskMetrics {
             enforced_processing: sensors.enforced_processing,
             process_latency: debug.then_some(sensors.process_latency),
             punctuate_latency: debug.then_some(sensors.punctuate_latency),
+            record_lateness: debug.then_some(sensors.record_lateness),
             source_e2e_latency,
             source_process,
         })
@@ -272,6 +275,10 @@ impl StreamTask {
         timestamp: Timestamp,
     ) -> Result<(), StreamsError> {
         let stream_time_before = self.stream_time();
+        if let Some(lateness) = &self.metrics.record_lateness {
+            let behind = stream_time_before.saturating_sub(timestamp).max(0);
+            lateness.observe(behind as f64 / 1000.0);
+        }
         set_max(
             &mut self.processed_time,
             &record.topic,

@@ -167,6 +167,15 @@ fn a_running_application_exposes_task_thread_partition_e2e_and_store_metrics() {
         sum(&text, "kstreams_task_process_latency_seconds_count", &[]) as usize,
         RECORDS
     );
+    // In-order input: every record processed at lateness 0.
+    assert_eq!(
+        sum(&text, "kstreams_task_record_lateness_seconds_count", &[]) as usize,
+        RECORDS
+    );
+    assert_eq!(
+        sum(&text, "kstreams_task_record_lateness_seconds_sum", &[]),
+        0.0
+    );
     let store = r#"store="counts""#;
     assert!(sum(&text, "kstreams_state_put_latency_seconds_count", &[store]) >= 10.0);
     assert!(sum(&text, "kstreams_state_get_latency_seconds_count", &[store]) as usize >= RECORDS);
@@ -211,4 +220,47 @@ fn info_level_leaves_out_store_and_per_record_latencies() {
         0.0
     );
     assert!(app.close(Duration::from_secs(30)));
+}
+
+/// Record lateness (DEBUG, Kafka's `record-lateness`): how far behind the
+/// task's stream time each record was, straight on a task.
+#[test]
+fn record_lateness_measures_out_of_order_records() {
+    use kstreams_dsl::internals::ConsumedRecord;
+    use kstreams_dsl::TaskId;
+    use kstreams_metrics::MetricsRegistry;
+    use kstreams_runtime::{StreamTask, TaskConfig};
+    let builder = StreamsBuilder::new();
+    builder.stream::<String, String>("in").to("out");
+    let topology = builder.build().unwrap();
+    let id = TaskId {
+        subtopology: 0,
+        partition: 0,
+    };
+    let mut task = StreamTask::new(&topology, id, TaskConfig::new("app"), 0).unwrap();
+    let registry = MetricsRegistry::new();
+    task.register_metrics(&registry, RecordingLevel::Debug, "t")
+        .unwrap();
+    for (offset, timestamp) in [(0, 10_000), (1, 4_000), (2, 12_000), (3, 11_500)] {
+        task.process(ConsumedRecord {
+            topic: "in".to_string(),
+            partition: 0,
+            offset,
+            timestamp,
+            key: Some(b"k".to_vec()),
+            value: Some(b"v".to_vec()),
+            headers: Default::default(),
+        })
+        .unwrap();
+    }
+    let text = registry.gather_text();
+    assert_eq!(
+        sum(&text, "kstreams_task_record_lateness_seconds_count", &[]),
+        4.0
+    );
+    // 6 s behind 10 s, then 0.5 s behind 12 s.
+    assert_eq!(
+        sum(&text, "kstreams_task_record_lateness_seconds_sum", &[]),
+        6.5
+    );
 }
