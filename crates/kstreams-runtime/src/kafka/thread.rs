@@ -1037,7 +1037,6 @@ impl ThreadLoop {
             )),
             (partition, _, _) => partition,
         };
-        let headers = owned_headers(&record.headers);
         let mut base: BaseRecord<'_, Vec<u8>, Vec<u8>> =
             BaseRecord::to(&record.topic).timestamp(record.timestamp);
         if let Some(key) = &record.key {
@@ -1049,8 +1048,9 @@ impl ThreadLoop {
         if let Some(partition) = partition {
             base = base.partition(partition);
         }
+        // librdkafka allocates a header list: only for records with headers.
         if !record.headers.is_empty() {
-            base = base.headers(headers);
+            base = base.headers(owned_headers(&record.headers));
         }
         let mut pending = base;
         loop {
