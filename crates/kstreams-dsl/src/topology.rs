@@ -179,14 +179,32 @@ impl Topology {
         self.graph.subtopologies().len()
     }
 
+    /// The stream sub-topologies' numbers as Kafka Streams gives them (and
+    /// describe() prints them): global stores are numbered among them, so
+    /// the numbers may skip. Task ids are `<number>_<partition>`.
+    pub fn subtopology_ids(&self) -> Vec<u32> {
+        self.graph.subtopology_ids()
+    }
+
+    /// The position in [`TopologyGraph::subtopologies`] of sub-topology
+    /// number `id`.
+    pub(crate) fn subtopology_index(&self, id: u32) -> Option<usize> {
+        self.graph.subtopology_ids().iter().position(|&i| i == id)
+    }
+
     /// The topics each sub-topology reads, with internal topics prefixed by
     /// the application id; pattern sources are listed apart.
     pub fn source_topics(&self, application_id: &str) -> Vec<SubtopologySources> {
+        let ids = self.graph.subtopology_ids();
         self.graph
             .subtopologies()
             .iter()
-            .map(|members| {
-                let mut sources = SubtopologySources::default();
+            .zip(ids)
+            .map(|(members, id)| {
+                let mut sources = SubtopologySources {
+                    id,
+                    ..SubtopologySources::default()
+                };
                 for &id in members {
                     if let NodeKind::Source { topics, .. } = &self.graph.nodes[id].kind {
                         match topics {
@@ -211,9 +229,12 @@ impl Topology {
     /// Whether the tasks of sub-topology `id` have state stores (and so a
     /// state directory).
     pub fn subtopology_has_stores(&self, id: u32) -> bool {
+        let Some(index) = self.subtopology_index(id) else {
+            return false;
+        };
         self.graph
             .subtopologies()
-            .get(id as usize)
+            .get(index)
             .is_some_and(|members| {
                 members
                     .iter()
@@ -226,14 +247,15 @@ impl Topology {
     /// `<application.id>-<store>-changelog` and its topic configs.
     pub fn changelog_topics(&self, application_id: &str) -> Vec<ChangelogTopic> {
         let mut out = Vec::new();
-        for (subtopology, members) in self.graph.subtopologies().iter().enumerate() {
+        let ids = self.graph.subtopology_ids();
+        for (members, subtopology) in self.graph.subtopologies().iter().zip(ids) {
             let mut seen = std::collections::BTreeSet::new();
             for &id in members {
                 for store in &self.graph.nodes[id].stores {
                     let builder = &self.graph.stores[store].builder;
                     if builder.logging_enabled() && seen.insert(store.clone()) {
                         out.push(ChangelogTopic {
-                            subtopology: subtopology as u32,
+                            subtopology,
                             store: store.clone(),
                             topic: kstreams_state::changelog_topic_name(application_id, store),
                             config: builder.log_config(),
@@ -288,7 +310,8 @@ impl Topology {
     /// sub-topology that writes each.
     pub fn internal_topic_writers(&self, application_id: &str) -> Vec<(String, u32)> {
         let mut out = Vec::new();
-        for (subtopology, members) in self.graph.subtopologies().iter().enumerate() {
+        let ids = self.graph.subtopology_ids();
+        for (members, subtopology) in self.graph.subtopologies().iter().zip(ids) {
             for &id in members {
                 if let NodeKind::Sink {
                     topic: SinkTopicDescription::Topic(topic),
@@ -296,7 +319,7 @@ impl Topology {
                 } = &self.graph.nodes[id].kind
                 {
                     if self.graph.internal_topics.contains(topic) {
-                        out.push((format!("{application_id}-{topic}"), subtopology as u32));
+                        out.push((format!("{application_id}-{topic}"), subtopology));
                     }
                 }
             }
@@ -439,6 +462,8 @@ pub struct ChangelogTopic {
 /// The topics one sub-topology reads.
 #[derive(Debug, Clone, Default)]
 pub struct SubtopologySources {
+    /// The sub-topology's number (see [`Topology::subtopology_ids`]).
+    pub id: u32,
     /// Named topics (internal ones with the application id prefix).
     pub topics: Vec<String>,
     /// Patterns of pattern sources.

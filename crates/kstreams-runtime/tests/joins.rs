@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use kstreams_dsl::{Consumed, Joined, Materialized, Produced, StoreType, StreamsBuilder, Topology};
-use kstreams_record::{Nullable, StringSerde};
+use kstreams_record::{I64Serde, Nullable, StringSerde};
 use kstreams_runtime::{TaskConfig, TopologyTestDriver};
 
 type S = String;
@@ -382,6 +382,12 @@ fn global_table_joins_look_up_a_selected_key() {
         topology.global_stores()[0].name(),
         "customers-STATE-STORE-0000000000"
     );
+    // The global table was declared first: it is sub-topology 0, as Kafka
+    // Streams numbers them, and the stream tasks are 1_<partition>.
+    assert_eq!(topology.subtopology_ids(), vec![1]);
+    let text = topology.describe().to_string();
+    assert!(text.contains("Sub-topology: 0 for global store"), "{text}");
+    assert!(text.contains("Sub-topology: 1\n"), "{text}");
     let driver = driver(topology);
     let customers_in = driver.create_input_topic("customers", StringSerde, Nullable(StringSerde));
     let orders_in = driver.create_input_topic("orders", StringSerde, StringSerde);
@@ -403,6 +409,50 @@ fn global_table_joins_look_up_a_selected_key() {
             (s("o2"), s("c2:20 by nobody")),
             (s("o3"), s("c1:30 by nobody")),
         ]
+    );
+}
+
+/// Task ids, changelog owners and source topics use Kafka Streams'
+/// sub-topology numbers, global stores included, so a task's directory is
+/// named as Kafka Streams names it.
+#[test]
+fn stream_subtopologies_are_numbered_after_earlier_global_tables() {
+    use kstreams_dsl::Grouped;
+    let b = StreamsBuilder::new();
+    let _first = b.global_table::<S, S>("regions");
+    b.stream::<S, S>("clicks")
+        .group_by_with(|_, v| v.clone(), Grouped::as_("by-page"))
+        .count()
+        .to_stream()
+        .to_with("counts", Produced::with(StringSerde, Nullable(I64Serde)));
+    let _last = b.global_table::<S, S>("currencies");
+    let topology = b.build().unwrap();
+    // regions = 0, clicks = 1, the repartitioned count = 2, currencies = 3.
+    assert_eq!(topology.subtopology_ids(), vec![1, 2]);
+    let sources = topology.source_topics("app");
+    assert_eq!(sources.iter().map(|s| s.id).collect::<Vec<_>>(), vec![1, 2]);
+    assert_eq!(sources[1].topics, vec![s("app-by-page-repartition")]);
+    let changelogs = topology.changelog_topics("app");
+    assert_eq!(changelogs.len(), 1);
+    assert_eq!(changelogs[0].subtopology, 2);
+    assert!(topology.subtopology_has_stores(2));
+    assert!(!topology.subtopology_has_stores(1));
+    assert!(
+        !topology.subtopology_has_stores(0),
+        "a global store is no task's"
+    );
+    let text = topology.describe().to_string();
+    for n in 0..4 {
+        assert!(text.contains(&format!("Sub-topology: {n}")), "{text}");
+    }
+    let driver = driver(topology);
+    let clicks = driver.create_input_topic("clicks", StringSerde, StringSerde);
+    let counts = driver.create_output_topic("counts", StringSerde, Nullable(I64Serde));
+    clicks.pipe_input(s("u1"), s("/home"));
+    clicks.pipe_input(s("u2"), s("/home"));
+    assert_eq!(
+        counts.read_key_values_to_list(),
+        vec![(s("/home"), Some(1)), (s("/home"), Some(2))]
     );
 }
 

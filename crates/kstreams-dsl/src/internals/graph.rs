@@ -319,6 +319,25 @@ impl TopologyGraph {
         Ok(())
     }
 
+    /// Kafka Streams' number of each stream sub-topology (in the order of
+    /// [`TopologyGraph::subtopologies`]): global stores are numbered with
+    /// them, where their global table was declared (`makeNodeGroups`), so
+    /// with a global table first the stream sub-topologies start at 1.
+    /// Task ids, task directories and describe() all use these numbers.
+    pub fn subtopology_ids(&self) -> Vec<u32> {
+        let mut globals = self.global_stores.iter().peekable();
+        let mut id = 0u32;
+        let mut out = Vec::new();
+        for members in self.subtopologies() {
+            while globals.next_if(|g| g.position <= members[0]).is_some() {
+                id += 1;
+            }
+            out.push(id);
+            id += 1;
+        }
+        out
+    }
+
     /// Sub-topologies as Kafka Streams numbers them: nodes joined by edges
     /// or by a shared store form a group; groups are numbered in the order
     /// their first node was added. Members are in the order added.

@@ -68,7 +68,8 @@ impl TaskTopology {
     ) -> Result<Self, StreamsError> {
         let graph = &topology.graph;
         let groups = graph.subtopologies();
-        let members = groups.get(task.subtopology as usize).ok_or_else(|| {
+        let index = topology.subtopology_index(task.subtopology);
+        let members = index.and_then(|i| groups.get(i)).ok_or_else(|| {
             StreamsError::Internal(format!(
                 "no sub-topology {} in this topology",
                 task.subtopology

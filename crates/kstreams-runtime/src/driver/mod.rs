@@ -206,10 +206,12 @@ impl TopologyTestDriver {
         let changelog = Rc::new(ChangelogCollector::default());
         // One cache for the driver's tasks, as for one stream thread.
         let cache = Rc::new(kstreams_state::ThreadCache::new(config.cache_max_bytes));
-        let tasks = (0..topology.subtopology_count())
+        let tasks = topology
+            .subtopology_ids()
+            .into_iter()
             .map(|s| {
                 let id = TaskId {
-                    subtopology: s as u32,
+                    subtopology: s,
                     partition: 0,
                 };
                 let task_dir = state_dir.join(&application_id).join(id.to_string());

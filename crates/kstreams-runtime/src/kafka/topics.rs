@@ -26,16 +26,13 @@ impl SourceTopicIndex {
     pub fn new(topology: &Topology, application_id: &str) -> Self {
         let mut topics = HashMap::new();
         let mut patterns = Vec::new();
-        for (id, sources) in topology
-            .source_topics(application_id)
-            .into_iter()
-            .enumerate()
-        {
+        for sources in topology.source_topics(application_id) {
+            let id = sources.id;
             for t in sources.topics {
-                topics.insert(t, id as u32);
+                topics.insert(t, id);
             }
             for p in sources.patterns {
-                patterns.push((p, id as u32));
+                patterns.push((p, id));
             }
         }
         Self { topics, patterns }
@@ -217,9 +214,9 @@ fn partition_counts(
     let mut subtopologies: HashMap<u32, usize> = HashMap::new();
     // Each round settles at least one more sub-topology downstream.
     for _ in 0..=sources.len() + groups.len() {
-        for (id, s) in sources.iter().enumerate() {
+        for s in &sources {
             if let Some(n) = s.topics.iter().filter_map(|t| topics.get(t)).max() {
-                subtopologies.insert(id as u32, *n);
+                subtopologies.insert(s.id, *n);
             }
         }
         for (topic, writer) in &writers {
