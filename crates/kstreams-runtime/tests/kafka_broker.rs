@@ -16,6 +16,16 @@ use kstreams_embedded::rdkafka::{ClientConfig, Message};
 use kstreams_embedded::{create_topic, test_broker, unique_name};
 use kstreams_runtime::kafka::{KafkaStreams, ProcessingGuarantee, State, StreamsConfig};
 
+/// Input and output topics of `partitions` partitions each and an
+/// application id, all new, named after `name`.
+fn fresh_topics(bootstrap: &str, name: &str, partitions: i32) -> (String, String, String) {
+    let input = unique_name(&format!("{name}-in"));
+    let output = unique_name(&format!("{name}-out"));
+    create_topic(bootstrap, &input, partitions, 1).unwrap();
+    create_topic(bootstrap, &output, partitions, 1).unwrap();
+    (input, output, unique_name(&format!("{name}-app")))
+}
+
 /// Set in a child process: run the exactly-once app until killed.
 const CHILD_ENV: &str = "KSTREAMS_TEST_EOS_CHILD";
 
@@ -137,13 +147,7 @@ fn exactly_once_survives_an_instance_killed_mid_run() {
     let Some(bootstrap) = test_broker() else {
         return;
     };
-    let (input, output, app_id) = (
-        unique_name("eos-in"),
-        unique_name("eos-out"),
-        unique_name("eos-app"),
-    );
-    create_topic(&bootstrap, &input, 2, 1).unwrap();
-    create_topic(&bootstrap, &output, 2, 1).unwrap();
+    let (input, output, app_id) = fresh_topics(&bootstrap, "eos", 2);
     let total = 3_000;
     let records = |range: std::ops::Range<usize>| {
         range.map(|i| (format!("k{}", i % 10), format!("{i}"), i as i64))
@@ -380,13 +384,7 @@ fn a_rebalance_commits_revoked_tasks_so_no_record_is_counted_twice() {
     let Some(bootstrap) = test_broker() else {
         return;
     };
-    let (input, output, app_id) = (
-        unique_name("revoke-in"),
-        unique_name("revoke-out"),
-        unique_name("revoke-app"),
-    );
-    create_topic(&bootstrap, &input, 4, 1).unwrap();
-    create_topic(&bootstrap, &output, 4, 1).unwrap();
+    let (input, output, app_id) = fresh_topics(&bootstrap, "revoke", 4);
     let dirs = [
         std::env::temp_dir().join(unique_name("kstreams-revoke-a")),
         std::env::temp_dir().join(unique_name("kstreams-revoke-b")),
@@ -432,13 +430,7 @@ fn counts_survive_a_wiped_state_directory_through_the_changelog() {
     let Some(bootstrap) = test_broker() else {
         return;
     };
-    let (input, output, app_id) = (
-        unique_name("restore-in"),
-        unique_name("restore-out"),
-        unique_name("restore-app"),
-    );
-    create_topic(&bootstrap, &input, 2, 1).unwrap();
-    create_topic(&bootstrap, &output, 2, 1).unwrap();
+    let (input, output, app_id) = fresh_topics(&bootstrap, "restore", 2);
     let state_dir = std::env::temp_dir().join(unique_name("kstreams-restore-state"));
     let records = |range: std::ops::Range<usize>| {
         range.map(|i| (format!("k{}", i % 10), format!("{i}"), i as i64))
@@ -984,13 +976,7 @@ fn emit_final_results_are_not_emitted_again_after_a_restart() {
     let Some(bootstrap) = test_broker() else {
         return;
     };
-    let (input, output, app_id) = (
-        unique_name("final-in"),
-        unique_name("final-out"),
-        unique_name("final-app"),
-    );
-    create_topic(&bootstrap, &input, 1, 1).unwrap();
-    create_topic(&bootstrap, &output, 1, 1).unwrap();
+    let (input, output, app_id) = fresh_topics(&bootstrap, "final", 1);
     let state_dir = std::env::temp_dir().join(unique_name("kstreams-final-state"));
     let event = |ts: i64| ("k".to_string(), "x".to_string(), ts);
 

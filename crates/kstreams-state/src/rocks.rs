@@ -253,18 +253,8 @@ impl Keyspaces for RocksKeyspaces {
     }
 
     fn get(&self, ks: i64, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        let db = self.db()?;
-        let found = if ks == 0 {
-            db.get_pinned(key)
-        } else {
-            match db.cf_handle(&cf_name(ks)) {
-                Some(cf) => db.get_pinned_cf(cf, key),
-                None => return Ok(None),
-            }
-        };
-        found
-            .map(|v| v.map(|s| s.to_vec()))
-            .map_err(|e| self.err(e))
+        let mut value = Vec::new();
+        Ok(self.get_into(ks, key, &mut value)?.then_some(value))
     }
 
     fn get_into(&self, ks: i64, key: &[u8], out: &mut Vec<u8>) -> Result<bool, Error> {
