@@ -95,6 +95,7 @@ pub(crate) fn reject_late<K: 'static, V: 'static, KO, VO>(
         value,
         timestamp: record.timestamp,
         headers,
+        sink: None,
     });
     Ok(())
 }

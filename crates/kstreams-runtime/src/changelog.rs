@@ -30,6 +30,7 @@ impl ChangelogWriter for ChangelogCollector {
             value: record.value.map(<[u8]>::to_vec),
             timestamp: record.timestamp,
             headers: Headers::new(),
+            sink: None,
         });
         Ok(())
     }

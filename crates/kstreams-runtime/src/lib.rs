@@ -17,4 +17,4 @@ mod task;
 
 pub use config::{DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig};
 pub use driver::{TestInputTopic, TestOutputTopic, TopologyTestDriver};
-pub use task::{StreamTask, TaskMetrics};
+pub use task::{SinkLatency, StreamTask, TaskMetrics};

@@ -41,6 +41,45 @@ pub struct TaskMetrics {
     pub source_e2e_latency: Vec<Histogram>,
     /// Records each source node took, in the same order.
     pub source_process: Vec<Counter>,
+    /// End-to-end latency at the sink nodes (Kafka Streams records it at
+    /// terminal nodes too): wall clock minus the output's timestamp when
+    /// the sink wrote it.
+    pub sink_e2e_latency: Option<SinkLatency>,
+}
+
+/// The sink nodes' end-to-end latency histograms of one task, made on a
+/// sink's first record.
+#[derive(Debug)]
+pub struct SinkLatency {
+    registry: MetricsRegistry,
+    thread_id: String,
+    task_id: String,
+    /// By the address of the sink's name: every record of a sink shares
+    /// one `Rc<str>`, so no string is hashed per record.
+    by_sink: std::collections::HashMap<usize, Histogram>,
+}
+
+impl SinkLatency {
+    fn observe(&mut self, sink: &std::rc::Rc<str>, latency_ms: i64) {
+        let key = std::rc::Rc::as_ptr(sink) as *const u8 as usize;
+        if !self.by_sink.contains_key(&key) {
+            match self
+                .registry
+                .node_sensors(&self.thread_id, &self.task_id, sink)
+            {
+                Ok(sensors) => {
+                    self.by_sink.insert(key, sensors.record_e2e_latency);
+                }
+                Err(e) => {
+                    log::warn!("sink {sink}: no end-to-end latency metric: {e}");
+                    return;
+                }
+            }
+        }
+        if let Some(histogram) = self.by_sink.get(&key) {
+            histogram.observe(latency_ms.max(0) as f64 / 1000.0);
+        }
+    }
 }
 
 impl TaskMetrics {
@@ -72,6 +111,12 @@ impl TaskMetrics {
             record_lateness: debug.then_some(sensors.record_lateness),
             source_e2e_latency,
             source_process,
+            sink_e2e_latency: Some(SinkLatency {
+                registry: registry.clone(),
+                thread_id: thread_id.to_string(),
+                task_id: task_id.to_string(),
+                by_sink: std::collections::HashMap::new(),
+            }),
         })
     }
 }
@@ -438,6 +483,7 @@ impl StreamTask {
             value: raw.value,
             timestamp: raw.timestamp,
             headers,
+            sink: None,
         });
     }
 
@@ -481,7 +527,17 @@ impl StreamTask {
 
     /// Takes the records the sinks wrote.
     pub fn drain_output(&mut self) -> Vec<ProducedRecord> {
-        self.topology.context().drain_output()
+        let output = self.topology.context().drain_output();
+        if let (Some(latency), false) = (&mut self.metrics.sink_e2e_latency, output.is_empty()) {
+            // One clock read for what one processing step wrote.
+            let now = crate::kafka::thread::now_ms();
+            for record in &output {
+                if let Some(sink) = &record.sink {
+                    latency.observe(sink, now.saturating_sub(record.timestamp));
+                }
+            }
+        }
+        output
     }
 
     /// Flushes the stores (at commit).

@@ -125,6 +125,12 @@ fn a_running_application_exposes_task_thread_partition_e2e_and_store_metrics() {
     let text = wait_for_metrics(&app, "every record processed, a commit, lag 0", |text| {
         sum(text, "kstreams_task_process_total", &[]) as usize == RECORDS
             && sum(text, "kstreams_thread_commit_latency_seconds_count", &[]) >= 1.0
+            // The cache let each of the 10 pages' count out at a commit.
+            && sum(
+                text,
+                "kstreams_record_e2e_latency_seconds_count",
+                &[r#"node="KSTREAM-SINK-"#],
+            ) >= 10.0
             && sum(
                 text,
                 "kstreams_consumer_records_lag",
@@ -156,6 +162,14 @@ fn a_running_application_exposes_task_thread_partition_e2e_and_store_metrics() {
     assert_eq!(
         sum(&text, "kstreams_node_process_total", &[source]) as usize,
         RECORDS
+    );
+    // And at the sink, for each count the cache let out.
+    let sink = r#"node="KSTREAM-SINK-"#;
+    assert!(sum(&text, "kstreams_record_e2e_latency_seconds_count", &[sink]) >= 10.0);
+    assert!(
+        sum(&text, "kstreams_record_e2e_latency_seconds_sum", &[sink])
+            / sum(&text, "kstreams_record_e2e_latency_seconds_count", &[sink])
+            >= AGE_MS as f64 / 1000.0
     );
     assert!(
         e2e_sum / e2e_count >= AGE_MS as f64 / 1000.0,
@@ -211,7 +225,11 @@ fn info_level_leaves_out_store_and_per_record_latencies() {
         sum(text, "kstreams_task_process_total", &[]) as usize == RECORDS
     });
     assert_eq!(
-        sum(&text, "kstreams_record_e2e_latency_seconds_count", &[]) as usize,
+        sum(
+            &text,
+            "kstreams_record_e2e_latency_seconds_count",
+            &[r#"node="KSTREAM-SOURCE-0000000000""#]
+        ) as usize,
         RECORDS
     );
     assert!(!text.contains("kstreams_state_"), "{text}");
@@ -253,9 +271,20 @@ fn record_lateness_measures_out_of_order_records() {
         })
         .unwrap();
     }
+    // The outputs are drained as a stream thread does, which records the
+    // sink's end-to-end latency.
+    assert_eq!(task.drain_output().len(), 4);
     let text = registry.gather_text();
     assert_eq!(
         sum(&text, "kstreams_task_record_lateness_seconds_count", &[]),
+        4.0
+    );
+    assert_eq!(
+        sum(
+            &text,
+            "kstreams_record_e2e_latency_seconds_count",
+            &[r#"node="KSTREAM-SINK-0000000001""#]
+        ),
         4.0
     );
     // 6 s behind 10 s, then 0.5 s behind 12 s.

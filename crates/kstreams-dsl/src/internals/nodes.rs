@@ -407,6 +407,7 @@ impl<K: 'static, V: 'static> Input<K, V> for SinkNode<K, V> {
             value,
             timestamp: record.timestamp,
             headers,
+            sink: Some(self.info.name.clone()),
         });
         Ok(())
     }

@@ -59,6 +59,9 @@ pub struct ProducedRecord {
     pub timestamp: Timestamp,
     /// Headers.
     pub headers: Headers,
+    /// The sink node that wrote the record, for its end-to-end latency
+    /// metric; `None` for changelog, dead-letter and late-record outputs.
+    pub sink: Option<std::rc::Rc<str>>,
 }
 
 /// A punctuation a processor scheduled.
