@@ -298,6 +298,23 @@ fn counting_app_committing_every(
     state_dir: &std::path::Path,
     commit_interval: Duration,
 ) -> KafkaStreams {
+    let config = counting_app_config(bootstrap, app_id, state_dir, commit_interval);
+    counting_app_with(input, output, config)
+}
+
+fn counting_app_config(
+    bootstrap: &str,
+    app_id: &str,
+    state_dir: &std::path::Path,
+    commit_interval: Duration,
+) -> StreamsConfig {
+    StreamsConfig::new(app_id, bootstrap)
+        .commit_interval(commit_interval)
+        .state_dir(state_dir)
+}
+
+/// Counts per key in a persistent logged store, each update written out.
+fn counting_app_with(input: &str, output: &str, config: StreamsConfig) -> KafkaStreams {
     use kstreams_record::{I64Serde, StringSerde};
     use kstreams_state::Stores;
     let _ = env_logger::builder().is_test(true).try_init();
@@ -311,9 +328,6 @@ fn counting_app_committing_every(
         .stream::<String, String>(input)
         .process(|| CountPerKey { store: None }, &["counts"])
         .to_with(output, kstreams_dsl::Produced::with(StringSerde, I64Serde));
-    let config = StreamsConfig::new(app_id, bootstrap)
-        .commit_interval(commit_interval)
-        .state_dir(state_dir);
     KafkaStreams::new(builder.build().unwrap(), config)
 }
 
@@ -381,10 +395,29 @@ fn wait_until_running(apps: &[&KafkaStreams]) {
 /// again on top of the state restored from the changelog (counts doubled).
 #[test]
 fn a_rebalance_commits_revoked_tasks_so_no_record_is_counted_twice() {
+    rebalance_counts_every_record_once(None);
+}
+
+/// The same under KIP-848, where a revocation takes only the partitions
+/// that move (`incremental_unassign` after the commit).
+#[test]
+fn a_kip848_rebalance_commits_revoked_tasks_so_no_record_is_counted_twice() {
+    rebalance_counts_every_record_once(Some("consumer"));
+}
+
+fn rebalance_counts_every_record_once(group_protocol: Option<&str>) {
     let Some(bootstrap) = test_broker() else {
         return;
     };
     let (input, output, app_id) = fresh_topics(&bootstrap, "revoke", 4);
+    let app = |dir: &std::path::Path| {
+        let mut app_config =
+            counting_app_config(&bootstrap, &app_id, dir, Duration::from_secs(3600));
+        if let Some(protocol) = group_protocol {
+            app_config.set("consumer.group.protocol", protocol).unwrap();
+        }
+        counting_app_with(&input, &output, app_config)
+    };
     let dirs = [
         std::env::temp_dir().join(unique_name("kstreams-revoke-a")),
         std::env::temp_dir().join(unique_name("kstreams-revoke-b")),
@@ -392,18 +425,15 @@ fn a_rebalance_commits_revoked_tasks_so_no_record_is_counted_twice() {
     let records = |range: std::ops::Range<usize>| {
         range.map(|i| (format!("k{}", i % 20), format!("{i}"), i as i64))
     };
-    let never = Duration::from_secs(3600);
 
     produce(&bootstrap, &input, records(0..400));
-    let mut first =
-        counting_app_committing_every(&bootstrap, &app_id, &input, &output, &dirs[0], never);
+    let mut first = app(&dirs[0]);
     first.start().unwrap();
     let counts = latest_counts(&bootstrap, &output, 400);
     assert!(counts.values().all(|&c| c == 20), "{counts:?}");
 
     // A second instance joins: the first's tasks are revoked mid-run.
-    let mut second =
-        counting_app_committing_every(&bootstrap, &app_id, &input, &output, &dirs[1], never);
+    let mut second = app(&dirs[1]);
     second.start().unwrap();
     wait_until_running(&[&first, &second]);
     produce(&bootstrap, &input, records(400..800));
@@ -1003,5 +1033,225 @@ fn emit_final_results_are_not_emitted_again_after_a_restart() {
         counts,
         vec![("k@0".to_string(), 2), ("k@10000".to_string(), 2)],
         "each window's final result exactly once"
+    );
+}
+
+/// Which instance processed a record of which input partition, and when:
+/// (time, topic index, partition).
+type ProcessedLog = std::sync::Arc<std::sync::Mutex<Vec<(Instant, usize, i32)>>>;
+
+/// A pass-through of two co-partitioned topics in one sub-topology (task
+/// `0_p` reads partition p of both) under the KIP-848 group protocol. Input
+/// values are `topic:partition:round`; outputs are `tag|value`.
+fn kip848_app(
+    bootstrap: &str,
+    app_id: &str,
+    inputs: &[String; 2],
+    output: &str,
+    tag: &'static str,
+    log: ProcessedLog,
+) -> KafkaStreams {
+    let _ = env_logger::builder().is_test(true).try_init();
+    let builder = StreamsBuilder::new();
+    builder
+        .stream_topics::<String, String>(
+            &[inputs[0].as_str(), inputs[1].as_str()],
+            Consumed::default(),
+        )
+        .peek(move |_, v| {
+            let mut fields = v.split(':').map(|f| f.parse::<i32>().unwrap());
+            let (topic, partition) = (fields.next().unwrap(), fields.next().unwrap());
+            log.lock()
+                .unwrap()
+                .push((Instant::now(), topic as usize, partition));
+        })
+        .map_values(move |v| format!("{tag}|{v}"))
+        .to(output);
+    let config = StreamsConfig::new(app_id, bootstrap)
+        .commit_interval(Duration::from_millis(100))
+        .state_dir(std::env::temp_dir().join(unique_name("kip848-state")))
+        .client_config("consumer.group.protocol", "consumer");
+    KafkaStreams::new(builder.build().unwrap(), config)
+}
+
+/// Input partitions (topic index, partition) an instance processed a record
+/// of in the last `window`.
+fn recently_processed(
+    log: &ProcessedLog,
+    window: Duration,
+) -> std::collections::BTreeSet<(usize, i32)> {
+    let since = Instant::now() - window;
+    log.lock()
+        .unwrap()
+        .iter()
+        .filter(|(t, _, _)| *t >= since)
+        .map(|(_, topic, partition)| (*topic, *partition))
+        .collect()
+}
+
+/// KIP-848 (`consumer.group.protocol=consumer`, the server-side range
+/// assignor the runtime asks for): two instances share the partitions of
+/// two co-partitioned topics, partition p of both topics always with the
+/// same instance (one task); when one instance closes, the other takes
+/// every partition over and no input record is missing from the output.
+#[test]
+fn consumer_group_protocol_keeps_co_partitioned_topics_in_one_task_across_instances() {
+    use std::collections::{BTreeSet, HashSet};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let Some(bootstrap) = test_broker() else {
+        return;
+    };
+    const PARTITIONS: i32 = 4;
+    let inputs = [unique_name("kip848-left"), unique_name("kip848-right")];
+    let output = unique_name("kip848-out");
+    for t in inputs.iter().chain([&output]) {
+        create_topic(&bootstrap, t, PARTITIONS, 1).unwrap();
+    }
+    let all: BTreeSet<(usize, i32)> = (0..2)
+        .flat_map(|t| (0..PARTITIONS).map(move |p| (t, p)))
+        .collect();
+
+    // A steady input: a round of one record per input partition every 50 ms.
+    let stop = Arc::new(AtomicBool::new(false));
+    let rounds = Arc::new(AtomicUsize::new(0));
+    let feeder = {
+        let (stop, rounds, bootstrap, inputs) = (
+            stop.clone(),
+            rounds.clone(),
+            bootstrap.clone(),
+            inputs.clone(),
+        );
+        std::thread::spawn(move || {
+            let producer: BaseProducer = ClientConfig::new()
+                .set("bootstrap.servers", &bootstrap)
+                .set("linger.ms", "5")
+                .create()
+                .unwrap();
+            while !stop.load(Ordering::Acquire) {
+                let round = rounds.load(Ordering::Acquire);
+                for (t, topic) in inputs.iter().enumerate() {
+                    for p in 0..PARTITIONS {
+                        let value = format!("{t}:{p}:{round}");
+                        let key = format!("k{round}");
+                        let mut record =
+                            BaseRecord::to(topic).partition(p).key(&key).payload(&value);
+                        while let Err((_, back)) = producer.send(record) {
+                            producer.poll(Duration::from_millis(50));
+                            record = back;
+                        }
+                    }
+                }
+                producer.flush(Duration::from_secs(30)).unwrap();
+                rounds.store(round + 1, Ordering::Release);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    };
+
+    let app_id = unique_name("kip848-app");
+    let (log_a, log_b): (ProcessedLog, ProcessedLog) = Default::default();
+    let mut a = kip848_app(&bootstrap, &app_id, &inputs, &output, "A", log_a.clone());
+    a.start().unwrap();
+    let mut b = kip848_app(&bootstrap, &app_id, &inputs, &output, "B", log_b.clone());
+    b.start().unwrap();
+
+    // Wait until the two instances split the partitions, both RUNNING, and
+    // the split holds for 3 s.
+    let window = Duration::from_secs(2);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut split: Option<(Instant, BTreeSet<(usize, i32)>)> = None;
+    let (owned_a, owned_b) = loop {
+        assert!(
+            Instant::now() < deadline,
+            "no stable split: A {:?}, B {:?}, states {:?} {:?}, errors {:?} {:?}",
+            recently_processed(&log_a, window),
+            recently_processed(&log_b, window),
+            a.state(),
+            b.state(),
+            a.errors(),
+            b.errors()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+        let (owned_a, owned_b) = (
+            recently_processed(&log_a, window),
+            recently_processed(&log_b, window),
+        );
+        let shared = owned_a.is_disjoint(&owned_b)
+            && !owned_a.is_empty()
+            && !owned_b.is_empty()
+            && owned_a.union(&owned_b).copied().collect::<BTreeSet<_>>() == all
+            && a.state() == State::Running
+            && b.state() == State::Running;
+        match &split {
+            Some((since, held)) if shared && *held == owned_a => {
+                if since.elapsed() >= Duration::from_secs(3) {
+                    break (owned_a, owned_b);
+                }
+            }
+            _ => split = shared.then(|| (Instant::now(), owned_a)),
+        }
+    };
+    for p in 0..PARTITIONS {
+        assert_eq!(
+            owned_a.contains(&(0, p)),
+            owned_a.contains(&(1, p)),
+            "partition {p} of both topics belongs to one task: A has {owned_a:?}, B has {owned_b:?}"
+        );
+    }
+
+    // B leaves: A takes all partitions over.
+    assert!(b.close(Duration::from_secs(30)), "B closed in time");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while recently_processed(&log_a, window) != all {
+        assert!(
+            Instant::now() < deadline,
+            "A did not take every partition over: {:?}, state {:?}, errors {:?}",
+            recently_processed(&log_a, window),
+            a.state(),
+            a.errors()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    stop.store(true, Ordering::Release);
+    feeder.join().unwrap();
+    let rounds = rounds.load(Ordering::Acquire);
+    let sent: HashSet<String> = (0..rounds)
+        .flat_map(|r| {
+            (0..2).flat_map(move |t| (0..PARTITIONS).map(move |p| format!("{t}:{p}:{r}")))
+        })
+        .collect();
+
+    // Every input record reached the output (at-least-once: duplicates of
+    // records reprocessed after a partition moved are allowed).
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .set("group.id", unique_name("kip848-reader"))
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .unwrap();
+    consumer.subscribe(&[output.as_str()]).unwrap();
+    let mut seen = HashSet::new();
+    let mut by = BTreeMap::<String, usize>::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !sent.is_subset(&seen) && Instant::now() < deadline {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
+            let out = String::from_utf8_lossy(m.payload().unwrap_or_default()).to_string();
+            let (tag, value) = out.split_once('|').unwrap();
+            *by.entry(tag.to_string()).or_default() += 1;
+            seen.insert(value.to_string());
+        }
+    }
+    assert!(a.close(Duration::from_secs(30)));
+    let missing: Vec<&String> = sent.difference(&seen).take(10).collect();
+    assert!(
+        missing.is_empty(),
+        "{} of {} input records missing from the output, e.g. {missing:?}",
+        sent.difference(&seen).count(),
+        sent.len()
+    );
+    assert!(
+        by.get("B").copied().unwrap_or(0) > 0,
+        "B processed records: {by:?}"
     );
 }

@@ -371,3 +371,30 @@ fn windowed_keys_are_written_to_the_partition_of_their_plain_key() {
         .collect();
     assert_eq!(seen, expected);
 }
+
+/// The KIP-848 group protocol with a classic assignment setting fails
+/// `start()` with the conflict named, before any client is made.
+#[test]
+fn start_refuses_an_assignment_strategy_under_the_consumer_group_protocol() {
+    let builder = StreamsBuilder::new();
+    builder.stream::<String, String>(INPUT).to(OUTPUT);
+    let config = StreamsConfig::new("kip848-conflict", "127.0.0.1:1")
+        .client_config(
+            "consumer.partition.assignment.strategy",
+            "cooperative-sticky",
+        )
+        .client_config("consumer.group.protocol", "consumer");
+    let mut app = KafkaStreams::new(builder.build().unwrap(), config);
+    let err = app.start().unwrap_err();
+    assert!(
+        matches!(err, RuntimeError::Config(_)),
+        "a config error: {err}"
+    );
+    assert!(
+        err.to_string().starts_with(
+            "config consumer.partition.assignment.strategy cannot be used with \
+             consumer.group.protocol=consumer"
+        ),
+        "{err}"
+    );
+}

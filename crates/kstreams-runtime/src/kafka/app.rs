@@ -180,6 +180,7 @@ impl KafkaStreams {
         if state != State::Created {
             return Err(RuntimeError::IllegalState(state));
         }
+        self.config.validate()?;
         prepare_topics(&self.topology, &self.config)?;
         let sources = Arc::new(SourceTopicIndex::new(
             &self.topology,

@@ -40,6 +40,64 @@ pub enum ConfigError {
         /// What is accepted.
         expected: String,
     },
+    /// Two settings that cannot be used together.
+    #[error("config {key} cannot be used with {with}: {hint}")]
+    Conflict {
+        /// The key that has to go.
+        key: String,
+        /// The setting it conflicts with, as `key=value`.
+        with: String,
+        /// What to do instead.
+        hint: String,
+    },
+}
+
+/// The consumer group protocol of the stream threads' consumers
+/// (`consumer.group.protocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum GroupProtocol {
+    /// The classic protocol: the client-side range assignor, eager
+    /// rebalances that stop every task.
+    #[default]
+    Classic,
+    /// KIP-848: the broker assigns (`group.remote.assignor`, range by
+    /// default here) and members give up and take partitions
+    /// incrementally, so tasks that keep their owner go on processing.
+    Consumer,
+}
+
+/// Consumer settings of group membership under the classic protocol that
+/// librdkafka refuses under `group.protocol=consumer`, and what to use
+/// instead.
+const CLASSIC_ONLY: [(&str, &str); 4] = [
+    (
+        "partition.assignment.strategy",
+        "the broker assigns partitions under this protocol; choose its assignor with \
+         consumer.group.remote.assignor (kstreams sets range, which keeps co-partitioned \
+         topics in one task)",
+    ),
+    (
+        "session.timeout.ms",
+        "the broker sets it (group.consumer.session.timeout.ms)",
+    ),
+    (
+        "heartbeat.interval.ms",
+        "the broker sets it (group.consumer.heartbeat.interval.ms)",
+    ),
+    (
+        "group.protocol.type",
+        "only the classic protocol has protocol types",
+    ),
+];
+
+/// Consumer settings that only a group member uses: consumers that only
+/// assign partitions to themselves (restore, global) leave them out.
+pub(crate) fn is_group_membership_key(key: &str) -> bool {
+    key == "group.id"
+        || key == "group.protocol"
+        || key == "group.remote.assignor"
+        || key == "group.instance.id"
+        || CLASSIC_ONLY.iter().any(|(k, _)| *k == key)
 }
 
 /// `processing.guarantee`.
@@ -174,7 +232,54 @@ impl StreamsConfig {
         for (k, v) in rest {
             config.set(&k, &v)?;
         }
+        config.validate()?;
         Ok(config)
+    }
+
+    /// Checks settings that are fine one by one but not together: under
+    /// `consumer.group.protocol=consumer` (KIP-848) the classic protocol's
+    /// `partition.assignment.strategy`, `session.timeout.ms`,
+    /// `heartbeat.interval.ms` and `group.protocol.type` are refused.
+    /// [`KafkaStreams::start`](super::KafkaStreams::start) calls it too.
+    ///
+    /// ```
+    /// use kstreams_runtime::kafka::StreamsConfig;
+    ///
+    /// let err = StreamsConfig::from_properties([
+    ///     ("application.id", "app"),
+    ///     ("bootstrap.servers", "localhost:9092"),
+    ///     ("consumer.group.protocol", "consumer"),
+    ///     ("consumer.partition.assignment.strategy", "range"),
+    /// ])
+    /// .unwrap_err();
+    /// assert!(err.to_string().starts_with(
+    ///     "config consumer.partition.assignment.strategy cannot be used with consumer.group.protocol=consumer"
+    /// ));
+    /// ```
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.group_protocol() == GroupProtocol::Consumer {
+            for (key, hint) in CLASSIC_ONLY {
+                if self.consumer.contains_key(key) {
+                    return Err(ConfigError::Conflict {
+                        key: format!("consumer.{key}"),
+                        with: format!(
+                            "consumer.group.protocol={}",
+                            self.consumer["group.protocol"]
+                        ),
+                        hint: hint.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The group protocol the stream threads' consumers use.
+    pub(crate) fn group_protocol(&self) -> GroupProtocol {
+        match self.consumer.get("group.protocol") {
+            Some(p) if p.eq_ignore_ascii_case("consumer") => GroupProtocol::Consumer,
+            _ => GroupProtocol::Classic,
+        }
     }
 
     /// Sets one property by its Kafka Streams name.
@@ -313,6 +418,14 @@ impl StreamsConfig {
                 };
                 if client_key.is_empty() {
                     return Err(ConfigError::Unknown { key: key.to_string() });
+                }
+                if client_key == "group.protocol"
+                    && !["classic", "consumer"].iter().any(|p| value.eq_ignore_ascii_case(p))
+                {
+                    return Err(invalid(
+                        "classic (eager rebalances, client-side range assignor) or consumer \
+                         (KIP-848: incremental rebalances, server-side assignor)",
+                    ));
                 }
                 map.insert(client_key.to_string(), value.to_string());
             }
@@ -556,5 +669,86 @@ mod tests {
         assert_eq!(c.effective_commit_interval(), Duration::from_secs(30));
         let c = c.processing_guarantee(ProcessingGuarantee::ExactlyOnceV2);
         assert_eq!(c.effective_commit_interval(), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn the_consumer_group_protocol_refuses_classic_assignment_settings_in_any_order() {
+        let consumer = ("consumer.group.protocol", "consumer");
+        let strategy = ("consumer.partition.assignment.strategy", "range");
+        for properties in [[consumer, strategy], [strategy, consumer]] {
+            let mut p = base();
+            p.extend(properties);
+            let err = StreamsConfig::from_properties(p).unwrap_err();
+            assert_eq!(
+                err,
+                ConfigError::Conflict {
+                    key: "consumer.partition.assignment.strategy".into(),
+                    with: "consumer.group.protocol=consumer".into(),
+                    hint: CLASSIC_ONLY[0].1.into(),
+                }
+            );
+            assert!(
+                err.to_string().contains("consumer.group.remote.assignor"),
+                "{err}"
+            );
+        }
+        // Through main.consumer. and set on a built config, found at start.
+        let config = StreamsConfig::new("app", "b:9092")
+            .client_config("main.consumer.group.protocol", "CONSUMER")
+            .client_config("consumer.session.timeout.ms", "6000");
+        let err = config.validate().unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "config consumer.session.timeout.ms cannot be used with consumer.group.protocol=CONSUMER"
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn group_protocol_values_and_what_each_allows() {
+        let mut p = base();
+        p.push(("consumer.group.protocol", "kip848"));
+        let err = StreamsConfig::from_properties(p).unwrap_err();
+        assert!(err.to_string().contains("consumer.group.protocol"), "{err}");
+
+        // The classic protocol keeps its settings.
+        let mut p = base();
+        p.extend([
+            ("consumer.group.protocol", "classic"),
+            ("consumer.partition.assignment.strategy", "range"),
+            ("consumer.session.timeout.ms", "6000"),
+        ]);
+        let c = StreamsConfig::from_properties(p).unwrap();
+        assert_eq!(c.group_protocol(), GroupProtocol::Classic);
+        assert_eq!(
+            StreamsConfig::new("a", "b").group_protocol(),
+            GroupProtocol::Classic
+        );
+
+        // The remote assignor may be overridden.
+        let mut p = base();
+        p.extend([
+            ("consumer.group.protocol", "consumer"),
+            ("consumer.group.remote.assignor", "uniform"),
+        ]);
+        let c = StreamsConfig::from_properties(p).unwrap();
+        assert_eq!(c.group_protocol(), GroupProtocol::Consumer);
+        assert_eq!(c.consumer["group.remote.assignor"], "uniform");
+    }
+
+    #[test]
+    fn assign_only_consumers_leave_group_membership_settings_out() {
+        for key in [
+            "group.id",
+            "group.protocol",
+            "group.remote.assignor",
+            "partition.assignment.strategy",
+            "session.timeout.ms",
+            "heartbeat.interval.ms",
+        ] {
+            assert!(is_group_membership_key(key), "{key}");
+        }
+        assert!(!is_group_membership_key("fetch.min.bytes"));
     }
 }

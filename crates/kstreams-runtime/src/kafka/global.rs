@@ -20,7 +20,7 @@ use kstreams_state::{Offsets, StateDirectory, TaskDirectory};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
-use super::config::{ProcessingGuarantee, StreamsConfig};
+use super::config::{is_group_membership_key, ProcessingGuarantee, StreamsConfig};
 use super::RuntimeError;
 
 /// How long loading the global tables at start may take.
@@ -89,7 +89,7 @@ impl GlobalUpdater {
                 },
             );
         for (k, v) in &config.consumer {
-            if k != "group.id" {
+            if !is_group_membership_key(k) {
                 client.set(k, v);
             }
         }

@@ -15,7 +15,7 @@ use kstreams_state::{
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
-use super::config::{ProcessingGuarantee, StreamsConfig};
+use super::config::{is_group_membership_key, ProcessingGuarantee, StreamsConfig};
 use super::thread::now_ms;
 use super::RuntimeError;
 use crate::changelog::ChangelogCollector;
@@ -274,7 +274,7 @@ impl TaskOpener {
                     },
                 );
             for (k, v) in &self.config.consumer {
-                if k != "group.id" {
+                if !is_group_membership_key(k) {
                     client.set(k, v);
                 }
             }

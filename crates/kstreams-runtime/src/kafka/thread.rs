@@ -18,7 +18,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ProducerContext};
 use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
 
-use super::config::{ProcessingGuarantee, StreamsConfig};
+use super::config::{GroupProtocol, ProcessingGuarantee, StreamsConfig};
 use super::offset_metadata::PartitionMetadata;
 use super::partition_group::PartitionGroup;
 use super::partitioner::partition_for_key;
@@ -61,6 +61,14 @@ fn partitions(tpl: &TopicPartitionList) -> Vec<(String, i32)> {
         .collect()
 }
 
+/// Turns rebalances into [`AssignmentEvent`]s. Under the classic eager
+/// protocol a revocation takes every partition and the assignment that
+/// follows gives the whole new set (`assign`); when librdkafka reports the
+/// COOPERATIVE protocol, as it does for `group.protocol=consumer`, both
+/// carry only the partitions that change owner (`incremental_assign`,
+/// `incremental_unassign`). Either way the loop creates and closes only the
+/// tasks of the partitions named, and acknowledges a revocation only after
+/// committing (see `rebalance` below).
 pub(crate) struct StreamsConsumerContext {
     shared: Arc<ThreadShared>,
 }
@@ -363,9 +371,6 @@ impl StreamThread {
             .set("client.id", format!("{name}-consumer"))
             .set("enable.auto.commit", "false")
             .set("auto.offset.reset", "earliest")
-            // The range assignor with identical subscriptions gives every
-            // thread the same partition numbers of co-partitioned topics.
-            .set("partition.assignment.strategy", "range")
             .set(
                 "isolation.level",
                 if eos {
@@ -374,6 +379,28 @@ impl StreamThread {
                     "read_uncommitted"
                 },
             );
+        // A range assignor with identical subscriptions gives every thread
+        // the same partition numbers of co-partitioned topics, so a task's
+        // partitions stay together. Under the classic protocol it runs in
+        // the group leader (eager: every task stops at a rebalance); under
+        // KIP-848 the broker runs it and members move only the partitions
+        // that change owner, and librdkafka refuses the client-side setting.
+        match config.group_protocol() {
+            GroupProtocol::Classic => {
+                consumer_config.set("partition.assignment.strategy", "range");
+            }
+            GroupProtocol::Consumer => {
+                consumer_config.set("group.remote.assignor", "range");
+                match config.consumer.get("group.remote.assignor") {
+                    Some(assignor) if assignor != "range" => log::warn!(
+                        "{name}: group.remote.assignor={assignor}: unless that assignor gives \
+                         every member the same partition numbers of all subscribed topics, \
+                         co-partitioned topics (joins, merges) can land in different tasks"
+                    ),
+                    _ => {}
+                }
+            }
+        }
         for (k, v) in &config.consumer {
             consumer_config.set(k, v);
         }
@@ -1410,6 +1437,9 @@ fn is_rebalance_error(error: &KafkaError) -> bool {
                 | RDKafkaErrorCode::UnknownMemberId
                 | RDKafkaErrorCode::FencedInstanceId
                 | RDKafkaErrorCode::AssignmentLost
+                // KIP-848: the member's epoch moved on (a newer assignment).
+                | RDKafkaErrorCode::StaleMemberEpoch
+                | RDKafkaErrorCode::FencedMemberEpoch
         )
     )
 }
