@@ -24,11 +24,24 @@ pub enum ConfigError {
     },
     /// A key kstreams does not know.
     #[error(
-        "unknown config {key}; pass Kafka client settings with a consumer., producer., admin. or main.consumer. prefix"
+        "unknown config {key}{}; pass Kafka client settings with a consumer., producer., admin. or main.consumer. prefix",
+        suggestion.map(|s| format!(" (did you mean {s}?)")).unwrap_or_default()
     )]
     Unknown {
         /// The key as given.
         key: String,
+        /// The known key it is closest to, when it looks like a typo.
+        suggestion: Option<&'static str>,
+    },
+    /// A Kafka Streams config whose behaviour kstreams does not have.
+    #[error("config {key}={value} is not supported: {why}")]
+    Unsupported {
+        /// The key.
+        key: String,
+        /// The value given.
+        value: String,
+        /// What kstreams does instead, and what to do.
+        why: &'static str,
     },
     /// A value that does not parse or is out of range.
     #[error("invalid value {value:?} for config {key}: {expected}")]
@@ -155,6 +168,8 @@ pub struct StreamsConfig {
     pub(crate) producer: BTreeMap<String, String>,
     pub(crate) admin: BTreeMap<String, String>,
     pub(crate) metrics_recording_level: RecordingLevel,
+    /// `poll.ms`: how long a stream thread blocks waiting for input.
+    pub(crate) poll: Duration,
     /// Shared by clones: every thread and task of the application records
     /// into it, and `KafkaStreams::metrics` hands it out.
     pub(crate) metrics: MetricsRegistry,
@@ -198,6 +213,7 @@ impl StreamsConfig {
             producer: BTreeMap::new(),
             admin: BTreeMap::new(),
             metrics_recording_level: RecordingLevel::Info,
+            poll: Duration::from_millis(100),
             metrics: MetricsRegistry::new(),
         }
     }
@@ -383,6 +399,11 @@ impl StreamsConfig {
                     Some(value.to_string())
                 };
             }
+            "poll.ms" => {
+                self.poll = Duration::from_millis(
+                    value.parse().map_err(|_| invalid("milliseconds, a whole number >= 0"))?,
+                )
+            }
             "metrics.recording.level" => {
                 self.metrics_recording_level =
                     value.parse().map_err(|_| invalid("INFO, DEBUG or TRACE"))?
@@ -413,11 +434,19 @@ impl StreamsConfig {
                         map.insert(key.to_string(), value.to_string());
                     }
                     return Ok(());
+                } else if let Some(handling) = kafka_streams_only(key) {
+                    return handling.apply(key, value);
                 } else {
-                    return Err(ConfigError::Unknown { key: key.to_string() });
+                    return Err(ConfigError::Unknown {
+                        key: key.to_string(),
+                        suggestion: closest_known_key(key),
+                    });
                 };
                 if client_key.is_empty() {
-                    return Err(ConfigError::Unknown { key: key.to_string() });
+                    return Err(ConfigError::Unknown {
+                        key: key.to_string(),
+                        suggestion: None,
+                    });
                 }
                 if client_key == "group.protocol"
                     && !["classic", "consumer"].iter().any(|p| value.eq_ignore_ascii_case(p))
@@ -567,6 +596,136 @@ fn is_shared_client_key(key: &str) -> bool {
         || key == "client.rack"
 }
 
+/// The keys `StreamsConfig::set` takes (besides client settings), for
+/// suggestions when a key is misspelt.
+const KNOWN_KEYS: &[&str] = &[
+    "application.id",
+    "bootstrap.servers",
+    "num.stream.threads",
+    "processing.guarantee",
+    "commit.interval.ms",
+    "statestore.cache.max.bytes",
+    "cache.max.bytes.buffering",
+    "state.dir",
+    "max.task.idle.ms",
+    "buffered.records.per.partition",
+    "replication.factor",
+    "default.timestamp.extractor",
+    "deserialization.exception.handler",
+    "default.deserialization.exception.handler",
+    "production.exception.handler",
+    "default.production.exception.handler",
+    "processing.exception.handler",
+    "repartition.purge.interval.ms",
+    "errors.dead.letter.queue.topic.name",
+    "metrics.recording.level",
+    "poll.ms",
+];
+
+/// What kstreams does with a Kafka Streams config it has no use for.
+enum KafkaStreamsOnly {
+    /// Accepted and ignored, with a warning saying why.
+    NoEffect(&'static str),
+    /// Accepted at the value that means "off"; any other value is an error.
+    OnlyOff(&'static str, &'static str),
+    /// Always an error.
+    Refused(&'static str),
+}
+
+impl KafkaStreamsOnly {
+    fn apply(self, key: &str, value: &str) -> Result<(), ConfigError> {
+        let unsupported = |why| ConfigError::Unsupported {
+            key: key.to_string(),
+            value: value.to_string(),
+            why,
+        };
+        match self {
+            KafkaStreamsOnly::NoEffect(why) => {
+                log::warn!("config {key}={value} has no effect in kstreams: {why}");
+                Ok(())
+            }
+            KafkaStreamsOnly::OnlyOff(off, _) if value.trim().eq_ignore_ascii_case(off) => Ok(()),
+            KafkaStreamsOnly::OnlyOff(_, why) | KafkaStreamsOnly::Refused(why) => {
+                Err(unsupported(why))
+            }
+        }
+    }
+}
+
+/// Kafka Streams configs that have no counterpart here, and why.
+fn kafka_streams_only(key: &str) -> Option<KafkaStreamsOnly> {
+    use KafkaStreamsOnly::{NoEffect, OnlyOff, Refused};
+    Some(match key {
+        "num.standby.replicas" => OnlyOff(
+            "0",
+            "standby replicas are not implemented; a task that moves restores its stores from \
+             the changelog (kstreams_task_restore_remaining_records shows the progress). Remove it or set 0",
+        ),
+        "acceptable.recovery.lag" | "max.warmup.replicas" | "probing.rebalance.interval.ms"
+        | "rack.aware.assignment.strategy" | "rack.aware.assignment.tags"
+        | "rack.aware.assignment.non_overlap_cost" | "rack.aware.assignment.traffic_cost" => {
+            NoEffect("tasks are placed by the consumer group's range assignor, not by Kafka Streams' task assignor")
+        }
+        "topology.optimization" => OnlyOff(
+            "none",
+            "kstreams builds the topology as Kafka Streams does with topology.optimization=none \
+             (describe() is the same); remove it or set none",
+        ),
+        "default.key.serde" | "default.value.serde" | "default.windowed.key.serde.inner"
+        | "default.windowed.value.serde.inner" | "windowed.inner.class.serde" => Refused(
+            "serdes are Rust values: give them with Consumed::with, Produced::with, Grouped::with \
+             or Materialized::with, or rely on the built-in serde of the type",
+        ),
+        "default.dsl.store" | "dsl.store.suppliers.class" => Refused(
+            "choose a store per operator with Materialized::with_store_type (RocksDB is the default)",
+        ),
+        "rocksdb.config.setter" => Refused(
+            "RocksDB options are set in code (kstreams_state::RocksDbSettings); the runtime does not \
+             take a setter from properties yet",
+        ),
+        "group.protocol" => Refused(
+            "the streams rebalance protocol (KIP-1071) is not implemented; for KIP-848 set \
+             consumer.group.protocol=consumer",
+        ),
+        "upgrade.from" => NoEffect("there is no earlier kstreams version to upgrade from"),
+        "metrics.num.samples" | "metrics.sample.window.ms" | "metric.reporters"
+        | "auto.include.jmx.reporter" => NoEffect(
+            "metrics are Prometheus histograms and counters (KafkaStreams::metrics), not sampled \
+             JMX metrics",
+        ),
+        "application.server" => NoEffect("interactive queries across instances are not implemented"),
+        "state.cleanup.delay.ms" | "task.timeout.ms" | "window.size.ms" | "retry.backoff.ms"
+        | "retries" => NoEffect("kstreams does not use this setting"),
+        _ => return None,
+    })
+}
+
+/// The known key `key` most likely meant: the nearest by edit distance,
+/// if near enough to be a typo.
+fn closest_known_key(key: &str) -> Option<&'static str> {
+    KNOWN_KEYS
+        .iter()
+        .map(|known| (edit_distance(key, known), *known))
+        .filter(|(distance, known)| *distance <= 2.max(known.len() / 5))
+        .min()
+        .map(|(_, known)| known)
+}
+
+/// Levenshtein distance over bytes (config keys are ASCII).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != cb);
+            current.push(substitution.min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -610,6 +769,78 @@ mod tests {
     }
 
     #[test]
+    fn every_known_key_is_taken() {
+        for key in KNOWN_KEYS {
+            let mut config = StreamsConfig::new("app", "b:1");
+            match config.set(key, "x") {
+                Ok(()) | Err(ConfigError::Invalid { .. }) => {}
+                Err(e) => panic!("{key}: {e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn typos_get_a_suggestion_and_strangers_none() {
+        assert_eq!(
+            closest_known_key("comit.interval.ms"),
+            Some("commit.interval.ms")
+        );
+        assert_eq!(
+            closest_known_key("processing.guarantees"),
+            Some("processing.guarantee")
+        );
+        assert_eq!(closest_known_key("max.task.idle"), Some("max.task.idle.ms"));
+        assert_eq!(closest_known_key("fetch.min.bytes"), None);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+    }
+
+    #[test]
+    fn kafka_streams_configs_without_a_counterpart_say_why() {
+        let set = |key: &str, value: &str| {
+            let mut config = StreamsConfig::new("app", "b:1");
+            config.set(key, value)
+        };
+        // Off is fine; anything else names the key, the value and the way out.
+        assert_eq!(set("num.standby.replicas", "0"), Ok(()));
+        let err = set("num.standby.replicas", "1").unwrap_err();
+        assert!(matches!(err, ConfigError::Unsupported { .. }));
+        let text = err.to_string();
+        assert!(
+            text.starts_with("config num.standby.replicas=1 is not supported: standby replicas"),
+            "{text}"
+        );
+        assert_eq!(set("topology.optimization", "none"), Ok(()));
+        assert!(set("topology.optimization", "all")
+            .unwrap_err()
+            .to_string()
+            .contains("topology.optimization=none"));
+        assert!(set(
+            "default.key.serde",
+            "org.apache.kafka.common.serialization.Serdes$StringSerde"
+        )
+        .unwrap_err()
+        .to_string()
+        .contains("Consumed::with"));
+        assert!(set("group.protocol", "streams")
+            .unwrap_err()
+            .to_string()
+            .contains("consumer.group.protocol=consumer"));
+        // Settings of Kafka Streams' own assignor and metrics have no effect.
+        assert_eq!(set("acceptable.recovery.lag", "10000"), Ok(()));
+        assert_eq!(set("metrics.num.samples", "2"), Ok(()));
+    }
+
+    #[test]
+    fn poll_ms_is_read() {
+        let mut config = StreamsConfig::new("app", "b:1");
+        assert_eq!(config.poll, Duration::from_millis(100));
+        config.set("poll.ms", "20").unwrap();
+        assert_eq!(config.poll, Duration::from_millis(20));
+        assert!(config.set("poll.ms", "soon").is_err());
+    }
+
+    #[test]
     fn unknown_keys_and_bad_values_name_the_key() {
         let mut p = base();
         p.push(("num.stream.thread", "2"));
@@ -617,8 +848,14 @@ mod tests {
         assert_eq!(
             err,
             ConfigError::Unknown {
-                key: "num.stream.thread".into()
+                key: "num.stream.thread".into(),
+                suggestion: Some("num.stream.threads"),
             }
+        );
+        assert!(
+            err.to_string()
+                .starts_with("unknown config num.stream.thread (did you mean num.stream.threads?)"),
+            "{err}"
         );
         for (key, value) in [
             ("processing.guarantee", "exactly_once"),

@@ -548,7 +548,7 @@ impl ThreadLoop {
     ) -> Result<(), RuntimeError> {
         let commit_interval = self.config.effective_commit_interval();
         while !stop.load(Ordering::Acquire) {
-            self.poll_records(Duration::from_millis(50))?;
+            self.poll_records(self.config.poll)?;
             if let Some(assigned) = self.apply_assignment_events()? {
                 on_assignment(assigned);
             }
