@@ -139,8 +139,7 @@ fn longest_gap(events: &[(Instant, Tp)], from: Instant, to: Instant) -> Duration
     let mut previous = events
         .iter()
         .map(|(t, _)| *t)
-        .filter(|t| *t <= from)
-        .next_back()
+        .rfind(|t| *t <= from)
         .unwrap_or(from);
     let mut longest = Duration::ZERO;
     for (t, _) in events.iter().filter(|(t, _)| *t > from && *t <= to) {
@@ -394,7 +393,7 @@ fn wait_stable(
                     return Ok(current.expect("set"));
                 }
             }
-            _ => current = covering.then(|| (now, owned_a, owned_b)),
+            _ => current = covering.then_some((now, owned_a, owned_b)),
         }
         if now > deadline {
             return Err("the assignment did not settle".into());
