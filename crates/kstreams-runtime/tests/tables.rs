@@ -568,3 +568,44 @@ fn cached_and_uncached_updates_keep_the_headers_of_the_record_that_made_them() {
         }
     }
 }
+
+/// Replaces a record's headers, as a processor may.
+struct Restamp;
+
+impl kstreams_dsl::FixedKeyProcessor<S, S, S> for Restamp {
+    fn process(
+        &mut self,
+        ctx: &mut kstreams_dsl::FixedKeyProcessorContext<'_, '_, S, S>,
+        record: kstreams_dsl::FixedKeyRecord<S, S>,
+    ) -> Result<(), kstreams_dsl::ProcessorError> {
+        let headers = kstreams_record::Headers::new().with("stage", "restamped");
+        ctx.forward(record.with_headers(headers))?;
+        Ok(())
+    }
+}
+
+/// A caching store keeps the headers of the record as its node got it, not
+/// as the source read it: a processor upstream replaced them.
+#[test]
+fn a_cache_keeps_the_headers_its_node_saw() {
+    use kstreams_record::{Headers, Record};
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("in")
+        .process_values(|| Restamp, &[])
+        .group_by_key()
+        .count()
+        .to_stream()
+        .to_with("out", Produced::with(StringSerde, Nullable(I64Serde)));
+    let driver = driver_with_cache(b.build().unwrap(), 10 * 1024 * 1024);
+    let input = driver.create_input_topic("in", StringSerde, StringSerde);
+    let output = driver.create_output_topic("out", StringSerde, Nullable(I64Serde));
+    let mut record = Record::new(s("k"), s("v"), 0);
+    record.headers = Headers::new().with("stage", "source");
+    input.pipe_record(record);
+    let out = output.read_records_to_list();
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        out[0].headers.last("stage").and_then(|h| h.value.clone()),
+        Some(b"restamped".to_vec())
+    );
+}

@@ -241,7 +241,10 @@ impl StoreContext {
         }
     }
 
-    pub(crate) fn headers_cell(&self) -> &Rc<std::cell::RefCell<kstreams_record::Headers>> {
+    /// The cell holding the headers of the record being processed, shared
+    /// with the task so that each processor node sets it to the headers of
+    /// the record it runs (Kafka Streams' record context on `forward`).
+    pub fn headers_cell(&self) -> &Rc<std::cell::RefCell<kstreams_record::Headers>> {
         &self.record_headers
     }
 

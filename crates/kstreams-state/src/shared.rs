@@ -76,8 +76,8 @@ impl SharedBytesStore for SharedMemoryStore {
     }
 }
 
-/// A shared store on RocksDB, opened with the application's RocksDB
-/// settings (options hook, bounded memory) as the task stores are.
+/// A shared store on RocksDB, opened with the RocksDB settings it is
+/// given (options hook, bounded memory).
 #[cfg(feature = "rocksdb")]
 pub struct SharedRocksDbStore {
     name: String,

@@ -76,6 +76,7 @@ impl TaskTopology {
             ))
         })?;
         let mut context = TaskContext::new(task, application_id.to_string(), wall_clock);
+        context.record_headers = store_context.headers_cell().clone();
         for &id in members {
             for store in &graph.nodes[id].stores {
                 if !context.stores.contains_key(store) {

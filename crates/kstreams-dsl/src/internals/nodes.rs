@@ -177,7 +177,13 @@ where
     VOut: Clone + 'static,
 {
     fn push(&self, record: Record<KIn, VIn>, task: &mut TaskContext) -> Result<(), StreamsError> {
-        self.run_as_node(task, |p, ctx| p.process(ctx, record))
+        // The node's store writes carry this record's headers (a cache
+        // flush forwards them), as Kafka Streams' forward sets the record
+        // context for the child.
+        let previous = task.enter_record_headers(&record.headers);
+        let result = self.run_as_node(task, |p, ctx| p.process(ctx, record));
+        task.leave_record_headers(previous);
+        result
     }
 }
 

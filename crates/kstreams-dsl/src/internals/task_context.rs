@@ -107,6 +107,9 @@ pub struct TaskContext {
     /// operators keep their last emitted window close time here, under
     /// their store's name).
     pub(crate) processor_metadata: std::collections::BTreeMap<String, i64>,
+    /// The headers of the record the running node processes, shared with
+    /// the stores' context: a caching store keeps them with a write.
+    pub(crate) record_headers: std::rc::Rc<std::cell::RefCell<kstreams_record::Headers>>,
 }
 
 impl TaskContext {
@@ -127,6 +130,28 @@ impl TaskContext {
             continue_on_serialization_error: false,
             skipped_errors: Vec::new(),
             processor_metadata: std::collections::BTreeMap::new(),
+            record_headers: Default::default(),
+        }
+    }
+
+    /// Makes `headers` the current record's for the stores, returning the
+    /// ones they replace (`None` when equal, the common case: nothing to
+    /// copy or restore).
+    pub(crate) fn enter_record_headers(
+        &mut self,
+        headers: &kstreams_record::Headers,
+    ) -> Option<kstreams_record::Headers> {
+        let mut current = self.record_headers.borrow_mut();
+        if *current == *headers {
+            return None;
+        }
+        Some(std::mem::replace(&mut *current, headers.clone()))
+    }
+
+    /// Puts back what [`TaskContext::enter_record_headers`] replaced.
+    pub(crate) fn leave_record_headers(&mut self, previous: Option<kstreams_record::Headers>) {
+        if let Some(previous) = previous {
+            *self.record_headers.borrow_mut() = previous;
         }
     }
 

@@ -51,6 +51,9 @@ struct Shared {
     listener: Mutex<Option<StateListener>>,
     handler: Mutex<Option<ExceptionHandler>>,
     stop: AtomicBool,
+    /// Stops the global thread: set only once the stream threads are done,
+    /// as their last records and commit may still read the global stores.
+    global_stop: AtomicBool,
     threads_total: usize,
     threads_assigned: AtomicUsize,
     threads_alive: AtomicUsize,
@@ -122,6 +125,7 @@ impl KafkaStreams {
                 listener: Mutex::new(None),
                 handler: Mutex::new(None),
                 stop: AtomicBool::new(false),
+                global_stop: AtomicBool::new(false),
                 threads_total,
                 threads_assigned: AtomicUsize::new(0),
                 threads_alive: AtomicUsize::new(0),
@@ -199,7 +203,7 @@ impl KafkaStreams {
             let handle = std::thread::Builder::new()
                 .name(name)
                 .spawn(move || {
-                    if let Err(e) = updater.run(&shared.stop) {
+                    if let Err(e) = updater.run(&shared.global_stop) {
                         // Without its global tables the instance cannot go
                         // on: as Kafka Streams, it stops with an error.
                         log::error!("global thread failed: {e}");
@@ -209,6 +213,10 @@ impl KafkaStreams {
                             .unwrap_or_else(|p| p.into_inner())
                             .push(e.to_string());
                         shutdown_client(&shared);
+                        if shared.threads_alive.load(Ordering::Acquire) == 0 {
+                            // No stream thread is left to complete it.
+                            shared.transition(State::Error);
+                        }
                     }
                 })
                 .map_err(|e| {
@@ -262,6 +270,8 @@ impl KafkaStreams {
             for t in self.threads.drain(..) {
                 let _ = t.join();
             }
+            // The global stores close last, as in Kafka Streams.
+            self.shared.global_stop.store(true, Ordering::Release);
             if let Some(global) = self.global.take() {
                 let _ = global.join();
             }
@@ -278,7 +288,7 @@ impl KafkaStreams {
 
 impl Drop for KafkaStreams {
     fn drop(&mut self) {
-        if !self.threads.is_empty() {
+        if !self.threads.is_empty() || self.global.is_some() {
             self.close(Duration::from_secs(30));
         }
     }
@@ -396,10 +406,14 @@ struct AliveGuard<'a>(&'a Shared);
 
 impl Drop for AliveGuard<'_> {
     fn drop(&mut self) {
-        if self.0.threads_alive.fetch_sub(1, Ordering::AcqRel) == 1
-            && *self.0.state.lock().unwrap_or_else(|p| p.into_inner()) == State::PendingError
-        {
-            self.0.transition(State::Error);
+        if self.0.threads_alive.fetch_sub(1, Ordering::AcqRel) == 1 {
+            if *self.0.state.lock().unwrap_or_else(|p| p.into_inner()) == State::PendingError {
+                self.0.transition(State::Error);
+            }
+            // The last stream thread is out: the global stores may close.
+            if self.0.stop.load(Ordering::Acquire) {
+                self.0.global_stop.store(true, Ordering::Release);
+            }
         }
     }
 }

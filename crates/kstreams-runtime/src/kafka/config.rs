@@ -399,6 +399,10 @@ impl StreamsConfig {
                     Some(value.to_string())
                 };
             }
+            // Kafka Streams hands it to its producers.
+            "retries" => {
+                self.producer.insert(key.to_string(), value.to_string());
+            }
             "poll.ms" => {
                 self.poll = Duration::from_millis(
                     value.parse().map_err(|_| invalid("milliseconds, a whole number >= 0"))?,
@@ -591,6 +595,7 @@ fn short_class_name(value: &str) -> &str {
 fn is_shared_client_key(key: &str) -> bool {
     key == "security.protocol"
         || key == "client.id"
+        || key == "retry.backoff.ms"
         || key.starts_with("sasl.")
         || key.starts_with("ssl.")
         || key == "client.rack"
@@ -620,6 +625,7 @@ const KNOWN_KEYS: &[&str] = &[
     "errors.dead.letter.queue.topic.name",
     "metrics.recording.level",
     "poll.ms",
+    "retries",
 ];
 
 /// What kstreams does with a Kafka Streams config it has no use for.
@@ -683,7 +689,8 @@ fn kafka_streams_only(key: &str) -> Option<KafkaStreamsOnly> {
             "RocksDB options are set in code (kstreams_state::RocksDbSettings); the runtime does not \
              take a setter from properties yet",
         ),
-        "group.protocol" => Refused(
+        "group.protocol" => OnlyOff(
+            "classic",
             "the streams rebalance protocol (KIP-1071) is not implemented; for KIP-848 set \
              consumer.group.protocol=consumer",
         ),
@@ -694,8 +701,9 @@ fn kafka_streams_only(key: &str) -> Option<KafkaStreamsOnly> {
              JMX metrics",
         ),
         "application.server" => NoEffect("interactive queries across instances are not implemented"),
-        "state.cleanup.delay.ms" | "task.timeout.ms" | "window.size.ms" | "retry.backoff.ms"
-        | "retries" => NoEffect("kstreams does not use this setting"),
+        "state.cleanup.delay.ms" | "task.timeout.ms" | "window.size.ms" => {
+            NoEffect("kstreams does not use this setting")
+        }
         _ => return None,
     })
 }

@@ -23,6 +23,10 @@ use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 use super::config::{is_group_membership_key, ProcessingGuarantee, StreamsConfig};
 use super::RuntimeError;
 
+/// Records read since the last checkpoint below which a periodic one is
+/// skipped (Kafka Streams' `OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT`).
+const CHECKPOINT_MIN_RECORDS: i64 = 10_000;
+
 /// How long loading the global tables at start may take.
 const LOAD_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -101,6 +105,21 @@ impl GlobalUpdater {
                 .map_err(state_error)?;
             let locked = state_dir.lock_task("global").map_err(state_error)?;
             checkpointed = locked.checkpoint().read().map_err(state_error)?;
+            // Records between the checkpoint and the log start are gone
+            // (retention): their deletes with them, so the store is
+            // rebuilt, as Kafka Streams does on an out-of-range offset.
+            let timeout = Duration::from_secs(30);
+            for ((topic, partition), next) in &checkpointed {
+                let (low, _) = consumer.fetch_watermarks(topic, *partition, timeout)?;
+                if *next < low {
+                    log::warn!(
+                        "global tables: {topic}-{partition} was checkpointed at {next}, before \
+                         its log start {low}; rebuilding the global stores from the topics"
+                    );
+                    checkpointed.clear();
+                    break;
+                }
+            }
             if checkpointed.is_empty() {
                 locked.wipe_state().map_err(state_error)?;
             }
@@ -210,7 +229,7 @@ impl GlobalUpdater {
             "global tables: loaded {loaded} records in {secs:.1} s ({:.0} records/s)",
             loaded as f64 / secs.max(1e-3)
         );
-        updater.checkpoint()?;
+        updater.checkpoint(true)?;
         Ok(Some(updater))
     }
 
@@ -229,7 +248,7 @@ impl GlobalUpdater {
 
     /// Flushes the stores on disk and records the consumer's positions of
     /// their partitions, when they moved since the last checkpoint.
-    fn checkpoint(&mut self) -> Result<(), RuntimeError> {
+    fn checkpoint(&mut self, force: bool) -> Result<(), RuntimeError> {
         let Some(directory) = &self.directory else {
             return Ok(());
         };
@@ -247,7 +266,13 @@ impl GlobalUpdater {
         for (tp, next) in &self.checkpointed {
             positions.entry(tp.clone()).or_insert(*next);
         }
-        if positions == self.checkpointed {
+        // As Kafka Streams: a flush and a checkpoint only once enough has
+        // been read since (at close, whatever moved).
+        let moved: i64 = positions
+            .iter()
+            .map(|(tp, next)| next - self.checkpointed.get(tp).copied().unwrap_or(0))
+            .sum();
+        if positions == self.checkpointed || (!force && moved < CHECKPOINT_MIN_RECORDS) {
             return Ok(());
         }
         for store in self.stores.values().filter(|s| s.is_persistent()) {
@@ -266,7 +291,7 @@ impl GlobalUpdater {
         let mut last_checkpoint = Instant::now();
         while !stop.load(Ordering::Acquire) {
             if last_checkpoint.elapsed() >= self.checkpoint_interval {
-                self.checkpoint()?;
+                self.checkpoint(false)?;
                 last_checkpoint = Instant::now();
             }
             match self.consumer.poll(Duration::from_millis(100)) {
@@ -282,6 +307,6 @@ impl GlobalUpdater {
                 None => {}
             }
         }
-        self.checkpoint()
+        self.checkpoint(true)
     }
 }

@@ -58,6 +58,13 @@ impl PartitionGroup {
         }
     }
 
+    /// Whether the group has `topic`-`partition`.
+    pub fn has_partition(&self, topic: &str, partition: i32) -> bool {
+        self.queues
+            .iter()
+            .any(|q| q.partition == partition && q.topic == topic)
+    }
+
     /// Forgets a partition and its buffered records; returns whether the
     /// group is now empty of partitions.
     pub fn remove_partition(&mut self, topic: &str, partition: i32) -> bool {

@@ -40,12 +40,39 @@ pub(crate) struct ThreadShared {
     /// Set when a transaction had to be aborted: the loop must go back to
     /// the last commit before processing on.
     needs_rewind: AtomicBool,
-    /// A revocation waits for the loop: its tasks are committed, then
-    /// closed, then the revocation is acknowledged to librdkafka.
-    revocation_pending: AtomicBool,
-    /// The thread is closing: revocations are acknowledged at once, as
-    /// the loop no longer runs (its tasks were committed and closed).
-    closing: AtomicBool,
+    /// The partitions of a revocation waiting for the loop: their tasks
+    /// are committed, then closed, then the revocation is acknowledged to
+    /// librdkafka (which waits for that before the group moves on).
+    pending_revocation: Mutex<Option<Vec<(String, i32)>>>,
+    /// Whether the loop runs and so takes revocations over; outside it
+    /// (before it starts, while it shuts down, after a panic) the callback
+    /// acknowledges at once, or closing the consumer would wait forever.
+    deferring: AtomicBool,
+}
+
+impl ThreadShared {
+    fn revocation_pending(&self) -> bool {
+        self.pending_revocation
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+    }
+
+    /// Acknowledges a pending revocation, if there is one.
+    fn acknowledge_pending<C: Consumer<StreamsConsumerContext>>(&self, consumer: &C) {
+        let pending = self
+            .pending_revocation
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(revoked) = pending {
+            let mut tpl = TopicPartitionList::new();
+            for (topic, partition) in &revoked {
+                tpl.add_partition(topic, *partition);
+            }
+            acknowledge_revocation(consumer, &tpl);
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -102,19 +129,30 @@ impl ConsumerContext for StreamsConsumerContext {
             }
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
                 push_event(&self.shared, AssignmentEvent::Revoked(partitions(tpl)));
-                if self.shared.closing.load(Ordering::Acquire) {
-                    acknowledge_revocation(consumer, tpl);
+                if self.shared.deferring.load(Ordering::Acquire) {
+                    *self
+                        .shared
+                        .pending_revocation
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner()) = Some(partitions(tpl));
                 } else {
-                    self.shared
-                        .revocation_pending
-                        .store(true, Ordering::Release);
+                    acknowledge_revocation(consumer, tpl);
                 }
             }
             other => {
                 let code: RDKafkaErrorCode = other.into();
                 log::error!("rebalance failed: {code}");
-                // As rdkafka's default: give up the assignment.
+                // As rdkafka's default: give up the assignment. The loop
+                // closes the tasks of what was assigned (they must not go on
+                // with buffers of partitions fetched again later).
+                let assigned = consumer
+                    .assignment()
+                    .map(|a| partitions(&a))
+                    .unwrap_or_default();
                 acknowledge_revocation(consumer, tpl);
+                if !assigned.is_empty() {
+                    push_event(&self.shared, AssignmentEvent::Revoked(assigned));
+                }
             }
         }
     }
@@ -208,6 +246,10 @@ struct TaskEntry {
     /// When the task began reading its bootstrap partitions, and when it
     /// last logged its progress.
     bootstrap: Option<(Instant, Instant)>,
+    /// Source partitions of the task this thread was not given (yet): the
+    /// task processes nothing until it has them all, so that under an
+    /// incremental protocol two members never run halves of one task.
+    missing: Vec<(String, i32)>,
 }
 
 /// A stream thread's clients, made before its OS thread starts so that a
@@ -404,6 +446,11 @@ impl StreamThread {
         for (k, v) in &config.consumer {
             consumer_config.set(k, v);
         }
+        if let Some(instance) = config.consumer.get("group.instance.id") {
+            // Static membership: one id per thread, as Kafka Streams
+            // suffixes it, or the threads would fence each other.
+            consumer_config.set("group.instance.id", format!("{instance}-{}", index + 1));
+        }
         let consumer: BaseConsumer<StreamsConsumerContext> =
             consumer_config.create_with_context(StreamsConsumerContext {
                 shared: shared.clone(),
@@ -499,8 +546,19 @@ impl StreamThread {
     }
 }
 
+impl Drop for ThreadLoop {
+    /// However the loop ended (a panic included), revocations from now on
+    /// are acknowledged in the callback, and one left pending is
+    /// acknowledged here: the consumer, dropped next, closes only then.
+    fn drop(&mut self) {
+        self.shared.deferring.store(false, Ordering::Release);
+        self.shared.acknowledge_pending(&self.consumer);
+    }
+}
+
 impl ThreadLoop {
     fn run(mut self, stop: &AtomicBool, on_assignment: &dyn Fn(bool)) -> Result<(), RuntimeError> {
+        self.shared.deferring.store(true, Ordering::Release);
         let result = self.run_loop(stop, on_assignment);
         let finish = match &result {
             // A clean close checkpoints under exactly-once too.
@@ -531,12 +589,8 @@ impl ThreadLoop {
             .remove_matching(kstreams_metrics::names::THREAD_ID, &self.name);
         // From here on revocations (closing the consumer revokes all) are
         // acknowledged inside the callback: the tasks are closed already.
-        self.shared.closing.store(true, Ordering::Release);
-        if self.shared.revocation_pending.swap(false, Ordering::AcqRel) {
-            if let Err(e) = self.consumer.unassign() {
-                log::warn!("{}: could not give up revoked partitions: {e}", self.name);
-            }
-        }
+        self.shared.deferring.store(false, Ordering::Release);
+        self.shared.acknowledge_pending(&self.consumer);
         self.consumer.unsubscribe();
         result.and(finish)
     }
@@ -619,7 +673,7 @@ impl ThreadLoop {
         // partition. Pausing is costly in librdkafka: it drops the
         // partition's prefetched records, which are fetched again on resume.
         for _ in 0..self.config.buffered_records_per_partition {
-            if self.shared.revocation_pending.load(Ordering::Acquire) {
+            if self.shared.revocation_pending() {
                 // Revoked tasks are committed before anything else.
                 break;
             }
@@ -748,13 +802,7 @@ impl ThreadLoop {
                             }
                         }
                     }
-                    if self.shared.revocation_pending.swap(false, Ordering::AcqRel) {
-                        let mut tpl = TopicPartitionList::new();
-                        for (topic, partition) in &tps {
-                            tpl.add_partition(topic, *partition);
-                        }
-                        acknowledge_revocation(&self.consumer, &tpl);
-                    }
+                    self.shared.acknowledge_pending(&self.consumer);
                     outcome = Some(false);
                 }
                 AssignmentEvent::Assigned(tps) => {
@@ -783,7 +831,13 @@ impl ThreadLoop {
                                 }
                             }
                         }
-                        Err(e) => log::debug!("{}: committed offsets unknown: {e}", self.name),
+                        // Partitions then start without their committed
+                        // partition time and operators' metadata (an
+                        // emit-final window may be emitted again).
+                        Err(e) => log::warn!(
+                            "{}: committed offsets and their metadata unknown: {e}",
+                            self.name
+                        ),
                     }
                     for (topic, partition) in tps {
                         match self.config.metrics.partition_sensors(&topic, partition) {
@@ -813,6 +867,7 @@ impl ThreadLoop {
                                     group: PartitionGroup::default(),
                                     directory,
                                     bootstrap: None,
+                                    missing: Vec::new(),
                                 },
                             );
                         }
@@ -857,7 +912,50 @@ impl ThreadLoop {
                 }
             }
         }
+        if outcome.is_some() {
+            self.find_missing_partitions();
+        }
         Ok(outcome)
+    }
+
+    /// For each task, the partitions of its source topics this thread does
+    /// not have: partition p of every named source topic with more than p
+    /// partitions (pattern sources are not known in advance and not
+    /// checked). The range assignors give them together; a split (KIP-848
+    /// moving co-partitioned partitions in different steps, or a
+    /// non-range assignor) holds the task back instead of running half of
+    /// it here and half on another member.
+    fn find_missing_partitions(&mut self) {
+        let topics: Vec<(String, u32)> = self
+            .sources
+            .topics()
+            .filter_map(|t| Some((t.to_string(), self.sources.subtopology_of(t)?)))
+            .collect();
+        let mut counts: HashMap<String, i32> = HashMap::new();
+        for (topic, _) in &topics {
+            if let Ok(n) = self.partition_count(topic) {
+                counts.insert(topic.clone(), n);
+            }
+        }
+        for (id, entry) in &mut self.tasks {
+            let missing: Vec<(String, i32)> = topics
+                .iter()
+                .filter(|(t, s)| {
+                    *s == id.subtopology
+                        && counts.get(t).is_some_and(|n| id.partition < *n)
+                        && !entry.group.has_partition(t, id.partition)
+                })
+                .map(|(t, _)| (t.clone(), id.partition))
+                .collect();
+            if !missing.is_empty() && missing != entry.missing {
+                log::info!(
+                    "{}: task {id} waits for {missing:?}, assigned elsewhere for now, before \
+                     processing its other partitions",
+                    self.name
+                );
+            }
+            entry.missing = missing;
+        }
     }
 
     /// Kafka Streams' `onPartitionsRevoked`: before partitions go, every
@@ -1008,7 +1106,7 @@ impl ThreadLoop {
         let is_lagging = |topic: &str, partition: i32| {
             lagging.iter().any(|(t, p)| *p == partition && t == topic)
         };
-        for entry in self.tasks.values_mut() {
+        for entry in self.tasks.values_mut().filter(|e| e.missing.is_empty()) {
             let now = Instant::now();
             while let Some((record, timestamp)) = entry.group.next(
                 max_idle,
@@ -1346,9 +1444,11 @@ impl ThreadLoop {
                     group,
                     directory,
                     bootstrap,
+                    missing: Vec::new(),
                 },
             );
         }
+        self.find_missing_partitions();
         // The rebuilt tasks go on from the last commit's partition times
         // and operators' metadata, as after a restart.
         for (topic, partition, metadata) in resume {
