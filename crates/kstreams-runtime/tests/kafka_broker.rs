@@ -1255,3 +1255,60 @@ fn consumer_group_protocol_keeps_co_partitioned_topics_in_one_task_across_instan
         "B processed records: {by:?}"
     );
 }
+
+/// Sum of a metric family's samples in Prometheus text.
+fn metric_sum(text: &str, family: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{family}{{")))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum()
+}
+
+/// Under exactly-once a checkpoint is kept only for a task closed clean: a
+/// rebalance commits the transaction, then checkpoints the revoked tasks,
+/// so the tasks an instance gets back restore from there (nothing to
+/// read) instead of wiping their stores and reading the whole changelog.
+#[test]
+fn exactly_once_tasks_back_after_a_rebalance_restore_from_their_checkpoint() {
+    let Some(bootstrap) = test_broker() else {
+        return;
+    };
+    let (input, output, app_id) = fresh_topics(&bootstrap, "eos-reopen", 4);
+    let dirs = [
+        std::env::temp_dir().join(unique_name("kstreams-eos-reopen-a")),
+        std::env::temp_dir().join(unique_name("kstreams-eos-reopen-b")),
+    ];
+    let app = |dir: &std::path::Path| {
+        let config = counting_app_config(&bootstrap, &app_id, dir, Duration::from_millis(100))
+            .processing_guarantee(ProcessingGuarantee::ExactlyOnceV2);
+        counting_app_with(&input, &output, config)
+    };
+    produce(
+        &bootstrap,
+        &input,
+        (0..800).map(|i| (format!("k{}", i % 40), format!("{i}"), i as i64)),
+    );
+    let mut first = app(&dirs[0]);
+    first.start().unwrap();
+    assert_eq!(all_counts(&bootstrap, &output, 800).len(), 800);
+    // B joins: every task of A is revoked (eager), and A gets some back.
+    let mut second = app(&dirs[1]);
+    second.start().unwrap();
+    wait_until_running(&[&first, &second]);
+    let text = first.metrics().gather_text();
+    let tasks_back = metric_sum(&text, "kstreams_thread_task_created_total");
+    let restored = metric_sum(&text, "kstreams_task_restore_records_total");
+    assert!(first.close(Duration::from_secs(30)));
+    assert!(second.close(Duration::from_secs(30)));
+    for dir in &dirs {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    assert!(
+        tasks_back > 4.0,
+        "A created its 4 tasks, then got some back: {text}"
+    );
+    assert_eq!(
+        restored, 0.0,
+        "the tasks A got back restored nothing: {text}"
+    );
+}

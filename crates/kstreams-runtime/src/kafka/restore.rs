@@ -365,7 +365,24 @@ impl TaskOpener {
                     break;
                 }
             }
+            // Transaction markers (exactly-once changelogs end with one)
+            // are never handed out as records: the consumer's position
+            // says when the partition is read through.
+            let read_through = |consumer: &BaseConsumer| -> Result<bool, RuntimeError> {
+                Ok(matches!(
+                    consumer
+                        .position()?
+                        .find_partition(&changelog.topic, partition)
+                        .map(|e| e.offset()),
+                    Some(Offset::Offset(p)) if p >= high
+                ))
+            };
             let Some(last_offset) = last_offset else {
+                if read_through(consumer)? {
+                    restoration
+                        .restore_batch(&[], high - 1)
+                        .map_err(kstreams_dsl::StreamsError::from)?;
+                }
                 continue;
             };
             let records: Vec<ChangelogRecord<'_>> = batch
@@ -381,6 +398,11 @@ impl TaskOpener {
             restoration
                 .restore_batch(&records, last_offset)
                 .map_err(kstreams_dsl::StreamsError::from)?;
+            if !restoration.is_complete() && read_through(consumer)? {
+                restoration
+                    .restore_batch(&[], high - 1)
+                    .map_err(kstreams_dsl::StreamsError::from)?;
+            }
         }
         restoration
             .finish()

@@ -292,6 +292,8 @@ struct ThreadLoop {
     /// What was committed with those offsets (partition time, operators'
     /// metadata), for the tasks to resume from.
     start_metadata: HashMap<(String, i32), PartitionMetadata>,
+    /// Set when the last commit ended in an abort and rewind.
+    rewound: bool,
     /// The thread's metrics.
     sensors: ThreadSensors,
     /// When the partitions' lag gauges were last set.
@@ -524,6 +526,7 @@ impl StreamThread {
             })?;
         ThreadLoop {
             sensors,
+            rewound: false,
             lag_recorded: Instant::now(),
             partition_sensors: HashMap::new(),
             opener,
@@ -771,7 +774,7 @@ impl ThreadLoop {
         for event in events {
             match event {
                 AssignmentEvent::Revoked(tps) => {
-                    self.commit_before_revocation()?;
+                    let clean = self.commit_before_revocation()?;
                     for (topic, partition) in &tps {
                         let (topic, partition) = (topic.clone(), *partition);
                         if let Some(partitions) = self.partition_sensors.get_mut(&topic) {
@@ -795,6 +798,13 @@ impl ThreadLoop {
                         if let Some(entry) = self.tasks.get_mut(&id) {
                             if entry.group.remove_partition(&topic, partition) {
                                 let mut entry = self.tasks.remove(&id).expect("present");
+                                if clean {
+                                    // Its stores hold exactly what was just
+                                    // committed: whoever opens the task next
+                                    // (this thread after an eager rebalance)
+                                    // restores from here, not from scratch.
+                                    self.checkpoint_task(id, &entry)?;
+                                }
                                 entry.task.close();
                                 self.sensors.task_closed.inc();
                                 self.config.metrics.remove_task(&id.to_string());
@@ -966,7 +976,9 @@ impl ThreadLoop {
     /// commit: under exactly-once the transaction is aborted and the
     /// thread rewinds; under at-least-once the next owner reprocesses from
     /// the last commit.
-    fn commit_before_revocation(&mut self) -> Result<(), RuntimeError> {
+    /// Returns whether the commit went through, so that the revoked tasks'
+    /// stores match their committed changelogs (and may be checkpointed).
+    fn commit_before_revocation(&mut self) -> Result<bool, RuntimeError> {
         if self.consumer.assignment_lost() {
             log::warn!(
                 "{}: partitions lost (dropped from the group); records since the last commit \
@@ -976,9 +988,29 @@ impl ThreadLoop {
             if self.config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2 {
                 self.abort_and_rewind()?;
             }
-            return Ok(());
+            return Ok(false);
         }
-        self.commit()
+        self.rewound = false;
+        self.commit()?;
+        Ok(!self.rewound && !self.shared.in_transaction.load(Ordering::Acquire))
+    }
+
+    /// Writes one task's checkpoint from the acknowledged changelog offsets
+    /// (at-least-once writes them at every commit already; exactly-once
+    /// only when the task is closed clean).
+    fn checkpoint_task(&self, id: TaskId, entry: &TaskEntry) -> Result<(), RuntimeError> {
+        let Some(directory) = &entry.directory else {
+            return Ok(());
+        };
+        self.producer.poll(Duration::ZERO);
+        let delivered = self
+            .producer
+            .context()
+            .changelog_offsets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        self.opener.write_checkpoint(id, directory, &delivered)
     }
 
     /// The end offset a bootstrap partition must be read to: its high
@@ -1400,6 +1432,7 @@ impl ThreadLoop {
     /// offsets: buffered records are dropped and tasks are rebuilt, so what
     /// the aborted transaction saw is processed again from scratch.
     fn abort_and_rewind(&mut self) -> Result<(), RuntimeError> {
+        self.rewound = true;
         self.abort_if_in_transaction();
         self.shared
             .processed
