@@ -783,6 +783,8 @@ impl ThreadLoop {
                             }
                         }
                         self.paused.remove(&(topic.clone(), partition));
+                        self.start_offsets.remove(&(topic.clone(), partition));
+                        self.start_metadata.remove(&(topic.clone(), partition));
                         self.shared
                             .processed
                             .lock()
