@@ -950,15 +950,9 @@ impl ThreadLoop {
             }
         }
         for (id, entry) in &mut self.tasks {
-            let missing: Vec<(String, i32)> = topics
-                .iter()
-                .filter(|(t, s)| {
-                    *s == id.subtopology
-                        && counts.get(t).is_some_and(|n| id.partition < *n)
-                        && !entry.group.has_partition(t, id.partition)
-                })
-                .map(|(t, _)| (t.clone(), id.partition))
-                .collect();
+            let missing = missing_partitions(*id, &topics, &counts, |t, p| {
+                entry.group.has_partition(t, p)
+            });
             if !missing.is_empty() && missing != entry.missing {
                 log::info!(
                     "{}: task {id} waits for {missing:?}, assigned elsewhere for now, before \
@@ -1538,6 +1532,27 @@ fn cached_watermarks(
 
 /// Consumer errors no retry can fix: the thread stops with them instead of
 /// polling on.
+/// The source partitions task `id` needs and does not have: partition
+/// `id.partition` of each topic its sub-topology reads (`topics`: topic and
+/// reading sub-topology) that has that many partitions (`counts`; topics of
+/// unknown count are not waited for).
+fn missing_partitions(
+    id: TaskId,
+    topics: &[(String, u32)],
+    counts: &HashMap<String, i32>,
+    has: impl Fn(&str, i32) -> bool,
+) -> Vec<(String, i32)> {
+    topics
+        .iter()
+        .filter(|(t, s)| {
+            *s == id.subtopology
+                && counts.get(t).is_some_and(|n| id.partition < *n)
+                && !has(t, id.partition)
+        })
+        .map(|(t, _)| (t.clone(), id.partition))
+        .collect()
+}
+
 /// Stops exposing a partition's lag and consumed count (it was revoked).
 fn remove_partition_series(registry: &MetricsRegistry, topic: &str, partition: i32) {
     let partition = partition.to_string();
@@ -1614,4 +1629,41 @@ fn owned_headers(headers: &Headers) -> OwnedHeaders {
             })
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_misses_the_co_partitioned_partitions_it_was_not_given() {
+        let topics = vec![
+            ("orders".to_string(), 0),
+            ("customers".to_string(), 0),
+            ("wide".to_string(), 0),
+            ("other".to_string(), 1),
+        ];
+        let counts: HashMap<String, i32> =
+            [("orders", 4), ("customers", 4), ("wide", 8), ("other", 4)]
+                .into_iter()
+                .map(|(t, n)| (t.to_string(), n))
+                .collect();
+        let task = |partition| TaskId {
+            subtopology: 0,
+            partition,
+        };
+        // KIP-848 moved orders-1 here, customers-1 not yet.
+        let has = |t: &str, p: i32| p == 1 && (t == "orders" || t == "wide");
+        assert_eq!(
+            missing_partitions(task(1), &topics, &counts, has),
+            vec![("customers".to_string(), 1)]
+        );
+        // Partition 6 exists only in "wide": nothing else to wait for.
+        let has_wide = |t: &str, p: i32| t == "wide" && p == 6;
+        assert!(missing_partitions(task(6), &topics, &counts, has_wide).is_empty());
+        // A topic of unknown partition count is not waited for.
+        let mut unknown = counts.clone();
+        unknown.remove("customers");
+        assert!(missing_partitions(task(1), &topics, &unknown, has).is_empty());
+    }
 }
