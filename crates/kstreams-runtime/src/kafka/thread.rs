@@ -998,14 +998,7 @@ impl ThreadLoop {
         let Some(directory) = &entry.directory else {
             return Ok(());
         };
-        self.producer.poll(Duration::ZERO);
-        let delivered = self
-            .producer
-            .context()
-            .changelog_offsets
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let delivered = self.delivered_changelog_offsets();
         self.opener.write_checkpoint(id, directory, &delivered)
     }
 
@@ -1387,16 +1380,20 @@ impl ThreadLoop {
         Ok(())
     }
 
-    fn write_checkpoints(&self) -> Result<(), RuntimeError> {
-        // Serve pending delivery reports: they carry the offsets.
+    /// The offset of the last acknowledged record per changelog partition,
+    /// after serving pending delivery reports (they carry the offsets).
+    fn delivered_changelog_offsets(&self) -> HashMap<(String, i32), i64> {
         self.producer.poll(Duration::ZERO);
-        let delivered = self
-            .producer
+        self.producer
             .context()
             .changelog_offsets
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .clone();
+            .clone()
+    }
+
+    fn write_checkpoints(&self) -> Result<(), RuntimeError> {
+        let delivered = self.delivered_changelog_offsets();
         for (id, entry) in &self.tasks {
             if let Some(directory) = &entry.directory {
                 self.opener.write_checkpoint(*id, directory, &delivered)?;
