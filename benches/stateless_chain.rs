@@ -7,7 +7,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use kstreams::dsl::internals::ConsumedRecord;
 use kstreams::dsl::TaskId;
 use kstreams::prelude::*;
-use kstreams::runtime::StreamTask;
+use kstreams::runtime::internals::StreamTask;
 
 const BATCH: usize = 10_000;
 

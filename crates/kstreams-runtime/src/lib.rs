@@ -9,7 +9,10 @@
 //! exactly-once) drives the very same tasks, so a test that passes in the
 //! driver exercises the production path.
 
+#![warn(missing_docs)]
+
 mod changelog;
+mod clock;
 mod config;
 pub mod driver;
 pub mod kafka;
@@ -17,4 +20,12 @@ mod task;
 
 pub use config::{DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig};
 pub use driver::{TestInputTopic, TestOutputTopic, TopologyTestDriver};
-pub use task::{SinkLatency, StreamTask, TaskMetrics};
+pub(crate) use task::StreamTask;
+
+/// The engine below the public API (one task run directly, without a
+/// driver or a stream thread), for kstreams' own benchmarks and tests. Not
+/// a stable interface.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::task::{SinkLatency, StreamTask, TaskMetrics};
+}

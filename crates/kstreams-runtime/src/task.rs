@@ -332,7 +332,7 @@ impl StreamTask {
         );
         if !self.metrics.source_e2e_latency.is_empty() {
             if let Some(source) = self.topology.source_index(&record.topic) {
-                let now = crate::kafka::thread::now_ms();
+                let now = crate::clock::now_ms();
                 self.metrics.source_e2e_latency[source]
                     .observe(now.saturating_sub(timestamp).max(0) as f64 / 1000.0);
                 self.metrics.source_process[source].inc();
@@ -530,7 +530,7 @@ impl StreamTask {
         let output = self.topology.context().drain_output();
         if let (Some(latency), false) = (&mut self.metrics.sink_e2e_latency, output.is_empty()) {
             // One clock read for what one processing step wrote.
-            let now = crate::kafka::thread::now_ms();
+            let now = crate::clock::now_ms();
             for record in &output {
                 if let Some(sink) = &record.sink {
                     latency.observe(sink, now.saturating_sub(record.timestamp));

@@ -247,7 +247,8 @@ fn record_lateness_measures_out_of_order_records() {
     use kstreams_dsl::internals::ConsumedRecord;
     use kstreams_dsl::TaskId;
     use kstreams_metrics::MetricsRegistry;
-    use kstreams_runtime::{StreamTask, TaskConfig};
+    use kstreams_runtime::internals::StreamTask;
+    use kstreams_runtime::TaskConfig;
     let builder = StreamsBuilder::new();
     builder.stream::<String, String>("in").to("out");
     let topology = builder.build().unwrap();

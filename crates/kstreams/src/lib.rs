@@ -56,10 +56,13 @@
 //! The crates behind the facade, bottom up: [`record`] (records, headers,
 //! serdes), [`metrics`], [`time`] (timestamps, punctuation), [`state`]
 //! (stores), [`dsl`] (Processor API and DSL), [`runtime`] (the engine, the
-//! `TopologyTestDriver` and `KafkaStreams`), and [`embedded`] (an in-process
-//! Kafka for examples and tests).
+//! `TopologyTestDriver` and `KafkaStreams`), and, with the `embedded`
+//! feature, `embedded` (an in-process Kafka for examples and tests).
+
+#![warn(missing_docs)]
 
 pub use kstreams_dsl as dsl;
+#[cfg(feature = "embedded")]
 pub use kstreams_embedded as embedded;
 pub use kstreams_metrics as metrics;
 pub use kstreams_record as record;
@@ -77,6 +80,7 @@ pub mod prelude {
         SessionWindowedKStream, StoreType, StreamJoined, StreamsBuilder, StreamsError, Suppressed,
         TimeWindowedKStream, TopicNameExtractor, Topology, TopologyError,
     };
+    #[cfg(feature = "embedded")]
     pub use kstreams_embedded::EmbeddedKafka;
     pub use kstreams_record::{
         BytesSerde, DefaultSerde, F64Serde, Headers, I32Serde, I64Serde, JsonSerde, Nullable,

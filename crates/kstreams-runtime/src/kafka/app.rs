@@ -192,7 +192,7 @@ impl KafkaStreams {
         ));
         let process_id = format!(
             "{:08x}",
-            std::process::id() ^ (super::thread::now_ms() as u32)
+            std::process::id() ^ (crate::clock::now_ms() as u32)
         );
         self.shared.transition(State::Rebalancing);
         // Global tables are loaded whole before any stream thread runs, so
@@ -219,10 +219,9 @@ impl KafkaStreams {
                         }
                     }
                 })
-                .map_err(|e| {
-                    RuntimeError::Streams(kstreams_dsl::StreamsError::Internal(format!(
-                        "cannot start the global thread: {e}"
-                    )))
+                .map_err(|source| RuntimeError::Spawn {
+                    name: format!("{}-GlobalStreamThread", self.config.application_id),
+                    source,
                 })?;
             self.global = Some(handle);
         }
@@ -304,6 +303,7 @@ fn spawn(
     shared: Arc<Shared>,
 ) -> Result<JoinHandle<()>, RuntimeError> {
     let name = thread.name().to_string();
+    let thread_name = name.clone();
     shared.threads_alive.fetch_add(1, Ordering::AcqRel);
     std::thread::Builder::new()
         .name(name.clone())
@@ -392,10 +392,9 @@ fn spawn(
                 }
             }
         })
-        .map_err(|e| {
-            RuntimeError::Streams(kstreams_dsl::StreamsError::Internal(format!(
-                "cannot spawn thread: {e}"
-            )))
+        .map_err(|source| RuntimeError::Spawn {
+            name: thread_name,
+            source,
         })
 }
 

@@ -18,9 +18,10 @@ use std::time::{Duration, Instant};
 use kstreams_dsl::{GlobalStore, Topology};
 use kstreams_state::{Offsets, StateDirectory, TaskDirectory};
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
+use rdkafka::{Message, Offset, TopicPartitionList};
 
-use super::config::{is_group_membership_key, ProcessingGuarantee, StreamsConfig};
+use super::clients;
+use super::config::StreamsConfig;
 use super::RuntimeError;
 
 /// Records read since the last checkpoint below which a periodic one is
@@ -52,10 +53,6 @@ impl Drop for GlobalUpdater {
     }
 }
 
-fn state_error(e: kstreams_state::Error) -> RuntimeError {
-    RuntimeError::Streams(kstreams_dsl::StreamsError::from(e))
-}
-
 impl GlobalUpdater {
     /// Assigns every partition of the global topics from the beginning and
     /// reads them to the end offsets seen now; `None` without global
@@ -69,42 +66,13 @@ impl GlobalUpdater {
             .iter()
             .map(|s| (s.topic().to_string(), s.clone()))
             .collect();
-        let eos = config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2;
-        let mut client = ClientConfig::new();
-        client
-            .set("bootstrap.servers", &config.bootstrap_servers)
-            .set(
-                "client.id",
-                format!("{}-global-consumer", config.application_id),
-            )
-            // librdkafka's assign() needs a group id; this consumer only
-            // assigns, so it never joins the group or commits.
-            .set("group.id", format!("{}-global", config.application_id))
-            .set("enable.auto.commit", "false")
-            // Out of range (retention deleted what it was reading): start
-            // over from the beginning rather than skip to the end.
-            .set("auto.offset.reset", "earliest")
-            .set(
-                "isolation.level",
-                if eos {
-                    "read_committed"
-                } else {
-                    "read_uncommitted"
-                },
-            );
-        for (k, v) in &config.consumer {
-            if !is_group_membership_key(k) {
-                client.set(k, v);
-            }
-        }
-        let consumer: BaseConsumer = client.create()?;
+        let consumer: BaseConsumer = clients::global_consumer(config).create()?;
         let mut directory = None;
         let mut checkpointed = Offsets::new();
         if stores.values().any(|s| s.wants_persistence()) {
-            let state_dir = StateDirectory::new(&config.state_dir, &config.application_id)
-                .map_err(state_error)?;
-            let locked = state_dir.lock_task("global").map_err(state_error)?;
-            checkpointed = locked.checkpoint().read().map_err(state_error)?;
+            let state_dir = StateDirectory::new(&config.state_dir, &config.application_id)?;
+            let locked = state_dir.lock_task("global")?;
+            checkpointed = locked.checkpoint().read()?;
             // Records between the checkpoint and the log start are gone
             // (retention): their deletes with them, so the store is
             // rebuilt, as Kafka Streams does on an out-of-range offset.
@@ -121,13 +89,11 @@ impl GlobalUpdater {
                 }
             }
             if checkpointed.is_empty() {
-                locked.wipe_state().map_err(state_error)?;
+                locked.wipe_state()?;
             }
             for store in stores.values() {
                 let path = locked.path().join("rocksdb").join(store.name());
-                store
-                    .open_persistent(&path, &kstreams_state::RocksDbSettings::default())
-                    .map_err(state_error)?;
+                store.open_persistent(&path, &kstreams_state::RocksDbSettings::default())?;
             }
             directory = Some(locked);
         }
@@ -185,10 +151,15 @@ impl GlobalUpdater {
         let mut last_log = Instant::now();
         while !ends.is_empty() {
             if began.elapsed() > LOAD_TIMEOUT {
-                return Err(RuntimeError::Streams(kstreams_dsl::StreamsError::Internal(format!(
-                    "loading the global tables did not reach the end offsets within {LOAD_TIMEOUT:?}; \
-                     left: {ends:?}"
-                ))));
+                let mut left: Vec<(String, i32, i64)> = ends
+                    .iter()
+                    .map(|((t, p), end)| (t.clone(), *p, *end))
+                    .collect();
+                left.sort();
+                return Err(RuntimeError::GlobalLoadTimeout {
+                    timeout: LOAD_TIMEOUT,
+                    left,
+                });
             }
             if let Some(message) = updater.consumer.poll(Duration::from_millis(200)) {
                 let message = match message {
@@ -235,13 +206,11 @@ impl GlobalUpdater {
 
     fn apply(&self, message: &rdkafka::message::BorrowedMessage<'_>) -> Result<(), RuntimeError> {
         if let Some(store) = self.stores.get(message.topic()) {
-            store
-                .apply(
-                    message.key(),
-                    message.payload(),
-                    message.timestamp().to_millis().unwrap_or(-1),
-                )
-                .map_err(state_error)?;
+            store.apply(
+                message.key(),
+                message.payload(),
+                message.timestamp().to_millis().unwrap_or(-1),
+            )?;
         }
         Ok(())
     }
@@ -276,12 +245,9 @@ impl GlobalUpdater {
             return Ok(());
         }
         for store in self.stores.values().filter(|s| s.is_persistent()) {
-            store.flush().map_err(state_error)?;
+            store.flush()?;
         }
-        directory
-            .checkpoint()
-            .write(&positions)
-            .map_err(state_error)?;
+        directory.checkpoint().write(&positions)?;
         self.checkpointed = positions;
         Ok(())
     }

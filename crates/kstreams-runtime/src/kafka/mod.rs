@@ -6,13 +6,20 @@
 //! with the same `application.id` and the partitions spread over them.
 
 mod app;
+mod changelog_reader;
+mod clients;
 mod config;
+mod consumer_position;
 mod global;
 mod offset_metadata;
 mod partition_group;
 mod partitioner;
-mod restore;
-pub(crate) mod thread;
+mod rebalance_listener;
+mod record_collector;
+mod repartition_purge;
+mod task_creator;
+mod task_manager;
+mod thread;
 mod topics;
 
 pub use app::{KafkaStreams, State, StreamThreadExceptionResponse};
@@ -34,6 +41,46 @@ pub enum RuntimeError {
     /// The Kafka clients failed.
     #[error("kafka: {0}")]
     Kafka(#[from] KafkaError),
+    /// Local state failed: the state directory, a checkpoint, a store.
+    #[error(transparent)]
+    State(#[from] kstreams_state::Error),
+    /// Metrics could not be registered.
+    #[error("metrics: {0}")]
+    Metrics(#[from] kstreams_metrics::Error),
+    /// A thread of the instance could not be started.
+    #[error("cannot start thread {name}: {source}")]
+    Spawn {
+        /// The thread.
+        name: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A store's changelog partition was not read to its end in time.
+    #[error(
+        "restoring {store} from {topic}-{partition} did not reach offset {end} within {timeout:?}"
+    )]
+    RestoreTimeout {
+        /// The store.
+        store: String,
+        /// Its changelog topic.
+        topic: String,
+        /// The changelog partition.
+        partition: i32,
+        /// The end offset it was to reach.
+        end: i64,
+        /// How long it may take.
+        timeout: std::time::Duration,
+    },
+    /// The global tables were not loaded to their end offsets in time.
+    #[error(
+        "loading the global tables did not reach the end offsets within {timeout:?}; left: {left:?}"
+    )]
+    GlobalLoadTimeout {
+        /// How long it may take.
+        timeout: std::time::Duration,
+        /// The partitions not read to their end, with those ends.
+        left: Vec<(String, i32, i64)>,
+    },
     /// A record could not be produced and the production handler said to fail.
     #[error("a record could not be produced: {0}")]
     Production(KafkaError),

@@ -10,7 +10,6 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::types::RDKafkaErrorCode;
-use rdkafka::ClientConfig;
 
 use super::config::StreamsConfig;
 use super::RuntimeError;
@@ -65,12 +64,7 @@ pub(crate) fn prepare_topics(
     topology: &Topology,
     config: &StreamsConfig,
 ) -> Result<(), RuntimeError> {
-    let mut client = ClientConfig::new();
-    client.set("bootstrap.servers", &config.bootstrap_servers);
-    for (k, v) in &config.admin {
-        client.set(k, v);
-    }
-    let probe: BaseConsumer = client.create()?;
+    let probe: BaseConsumer = super::clients::admin(config).create()?;
     let metadata = probe.fetch_metadata(None, Duration::from_secs(30))?;
     let partitions: HashMap<&str, usize> = metadata
         .topics()
@@ -149,7 +143,7 @@ pub(crate) fn prepare_topics(
     if new_topics.is_empty() {
         return Ok(());
     }
-    let admin: AdminClient<DefaultClientContext> = client.create()?;
+    let admin: AdminClient<DefaultClientContext> = super::clients::admin(config).create()?;
     let results = block_on(admin.create_topics(&new_topics, &AdminOptions::new()))?;
     for result in results {
         match result {

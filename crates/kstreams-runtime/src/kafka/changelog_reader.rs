@@ -1,0 +1,322 @@
+//! The changelog reader (Kafka Streams' `StoreChangelogReader`): brings a
+//! task's logged stores up to the end of their changelog partitions with
+//! the thread's restore consumer, before the task processes anything.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kstreams_dsl::ChangelogTopic;
+use kstreams_metrics::{Counter, Gauge};
+use kstreams_state::{restore_start, ChangelogRecord, Restoration, RestoreListener, RestoreStart};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::{Message, Offset, TopicPartitionList};
+
+use super::clients;
+use super::config::StreamsConfig;
+use super::RuntimeError;
+use crate::StreamTask;
+
+/// How long one store may take to restore before the thread gives up.
+const RESTORE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Records handed to a store in one restore batch at most.
+const RESTORE_BATCH: usize = 10_000;
+
+/// Restores the stores of one stream thread's tasks.
+pub(crate) struct ChangelogReader {
+    thread: String,
+    config: StreamsConfig,
+    /// Made at the first restoration: most threads of a stateless
+    /// application never need one.
+    restore_consumer: Option<BaseConsumer>,
+}
+
+/// The offsets to restore of a changelog partition whose log spans
+/// `low..high`: `None` when the store is current already. A checkpointed
+/// persistent store has everything up to the checkpoint; an in-memory
+/// store starts empty and reads it all.
+pub(crate) fn restore_range(
+    checkpointed: Option<i64>,
+    persistent: bool,
+    low: i64,
+    high: i64,
+) -> Option<(i64, i64)> {
+    let start = match restore_start(checkpointed, persistent, false) {
+        RestoreStart::After(offset) => (offset + 1).max(low),
+        RestoreStart::Beginning | RestoreStart::WipeThenBeginning => low,
+    };
+    (start < high).then_some((start, high))
+}
+
+impl ChangelogReader {
+    /// The reader of stream thread `thread`.
+    pub fn new(thread: &str, config: &StreamsConfig) -> Self {
+        Self {
+            thread: thread.to_string(),
+            config: config.clone(),
+            restore_consumer: None,
+        }
+    }
+
+    fn restore_consumer(&mut self) -> Result<&BaseConsumer, RuntimeError> {
+        if self.restore_consumer.is_none() {
+            let client = clients::restore_consumer(&self.config, &self.thread);
+            self.restore_consumer = Some(client.create()?);
+        }
+        Ok(self.restore_consumer.as_ref().expect("just made"))
+    }
+
+    /// Restores `task`'s store of `changelog` from its partition
+    /// `partition`, after the `checkpointed` offset if there is one, up to
+    /// the end offset seen now.
+    pub fn restore(
+        &mut self,
+        task: &mut StreamTask,
+        changelog: &ChangelogTopic,
+        partition: i32,
+        checkpointed: Option<i64>,
+    ) -> Result<(), RuntimeError> {
+        let Some(store) = task
+            .context()
+            .stores()
+            .get(&changelog.store)
+            .map(|b| b.lifecycle.clone())
+        else {
+            return Ok(());
+        };
+        let sensors = self
+            .config
+            .metrics
+            .task_sensors(&self.thread, &task.id().to_string())?;
+        let listener = Arc::new(ProgressLog::new(
+            &self.thread,
+            sensors.restore_records,
+            sensors.restore_remaining_records,
+        ));
+        let consumer = self.restore_consumer()?;
+        let (low, high) = changelog_watermarks(consumer, &changelog.topic, partition)?;
+        let persistent = store.borrow().persistent();
+        let Some((low, high)) = restore_range(checkpointed, persistent, low, high) else {
+            return Ok(());
+        };
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&changelog.topic, partition, Offset::Offset(low))?;
+        consumer.assign(&tpl)?;
+        let mut restoration =
+            Restoration::start(store, &changelog.topic, partition, low, high, listener);
+        let deadline = Instant::now() + RESTORE_TIMEOUT;
+        // Transaction markers (exactly-once changelogs end with one) are
+        // never handed out as records: the consumer's position says when
+        // the partition is read through.
+        let read_through = |consumer: &BaseConsumer| -> Result<bool, RuntimeError> {
+            Ok(matches!(
+                consumer
+                    .position()?
+                    .find_partition(&changelog.topic, partition)
+                    .map(|e| e.offset()),
+                Some(Offset::Offset(p)) if p >= high
+            ))
+        };
+        while !restoration.is_complete() {
+            if Instant::now() > deadline {
+                return Err(RuntimeError::RestoreTimeout {
+                    store: changelog.store.clone(),
+                    topic: changelog.topic.clone(),
+                    partition,
+                    end: high,
+                    timeout: RESTORE_TIMEOUT,
+                });
+            }
+            let mut batch: Vec<(Vec<u8>, Option<Vec<u8>>, i64)> = Vec::new();
+            let mut last_offset = None;
+            let mut wait = Duration::from_millis(500);
+            while batch.len() < RESTORE_BATCH {
+                let Some(message) = consumer.poll(wait) else {
+                    break;
+                };
+                wait = Duration::ZERO;
+                let message = message?;
+                if message.offset() >= high {
+                    continue; // written after the restore began: processing will see it
+                }
+                batch.push((
+                    message.key().unwrap_or_default().to_vec(),
+                    message.payload().map(<[u8]>::to_vec),
+                    message.timestamp().to_millis().unwrap_or(-1),
+                ));
+                last_offset = Some(message.offset());
+                if message.offset() + 1 >= high {
+                    break;
+                }
+            }
+            let Some(last_offset) = last_offset else {
+                if read_through(consumer)? {
+                    restoration.restore_batch(&[], high - 1)?;
+                }
+                continue;
+            };
+            let records: Vec<ChangelogRecord<'_>> = batch
+                .iter()
+                .map(|(key, value, timestamp)| ChangelogRecord {
+                    topic: &changelog.topic,
+                    partition,
+                    key,
+                    value: value.as_deref(),
+                    timestamp: *timestamp,
+                })
+                .collect();
+            restoration.restore_batch(&records, last_offset)?;
+            if !restoration.is_complete() && read_through(consumer)? {
+                restoration.restore_batch(&[], high - 1)?;
+            }
+        }
+        restoration.finish()?;
+        consumer.unassign()?;
+        Ok(())
+    }
+}
+
+/// A changelog partition's watermarks. A changelog created just before
+/// the application started may have no leader yet; as Kafka Streams, ask
+/// again until it has (or until the timeout).
+fn changelog_watermarks(
+    consumer: &BaseConsumer,
+    topic: &str,
+    partition: i32,
+) -> Result<(i64, i64), RuntimeError> {
+    use rdkafka::error::KafkaError;
+    use rdkafka::types::RDKafkaErrorCode::{
+        LeaderNotAvailable, NotLeaderForPartition, UnknownTopicOrPartition,
+    };
+    let timeout = Duration::from_secs(30);
+    let deadline = Instant::now() + timeout;
+    loop {
+        match consumer.fetch_watermarks(topic, partition, timeout) {
+            Err(KafkaError::MetadataFetch(
+                code @ (LeaderNotAvailable | NotLeaderForPartition | UnknownTopicOrPartition),
+            )) if Instant::now() < deadline => {
+                log::debug!("{topic}-{partition}: no leader yet ({code}); asking again");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            result => return Ok(result?),
+        }
+    }
+}
+
+/// Logs restoration progress (records restored of the total, rate, an
+/// estimate of the time left) and keeps the task's restore metrics.
+struct ProgressLog {
+    thread: String,
+    /// The task's `restore_records_total` and `restore_remaining_records`.
+    restored_records: Counter,
+    remaining_records: Gauge,
+    began: Mutex<Option<Instant>>,
+    total: AtomicU64,
+    done: AtomicU64,
+}
+
+impl ProgressLog {
+    fn new(thread: &str, restored_records: Counter, remaining_records: Gauge) -> Self {
+        Self {
+            thread: thread.to_string(),
+            restored_records,
+            remaining_records,
+            began: Mutex::default(),
+            total: AtomicU64::default(),
+            done: AtomicU64::default(),
+        }
+    }
+
+    /// Records done so far and their share of the total, in percent.
+    fn progress(&self) -> (u64, f64) {
+        let done = self.done.load(Relaxed);
+        let total = self.total.load(Relaxed).max(1);
+        (done, done as f64 * 100.0 / total as f64)
+    }
+}
+
+impl RestoreListener for ProgressLog {
+    fn on_restore_start(&self, store: &str, topic: &str, partition: i32, start: i64, end: i64) {
+        *self.began.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        self.total.store((end - start).max(0) as u64, Relaxed);
+        self.done.store(0, Relaxed);
+        self.remaining_records.set((end - start).max(0));
+        log::info!(
+            "{}: restoring {store} from {topic}-{partition}, offsets {start}..{end} ({} records at most)",
+            self.thread,
+            end - start
+        );
+    }
+
+    fn on_batch_restored(&self, store: &str, _: &str, _: i32, _: i64, restored: u64) {
+        self.done.fetch_add(restored, Relaxed);
+        self.restored_records.add(restored);
+        self.remaining_records.add(-(restored as i64));
+        let (done, percent) = self.progress();
+        let total = self.total.load(Relaxed).max(1);
+        let elapsed = self
+            .began
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .map_or(0.0, |b| b.elapsed().as_secs_f64());
+        let rate = done as f64 / elapsed.max(1e-3);
+        let left = total.saturating_sub(done) as f64 / rate.max(1.0);
+        log::info!(
+            "{}: restoring {store}: {done}/{total} records ({percent:.0}%), {rate:.0} records/s, about {left:.1} s left",
+            self.thread,
+        );
+    }
+
+    fn on_restore_end(&self, store: &str, topic: &str, partition: i32, restored: u64) {
+        // Records past the end marker (transaction markers, compacted
+        // gaps) never arrive as records: the remainder is nothing.
+        self.remaining_records.set(0);
+        log::info!(
+            "{}: restored {store} from {topic}-{partition}: {restored} records",
+            self.thread
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_restores_what_its_checkpoint_does_not_cover() {
+        // Nothing checkpointed: the whole log, persistent or not.
+        assert_eq!(restore_range(None, true, 3, 10), Some((3, 10)));
+        assert_eq!(restore_range(None, false, 0, 10), Some((0, 10)));
+        // A persistent store checkpointed at 6 has 0..=6 already.
+        assert_eq!(restore_range(Some(6), true, 0, 10), Some((7, 10)));
+        // An in-memory store lost everything with its process.
+        assert_eq!(restore_range(Some(6), false, 0, 10), Some((0, 10)));
+        // A checkpoint before the log start: from the log start.
+        assert_eq!(restore_range(Some(1), true, 4, 10), Some((4, 10)));
+        // Current already, or an empty changelog.
+        assert_eq!(restore_range(Some(9), true, 0, 10), None);
+        assert_eq!(restore_range(None, true, 0, 0), None);
+    }
+
+    #[test]
+    fn restore_progress_reaches_the_metrics() {
+        let registry = kstreams_metrics::MetricsRegistry::new();
+        let sensors = registry.task_sensors("t", "0_0").unwrap();
+        let log = ProgressLog::new(
+            "t",
+            sensors.restore_records.clone(),
+            sensors.restore_remaining_records.clone(),
+        );
+        log.on_restore_start("s", "app-s-changelog", 0, 10, 110);
+        assert_eq!(sensors.restore_remaining_records.get(), 100);
+        log.on_batch_restored("s", "app-s-changelog", 0, 49, 40);
+        assert_eq!(log.progress(), (40, 40.0));
+        assert_eq!(sensors.restore_remaining_records.get(), 60);
+        log.on_batch_restored("s", "app-s-changelog", 0, 99, 50);
+        assert_eq!(sensors.restore_records.get(), 90);
+        // The rest were markers or compacted away: nothing remains.
+        log.on_restore_end("s", "app-s-changelog", 0, 90);
+        assert_eq!(sensors.restore_remaining_records.get(), 0);
+    }
+}

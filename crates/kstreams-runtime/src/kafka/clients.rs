@@ -1,0 +1,259 @@
+//! The one place that builds the Kafka clients' configurations, as Kafka
+//! Streams' `StreamsConfig.getMainConsumerConfigs` and friends: the
+//! settings kstreams needs for each client, then the user's prefixed
+//! settings on top.
+//!
+//! | client | made by | group member |
+//! |---|---|---|
+//! | main consumer | each stream thread | yes (the application's group) |
+//! | producer | each stream thread | no (transactional under exactly-once) |
+//! | restore consumer | each stream thread's changelog reader | no (assigns itself) |
+//! | global consumer | the global thread | no (assigns itself) |
+//! | admin | start-up (topics) and the repartition purge | no |
+
+use rdkafka::ClientConfig;
+
+use super::config::{is_group_membership_key, GroupProtocol, ProcessingGuarantee, StreamsConfig};
+
+/// `isolation.level` for every consumer: under exactly-once a consumer
+/// must not see records of aborted (or still open) transactions.
+fn isolation_level(config: &StreamsConfig) -> &'static str {
+    match config.processing_guarantee {
+        ProcessingGuarantee::ExactlyOnceV2 => "read_committed",
+        ProcessingGuarantee::AtLeastOnce => "read_uncommitted",
+    }
+}
+
+/// The consumer of stream thread `index` (0-based) named `thread`: a
+/// member of the application's group that commits offsets itself.
+pub(crate) fn main_consumer(config: &StreamsConfig, thread: &str, index: usize) -> ClientConfig {
+    let mut client = ClientConfig::new();
+    client
+        .set("bootstrap.servers", &config.bootstrap_servers)
+        .set("group.id", &config.application_id)
+        .set("client.id", format!("{thread}-consumer"))
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("isolation.level", isolation_level(config));
+    // A range assignor with identical subscriptions gives every thread the
+    // same partition numbers of co-partitioned topics, so a task's
+    // partitions stay together. Under the classic protocol it runs in the
+    // group leader (eager: every task stops at a rebalance); under KIP-848
+    // the broker runs it and members move only the partitions that change
+    // owner, and librdkafka refuses the client-side setting.
+    match config.group_protocol() {
+        GroupProtocol::Classic => {
+            client.set("partition.assignment.strategy", "range");
+        }
+        GroupProtocol::Consumer => {
+            client.set("group.remote.assignor", "range");
+            match config.consumer.get("group.remote.assignor") {
+                Some(assignor) if assignor != "range" => log::warn!(
+                    "{thread}: group.remote.assignor={assignor}: unless that assignor gives \
+                     every member the same partition numbers of all subscribed topics, \
+                     co-partitioned topics (joins, merges) can land in different tasks"
+                ),
+                _ => {}
+            }
+        }
+    }
+    for (k, v) in &config.consumer {
+        client.set(k, v);
+    }
+    if let Some(instance) = config.consumer.get("group.instance.id") {
+        // Static membership: one id per thread, as Kafka Streams suffixes
+        // it, or the threads would fence each other.
+        client.set("group.instance.id", format!("{instance}-{}", index + 1));
+    }
+    client
+}
+
+/// The producer of stream thread `index` (0-based) named `thread`, in the
+/// instance `process_id`.
+pub(crate) fn producer(
+    config: &StreamsConfig,
+    thread: &str,
+    process_id: &str,
+    index: usize,
+) -> ClientConfig {
+    let mut client = ClientConfig::new();
+    client
+        .set("bootstrap.servers", &config.bootstrap_servers)
+        .set("client.id", format!("{thread}-producer"))
+        // Java's default partitioner: murmur2 of the key bytes, so a key
+        // lands where Kafka Streams would put it.
+        .set("partitioner", "murmur2_random")
+        .set("linger.ms", "5");
+    if config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2 {
+        // KIP-447: one transactional producer per thread.
+        client.set(
+            "transactional.id",
+            format!("{}-{process_id}-{}", config.application_id, index + 1),
+        );
+    }
+    for (k, v) in &config.producer {
+        client.set(k, v);
+    }
+    client
+}
+
+/// A consumer that only assigns partitions to itself, to read them from a
+/// given offset: `defaults`, then the user's consumer settings without
+/// those of group membership. librdkafka's `assign()` still needs a
+/// `group.id`; this consumer never joins that group nor commits to it.
+fn assign_only_consumer(
+    config: &StreamsConfig,
+    client_id: String,
+    group: &str,
+    defaults: &[(&str, &str)],
+) -> ClientConfig {
+    let mut client = ClientConfig::new();
+    client
+        .set("bootstrap.servers", &config.bootstrap_servers)
+        .set("client.id", client_id)
+        .set("group.id", format!("{}-{group}", config.application_id))
+        .set("enable.auto.commit", "false")
+        .set("isolation.level", isolation_level(config));
+    for (k, v) in defaults {
+        client.set(*k, *v);
+    }
+    for (k, v) in &config.consumer {
+        if !is_group_membership_key(k) {
+            client.set(k, v);
+        }
+    }
+    client
+}
+
+/// The consumer a stream thread named `thread` restores (and later keeps
+/// standby tasks current) with.
+pub(crate) fn restore_consumer(config: &StreamsConfig, thread: &str) -> ClientConfig {
+    assign_only_consumer(config, format!("{thread}-restore-consumer"), "restore", &[])
+}
+
+/// The global thread's consumer.
+pub(crate) fn global_consumer(config: &StreamsConfig) -> ClientConfig {
+    assign_only_consumer(
+        config,
+        format!("{}-global-consumer", config.application_id),
+        "global",
+        // Out of range (retention deleted what it was reading): start over
+        // from the beginning rather than skip to the end.
+        &[("auto.offset.reset", "earliest")],
+    )
+}
+
+/// The admin client (topic checks and creation, the repartition purge).
+pub(crate) fn admin(config: &StreamsConfig) -> ClientConfig {
+    let mut client = ClientConfig::new();
+    client.set("bootstrap.servers", &config.bootstrap_servers);
+    for (k, v) in &config.admin {
+        client.set(k, v);
+    }
+    client
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> StreamsConfig {
+        let mut all = vec![("application.id", "app"), ("bootstrap.servers", "b:9092")];
+        all.extend_from_slice(pairs);
+        StreamsConfig::from_properties(all).unwrap()
+    }
+
+    #[test]
+    fn the_main_consumer_joins_the_application_group_with_the_range_assignor() {
+        let client = main_consumer(&config(&[]), "app-1-StreamThread-1", 0);
+        assert_eq!(client.get("group.id"), Some("app"));
+        assert_eq!(client.get("enable.auto.commit"), Some("false"));
+        assert_eq!(client.get("partition.assignment.strategy"), Some("range"));
+        assert_eq!(client.get("isolation.level"), Some("read_uncommitted"));
+        assert_eq!(
+            client.get("client.id"),
+            Some("app-1-StreamThread-1-consumer")
+        );
+
+        let kip848 = main_consumer(&config(&[("consumer.group.protocol", "consumer")]), "t", 0);
+        assert_eq!(kip848.get("partition.assignment.strategy"), None);
+        assert_eq!(kip848.get("group.remote.assignor"), Some("range"));
+        assert_eq!(kip848.get("group.protocol"), Some("consumer"));
+    }
+
+    #[test]
+    fn exactly_once_reads_committed_and_produces_transactionally_per_thread() {
+        let eos = config(&[("processing.guarantee", "exactly_once_v2")]);
+        assert_eq!(
+            main_consumer(&eos, "t", 0).get("isolation.level"),
+            Some("read_committed")
+        );
+        assert_eq!(
+            restore_consumer(&eos, "t").get("isolation.level"),
+            Some("read_committed")
+        );
+        assert_eq!(
+            producer(&eos, "t", "p1", 1).get("transactional.id"),
+            Some("app-p1-2")
+        );
+        assert_eq!(
+            producer(&config(&[]), "t", "p1", 1).get("transactional.id"),
+            None
+        );
+    }
+
+    #[test]
+    fn user_settings_win_and_static_membership_gets_one_id_per_thread() {
+        let c = config(&[
+            ("consumer.fetch.min.bytes", "7"),
+            ("consumer.group.instance.id", "pod-a"),
+            ("producer.linger.ms", "20"),
+        ]);
+        let consumer = main_consumer(&c, "t", 2);
+        assert_eq!(consumer.get("fetch.min.bytes"), Some("7"));
+        assert_eq!(consumer.get("group.instance.id"), Some("pod-a-3"));
+        assert_eq!(producer(&c, "t", "p", 0).get("linger.ms"), Some("20"));
+        // The murmur2 partitioner is Java's: a user's choice still wins.
+        assert_eq!(
+            producer(&c, "t", "p", 0).get("partitioner"),
+            Some("murmur2_random")
+        );
+    }
+
+    #[test]
+    fn assign_only_consumers_stay_out_of_the_application_group() {
+        let c = config(&[
+            ("consumer.group.instance.id", "pod-a"),
+            ("consumer.session.timeout.ms", "30000"),
+            ("consumer.auto.offset.reset", "latest"),
+        ]);
+        for client in [restore_consumer(&c, "t"), global_consumer(&c)] {
+            assert_ne!(client.get("group.id"), Some("app"));
+            assert_eq!(client.get("group.instance.id"), None);
+            assert_eq!(client.get("session.timeout.ms"), None);
+        }
+        assert_eq!(
+            restore_consumer(&c, "t").get("group.id"),
+            Some("app-restore")
+        );
+        assert_eq!(global_consumer(&c).get("group.id"), Some("app-global"));
+        // The user's reset policy wins over the global consumer's default.
+        assert_eq!(global_consumer(&c).get("auto.offset.reset"), Some("latest"));
+        assert_eq!(
+            global_consumer(&config(&[])).get("auto.offset.reset"),
+            Some("earliest")
+        );
+    }
+
+    #[test]
+    fn the_admin_client_takes_only_admin_settings() {
+        let c = config(&[
+            ("admin.request.timeout.ms", "5000"),
+            ("consumer.fetch.min.bytes", "7"),
+        ]);
+        let client = admin(&c);
+        assert_eq!(client.get("bootstrap.servers"), Some("b:9092"));
+        assert_eq!(client.get("request.timeout.ms"), Some("5000"));
+        assert_eq!(client.get("fetch.min.bytes"), None);
+    }
+}

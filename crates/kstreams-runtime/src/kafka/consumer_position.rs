@@ -1,0 +1,276 @@
+//! What a stream thread reads off its main consumer without a request to
+//! the broker: librdkafka's cached watermarks, the partitions' lag (their
+//! gauges and KIP-695's "lagging" check), the consumed records, and which
+//! consumer errors end the thread.
+
+use std::collections::HashMap;
+
+use kstreams_dsl::internals::ConsumedRecord;
+use kstreams_metrics::{MetricsRegistry, PartitionSensors};
+use kstreams_record::Headers;
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{BorrowedMessage, Headers as _, Message};
+use rdkafka::Offset;
+
+use super::rebalance_listener::Partition;
+
+/// The low and high watermarks librdkafka last saw for a partition, without
+/// a request to the broker (rust-rdkafka wraps only the network variant);
+/// `None` while the high one is unknown (the low one may be -1).
+pub(crate) fn cached_watermarks<C: ConsumerContext>(
+    consumer: &BaseConsumer<C>,
+    topic: &str,
+    partition: i32,
+) -> Option<(i64, i64)> {
+    let topic = std::ffi::CString::new(topic).ok()?;
+    let mut low: i64 = -1;
+    let mut high: i64 = -1;
+    // SAFETY: `native_ptr` is the live handle of `consumer`, borrowed for
+    // the whole call; `topic` is a NUL-terminated string that outlives the
+    // call; `low` and `high` are valid, exclusive out-pointers to i64 on
+    // this stack frame. rd_kafka_get_watermark_offsets only reads the
+    // handle's cached partition state under its own locks and writes the
+    // two out-parameters; it keeps none of the pointers.
+    let err = unsafe {
+        rdkafka::bindings::rd_kafka_get_watermark_offsets(
+            consumer.client().native_ptr(),
+            topic.as_ptr(),
+            partition,
+            &mut low,
+            &mut high,
+        )
+    };
+    (err == rdkafka::bindings::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR && high >= 0)
+        .then_some((low, high))
+}
+
+/// Where reading of a partition is: the consumer's `position`, or before
+/// a record was consumed, the committed offset (`start`) if still in the
+/// log, else the low watermark `low` (`None` if that is unknown too).
+pub(crate) fn reading_position(position: Offset, start: Option<i64>, low: i64) -> Option<i64> {
+    match position {
+        Offset::Offset(position) => Some(position),
+        _ => match start {
+            Some(committed) => Some(committed.max(low)),
+            None => (low >= 0).then_some(low),
+        },
+    }
+}
+
+/// The assigned partitions known to be behind their end (KIP-695: with
+/// `max.task.idle.ms` at 0 a task waits for these when they are empty),
+/// from librdkafka's cached watermarks and positions; `start` is the
+/// committed offset a partition's reading began at. A partition with no
+/// fetch answered yet counts as lagging: as in Kafka Streams, the task
+/// waits rather than guess.
+pub(crate) fn lagging_partitions<C: ConsumerContext>(
+    consumer: &BaseConsumer<C>,
+    start: impl Fn(&str, i32) -> Option<i64>,
+) -> Vec<Partition> {
+    let Ok(positions) = consumer.position() else {
+        return Vec::new();
+    };
+    positions
+        .elements()
+        .iter()
+        .filter(
+            |e| match cached_watermarks(consumer, e.topic(), e.partition()) {
+                None => true,
+                Some((low, high)) => {
+                    reading_position(e.offset(), start(e.topic(), e.partition()), low)
+                        .is_none_or(|p| high > p)
+                }
+            },
+        )
+        .map(|e| (e.topic().to_string(), e.partition()))
+        .collect()
+}
+
+/// The per-partition metrics of a thread's assigned partitions: records
+/// consumed and lag, by topic then partition (looked up by `&str` per
+/// record, with no allocation).
+#[derive(Default)]
+pub(crate) struct PartitionMetrics {
+    sensors: HashMap<String, HashMap<i32, PartitionSensors>>,
+}
+
+impl PartitionMetrics {
+    /// Starts exposing an assigned partition's series.
+    pub fn add(&mut self, registry: &MetricsRegistry, topic: &str, partition: i32) {
+        match registry.partition_sensors(topic, partition) {
+            Ok(sensors) => {
+                self.sensors
+                    .entry(topic.to_string())
+                    .or_default()
+                    .insert(partition, sensors);
+            }
+            Err(e) => log::warn!("partition metrics of {topic}-{partition}: {e}"),
+        }
+    }
+
+    /// Stops exposing a revoked partition's series.
+    pub fn remove(&mut self, registry: &MetricsRegistry, topic: &str, partition: i32) {
+        if let Some(partitions) = self.sensors.get_mut(topic) {
+            if partitions.remove(&partition).is_some() {
+                remove_partition_series(registry, topic, partition);
+            }
+        }
+    }
+
+    /// Stops exposing every partition's series (the thread ends).
+    pub fn remove_all(&mut self, registry: &MetricsRegistry) {
+        for (topic, partitions) in self.sensors.drain() {
+            for partition in partitions.keys() {
+                remove_partition_series(registry, &topic, *partition);
+            }
+        }
+    }
+
+    /// Counts one record consumed from a partition.
+    pub fn consumed(&self, topic: &str, partition: i32) {
+        if let Some(sensors) = self.sensors.get(topic).and_then(|p| p.get(&partition)) {
+            sensors.records_consumed.inc();
+        }
+    }
+
+    /// Sets each assigned partition's lag gauge: its high watermark minus
+    /// the reading position, from librdkafka's cached watermarks (no
+    /// request). A partition with no fetch answered yet keeps its value.
+    pub fn record_lag<C: ConsumerContext>(
+        &self,
+        consumer: &BaseConsumer<C>,
+        start: impl Fn(&str, i32) -> Option<i64>,
+    ) {
+        let Ok(positions) = consumer.position() else {
+            return;
+        };
+        for e in positions.elements() {
+            let Some(sensors) = self
+                .sensors
+                .get(e.topic())
+                .and_then(|p| p.get(&e.partition()))
+            else {
+                continue;
+            };
+            let Some((low, high)) = cached_watermarks(consumer, e.topic(), e.partition()) else {
+                continue;
+            };
+            let position =
+                reading_position(e.offset(), start(e.topic(), e.partition()), low).unwrap_or(low);
+            sensors.records_lag.set((high - position).max(0));
+        }
+    }
+}
+
+/// Stops exposing a partition's lag and consumed count.
+fn remove_partition_series(registry: &MetricsRegistry, topic: &str, partition: i32) {
+    let partition = partition.to_string();
+    for def in [
+        &kstreams_metrics::names::CONSUMER_RECORDS_LAG,
+        &kstreams_metrics::names::CONSUMER_RECORDS_CONSUMED_TOTAL,
+    ] {
+        registry.remove(def, &[topic, &partition]);
+    }
+}
+
+/// A consumed record, copied out of librdkafka's buffer.
+pub(crate) fn consumed(message: &BorrowedMessage<'_>) -> ConsumedRecord {
+    let mut headers = Headers::new();
+    if let Some(h) = message.headers() {
+        for header in h.iter() {
+            headers.add(header.key, header.value.map(<[u8]>::to_vec));
+        }
+    }
+    ConsumedRecord {
+        topic: message.topic().to_string(),
+        partition: message.partition(),
+        offset: message.offset(),
+        timestamp: message.timestamp().to_millis().unwrap_or(-1),
+        key: message.key().map(<[u8]>::to_vec),
+        value: message.payload().map(<[u8]>::to_vec),
+        headers,
+    }
+}
+
+/// Consumer errors no retry can fix: the thread stops with them instead of
+/// polling on.
+pub(crate) fn is_fatal_consumer_error(error: &KafkaError) -> bool {
+    matches!(
+        error.rdkafka_error_code(),
+        Some(
+            RDKafkaErrorCode::Fatal
+                | RDKafkaErrorCode::TopicAuthorizationFailed
+                | RDKafkaErrorCode::GroupAuthorizationFailed
+                | RDKafkaErrorCode::ClusterAuthorizationFailed
+                | RDKafkaErrorCode::SaslAuthenticationFailed
+        )
+    )
+}
+
+/// Errors that mean "the group moved on": the commit is lost, not the app.
+pub(crate) fn is_rebalance_error(error: &KafkaError) -> bool {
+    matches!(
+        error.rdkafka_error_code(),
+        Some(
+            RDKafkaErrorCode::RebalanceInProgress
+                | RDKafkaErrorCode::IllegalGeneration
+                | RDKafkaErrorCode::UnknownMemberId
+                | RDKafkaErrorCode::FencedInstanceId
+                | RDKafkaErrorCode::AssignmentLost
+                // KIP-848: the member's epoch moved on (a newer assignment).
+                | RDKafkaErrorCode::StaleMemberEpoch
+                | RDKafkaErrorCode::FencedMemberEpoch
+        )
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn before_a_record_is_consumed_reading_starts_at_the_commit_or_the_log_start() {
+        assert_eq!(reading_position(Offset::Offset(7), Some(3), 0), Some(7));
+        assert_eq!(reading_position(Offset::Invalid, Some(3), 0), Some(3));
+        // Retention removed the committed offset: from the log start.
+        assert_eq!(reading_position(Offset::Invalid, Some(3), 5), Some(5));
+        assert_eq!(reading_position(Offset::Invalid, None, 2), Some(2));
+        assert_eq!(reading_position(Offset::Invalid, None, -1), None);
+    }
+
+    #[test]
+    fn rebalance_errors_are_told_apart_from_fatal_ones() {
+        let error = |code| KafkaError::ConsumerCommit(code);
+        assert!(is_rebalance_error(&error(
+            RDKafkaErrorCode::RebalanceInProgress
+        )));
+        assert!(is_rebalance_error(&error(
+            RDKafkaErrorCode::StaleMemberEpoch
+        )));
+        assert!(!is_rebalance_error(&error(RDKafkaErrorCode::Fatal)));
+        assert!(is_fatal_consumer_error(&KafkaError::MessageConsumption(
+            RDKafkaErrorCode::GroupAuthorizationFailed
+        )));
+        assert!(!is_fatal_consumer_error(&KafkaError::MessageConsumption(
+            RDKafkaErrorCode::UnknownTopicOrPartition
+        )));
+    }
+
+    #[test]
+    fn partition_series_come_and_go_with_the_assignment() {
+        let registry = MetricsRegistry::new();
+        let mut metrics = PartitionMetrics::default();
+        metrics.add(&registry, "in", 0);
+        metrics.add(&registry, "in", 1);
+        metrics.consumed("in", 1);
+        metrics.consumed("in", 1);
+        metrics.consumed("unassigned", 0);
+        let text = registry.gather_text();
+        assert!(text.contains("partition=\"1\""), "{text}");
+        metrics.remove(&registry, "in", 1);
+        assert!(!registry.gather_text().contains("partition=\"1\""));
+        metrics.remove_all(&registry);
+        assert!(!registry.gather_text().contains("partition=\"0\""));
+    }
+}

@@ -1,0 +1,254 @@
+//! The group protocol's callbacks turned into events for the stream
+//! thread's task manager (Kafka Streams' `StreamsRebalanceListener`).
+//!
+//! librdkafka calls the consumer context's `rebalance` inside `poll`, on
+//! the stream thread itself, but out of reach of the thread's tasks: the
+//! callback records what changed and the loop applies it after the poll.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, RebalanceProtocol};
+use rdkafka::error::RDKafkaErrorCode;
+use rdkafka::types::RDKafkaRespErr;
+use rdkafka::{ClientContext, TopicPartitionList};
+
+/// A partition: topic and number.
+pub(crate) type Partition = (String, i32);
+
+/// What a rebalance changed, in the order the callbacks saw it.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum AssignmentEvent {
+    /// Partitions this thread now owns.
+    Assigned(Vec<Partition>),
+    /// Partitions this thread gave up (or lost).
+    Revoked(Vec<Partition>),
+}
+
+/// What the callbacks share with the loop.
+#[derive(Default)]
+pub(crate) struct RebalanceEvents {
+    /// Changes the callbacks saw, for the loop to apply.
+    events: Mutex<Vec<AssignmentEvent>>,
+    /// The partitions of a revocation waiting for the loop: their tasks
+    /// are committed, then closed, then the revocation is acknowledged to
+    /// librdkafka (which waits for that before the group moves on).
+    pending_revocation: Mutex<Option<Vec<Partition>>>,
+    /// Whether the loop runs and so takes revocations over; outside it
+    /// (before it starts, while it shuts down, after a panic) the callback
+    /// acknowledges at once, or closing the consumer would wait forever.
+    deferring: AtomicBool,
+}
+
+impl RebalanceEvents {
+    /// The changes seen since the last call.
+    pub fn take(&self) -> Vec<AssignmentEvent> {
+        std::mem::take(&mut *self.events.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Whether a revocation waits for the loop to acknowledge it.
+    pub fn revocation_pending(&self) -> bool {
+        self.pending_revocation
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+    }
+
+    /// From now on revocations wait for the loop (`true`), or are
+    /// acknowledged inside the callback (`false`).
+    pub fn set_deferring(&self, deferring: bool) {
+        self.deferring.store(deferring, Ordering::Release);
+    }
+
+    /// Acknowledges a pending revocation, if there is one, with
+    /// `acknowledge` (given the revoked partitions).
+    pub fn acknowledge_pending_with(&self, acknowledge: impl FnOnce(&TopicPartitionList)) {
+        let pending = self
+            .pending_revocation
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(revoked) = pending {
+            acknowledge(&partition_list(&revoked));
+        }
+    }
+
+    /// Acknowledges a pending revocation to `consumer`, if there is one.
+    pub fn acknowledge_pending<C: Consumer<RebalanceListener>>(&self, consumer: &C) {
+        self.acknowledge_pending_with(|tpl| acknowledge_revocation(consumer, tpl));
+    }
+
+    fn push(&self, event: AssignmentEvent) {
+        self.events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(event);
+    }
+
+    /// Records a revocation; returns whether the loop takes it over
+    /// (`false`: the caller acknowledges it now).
+    fn revoked(&self, partitions: Vec<Partition>) -> bool {
+        let deferred = self.deferring.load(Ordering::Acquire);
+        if deferred {
+            *self
+                .pending_revocation
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = Some(partitions.clone());
+        }
+        self.push(AssignmentEvent::Revoked(partitions));
+        deferred
+    }
+}
+
+/// The partitions of a list.
+pub(crate) fn partitions(tpl: &TopicPartitionList) -> Vec<Partition> {
+    tpl.elements()
+        .iter()
+        .map(|e| (e.topic().to_string(), e.partition()))
+        .collect()
+}
+
+/// A list of partitions, without offsets.
+pub(crate) fn partition_list(partitions: &[Partition]) -> TopicPartitionList {
+    let mut tpl = TopicPartitionList::new();
+    for (topic, partition) in partitions {
+        tpl.add_partition(topic, *partition);
+    }
+    tpl
+}
+
+/// The stream thread consumer's context. Under the classic eager protocol
+/// a revocation takes every partition and the assignment that follows
+/// gives the whole new set (`assign`); when librdkafka reports the
+/// COOPERATIVE protocol, as it does for `group.protocol=consumer`, both
+/// carry only the partitions that change owner (`incremental_assign`,
+/// `incremental_unassign`). Either way the task manager creates and
+/// closes only the tasks of the partitions named, and a revocation is
+/// acknowledged only after committing.
+pub(crate) struct RebalanceListener {
+    events: Arc<RebalanceEvents>,
+}
+
+impl RebalanceListener {
+    /// A listener recording into `events`.
+    pub fn new(events: Arc<RebalanceEvents>) -> Self {
+        Self { events }
+    }
+}
+
+impl ClientContext for RebalanceListener {}
+
+impl ConsumerContext for RebalanceListener {
+    /// Assignments are taken at once; revocations are left pending for the
+    /// loop: Kafka Streams commits the revoked tasks inside
+    /// `onPartitionsRevoked`, but our tasks live on the loop, out of this
+    /// callback's reach. librdkafka waits for the application to
+    /// acknowledge a revocation (`unassign`/`incremental_unassign`), so the
+    /// loop commits first and acknowledges after: no record processed
+    /// before a rebalance is processed again by the next owner.
+    fn rebalance(
+        &self,
+        consumer: &BaseConsumer<Self>,
+        err: RDKafkaRespErr,
+        tpl: &mut TopicPartitionList,
+    ) {
+        match err {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
+                let assigned = match consumer.rebalance_protocol() {
+                    RebalanceProtocol::Cooperative => consumer.incremental_assign(tpl),
+                    _ => consumer.assign(tpl),
+                };
+                if let Err(e) = assigned {
+                    log::error!("could not take the assignment: {e}");
+                }
+                self.events.push(AssignmentEvent::Assigned(partitions(tpl)));
+            }
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                if !self.events.revoked(partitions(tpl)) {
+                    acknowledge_revocation(consumer, tpl);
+                }
+            }
+            other => {
+                let code: RDKafkaErrorCode = other.into();
+                log::error!("rebalance failed: {code}");
+                // As rdkafka's default: give up the assignment. The loop
+                // closes the tasks of what was assigned (they must not go on
+                // with buffers of partitions fetched again later).
+                let assigned = consumer
+                    .assignment()
+                    .map(|a| partitions(&a))
+                    .unwrap_or_default();
+                acknowledge_revocation(consumer, tpl);
+                if !assigned.is_empty() {
+                    self.events.push(AssignmentEvent::Revoked(assigned));
+                }
+            }
+        }
+    }
+}
+
+/// Gives up revoked partitions: incrementally under a cooperative protocol
+/// (KIP-848's included), the whole assignment under the eager one.
+fn acknowledge_revocation<C: Consumer<RebalanceListener>>(consumer: &C, tpl: &TopicPartitionList) {
+    let result = match consumer.rebalance_protocol() {
+        RebalanceProtocol::Cooperative => consumer.incremental_unassign(tpl),
+        _ => consumer.unassign(),
+    };
+    if let Err(e) = result {
+        log::error!("could not give up revoked partitions: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(topic: &str, partition: i32) -> Partition {
+        (topic.to_string(), partition)
+    }
+
+    #[test]
+    fn a_revocation_waits_for_the_loop_only_while_it_defers() {
+        let events = RebalanceEvents::default();
+        // Before the loop runs: the callback acknowledges at once.
+        assert!(!events.revoked(vec![p("a", 0)]));
+        assert!(!events.revocation_pending());
+
+        events.set_deferring(true);
+        assert!(events.revoked(vec![p("a", 1), p("b", 1)]));
+        assert!(events.revocation_pending());
+        assert_eq!(
+            events.take(),
+            vec![
+                AssignmentEvent::Revoked(vec![p("a", 0)]),
+                AssignmentEvent::Revoked(vec![p("a", 1), p("b", 1)]),
+            ]
+        );
+        assert!(events.take().is_empty(), "events are taken once");
+
+        let mut acknowledged = Vec::new();
+        events.acknowledge_pending_with(|tpl| acknowledged = partitions(tpl));
+        assert_eq!(acknowledged, vec![p("a", 1), p("b", 1)]);
+        assert!(!events.revocation_pending());
+        let mut again = false;
+        events.acknowledge_pending_with(|_| again = true);
+        assert!(!again, "a revocation is acknowledged once");
+    }
+
+    #[test]
+    fn events_keep_the_order_the_callbacks_saw() {
+        let events = RebalanceEvents::default();
+        events.set_deferring(true);
+        events.push(AssignmentEvent::Assigned(vec![p("a", 0)]));
+        events.revoked(vec![p("a", 0)]);
+        events.push(AssignmentEvent::Assigned(vec![p("a", 1)]));
+        assert_eq!(
+            events.take(),
+            vec![
+                AssignmentEvent::Assigned(vec![p("a", 0)]),
+                AssignmentEvent::Revoked(vec![p("a", 0)]),
+                AssignmentEvent::Assigned(vec![p("a", 1)]),
+            ]
+        );
+    }
+}

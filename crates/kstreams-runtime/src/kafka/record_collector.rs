@@ -1,0 +1,457 @@
+//! The record collector (Kafka Streams' `RecordCollectorImpl` with its
+//! `StreamsProducer`): sends a stream thread's output and changelog
+//! records, keeps their delivery reports, and runs the exactly-once
+//! transactions.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kstreams_dsl::internals::ProducedRecord;
+use kstreams_record::{Header, Headers};
+use rdkafka::consumer::ConsumerGroupMetadata;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{DeliveryResult, Message, OwnedHeaders};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ProducerContext};
+use rdkafka::{ClientContext, TopicPartitionList};
+
+use super::config::ProcessingGuarantee;
+use super::partitioner::partition_for_key;
+use super::RuntimeError;
+
+/// How long a transaction step or a flush may take.
+const PRODUCER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The producer's context: remembers the first failed delivery, for the
+/// loop to act on, and the acknowledged changelog offsets.
+#[derive(Default)]
+pub(crate) struct DeliveryContext {
+    failure: Mutex<Option<KafkaError>>,
+    /// Offset of the last acknowledged record per changelog partition, for
+    /// the tasks' checkpoints.
+    changelog_offsets: Mutex<HashMap<(String, i32), i64>>,
+    /// `production.exception.handler` says continue: a refused output
+    /// record is logged and counted, not fatal. Changelog records and
+    /// exactly-once transactions always fail hard: losing them loses state.
+    continue_on_failure: bool,
+    /// Output records dropped under that handler.
+    dropped: AtomicU64,
+}
+
+impl DeliveryContext {
+    /// A context that fails on refused records unless `continue_on_failure`.
+    pub fn new(continue_on_failure: bool) -> Self {
+        Self {
+            continue_on_failure,
+            ..Self::default()
+        }
+    }
+
+    /// Notes one delivery report: `Ok(offset)` or the broker's refusal.
+    fn delivered(&self, topic: &str, partition: i32, result: Result<i64, &KafkaError>) {
+        let changelog = topic.ends_with("-changelog");
+        match result {
+            Ok(offset) if changelog => {
+                let mut offsets = self
+                    .changelog_offsets
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                let last = offsets.entry((topic.to_string(), partition)).or_insert(-1);
+                *last = (*last).max(offset);
+            }
+            Ok(_) => {}
+            Err(error) if self.continue_on_failure && !changelog => {
+                log::warn!(
+                    "dropping a record the broker refused for {topic}-{partition}: {error} \
+                     (production.exception.handler: continue)"
+                );
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(error) => {
+                log::error!("could not produce to {topic}-{partition}: {error}");
+                self.failure
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get_or_insert(error.clone());
+            }
+        }
+    }
+}
+
+impl ClientContext for DeliveryContext {}
+
+impl ProducerContext for DeliveryContext {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        match result {
+            Ok(message) => {
+                self.delivered(message.topic(), message.partition(), Ok(message.offset()))
+            }
+            Err((error, message)) => {
+                self.delivered(message.topic(), message.partition(), Err(error))
+            }
+        }
+    }
+}
+
+/// Sends records through the thread's producer, in or out of a transaction.
+pub(crate) struct RecordCollector {
+    producer: Arc<BaseProducer<DeliveryContext>>,
+    guarantee: ProcessingGuarantee,
+    /// Whether an exactly-once transaction is open.
+    in_transaction: bool,
+    /// Partition counts of the topics the collector picks partitions in.
+    partition_counts: HashMap<String, i32>,
+}
+
+impl RecordCollector {
+    /// A collector over `producer` (whose transactions, under exactly-once,
+    /// are initialized already).
+    pub fn new(
+        producer: Arc<BaseProducer<DeliveryContext>>,
+        guarantee: ProcessingGuarantee,
+    ) -> Self {
+        Self {
+            producer,
+            guarantee,
+            in_transaction: false,
+            partition_counts: HashMap::new(),
+        }
+    }
+
+    /// Sends each record, in order.
+    pub fn send_all(&mut self, records: Vec<ProducedRecord>) -> Result<(), RuntimeError> {
+        for record in records {
+            self.send(record)?;
+        }
+        Ok(())
+    }
+
+    /// Sends one record. A record keyed for partitioning gets Java's
+    /// murmur2 partition of its key (bytes `..partition_key_len`), as Kafka
+    /// Streams' default partitioner; a full local queue is waited out.
+    pub fn send(&mut self, record: ProducedRecord) -> Result<(), RuntimeError> {
+        let partition = target_partition(&record, |topic| self.partition_count(topic))?;
+        let mut base: BaseRecord<'_, Vec<u8>, Vec<u8>> =
+            BaseRecord::to(&record.topic).timestamp(record.timestamp);
+        if let Some(key) = &record.key {
+            base = base.key(key);
+        }
+        if let Some(value) = &record.value {
+            base = base.payload(value);
+        }
+        if let Some(partition) = partition {
+            base = base.partition(partition);
+        }
+        // librdkafka allocates a header list: only for records with headers.
+        if !record.headers.is_empty() {
+            base = base.headers(owned_headers(&record.headers));
+        }
+        let mut pending = base;
+        loop {
+            match self.producer.send(pending) {
+                Ok(()) => return Ok(()),
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    // The local queue is full: serve delivery reports, retry.
+                    self.producer.poll(Duration::from_millis(100));
+                    pending = back;
+                }
+                Err((e, _)) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// The partition count of `topic`, from the producer's metadata on first
+    /// use, as Kafka Streams' record collector asks `partitionsFor`.
+    pub fn partition_count(&mut self, topic: &str) -> Result<i32, RuntimeError> {
+        if let Some(&count) = self.partition_counts.get(topic) {
+            return Ok(count);
+        }
+        let metadata = self
+            .producer
+            .client()
+            .fetch_metadata(Some(topic), Duration::from_secs(30))?;
+        let count = metadata
+            .topics()
+            .iter()
+            .find(|t| t.name() == topic && t.error().is_none())
+            .map_or(0, |t| t.partitions().len() as i32);
+        if count == 0 {
+            return Err(RuntimeError::NoPartitionInfo(topic.to_string()));
+        }
+        self.partition_counts.insert(topic.to_string(), count);
+        Ok(count)
+    }
+
+    /// Serves the delivery reports that arrived.
+    pub fn poll(&self) {
+        self.producer.poll(Duration::ZERO);
+    }
+
+    /// Fails with the first refused delivery. Under at-least-once the
+    /// failure stays: the thread fails and commits nothing more.
+    /// Exactly-once aborts and goes on, so the failure is taken.
+    pub fn check_deliveries(&self) -> Result<(), RuntimeError> {
+        let mut failure = self
+            .producer
+            .context()
+            .failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let failure = match self.guarantee {
+            ProcessingGuarantee::AtLeastOnce => failure.clone(),
+            ProcessingGuarantee::ExactlyOnceV2 => failure.take(),
+        };
+        match failure {
+            Some(e) => Err(RuntimeError::Production(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits until every record sent is acknowledged (or refused), then
+    /// fails with the first refusal.
+    pub fn flush(&self) -> Result<(), RuntimeError> {
+        self.producer.flush(PRODUCER_TIMEOUT)?;
+        self.check_deliveries()
+    }
+
+    /// The offset of the last acknowledged record per changelog partition,
+    /// after serving pending delivery reports (they carry the offsets).
+    pub fn delivered_changelog_offsets(&self) -> HashMap<(String, i32), i64> {
+        self.poll();
+        self.producer
+            .context()
+            .changelog_offsets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Whether an exactly-once transaction is open.
+    pub fn in_transaction(&self) -> bool {
+        self.in_transaction
+    }
+
+    /// Under exactly-once, opens a transaction unless one is open.
+    pub fn begin_transaction_if_needed(&mut self) -> Result<(), RuntimeError> {
+        if self.guarantee == ProcessingGuarantee::ExactlyOnceV2 && !self.in_transaction {
+            self.producer.begin_transaction()?;
+            self.in_transaction = true;
+        }
+        Ok(())
+    }
+
+    /// Aborts the open transaction, if there is one. A failure is logged:
+    /// the broker aborts it at the transaction timeout anyway.
+    pub fn abort_if_in_transaction(&mut self) {
+        if std::mem::take(&mut self.in_transaction) {
+            if let Err(e) = self.producer.abort_transaction(Duration::from_secs(30)) {
+                log::error!("could not abort the transaction: {e}");
+            }
+        }
+    }
+
+    /// Commits the open transaction with `offsets` of the consumer group
+    /// `group` (KIP-447). No group metadata means the consumer is between
+    /// generations: as good as a rebalance for what the caller must do.
+    pub fn commit_transaction(
+        &mut self,
+        offsets: &TopicPartitionList,
+        group: Option<ConsumerGroupMetadata>,
+    ) -> Result<(), KafkaError> {
+        if offsets.count() > 0 {
+            let group =
+                group.ok_or(KafkaError::Rebalance(RDKafkaErrorCode::RebalanceInProgress))?;
+            self.producer
+                .send_offsets_to_transaction(offsets, &group, PRODUCER_TIMEOUT)?;
+        }
+        self.producer.commit_transaction(PRODUCER_TIMEOUT)?;
+        self.in_transaction = false;
+        Ok(())
+    }
+}
+
+/// The partition a record goes to: the one it names, else, for a record
+/// keyed for partitioning, Java's murmur2 partition of its key bytes
+/// `..partition_key_len` among the topic's `count`; else librdkafka's choice.
+fn target_partition(
+    record: &ProducedRecord,
+    count: impl FnOnce(&str) -> Result<i32, RuntimeError>,
+) -> Result<Option<i32>, RuntimeError> {
+    Ok(
+        match (record.partition, record.partition_key_len, &record.key) {
+            (None, Some(len), Some(key)) => {
+                Some(partition_for_key(&key[..len], count(&record.topic)?))
+            }
+            (partition, _, _) => partition,
+        },
+    )
+}
+
+/// librdkafka's copy of a record's headers.
+fn owned_headers(headers: &Headers) -> OwnedHeaders {
+    headers.iter().fold(
+        OwnedHeaders::new_with_capacity(headers.len()),
+        |acc, Header { key, value }| {
+            acc.insert(rdkafka::message::Header {
+                key,
+                value: value.as_deref(),
+            })
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rdkafka::message::Headers as _;
+    use rdkafka::ClientConfig;
+
+    fn collector(guarantee: ProcessingGuarantee) -> RecordCollector {
+        // Nothing listens there: records stay queued, nothing is delivered.
+        let producer = ClientConfig::new()
+            .set("bootstrap.servers", "127.0.0.1:1")
+            .create_with_context(DeliveryContext::new(false))
+            .unwrap();
+        RecordCollector::new(Arc::new(producer), guarantee)
+    }
+
+    #[test]
+    fn changelog_acknowledgements_keep_the_highest_offset_per_partition() {
+        let context = DeliveryContext::new(false);
+        context.delivered("app-store-changelog", 0, Ok(7));
+        context.delivered("app-store-changelog", 0, Ok(5));
+        context.delivered("app-store-changelog", 1, Ok(2));
+        context.delivered("output", 0, Ok(99));
+        let offsets = context.changelog_offsets.lock().unwrap().clone();
+        assert_eq!(offsets.len(), 2);
+        assert_eq!(offsets[&("app-store-changelog".to_string(), 0)], 7);
+        assert_eq!(offsets[&("app-store-changelog".to_string(), 1)], 2);
+    }
+
+    #[test]
+    fn a_refused_output_fails_unless_the_handler_continues_but_a_changelog_always_fails() {
+        let refused = KafkaError::MessageProduction(RDKafkaErrorCode::MessageSizeTooLarge);
+        let continuing = DeliveryContext::new(true);
+        continuing.delivered("output", 0, Err(&refused));
+        assert!(continuing.failure.lock().unwrap().is_none());
+        assert_eq!(continuing.dropped.load(Ordering::Relaxed), 1);
+        continuing.delivered("app-store-changelog", 0, Err(&refused));
+        assert!(continuing.failure.lock().unwrap().is_some());
+
+        let failing = DeliveryContext::new(false);
+        failing.delivered("output", 0, Err(&refused));
+        assert!(failing.failure.lock().unwrap().is_some());
+    }
+
+    #[test]
+    fn at_least_once_keeps_a_delivery_failure_and_exactly_once_takes_it() {
+        let refused = KafkaError::MessageProduction(RDKafkaErrorCode::MessageSizeTooLarge);
+        for (guarantee, sticky) in [
+            (ProcessingGuarantee::AtLeastOnce, true),
+            (ProcessingGuarantee::ExactlyOnceV2, false),
+        ] {
+            let collector = collector(guarantee);
+            assert!(collector.check_deliveries().is_ok());
+            collector
+                .producer
+                .context()
+                .delivered("output", 0, Err(&refused));
+            assert!(matches!(
+                collector.check_deliveries(),
+                Err(RuntimeError::Production(_))
+            ));
+            assert_eq!(
+                collector.check_deliveries().is_err(),
+                sticky,
+                "{guarantee:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn records_for_a_known_partition_count_are_queued_without_metadata() {
+        let mut collector = collector(ProcessingGuarantee::AtLeastOnce);
+        collector.partition_counts.insert("out".to_string(), 4);
+        let mut headers = Headers::new();
+        headers.add("h", Some(b"v".to_vec()));
+        collector
+            .send_all(vec![
+                ProducedRecord {
+                    topic: "out".to_string(),
+                    partition: None,
+                    partition_key_len: Some(1),
+                    key: Some(b"k".to_vec()),
+                    value: Some(b"v".to_vec()),
+                    timestamp: 1,
+                    headers,
+                    sink: None,
+                },
+                ProducedRecord {
+                    topic: "app-s-changelog".to_string(),
+                    partition: Some(2),
+                    partition_key_len: None,
+                    key: Some(b"k".to_vec()),
+                    value: None,
+                    timestamp: 1,
+                    headers: Headers::new(),
+                    sink: None,
+                },
+            ])
+            .unwrap();
+        assert!(!collector.in_transaction());
+        // At-least-once opens no transaction.
+        collector.begin_transaction_if_needed().unwrap();
+        assert!(!collector.in_transaction());
+    }
+
+    #[test]
+    fn a_named_partition_wins_and_a_partitioning_key_is_hashed_as_java_does() {
+        let record = |partition, key_len| ProducedRecord {
+            topic: "out".to_string(),
+            partition,
+            partition_key_len: key_len,
+            key: Some(b"alice-suffix".to_vec()),
+            value: None,
+            timestamp: 0,
+            headers: Headers::new(),
+            sink: None,
+        };
+        let never = |_: &str| -> Result<i32, RuntimeError> { panic!("no count needed") };
+        assert_eq!(
+            target_partition(&record(Some(3), Some(5)), never).unwrap(),
+            Some(3)
+        );
+        assert_eq!(target_partition(&record(None, None), never).unwrap(), None);
+        // Only the key's first 5 bytes ("alice") choose the partition.
+        let hashed = target_partition(&record(None, Some(5)), |_| Ok(8)).unwrap();
+        assert_eq!(hashed, Some(partition_for_key(b"alice", 8)));
+        let unknown = target_partition(&record(None, Some(5)), |t| {
+            Err(RuntimeError::NoPartitionInfo(t.to_string()))
+        });
+        assert!(matches!(unknown, Err(RuntimeError::NoPartitionInfo(t)) if t == "out"));
+    }
+
+    #[test]
+    fn headers_are_copied_in_order_with_null_values() {
+        let mut headers = Headers::new();
+        headers.add("a", Some(b"1".to_vec()));
+        headers.add("b", None::<Vec<u8>>);
+        headers.add("a", Some(b"2".to_vec()));
+        let owned = owned_headers(&headers);
+        let copied: Vec<(String, Option<Vec<u8>>)> = owned
+            .iter()
+            .map(|h| (h.key.to_string(), h.value.map(<[u8]>::to_vec)))
+            .collect();
+        assert_eq!(
+            copied,
+            vec![
+                ("a".to_string(), Some(b"1".to_vec())),
+                ("b".to_string(), None),
+                ("a".to_string(), Some(b"2".to_vec())),
+            ]
+        );
+    }
+}

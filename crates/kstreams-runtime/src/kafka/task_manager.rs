@@ -1,0 +1,749 @@
+//! The task manager (Kafka Streams' `TaskManager`): a stream thread's
+//! tasks by id, created when their partitions are assigned, closed when
+//! they are revoked, rebuilt when an exactly-once transaction is rewound,
+//! and the per-partition bookkeeping of what is processed and what to
+//! commit.
+//!
+//! It owns no Kafka client: what it needs from the consumer (committed
+//! offsets, positions, end offsets) is handed in by the stream thread, so
+//! everything here runs in unit tests without a broker.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kstreams_dsl::internals::{ConsumedRecord, ProducedRecord};
+use kstreams_dsl::{TaskId, Topology};
+use kstreams_metrics::{Counter, ThreadSensors};
+use kstreams_state::TaskDirectory;
+use rdkafka::{Offset, TopicPartitionList};
+
+use super::config::StreamsConfig;
+use super::offset_metadata::PartitionMetadata;
+use super::partition_group::PartitionGroup;
+use super::rebalance_listener::Partition;
+use super::task_creator::{CreatedTask, TaskCreator};
+use super::topics::SourceTopicIndex;
+use super::RuntimeError;
+use crate::StreamTask;
+
+/// How often a bootstrapping task logs its progress.
+const BOOTSTRAP_LOG_INTERVAL: Duration = Duration::from_secs(5);
+
+/// An active task with its input buffers.
+struct TaskEntry {
+    task: StreamTask,
+    group: PartitionGroup,
+    /// Held while the task lives: the lock on its state directory
+    /// (stateful tasks only).
+    directory: Option<TaskDirectory>,
+    /// When the task began reading its bootstrap partitions, and when it
+    /// last logged its progress.
+    bootstrap: Option<(Instant, Instant)>,
+    /// Source partitions of the task this thread was not given (yet): the
+    /// task processes nothing until it has them all, so that under an
+    /// incremental protocol two members never run halves of one task.
+    missing: Vec<Partition>,
+}
+
+impl TaskEntry {
+    fn new(created: CreatedTask, group: PartitionGroup) -> Self {
+        let now = Instant::now();
+        let bootstrap = group.bootstrapping().then_some((now, now));
+        Self {
+            task: created.task,
+            group,
+            directory: created.directory,
+            bootstrap,
+            missing: Vec::new(),
+        }
+    }
+}
+
+/// What one round of processing produced: records to send, and the next
+/// offset of each partition it processed up to, which counts as processed
+/// only once those records are with the producer.
+pub(crate) struct ProcessedBatch {
+    pub outputs: Vec<ProducedRecord>,
+    pub progress: Vec<(Partition, i64)>,
+}
+
+/// A stream thread's tasks.
+pub(crate) struct TaskManager {
+    thread: String,
+    config: StreamsConfig,
+    sources: Arc<SourceTopicIndex>,
+    tasks: HashMap<TaskId, TaskEntry>,
+    creator: TaskCreator,
+    /// Topics a task reads to their end before its other partitions.
+    bootstrap_topics: HashSet<String>,
+    /// Next offset to commit per partition: last processed + 1.
+    processed: HashMap<Partition, i64>,
+    /// Committed offsets of the assigned partitions, read at assignment:
+    /// where reading starts before a record is consumed (for KIP-695 and
+    /// the lag).
+    start_offsets: HashMap<Partition, i64>,
+    /// What was committed with those offsets (partition time, operators'
+    /// metadata), for the tasks to resume from.
+    start_metadata: HashMap<Partition, PartitionMetadata>,
+    task_created: Counter,
+    task_closed: Counter,
+}
+
+impl TaskManager {
+    /// The task manager of stream thread `thread`.
+    pub fn new(
+        thread: &str,
+        config: &StreamsConfig,
+        topology: Arc<Topology>,
+        sources: Arc<SourceTopicIndex>,
+        sensors: &ThreadSensors,
+    ) -> Result<Self, RuntimeError> {
+        Ok(Self {
+            thread: thread.to_string(),
+            config: config.clone(),
+            bootstrap_topics: topology
+                .bootstrap_topics(&config.application_id)
+                .into_iter()
+                .collect(),
+            creator: TaskCreator::new(thread, config, topology)?,
+            sources,
+            tasks: HashMap::new(),
+            processed: HashMap::new(),
+            start_offsets: HashMap::new(),
+            start_metadata: HashMap::new(),
+            task_created: sensors.task_created.clone(),
+            task_closed: sensors.task_closed.clone(),
+        })
+    }
+
+    /// The task reading partition `partition` of `topic`.
+    fn task_id(&self, topic: &str, partition: i32) -> Option<TaskId> {
+        Some(TaskId {
+            subtopology: self.sources.subtopology_of(topic)?,
+            partition,
+        })
+    }
+
+    /// The ids of the tasks, in no particular order.
+    #[cfg(test)]
+    pub fn task_ids(&self) -> impl Iterator<Item = TaskId> + '_ {
+        self.tasks.keys().copied()
+    }
+
+    /// Buffers a consumed record in its task's partition group, with the
+    /// event time extracted now (the group orders by it, as Kafka Streams'
+    /// `RecordQueue`). Returns how many records that partition now
+    /// buffers, or `None` when the record was not buffered (no task owns
+    /// its partition, or the extractor skipped it).
+    pub fn buffer(&mut self, record: ConsumedRecord) -> Result<Option<usize>, RuntimeError> {
+        let Some(id) = self.task_id(&record.topic, record.partition) else {
+            return Ok(None);
+        };
+        let Some(entry) = self.tasks.get_mut(&id) else {
+            return Ok(None); // a record of a partition revoked in this poll
+        };
+        let Some(timestamp) = entry.task.extract_timestamp(&record)? else {
+            return Ok(None);
+        };
+        Ok(Some(entry.group.push(record, timestamp)))
+    }
+
+    /// How many records of a partition its task buffers.
+    pub fn buffered(&self, topic: &str, partition: i32) -> usize {
+        self.task_id(topic, partition)
+            .and_then(|id| self.tasks.get(&id))
+            .map_or(0, |e| e.group.buffered(topic, partition))
+    }
+
+    /// Where reading of an assigned partition started: its committed offset.
+    pub fn start_offset(&self, topic: &str, partition: i32) -> Option<i64> {
+        self.start_offsets
+            .get(&(topic.to_string(), partition))
+            .copied()
+    }
+
+    /// Takes partitions over: creates the tasks that read them (restoring
+    /// their stores), resumes each partition from what was committed with
+    /// its offset (`committed`, when the consumer could say), and reads a
+    /// bootstrap partition up to `bootstrap_end` before the task's others.
+    pub fn assign(
+        &mut self,
+        assigned: &[Partition],
+        committed: Option<&TopicPartitionList>,
+        mut bootstrap_end: impl FnMut(&str, i32) -> Option<i64>,
+    ) -> Result<(), RuntimeError> {
+        for e in committed.map(|c| c.elements()).unwrap_or_default() {
+            let key = (e.topic().to_string(), e.partition());
+            if let Offset::Offset(o) = e.offset() {
+                self.start_offsets.insert(key.clone(), o);
+            }
+            if let Some(metadata) = PartitionMetadata::decode(e.metadata()) {
+                self.start_metadata.insert(key, metadata);
+            }
+        }
+        for (topic, partition) in assigned {
+            let Some(id) = self.task_id(topic, *partition) else {
+                continue;
+            };
+            if !self.tasks.contains_key(&id) {
+                let created = self.creator.create(id)?;
+                self.task_created.inc();
+                log::info!("{}: created task {id}", self.thread);
+                let entry = TaskEntry::new(created, PartitionGroup::default());
+                self.tasks.insert(id, entry);
+            }
+            let end = if self.bootstrap_topics.contains(topic) {
+                bootstrap_end(topic, *partition)
+            } else {
+                None
+            };
+            let entry = self.tasks.get_mut(&id).expect("present");
+            if let Some(committed) = self.start_metadata.remove(&(topic.clone(), *partition)) {
+                entry.task.resume_partition(
+                    topic,
+                    *partition,
+                    committed.partition_time,
+                    committed.processor,
+                );
+            }
+            match end {
+                Some(end) => {
+                    log::info!(
+                        "{}: task {id} bootstraps {topic}-{partition} up to offset {end} \
+                         before its other partitions",
+                        self.thread
+                    );
+                    entry.group.add_bootstrap(topic, *partition, end);
+                    let now = Instant::now();
+                    entry.bootstrap.get_or_insert((now, now));
+                }
+                None => entry.group.add_partition(topic, *partition),
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives partitions up: forgets what was noted for them and closes each
+    /// task left without partitions. `clean` says the tasks were just
+    /// committed, so their stores hold exactly what their changelogs do up
+    /// to `delivered` (acknowledged offsets): their checkpoints are written
+    /// and whoever opens them next restores from there.
+    pub fn revoke(
+        &mut self,
+        revoked: &[Partition],
+        clean: bool,
+        delivered: &HashMap<Partition, i64>,
+    ) -> Result<(), RuntimeError> {
+        for key in revoked {
+            self.start_offsets.remove(key);
+            self.start_metadata.remove(key);
+            self.processed.remove(key);
+            let (topic, partition) = (key.0.as_str(), key.1);
+            let Some(id) = self.task_id(topic, partition) else {
+                continue;
+            };
+            let Some(entry) = self.tasks.get_mut(&id) else {
+                continue;
+            };
+            if !entry.group.remove_partition(topic, partition) {
+                continue; // the task keeps other partitions
+            }
+            let mut entry = self.tasks.remove(&id).expect("present");
+            if clean {
+                self.checkpoint(id, &entry, delivered)?;
+            }
+            entry.task.close();
+            self.task_closed.inc();
+            self.config.metrics.remove_task(&id.to_string());
+            log::info!("{}: closed task {id}", self.thread);
+        }
+        Ok(())
+    }
+
+    /// The source topics a task must have partitions of, with the
+    /// sub-topology reading each.
+    pub fn source_topics(&self) -> Vec<(String, u32)> {
+        self.sources
+            .topics()
+            .filter_map(|t| Some((t.to_string(), self.sources.subtopology_of(t)?)))
+            .collect()
+    }
+
+    /// For each task, notes the partitions of its source topics this thread
+    /// does not have, given each topic's partition count (`counts`; pattern
+    /// sources are not known in advance and not checked). The range
+    /// assignors give them together; a split (KIP-848 moving co-partitioned
+    /// partitions in different steps, or a non-range assignor) holds the
+    /// task back instead of running half of it here and half on another
+    /// member.
+    pub fn update_missing_partitions(&mut self, counts: &HashMap<String, i32>) {
+        let topics = self.source_topics();
+        for (id, entry) in &mut self.tasks {
+            let missing =
+                missing_partitions(*id, &topics, counts, |t, p| entry.group.has_partition(t, p));
+            if !missing.is_empty() && missing != entry.missing {
+                log::info!(
+                    "{}: task {id} waits for {missing:?}, assigned elsewhere for now, before \
+                     processing its other partitions",
+                    self.thread
+                );
+            }
+            entry.missing = missing;
+        }
+    }
+
+    /// Whether a task still reads its bootstrap partitions.
+    pub fn bootstrapping(&self) -> bool {
+        self.tasks.values().any(|e| e.group.bootstrapping())
+    }
+
+    /// Ends the bootstrap of partitions the consumer has read past their
+    /// end (`positions`: transaction markers are never handed out as
+    /// records), and logs bootstrap progress and completion as a restore
+    /// does.
+    pub fn track_bootstrap(&mut self, positions: &TopicPartitionList) {
+        let position = |topic: &str, partition: i32| match positions
+            .find_partition(topic, partition)
+            .map(|e| e.offset())
+        {
+            Some(Offset::Offset(o)) => Some(o),
+            _ => None,
+        };
+        for (id, entry) in &mut self.tasks {
+            let Some((began, last_log)) = entry.bootstrap else {
+                continue;
+            };
+            let pending: Vec<(String, i32, i64)> = entry.group.bootstrap_partitions().to_vec();
+            for (topic, partition, _) in &pending {
+                if let Some(at) = position(topic, *partition) {
+                    entry.group.bootstrap_position(topic, *partition, at);
+                }
+            }
+            if !entry.group.bootstrapping() {
+                log::info!(
+                    "{}: task {id} bootstrapped its tables in {:.1} s; processing its other partitions",
+                    self.thread,
+                    began.elapsed().as_secs_f64()
+                );
+                entry.bootstrap = None;
+            } else if last_log.elapsed() >= BOOTSTRAP_LOG_INTERVAL {
+                let left: Vec<String> = entry
+                    .group
+                    .bootstrap_partitions()
+                    .iter()
+                    .map(|(t, p, end)| format!("{t}-{p} at {}/{end}", position(t, *p).unwrap_or(0)))
+                    .collect();
+                log::info!(
+                    "{}: task {id} bootstrapping for {:.0} s: {}",
+                    self.thread,
+                    began.elapsed().as_secs_f64(),
+                    left.join(", ")
+                );
+                entry.bootstrap = Some((began, Instant::now()));
+            }
+        }
+    }
+
+    /// Runs every task that has all its partitions over what its partition
+    /// group allows now (`is_lagging`: KIP-695's partitions known to be
+    /// behind their end).
+    pub fn process(
+        &mut self,
+        is_lagging: &dyn Fn(&str, i32) -> bool,
+    ) -> Result<ProcessedBatch, RuntimeError> {
+        let max_idle = self.config.max_task_idle;
+        let mut outputs = Vec::new();
+        let mut progress = Vec::new();
+        for entry in self.tasks.values_mut().filter(|e| e.missing.is_empty()) {
+            let now = Instant::now();
+            while let Some((record, timestamp)) = entry.group.next(
+                max_idle,
+                now,
+                &entry.task.metrics().enforced_processing,
+                is_lagging,
+            ) {
+                entry.task.process_at(record, timestamp)?;
+            }
+            progress.extend(
+                entry
+                    .group
+                    .take_progress()
+                    .map(|(topic, partition, next)| ((topic.to_string(), partition), next)),
+            );
+            outputs.extend(entry.task.drain_output());
+        }
+        outputs.extend(self.creator.changelog().drain());
+        Ok(ProcessedBatch { outputs, progress })
+    }
+
+    /// Notes offsets as processed (their outputs are with the producer).
+    /// Returns whether anything can be committed.
+    pub fn record_progress(&mut self, progress: Vec<(Partition, i64)>) -> bool {
+        self.processed.extend(progress);
+        !self.processed.is_empty()
+    }
+
+    /// Runs the tasks' wall-clock punctuators due at `now`.
+    pub fn punctuate(&mut self, now: i64) -> Result<Vec<ProducedRecord>, RuntimeError> {
+        let mut outputs = Vec::new();
+        for entry in self.tasks.values_mut() {
+            entry.task.advance_wall_clock(now)?;
+            outputs.extend(entry.task.drain_output());
+        }
+        outputs.extend(self.creator.changelog().drain());
+        Ok(outputs)
+    }
+
+    /// Whether a task asked for a commit (`ProcessorContext::commit`).
+    pub fn commit_requested(&mut self) -> bool {
+        // Every task's request is taken, not just the first one's.
+        let mut requested = false;
+        for entry in self.tasks.values_mut() {
+            requested |= entry.task.context().take_commit_request();
+        }
+        requested
+    }
+
+    /// Flushes every task's stores (their caches write downstream and to
+    /// the changelogs): what that produced must go out before the offsets
+    /// are committed.
+    pub fn flush(&mut self) -> Result<Vec<ProducedRecord>, RuntimeError> {
+        let mut outputs = Vec::new();
+        for entry in self.tasks.values_mut() {
+            entry.task.flush()?;
+            outputs.extend(entry.task.drain_output());
+        }
+        outputs.extend(self.creator.changelog().drain());
+        Ok(outputs)
+    }
+
+    /// The offsets to commit, each with Kafka Streams'
+    /// `TopicPartitionMetadata`: its task's processed partition time and
+    /// operators' metadata, so a restarted task resumes from them.
+    pub fn offsets_to_commit(&self) -> Result<TopicPartitionList, RuntimeError> {
+        let mut tpl = TopicPartitionList::new();
+        for ((topic, partition), offset) in &self.processed {
+            let mut element = tpl.add_partition(topic, *partition);
+            element.set_offset(Offset::Offset(*offset))?;
+            let entry = self
+                .task_id(topic, *partition)
+                .and_then(|id| self.tasks.get(&id));
+            if let Some(entry) = entry {
+                let metadata = PartitionMetadata {
+                    partition_time: entry.task.processed_partition_time(topic, *partition),
+                    processor: entry.task.processor_metadata().clone(),
+                };
+                element.set_metadata(metadata.encode());
+            }
+        }
+        Ok(tpl)
+    }
+
+    /// Forgets what was processed since the last commit: those offsets must
+    /// never be committed (their outputs may not have gone out).
+    pub fn forget_processed(&mut self) {
+        self.processed.clear();
+    }
+
+    fn checkpoint(
+        &self,
+        id: TaskId,
+        entry: &TaskEntry,
+        delivered: &HashMap<Partition, i64>,
+    ) -> Result<(), RuntimeError> {
+        match &entry.directory {
+            Some(directory) => self.creator.write_checkpoint(id, directory, delivered),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes every stateful task's checkpoint from the acknowledged
+    /// changelog offsets.
+    pub fn write_checkpoints(
+        &self,
+        delivered: &HashMap<Partition, i64>,
+    ) -> Result<(), RuntimeError> {
+        for (id, entry) in &self.tasks {
+            self.checkpoint(*id, entry, delivered)?;
+        }
+        Ok(())
+    }
+
+    /// Goes back to the last commit (`committed`: the offsets and their
+    /// metadata, where the consumer was sought to): buffered records are
+    /// dropped and every task is rebuilt from its changelogs, so what an
+    /// aborted transaction saw is processed again from scratch, from the
+    /// committed partition times and operators' metadata.
+    pub fn rewind(&mut self, committed: &TopicPartitionList) -> Result<(), RuntimeError> {
+        self.forget_processed();
+        let ids: Vec<TaskId> = self.tasks.keys().copied().collect();
+        for id in ids {
+            let mut entry = self.tasks.remove(&id).expect("present");
+            entry.task.close();
+            let mut group = std::mem::take(&mut entry.group);
+            group.clear();
+            // The old task's directory lock goes before the new one is taken.
+            drop(entry);
+            let created = self.creator.create(id)?;
+            self.tasks.insert(id, TaskEntry::new(created, group));
+        }
+        for e in committed.elements() {
+            let Some(metadata) = PartitionMetadata::decode(e.metadata()) else {
+                continue;
+            };
+            let Some(id) = self.task_id(e.topic(), e.partition()) else {
+                continue;
+            };
+            if let Some(entry) = self.tasks.get_mut(&id) {
+                entry.task.resume_partition(
+                    e.topic(),
+                    e.partition(),
+                    metadata.partition_time,
+                    metadata.processor,
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes every task (the thread ends).
+    pub fn close_all(&mut self) {
+        for (id, mut entry) in self.tasks.drain() {
+            entry.task.close();
+            self.config.metrics.remove_task(&id.to_string());
+        }
+    }
+}
+
+/// The source partitions task `id` needs and does not have: partition
+/// `id.partition` of each topic its sub-topology reads (`topics`: topic and
+/// reading sub-topology) that has that many partitions (`counts`; topics of
+/// unknown count are not waited for).
+fn missing_partitions(
+    id: TaskId,
+    topics: &[(String, u32)],
+    counts: &HashMap<String, i32>,
+    has: impl Fn(&str, i32) -> bool,
+) -> Vec<Partition> {
+    topics
+        .iter()
+        .filter(|(t, s)| {
+            *s == id.subtopology
+                && counts.get(t).is_some_and(|n| id.partition < *n)
+                && !has(t, id.partition)
+        })
+        .map(|(t, _)| (t.clone(), id.partition))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kstreams_dsl::StreamsBuilder;
+    use kstreams_record::Headers;
+
+    #[test]
+    fn a_task_misses_the_co_partitioned_partitions_it_was_not_given() {
+        let topics = vec![
+            ("orders".to_string(), 0),
+            ("customers".to_string(), 0),
+            ("wide".to_string(), 0),
+            ("other".to_string(), 1),
+        ];
+        let counts: HashMap<String, i32> =
+            [("orders", 4), ("customers", 4), ("wide", 8), ("other", 4)]
+                .into_iter()
+                .map(|(t, n)| (t.to_string(), n))
+                .collect();
+        let task = |partition| TaskId {
+            subtopology: 0,
+            partition,
+        };
+        // KIP-848 moved orders-1 here, customers-1 not yet.
+        let has = |t: &str, p: i32| p == 1 && (t == "orders" || t == "wide");
+        assert_eq!(
+            missing_partitions(task(1), &topics, &counts, has),
+            vec![("customers".to_string(), 1)]
+        );
+        // Partition 6 exists only in "wide": nothing else to wait for.
+        let has_wide = |t: &str, p: i32| t == "wide" && p == 6;
+        assert!(missing_partitions(task(6), &topics, &counts, has_wide).is_empty());
+        // A topic of unknown partition count is not waited for.
+        let mut unknown = counts.clone();
+        unknown.remove("customers");
+        assert!(missing_partitions(task(1), &topics, &unknown, has).is_empty());
+    }
+
+    /// A stateless two-topic merge: one task per partition number reads
+    /// both topics.
+    fn manager(state_dir: &std::path::Path) -> TaskManager {
+        let builder = StreamsBuilder::new();
+        let left = builder.stream::<String, String>("left");
+        let right = builder.stream::<String, String>("right");
+        left.merge(&right)
+            .map_values(|v| v.to_uppercase())
+            .to("out");
+        let topology = Arc::new(builder.build().unwrap());
+        let config = StreamsConfig::new("app", "127.0.0.1:1").state_dir(state_dir);
+        let sources = Arc::new(SourceTopicIndex::new(&topology, "app"));
+        let sensors = config.metrics.thread_sensors("t").unwrap();
+        TaskManager::new("t", &config, topology, sources, &sensors).unwrap()
+    }
+
+    fn p(topic: &str, partition: i32) -> Partition {
+        (topic.to_string(), partition)
+    }
+
+    fn record(topic: &str, partition: i32, offset: i64, value: &str) -> ConsumedRecord {
+        ConsumedRecord {
+            topic: topic.to_string(),
+            partition,
+            offset,
+            timestamp: 1_000 + offset,
+            key: Some(b"k".to_vec()),
+            value: Some(value.as_bytes().to_vec()),
+            headers: Headers::new(),
+        }
+    }
+
+    #[test]
+    fn assigned_partitions_make_tasks_that_process_and_commit_past_their_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut tasks = manager(dir.path());
+        tasks
+            .assign(
+                &[p("left", 0), p("right", 0), p("left", 1)],
+                None,
+                |_, _| None,
+            )
+            .unwrap();
+        let mut ids: Vec<TaskId> = tasks.task_ids().collect();
+        ids.sort_by_key(|id| id.partition);
+        assert_eq!(ids.len(), 2, "{ids:?}");
+        tasks.update_missing_partitions(&HashMap::from([
+            ("left".to_string(), 2),
+            ("right".to_string(), 2),
+        ]));
+        // Task 0_1 lacks right-1: it buffers but does not process.
+        assert_eq!(tasks.buffer(record("left", 0, 0, "a")).unwrap(), Some(1));
+        assert_eq!(tasks.buffer(record("right", 0, 4, "b")).unwrap(), Some(1));
+        assert_eq!(tasks.buffer(record("left", 1, 7, "c")).unwrap(), Some(1));
+        assert_eq!(tasks.buffer(record("other", 0, 0, "x")).unwrap(), None);
+
+        let batch = tasks.process(&|_, _| false).unwrap();
+        let mut values: Vec<Vec<u8>> = batch
+            .outputs
+            .iter()
+            .map(|r| r.value.clone().unwrap())
+            .collect();
+        values.sort();
+        assert_eq!(values, vec![b"A".to_vec(), b"B".to_vec()]);
+        let mut progress = batch.progress.clone();
+        progress.sort();
+        assert_eq!(progress, vec![(p("left", 0), 1), (p("right", 0), 5)]);
+        assert_eq!(
+            tasks.buffered("left", 1),
+            1,
+            "held back: right-1 is missing"
+        );
+
+        assert!(tasks.record_progress(batch.progress));
+        let offsets = tasks.offsets_to_commit().unwrap();
+        let left0 = offsets.find_partition("left", 0).unwrap();
+        assert_eq!(left0.offset(), Offset::Offset(1));
+        let metadata = PartitionMetadata::decode(left0.metadata()).unwrap();
+        assert_eq!(metadata.partition_time, 1_000);
+        assert!(offsets.find_partition("left", 1).is_none());
+    }
+
+    #[test]
+    fn a_task_closes_when_its_last_partition_is_revoked_and_its_offsets_are_forgotten() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut tasks = manager(dir.path());
+        tasks
+            .assign(&[p("left", 0), p("right", 0)], None, |_, _| None)
+            .unwrap();
+        tasks.buffer(record("left", 0, 0, "a")).unwrap();
+        let batch = tasks.process(&|_, _| false).unwrap();
+        tasks.record_progress(batch.progress);
+
+        tasks
+            .revoke(&[p("left", 0)], true, &HashMap::new())
+            .unwrap();
+        assert_eq!(tasks.task_ids().count(), 1, "right-0 keeps the task");
+        assert_eq!(tasks.offsets_to_commit().unwrap().count(), 0);
+        tasks
+            .revoke(&[p("right", 0)], true, &HashMap::new())
+            .unwrap();
+        assert_eq!(tasks.task_ids().count(), 0);
+        assert!(!tasks.record_progress(Vec::new()));
+    }
+
+    #[test]
+    fn committed_metadata_is_resumed_at_assignment_and_after_a_rewind() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut tasks = manager(dir.path());
+        let mut committed = TopicPartitionList::new();
+        committed
+            .add_partition_offset("left", 0, Offset::Offset(10))
+            .unwrap();
+        let metadata = PartitionMetadata {
+            partition_time: 5_000,
+            processor: Default::default(),
+        };
+        committed
+            .find_partition("left", 0)
+            .unwrap()
+            .set_metadata(metadata.encode());
+        tasks
+            .assign(&[p("left", 0), p("right", 0)], Some(&committed), |_, _| {
+                None
+            })
+            .unwrap();
+        assert_eq!(tasks.start_offset("left", 0), Some(10));
+        assert_eq!(tasks.start_offset("right", 0), None);
+        let id = tasks.task_ids().next().unwrap();
+        assert_eq!(
+            tasks.tasks[&id].task.processed_partition_time("left", 0),
+            5_000
+        );
+
+        // A rewind drops what is buffered and rebuilds the task from there.
+        tasks.buffer(record("left", 0, 10, "a")).unwrap();
+        tasks.record_progress(vec![(p("left", 0), 11)]);
+        tasks.rewind(&committed).unwrap();
+        assert_eq!(tasks.buffered("left", 0), 0);
+        assert_eq!(tasks.offsets_to_commit().unwrap().count(), 0);
+        assert_eq!(
+            tasks.tasks[&id].task.processed_partition_time("left", 0),
+            5_000
+        );
+    }
+
+    #[test]
+    fn a_bootstrap_partition_holds_its_task_until_read_to_its_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut tasks = manager(dir.path());
+        tasks.bootstrap_topics.insert("right".to_string());
+        tasks
+            .assign(&[p("left", 0), p("right", 0)], None, |t, _| {
+                (t == "right").then_some(3)
+            })
+            .unwrap();
+        assert!(tasks.bootstrapping());
+        let mut positions = TopicPartitionList::new();
+        positions
+            .add_partition_offset("right", 0, Offset::Offset(2))
+            .unwrap();
+        tasks.track_bootstrap(&positions);
+        assert!(tasks.bootstrapping());
+        positions
+            .find_partition("right", 0)
+            .unwrap()
+            .set_offset(Offset::Offset(3))
+            .unwrap();
+        tasks.track_bootstrap(&positions);
+        assert!(!tasks.bootstrapping());
+    }
+}
