@@ -213,8 +213,8 @@ impl<K, V> ProcessorContext<'_, K, V> {
     }
 
     /// The task's stores, for value getters of other operators' tables.
-    pub(crate) fn store_lookup(&self) -> crate::stateful::StoreLookup<'_> {
-        crate::stateful::StoreLookup {
+    pub(crate) fn store_lookup(&self) -> crate::operators::getters::StoreLookup<'_> {
+        crate::operators::getters::StoreLookup {
             stores: &self.task.stores,
         }
     }

@@ -5,12 +5,14 @@ use std::sync::Arc;
 use kstreams_record::Record;
 
 use crate::options::{PrintMapper, PrintSink};
+use crate::Processor;
+
+use crate::{ProcessorContext, ProcessorError};
 
 /// A shared record predicate.
 pub(crate) type SharedPredicate<K, V> = Arc<dyn Fn(&K, &V) -> bool + Send + Sync>;
-use crate::{Processor, ProcessorContext, ProcessorError};
 
-type Ctx<'a, K, V> = ProcessorContext<'a, K, V>;
+pub(crate) type Ctx<'a, K, V> = ProcessorContext<'a, K, V>;
 
 /// `filter` and `filter_not`.
 pub(crate) struct Filter<F> {
@@ -284,5 +286,14 @@ impl<K: Clone + 'static, V: Clone + 'static> Processor<K, V, K, V> for Print<K, 
             }
         }
         Ok(())
+    }
+}
+
+impl<K, V> Branch<K, V> {
+    pub(crate) fn clone_branch(&self) -> Self {
+        Self {
+            predicate: self.predicate.clone(),
+            child: self.child.clone(),
+        }
     }
 }

@@ -1,22 +1,34 @@
-//! `KStream`: a typed handle on a node of the topology being built.
+//! `KStream`: a typed handle on a node of the topology being built, and all
+//! its operations but the joins (see [`joins`]).
+
+mod joins;
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
-use kstreams_record::{DefaultSerde, SharedSerde};
+use kstreams_record::{DefaultSerde, Serde, SharedSerde};
 
-use crate::builder::SharedState;
 use crate::fixed_key::{FixedKeyAdapter, FixedKeyProcessor};
+use crate::handles::branched::SplitSpec;
+use crate::handles::builder::SharedState;
+use crate::handles::ktable::table_source;
+use crate::handles::ktable::KTable;
 use crate::internals::graph::SourceTopics;
 use crate::internals::nodes::SinkPartitioning;
-use crate::operators::{
-    Branch, DropNullKeys, Filter, FlatMap, FlatMapValues, Map, MapValues, PassThrough, Peek, Print,
+use crate::materialized::StoreSpec;
+use crate::operators::stateless::{
+    DropNullKeys, Filter, FlatMap, FlatMapValues, Map, MapValues, PassThrough, Peek, Print,
     SelectKey, Split,
 };
 use crate::options::IntoName;
 use crate::topology::SinkTopic;
-use crate::{Branched, Named, Printed, Processor, Produced, Repartitioned, TopicNameExtractor};
+use crate::BranchedKStream;
+use crate::KGroupedStream;
+use crate::{
+    Grouped, Materialized, Named, Printed, Processor, Produced, Repartitioned, TopicNameExtractor,
+    TopologyError,
+};
 
 /// A stream of records with keys `K` and values `V`: Kafka Streams'
 /// `KStream`. Each operator adds a node to the builder's topology and
@@ -63,7 +75,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
 
     /// The same serdes and repartition need as `from` (an operator that
     /// changes neither key nor value).
-    fn like(mut self, from: &KStream<K, V>) -> Self {
+    pub(crate) fn like(mut self, from: &KStream<K, V>) -> Self {
         self.key_serde = from.key_serde.clone();
         self.value_serde = from.value_serde.clone();
         self.repartition_required = from.repartition_required;
@@ -130,9 +142,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         self.add_named::<K2, V2, P>(&mut state, name, supplier, &[self.node.as_str()])
     }
 
-    fn add_named<K2, V2, P>(
+    pub(crate) fn add_named<K2, V2, P>(
         &self,
-        state: &mut crate::builder::BuilderState,
+        state: &mut crate::handles::builder::BuilderState,
         name: String,
         supplier: impl Fn() -> P + Send + Sync + 'static,
         parents: &[&str],
@@ -537,7 +549,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     /// generated name (`KSTREAM...-0123456789`).
     pub(crate) fn through_repartition_topic(
         &self,
-        state: &mut crate::builder::BuilderState,
+        state: &mut crate::handles::builder::BuilderState,
         prefix: String,
         key_serde: SharedSerde<K>,
         value_serde: SharedSerde<V>,
@@ -665,104 +677,106 @@ pub(crate) fn is_generated_name(name: &str) -> bool {
         && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// The branches of a split, filled in as `branch` is called.
-pub(crate) struct SplitSpec<K, V> {
-    branches: Arc<Vec<Branch<K, V>>>,
-    default_child: Option<String>,
-}
+impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
+    /// Groups the records by their key for an aggregation. If an operator
+    /// upstream may have changed the keys, the aggregation first sends the
+    /// records through a repartition topic.
+    pub fn group_by_key(&self) -> KGroupedStream<K, V> {
+        self.group_by_key_with(Grouped::default())
+    }
 
-impl<K, V> Default for SplitSpec<K, V> {
-    fn default() -> Self {
-        Self {
-            branches: Arc::new(Vec::new()),
-            default_child: None,
+    /// [`KStream::group_by_key`] with serdes and a name for the repartition
+    /// topic.
+    pub fn group_by_key_with(&self, grouped: Grouped<K, V>) -> KGroupedStream<K, V> {
+        KGroupedStream {
+            key_serde: grouped.key_serde.or_else(|| self.key_serde.clone()),
+            value_serde: grouped.value_serde.or_else(|| self.value_serde.clone()),
+            repartition_name: grouped.name,
+            repartition_required: self.repartition_required,
+            stream: self.clone(),
+        }
+    }
+
+    /// Groups the records by a new key (always through a repartition
+    /// topic); `K2` needs a default serde.
+    pub fn group_by<K2: DefaultSerde + Clone>(
+        &self,
+        selector: impl Fn(&K, &V) -> K2 + Send + Sync + 'static,
+    ) -> KGroupedStream<K2, V> {
+        self.group_by_with(
+            selector,
+            Grouped::default().with_key_serde(K2::default_serde()),
+        )
+    }
+
+    /// [`KStream::group_by`] with serdes and a name for the repartition
+    /// topic.
+    pub fn group_by_with<K2: Clone + 'static>(
+        &self,
+        selector: impl Fn(&K, &V) -> K2 + Send + Sync + 'static,
+        grouped: Grouped<K2, V>,
+    ) -> KGroupedStream<K2, V> {
+        // Kafka Streams names the key selection after the grouping.
+        let selected = self.select_key_named(selector, grouped.name.clone().map(crate::Named));
+        KGroupedStream {
+            key_serde: grouped.key_serde,
+            value_serde: grouped.value_serde.or_else(|| self.value_serde.clone()),
+            repartition_name: grouped.name,
+            repartition_required: true,
+            stream: selected,
         }
     }
 }
 
-/// A split in progress: Kafka Streams' `BranchedKStream`.
-pub struct BranchedKStream<K, V> {
-    split: KStream<K, V>,
-    prefix: String,
-    spec: Arc<Mutex<SplitSpec<K, V>>>,
-    next_index: usize,
-    result: HashMap<String, KStream<K, V>>,
-}
-
-impl<K: Clone + 'static, V: Clone + 'static> BranchedKStream<K, V> {
-    /// Routes the records for which `predicate` holds (and no earlier
-    /// branch's did) to a new branch.
-    pub fn branch(
-        mut self,
-        predicate: impl Fn(&K, &V) -> bool + Send + Sync + 'static,
-        branched: Branched<K, V>,
-    ) -> Self {
-        let index = self.next_index;
-        self.next_index += 1;
-        let child = self.add_branch(branched, index);
-        let mut spec = self.spec.lock().unwrap_or_else(|p| p.into_inner());
-        let mut branches: Vec<Branch<K, V>> =
-            spec.branches.iter().map(Branch::clone_branch).collect();
-        branches.push(Branch {
-            predicate: Arc::new(predicate),
-            child,
-        });
-        spec.branches = Arc::new(branches);
-        drop(spec);
-        self
+impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
+    /// This stream as a table: each record is an update of its key.
+    pub fn to_table(&self) -> KTable<K, V> {
+        self.to_table_with(None, Materialized::new())
     }
 
-    /// Routes the records no predicate took to a last branch and returns
-    /// the branches by name.
-    pub fn default_branch(mut self, branched: Branched<K, V>) -> HashMap<String, KStream<K, V>> {
-        // An unnamed default branch is suffixed 0, as in Kafka Streams.
-        let child = self.add_branch(branched, 0);
-        self.spec
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .default_child = Some(child);
-        self.result
-    }
-
-    /// Drops the records no predicate took and returns the branches by name.
-    pub fn no_default_branch(self) -> HashMap<String, KStream<K, V>> {
-        self.result
-    }
-
-    fn add_branch(&mut self, branched: Branched<K, V>, index: usize) -> String {
-        let child = match &branched.name {
-            Some(name) => format!("{}{name}", self.prefix),
-            None => format!("{}{index}", self.prefix),
+    /// [`KStream::to_table`] with a processor name and a store.
+    pub fn to_table_with(
+        &self,
+        named: impl IntoName,
+        materialized: Materialized<K, V>,
+    ) -> KTable<K, V> {
+        let named_store = materialized.name.is_some();
+        let (name, spec, parent) = {
+            let mut s = self.state.borrow_mut();
+            let name = s.name_or_generate(named.into_name().map(|n| n.0), "KSTREAM-TOTABLE-");
+            let spec = StoreSpec::settle(
+                materialized,
+                || s.new_name("KSTREAM-TOTABLE-STATE-STORE-"),
+                self.key_serde.clone(),
+                self.value_serde.clone(),
+            );
+            // After a key change, the updates of a key must meet in one
+            // task: through `<name>-repartition`, as Kafka Streams does.
+            let mut parent = self.node.clone();
+            if self.repartition_required {
+                let serdes = match &spec {
+                    Ok(spec) => Ok((spec.key_serde.clone(), spec.value_serde.clone())),
+                    Err(e) => Err(TopologyError::InvalidOperator {
+                        operator: format!("to_table {name}"),
+                        message: format!("its repartition topic needs serdes: {e}"),
+                    }),
+                };
+                if let Some((key_serde, value_serde)) = s.record(serdes) {
+                    parent = self
+                        .through_repartition_topic(&mut s, name.clone(), key_serde, value_serde)
+                        .node;
+                }
+            }
+            (name, spec, parent)
         };
-        let stream = {
-            let mut state = self.split.state.borrow_mut();
-            // Each branch draws an index, as in Kafka Streams.
-            state.new_name("KSTREAM-BRANCH-");
-            self.split
-                .add_named::<K, V, _>(
-                    &mut state,
-                    child.clone(),
-                    || PassThrough,
-                    &[self.split.node.as_str()],
-                )
-                .like(&self.split)
-        };
-        let kept = match branched.chain {
-            Some(chain) => chain(stream),
-            None => Some(stream),
-        };
-        if let Some(kept) = kept {
-            self.result.insert(child.clone(), kept);
+        let mut table =
+            table_source::<K, V, K, V>(&self.state, &parent, name, spec, named_store, (Some, Some));
+        if table.key_serde.is_none() {
+            table.key_serde = self.key_serde.clone();
         }
-        child
-    }
-}
-
-impl<K, V> Branch<K, V> {
-    fn clone_branch(&self) -> Self {
-        Self {
-            predicate: self.predicate.clone(),
-            child: self.child.clone(),
+        if table.value_serde.is_none() {
+            table.value_serde = self.value_serde.clone();
         }
+        table
     }
 }

@@ -1,6 +1,7 @@
-//! `KTable::suppress` (KIP-328): hold a table's updates back and emit them
-//! later, either each window's final result once the window has closed, or
-//! each key's latest value a time limit after its first held-back update.
+//! Kafka Streams' `KTableSuppressProcessor`: hold a table's updates back and
+//! emit them later, either each window's final result once the window has
+//! closed, or each key's latest value a time limit after its first
+//! held-back update.
 //!
 //! The buffer is kept in a logged key-value store (one entry per key, so a
 //! later update replaces an earlier one but keeps its place), which makes it
@@ -9,172 +10,28 @@
 //! the task starts.
 
 use std::collections::BTreeMap;
-use std::marker::PhantomData;
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use kstreams_record::{Headers, Record, Serde, SerdeError, SharedSerde, Timestamp};
-use kstreams_state::{KeyValueStoreHandle, Stores, Windowed};
-use kstreams_time::duration_ms;
+use kstreams_state::KeyValueStoreHandle;
 
-use crate::materialized::add_store;
-use crate::stateful::Change;
-use crate::table::KTable;
-use crate::{Processor, ProcessorContext, ProcessorError, TopologyError};
-
-/// What a full suppression buffer does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum WhenFull {
-    /// Emit the oldest entries early, before their time.
-    EmitEarly,
-    /// Stop the application with an error: results are never emitted early.
-    ShutDown,
-}
-
-/// The bounds of a suppression buffer: Kafka Streams' `BufferConfig`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BufferConfig {
-    max_records: Option<u64>,
-    max_bytes: Option<u64>,
-    when_full: WhenFull,
-}
-
-impl BufferConfig {
-    /// No bound: the buffer grows as needed (final results stay exact).
-    pub fn unbounded() -> Self {
-        BufferConfig {
-            max_records: None,
-            max_bytes: None,
-            when_full: WhenFull::ShutDown,
-        }
-    }
-
-    /// At most `n` keys; emits early when full unless
-    /// [`BufferConfig::shut_down_when_full`] says otherwise.
-    pub fn max_records(n: u64) -> Self {
-        BufferConfig {
-            max_records: Some(n),
-            max_bytes: None,
-            when_full: WhenFull::EmitEarly,
-        }
-    }
-
-    /// At most `n` bytes of serialized keys and values; emits early when
-    /// full unless [`BufferConfig::shut_down_when_full`] says otherwise.
-    pub fn max_bytes(n: u64) -> Self {
-        BufferConfig {
-            max_records: None,
-            max_bytes: Some(n),
-            when_full: WhenFull::EmitEarly,
-        }
-    }
-
-    /// Also bounds the number of keys.
-    pub fn with_max_records(mut self, n: u64) -> Self {
-        self.max_records = Some(n);
-        self
-    }
-
-    /// Also bounds the bytes.
-    pub fn with_max_bytes(mut self, n: u64) -> Self {
-        self.max_bytes = Some(n);
-        self
-    }
-
-    /// When full, emit the oldest entries before their time.
-    pub fn emit_early_when_full(mut self) -> Self {
-        self.when_full = WhenFull::EmitEarly;
-        self
-    }
-
-    /// When full, fail instead of emitting anything early.
-    pub fn shut_down_when_full(mut self) -> Self {
-        self.when_full = WhenFull::ShutDown;
-        self
-    }
-
-    fn bounded(&self) -> bool {
-        self.max_records.is_some() || self.max_bytes.is_some()
-    }
-}
-
-/// The time by which a buffered entry is ordered and released.
-type BufferTime<K> = Arc<dyn Fn(&K, Timestamp) -> Timestamp + Send + Sync>;
-
-/// How `suppress` holds updates back: Kafka Streams' `Suppressed`.
-///
-/// ```
-/// use std::time::Duration;
-/// use kstreams_dsl::{BufferConfig, Suppressed};
-/// use kstreams_state::Windowed;
-///
-/// // Only each window's final count, once the window and its grace are over.
-/// let finals = Suppressed::<Windowed<String>>::until_window_closes(BufferConfig::unbounded());
-/// // Each key's latest value a minute after its first held-back update, at
-/// // most 1000 keys.
-/// let quiet = Suppressed::<String>::until_time_limit(
-///     Duration::from_secs(60),
-///     BufferConfig::max_records(1000).emit_early_when_full(),
-/// );
-/// # let _ = (finals, quiet);
-/// ```
-pub struct Suppressed<K> {
-    name: Option<String>,
-    buffer: BufferConfig,
-    /// `None`: until the window closes (the grace comes from the table).
-    limit_ms: Option<i64>,
-    time: BufferTime<K>,
-    final_results: bool,
-}
-
-impl<K> Suppressed<Windowed<K>> {
-    /// Emits each window's result once, when stream time has passed the
-    /// window's end plus its grace period. Needs a table from a windowed
-    /// aggregation; the buffer may not emit early.
-    pub fn until_window_closes(buffer: BufferConfig) -> Self {
-        Suppressed {
-            name: None,
-            buffer,
-            limit_ms: None,
-            time: Arc::new(|key: &Windowed<K>, _| key.window.end),
-            final_results: true,
-        }
-    }
-}
-
-impl<K> Suppressed<K> {
-    /// Emits a key's latest value once stream time is `limit` past the
-    /// timestamp of its first held-back update (later updates do not
-    /// restart the timer).
-    pub fn until_time_limit(limit: Duration, buffer: BufferConfig) -> Self {
-        Suppressed {
-            name: None,
-            buffer,
-            limit_ms: Some(duration_ms(limit)),
-            time: Arc::new(|_: &K, timestamp| timestamp),
-            final_results: false,
-        }
-    }
-
-    /// Names the processor (and its store `<name>-store`).
-    pub fn with_name(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
-        self
-    }
-}
+use crate::change::Change;
+use crate::suppressed::BufferTime;
+use crate::suppressed::WhenFull;
+use crate::BufferConfig;
+use crate::{Processor, ProcessorContext, ProcessorError};
 
 /// A buffered update: when it is due, the latest new value, the value
 /// before the first buffered update of the key, and the record timestamp.
 #[derive(Debug, Clone, PartialEq)]
-struct Buffered<V> {
-    time: Timestamp,
-    record_timestamp: Timestamp,
-    size: u64,
-    new_value: Option<V>,
-    prior_value: Option<V>,
+pub(crate) struct Buffered<V> {
+    pub(crate) time: Timestamp,
+    pub(crate) record_timestamp: Timestamp,
+    pub(crate) size: u64,
+    pub(crate) new_value: Option<V>,
+    pub(crate) prior_value: Option<V>,
     /// The headers of the latest update, emitted with it (Kafka Streams'
     /// buffer keeps the record context).
-    headers: Headers,
+    pub(crate) headers: Headers,
 }
 
 /// The buffer store's value bytes: time, record timestamp, size (8 bytes
@@ -182,9 +39,9 @@ struct Buffered<V> {
 /// length (-1 for none) and its bytes, then the headers: a 4-byte count
 /// and per header its key and value as parts (an entry written before
 /// headers were kept ends after the values: no headers).
-struct BufferedSerde<V>(SharedSerde<V>);
+pub(crate) struct BufferedSerde<V>(pub(crate) SharedSerde<V>);
 
-fn put_part(out: &mut Vec<u8>, bytes: Option<Vec<u8>>) {
+pub(crate) fn put_part(out: &mut Vec<u8>, bytes: Option<Vec<u8>>) {
     match bytes {
         Some(b) => {
             out.extend_from_slice(&(b.len() as i32).to_be_bytes());
@@ -287,130 +144,21 @@ impl<V: 'static> Serde<Buffered<V>> for BufferedSerde<V> {
     }
 }
 
-impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
-    /// Holds updates back as `suppressed` says: Kafka Streams'
-    /// `KTable#suppress`.
-    pub fn suppress(&self, suppressed: Suppressed<K>) -> KTable<K, V> {
-        // The buffer emits the value before its first held-back update as
-        // the old one, so it needs old values from upstream: as in Kafka
-        // Streams, a source table is materialized to have them.
-        self.enable_old_values(true);
-        let mut s = self.state.borrow_mut();
-        let (name, store_name) = match &suppressed.name {
-            Some(name) => (name.clone(), format!("{name}-store")),
-            None => {
-                let name = s.new_name("KTABLE-SUPPRESS-");
-                (name, s.new_name("KTABLE-SUPPRESS-STATE-STORE-"))
-            }
-        };
-        let table = KTable {
-            state: self.state.clone(),
-            node: name.clone(),
-            store: Arc::new(OnceLock::new()),
-            key_serde: self.key_serde.clone(),
-            value_serde: self.value_serde.clone(),
-            // Suppression passes old values through: what its parent sends.
-            old_values: self.old_values.clone(),
-            getter: crate::table::no_getter(),
-            window: self.window,
-            types: PhantomData,
-        };
-        let invalid = |message: &str| TopologyError::InvalidOperator {
-            operator: format!("suppress {name}"),
-            message: message.to_string(),
-        };
-        let delay_ms = match (suppressed.limit_ms, self.window) {
-            (Some(limit), _) => Ok(limit),
-            (None, Some(window))
-                if !(suppressed.buffer.bounded()
-                    && suppressed.buffer.when_full == WhenFull::EmitEarly) =>
-            {
-                Ok(window.grace_ms)
-            }
-            (None, Some(_)) => Err(invalid(
-                "until_window_closes never emits early: bound the buffer with \
-                 shut_down_when_full(), or leave it unbounded",
-            )),
-            (None, None) => Err(invalid(
-                "until_window_closes needs the table of a windowed aggregation \
-                 (windowed_by(..).count() and the like) to know when windows close",
-            )),
-        };
-        let Some(delay_ms) = s.record(delay_ms) else {
-            return table;
-        };
-        let key_serde = self
-            .key_serde
-            .clone()
-            .or_else(kstreams_record::builtin_serde::<K>);
-        let value_serde = self
-            .value_serde
-            .clone()
-            .or_else(kstreams_record::builtin_serde::<V>);
-        let (Some(key_serde), Some(value_serde)) = (key_serde, value_serde) else {
-            s.record::<()>(Err(TopologyError::MissingSerde {
-                store: store_name,
-                part: if self.key_serde.is_none() {
-                    "key"
-                } else {
-                    "value"
-                },
-                type_name: std::any::type_name::<(K, V)>(),
-            }));
-            return table;
-        };
-        let store = Stores::key_value_store_builder(
-            Stores::in_memory_key_value_store(&store_name),
-            key_serde.clone(),
-            BufferedSerde(value_serde.clone()),
-        );
-        // Old values pass through: the buffer emits the value before its
-        // first held-back update as the old one.
-        let supplier_store = store_name.clone();
-        let time = suppressed.time.clone();
-        let buffer = suppressed.buffer;
-        let final_results = suppressed.final_results;
-        let added = s
-            .topology
-            .add_typed_processor::<K, Change<V>, K, Change<V>, _>(
-                name.clone(),
-                Arc::new(move || SuppressProcessor {
-                    store_name: supplier_store.clone(),
-                    time: time.clone(),
-                    delay_ms,
-                    buffer,
-                    final_results,
-                    key_serde: key_serde.clone(),
-                    value_serde: value_serde.clone(),
-                    store: None,
-                    index: BTreeMap::new(),
-                    bytes: 0,
-                    observed_stream_time: -1,
-                }),
-                &[self.node.as_str()],
-            );
-        s.record(added);
-        let added = add_store(&mut s.topology, store, &name);
-        s.record(added);
-        table
-    }
-}
-
 /// Kafka Streams' `KTableSuppressProcessor` over a time-ordered buffer.
-struct SuppressProcessor<K, V> {
-    store_name: String,
-    time: BufferTime<K>,
-    delay_ms: i64,
-    buffer: BufferConfig,
-    final_results: bool,
-    key_serde: SharedSerde<K>,
-    value_serde: SharedSerde<V>,
-    store: Option<KeyValueStoreHandle<K, Buffered<V>>>,
+pub(crate) struct SuppressProcessor<K, V> {
+    pub(crate) store_name: String,
+    pub(crate) time: BufferTime<K>,
+    pub(crate) delay_ms: i64,
+    pub(crate) buffer: BufferConfig,
+    pub(crate) final_results: bool,
+    pub(crate) key_serde: SharedSerde<K>,
+    pub(crate) value_serde: SharedSerde<V>,
+    pub(crate) store: Option<KeyValueStoreHandle<K, Buffered<V>>>,
     /// (time, serialized key) -> key: the release order, as Kafka Streams'
     /// `BufferKey` sorts.
-    index: BTreeMap<(Timestamp, Vec<u8>), K>,
-    bytes: u64,
-    observed_stream_time: Timestamp,
+    pub(crate) index: BTreeMap<(Timestamp, Vec<u8>), K>,
+    pub(crate) bytes: u64,
+    pub(crate) observed_stream_time: Timestamp,
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> SuppressProcessor<K, V> {

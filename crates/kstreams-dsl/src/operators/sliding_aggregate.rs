@@ -14,8 +14,10 @@ use kstreams_record::{Record, Timestamp};
 use kstreams_state::{TimestampedWindowStoreHandle, ValueAndTimestamp, Window, Windowed};
 use kstreams_time::{EmitStrategy, SlidingWindows};
 
-use crate::stateful::{sends_old, timestamped_change, CacheForwarder, Change, Fold, OldValuesFlag};
-use crate::windowed::{reject_late, LateRecordSink};
+use crate::change::Change;
+use crate::operators::forwarder::{sends_old, timestamped_change, CacheForwarder, OldValuesFlag};
+use crate::operators::late_records::{reject_late, LateRecordSink};
+use crate::operators::Fold;
 use crate::{Processor, ProcessorContext, ProcessorError};
 
 type Ctx<'a, 'b, K, A> = &'a mut ProcessorContext<'b, Windowed<K>, Change<A>>;

@@ -1,22 +1,37 @@
-//! `KTable`: a changelog stream seen as a table, one value per key.
+//! `KTable`: a changelog stream seen as a table, one value per key, and its
+//! operations but the joins (see [`joins`] and [`fk_join`]).
 
+mod fk_join;
+mod joins;
+
+use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
-use kstreams_record::{DefaultSerde, Headers, Nullable, Serde, SerdeError, SharedSerde};
+use kstreams_record::{DefaultSerde, Nullable, SharedSerde};
+use kstreams_state::Stores;
 
-use crate::builder::SharedState;
-use crate::grouped::KGroupedTable;
-use crate::internals::graph::SourceTopics;
+use crate::change::Change;
+use crate::handles::builder::SharedState;
+use crate::handles::grouped_table::KGroupedTable;
 use crate::materialized::{add_store, StoreSpec};
+use crate::operators::forwarder::OldValuesFlag;
+use crate::operators::getters::lazy_store_getter;
+use crate::operators::getters::TableGetter;
+use crate::operators::getters::{mapped_getter, store_getter};
+use crate::operators::suppress::BufferedSerde;
+use crate::operators::suppress::SuppressProcessor;
+use crate::operators::table_rekey::TableRekey;
+use crate::operators::table_source::TableSource;
+use crate::operators::table_to_stream::TableToStream;
+use crate::operators::table_transform_values::TableTransformValues;
+use crate::operators::LazyStoreName;
 use crate::options::IntoName;
-use crate::stateful::{
-    mapped_getter, store_getter, Change, GetterSupplier, LazyStoreName, OldValuesFlag, TableRekey,
-    TableSource, TableToStream, TableTransformValues,
-};
-use crate::{Consumed, Grouped, KStream, Materialized, TopologyError};
+use crate::suppressed::WhenFull;
+use crate::Suppressed;
+use crate::{Grouped, KStream, Materialized, TopologyError};
 
 /// What a windowed table knows of its windows, for `suppress`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,149 +204,6 @@ pub(crate) fn table_source<
     }
 }
 
-/// How a join gets a table's value getter (materializing a source table
-/// if needed); `None` when the table cannot be read (a windowed or
-/// suppressed table, or one without serdes for its store).
-pub(crate) type TableGetter<K, V> = Rc<dyn Fn() -> Option<GetterSupplier<K, V>>>;
-
-/// The getter of a table kept in a store set at build time.
-pub(crate) fn lazy_store_getter<K: 'static, V: Clone + 'static>(
-    store: &LazyStoreName,
-) -> TableGetter<K, V> {
-    let store = store.clone();
-    Rc::new(move || Some(store_getter(store.get()?.clone(), false)))
-}
-
-/// No getter (windowed and suppressed tables).
-pub(crate) fn no_getter<K, V>() -> TableGetter<K, V> {
-    Rc::new(|| None)
-}
-
-impl crate::StreamsBuilder {
-    /// A table of a topic, with the default serdes of `K` and `V`: each
-    /// record is the key's new value, a null value deletes the key.
-    pub fn table<K, V>(&self, topic: &str) -> KTable<K, V>
-    where
-        K: DefaultSerde + Clone,
-        V: DefaultSerde + Clone,
-    {
-        self.table_with(topic, Consumed::default(), Materialized::new())
-    }
-
-    /// A table of a topic, read as `consumed` says and kept as
-    /// `materialized` says. A table with a store name is materialized (and
-    /// queryable); one without gets a store only if an operator needs one.
-    pub fn table_with<K: Clone + 'static, V: Clone + 'static>(
-        &self,
-        topic: &str,
-        consumed: Consumed<K, V>,
-        materialized: Materialized<K, V>,
-    ) -> KTable<K, V> {
-        let state = self.state();
-        let named_store = materialized.name.is_some();
-        let spec = {
-            let mut s = state.borrow_mut();
-            StoreSpec::settle(
-                materialized,
-                || s.new_name(&format!("{topic}-STATE-STORE-")),
-                Some(consumed.key_serde.clone()),
-                Some(consumed.value_serde.clone()),
-            )
-        };
-        let (source, table_node) = {
-            let mut s = state.borrow_mut();
-            // A named table is its table-source node; the topic's source
-            // node is `<name>-source` (Kafka Streams' TABLE_SOURCE_SUFFIX).
-            let source = s.name_or_generate(
-                consumed.name.as_ref().map(|name| format!("{name}-source")),
-                "KSTREAM-SOURCE-",
-            );
-            let table_node = s.name_or_generate(consumed.name.clone(), "KTABLE-SOURCE-");
-            // Null keys are read as such and dropped (and counted) by the
-            // table source, as Kafka Streams' KTableSource does.
-            let nullable_keys: SharedSerde<Option<K>> =
-                Arc::new(Nullable(consumed.key_serde.clone()));
-            let nullable: SharedSerde<Option<V>> = Arc::new(Nullable(consumed.value_serde.clone()));
-            let added = s.topology.add_typed_source(
-                source.clone(),
-                SourceTopics::Names(vec![topic.to_string()]),
-                nullable_keys,
-                nullable,
-                consumed.extractor.clone(),
-            );
-            s.record(added);
-            if consumed.bootstrap {
-                s.topology.graph.mark_bootstrap_upstream(&source);
-            }
-            (source, table_node)
-        };
-        let mut table = table_source::<K, V, Option<K>, Option<V>>(
-            &state,
-            &source,
-            table_node,
-            spec,
-            named_store,
-            (|k| k, |v| v),
-        );
-        table.key_serde = Some(consumed.key_serde);
-        table.value_serde = Some(consumed.value_serde);
-        table
-    }
-}
-
-impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
-    /// This stream as a table: each record is an update of its key.
-    pub fn to_table(&self) -> KTable<K, V> {
-        self.to_table_with(None, Materialized::new())
-    }
-
-    /// [`KStream::to_table`] with a processor name and a store.
-    pub fn to_table_with(
-        &self,
-        named: impl IntoName,
-        materialized: Materialized<K, V>,
-    ) -> KTable<K, V> {
-        let named_store = materialized.name.is_some();
-        let (name, spec, parent) = {
-            let mut s = self.state.borrow_mut();
-            let name = s.name_or_generate(named.into_name().map(|n| n.0), "KSTREAM-TOTABLE-");
-            let spec = StoreSpec::settle(
-                materialized,
-                || s.new_name("KSTREAM-TOTABLE-STATE-STORE-"),
-                self.key_serde.clone(),
-                self.value_serde.clone(),
-            );
-            // After a key change, the updates of a key must meet in one
-            // task: through `<name>-repartition`, as Kafka Streams does.
-            let mut parent = self.node.clone();
-            if self.repartition_required {
-                let serdes = match &spec {
-                    Ok(spec) => Ok((spec.key_serde.clone(), spec.value_serde.clone())),
-                    Err(e) => Err(TopologyError::InvalidOperator {
-                        operator: format!("to_table {name}"),
-                        message: format!("its repartition topic needs serdes: {e}"),
-                    }),
-                };
-                if let Some((key_serde, value_serde)) = s.record(serdes) {
-                    parent = self
-                        .through_repartition_topic(&mut s, name.clone(), key_serde, value_serde)
-                        .node;
-                }
-            }
-            (name, spec, parent)
-        };
-        let mut table =
-            table_source::<K, V, K, V>(&self.state, &parent, name, spec, named_store, (Some, Some));
-        if table.key_serde.is_none() {
-            table.key_serde = self.key_serde.clone();
-        }
-        if table.value_serde.is_none() {
-            table.value_serde = self.value_serde.clone();
-        }
-        table
-    }
-}
-
 impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
     /// The name of the node this handle stands on.
     pub fn node_name(&self) -> &str {
@@ -438,7 +310,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
 
     fn transform_values<V2: Clone + 'static>(
         &self,
-        compute: crate::stateful::ValueFn<K, V, V2>,
+        compute: crate::operators::table_transform_values::ValueFn<K, V, V2>,
         prefix: &str,
         named: impl IntoName,
         materialized: Option<Materialized<K, V2>>,
@@ -596,69 +468,111 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
     }
 }
 
-/// A serde for table changes on a repartition topic: both values, each as
-/// a 4-byte big-endian length (-1 for absent) and its bytes, new first.
-/// Only kstreams reads these topics, so the layout is our own.
-pub(crate) struct ChangeSerde<V>(pub SharedSerde<V>);
-
-impl<V: 'static> Serde<Change<V>> for ChangeSerde<V> {
-    fn serialize(
-        &self,
-        topic: &str,
-        headers: &mut Headers,
-        value: &Change<V>,
-    ) -> Result<Option<Vec<u8>>, SerdeError> {
-        let mut out = Vec::new();
-        for part in [&value.new_value, &value.old_value] {
-            let bytes = match part {
-                Some(v) => self.0.serialize(topic, headers, v)?,
-                None => None,
-            };
-            match bytes {
-                Some(b) => {
-                    let len = i32::try_from(b.len()).map_err(|_| SerdeError::Custom {
-                        topic: topic.to_string(),
-                        message: "a table value over 2 GiB".to_string(),
-                    })?;
-                    out.extend_from_slice(&len.to_be_bytes());
-                    out.extend_from_slice(&b);
-                }
-                None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
+    /// Holds updates back as `suppressed` says: Kafka Streams'
+    /// `KTable#suppress`.
+    pub fn suppress(&self, suppressed: Suppressed<K>) -> KTable<K, V> {
+        // The buffer emits the value before its first held-back update as
+        // the old one, so it needs old values from upstream: as in Kafka
+        // Streams, a source table is materialized to have them.
+        self.enable_old_values(true);
+        let mut s = self.state.borrow_mut();
+        let (name, store_name) = match &suppressed.name {
+            Some(name) => (name.clone(), format!("{name}-store")),
+            None => {
+                let name = s.new_name("KTABLE-SUPPRESS-");
+                (name, s.new_name("KTABLE-SUPPRESS-STATE-STORE-"))
             }
-        }
-        Ok(Some(out))
-    }
-
-    fn deserialize(
-        &self,
-        topic: &str,
-        headers: &Headers,
-        bytes: Option<&[u8]>,
-    ) -> Result<Change<V>, SerdeError> {
-        let malformed = || SerdeError::Custom {
-            topic: topic.to_string(),
-            message: "malformed table change on a repartition topic".to_string(),
         };
-        let mut rest = bytes.ok_or_else(malformed)?;
-        let mut parts = [None, None];
-        for part in &mut parts {
-            if rest.len() < 4 {
-                return Err(malformed());
+        let table = KTable {
+            state: self.state.clone(),
+            node: name.clone(),
+            store: Arc::new(OnceLock::new()),
+            key_serde: self.key_serde.clone(),
+            value_serde: self.value_serde.clone(),
+            // Suppression passes old values through: what its parent sends.
+            old_values: self.old_values.clone(),
+            getter: crate::operators::getters::no_getter(),
+            window: self.window,
+            types: PhantomData,
+        };
+        let invalid = |message: &str| TopologyError::InvalidOperator {
+            operator: format!("suppress {name}"),
+            message: message.to_string(),
+        };
+        let delay_ms = match (suppressed.limit_ms, self.window) {
+            (Some(limit), _) => Ok(limit),
+            (None, Some(window))
+                if !(suppressed.buffer.bounded()
+                    && suppressed.buffer.when_full == WhenFull::EmitEarly) =>
+            {
+                Ok(window.grace_ms)
             }
-            let (len, tail) = rest.split_at(4);
-            let len = i32::from_be_bytes(len.try_into().map_err(|_| malformed())?);
-            rest = tail;
-            if len >= 0 {
-                let len = len as usize;
-                if rest.len() < len {
-                    return Err(malformed());
-                }
-                let (value, tail) = rest.split_at(len);
-                *part = Some(self.0.deserialize(topic, headers, Some(value))?);
-                rest = tail;
-            }
-        }
-        let [new_value, old_value] = parts;
-        Ok(Change::new(new_value, old_value))
+            (None, Some(_)) => Err(invalid(
+                "until_window_closes never emits early: bound the buffer with \
+                 shut_down_when_full(), or leave it unbounded",
+            )),
+            (None, None) => Err(invalid(
+                "until_window_closes needs the table of a windowed aggregation \
+                 (windowed_by(..).count() and the like) to know when windows close",
+            )),
+        };
+        let Some(delay_ms) = s.record(delay_ms) else {
+            return table;
+        };
+        let key_serde = self
+            .key_serde
+            .clone()
+            .or_else(kstreams_record::builtin_serde::<K>);
+        let value_serde = self
+            .value_serde
+            .clone()
+            .or_else(kstreams_record::builtin_serde::<V>);
+        let (Some(key_serde), Some(value_serde)) = (key_serde, value_serde) else {
+            s.record::<()>(Err(TopologyError::MissingSerde {
+                store: store_name,
+                part: if self.key_serde.is_none() {
+                    "key"
+                } else {
+                    "value"
+                },
+                type_name: std::any::type_name::<(K, V)>(),
+            }));
+            return table;
+        };
+        let store = Stores::key_value_store_builder(
+            Stores::in_memory_key_value_store(&store_name),
+            key_serde.clone(),
+            BufferedSerde(value_serde.clone()),
+        );
+        // Old values pass through: the buffer emits the value before its
+        // first held-back update as the old one.
+        let supplier_store = store_name.clone();
+        let time = suppressed.time.clone();
+        let buffer = suppressed.buffer;
+        let final_results = suppressed.final_results;
+        let added = s
+            .topology
+            .add_typed_processor::<K, Change<V>, K, Change<V>, _>(
+                name.clone(),
+                Arc::new(move || SuppressProcessor {
+                    store_name: supplier_store.clone(),
+                    time: time.clone(),
+                    delay_ms,
+                    buffer,
+                    final_results,
+                    key_serde: key_serde.clone(),
+                    value_serde: value_serde.clone(),
+                    store: None,
+                    index: BTreeMap::new(),
+                    bytes: 0,
+                    observed_stream_time: -1,
+                }),
+                &[self.node.as_str()],
+            );
+        s.record(added);
+        let added = add_store(&mut s.topology, store, &name);
+        s.record(added);
+        table
     }
 }

@@ -1,13 +1,20 @@
-//! `StreamsBuilder`: the DSL's entry point.
+//! `StreamsBuilder`: the DSL's entry point (streams, tables, global tables).
 
 use std::cell::RefCell;
+use std::marker::PhantomData;
 use std::rc::Rc;
+use std::sync::Arc;
 
-use kstreams_record::DefaultSerde;
+use kstreams_record::{DefaultSerde, Nullable, SharedSerde};
 
-use crate::internals::graph::SourceTopics;
+use crate::handles::ktable::table_source;
+use crate::internals::graph::{GlobalStoreNodes, SourceTopics};
+use crate::materialized::StoreSpec;
 use crate::topology::compile_pattern;
-use crate::{Consumed, KStream, Topology, TopologyError};
+use crate::GlobalKTable;
+use crate::GlobalStore;
+use crate::KTable;
+use crate::{Consumed, KStream, Materialized, Topology, TopologyError};
 
 /// The state all streams of one builder share: the topology being built,
 /// the counter behind generated names, and the first error.
@@ -177,5 +184,131 @@ impl StreamsBuilder {
             return Err(error);
         }
         Ok(std::mem::take(&mut state.topology))
+    }
+}
+
+impl crate::StreamsBuilder {
+    /// A table of a topic, with the default serdes of `K` and `V`: each
+    /// record is the key's new value, a null value deletes the key.
+    pub fn table<K, V>(&self, topic: &str) -> KTable<K, V>
+    where
+        K: DefaultSerde + Clone,
+        V: DefaultSerde + Clone,
+    {
+        self.table_with(topic, Consumed::default(), Materialized::new())
+    }
+
+    /// A table of a topic, read as `consumed` says and kept as
+    /// `materialized` says. A table with a store name is materialized (and
+    /// queryable); one without gets a store only if an operator needs one.
+    pub fn table_with<K: Clone + 'static, V: Clone + 'static>(
+        &self,
+        topic: &str,
+        consumed: Consumed<K, V>,
+        materialized: Materialized<K, V>,
+    ) -> KTable<K, V> {
+        let state = self.state();
+        let named_store = materialized.name.is_some();
+        let spec = {
+            let mut s = state.borrow_mut();
+            StoreSpec::settle(
+                materialized,
+                || s.new_name(&format!("{topic}-STATE-STORE-")),
+                Some(consumed.key_serde.clone()),
+                Some(consumed.value_serde.clone()),
+            )
+        };
+        let (source, table_node) = {
+            let mut s = state.borrow_mut();
+            // A named table is its table-source node; the topic's source
+            // node is `<name>-source` (Kafka Streams' TABLE_SOURCE_SUFFIX).
+            let source = s.name_or_generate(
+                consumed.name.as_ref().map(|name| format!("{name}-source")),
+                "KSTREAM-SOURCE-",
+            );
+            let table_node = s.name_or_generate(consumed.name.clone(), "KTABLE-SOURCE-");
+            // Null keys are read as such and dropped (and counted) by the
+            // table source, as Kafka Streams' KTableSource does.
+            let nullable_keys: SharedSerde<Option<K>> =
+                Arc::new(Nullable(consumed.key_serde.clone()));
+            let nullable: SharedSerde<Option<V>> = Arc::new(Nullable(consumed.value_serde.clone()));
+            let added = s.topology.add_typed_source(
+                source.clone(),
+                SourceTopics::Names(vec![topic.to_string()]),
+                nullable_keys,
+                nullable,
+                consumed.extractor.clone(),
+            );
+            s.record(added);
+            if consumed.bootstrap {
+                s.topology.graph.mark_bootstrap_upstream(&source);
+            }
+            (source, table_node)
+        };
+        let mut table = table_source::<K, V, Option<K>, Option<V>>(
+            &state,
+            &source,
+            table_node,
+            spec,
+            named_store,
+            (|k| k, |v| v),
+        );
+        table.key_serde = Some(consumed.key_serde);
+        table.value_serde = Some(consumed.value_serde);
+        table
+    }
+}
+
+impl crate::StreamsBuilder {
+    /// A global table of a topic with the default serdes of `K` and `V`.
+    pub fn global_table<K, V>(&self, topic: &str) -> GlobalKTable<K, V>
+    where
+        K: DefaultSerde + Clone,
+        V: DefaultSerde + Clone,
+    {
+        self.global_table_with(topic, Consumed::default(), Materialized::new())
+    }
+
+    /// A global table of a topic, read with `consumed`; `materialized` may
+    /// name the store.
+    pub fn global_table_with<K: Clone + 'static, V: Clone + 'static>(
+        &self,
+        topic: &str,
+        consumed: Consumed<K, V>,
+        materialized: Materialized<K, V>,
+    ) -> GlobalKTable<K, V> {
+        let state: SharedState = self.state();
+        let mut s = state.borrow_mut();
+        let name = match materialized.name {
+            Some(name) => name,
+            None => s.new_name(&format!("{topic}-STATE-STORE-")),
+        };
+        // The source and table nodes of Kafka Streams' global topology:
+        // `<name>-source` and `<name>` when `consumed` names them.
+        let source = s.name_or_generate(
+            consumed.name.as_ref().map(|n| format!("{n}-source")),
+            "KSTREAM-SOURCE-",
+        );
+        let processor = s.name_or_generate(consumed.name.clone(), "KTABLE-SOURCE-");
+        let position = s.topology.graph.nodes.len();
+        s.topology.graph.global_stores.push(GlobalStoreNodes {
+            source,
+            processor,
+            store: name.clone(),
+            topic: topic.to_string(),
+            position,
+        });
+        let store = Arc::new(GlobalStore::new(
+            name,
+            topic.to_string(),
+            materialized.store_type,
+        ));
+        s.topology.global_stores.push(store.clone());
+        GlobalKTable {
+            store,
+            key_serde: consumed.key_serde,
+            value_serde: consumed.value_serde,
+            types: PhantomData,
+        }
     }
 }

@@ -11,31 +11,35 @@ use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
 use kstreams_record::SharedSerde;
-use kstreams_state::{SessionWindowedSerde, TimeWindowedSerde, Windowed};
+use kstreams_state::Windowed;
 use kstreams_time::{EmitStrategy, SessionWindows, TimeWindows};
 
-use crate::builder::{BuilderState, SharedState};
-use crate::grouped::KGroupedStream;
+use crate::change::Change;
+use crate::handles::builder::{BuilderState, SharedState};
+use crate::handles::grouped_stream::KGroupedStream;
+use crate::handles::ktable::{KTable, OldValues};
+use crate::handles::windowed::cogrouped::SessionWindowedCogroupedKStream;
+use crate::handles::windowed::cogrouped::TimeWindowedCogroupedKStream;
 use crate::materialized::StoreSpec;
-use crate::operators::PassThrough;
+use crate::operators::forwarder::OldValuesFlag;
+use crate::operators::session_aggregate::{SessionAggregate, SessionInitializer, SessionMerger};
+use crate::operators::stateless::PassThrough;
+use crate::operators::stream_aggregate::StreamAggregate;
+use crate::operators::window_aggregate::WindowAggregate;
+use crate::operators::Fold;
 use crate::options::IntoName;
-use crate::stateful::{Change, Fold, OldValuesFlag, StreamAggregate};
-use crate::table::{KTable, OldValues};
-use crate::windowed::{
-    windowed_table, SessionAggregate, SessionInitializer, SessionMerger, WindowAggregate,
-};
 use crate::{Materialized, Named, TopologyError};
 
 /// The aggregation a cogroup builds, for each of its inputs.
 #[derive(Clone)]
-enum CogroupKind<K, A> {
+pub(crate) enum CogroupKind<K, A> {
     Plain,
     Windowed(TimeWindows),
     Session(SessionWindows, SessionMerger<K, A>),
 }
 
 /// One grouped stream of a cogroup, its value type hidden.
-trait CogroupInput<K, A> {
+pub(crate) trait CogroupInput<K, A> {
     /// The node the aggregation reads: the stream, or its repartition
     /// topic's source.
     fn input_node(&self, s: &mut BuilderState, store: &str) -> Result<String, TopologyError>;
@@ -54,11 +58,11 @@ trait CogroupInput<K, A> {
     );
 }
 
-type Aggregator<K, V, A> = Arc<dyn Fn(&K, V, A) -> A + Send + Sync>;
+pub(crate) type Aggregator<K, V, A> = Arc<dyn Fn(&K, V, A) -> A + Send + Sync>;
 
-struct Input<K, V, A> {
-    grouped: KGroupedStream<K, V>,
-    aggregator: Aggregator<K, V, A>,
+pub(crate) struct Input<K, V, A> {
+    pub(crate) grouped: KGroupedStream<K, V>,
+    pub(crate) aggregator: Aggregator<K, V, A>,
 }
 
 impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> CogroupInput<K, A>
@@ -147,29 +151,12 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> CogroupInput<K,
     }
 }
 
-impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
-    /// Starts a cogroup: this grouped stream folded with `aggregator` into
-    /// an aggregate that other grouped streams of the same key add to with
-    /// [`CogroupedKStream::cogroup`].
-    pub fn cogroup<A: Clone + 'static>(
-        &self,
-        aggregator: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
-    ) -> CogroupedKStream<K, A> {
-        CogroupedKStream {
-            state: self.stream.state.clone(),
-            key_serde: self.key_serde.clone(),
-            inputs: Vec::new(),
-        }
-        .cogroup(self, aggregator)
-    }
-}
-
 /// Several grouped streams with one aggregate: Kafka Streams'
 /// `CogroupedKStream`.
 pub struct CogroupedKStream<K, A> {
-    state: SharedState,
-    key_serde: Option<SharedSerde<K>>,
-    inputs: Vec<Arc<dyn CogroupInput<K, A>>>,
+    pub(crate) state: SharedState,
+    pub(crate) key_serde: Option<SharedSerde<K>>,
+    pub(crate) inputs: Vec<Arc<dyn CogroupInput<K, A>>>,
 }
 
 impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
@@ -212,7 +199,7 @@ impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
             key_serde: None,
             value_serde: None,
             old_values: OldValues::own(flag.clone()),
-            getter: crate::table::lazy_store_getter(&store),
+            getter: crate::operators::getters::lazy_store_getter(&store),
             window: None,
             types: PhantomData,
         };
@@ -262,7 +249,7 @@ impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
 
     /// Adds the store, the repartitions, one aggregation per input and the
     /// merge node; returns the merge node and the store spec.
-    fn build<B: kstreams_state::StoreBuilder>(
+    pub(crate) fn build<B: kstreams_state::StoreBuilder>(
         &self,
         initializer: SessionInitializer<A>,
         named: Option<Named>,
@@ -332,126 +319,5 @@ impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
         let added = s.topology.add_state_store(builder, &parents).map(|_| ());
         s.record(added)?;
         Some((merge, spec))
-    }
-}
-
-/// A cogroup with time windows.
-pub struct TimeWindowedCogroupedKStream<K, A> {
-    cogrouped: CogroupedKStream<K, A>,
-    windows: TimeWindows,
-}
-
-impl<K: Clone + 'static, A: Clone + 'static> TimeWindowedCogroupedKStream<K, A> {
-    /// The aggregate per key and window.
-    pub fn aggregate(
-        &self,
-        initializer: impl Fn() -> A + Send + Sync + 'static,
-    ) -> KTable<Windowed<K>, A> {
-        self.aggregate_with(initializer, None, Materialized::new())
-    }
-
-    /// [`TimeWindowedCogroupedKStream::aggregate`] with a name and a store.
-    pub fn aggregate_with(
-        &self,
-        initializer: impl Fn() -> A + Send + Sync + 'static,
-        named: impl IntoName,
-        materialized: Materialized<K, A>,
-    ) -> KTable<Windowed<K>, A> {
-        let windows = self.windows;
-        let flag: OldValuesFlag = Arc::default();
-        let state = self.cogrouped.state.clone();
-        let mut table = windowed_table(&state, String::new(), windows.grace_ms(), flag.clone());
-        if let Err(e) = windows.validate() {
-            state
-                .borrow_mut()
-                .record::<()>(Err(TopologyError::InvalidOperator {
-                    operator: "cogroup windowed_by".to_string(),
-                    message: e.to_string(),
-                }));
-            return table;
-        }
-        let built = self.cogrouped.build(
-            Arc::new(initializer),
-            named.into_name(),
-            materialized,
-            CogroupKind::Windowed(windows),
-            flag,
-            |spec| {
-                let retention = spec.retention_ms(windows.retention_ms())?;
-                spec.window_store(retention, windows.size_ms())
-            },
-        );
-        if let Some((node, spec)) = built {
-            table.node = node;
-            let _ = table.store.set(spec.name.clone());
-            table.key_serde = Some(Arc::new(TimeWindowedSerde::shared(
-                spec.key_serde.clone(),
-                windows.size_ms(),
-            )));
-            table.value_serde = Some(spec.value_serde.clone());
-        }
-        table
-    }
-}
-
-/// A cogroup with session windows.
-pub struct SessionWindowedCogroupedKStream<K, A> {
-    cogrouped: CogroupedKStream<K, A>,
-    windows: SessionWindows,
-}
-
-impl<K: Clone + 'static, A: Clone + 'static> SessionWindowedCogroupedKStream<K, A> {
-    /// The aggregate per key and session; `merger` combines two sessions'
-    /// aggregates when a record joins them.
-    pub fn aggregate(
-        &self,
-        initializer: impl Fn() -> A + Send + Sync + 'static,
-        merger: impl Fn(&K, A, A) -> A + Send + Sync + 'static,
-    ) -> KTable<Windowed<K>, A> {
-        self.aggregate_with(initializer, merger, None, Materialized::new())
-    }
-
-    /// [`SessionWindowedCogroupedKStream::aggregate`] with a name and a
-    /// store.
-    pub fn aggregate_with(
-        &self,
-        initializer: impl Fn() -> A + Send + Sync + 'static,
-        merger: impl Fn(&K, A, A) -> A + Send + Sync + 'static,
-        named: impl IntoName,
-        materialized: Materialized<K, A>,
-    ) -> KTable<Windowed<K>, A> {
-        let windows = self.windows;
-        let flag: OldValuesFlag = Arc::default();
-        let state = self.cogrouped.state.clone();
-        let mut table = windowed_table(&state, String::new(), windows.grace_ms(), flag.clone());
-        if let Err(e) = windows.validate() {
-            state
-                .borrow_mut()
-                .record::<()>(Err(TopologyError::InvalidOperator {
-                    operator: "cogroup windowed_by_session".to_string(),
-                    message: e.to_string(),
-                }));
-            return table;
-        }
-        let built = self.cogrouped.build(
-            Arc::new(initializer),
-            named.into_name(),
-            materialized,
-            CogroupKind::Session(windows, Arc::new(merger)),
-            flag,
-            |spec| {
-                let retention = spec.retention_ms(windows.retention_ms())?;
-                Ok(spec.session_store(retention))
-            },
-        );
-        if let Some((node, spec)) = built {
-            table.node = node;
-            let _ = table.store.set(spec.name.clone());
-            table.key_serde = Some(Arc::new(SessionWindowedSerde::shared(
-                spec.key_serde.clone(),
-            )));
-            table.value_serde = Some(spec.value_serde.clone());
-        }
-        table
     }
 }
