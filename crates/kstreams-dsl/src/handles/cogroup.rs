@@ -20,12 +20,14 @@ use crate::handles::grouped_stream::KGroupedStream;
 use crate::handles::ktable::{KTable, OldValues};
 use crate::handles::windowed::cogrouped::SessionWindowedCogroupedKStream;
 use crate::handles::windowed::cogrouped::TimeWindowedCogroupedKStream;
+use crate::handles::windowed::time::TimeWindowing;
+use crate::handles::windowed::WindowKind;
 use crate::materialized::StoreSpec;
 use crate::operators::forwarder::OldValuesFlag;
-use crate::operators::session_aggregate::{SessionAggregate, SessionInitializer, SessionMerger};
+use crate::operators::session_aggregate::{SessionFns, SessionInitializer, SessionMerger};
 use crate::operators::stateless::PassThrough;
 use crate::operators::stream_aggregate::StreamAggregate;
-use crate::operators::window_aggregate::WindowAggregate;
+use crate::operators::window_output::WindowedSetup;
 use crate::operators::Fold;
 use crate::options::IntoName;
 use crate::{Materialized, Named, TopologyError};
@@ -36,6 +38,16 @@ pub(crate) enum CogroupKind<K, A> {
     Plain,
     Windowed(TimeWindows),
     Session(SessionWindows, SessionMerger<K, A>),
+}
+
+/// A windowed cogroup emits every update and keeps no late records.
+fn cogroup_setup<K, V>(store_name: String, send_old: OldValuesFlag) -> WindowedSetup<K, V> {
+    WindowedSetup {
+        emit: EmitStrategy::OnWindowUpdate,
+        store_name,
+        send_old,
+        late: None,
+    }
 }
 
 /// One grouped stream of a cogroup, its value type hidden.
@@ -110,42 +122,24 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> CogroupInput<K,
                     &[parent],
                 )
             }
-            CogroupKind::Windowed(windows) => s
-                .topology
-                .add_typed_processor::<K, V, Windowed<K>, Change<A>, _>(
-                    name,
-                    Arc::new(move || WindowAggregate {
-                        fold: fold.clone(),
-                        windows: windows.into(),
-                        emit: EmitStrategy::OnWindowUpdate,
-                        store_name: store_name.clone(),
-                        send_old: flag.clone(),
-                        late: None,
-                        observed_stream_time: -1,
-                        last_emitted_close: -1,
-                        store: None,
-                    }),
-                    &[parent],
-                ),
-            CogroupKind::Session(windows, merge) => s
-                .topology
-                .add_typed_processor::<K, V, Windowed<K>, Change<A>, _>(
-                    name,
-                    Arc::new(move || SessionAggregate {
-                        fold: fold.clone(),
-                        merge: merge.clone(),
-                        initial: Some(initializer.clone()),
-                        windows,
-                        emit: EmitStrategy::OnWindowUpdate,
-                        store_name: store_name.clone(),
-                        send_old: flag.clone(),
-                        late: None,
-                        observed_stream_time: -1,
-                        last_emitted_close: -1,
-                        store: None,
-                    }),
-                    &[parent],
-                ),
+            CogroupKind::Windowed(windows) => TimeWindowing::Fixed(windows.into()).add_processor(
+                &mut s.topology,
+                name,
+                parent,
+                fold,
+                cogroup_setup(store_name, flag),
+            ),
+            CogroupKind::Session(windows, merge) => windows.add_processor(
+                &mut s.topology,
+                name,
+                parent,
+                SessionFns {
+                    fold,
+                    merge,
+                    initial: Some(initializer),
+                },
+                cogroup_setup(store_name, flag),
+            ),
         };
         s.record(added);
     }

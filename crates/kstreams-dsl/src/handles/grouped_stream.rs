@@ -6,21 +6,22 @@ use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
 use kstreams_record::{DefaultSerde, I64Serde, SharedSerde};
-use kstreams_time::{EmitStrategy, FixedSizeWindows, SessionWindows, SlidingWindows, TimeWindows};
+use kstreams_time::{FixedSizeWindows, SessionWindows, SlidingWindows};
 
 use crate::change::Change;
 use crate::handles::ktable::{KTable, OldValues};
-use crate::handles::windowed::WindowedParts;
+use crate::handles::windowed::time::TimeWindowing;
+use crate::handles::windowed::WindowedStream;
 use crate::materialized::{add_store, StoreSpec};
 use crate::operators::forwarder::OldValuesFlag;
-use crate::operators::late_records::LateRecordSink;
 use crate::operators::stream_aggregate::StreamAggregate;
 use crate::operators::Fold;
+use crate::operators::{count_fold, reduce_fold};
 use crate::options::IntoName;
 use crate::CogroupedKStream;
 use crate::SessionWindowedKStream;
 use crate::TimeWindowedKStream;
-use crate::{KStream, Materialized, Named, TopologyError};
+use crate::{KStream, Materialized, TopologyError};
 
 /// A stream grouped by key, ready to aggregate: Kafka Streams'
 /// `KGroupedStream`.
@@ -44,7 +45,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
         named: impl IntoName,
         materialized: Materialized<K, i64>,
     ) -> KTable<K, i64> {
-        let fold: Fold<K, V, i64> = Arc::new(|_, _, count| count.unwrap_or(0) + 1);
+        let fold: Fold<K, V, i64> = count_fold();
         self.aggregate_into(
             "KSTREAM-AGGREGATE-",
             fold,
@@ -67,10 +68,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
         named: impl IntoName,
         materialized: Materialized<K, V>,
     ) -> KTable<K, V> {
-        let fold: Fold<K, V, V> = Arc::new(move |_, value, agg| match agg {
-            Some(agg) => reducer(agg, value),
-            None => value,
-        });
+        let fold: Fold<K, V, V> = reduce_fold(Arc::new(reducer));
         let value_serde = self.value_serde.clone();
         self.aggregate_into("KSTREAM-REDUCE-", fold, named, materialized, value_serde)
     }
@@ -239,37 +237,25 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
     /// Aggregates per time window (tumbling or hopping), or in the
     /// unlimited window.
     pub fn windowed_by(&self, windows: impl Into<FixedSizeWindows>) -> TimeWindowedKStream<K, V> {
+        let windows = TimeWindowing::Fixed(windows.into());
         TimeWindowedKStream {
-            grouped: self.clone_grouped(),
-            windows: windows.into(),
-            sliding: None,
-            emit: EmitStrategy::default(),
-            late_topic: None,
+            windowed: WindowedStream::new(self.clone_grouped(), windows),
         }
     }
 
     /// Aggregates per sliding window (KIP-450): one window per distinct set
     /// of records no more than the time difference apart.
     pub fn windowed_by_sliding(&self, windows: SlidingWindows) -> TimeWindowedKStream<K, V> {
+        let windows = TimeWindowing::Sliding(windows);
         TimeWindowedKStream {
-            grouped: self.clone_grouped(),
-            // Unused for sliding windows; the sliding definition decides.
-            windows: FixedSizeWindows::Time(TimeWindows::of_size_with_no_grace(
-                std::time::Duration::from_millis(windows.time_difference_ms().max(1) as u64),
-            )),
-            sliding: Some(windows),
-            emit: EmitStrategy::default(),
-            late_topic: None,
+            windowed: WindowedStream::new(self.clone_grouped(), windows),
         }
     }
 
     /// Aggregates per session of activity.
     pub fn windowed_by_session(&self, windows: SessionWindows) -> SessionWindowedKStream<K, V> {
         SessionWindowedKStream {
-            grouped: self.clone_grouped(),
-            windows,
-            emit: EmitStrategy::default(),
-            late_topic: None,
+            windowed: WindowedStream::new(self.clone_grouped(), windows),
         }
     }
 
@@ -281,50 +267,6 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
             repartition_name: self.repartition_name.clone(),
             repartition_required: self.repartition_required,
         }
-    }
-
-    /// What windowed aggregations share: the store spec, the processor
-    /// name, the input (repartitioned if needed) and the late-record sink.
-    pub(crate) fn windowed_parts<A: 'static>(
-        &self,
-        s: &mut crate::handles::builder::BuilderState,
-        prefix: &str,
-        named: Option<Named>,
-        materialized: Materialized<K, A>,
-        default_value_serde: Option<SharedSerde<A>>,
-        late_topic: Option<String>,
-    ) -> (String, Result<WindowedParts<K, V, A>, TopologyError>) {
-        let spec = StoreSpec::settle(
-            materialized,
-            || s.new_name(&format!("{prefix}STATE-STORE-")),
-            self.key_serde.clone(),
-            default_value_serde,
-        );
-        let name = s.name_or_generate(named.map(|n| n.0), prefix);
-        let parts = spec.and_then(|spec| {
-            let input = self.input(s, &spec.name)?;
-            let late = match late_topic {
-                None => None,
-                Some(topic) => {
-                    let value_serde = self
-                        .value_serde
-                        .clone()
-                        .or_else(kstreams_record::builtin_serde::<V>)
-                        .ok_or_else(|| TopologyError::MissingSerde {
-                            store: topic.clone(),
-                            part: "value",
-                            type_name: std::any::type_name::<V>(),
-                        })?;
-                    Some(LateRecordSink {
-                        topic,
-                        key_serde: spec.key_serde.clone(),
-                        value_serde,
-                    })
-                }
-            };
-            Ok(WindowedParts { spec, input, late })
-        });
-        (name, parts)
     }
 }
 

@@ -14,6 +14,7 @@ use crate::internals::nodes::SinkPartitioning;
 use crate::materialized::{add_store, StoreSpec};
 use crate::operators::forwarder::OldValuesFlag;
 use crate::operators::table_aggregate::TableAggregate;
+use crate::operators::{count_fold, reduce_fold};
 use crate::operators::{Fold, Unfold};
 use crate::options::IntoName;
 use crate::{Grouped, Materialized, TopologyError};
@@ -47,7 +48,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedTable<K, V> {
         named: impl IntoName,
         materialized: Materialized<K, i64>,
     ) -> KTable<K, i64> {
-        let add: Fold<K, V, i64> = Arc::new(|_, _, count| count.unwrap_or(0) + 1);
+        let add: Fold<K, V, i64> = count_fold();
         let subtract: Unfold<K, V, i64> = Arc::new(|_, _, count| count - 1);
         self.aggregate_into(
             "KTABLE-AGGREGATE-",
@@ -77,10 +78,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedTable<K, V> {
         named: impl IntoName,
         materialized: Materialized<K, V>,
     ) -> KTable<K, V> {
-        let add: Fold<K, V, V> = Arc::new(move |_, value, agg| match agg {
-            Some(agg) => adder(agg, value),
-            None => value,
-        });
+        let add: Fold<K, V, V> = reduce_fold(Arc::new(adder));
         let subtract: Unfold<K, V, V> = Arc::new(move |_, value, agg| subtractor(agg, value));
         let value_serde = self.grouped.value_serde.clone();
         self.aggregate_into(

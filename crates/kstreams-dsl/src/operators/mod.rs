@@ -25,6 +25,7 @@ pub(crate) mod table_table_join;
 pub(crate) mod table_to_stream;
 pub(crate) mod table_transform_values;
 pub(crate) mod window_aggregate;
+pub(crate) mod window_output;
 
 use std::sync::{Arc, OnceLock};
 
@@ -40,3 +41,19 @@ pub(crate) type Fold<K, V, A> = Arc<dyn Fn(&K, V, Option<A>) -> A + Send + Sync>
 
 /// How a table aggregation takes an old value back out.
 pub(crate) type Unfold<K, V, A> = Arc<dyn Fn(&K, V, A) -> A + Send + Sync>;
+
+/// Combines two values of a key (a reduce).
+pub(crate) type Reducer<V> = Arc<dyn Fn(V, V) -> V + Send + Sync>;
+
+/// `count`'s fold.
+pub(crate) fn count_fold<K, V>() -> Fold<K, V, i64> {
+    Arc::new(|_, _, count| count.unwrap_or(0) + 1)
+}
+
+/// `reduce`'s fold: the first value, then the reducer.
+pub(crate) fn reduce_fold<K, V: 'static>(reducer: Reducer<V>) -> Fold<K, V, V> {
+    Arc::new(move |_, value, agg| match agg {
+        Some(agg) => reducer(agg, value),
+        None => value,
+    })
+}

@@ -5,17 +5,19 @@ use std::sync::Arc;
 
 use kstreams_record::{Headers, Record, Timestamp};
 use kstreams_state::{SessionStoreHandle, Window, Windowed};
-use kstreams_time::{EmitStrategy, SessionWindows};
+use kstreams_time::SessionWindows;
 
 use crate::change::Change;
-use crate::operators::forwarder::{sends_old, CacheForwarder, OldValuesFlag};
-use crate::operators::late_records::reject_late;
-use crate::operators::late_records::LateRecordSink;
+use crate::operators::window_output::{WindowedOutput, WindowedSetup};
 use crate::operators::Fold;
 use crate::{Processor, ProcessorContext, ProcessorError};
 
 /// Merges the aggregates of two sessions.
 pub(crate) type SessionMerger<K, A> = Arc<dyn Fn(&K, A, A) -> A + Send + Sync>;
+
+/// The aggregate a session starts from before sessions are merged into it
+/// (none for reduce).
+pub(crate) type SessionInitializer<A> = Arc<dyn Fn() -> A + Send + Sync>;
 
 /// What a session aggregation is made of.
 pub(crate) struct SessionFns<K, V, A> {
@@ -24,17 +26,18 @@ pub(crate) struct SessionFns<K, V, A> {
     pub(crate) initial: Option<SessionInitializer<A>>,
 }
 
-/// The aggregate a session starts from before sessions are merged into it
-/// (none for reduce).
-pub(crate) type SessionInitializer<A> = Arc<dyn Fn() -> A + Send + Sync>;
-
-pub(crate) struct OpenSessionStore<K, A> {
-    store: SessionStoreHandle<K, A>,
-    forwarder: Option<CacheForwarder<Windowed<K>, A>>,
+impl<K, V, A> Clone for SessionFns<K, V, A> {
+    fn clone(&self) -> Self {
+        SessionFns {
+            fold: self.fold.clone(),
+            merge: self.merge.clone(),
+            initial: self.initial.clone(),
+        }
+    }
 }
 
 /// A session change as a record: timestamped with the session's end.
-pub(crate) fn session_change<K, A>(
+fn session_change<K, A>(
     change: kstreams_state::CachedChange<Windowed<K>, A>,
 ) -> Record<Windowed<K>, Change<A>> {
     let timestamp = change.key.window.end;
@@ -49,81 +52,47 @@ pub(crate) fn session_change<K, A>(
 /// Kafka Streams' `KStreamSessionWindowAggregate`: a record starts a
 /// session or extends (and merges) the sessions within the gap of it.
 pub(crate) struct SessionAggregate<K, V, A> {
-    pub(crate) fold: Fold<K, V, A>,
-    pub(crate) merge: SessionMerger<K, A>,
-    pub(crate) initial: Option<SessionInitializer<A>>,
-    pub(crate) windows: SessionWindows,
-    pub(crate) emit: EmitStrategy,
-    pub(crate) store_name: String,
-    pub(crate) send_old: OldValuesFlag,
-    pub(crate) late: Option<LateRecordSink<K, V>>,
-    pub(crate) observed_stream_time: Timestamp,
-    pub(crate) last_emitted_close: Timestamp,
-    pub(crate) store: Option<OpenSessionStore<K, A>>,
+    fns: SessionFns<K, V, A>,
+    windows: SessionWindows,
+    output: WindowedOutput<K, V, A, A>,
+    store: Option<SessionStoreHandle<K, A>>,
 }
 
 impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> SessionAggregate<K, V, A> {
-    fn forward_update(
-        &self,
-        ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
-        key: Windowed<K>,
-        old: Option<A>,
-        new: Option<A>,
-    ) -> Result<(), ProcessorError> {
-        let Some(open) = &self.store else {
-            return Ok(());
-        };
-        match &open.forwarder {
-            Some(f) if f.caching() => Ok(f.drain(ctx, session_change)?),
-            Some(_) => {
-                let old = if sends_old(&self.send_old) { old } else { None };
-                let timestamp = key.window.end;
-                ctx.forward(Record {
-                    key,
-                    value: Change::new(new, old),
-                    timestamp,
-                    headers: Headers::new(),
-                })?;
-                Ok(())
-            }
-            None => Ok(()),
+    pub(crate) fn new(
+        fns: SessionFns<K, V, A>,
+        windows: SessionWindows,
+        setup: WindowedSetup<K, V>,
+    ) -> Self {
+        SessionAggregate {
+            fns,
+            windows,
+            output: WindowedOutput::new(setup, session_change),
+            store: None,
         }
     }
 
+    /// Forwards the sessions that ended in `[last_close, close_time)`: closed
+    /// now, by session end.
     fn emit_closed(
-        &mut self,
+        &self,
         ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
+        last_close: Timestamp,
         close_time: Timestamp,
         headers: &Headers,
     ) -> Result<(), ProcessorError> {
-        if let Some(committed) = ctx.last_emitted_close(&self.store_name) {
-            self.last_emitted_close = self.last_emitted_close.max(committed);
-        }
-        if close_time <= self.last_emitted_close {
-            return Ok(());
-        }
-        let from = self.last_emitted_close;
-        self.last_emitted_close = close_time;
-        ctx.set_last_emitted_close(&self.store_name, close_time);
-        let open = self.store.as_ref().ok_or("session store not open")?;
-        // Sessions that ended in [last close, close time): closed now.
-        let mut closed = open
-            .store
+        let store = self.store.as_ref().ok_or("session store not open")?;
+        let mut closed = store
             .borrow()
-            .find_sessions_key_range(None, None, from.max(0), close_time)?
+            .find_sessions_key_range(None, None, last_close.max(0), close_time)?
             .collect::<Result<Vec<_>, _>>()?;
-        closed.retain(|(w, _)| w.window.end >= from && w.window.end < close_time);
+        closed.retain(|(w, _)| w.window.end >= last_close && w.window.end < close_time);
         closed.sort_by_key(|(w, _)| w.window.end);
-        for (windowed, value) in closed {
+        let closed = closed.into_iter().map(|(windowed, value)| {
             let timestamp = windowed.window.end;
-            ctx.forward(Record {
-                key: windowed,
-                value: Change::new(Some(value), None),
-                timestamp,
-                headers: headers.clone(),
-            })?;
-        }
-        Ok(())
+            (windowed, value, timestamp)
+        });
+        self.output.emit_final(ctx, closed, headers)
     }
 }
 
@@ -134,17 +103,10 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
         &mut self,
         ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
     ) -> Result<(), ProcessorError> {
-        let store: SessionStoreHandle<K, A> = ctx.get_state_store(&self.store_name)?;
-        let forwarder = match self.emit {
-            EmitStrategy::OnWindowUpdate => {
-                let send_old = sends_old(&self.send_old);
-                Some(CacheForwarder::attach(|l| {
-                    store.borrow_mut().set_flush_listener(l, send_old)
-                }))
-            }
-            EmitStrategy::OnWindowClose => None,
-        };
-        self.store = Some(OpenSessionStore { store, forwarder });
+        let store: SessionStoreHandle<K, A> = ctx.get_state_store(self.output.store_name())?;
+        self.output
+            .attach(|listener, send_old| store.borrow_mut().set_flush_listener(listener, send_old));
+        self.store = Some(store);
         Ok(())
     }
 
@@ -154,23 +116,18 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
         record: Record<K, V>,
     ) -> Result<(), ProcessorError> {
         let timestamp = record.timestamp;
-        self.observed_stream_time = self.observed_stream_time.max(timestamp);
+        let observed_stream_time = self.output.observe(timestamp);
         let grace = self.windows.grace_ms();
         let gap = self.windows.inactivity_gap_ms();
         // A session is closed once no accepted record can reach it any
         // more: a record within the gap after its end would still merge
         // into it (Kafka Streams since KAFKA-12718).
-        let close_time = self.observed_stream_time - grace - gap;
-        if self.emit == EmitStrategy::OnWindowClose {
-            // Before this record's writes, which may expire closed sessions.
-            self.emit_closed(ctx, close_time, &record.headers)?;
+        let close_time = observed_stream_time - grace - gap;
+        // Before this record's writes, which may expire closed sessions.
+        if let Some(last_close) = self.output.closing(ctx, close_time) {
+            self.emit_closed(ctx, last_close, close_time, &record.headers)?;
         }
-        let store = self
-            .store
-            .as_ref()
-            .ok_or("session store not open")?
-            .store
-            .clone();
+        let store = self.store.as_ref().ok_or("session store not open")?;
         let overlapping = store
             .borrow()
             .find_sessions(
@@ -180,11 +137,11 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
             )?
             .collect::<Result<Vec<_>, _>>()?;
         let mut merged_window = Window::new(timestamp, timestamp);
-        let mut agg: Option<A> = self.initial.as_ref().map(|init| init());
+        let mut agg: Option<A> = self.fns.initial.as_ref().map(|init| init());
         for (session, value) in &overlapping {
             agg = Some(match agg {
                 None => value.clone(),
-                Some(a) => (self.merge)(&record.key, a, value.clone()),
+                Some(a) => (self.fns.merge)(&record.key, a, value.clone()),
             });
             merged_window = Window::new(
                 merged_window.start.min(session.window.start),
@@ -192,25 +149,23 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
             );
         }
         if merged_window.end < close_time {
-            return reject_late(
-                ctx,
-                self.late.as_ref(),
-                &record,
-                merged_window,
-                self.observed_stream_time,
-                grace,
-            );
+            return self.output.reject_late(ctx, &record, merged_window, grace);
         }
+        let no_headers = Headers::new();
         if merged_window != Window::new(timestamp, timestamp) {
             for (session, value) in overlapping {
                 store.borrow_mut().remove(&session)?;
-                self.forward_update(ctx, session, Some(value), None)?;
+                let end = session.window.end;
+                self.output
+                    .update(ctx, move || session, None, Some(value), end, &no_headers)?;
             }
         }
-        let new_agg = (self.fold)(&record.key, record.value, agg);
+        let new_agg = (self.fns.fold)(&record.key, record.value, agg);
         let key = Windowed::new(record.key, merged_window);
         store.borrow_mut().put(key.clone(), Some(new_agg.clone()))?;
-        self.forward_update(ctx, key, None, Some(new_agg))?;
+        let end = key.window.end;
+        self.output
+            .update(ctx, move || key, Some(new_agg), None, end, &no_headers)?;
         Ok(())
     }
 
@@ -218,16 +173,9 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
         &mut self,
         ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
     ) -> Result<(), ProcessorError> {
-        if let Some(OpenSessionStore {
-            store,
-            forwarder: Some(f),
-        }) = &self.store
-        {
-            if f.caching() {
-                store.borrow_mut().flush_cache()?;
-                f.drain(ctx, session_change)?;
-            }
-        }
-        Ok(())
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        self.output.flush(ctx, || store.borrow_mut().flush_cache())
     }
 }

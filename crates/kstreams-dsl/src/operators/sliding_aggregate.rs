@@ -12,28 +12,21 @@ use std::collections::HashSet;
 
 use kstreams_record::{Record, Timestamp};
 use kstreams_state::{TimestampedWindowStoreHandle, ValueAndTimestamp, Window, Windowed};
-use kstreams_time::{EmitStrategy, SlidingWindows};
+use kstreams_time::SlidingWindows;
 
 use crate::change::Change;
-use crate::operators::forwarder::{sends_old, timestamped_change, CacheForwarder, OldValuesFlag};
-use crate::operators::late_records::{reject_late, LateRecordSink};
+use crate::operators::forwarder::timestamped_change;
+use crate::operators::window_output::{WindowedOutput, WindowedSetup};
 use crate::operators::Fold;
 use crate::{Processor, ProcessorContext, ProcessorError};
 
 type Ctx<'a, 'b, K, A> = &'a mut ProcessorContext<'b, Windowed<K>, Change<A>>;
 
 pub(crate) struct SlidingAggregate<K, V, A> {
-    pub fold: Fold<K, V, A>,
-    pub windows: SlidingWindows,
-    pub emit: EmitStrategy,
-    /// Final results were emitted for windows ending before this.
-    pub last_emitted_close: Timestamp,
-    pub store_name: String,
-    pub send_old: OldValuesFlag,
-    pub late: Option<LateRecordSink<K, V>>,
-    pub observed_stream_time: Timestamp,
-    pub store: Option<TimestampedWindowStoreHandle<K, A>>,
-    pub forwarder: Option<CacheForwarder<Windowed<K>, ValueAndTimestamp<A>>>,
+    fold: Fold<K, V, A>,
+    windows: SlidingWindows,
+    output: WindowedOutput<K, V, A, ValueAndTimestamp<A>>,
+    store: Option<TimestampedWindowStoreHandle<K, A>>,
 }
 
 /// What the walk over a key's existing windows found.
@@ -60,6 +53,19 @@ impl<A> Default for Found<A> {
 }
 
 impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> SlidingAggregate<K, V, A> {
+    pub(crate) fn new(
+        fold: Fold<K, V, A>,
+        windows: SlidingWindows,
+        setup: WindowedSetup<K, V>,
+    ) -> Self {
+        SlidingAggregate {
+            fold,
+            windows,
+            output: WindowedOutput::new(setup, timestamped_change),
+            store: None,
+        }
+    }
+
     fn store(&self) -> Result<TimestampedWindowStoreHandle<K, A>, ProcessorError> {
         Ok(self.store.clone().ok_or("window store not open")?)
     }
@@ -82,22 +88,14 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> SlidingAggregat
         store
             .borrow_mut()
             .put(key.clone(), Some(value.clone()), window.start)?;
-        if self.emit == EmitStrategy::OnWindowClose {
-            return Ok(()); // emitted once the window has closed
-        }
-        match &self.forwarder {
-            Some(f) if f.caching() => f.drain(ctx, timestamped_change)?,
-            _ => {
-                let old = if sends_old(&self.send_old) { old } else { None };
-                ctx.forward(Record {
-                    key: Windowed::new(key.clone(), window),
-                    value: Change::new(Some(value.value), old),
-                    timestamp: value.timestamp,
-                    headers: headers.clone(),
-                })?;
-            }
-        }
-        Ok(())
+        self.output.update(
+            ctx,
+            || Windowed::new(key.clone(), window),
+            Some(value.value),
+            old,
+            value.timestamp,
+            headers,
+        )
     }
 
     /// Adds the record to a window whose aggregate so far is `current`
@@ -111,14 +109,9 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> SlidingAggregat
         close_time: Timestamp,
     ) -> Result<(), ProcessorError> {
         if window.end < close_time {
-            return reject_late(
-                ctx,
-                self.late.as_ref(),
-                record,
-                window,
-                self.observed_stream_time,
-                self.windows.grace_ms(),
-            );
+            return self
+                .output
+                .reject_late(ctx, record, window, self.windows.grace_ms());
         }
         let timestamp = record.timestamp;
         let (old, new_timestamp) = match current {
@@ -136,27 +129,20 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> SlidingAggregat
         )
     }
 
-    /// Forwards each window that closed since the last call: a sliding
+    /// Forwards each window that closed since the last emission: a sliding
     /// window is final once its end is before the close time (stream time
     /// minus grace), as its late check says.
     fn emit_closed(
-        &mut self,
+        &self,
         ctx: Ctx<'_, '_, K, A>,
+        last_close: Timestamp,
         close_time: Timestamp,
         headers: &kstreams_record::Headers,
     ) -> Result<(), ProcessorError> {
-        if let Some(committed) = ctx.last_emitted_close(&self.store_name) {
-            self.last_emitted_close = self.last_emitted_close.max(committed);
-        }
-        if close_time <= self.last_emitted_close {
-            return Ok(());
-        }
         let difference = self.difference();
         // Ends in [last close, close time): starts shifted by the difference.
-        let from = (self.last_emitted_close - difference).max(0);
+        let from = (last_close - difference).max(0);
         let to = close_time - 1 - difference;
-        self.last_emitted_close = close_time;
-        ctx.set_last_emitted_close(&self.store_name, close_time);
         if to < from {
             return Ok(());
         }
@@ -166,15 +152,10 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> SlidingAggregat
             .fetch_all(from, to)?
             .collect::<Result<Vec<_>, _>>()?;
         closed.sort_by_key(|(windowed, _)| windowed.window.start);
-        for (windowed, value) in closed {
-            ctx.forward(Record {
-                key: windowed,
-                value: Change::new(Some(value.value), None),
-                timestamp: value.timestamp,
-                headers: headers.clone(),
-            })?;
-        }
-        Ok(())
+        let closed = closed
+            .into_iter()
+            .map(|(windowed, value)| (windowed, value.value, value.timestamp));
+        self.output.emit_final(ctx, closed, headers)
     }
 
     fn window_at(&self, start: Timestamp) -> Window {
@@ -347,13 +328,10 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
     Processor<K, V, Windowed<K>, Change<A>> for SlidingAggregate<K, V, A>
 {
     fn init(&mut self, ctx: Ctx<'_, '_, K, A>) -> Result<(), ProcessorError> {
-        let store: TimestampedWindowStoreHandle<K, A> = ctx.get_state_store(&self.store_name)?;
-        if self.emit == EmitStrategy::OnWindowUpdate {
-            let send_old = sends_old(&self.send_old);
-            self.forwarder = Some(CacheForwarder::attach(|l| {
-                store.borrow_mut().set_flush_listener(l, send_old)
-            }));
-        }
+        let store: TimestampedWindowStoreHandle<K, A> =
+            ctx.get_state_store(self.output.store_name())?;
+        self.output
+            .attach(|listener, send_old| store.borrow_mut().set_flush_listener(listener, send_old));
         self.store = Some(store);
         Ok(())
     }
@@ -364,23 +342,17 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
         record: Record<K, V>,
     ) -> Result<(), ProcessorError> {
         let timestamp = record.timestamp;
-        self.observed_stream_time = self.observed_stream_time.max(timestamp);
-        let close_time = self.observed_stream_time - self.windows.grace_ms();
+        let close_time = self.output.observe(timestamp) - self.windows.grace_ms();
         let difference = self.difference();
         if timestamp + 1 + difference <= close_time {
             let window = Window::new(timestamp - difference, timestamp);
-            return reject_late(
-                ctx,
-                self.late.as_ref(),
-                &record,
-                window,
-                self.observed_stream_time,
-                self.windows.grace_ms(),
-            );
+            return self
+                .output
+                .reject_late(ctx, &record, window, self.windows.grace_ms());
         }
-        if self.emit == EmitStrategy::OnWindowClose {
-            // Before this record's writes, which may expire closed windows.
-            self.emit_closed(ctx, close_time, &record.headers)?;
+        // Before this record's writes, which may expire closed windows.
+        if let Some(last_close) = self.output.closing(ctx, close_time) {
+            self.emit_closed(ctx, last_close, close_time, &record.headers)?;
         }
         if timestamp < difference {
             self.process_early(ctx, &record, close_time)
@@ -390,12 +362,9 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
     }
 
     fn flush(&mut self, ctx: Ctx<'_, '_, K, A>) -> Result<(), ProcessorError> {
-        if let (Some(store), Some(f)) = (&self.store, &self.forwarder) {
-            if f.caching() {
-                store.borrow_mut().flush_cache()?;
-                f.drain(ctx, timestamped_change)?;
-            }
-        }
-        Ok(())
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        self.output.flush(ctx, || store.borrow_mut().flush_cache())
     }
 }

@@ -2,13 +2,15 @@
 
 use std::sync::Arc;
 
-use kstreams_state::{SessionWindowedSerde, TimeWindowedSerde, Windowed};
+use kstreams_state::Windowed;
 use kstreams_time::{SessionWindows, TimeWindows};
 
 use crate::handles::cogroup::CogroupKind;
 use crate::handles::ktable::KTable;
-use crate::handles::windowed::windowed_table;
+use crate::handles::windowed::time::TimeWindowing;
+use crate::handles::windowed::{set_windowed_store, windowed_table, WindowKind};
 use crate::operators::forwarder::OldValuesFlag;
+use crate::operators::session_aggregate::SessionInitializer;
 use crate::options::IntoName;
 use crate::CogroupedKStream;
 use crate::{Materialized, TopologyError};
@@ -35,40 +37,15 @@ impl<K: Clone + 'static, A: Clone + 'static> TimeWindowedCogroupedKStream<K, A> 
         named: impl IntoName,
         materialized: Materialized<K, A>,
     ) -> KTable<Windowed<K>, A> {
-        let windows = self.windows;
-        let flag: OldValuesFlag = Arc::default();
-        let state = self.cogrouped.state.clone();
-        let mut table = windowed_table(&state, String::new(), windows.grace_ms(), flag.clone());
-        if let Err(e) = windows.validate() {
-            state
-                .borrow_mut()
-                .record::<()>(Err(TopologyError::InvalidOperator {
-                    operator: "cogroup windowed_by".to_string(),
-                    message: e.to_string(),
-                }));
-            return table;
-        }
-        let built = self.cogrouped.build(
+        windowed_cogroup(
+            &self.cogrouped,
+            TimeWindowing::Fixed(self.windows.into()),
+            "cogroup windowed_by",
+            CogroupKind::Windowed(self.windows),
             Arc::new(initializer),
-            named.into_name(),
+            named,
             materialized,
-            CogroupKind::Windowed(windows),
-            flag,
-            |spec| {
-                let retention = spec.retention_ms(windows.retention_ms())?;
-                spec.window_store(retention, windows.size_ms())
-            },
-        );
-        if let Some((node, spec)) = built {
-            table.node = node;
-            let _ = table.store.set(spec.name.clone());
-            table.key_serde = Some(Arc::new(TimeWindowedSerde::shared(
-                spec.key_serde.clone(),
-                windows.size_ms(),
-            )));
-            table.value_serde = Some(spec.value_serde.clone());
-        }
-        table
+        )
     }
 }
 
@@ -98,38 +75,52 @@ impl<K: Clone + 'static, A: Clone + 'static> SessionWindowedCogroupedKStream<K, 
         named: impl IntoName,
         materialized: Materialized<K, A>,
     ) -> KTable<Windowed<K>, A> {
-        let windows = self.windows;
-        let flag: OldValuesFlag = Arc::default();
-        let state = self.cogrouped.state.clone();
-        let mut table = windowed_table(&state, String::new(), windows.grace_ms(), flag.clone());
-        if let Err(e) = windows.validate() {
-            state
-                .borrow_mut()
-                .record::<()>(Err(TopologyError::InvalidOperator {
-                    operator: "cogroup windowed_by_session".to_string(),
-                    message: e.to_string(),
-                }));
-            return table;
-        }
-        let built = self.cogrouped.build(
+        windowed_cogroup(
+            &self.cogrouped,
+            self.windows,
+            "cogroup windowed_by_session",
+            CogroupKind::Session(self.windows, Arc::new(merger)),
             Arc::new(initializer),
-            named.into_name(),
+            named,
             materialized,
-            CogroupKind::Session(windows, Arc::new(merger)),
-            flag,
-            |spec| {
-                let retention = spec.retention_ms(windows.retention_ms())?;
-                Ok(spec.session_store(retention))
-            },
-        );
-        if let Some((node, spec)) = built {
-            table.node = node;
-            let _ = table.store.set(spec.name.clone());
-            table.key_serde = Some(Arc::new(SessionWindowedSerde::shared(
-                spec.key_serde.clone(),
-            )));
-            table.value_serde = Some(spec.value_serde.clone());
-        }
-        table
+        )
     }
+}
+
+/// A windowed cogroup's aggregation: the windows checked (a failure names
+/// `operator`), then the cogroup's processors over one store of `windows`.
+fn windowed_cogroup<K: Clone + 'static, A: Clone + 'static, W: WindowKind>(
+    cogrouped: &CogroupedKStream<K, A>,
+    windows: W,
+    operator: &str,
+    kind: CogroupKind<K, A>,
+    initializer: SessionInitializer<A>,
+    named: impl IntoName,
+    materialized: Materialized<K, A>,
+) -> KTable<Windowed<K>, A> {
+    let flag: OldValuesFlag = Arc::default();
+    let state = cogrouped.state.clone();
+    let mut table = windowed_table(&state, String::new(), windows.grace_ms(), flag.clone());
+    if let Err(message) = windows.validate() {
+        state
+            .borrow_mut()
+            .record::<()>(Err(TopologyError::InvalidOperator {
+                operator: operator.to_string(),
+                message,
+            }));
+        return table;
+    }
+    let built = cogrouped.build(
+        initializer,
+        named.into_name(),
+        materialized,
+        kind,
+        flag,
+        |spec| windows.store(spec),
+    );
+    if let Some((node, spec)) = built {
+        table.node = node;
+        set_windowed_store(&mut table, &spec, windows);
+    }
+    table
 }
