@@ -14,8 +14,6 @@ use std::sync::{Arc, RwLock};
 use kstreams_record::Timestamp;
 use kstreams_state::{SharedBytesStore, SharedMemoryStore};
 
-use crate::StoreType;
-
 /// The store of a global table: its topic's latest value per key, as bytes
 /// (Kafka Streams' timestamped layout: the 8-byte timestamp, then the
 /// value). In memory until the runtime opens it on disk
@@ -24,7 +22,8 @@ use crate::StoreType;
 pub struct GlobalStore {
     name: String,
     topic: String,
-    store_type: StoreType,
+    /// Its `Materialized` store type is RocksDB.
+    persistent: bool,
     engine: RwLock<Arc<dyn SharedBytesStore>>,
 }
 
@@ -33,17 +32,28 @@ impl std::fmt::Debug for GlobalStore {
         f.debug_struct("GlobalStore")
             .field("name", &self.name)
             .field("topic", &self.topic)
-            .field("store_type", &self.store_type)
+            // As `StoreType` prints (which lives above this module).
+            .field(
+                "store_type",
+                &format_args!(
+                    "{}",
+                    if self.persistent {
+                        "RocksDb"
+                    } else {
+                        "InMemory"
+                    }
+                ),
+            )
             .finish_non_exhaustive()
     }
 }
 
 impl GlobalStore {
-    pub(crate) fn new(name: String, topic: String, store_type: StoreType) -> Self {
+    pub(crate) fn new(name: String, topic: String, persistent: bool) -> Self {
         GlobalStore {
             name,
             topic,
-            store_type,
+            persistent,
             engine: RwLock::new(Arc::new(SharedMemoryStore::new())),
         }
     }
@@ -61,7 +71,7 @@ impl GlobalStore {
     /// Whether the store is kept on disk (its `Materialized` store type is
     /// RocksDB), so that a restart goes on from a checkpoint.
     pub fn wants_persistence(&self) -> bool {
-        self.store_type == StoreType::RocksDb
+        self.persistent
     }
 
     /// Opens the store on disk in `dir` (with the application's RocksDB

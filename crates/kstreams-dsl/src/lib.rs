@@ -14,17 +14,23 @@ mod change;
 mod describe;
 mod error;
 mod fixed_key;
+mod forwarding;
 mod global_store;
+mod graph;
 mod handles;
+mod instance;
+#[doc(hidden)]
 pub mod internals;
 mod java_order;
 mod join_options;
 pub mod late_headers;
 mod materialized;
+mod nodes;
 mod operators;
 mod options;
 mod processor;
 mod suppressed;
+mod task_context;
 mod topology;
 
 pub use describe::{
@@ -32,7 +38,8 @@ pub use describe::{
     TopologyDescription,
 };
 pub use error::{ProcessorError, RecordPosition, StreamsError, TopologyError};
-pub use internals::{RecordContext, TaskId, TopicNameExtractor};
+pub use nodes::{RecordContext, TopicNameExtractor};
+pub use task_context::TaskId;
 
 pub use change::Change;
 pub use fixed_key::{FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord};

@@ -7,13 +7,14 @@ use std::sync::Arc;
 
 use kstreams_record::{DefaultSerde, Nullable, SharedSerde};
 
+use crate::graph::{GlobalStoreNodes, SourceTopics};
 use crate::handles::ktable::table_source;
-use crate::internals::graph::{GlobalStoreNodes, SourceTopics};
 use crate::materialized::StoreSpec;
 use crate::topology::compile_pattern;
 use crate::GlobalKTable;
 use crate::GlobalStore;
 use crate::KTable;
+use crate::StoreType;
 use crate::{Consumed, KStream, Materialized, Topology, TopologyError};
 
 /// The state all streams of one builder share: the topology being built,
@@ -301,7 +302,7 @@ impl crate::StreamsBuilder {
         let store = Arc::new(GlobalStore::new(
             name,
             topic.to_string(),
-            materialized.store_type,
+            materialized.store_type == StoreType::RocksDb,
         ));
         s.topology.global_stores.push(store.clone());
         GlobalKTable {

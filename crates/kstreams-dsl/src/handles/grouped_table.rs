@@ -7,11 +7,11 @@ use std::sync::{Arc, OnceLock};
 use kstreams_record::{DefaultSerde, I64Serde, SharedSerde};
 
 use crate::change::{Change, ChangeSerde};
+use crate::graph::SourceTopics;
 use crate::handles::builder::SharedState;
 use crate::handles::ktable::{KTable, OldValues};
-use crate::internals::graph::SourceTopics;
-use crate::internals::nodes::SinkPartitioning;
 use crate::materialized::{add_store, StoreSpec};
+use crate::nodes::SinkPartitioning;
 use crate::operators::forwarder::OldValuesFlag;
 use crate::operators::table_aggregate::TableAggregate;
 use crate::operators::{count_fold, reduce_fold};

@@ -10,23 +10,8 @@ use kstreams_state::{TimestampedKeyValueStoreHandle, ValueAndTimestamp};
 
 use crate::operators::table_transform_values::ValueFn;
 use crate::operators::LazyStoreName;
-use crate::{ProcessorError, StreamsError};
-
-/// The task's stores by name, for value getters (which read the stores of
-/// another operator's table: a join reads its table side this way).
-pub(crate) struct StoreLookup<'a> {
-    pub(crate) stores: &'a std::collections::HashMap<String, kstreams_state::BuiltStore>,
-}
-
-impl StoreLookup<'_> {
-    pub fn handle<H: Clone + 'static>(&self, name: &str) -> Result<H, ProcessorError> {
-        let built = self
-            .stores
-            .get(name)
-            .ok_or_else(|| StreamsError::Internal(format!("store {name:?} is not in this task")))?;
-        Ok(built.handle::<H>()?)
-    }
-}
+use crate::processor::StoreLookup;
+use crate::ProcessorError;
 
 /// Reads a table's current value for a key inside a task: Kafka Streams'
 /// `KTableValueGetter`.

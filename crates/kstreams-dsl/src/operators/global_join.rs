@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use kstreams_record::{Headers, Record};
+use kstreams_record::{Headers, Record, SharedSerde};
 
-use crate::GlobalKTable;
+use crate::GlobalStore;
 use crate::{Processor, ProcessorContext, ProcessorError};
 
 /// Maps a stream record to the global table's key.
@@ -18,7 +18,9 @@ pub(crate) type GlobalJoiner<K, V, VG, VR> =
 /// Kafka Streams' `KStreamGlobalKTableJoin`: a lookup in the global store
 /// by the selected key, serialized with the table's key serde.
 pub(crate) struct GlobalJoin<K, V, KG, VG, VR> {
-    pub(crate) table: GlobalKTable<KG, VG>,
+    pub(crate) store: Arc<GlobalStore>,
+    pub(crate) key_serde: SharedSerde<KG>,
+    pub(crate) value_serde: SharedSerde<VG>,
     pub(crate) key_selector: KeySelector<K, V, KG>,
     pub(crate) joiner: GlobalJoiner<K, V, VG, VR>,
 }
@@ -31,18 +33,17 @@ impl<K: Clone + 'static, V: Clone + 'static, KG: 'static, VG: 'static, VR: Clone
         ctx: &mut ProcessorContext<'_, K, VR>,
         record: Record<K, V>,
     ) -> Result<(), ProcessorError> {
-        let topic = self.table.store.topic();
+        let topic = self.store.topic();
         let global_key = (self.key_selector)(&record.key, &record.value);
         let key_bytes = self
-            .table
             .key_serde
             .serialize(topic, &mut Headers::new(), &global_key)?;
         let found = match key_bytes {
-            Some(bytes) => self.table.store.get(&bytes)?,
+            Some(bytes) => self.store.get(&bytes)?,
             None => None,
         };
         let value = match found {
-            Some((bytes, _)) => Some(self.table.value_serde.deserialize(
+            Some((bytes, _)) => Some(self.value_serde.deserialize(
                 topic,
                 &Headers::new(),
                 Some(&bytes),

@@ -4,8 +4,8 @@
 use kstreams_record::{Record, SharedSerde, Timestamp};
 use kstreams_state::Window;
 
-use crate::internals::ProducedRecord;
 use crate::late_headers;
+use crate::task_context::ProducedRecord;
 use crate::{ProcessorContext, ProcessorError};
 
 /// Where late records go besides the dropped-records count: a topic, with

@@ -8,7 +8,8 @@ use kstreams_state::ValueAndTimestamp;
 
 use crate::change::Change;
 use crate::operators::forwarder::{sends_old, OldValuesFlag};
-use crate::operators::getters::{GetterFactory, GetterSupplier, StoreLookup, ValueGetter};
+use crate::operators::getters::{GetterFactory, GetterSupplier, ValueGetter};
+use crate::processor::StoreLookup;
 use crate::{Processor, ProcessorContext, ProcessorError};
 
 /// A table-table joiner over the values present (`None`: absent).

@@ -576,7 +576,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         let added = s.topology.add_typed_processor::<K, V, K, VR, _>(
             name.clone(),
             Arc::new(move || GlobalJoin {
-                table: table.clone(),
+                store: table.store.clone(),
+                key_serde: table.key_serde.clone(),
+                value_serde: table.value_serde.clone(),
                 key_selector: key_selector.clone(),
                 joiner: joiner.clone(),
             }),

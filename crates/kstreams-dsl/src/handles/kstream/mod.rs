@@ -10,13 +10,13 @@ use std::sync::{Arc, Mutex};
 use kstreams_record::{DefaultSerde, Serde, SharedSerde};
 
 use crate::fixed_key::{FixedKeyAdapter, FixedKeyProcessor};
+use crate::graph::SourceTopics;
 use crate::handles::branched::SplitSpec;
 use crate::handles::builder::SharedState;
 use crate::handles::ktable::table_source;
 use crate::handles::ktable::KTable;
-use crate::internals::graph::SourceTopics;
-use crate::internals::nodes::SinkPartitioning;
 use crate::materialized::StoreSpec;
+use crate::nodes::SinkPartitioning;
 use crate::operators::stateless::{
     DropNullKeys, Filter, FlatMap, FlatMapValues, Map, MapValues, PassThrough, Peek, Print,
     SelectKey, Split,

@@ -9,10 +9,10 @@ use kstreams_record::{BytesSerde, SharedSerde};
 use kstreams_state::Stores;
 
 use crate::change::Change;
+use crate::graph::SourceTopics;
 use crate::handles::ktable::{KTable, OldValues};
-use crate::internals::graph::SourceTopics;
-use crate::internals::nodes::SinkPartitioning;
 use crate::materialized::add_store;
+use crate::nodes::SinkPartitioning;
 use crate::operators::fk_join::FkJoiner;
 use crate::operators::fk_join::ForeignChangeProcessor;
 use crate::operators::fk_join::ForeignKey;

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use kstreams_state::StoreBuilder;
 
-use super::nodes::{NodeHandle, NodeInfo, SourceHandle};
+use crate::forwarding::NodeInfo;
+use crate::nodes::{NodeHandle, SourceHandle};
 use crate::{StreamsError, TopologyError};
 
 /// The Rust type of the records crossing an edge.
@@ -389,5 +390,14 @@ impl UnionFind {
         if ra != rb {
             self.0[ra.max(rb)] = ra.min(rb);
         }
+    }
+}
+
+/// The full name of a topic: internal topics get the application id prefix.
+pub(crate) fn resolve_topic(graph: &TopologyGraph, application_id: &str, topic: &str) -> String {
+    if graph.internal_topics.contains(topic) {
+        format!("{application_id}-{topic}")
+    } else {
+        topic.to_string()
     }
 }

@@ -9,9 +9,10 @@ use kstreams_record::Timestamp;
 use kstreams_state::StoreContext;
 use kstreams_time::{PunctuationType, TimestampExtractor};
 
-use super::graph::{NodeKind, SourceTopics, TopologyGraph};
-use super::nodes::{NodeHandle, NodeInfo, SourceHandle};
-use super::task_context::{ConsumedRecord, TaskContext, TaskId};
+use crate::forwarding::NodeInfo;
+use crate::graph::{resolve_topic, NodeKind, SourceTopics};
+use crate::nodes::{NodeHandle, SourceHandle};
+use crate::task_context::{ConsumedRecord, TaskContext, TaskId};
 use crate::{StreamsError, Topology};
 
 enum TopicMatcher {
@@ -279,14 +280,5 @@ impl TaskTopology {
             // nothing left that a caller could save.
             let _ = store.lifecycle.borrow_mut().close();
         }
-    }
-}
-
-/// The full name of a topic: internal topics get the application id prefix.
-pub(crate) fn resolve_topic(graph: &TopologyGraph, application_id: &str, topic: &str) -> String {
-    if graph.internal_topics.contains(topic) {
-        format!("{application_id}-{topic}")
-    } else {
-        topic.to_string()
     }
 }
