@@ -10,6 +10,8 @@
 //! value, forwarded depth-first by a direct call; bytes exist only at
 //! sources, sinks and stores.
 
+#![warn(missing_docs)]
+
 mod change;
 mod describe;
 mod error;

@@ -104,6 +104,26 @@ impl StreamsBuilder {
     }
 
     /// A stream of one topic, with the default serdes of `K` and `V`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use kstreams_dsl::StreamsBuilder;
+    /// use kstreams_record::StringSerde;
+    /// use kstreams_runtime::TopologyTestDriver;
+    ///
+    /// let builder = StreamsBuilder::new();
+    /// builder
+    ///     .stream::<String, String>("words")
+    ///     .map_values(|word| word.to_uppercase())
+    ///     .to("shouted");
+    /// let driver = TopologyTestDriver::new(builder.build()?)?;
+    /// let words = driver.create_input_topic("words", StringSerde, StringSerde);
+    /// let shouted = driver.create_output_topic("shouted", StringSerde, StringSerde);
+    /// words.pipe_input("k".to_string(), "hello".to_string());
+    /// assert_eq!(shouted.read_key_value(), ("k".to_string(), "HELLO".to_string()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stream<K, V>(&self, topic: &str) -> KStream<K, V>
     where
         K: DefaultSerde + Clone,
@@ -188,9 +208,33 @@ impl StreamsBuilder {
     }
 }
 
-impl crate::StreamsBuilder {
+impl StreamsBuilder {
     /// A table of a topic, with the default serdes of `K` and `V`: each
     /// record is the key's new value, a null value deletes the key.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use kstreams_dsl::{Produced, StreamsBuilder};
+    /// use kstreams_record::{I64Serde, Nullable, StringSerde};
+    /// use kstreams_runtime::TopologyTestDriver;
+    ///
+    /// let builder = StreamsBuilder::new();
+    /// // The latest price per product; its changes, deletions (tombstones)
+    /// // included, go on as a stream.
+    /// builder
+    ///     .table::<String, i64>("prices")
+    ///     .to_stream()
+    ///     .to_with("price-changes", Produced::with(StringSerde, Nullable(I64Serde)));
+    /// let driver = TopologyTestDriver::new(builder.build()?)?;
+    /// let prices = driver.create_input_topic("prices", StringSerde, Nullable(I64Serde));
+    /// let changes = driver.create_output_topic("price-changes", StringSerde, Nullable(I64Serde));
+    /// prices.pipe_input("apple".to_string(), Some(3));
+    /// prices.pipe_input("apple".to_string(), Some(4));
+    /// prices.pipe_input("apple".to_string(), None);
+    /// assert_eq!(changes.read_values_to_list(), vec![Some(3), Some(4), None]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn table<K, V>(&self, topic: &str) -> KTable<K, V>
     where
         K: DefaultSerde + Clone,
@@ -260,7 +304,7 @@ impl crate::StreamsBuilder {
     }
 }
 
-impl crate::StreamsBuilder {
+impl StreamsBuilder {
     /// A global table of a topic with the default serdes of `K` and `V`.
     pub fn global_table<K, V>(&self, topic: &str) -> GlobalKTable<K, V>
     where

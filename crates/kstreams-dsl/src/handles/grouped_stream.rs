@@ -236,6 +236,46 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
 impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
     /// Aggregates per time window (tumbling or hopping), or in the
     /// unlimited window.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use kstreams_dsl::{Produced, StreamsBuilder};
+    /// use kstreams_record::{I64Serde, Nullable, StringSerde};
+    /// use kstreams_runtime::TopologyTestDriver;
+    /// use kstreams_state::{TimeWindowedSerde, Window, Windowed};
+    /// use kstreams_time::TimeWindows;
+    ///
+    /// let builder = StreamsBuilder::new();
+    /// builder
+    ///     .stream::<String, String>("clicks")
+    ///     .group_by_key()
+    ///     .windowed_by(TimeWindows::of_size_with_no_grace(Duration::from_millis(10)))
+    ///     .count()
+    ///     .to_stream()
+    ///     .to_with(
+    ///         "clicks-per-window",
+    ///         Produced::with(TimeWindowedSerde::new(StringSerde, 10), Nullable(I64Serde)),
+    ///     );
+    /// let driver = TopologyTestDriver::new(builder.build()?)?;
+    /// let clicks = driver.create_input_topic("clicks", StringSerde, StringSerde);
+    /// let counts = driver.create_output_topic(
+    ///     "clicks-per-window",
+    ///     TimeWindowedSerde::new(StringSerde, 10),
+    ///     Nullable(I64Serde),
+    /// );
+    /// for timestamp in [1, 5, 12] {
+    ///     clicks.pipe_input_at("home".to_string(), "click".to_string(), timestamp);
+    /// }
+    /// let window = |start| Windowed::new("home".to_string(), Window::new(start, start + 10));
+    /// assert_eq!(
+    ///     counts.read_key_values_to_list(),
+    ///     vec![(window(0), Some(1)), (window(0), Some(2)), (window(10), Some(1))]
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn windowed_by(&self, windows: impl Into<FixedSizeWindows>) -> TimeWindowedKStream<K, V> {
         let windows = TimeWindowing::Fixed(windows.into());
         TimeWindowedKStream {

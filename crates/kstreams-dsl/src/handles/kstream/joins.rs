@@ -32,6 +32,34 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     /// Joins each record with the table's value for its key; records whose
     /// key the table does not have are dropped. With a versioned table the
     /// value is the one valid at the record's timestamp (KIP-914).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use kstreams_dsl::StreamsBuilder;
+    /// use kstreams_record::StringSerde;
+    /// use kstreams_runtime::TopologyTestDriver;
+    ///
+    /// let builder = StreamsBuilder::new();
+    /// let regions = builder.table::<String, String>("user-regions");
+    /// builder
+    ///     .stream::<String, String>("clicks")
+    ///     .join(&regions, |page, region| format!("{page} from {region}"))
+    ///     .to("regional-clicks");
+    /// let driver = TopologyTestDriver::new(builder.build()?)?;
+    /// let region_updates = driver.create_input_topic("user-regions", StringSerde, StringSerde);
+    /// let clicks = driver.create_input_topic("clicks", StringSerde, StringSerde);
+    /// let out = driver.create_output_topic("regional-clicks", StringSerde, StringSerde);
+    /// region_updates.pipe_input("alice".to_string(), "europe".to_string());
+    /// clicks.pipe_input("alice".to_string(), "home".to_string());
+    /// // Bob has no region yet: an inner join drops his click.
+    /// clicks.pipe_input("bob".to_string(), "cart".to_string());
+    /// assert_eq!(
+    ///     out.read_key_values_to_list(),
+    ///     vec![("alice".to_string(), "home from europe".to_string())]
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn join<VT: Clone + 'static, VR: Clone + 'static>(
         &self,
         table: &KTable<K, VT>,
@@ -210,6 +238,38 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     /// Joins records of both streams with the same key at most the window
     /// apart: Kafka Streams' `KStream#join(KStream, ValueJoiner,
     /// JoinWindows)`. Results carry the larger of the two timestamps.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use kstreams_dsl::StreamsBuilder;
+    /// use kstreams_record::StringSerde;
+    /// use kstreams_runtime::TopologyTestDriver;
+    /// use kstreams_time::JoinWindows;
+    ///
+    /// let builder = StreamsBuilder::new();
+    /// let views = builder.stream::<String, String>("ad-views");
+    /// let clicks = builder.stream::<String, String>("ad-clicks");
+    /// views
+    ///     .join_windowed(
+    ///         &clicks,
+    ///         |view, click| format!("{view}, then {click}"),
+    ///         JoinWindows::of_time_difference_with_no_grace(Duration::from_millis(10)),
+    ///     )
+    ///     .to("viewed-then-clicked");
+    /// let driver = TopologyTestDriver::new(builder.build()?)?;
+    /// let view_input = driver.create_input_topic("ad-views", StringSerde, StringSerde);
+    /// let click_input = driver.create_input_topic("ad-clicks", StringSerde, StringSerde);
+    /// let out = driver.create_output_topic("viewed-then-clicked", StringSerde, StringSerde);
+    /// view_input.pipe_input_at("ad-1".to_string(), "view".to_string(), 0);
+    /// click_input.pipe_input_at("ad-1".to_string(), "click".to_string(), 5);
+    /// // 30 ms after the view: outside the window, no match.
+    /// click_input.pipe_input_at("ad-1".to_string(), "late click".to_string(), 30);
+    /// assert_eq!(out.read_values_to_list(), vec!["view, then click".to_string()]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn join_windowed<VO: Clone + 'static, VR: Clone + 'static>(
         &self,
         other: &KStream<K, VO>,

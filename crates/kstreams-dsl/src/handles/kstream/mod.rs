@@ -608,6 +608,47 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
 
     /// Runs a user [`Processor`] on each record; `stores` are the state
     /// stores (added to the builder) it may use.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use kstreams_dsl::{Processor, ProcessorContext, ProcessorError, StreamsBuilder};
+    /// use kstreams_record::{I64Serde, Record, StringSerde};
+    /// use kstreams_runtime::TopologyTestDriver;
+    ///
+    /// /// Forwards a reading only when it beats every one before it.
+    /// struct NewHighs {
+    ///     high: Option<i64>,
+    /// }
+    ///
+    /// impl Processor<String, i64, String, i64> for NewHighs {
+    ///     fn process(
+    ///         &mut self,
+    ///         ctx: &mut ProcessorContext<'_, String, i64>,
+    ///         record: Record<String, i64>,
+    ///     ) -> Result<(), ProcessorError> {
+    ///         if self.high.is_none_or(|high| record.value > high) {
+    ///             self.high = Some(record.value);
+    ///             ctx.forward(record)?;
+    ///         }
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let builder = StreamsBuilder::new();
+    /// builder
+    ///     .stream::<String, i64>("temperatures")
+    ///     .process(|| NewHighs { high: None }, &[])
+    ///     .to("new-highs");
+    /// let driver = TopologyTestDriver::new(builder.build()?)?;
+    /// let readings = driver.create_input_topic("temperatures", StringSerde, I64Serde);
+    /// let highs = driver.create_output_topic("new-highs", StringSerde, I64Serde);
+    /// for reading in [3, 1, 5, 4] {
+    ///     readings.pipe_input("roof".to_string(), reading);
+    /// }
+    /// assert_eq!(highs.read_values_to_list(), vec![3, 5]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn process<K2: Clone + 'static, V2: Clone + 'static, P: Processor<K, V, K2, V2>>(
         &self,
         supplier: impl Fn() -> P + Send + Sync + 'static,
@@ -681,6 +722,35 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     /// Groups the records by their key for an aggregation. If an operator
     /// upstream may have changed the keys, the aggregation first sends the
     /// records through a repartition topic.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    ///
+    /// use kstreams_dsl::{Produced, StreamsBuilder};
+    /// use kstreams_record::{I64Serde, Nullable, StringSerde};
+    /// use kstreams_runtime::TopologyTestDriver;
+    ///
+    /// let builder = StreamsBuilder::new();
+    /// builder
+    ///     .stream::<String, i64>("payments")
+    ///     .group_by_key()
+    ///     .reduce(|total, amount| total + amount)
+    ///     .to_stream()
+    ///     .to_with("totals", Produced::with(StringSerde, Nullable(I64Serde)));
+    /// let driver = TopologyTestDriver::new(builder.build()?)?;
+    /// let payments = driver.create_input_topic("payments", StringSerde, I64Serde);
+    /// let totals = driver.create_output_topic("totals", StringSerde, Nullable(I64Serde));
+    /// payments.pipe_input("alice".to_string(), 5);
+    /// payments.pipe_input("bob".to_string(), 2);
+    /// payments.pipe_input("alice".to_string(), 10);
+    /// assert_eq!(
+    ///     totals.read_key_values_to_map(),
+    ///     HashMap::from([("alice".to_string(), Some(15)), ("bob".to_string(), Some(2))])
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn group_by_key(&self) -> KGroupedStream<K, V> {
         self.group_by_key_with(Grouped::default())
     }
@@ -699,6 +769,32 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
 
     /// Groups the records by a new key (always through a repartition
     /// topic); `K2` needs a default serde.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use kstreams_dsl::{Produced, StreamsBuilder};
+    /// use kstreams_record::{I64Serde, Nullable, StringSerde};
+    /// use kstreams_runtime::TopologyTestDriver;
+    ///
+    /// let builder = StreamsBuilder::new();
+    /// builder
+    ///     .stream::<String, String>("lines")
+    ///     .flat_map_values(|line| line.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+    ///     .group_by(|_, word| word.clone())
+    ///     .count()
+    ///     .to_stream()
+    ///     .to_with("word-counts", Produced::with(StringSerde, Nullable(I64Serde)));
+    /// let driver = TopologyTestDriver::new(builder.build()?)?;
+    /// let lines = driver.create_input_topic("lines", StringSerde, StringSerde);
+    /// let counts = driver.create_output_topic("word-counts", StringSerde, Nullable(I64Serde));
+    /// lines.pipe_input("line-1".to_string(), "to be or not to be".to_string());
+    /// let counts = counts.read_key_values_to_map();
+    /// assert_eq!(counts["to"], Some(2));
+    /// assert_eq!(counts["be"], Some(2));
+    /// assert_eq!(counts["not"], Some(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn group_by<K2: DefaultSerde + Clone>(
         &self,
         selector: impl Fn(&K, &V) -> K2 + Send + Sync + 'static,

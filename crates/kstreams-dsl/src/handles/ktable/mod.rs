@@ -471,6 +471,48 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
 impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
     /// Holds updates back as `suppressed` says: Kafka Streams'
     /// `KTable#suppress`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use kstreams_dsl::{BufferConfig, Produced, StreamsBuilder, Suppressed};
+    /// use kstreams_record::{I64Serde, Nullable, StringSerde};
+    /// use kstreams_runtime::TopologyTestDriver;
+    /// use kstreams_state::{TimeWindowedSerde, Window, Windowed};
+    /// use kstreams_time::TimeWindows;
+    ///
+    /// let builder = StreamsBuilder::new();
+    /// builder
+    ///     .stream::<String, String>("events")
+    ///     .group_by_key()
+    ///     .windowed_by(TimeWindows::of_size_with_no_grace(Duration::from_millis(10)))
+    ///     .count()
+    ///     .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
+    ///     .to_stream()
+    ///     .to_with(
+    ///         "final-counts",
+    ///         Produced::with(TimeWindowedSerde::new(StringSerde, 10), Nullable(I64Serde)),
+    ///     );
+    /// let driver = TopologyTestDriver::new(builder.build()?)?;
+    /// let events = driver.create_input_topic("events", StringSerde, StringSerde);
+    /// let finals = driver.create_output_topic(
+    ///     "final-counts",
+    ///     TimeWindowedSerde::new(StringSerde, 10),
+    ///     Nullable(I64Serde),
+    /// );
+    /// events.pipe_input_at("a".to_string(), "x".to_string(), 1);
+    /// events.pipe_input_at("a".to_string(), "x".to_string(), 3);
+    /// assert!(finals.is_empty(), "the window [0, 10) is still open");
+    /// // Stream time reaches the window's end: its count is final.
+    /// events.pipe_input_at("a".to_string(), "x".to_string(), 10);
+    /// assert_eq!(
+    ///     finals.read_key_values_to_list(),
+    ///     vec![(Windowed::new("a".to_string(), Window::new(0, 10)), Some(2))]
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn suppress(&self, suppressed: Suppressed<K>) -> KTable<K, V> {
         // The buffer emits the value before its first held-back update as
         // the old one, so it needs old values from upstream: as in Kafka
