@@ -62,6 +62,66 @@ pub(crate) trait WindowKind: Copy + 'static {
     ) -> Result<usize, TopologyError>;
 }
 
+/// The methods a windowed grouped stream has whatever its windows (emit
+/// strategy, late-record topic, count, reduce), for a handle whose field
+/// `windowed` is its [`WindowedStream`]; `$unit` is what the docs call a
+/// window ("window", "session"), `$reduce_doc` what `reduce` says.
+macro_rules! windowed_stream_methods {
+    ($handle:ident, $unit:literal, $reduce_doc:literal) => {
+        #[doc = concat!(
+            "Every update of a ", $unit, " (the default), or only each ", $unit,
+            "'s final result once it has closed (KIP-825)."
+        )]
+        pub fn emit_strategy(mut self, emit: kstreams_time::EmitStrategy) -> Self {
+            self.windowed.emit = emit;
+            self
+        }
+
+        #[doc = concat!(
+            "Besides dropping and counting records that arrive after their ", $unit,
+            " closed, writes them to `topic` with their original key, value and timestamp, ",
+            "and headers saying why (see [`late_headers`](crate::late_headers))."
+        )]
+        pub fn late_records_to(mut self, topic: impl Into<String>) -> Self {
+            self.windowed.late_topic = Some(topic.into());
+            self
+        }
+
+        #[doc = concat!("The number of records per key and ", $unit, ".")]
+        pub fn count(&self) -> KTable<Windowed<K>, i64> {
+            self.count_with(None, Materialized::new())
+        }
+
+        #[doc = concat!("[`", stringify!($handle), "::count`] with a processor name and a store.")]
+        pub fn count_with(
+            &self,
+            named: impl IntoName,
+            materialized: Materialized<K, i64>,
+        ) -> KTable<Windowed<K>, i64> {
+            self.windowed.count(named, materialized)
+        }
+
+        #[doc = $reduce_doc]
+        pub fn reduce(
+            &self,
+            reducer: impl Fn(V, V) -> V + Send + Sync + 'static,
+        ) -> KTable<Windowed<K>, V> {
+            self.reduce_with(reducer, None, Materialized::new())
+        }
+
+        #[doc = concat!("[`", stringify!($handle), "::reduce`] with a processor name and a store.")]
+        pub fn reduce_with(
+            &self,
+            reducer: impl Fn(V, V) -> V + Send + Sync + 'static,
+            named: impl IntoName,
+            materialized: Materialized<K, V>,
+        ) -> KTable<Windowed<K>, V> {
+            self.windowed.reduce(reducer, named, materialized)
+        }
+    };
+}
+pub(crate) use windowed_stream_methods;
+
 /// A grouped stream with windows of kind `W`, with the emit strategy and the
 /// late-record topic chosen so far.
 pub(crate) struct WindowedStream<K, V, W> {

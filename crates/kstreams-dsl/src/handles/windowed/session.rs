@@ -4,11 +4,11 @@ use std::sync::Arc;
 
 use kstreams_record::SharedSerde;
 use kstreams_state::{SessionStoreBuilder, SessionWindowedSerde, Windowed};
-use kstreams_time::{EmitStrategy, SessionWindows};
+use kstreams_time::SessionWindows;
 
 use crate::change::Change;
 use crate::handles::ktable::KTable;
-use crate::handles::windowed::{WindowKind, WindowedStream};
+use crate::handles::windowed::{windowed_stream_methods, WindowKind, WindowedStream};
 use crate::materialized::StoreSpec;
 use crate::operators::session_aggregate::{SessionAggregate, SessionFns, SessionInitializer};
 use crate::operators::window_output::WindowedSetup;
@@ -80,52 +80,7 @@ pub struct SessionWindowedKStream<K, V> {
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> SessionWindowedKStream<K, V> {
-    /// Every update of a session (the default), or only each session's
-    /// final result once it has closed (KIP-825).
-    pub fn emit_strategy(mut self, emit: EmitStrategy) -> Self {
-        self.windowed.emit = emit;
-        self
-    }
-
-    /// Writes records that arrive after their session closed to `topic`
-    /// (see [`TimeWindowedKStream::late_records_to`](crate::TimeWindowedKStream::late_records_to)).
-    pub fn late_records_to(mut self, topic: impl Into<String>) -> Self {
-        self.windowed.late_topic = Some(topic.into());
-        self
-    }
-
-    /// The number of records per key and session.
-    pub fn count(&self) -> KTable<Windowed<K>, i64> {
-        self.count_with(None, Materialized::new())
-    }
-
-    /// [`SessionWindowedKStream::count`] with a processor name and a store.
-    pub fn count_with(
-        &self,
-        named: impl IntoName,
-        materialized: Materialized<K, i64>,
-    ) -> KTable<Windowed<K>, i64> {
-        self.windowed.count(named, materialized)
-    }
-
-    /// Combines the values of a session with `reducer` (also used to merge
-    /// sessions that a record joins together).
-    pub fn reduce(
-        &self,
-        reducer: impl Fn(V, V) -> V + Send + Sync + 'static,
-    ) -> KTable<Windowed<K>, V> {
-        self.reduce_with(reducer, None, Materialized::new())
-    }
-
-    /// [`SessionWindowedKStream::reduce`] with a processor name and a store.
-    pub fn reduce_with(
-        &self,
-        reducer: impl Fn(V, V) -> V + Send + Sync + 'static,
-        named: impl IntoName,
-        materialized: Materialized<K, V>,
-    ) -> KTable<Windowed<K>, V> {
-        self.windowed.reduce(reducer, named, materialized)
-    }
+    windowed_stream_methods!(SessionWindowedKStream, "session", "Combines the values of a session with `reducer` (also used to merge sessions that a record joins together).");
 
     /// Folds a session's values into an aggregate starting at
     /// `initializer()`; `merger` combines the aggregates of two sessions

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use kstreams_record::SharedSerde;
 use kstreams_state::{TimeWindowedSerde, ValueAndTimestamp, WindowStoreBuilder, Windowed};
-use kstreams_time::{EmitStrategy, FixedSizeWindows, SlidingWindows};
+use kstreams_time::{FixedSizeWindows, SlidingWindows};
 
 use crate::change::Change;
 use crate::handles::ktable::KTable;
-use crate::handles::windowed::{WindowKind, WindowedStream};
+use crate::handles::windowed::{windowed_stream_methods, WindowKind, WindowedStream};
 use crate::materialized::StoreSpec;
 use crate::operators::sliding_aggregate::SlidingAggregate;
 use crate::operators::window_aggregate::WindowAggregate;
@@ -111,53 +111,11 @@ pub struct TimeWindowedKStream<K, V> {
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> TimeWindowedKStream<K, V> {
-    /// Every update of a window (the default), or only each window's final
-    /// result once it has closed (KIP-825).
-    pub fn emit_strategy(mut self, emit: EmitStrategy) -> Self {
-        self.windowed.emit = emit;
-        self
-    }
-
-    /// Besides dropping and counting records that arrive after their
-    /// window closed, writes them to `topic` with their original key,
-    /// value and timestamp, and headers saying why (see
-    /// [`late_headers`](crate::late_headers)).
-    pub fn late_records_to(mut self, topic: impl Into<String>) -> Self {
-        self.windowed.late_topic = Some(topic.into());
-        self
-    }
-
-    /// The number of records per key and window.
-    pub fn count(&self) -> KTable<Windowed<K>, i64> {
-        self.count_with(None, Materialized::new())
-    }
-
-    /// [`TimeWindowedKStream::count`] with a processor name and a store.
-    pub fn count_with(
-        &self,
-        named: impl IntoName,
-        materialized: Materialized<K, i64>,
-    ) -> KTable<Windowed<K>, i64> {
-        self.windowed.count(named, materialized)
-    }
-
-    /// Combines the values of a key in a window with `reducer`.
-    pub fn reduce(
-        &self,
-        reducer: impl Fn(V, V) -> V + Send + Sync + 'static,
-    ) -> KTable<Windowed<K>, V> {
-        self.reduce_with(reducer, None, Materialized::new())
-    }
-
-    /// [`TimeWindowedKStream::reduce`] with a processor name and a store.
-    pub fn reduce_with(
-        &self,
-        reducer: impl Fn(V, V) -> V + Send + Sync + 'static,
-        named: impl IntoName,
-        materialized: Materialized<K, V>,
-    ) -> KTable<Windowed<K>, V> {
-        self.windowed.reduce(reducer, named, materialized)
-    }
+    windowed_stream_methods!(
+        TimeWindowedKStream,
+        "window",
+        "Combines the values of a key in a window with `reducer`."
+    );
 
     /// Folds the values of a key in a window into an aggregate starting at
     /// `initializer()`; the aggregate's serde comes from `materialized` or
