@@ -9,6 +9,7 @@ use kstreams_record::{DefaultSerde, Nullable, SharedSerde};
 
 use crate::graph::{GlobalStoreNodes, SourceTopics};
 use crate::handles::ktable::table_source;
+use crate::handles::state::{BuilderState, SharedState};
 use crate::materialized::StoreSpec;
 use crate::topology::compile_pattern;
 use crate::GlobalKTable;
@@ -16,48 +17,6 @@ use crate::GlobalStore;
 use crate::KTable;
 use crate::StoreType;
 use crate::{Consumed, KStream, Materialized, Topology, TopologyError};
-
-/// The state all streams of one builder share: the topology being built,
-/// the counter behind generated names, and the first error.
-pub(crate) struct BuilderState {
-    pub topology: Topology,
-    /// Repartition topics a user named, by topic, with the source node that
-    /// reads each: a second aggregation of the same grouping reuses it.
-    pub named_repartitions: std::collections::HashMap<String, String>,
-    next_index: u32,
-    error: Option<TopologyError>,
-}
-
-impl BuilderState {
-    /// A generated name: `prefix` and the next index on ten digits, as
-    /// Kafka Streams' `newProcessorName`.
-    pub fn new_name(&mut self, prefix: &str) -> String {
-        let name = format!("{prefix}{:010}", self.next_index);
-        self.next_index += 1;
-        name
-    }
-
-    /// The user's name if given, else a generated one. Either way an index
-    /// is drawn, as Kafka Streams does, so that naming one operator does not
-    /// shift the generated names of the others.
-    pub fn name_or_generate(&mut self, name: Option<String>, prefix: &str) -> String {
-        let generated = self.new_name(prefix);
-        name.unwrap_or(generated)
-    }
-
-    /// Keeps the first error; `build` reports it.
-    pub fn record<T>(&mut self, result: Result<T, TopologyError>) -> Option<T> {
-        match result {
-            Ok(v) => Some(v),
-            Err(e) => {
-                self.error.get_or_insert(e);
-                None
-            }
-        }
-    }
-}
-
-pub(crate) type SharedState = Rc<RefCell<BuilderState>>;
 
 /// Builds a topology with the DSL: Kafka Streams' `StreamsBuilder`.
 ///
@@ -90,12 +49,7 @@ impl StreamsBuilder {
     /// An empty builder.
     pub fn new() -> Self {
         Self {
-            state: Rc::new(RefCell::new(BuilderState {
-                topology: Topology::new(),
-                named_repartitions: std::collections::HashMap::new(),
-                next_index: 0,
-                error: None,
-            })),
+            state: Rc::new(RefCell::new(BuilderState::new())),
         }
     }
 
@@ -201,7 +155,7 @@ impl StreamsBuilder {
     /// The topology built so far, or the first error an operator made.
     pub fn build(self) -> Result<Topology, TopologyError> {
         let mut state = self.state.borrow_mut();
-        if let Some(error) = state.error.take() {
+        if let Some(error) = state.take_error() {
             return Err(error);
         }
         Ok(std::mem::take(&mut state.topology))

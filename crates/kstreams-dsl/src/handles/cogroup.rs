@@ -15,9 +15,9 @@ use kstreams_state::Windowed;
 use kstreams_time::{EmitStrategy, SessionWindows, TimeWindows};
 
 use crate::change::Change;
-use crate::handles::builder::{BuilderState, SharedState};
 use crate::handles::grouped_stream::KGroupedStream;
 use crate::handles::ktable::{KTable, OldValues};
+use crate::handles::state::{BuilderState, SharedState};
 use crate::handles::windowed::cogrouped::SessionWindowedCogroupedKStream;
 use crate::handles::windowed::cogrouped::TimeWindowedCogroupedKStream;
 use crate::handles::windowed::time::TimeWindowing;

@@ -108,7 +108,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
     /// when the keys may have changed.
     pub(crate) fn input(
         &self,
-        state: &mut crate::handles::builder::BuilderState,
+        state: &mut crate::handles::state::BuilderState,
         store_name: &str,
     ) -> Result<KStream<K, V>, TopologyError> {
         if !self.repartition_required {

@@ -8,8 +8,8 @@ use kstreams_record::{DefaultSerde, I64Serde, SharedSerde};
 
 use crate::change::{Change, ChangeSerde};
 use crate::graph::SourceTopics;
-use crate::handles::builder::SharedState;
 use crate::handles::ktable::{KTable, OldValues};
+use crate::handles::state::SharedState;
 use crate::materialized::{add_store, StoreSpec};
 use crate::nodes::SinkPartitioning;
 use crate::operators::forwarder::OldValuesFlag;
@@ -134,7 +134,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedTable<K, V> {
     /// values are changes (old and new), so the aggregation can subtract.
     fn add_repartition<A>(
         &self,
-        s: &mut crate::handles::builder::BuilderState,
+        s: &mut crate::handles::state::BuilderState,
         sink: String,
         source: &str,
         topic: String,

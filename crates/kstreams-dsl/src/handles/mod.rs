@@ -10,4 +10,5 @@ pub(crate) mod grouped_stream;
 pub(crate) mod grouped_table;
 pub(crate) mod kstream;
 pub(crate) mod ktable;
+pub(crate) mod state;
 pub(crate) mod windowed;

@@ -12,9 +12,9 @@ use kstreams_record::{DefaultSerde, Serde, SharedSerde};
 use crate::fixed_key::{FixedKeyAdapter, FixedKeyProcessor};
 use crate::graph::SourceTopics;
 use crate::handles::branched::SplitSpec;
-use crate::handles::builder::SharedState;
 use crate::handles::ktable::table_source;
 use crate::handles::ktable::KTable;
+use crate::handles::state::SharedState;
 use crate::materialized::StoreSpec;
 use crate::nodes::SinkPartitioning;
 use crate::operators::stateless::{
@@ -144,7 +144,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
 
     pub(crate) fn add_named<K2, V2, P>(
         &self,
-        state: &mut crate::handles::builder::BuilderState,
+        state: &mut crate::handles::state::BuilderState,
         name: String,
         supplier: impl Fn() -> P + Send + Sync + 'static,
         parents: &[&str],
@@ -549,7 +549,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     /// generated name (`KSTREAM...-0123456789`).
     pub(crate) fn through_repartition_topic(
         &self,
-        state: &mut crate::handles::builder::BuilderState,
+        state: &mut crate::handles::state::BuilderState,
         prefix: String,
         key_serde: SharedSerde<K>,
         value_serde: SharedSerde<V>,

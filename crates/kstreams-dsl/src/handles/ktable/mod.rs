@@ -14,8 +14,8 @@ use kstreams_record::{DefaultSerde, Nullable, SharedSerde};
 use kstreams_state::Stores;
 
 use crate::change::Change;
-use crate::handles::builder::SharedState;
 use crate::handles::grouped_table::KGroupedTable;
+use crate::handles::state::SharedState;
 use crate::materialized::{add_store, StoreSpec};
 use crate::operators::forwarder::OldValuesFlag;
 use crate::operators::getters::lazy_store_getter;

@@ -16,9 +16,9 @@ use kstreams_record::{I64Serde, SharedSerde};
 use kstreams_state::{StoreBuilder, Windowed};
 use kstreams_time::EmitStrategy;
 
-use crate::handles::builder::SharedState;
 use crate::handles::grouped_stream::KGroupedStream;
 use crate::handles::ktable::{KTable, OldValues, WindowInfo};
+use crate::handles::state::SharedState;
 use crate::materialized::{add_store, StoreSpec};
 use crate::operators::forwarder::OldValuesFlag;
 use crate::operators::getters::no_getter;
