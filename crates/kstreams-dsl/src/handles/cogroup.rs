@@ -28,7 +28,7 @@ use crate::operators::session_aggregate::{SessionFns, SessionInitializer, Sessio
 use crate::operators::stateless::PassThrough;
 use crate::operators::stream_aggregate::StreamAggregate;
 use crate::operators::window_output::WindowedSetup;
-use crate::operators::Fold;
+use crate::operators::{aggregate_fold, Fold};
 use crate::options::IntoName;
 use crate::{Materialized, Named, TopologyError};
 
@@ -96,8 +96,10 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> CogroupInput<K,
     ) {
         let aggregator = self.aggregator.clone();
         let init = initializer.clone();
-        let fold: Fold<K, V, A> =
-            Arc::new(move |key, value, agg| aggregator(key, value, agg.unwrap_or_else(|| init())));
+        let fold: Fold<K, V, A> = aggregate_fold(
+            move || init(),
+            move |key, value, agg| aggregator(key, value, agg),
+        );
         let store_name = store.to_string();
         let added = match kind.clone() {
             CogroupKind::Plain => {

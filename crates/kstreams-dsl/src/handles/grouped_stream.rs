@@ -16,7 +16,7 @@ use crate::materialized::{add_store, StoreSpec};
 use crate::operators::forwarder::OldValuesFlag;
 use crate::operators::stream_aggregate::StreamAggregate;
 use crate::operators::Fold;
-use crate::operators::{count_fold, reduce_fold};
+use crate::operators::{aggregate_fold, count_fold, reduce_fold};
 use crate::options::IntoName;
 use crate::CogroupedKStream;
 use crate::SessionWindowedKStream;
@@ -97,9 +97,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
         named: impl IntoName,
         materialized: Materialized<K, A>,
     ) -> KTable<K, A> {
-        let fold: Fold<K, V, A> = Arc::new(move |key, value, agg| {
-            aggregator(key, value, agg.unwrap_or_else(&initializer))
-        });
+        let fold: Fold<K, V, A> = aggregate_fold(initializer, aggregator);
         self.aggregate_into("KSTREAM-AGGREGATE-", fold, named, materialized, None)
     }
 

@@ -14,7 +14,7 @@ use crate::materialized::{add_store, StoreSpec};
 use crate::nodes::SinkPartitioning;
 use crate::operators::forwarder::OldValuesFlag;
 use crate::operators::table_aggregate::TableAggregate;
-use crate::operators::{count_fold, reduce_fold};
+use crate::operators::{aggregate_fold, count_fold, reduce_fold};
 use crate::operators::{Fold, Unfold};
 use crate::options::IntoName;
 use crate::{Grouped, Materialized, TopologyError};
@@ -117,8 +117,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedTable<K, V> {
         named: impl IntoName,
         materialized: Materialized<K, A>,
     ) -> KTable<K, A> {
-        let add: Fold<K, V, A> =
-            Arc::new(move |key, value, agg| adder(key, value, agg.unwrap_or_else(&initializer)));
+        let add: Fold<K, V, A> = aggregate_fold(initializer, adder);
         let subtract: Unfold<K, V, A> = Arc::new(subtractor);
         self.aggregate_into(
             "KTABLE-AGGREGATE-",

@@ -57,3 +57,12 @@ pub(crate) fn reduce_fold<K, V: 'static>(reducer: Reducer<V>) -> Fold<K, V, V> {
         None => value,
     })
 }
+
+/// `aggregate`'s fold: the aggregator over the aggregate so far, or over
+/// `initializer()` for a key's first value.
+pub(crate) fn aggregate_fold<K, V, A>(
+    initializer: impl Fn() -> A + Send + Sync + 'static,
+    aggregator: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
+) -> Fold<K, V, A> {
+    Arc::new(move |key, value, agg| aggregator(key, value, agg.unwrap_or_else(&initializer)))
+}

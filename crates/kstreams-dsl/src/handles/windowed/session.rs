@@ -12,7 +12,7 @@ use crate::handles::windowed::{windowed_stream_methods, WindowKind, WindowedStre
 use crate::materialized::StoreSpec;
 use crate::operators::session_aggregate::{SessionAggregate, SessionFns, SessionInitializer};
 use crate::operators::window_output::WindowedSetup;
-use crate::operators::{count_fold, reduce_fold, Fold, Reducer};
+use crate::operators::{aggregate_fold, count_fold, reduce_fold, Fold, Reducer};
 use crate::options::IntoName;
 use crate::{Materialized, Topology, TopologyError};
 
@@ -106,8 +106,7 @@ impl<K: Clone + 'static, V: Clone + 'static> SessionWindowedKStream<K, V> {
     ) -> KTable<Windowed<K>, A> {
         let initializer = Arc::new(initializer);
         let init = initializer.clone();
-        let fold: Fold<K, V, A> =
-            Arc::new(move |key, value, agg| aggregator(key, value, agg.unwrap_or_else(|| init())));
+        let fold: Fold<K, V, A> = aggregate_fold(move || init(), aggregator);
         let initial: SessionInitializer<A> = initializer;
         let fns = SessionFns {
             fold,

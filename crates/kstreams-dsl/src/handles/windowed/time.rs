@@ -14,7 +14,7 @@ use crate::materialized::StoreSpec;
 use crate::operators::sliding_aggregate::SlidingAggregate;
 use crate::operators::window_aggregate::WindowAggregate;
 use crate::operators::window_output::WindowedSetup;
-use crate::operators::{count_fold, reduce_fold, Fold, Reducer};
+use crate::operators::{aggregate_fold, count_fold, reduce_fold, Fold, Reducer};
 use crate::options::IntoName;
 use crate::{Materialized, Topology, TopologyError};
 
@@ -136,9 +136,7 @@ impl<K: Clone + 'static, V: Clone + 'static> TimeWindowedKStream<K, V> {
         named: impl IntoName,
         materialized: Materialized<K, A>,
     ) -> KTable<Windowed<K>, A> {
-        let fold: Fold<K, V, A> = Arc::new(move |key, value, agg| {
-            aggregator(key, value, agg.unwrap_or_else(&initializer))
-        });
+        let fold: Fold<K, V, A> = aggregate_fold(initializer, aggregator);
         self.windowed
             .aggregate("KSTREAM-AGGREGATE-", fold, named, materialized, None)
     }
