@@ -8,9 +8,7 @@ use crate::java_order::{
     grown_capacity, hash_order, hash_set_order, java_string_compare, JavaTreeSet,
 };
 
-use crate::internals::graph::{
-    GlobalStoreNodes, NodeKind, SinkTopicDescription, SourceTopics, TopologyGraph,
-};
+use crate::graph::{GlobalStoreNodes, NodeKind, SinkTopicDescription, SourceTopics, TopologyGraph};
 
 /// What kind of node, with what Kafka Streams prints after its name.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,52 +10,58 @@
 //! value, forwarded depth-first by a direct call; bytes exist only at
 //! sources, sinks and stores.
 
-mod builder;
-mod cogroup;
+#![warn(missing_docs)]
+
+mod change;
 mod describe;
 mod error;
 mod fixed_key;
-mod fk_join;
-mod global;
-mod grouped;
+mod forwarding;
+mod global_store;
+mod graph;
+mod handles;
+mod instance;
+#[doc(hidden)]
 pub mod internals;
 mod java_order;
-mod joins;
-mod kstream;
+mod join_options;
+pub mod late_headers;
 mod materialized;
+mod nodes;
 mod operators;
 mod options;
 mod processor;
-mod sliding;
-mod stateful;
-mod stream_join;
-mod suppress;
-mod table;
+mod suppressed;
+mod task_context;
 mod topology;
-mod windowed;
 
 pub use describe::{
     GlobalStoreDescription, NodeDescription, NodeDescriptionKind, SubtopologyDescription,
     TopologyDescription,
 };
 pub use error::{ProcessorError, RecordPosition, StreamsError, TopologyError};
-pub use internals::{RecordContext, TaskId, TopicNameExtractor};
+pub use nodes::{RecordContext, TopicNameExtractor};
+pub use task_context::TaskId;
 
-pub use builder::StreamsBuilder;
-pub use cogroup::{
-    CogroupedKStream, SessionWindowedCogroupedKStream, TimeWindowedCogroupedKStream,
-};
+pub use change::Change;
 pub use fixed_key::{FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord};
-pub use global::{GlobalKTable, GlobalStore};
-pub use grouped::{KGroupedStream, KGroupedTable};
-pub use joins::Joined;
-pub use kstream::{BranchedKStream, KStream};
+pub use global_store::GlobalStore;
+pub use handles::branched::{Branched, BranchedKStream};
+pub use handles::builder::StreamsBuilder;
+pub use handles::cogroup::CogroupedKStream;
+pub use handles::global_table::GlobalKTable;
+pub use handles::grouped_stream::KGroupedStream;
+pub use handles::grouped_table::KGroupedTable;
+pub use handles::kstream::KStream;
+pub use handles::ktable::KTable;
+pub use handles::windowed::cogrouped::{
+    SessionWindowedCogroupedKStream, TimeWindowedCogroupedKStream,
+};
+pub use handles::windowed::session::SessionWindowedKStream;
+pub use handles::windowed::time::TimeWindowedKStream;
+pub use join_options::{Joined, StreamJoined};
 pub use materialized::{Grouped, Materialized, StoreType};
-pub use options::{Branched, Consumed, IntoName, Named, Printed, Produced, Repartitioned};
+pub use options::{Consumed, IntoName, Named, Printed, Produced, Repartitioned};
 pub use processor::{Processor, ProcessorContext, PunctuationId};
-pub use stateful::Change;
-pub use stream_join::StreamJoined;
-pub use suppress::{BufferConfig, Suppressed};
-pub use table::KTable;
+pub use suppressed::{BufferConfig, Suppressed};
 pub use topology::{ChangelogTopic, SubtopologySources, Topology};
-pub use windowed::{late_headers, SessionWindowedKStream, TimeWindowedKStream};

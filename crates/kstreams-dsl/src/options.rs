@@ -1,12 +1,10 @@
 //! Operator options: Kafka Streams' `Consumed`, `Produced`, `Named`,
-//! `Repartitioned`, `Branched` and `Printed`.
+//! `Repartitioned` and `Printed`.
 
 use std::sync::Arc;
 
 use kstreams_record::{DefaultSerde, Serde, SharedSerde};
 use kstreams_time::TimestampExtractor;
-
-use crate::KStream;
 
 /// A processor name chosen by the user instead of a generated one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -185,59 +183,6 @@ impl<K: DefaultSerde, V: DefaultSerde> Default for Repartitioned<K, V> {
             value_serde: V::default_serde(),
             name: None,
             partitions: None,
-        }
-    }
-}
-
-/// What to do with one branch of a `split`.
-pub struct Branched<K, V> {
-    pub(crate) name: Option<String>,
-    pub(crate) chain: Option<BranchChain<K, V>>,
-}
-
-type BranchChain<K, V> = Box<dyn FnOnce(KStream<K, V>) -> Option<KStream<K, V>>>;
-
-impl<K, V> Branched<K, V> {
-    /// A branch with this name (appended to the split's prefix); it
-    /// appears in the map `split` returns under the full name.
-    pub fn named(name: impl Into<String>) -> Self {
-        Self {
-            name: Some(name.into()),
-            chain: None,
-        }
-    }
-
-    /// A branch handed to `consumer`; it is not in the returned map.
-    pub fn with_consumer(consumer: impl FnOnce(KStream<K, V>) + 'static) -> Self {
-        Self {
-            name: None,
-            chain: Some(Box::new(move |s| {
-                consumer(s);
-                None
-            })),
-        }
-    }
-
-    /// A branch transformed by `function`; the result is in the map.
-    pub fn with_function(function: impl FnOnce(KStream<K, V>) -> KStream<K, V> + 'static) -> Self {
-        Self {
-            name: None,
-            chain: Some(Box::new(move |s| Some(function(s)))),
-        }
-    }
-
-    /// Names a branch built with `with_consumer` or `with_function`.
-    pub fn with_name(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
-        self
-    }
-}
-
-impl<K, V> Default for Branched<K, V> {
-    fn default() -> Self {
-        Self {
-            name: None,
-            chain: None,
         }
     }
 }

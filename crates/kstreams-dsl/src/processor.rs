@@ -5,7 +5,8 @@ use std::time::Duration;
 use kstreams_record::{Record, RecordMetadata, Timestamp};
 use kstreams_time::{PunctuationSchedule, PunctuationType};
 
-use crate::internals::{Outputs, ScheduledPunctuation, TaskContext};
+use crate::forwarding::Outputs;
+use crate::task_context::{ScheduledPunctuation, TaskContext};
 use crate::{ProcessorError, StreamsError, TaskId};
 
 /// A processor node's logic: Kafka Streams' `api.Processor`.
@@ -86,7 +87,7 @@ pub struct PunctuationId(pub(crate) u64);
 pub struct ProcessorContext<'a, K, V> {
     pub(crate) task: &'a mut TaskContext,
     pub(crate) outputs: &'a Outputs<K, V>,
-    pub(crate) node: &'a crate::internals::NodeInfo,
+    pub(crate) node: &'a crate::forwarding::NodeInfo,
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> ProcessorContext<'_, K, V> {
@@ -182,7 +183,7 @@ impl<K, V> ProcessorContext<'_, K, V> {
 
     /// Sends bytes straight to a topic, beside the typed children: the
     /// DSL's side outputs (late records) use it.
-    pub(crate) fn send_raw(&mut self, record: crate::internals::ProducedRecord) {
+    pub(crate) fn send_raw(&mut self, record: crate::task_context::ProducedRecord) {
         self.task.output.push(record);
     }
 
@@ -213,8 +214,8 @@ impl<K, V> ProcessorContext<'_, K, V> {
     }
 
     /// The task's stores, for value getters of other operators' tables.
-    pub(crate) fn store_lookup(&self) -> crate::stateful::StoreLookup<'_> {
-        crate::stateful::StoreLookup {
+    pub(crate) fn store_lookup(&self) -> StoreLookup<'_> {
+        StoreLookup {
             stores: &self.task.stores,
         }
     }
@@ -222,5 +223,21 @@ impl<K, V> ProcessorContext<'_, K, V> {
     /// Asks for a commit as soon as possible.
     pub fn commit(&mut self) {
         self.task.commit_requested = true;
+    }
+}
+
+/// The task's stores by name, for value getters (which read the stores of
+/// another operator's table: a join reads its table side this way).
+pub(crate) struct StoreLookup<'a> {
+    pub(crate) stores: &'a std::collections::HashMap<String, kstreams_state::BuiltStore>,
+}
+
+impl StoreLookup<'_> {
+    pub fn handle<H: Clone + 'static>(&self, name: &str) -> Result<H, ProcessorError> {
+        let built = self
+            .stores
+            .get(name)
+            .ok_or_else(|| StreamsError::Internal(format!("store {name:?} is not in this task")))?;
+        Ok(built.handle::<H>()?)
     }
 }

@@ -9,15 +9,14 @@ use kstreams_state::StoreBuilder;
 use kstreams_time::TimestampExtractor;
 
 use crate::describe::TopologyDescription;
-use crate::internals::graph::{
+use crate::forwarding::{Input, Outputs};
+use crate::graph::{
     EdgeType, NodeKind, ProcessorFactory, SinkFactory, SinkTopicDescription, SourceFactory,
     SourceTopics, TopicPattern, TopologyGraph,
 };
-use crate::internals::nodes::SharedExtractor;
-use crate::internals::nodes::{
-    Input, NodeHandle, Outputs, ProcessorNode, SinkNode, SinkPartitioning, SinkTarget, SourceNode,
-};
-use crate::internals::TopicNameExtractor;
+use crate::nodes::SharedExtractor;
+use crate::nodes::TopicNameExtractor;
+use crate::nodes::{NodeHandle, ProcessorNode, SinkNode, SinkPartitioning, SinkTarget, SourceNode};
 use crate::{Processor, TopologyError};
 
 /// A graph of sources, processors, sinks and stores: Kafka Streams'
@@ -210,11 +209,7 @@ impl Topology {
                         match topics {
                             SourceTopics::Names(names) => {
                                 sources.topics.extend(names.iter().map(|t| {
-                                    crate::internals::instance::resolve_topic(
-                                        &self.graph,
-                                        application_id,
-                                        t,
-                                    )
+                                    crate::graph::resolve_topic(&self.graph, application_id, t)
                                 }))
                             }
                             SourceTopics::Pattern(p) => sources.patterns.push(p.clone()),
@@ -274,7 +269,7 @@ impl Topology {
         self.graph
             .bootstrap_topics
             .iter()
-            .map(|t| crate::internals::instance::resolve_topic(&self.graph, application_id, t))
+            .map(|t| crate::graph::resolve_topic(&self.graph, application_id, t))
             .collect()
     }
 
@@ -288,9 +283,7 @@ impl Topology {
             .map(|group| {
                 group
                     .iter()
-                    .map(|t| {
-                        crate::internals::instance::resolve_topic(&self.graph, application_id, t)
-                    })
+                    .map(|t| crate::graph::resolve_topic(&self.graph, application_id, t))
                     .collect()
             })
             .collect()

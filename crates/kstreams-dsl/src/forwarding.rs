@@ -1,0 +1,86 @@
+//! The typed edges between node instances: what a node knows about
+//! itself, and the children it forwards its output to.
+
+use std::any::Any;
+use std::rc::Rc;
+
+use kstreams_record::Record;
+
+use crate::task_context::TaskContext;
+use crate::StreamsError;
+
+/// What one node instance knows about itself.
+#[derive(Debug)]
+pub struct NodeInfo {
+    pub(crate) name: Rc<str>,
+    pub(crate) index: usize,
+    pub(crate) stores: Vec<String>,
+}
+
+/// The typed entry of a node: its parents call `push`.
+pub(crate) trait Input<K, V> {
+    fn push(&self, record: Record<K, V>, task: &mut TaskContext) -> Result<(), StreamsError>;
+}
+
+struct Child<K, V> {
+    name: Rc<str>,
+    input: Rc<dyn Input<K, V>>,
+}
+
+/// The children of a node, all taking the node's output type.
+pub struct Outputs<K, V> {
+    children: Vec<Child<K, V>>,
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> Outputs<K, V> {
+    /// Collects the typed inputs of the children built before this node.
+    pub(crate) fn from_children(children: &[(Rc<str>, &dyn Any)]) -> Result<Self, StreamsError> {
+        let children = children
+            .iter()
+            .map(|(name, any)| {
+                let input = any.downcast_ref::<Rc<dyn Input<K, V>>>().ok_or_else(|| {
+                    StreamsError::Internal(format!(
+                        "child {name:?} does not take {}",
+                        std::any::type_name::<(K, V)>()
+                    ))
+                })?;
+                Ok(Child {
+                    name: name.clone(),
+                    input: input.clone(),
+                })
+            })
+            .collect::<Result<_, StreamsError>>()?;
+        Ok(Self { children })
+    }
+
+    pub(crate) fn forward(
+        &self,
+        record: Record<K, V>,
+        task: &mut TaskContext,
+    ) -> Result<(), StreamsError> {
+        let Some((last, rest)) = self.children.split_last() else {
+            return Ok(());
+        };
+        for child in rest {
+            child.input.push(record.clone(), task)?;
+        }
+        last.input.push(record, task)
+    }
+
+    pub(crate) fn forward_to(
+        &self,
+        name: &str,
+        record: Record<K, V>,
+        task: &mut TaskContext,
+        from: &str,
+    ) -> Result<(), StreamsError> {
+        match self.children.iter().find(|c| &*c.name == name) {
+            Some(child) => child.input.push(record, task),
+            None => Err(StreamsError::UnknownChild {
+                node: from.to_string(),
+                child: name.to_string(),
+                children: self.children.iter().map(|c| c.name.to_string()).collect(),
+            }),
+        }
+    }
+}

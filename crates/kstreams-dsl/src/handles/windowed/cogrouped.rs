@@ -1,0 +1,126 @@
+//! Cogroups with time or session windows.
+
+use std::sync::Arc;
+
+use kstreams_state::Windowed;
+use kstreams_time::{SessionWindows, TimeWindows};
+
+use crate::handles::cogroup::CogroupKind;
+use crate::handles::ktable::KTable;
+use crate::handles::windowed::time::TimeWindowing;
+use crate::handles::windowed::{set_windowed_store, windowed_table, WindowKind};
+use crate::operators::forwarder::OldValuesFlag;
+use crate::operators::session_aggregate::SessionInitializer;
+use crate::options::IntoName;
+use crate::CogroupedKStream;
+use crate::{Materialized, TopologyError};
+
+/// A cogroup with time windows.
+pub struct TimeWindowedCogroupedKStream<K, A> {
+    pub(crate) cogrouped: CogroupedKStream<K, A>,
+    pub(crate) windows: TimeWindows,
+}
+
+impl<K: Clone + 'static, A: Clone + 'static> TimeWindowedCogroupedKStream<K, A> {
+    /// The aggregate per key and window.
+    pub fn aggregate(
+        &self,
+        initializer: impl Fn() -> A + Send + Sync + 'static,
+    ) -> KTable<Windowed<K>, A> {
+        self.aggregate_with(initializer, None, Materialized::new())
+    }
+
+    /// [`TimeWindowedCogroupedKStream::aggregate`] with a name and a store.
+    pub fn aggregate_with(
+        &self,
+        initializer: impl Fn() -> A + Send + Sync + 'static,
+        named: impl IntoName,
+        materialized: Materialized<K, A>,
+    ) -> KTable<Windowed<K>, A> {
+        windowed_cogroup(
+            &self.cogrouped,
+            TimeWindowing::Fixed(self.windows.into()),
+            "cogroup windowed_by",
+            CogroupKind::Windowed(self.windows),
+            Arc::new(initializer),
+            named,
+            materialized,
+        )
+    }
+}
+
+/// A cogroup with session windows.
+pub struct SessionWindowedCogroupedKStream<K, A> {
+    pub(crate) cogrouped: CogroupedKStream<K, A>,
+    pub(crate) windows: SessionWindows,
+}
+
+impl<K: Clone + 'static, A: Clone + 'static> SessionWindowedCogroupedKStream<K, A> {
+    /// The aggregate per key and session; `merger` combines two sessions'
+    /// aggregates when a record joins them.
+    pub fn aggregate(
+        &self,
+        initializer: impl Fn() -> A + Send + Sync + 'static,
+        merger: impl Fn(&K, A, A) -> A + Send + Sync + 'static,
+    ) -> KTable<Windowed<K>, A> {
+        self.aggregate_with(initializer, merger, None, Materialized::new())
+    }
+
+    /// [`SessionWindowedCogroupedKStream::aggregate`] with a name and a
+    /// store.
+    pub fn aggregate_with(
+        &self,
+        initializer: impl Fn() -> A + Send + Sync + 'static,
+        merger: impl Fn(&K, A, A) -> A + Send + Sync + 'static,
+        named: impl IntoName,
+        materialized: Materialized<K, A>,
+    ) -> KTable<Windowed<K>, A> {
+        windowed_cogroup(
+            &self.cogrouped,
+            self.windows,
+            "cogroup windowed_by_session",
+            CogroupKind::Session(self.windows, Arc::new(merger)),
+            Arc::new(initializer),
+            named,
+            materialized,
+        )
+    }
+}
+
+/// A windowed cogroup's aggregation: the windows checked (a failure names
+/// `operator`), then the cogroup's processors over one store of `windows`.
+fn windowed_cogroup<K: Clone + 'static, A: Clone + 'static, W: WindowKind>(
+    cogrouped: &CogroupedKStream<K, A>,
+    windows: W,
+    operator: &str,
+    kind: CogroupKind<K, A>,
+    initializer: SessionInitializer<A>,
+    named: impl IntoName,
+    materialized: Materialized<K, A>,
+) -> KTable<Windowed<K>, A> {
+    let flag: OldValuesFlag = Arc::default();
+    let state = cogrouped.state.clone();
+    let mut table = windowed_table(&state, String::new(), windows.grace_ms(), flag.clone());
+    if let Err(message) = windows.validate() {
+        state
+            .borrow_mut()
+            .record::<()>(Err(TopologyError::InvalidOperator {
+                operator: operator.to_string(),
+                message,
+            }));
+        return table;
+    }
+    let built = cogrouped.build(
+        initializer,
+        named.into_name(),
+        materialized,
+        kind,
+        flag,
+        |spec| windows.store(spec),
+    );
+    if let Some((node, spec)) = built {
+        table.node = node;
+        set_windowed_store(&mut table, &spec, windows);
+    }
+    table
+}

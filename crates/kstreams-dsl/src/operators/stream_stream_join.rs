@@ -1,0 +1,412 @@
+//! Stream-stream joins in a time window (inner, left, outer), as Kafka
+//! Streams runs them since KIP-633: each side's records wait in a window
+//! store; a record joins the other side's records of its window; a left or
+//! outer record without a match waits in a shared store and is emitted with
+//! a missing other side only once its window and grace have passed, so no
+//! spurious `(v, null)` precedes a later match.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use kstreams_record::{Headers, Record, Serde, SharedSerde, Timestamp};
+use kstreams_state::{KeyValueStoreHandle, WindowStoreHandle};
+use kstreams_time::JoinWindows;
+
+use crate::{Processor, ProcessorContext, ProcessorError};
+
+/// A stream-stream joiner over what each side has (`None`: no match).
+pub(crate) type PairJoiner<K, V1, V2, VR> =
+    Arc<dyn Fn(&K, Option<&V1>, Option<&V2>) -> VR + Send + Sync>;
+
+/// Kafka Streams' `KStreamJoinWindow`: keeps each record in the side's
+/// window store (duplicates kept) and passes it on to the join.
+pub(crate) struct RememberInWindow<K, V> {
+    pub(crate) store_name: String,
+    pub(crate) store: Option<WindowStoreHandle<K, V>>,
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> Processor<K, V, K, V> for RememberInWindow<K, V> {
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, K, V>) -> Result<(), ProcessorError> {
+        self.store = Some(ctx.get_state_store(&self.store_name)?);
+        Ok(())
+    }
+
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, K, V>,
+        record: Record<K, V>,
+    ) -> Result<(), ProcessorError> {
+        let store = self.store.as_ref().ok_or("join window store not open")?;
+        store.borrow_mut().put(
+            record.key.clone(),
+            Some(record.value.clone()),
+            record.timestamp,
+        )?;
+        ctx.forward(record)?;
+        Ok(())
+    }
+}
+
+/// What both join processors share: the joiner in left/right order, the
+/// stores' names and the serdes of the outer store's entries.
+pub(crate) struct JoinCore<K, V1, V2, VR> {
+    pub(crate) joiner: PairJoiner<K, V1, V2, VR>,
+    pub(crate) windows: JoinWindows,
+    pub(crate) left_store: String,
+    pub(crate) right_store: String,
+    pub(crate) outer_store: Option<String>,
+    pub(crate) key_serde: SharedSerde<K>,
+    pub(crate) left_serde: SharedSerde<V1>,
+    pub(crate) right_serde: SharedSerde<V2>,
+    pub(crate) types: PhantomData<fn() -> VR>,
+}
+
+impl<K, V1, V2, VR> Clone for JoinCore<K, V1, V2, VR> {
+    fn clone(&self) -> Self {
+        JoinCore {
+            joiner: self.joiner.clone(),
+            windows: self.windows,
+            left_store: self.left_store.clone(),
+            right_store: self.right_store.clone(),
+            outer_store: self.outer_store.clone(),
+            key_serde: self.key_serde.clone(),
+            left_serde: self.left_serde.clone(),
+            right_serde: self.right_serde.clone(),
+            types: PhantomData,
+        }
+    }
+}
+
+/// A join processor's state in its task.
+pub(crate) struct OpenJoin<K, V1, V2, VR> {
+    pub(crate) core: JoinCore<K, V1, V2, VR>,
+    /// Whether this side's unmatched records produce results.
+    pub(crate) outer: bool,
+    pub(crate) left: Option<WindowStoreHandle<K, V1>>,
+    pub(crate) right: Option<WindowStoreHandle<K, V2>>,
+    pub(crate) pending: Option<KeyValueStoreHandle<Vec<u8>, Vec<u8>>>,
+    /// Next sequence number for the outer store's keys.
+    pub(crate) next_seq: std::cell::Cell<u64>,
+}
+
+impl<K, V1, V2, VR> JoinCore<K, V1, V2, VR> {
+    pub(crate) fn open_later(&self, outer: bool) -> OpenJoin<K, V1, V2, VR> {
+        OpenJoin {
+            core: self.clone(),
+            outer,
+            left: None,
+            right: None,
+            pending: None,
+            next_seq: std::cell::Cell::new(0),
+        }
+    }
+}
+
+/// A value of either side, as the outer store keeps unmatched records.
+pub(crate) enum Either<V1, V2> {
+    Left(V1),
+    Right(V2),
+}
+
+/// The outer store's key prefix for one record's (timestamp, side, key):
+/// timestamp first, so the store's order is time order, as Kafka Streams'
+/// `TimestampedKeyAndJoinSide`; the key's length keeps prefixes apart.
+pub(crate) fn pending_prefix(timestamp: Timestamp, left: bool, key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(21 + key.len());
+    out.extend_from_slice(&timestamp.to_be_bytes());
+    out.push(u8::from(left));
+    out.extend_from_slice(&(key.len() as u32).to_be_bytes());
+    out.extend_from_slice(key);
+    out
+}
+
+/// The outer store's key: the prefix and a sequence number, so that
+/// records with the same key and timestamp are all kept (Kafka Streams
+/// keeps a list per key).
+pub(crate) fn pending_key(timestamp: Timestamp, left: bool, key: &[u8], seq: u64) -> Vec<u8> {
+    let mut out = pending_prefix(timestamp, left, key);
+    out.extend_from_slice(&seq.to_be_bytes());
+    out
+}
+
+/// The record key bytes inside an outer store key.
+pub(crate) fn pending_record_key(store_key: &[u8]) -> Option<&[u8]> {
+    let len = u32::from_be_bytes(store_key.get(9..13)?.try_into().ok()?) as usize;
+    store_key.get(13..13 + len)
+}
+
+impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + 'static>
+    OpenJoin<K, V1, V2, VR>
+{
+    fn init<VI>(
+        &mut self,
+        ctx: &ProcessorContext<'_, K, VR>,
+        _: PhantomData<VI>,
+    ) -> Result<(), ProcessorError> {
+        let lookup = ctx.store_lookup();
+        self.left = Some(lookup.handle(&self.core.left_store)?);
+        self.right = Some(lookup.handle(&self.core.right_store)?);
+        if let Some(name) = &self.core.outer_store {
+            let pending: KeyValueStoreHandle<Vec<u8>, Vec<u8>> = lookup.handle(name)?;
+            // After a restart the store has entries: go on past their numbers.
+            let mut next = 0;
+            for entry in pending.borrow().all()? {
+                let (key, _) = entry?;
+                if let Some(seq) = key.len().checked_sub(8).and_then(|at| key.get(at..)) {
+                    next = next.max(u64::from_be_bytes(seq.try_into()?) + 1);
+                }
+            }
+            self.next_seq.set(next);
+            self.pending = Some(pending);
+        }
+        Ok(())
+    }
+
+    fn key_bytes(&self, key: &K) -> Result<Vec<u8>, ProcessorError> {
+        let topic = self.core.outer_store.as_deref().unwrap_or_default();
+        Ok(self
+            .core
+            .key_serde
+            .serialize(topic, &mut Headers::new(), key)?
+            .ok_or("a join key serialized to null")?)
+    }
+
+    /// Emits unmatched records whose window and grace have passed, oldest
+    /// first, with the missing side as `None`.
+    fn emit_closed(
+        &self,
+        ctx: &mut ProcessorContext<'_, K, VR>,
+        stream_time: Timestamp,
+        headers: &Headers,
+    ) -> Result<(), ProcessorError> {
+        let Some(pending) = &self.pending else {
+            return Ok(());
+        };
+        let topic = self.core.outer_store.as_deref().unwrap_or_default();
+        let grace = self.core.windows.grace_ms();
+        let mut closed = Vec::new();
+        let longest = self
+            .core
+            .windows
+            .after_ms()
+            .max(self.core.windows.before_ms());
+        for entry in pending.borrow().all()? {
+            let (key, value) = entry?;
+            let timestamp = i64::from_be_bytes(key[..8].try_into()?);
+            if timestamp + longest + grace >= stream_time {
+                break; // later entries are later still: none closed
+            }
+            let left = key[8] == 1;
+            // A left record waits for right records up to `after` later;
+            // a right record for left ones up to `before` later.
+            let look_ahead = if left {
+                self.core.windows.after_ms()
+            } else {
+                self.core.windows.before_ms()
+            };
+            if timestamp + look_ahead + grace >= stream_time {
+                continue;
+            }
+            closed.push((key, value, timestamp, left));
+        }
+        for (store_key, value, timestamp, left) in closed {
+            pending.borrow_mut().delete(&store_key)?;
+            let key = self.core.key_serde.deserialize(
+                topic,
+                headers,
+                Some(pending_record_key(&store_key).ok_or("malformed outer join entry")?),
+            )?;
+            let result = if left {
+                let v = self
+                    .core
+                    .left_serde
+                    .deserialize(topic, headers, Some(&value))?;
+                (self.core.joiner)(&key, Some(&v), None)
+            } else {
+                let v = self
+                    .core
+                    .right_serde
+                    .deserialize(topic, headers, Some(&value))?;
+                (self.core.joiner)(&key, None, Some(&v))
+            };
+            ctx.forward(Record {
+                key,
+                value: result,
+                timestamp,
+                headers: headers.clone(),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Kafka Streams' `KStreamKStreamJoin#process` for a record of one side.
+    fn process(
+        &self,
+        ctx: &mut ProcessorContext<'_, K, VR>,
+        record: Record<K, Either<V1, V2>>,
+    ) -> Result<(), ProcessorError> {
+        let Record {
+            key,
+            value,
+            timestamp,
+            headers,
+        } = record;
+        let left = matches!(value, Either::Left(_));
+        let windows = self.core.windows;
+        // A left record looks at right records from `before` earlier to
+        // `after` later; a right record the other way round.
+        let (before, after) = if left {
+            (windows.before_ms(), windows.after_ms())
+        } else {
+            (windows.after_ms(), windows.before_ms())
+        };
+        let from = (timestamp - before).max(0);
+        let to = (timestamp + after).max(0);
+        // Both sides are fed by the task's partitions: the task's stream
+        // time stands for the time both join processors have seen.
+        let stream_time = ctx.current_stream_time();
+        if timestamp == stream_time {
+            self.emit_closed(ctx, stream_time, &headers)?;
+        }
+        let key_bytes = match &self.pending {
+            Some(_) => Some(self.key_bytes(&key)?),
+            None => None,
+        };
+        let mut matched = false;
+        match &value {
+            Either::Left(v) => {
+                let store = self.right.as_ref().ok_or("join not initialized")?;
+                let others = store
+                    .borrow()
+                    .fetch_time_range(&key, from, to)?
+                    .collect::<Result<Vec<_>, _>>()?;
+                for (other_ts, other) in others {
+                    matched = true;
+                    self.unpend(key_bytes.as_deref(), other_ts, false)?;
+                    ctx.forward(Record {
+                        key: key.clone(),
+                        value: (self.core.joiner)(&key, Some(v), Some(&other)),
+                        timestamp: timestamp.max(other_ts),
+                        headers: headers.clone(),
+                    })?;
+                }
+            }
+            Either::Right(v) => {
+                let store = self.left.as_ref().ok_or("join not initialized")?;
+                let others = store
+                    .borrow()
+                    .fetch_time_range(&key, from, to)?
+                    .collect::<Result<Vec<_>, _>>()?;
+                for (other_ts, other) in others {
+                    matched = true;
+                    self.unpend(key_bytes.as_deref(), other_ts, true)?;
+                    ctx.forward(Record {
+                        key: key.clone(),
+                        value: (self.core.joiner)(&key, Some(&other), Some(v)),
+                        timestamp: timestamp.max(other_ts),
+                        headers: headers.clone(),
+                    })?;
+                }
+            }
+        }
+        if matched || !self.outer {
+            return Ok(());
+        }
+        let Some(pending) = &self.pending else {
+            return Ok(());
+        };
+        if to < stream_time {
+            // Its window is already over: nothing can match it any more.
+            let result = match &value {
+                Either::Left(v) => (self.core.joiner)(&key, Some(v), None),
+                Either::Right(v) => (self.core.joiner)(&key, None, Some(v)),
+            };
+            ctx.forward(Record {
+                key,
+                value: result,
+                timestamp,
+                headers,
+            })?;
+            return Ok(());
+        }
+        let topic = self.core.outer_store.as_deref().unwrap_or_default();
+        let bytes = match &value {
+            Either::Left(v) => self
+                .core
+                .left_serde
+                .serialize(topic, &mut Headers::new(), v)?,
+            Either::Right(v) => self
+                .core
+                .right_serde
+                .serialize(topic, &mut Headers::new(), v)?,
+        }
+        .ok_or("a joined value serialized to null")?;
+        let seq = self.next_seq.get();
+        self.next_seq.set(seq + 1);
+        let store_key = pending_key(
+            timestamp,
+            left,
+            key_bytes.as_deref().unwrap_or_default(),
+            seq,
+        );
+        pending.borrow_mut().put(store_key, bytes)?;
+        Ok(())
+    }
+
+    /// A record of the other side found a match: it is no longer pending.
+    fn unpend(
+        &self,
+        key: Option<&[u8]>,
+        timestamp: Timestamp,
+        left: bool,
+    ) -> Result<(), ProcessorError> {
+        if let (Some(pending), Some(key)) = (&self.pending, key) {
+            let matched: Vec<Vec<u8>> = pending
+                .borrow()
+                .prefix_scan(&pending_prefix(timestamp, left, key))?
+                .map(|entry| entry.map(|(k, _)| k))
+                .collect::<Result<_, _>>()?;
+            for store_key in matched {
+                pending.borrow_mut().delete(&store_key)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+pub(crate) struct LeftSide<K, V1, V2, VR>(pub(crate) OpenJoin<K, V1, V2, VR>);
+pub(crate) struct RightSide<K, V1, V2, VR>(pub(crate) OpenJoin<K, V1, V2, VR>);
+
+impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + 'static>
+    Processor<K, V1, K, VR> for LeftSide<K, V1, V2, VR>
+{
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, K, VR>) -> Result<(), ProcessorError> {
+        self.0.init(ctx, PhantomData::<V1>)
+    }
+
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, K, VR>,
+        record: Record<K, V1>,
+    ) -> Result<(), ProcessorError> {
+        let value = Either::Left(record.value.clone());
+        self.0.process(ctx, record.with_value(value))
+    }
+}
+
+impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + 'static>
+    Processor<K, V2, K, VR> for RightSide<K, V1, V2, VR>
+{
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, K, VR>) -> Result<(), ProcessorError> {
+        self.0.init(ctx, PhantomData::<V2>)
+    }
+
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, K, VR>,
+        record: Record<K, V2>,
+    ) -> Result<(), ProcessorError> {
+        let value = Either::Right(record.value.clone());
+        self.0.process(ctx, record.with_value(value))
+    }
+}

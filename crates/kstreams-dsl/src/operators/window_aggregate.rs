@@ -1,0 +1,134 @@
+//! Kafka Streams' `KStreamWindowAggregate`: each record updates every time
+//! window it falls into that has not closed.
+
+use kstreams_record::{Headers, Record, Timestamp};
+use kstreams_state::{TimestampedWindowStoreHandle, ValueAndTimestamp, Window, Windowed};
+use kstreams_time::FixedSizeWindows;
+
+use crate::change::Change;
+use crate::operators::forwarder::timestamped_change;
+use crate::operators::window_output::{WindowedOutput, WindowedSetup};
+use crate::operators::Fold;
+use crate::{Processor, ProcessorContext, ProcessorError};
+
+/// Kafka Streams' `KStreamWindowAggregate`: each record updates every
+/// window it falls into that has not closed (window end + grace after
+/// stream time); records for closed windows are late.
+pub(crate) struct WindowAggregate<K, V, A> {
+    fold: Fold<K, V, A>,
+    windows: FixedSizeWindows,
+    output: WindowedOutput<K, V, A, ValueAndTimestamp<A>>,
+    store: Option<TimestampedWindowStoreHandle<K, A>>,
+}
+
+impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> WindowAggregate<K, V, A> {
+    pub(crate) fn new(
+        fold: Fold<K, V, A>,
+        windows: FixedSizeWindows,
+        setup: WindowedSetup<K, V>,
+    ) -> Self {
+        WindowAggregate {
+            fold,
+            windows,
+            output: WindowedOutput::new(setup, timestamped_change),
+            store: None,
+        }
+    }
+
+    /// Forwards each window that closed since the last emission (its end in
+    /// `(last_close, close_time]`), by window start.
+    fn emit_closed(
+        &self,
+        ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
+        last_close: Timestamp,
+        close_time: Timestamp,
+        headers: &Headers,
+    ) -> Result<(), ProcessorError> {
+        let size = self.windows.size_ms();
+        let from = last_close.saturating_sub(size).saturating_add(1).max(0);
+        let to = close_time.saturating_sub(size);
+        if to < from {
+            return Ok(());
+        }
+        let store = self.store.as_ref().ok_or("window store not open")?;
+        let mut closed = store
+            .borrow()
+            .fetch_all(from, to)?
+            .collect::<Result<Vec<_>, _>>()?;
+        closed.sort_by_key(|(windowed, _)| windowed.window.start);
+        let closed = closed
+            .into_iter()
+            .map(|(windowed, value)| (windowed, value.value, value.timestamp));
+        self.output.emit_final(ctx, closed, headers)
+    }
+}
+
+impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
+    Processor<K, V, Windowed<K>, Change<A>> for WindowAggregate<K, V, A>
+{
+    fn init(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
+    ) -> Result<(), ProcessorError> {
+        let store: TimestampedWindowStoreHandle<K, A> =
+            ctx.get_state_store(self.output.store_name())?;
+        self.output
+            .attach(|listener, send_old| store.borrow_mut().set_flush_listener(listener, send_old));
+        self.store = Some(store);
+        Ok(())
+    }
+
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
+        record: Record<K, V>,
+    ) -> Result<(), ProcessorError> {
+        let timestamp = record.timestamp;
+        let grace = self.windows.grace_ms();
+        let close_time = self.output.observe(timestamp) - grace;
+        // Before this record's writes: a write can advance the store's
+        // retention past windows that close with this very record. The
+        // windows written below are open, so the output is the same.
+        if let Some(last_close) = self.output.closing(ctx, close_time) {
+            self.emit_closed(ctx, last_close, close_time, &record.headers)?;
+        }
+        let store = self.store.as_ref().ok_or("window store not open")?;
+        for (start, end) in self.windows.windows_for(timestamp) {
+            let window = Window::new(start, end);
+            if end <= close_time {
+                self.output.reject_late(ctx, &record, window, grace)?;
+                continue;
+            }
+            let old = store.borrow().fetch(&record.key, start)?;
+            let (old_agg, new_ts) = match old {
+                Some(o) => (Some(o.value), timestamp.max(o.timestamp)),
+                None => (None, timestamp),
+            };
+            let new_agg = (self.fold)(&record.key, record.value.clone(), old_agg.clone());
+            store.borrow_mut().put(
+                record.key.clone(),
+                Some(ValueAndTimestamp::make(new_agg.clone(), new_ts)),
+                start,
+            )?;
+            self.output.update(
+                ctx,
+                || Windowed::new(record.key.clone(), window),
+                Some(new_agg),
+                old_agg,
+                new_ts,
+                &record.headers,
+            )?;
+        }
+        Ok(())
+    }
+
+    fn flush(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
+    ) -> Result<(), ProcessorError> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        self.output.flush(ctx, || store.borrow_mut().flush_cache())
+    }
+}
