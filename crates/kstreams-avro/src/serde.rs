@@ -204,12 +204,14 @@ impl Core {
             Some(reader) => match self.reading(id, &writer, reader) {
                 Reading::AsWritten => None,
                 Reading::Resolve => Some(reader),
-                Reading::Incompatible(why) => return Err(Error::Avro {
-                    context: format!(
+                Reading::Incompatible(why) => {
+                    return Err(Error::Avro {
+                        context: format!(
                         "schema mismatch: the reader schema cannot read the writer schema id {id}"
                     ),
-                    message: why,
-                }),
+                        message: why,
+                    })
+                }
             },
         };
         let decode_error = || format!("the datum does not decode with its writer schema id {id}");
@@ -470,8 +472,11 @@ pub struct GenericAvroSerde {
     reader: Option<Arc<Schema>>,
     /// Writers per topic and per schema `Arc` (by address; the entry keeps
     /// the `Arc` alive so the address is not reused).
-    writers: RwLock<HashMap<String, HashMap<usize, (Arc<Schema>, Writer)>>>,
+    writers: RwLock<HashMap<String, WritersBySchema>>,
 }
+
+/// A topic's writers by schema address, each with the `Arc` it is for.
+type WritersBySchema = HashMap<usize, (Arc<Schema>, Writer)>;
 
 impl GenericAvroSerde {
     /// A value serde with Confluent's default config.

@@ -224,6 +224,10 @@ fn launch_and_wait(runner: &Path, port: u16) -> Result<String> {
         .args(JVM_OPTIONS)
         .arg("-Dquarkus.http.host=127.0.0.1")
         .arg(format!("-Dquarkus.http.port={port}"))
+        // As Confluent's registry: a schema registered again in other JSON
+        // formatting (another serializer's) keeps its id instead of
+        // becoming a new version.
+        .arg("-Dregistry.ccompat.use-canonical-hash=true")
         .arg("-jar")
         .arg(runner)
         .current_dir(run_dir())
