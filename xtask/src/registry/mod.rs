@@ -184,8 +184,13 @@ fn runner_jar() -> Result<PathBuf> {
     // never looks installed.
     let partial = install.with_extension("partial");
     let _ = fs::remove_dir_all(&partial);
-    process::run_captured(
+    // Without a project, the unpack goal leaves its marker files under a
+    // literal `${project.basedir}/` of the working directory: a scratch one.
+    let scratch = install.with_extension("maven");
+    fs::create_dir_all(&scratch).with_context(|| format!("cannot create {}", scratch.display()))?;
+    let fetched = process::run_captured(
         Command::new("mvn")
+            .current_dir(&scratch)
             .args(["-B", "-q", "-Dstyle.color=never"])
             .arg("org.apache.maven.plugins:maven-dependency-plugin:3.6.1:unpack")
             .arg(format!(
@@ -193,7 +198,9 @@ fn runner_jar() -> Result<PathBuf> {
             ))
             .arg(format!("-DoutputDirectory={}", partial.display())),
         "fetching Apicurio Registry with Maven",
-    )?;
+    );
+    let _ = fs::remove_dir_all(&scratch);
+    fetched?;
     let _ = fs::remove_dir_all(&install);
     fs::rename(&partial, &install)
         .with_context(|| format!("cannot move {} into place", partial.display()))?;
