@@ -3,10 +3,16 @@
 //! KSTREAMS_TEST_SCHEMA_REGISTRY. Without it every test here says it is
 //! skipped and passes.
 //!
+//! The cross-language test also needs KSTREAMS_TEST_AVRO_JAVA_CLASSPATH (the
+//! same `xtask registry start` prints it): it runs the Java peer,
+//! xtask/registry/AvroPeer.java, on Apicurio's Java Avro serde for Kafka.
+//!
 //! Subjects and record names carry a per-run suffix, so runs against one
 //! long-lived registry do not see each other's schemas.
 
 use std::io::Write;
+use std::path::Path;
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -19,18 +25,22 @@ use kstreams_record::{Headers, Serde};
 use serde::{Deserialize, Serialize};
 
 const REGISTRY_ENV: &str = "KSTREAMS_TEST_SCHEMA_REGISTRY";
+const JAVA_PEER_ENV: &str = "KSTREAMS_TEST_AVRO_JAVA_CLASSPATH";
 
 /// The registry's base URL, or `None` (with a line on stderr) to skip.
-#[track_caller]
 fn registry_url() -> Option<String> {
-    match std::env::var(REGISTRY_ENV) {
-        Ok(url) if !url.trim().is_empty() => Some(url.trim().to_owned()),
+    env_or_skip(REGISTRY_ENV)
+}
+
+fn env_or_skip(name: &str) -> Option<String> {
+    match std::env::var(name) {
+        Ok(value) if !value.trim().is_empty() => Some(value.trim().to_owned()),
         _ => {
             let test = std::thread::current().name().unwrap_or("test").to_owned();
             // One write straight to the stream: the harness captures the
             // print macros of passing tests, and a skip should be seen.
             let line = format!(
-                "skipped {test}: {REGISTRY_ENV} not set (run `eval \"$(cargo xtask registry start)\"`)\n"
+                "skipped {test}: {name} not set (run `eval \"$(cargo xtask registry start)\"`)\n"
             );
             let _ = std::io::stderr().write_all(line.as_bytes());
             None
@@ -306,4 +316,89 @@ fn use_latest_version_without_auto_register() {
         error.contains("not found in the schema registry"),
         "{error}"
     );
+}
+
+/// Runs the Java peer and returns what it printed.
+fn java_peer(classpath: &str, args: &[&str]) -> String {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../xtask/registry/AvroPeer.java");
+    let output = Command::new("java")
+        .arg("-cp")
+        .arg(classpath)
+        .arg(&source)
+        .args(args)
+        .output()
+        .expect("java runs");
+    assert!(
+        output.status.success(),
+        "the Java peer failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Vec<u8> {
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+#[test]
+fn records_written_by_javas_avro_serde_read_in_rust_and_the_other_way() {
+    let Some(url) = registry_url() else { return };
+    let Some(classpath) = env_or_skip(JAVA_PEER_ENV) else {
+        return;
+    };
+    // The Java serde speaks Apicurio's own API, beside the Confluent one.
+    let Some(native_url) = url
+        .strip_suffix("/apis/ccompat/v7")
+        .map(|root| format!("{root}/apis/registry/v2"))
+    else {
+        eprintln!("skipped: {url} is not an Apicurio Registry's /apis/ccompat/v7");
+        return;
+    };
+    let topic = unique("java");
+    let schema = parse_schema(&user_v1(&topic)).unwrap();
+    let schema_json = serde_json::to_string(&schema).unwrap();
+
+    let java_hex = java_peer(
+        &classpath,
+        &["write", &native_url, &topic, &schema_json, "alice", "7"],
+    );
+    let java_bytes = unhex(&java_hex);
+    assert_eq!(java_bytes[0], 0, "magic byte first: {java_hex}");
+
+    let rust = AvroSerde::<UserV1>::new(client(&url), schema);
+    let read = rust
+        .deserialize(&topic, &Headers::new(), Some(&java_bytes))
+        .unwrap();
+    assert_eq!(read, alice());
+    // A newer Rust reader resolves the Java record to its own schema.
+    let evolved = AvroSerde::<UserV2>::new(client(&url), parse_schema(&user_v2(&topic)).unwrap());
+    let upgraded = evolved
+        .deserialize(&topic, &Headers::new(), Some(&java_bytes))
+        .unwrap();
+    assert_eq!(upgraded.email, "unknown");
+
+    // Rust finds the schema Java registered (same id) and writes the same bytes.
+    let rust_bytes = rust
+        .serialize(&topic, &mut Headers::new(), &alice())
+        .unwrap()
+        .unwrap();
+    assert_eq!(hex(&rust_bytes), java_hex);
+    let bob = UserV1 {
+        name: "bob".into(),
+        favorite_number: Some(3),
+    };
+    let bob_bytes = rust
+        .serialize(&topic, &mut Headers::new(), &bob)
+        .unwrap()
+        .unwrap();
+    let java_read = java_peer(&classpath, &["read", &native_url, &topic, &hex(&bob_bytes)]);
+    assert_eq!(java_read, r#"{"name": "bob", "favorite_number": 3}"#);
 }

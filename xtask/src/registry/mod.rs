@@ -29,7 +29,12 @@ use crate::process::{self, secs};
 /// URL of its Confluent-compatible API.
 pub const REGISTRY_ENV: &str = "KSTREAMS_TEST_SCHEMA_REGISTRY";
 
-/// The Apicurio Registry release, from Maven Central.
+/// The variable through which the Avro tests find the Java peer's classpath
+/// (xtask/registry/AvroPeer.java runs on it).
+pub const JAVA_PEER_ENV: &str = "KSTREAMS_TEST_AVRO_JAVA_CLASSPATH";
+
+/// The Apicurio Registry release, from Maven Central (the server, and the
+/// Java serde of xtask/registry/pom.xml, which defaults to it too).
 pub const APICURIO_VERSION: &str = "2.6.13.Final";
 const ARTIFACT: &str = "io.apicurio:apicurio-registry-app";
 /// The Confluent-compatible API under the registry's root.
@@ -46,8 +51,9 @@ pub fn cli(mut args: Args) -> Result<ExitCode> {
             let port = args.option::<u16>("port")?;
             args.finish()?;
             let url = start(port)?;
-            // Stdout carries only this line, so `eval "$(cargo xtask registry start)"` works.
+            // Stdout carries only export lines, so `eval "$(cargo xtask registry start)"` works.
             println!("export {REGISTRY_ENV}={url}");
+            print_java_peer_export();
             Ok(ExitCode::SUCCESS)
         }
         Some("stop") => {
@@ -121,6 +127,7 @@ fn status() -> ExitCode {
             };
             println!("registry: Apicurio Registry {APICURIO_VERSION} running at {url} (pid {pid}); {answer}");
             println!("export {REGISTRY_ENV}={url}");
+            print_java_peer_export();
             ExitCode::SUCCESS
         }
         (Some(pid), None) => {
@@ -132,6 +139,34 @@ fn status() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The Java peer's classpath as an export line; without it (Maven failed)
+/// the cross-language test skips itself, and stderr says why.
+fn print_java_peer_export() {
+    match java_peer_classpath() {
+        Ok(classpath) => println!("export {JAVA_PEER_ENV}={classpath}"),
+        Err(error) => eprintln!("registry: no Java peer for the Avro tests: {error:#}"),
+    }
+}
+
+/// The runtime classpath of xtask/registry/pom.xml (Apicurio's Avro serde
+/// and kafka-clients), resolved once and cached.
+fn java_peer_classpath() -> Result<String> {
+    let began = Instant::now();
+    let pom = paths::repo_root().join("xtask/registry/pom.xml");
+    let cache = paths::cache_dir()
+        .join(format!("avro-java-peer-{APICURIO_VERSION}"))
+        .join("classpath.txt");
+    // The pom's own apicurio.version is APICURIO_VERSION (a test checks).
+    let (classpath, resolved) = maven::classpath(&pom, &cache)?;
+    if resolved {
+        eprintln!(
+            "registry: Java peer's jars resolved with Maven ({})",
+            secs(began.elapsed())
+        );
+    }
+    Ok(classpath)
 }
 
 fn run_dir() -> PathBuf {
@@ -281,4 +316,20 @@ fn not_up(why: &str) -> String {
         log.display(),
         process::tail(&log, 40)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Java peer's serde and the server must be one Apicurio release.
+    #[test]
+    fn the_java_peer_pom_defaults_to_the_server_release() {
+        let pom = fs::read_to_string(paths::repo_root().join("xtask/registry/pom.xml")).unwrap();
+        let expected = format!("<apicurio.version>{APICURIO_VERSION}</apicurio.version>");
+        assert!(
+            pom.contains(&expected),
+            "xtask/registry/pom.xml should say {expected}"
+        );
+    }
 }
