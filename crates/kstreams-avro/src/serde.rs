@@ -114,6 +114,22 @@ impl Core {
         }
     }
 
+    /// Runs `write` on `out`; on failure takes back what it appended, so a
+    /// caller's reused buffer never holds half a record.
+    fn append(
+        &self,
+        topic: &str,
+        out: &mut Vec<u8>,
+        write: impl FnOnce(&mut Vec<u8>) -> Result<()>,
+    ) -> Result<bool, SerdeError> {
+        let start = out.len();
+        write(out).map_err(|e| {
+            out.truncate(start);
+            self.error(topic, e)
+        })?;
+        Ok(true)
+    }
+
     /// Asks the registry which id `schema` writes under for `topic`.
     fn writer(&self, topic: &str, schema: &Arc<Schema>, json: &str) -> Result<Writer> {
         let strategy = self.config.subject_name_strategy(self.is_key);
@@ -418,12 +434,8 @@ where
         value: &T,
         out: &mut Vec<u8>,
     ) -> Result<bool, SerdeError> {
-        let start = out.len();
-        self.to_bytes(topic, value, out).map_err(|e| {
-            out.truncate(start);
-            self.core.error(topic, e)
-        })?;
-        Ok(true)
+        self.core
+            .append(topic, out, |out| self.to_bytes(topic, value, out))
     }
 
     fn deserialize(&self, topic: &str, _: &Headers, bytes: Option<&[u8]>) -> Result<T, SerdeError> {
@@ -547,14 +559,10 @@ impl Serde<GenericRecord> for GenericAvroSerde {
         record: &GenericRecord,
         out: &mut Vec<u8>,
     ) -> Result<bool, SerdeError> {
-        let start = out.len();
-        self.writer(topic, &record.schema)
-            .and_then(|writer| self.core.encode(&writer, record.value.clone(), out))
-            .map_err(|e| {
-                out.truncate(start);
-                self.core.error(topic, e)
-            })?;
-        Ok(true)
+        self.core.append(topic, out, |out| {
+            let writer = self.writer(topic, &record.schema)?;
+            self.core.encode(&writer, record.value.clone(), out)
+        })
     }
 
     fn deserialize(

@@ -24,6 +24,9 @@ use kstreams_avro::{
 use kstreams_record::{Headers, Serde};
 use serde::{Deserialize, Serialize};
 
+mod common;
+use common::{alice, UserV1, UserV2};
+
 const REGISTRY_ENV: &str = "KSTREAMS_TEST_SCHEMA_REGISTRY";
 const JAVA_PEER_ENV: &str = "KSTREAMS_TEST_AVRO_JAVA_CLASSPATH";
 
@@ -77,26 +80,6 @@ fn user_v2(namespace: &str) -> String {
             {{"name":"favorite_number","type":["null","int"],"default":null}},
             {{"name":"email","type":"string","default":"unknown"}}]}}"#
     )
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct UserV1 {
-    name: String,
-    favorite_number: Option<i32>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct UserV2 {
-    name: String,
-    favorite_number: Option<i32>,
-    email: String,
-}
-
-fn alice() -> UserV1 {
-    UserV1 {
-        name: "alice".into(),
-        favorite_number: Some(7),
-    }
 }
 
 /// Sets a subject's compatibility rule through the Confluent config API

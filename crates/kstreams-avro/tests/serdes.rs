@@ -13,6 +13,9 @@ use kstreams_avro::{
 use kstreams_record::{Headers, Nullable, Serde, SerdeError};
 use serde::{Deserialize, Serialize};
 
+mod common;
+use common::{alice, UserV1, UserV2};
+
 const USER_V1: &str = r#"{"type":"record","name":"User","namespace":"com.example","fields":[
     {"name":"name","type":"string"},
     {"name":"favorite_number","type":["null","int"],"default":null}]}"#;
@@ -22,19 +25,6 @@ const USER_V2: &str = r#"{"type":"record","name":"User","namespace":"com.example
     {"name":"name","type":"string"},
     {"name":"favorite_number","type":["null","int"],"default":null},
     {"name":"email","type":"string","default":"unknown"}]}"#;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct UserV1 {
-    name: String,
-    favorite_number: Option<i32>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct UserV2 {
-    name: String,
-    favorite_number: Option<i32>,
-    email: String,
-}
 
 fn mock() -> Arc<MockSchemaRegistryClient> {
     Arc::new(MockSchemaRegistryClient::new())
@@ -46,13 +36,6 @@ fn v1(registry: &Arc<MockSchemaRegistryClient>) -> AvroSerde<UserV1> {
 
 fn v2(registry: &Arc<MockSchemaRegistryClient>) -> AvroSerde<UserV2> {
     AvroSerde::new(registry.clone(), parse_schema(USER_V2).unwrap())
-}
-
-fn ann() -> UserV1 {
-    UserV1 {
-        name: "alice".into(),
-        favorite_number: Some(7),
-    }
 }
 
 fn message(error: SerdeError) -> String {
@@ -79,10 +62,10 @@ fn a_record_built_from_the_wire_format_spec_reads_and_writes_byte_for_byte() {
     let read = serde
         .deserialize("users", &Headers::new(), Some(SPEC_RECORD))
         .unwrap();
-    assert_eq!(read, ann());
+    assert_eq!(read, alice());
     // The schema is already known under id 42, so writing gives the same bytes.
     let written = serde
-        .serialize("users", &mut Headers::new(), &ann())
+        .serialize("users", &mut Headers::new(), &alice())
         .unwrap();
     assert_eq!(written.as_deref(), Some(SPEC_RECORD));
 }
@@ -95,7 +78,7 @@ fn a_rust_type_round_trips_and_registers_under_the_topic_subject() {
         name: "bob".into(),
         favorite_number: None,
     };
-    for user in [ann(), none] {
+    for user in [alice(), none] {
         let bytes = serde
             .serialize("users", &mut Headers::new(), &user)
             .unwrap()
@@ -116,7 +99,9 @@ fn a_rust_type_round_trips_and_registers_under_the_topic_subject() {
 fn a_new_reader_reads_old_records_with_defaults_and_an_old_reader_skips_new_fields() {
     let registry = mock();
     let (old, new) = (v1(&registry), v2(&registry));
-    let old_bytes = old.serialize("users", &mut Headers::new(), &ann()).unwrap();
+    let old_bytes = old
+        .serialize("users", &mut Headers::new(), &alice())
+        .unwrap();
     let upgraded = new
         .deserialize("users", &Headers::new(), old_bytes.as_deref())
         .unwrap();
@@ -138,7 +123,7 @@ fn a_new_reader_reads_old_records_with_defaults_and_an_old_reader_skips_new_fiel
     let downgraded = old
         .deserialize("users", &Headers::new(), new_bytes.as_deref())
         .unwrap();
-    assert_eq!(downgraded, ann());
+    assert_eq!(downgraded, alice());
     let versions = registry
         .schema_by_version("users-value", Version::Latest)
         .unwrap();
@@ -168,7 +153,7 @@ fn generic_records_keep_the_writer_schema_or_take_the_reader_schema() {
     assert_eq!(
         Some(bytes.clone()),
         v1(&registry)
-            .serialize("users", &mut Headers::new(), &ann())
+            .serialize("users", &mut Headers::new(), &alice())
             .unwrap()
     );
     let read = generic
@@ -191,7 +176,7 @@ fn the_registry_is_asked_once_per_schema_not_per_record() {
     let registry = mock();
     let serde = v1(&registry);
     let bytes = serde
-        .serialize("users", &mut Headers::new(), &ann())
+        .serialize("users", &mut Headers::new(), &alice())
         .unwrap();
     serde
         .deserialize("users", &Headers::new(), bytes.as_deref())
@@ -199,7 +184,7 @@ fn the_registry_is_asked_once_per_schema_not_per_record() {
     let calls = registry.calls();
     for _ in 0..100 {
         let bytes = serde
-            .serialize("users", &mut Headers::new(), &ann())
+            .serialize("users", &mut Headers::new(), &alice())
             .unwrap();
         serde
             .deserialize("users", &Headers::new(), bytes.as_deref())
@@ -239,7 +224,7 @@ fn subject_name_strategies_and_key_serdes() {
     let key = AvroSerde::<UserV1>::new(registry.clone(), schema()).for_keys();
     for serde in [&record_name, &topic_record, &key] {
         serde
-            .serialize("users", &mut Headers::new(), &ann())
+            .serialize("users", &mut Headers::new(), &alice())
             .unwrap();
     }
     for subject in ["com.example.User", "users-com.example.User", "users-key"] {
@@ -260,14 +245,14 @@ fn without_auto_register_the_schema_must_be_registered() {
     let serde = v1(&registry).with_config(config);
     let error = message(
         serde
-            .serialize("users", &mut Headers::new(), &ann())
+            .serialize("users", &mut Headers::new(), &alice())
             .unwrap_err(),
     );
     assert!(error.starts_with("topic users: Avro value:"), "{error}");
     assert!(error.contains("subject users-value not found"), "{error}");
     registry.register("users-value", USER_V1).unwrap();
     assert!(serde
-        .serialize("users", &mut Headers::new(), &ann())
+        .serialize("users", &mut Headers::new(), &alice())
         .is_ok());
 }
 
@@ -282,7 +267,7 @@ fn use_latest_version_writes_with_the_subjects_latest_schema() {
     };
     let old_writer = v1(&registry).with_config(config);
     let bytes = old_writer
-        .serialize("users", &mut Headers::new(), &ann())
+        .serialize("users", &mut Headers::new(), &alice())
         .unwrap()
         .unwrap();
     assert_eq!(&bytes[1..5], &latest.0.to_be_bytes());
@@ -305,7 +290,7 @@ fn bad_records_are_clear_errors() {
     let registry = mock();
     let serde = v1(&registry);
     let good = serde
-        .serialize("users", &mut Headers::new(), &ann())
+        .serialize("users", &mut Headers::new(), &alice())
         .unwrap()
         .unwrap();
     let read = |bytes: &[u8]| {
@@ -369,7 +354,7 @@ fn a_reader_that_cannot_read_the_writer_schema_is_a_schema_mismatch() {
             .unwrap(),
     );
     let bytes = v1(&registry)
-        .serialize("users", &mut Headers::new(), &ann())
+        .serialize("users", &mut Headers::new(), &alice())
         .unwrap();
     let error = message(
         other
