@@ -24,6 +24,16 @@
 //! schema that cannot read the writer's) is a [`kstreams_record::SerdeError`]
 //! for the configured handler, never a panic.
 //!
+//! Not supported yet: schema references, `normalize.schemas`, bearer and
+//! `SASL_INHERIT` auth, schema ids in record headers, Protobuf and JSON
+//! Schema.
+//!
+//! The tests in `tests/real_registry.rs` run against a real registry:
+//! `eval "$(cargo xtask registry start)"` starts one (Apicurio Registry's
+//! Confluent-compatible API) and exports its URL, and the classpath of the
+//! Java Avro serde that writes the cross-language test's records; without
+//! them those tests say they are skipped.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use kstreams_avro::{AvroSerde, MockSchemaRegistryClient, SchemaRegistryClient, parse_schema};

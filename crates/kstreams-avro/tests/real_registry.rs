@@ -299,6 +299,22 @@ fn use_latest_version_without_auto_register() {
         error.contains("not found in the schema registry"),
         "{error}"
     );
+
+    // Registered by someone else, in other JSON formatting: found by lookup.
+    let topic = unique("lookup");
+    let registered = registry
+        .register(&format!("{topic}-value"), &user_v1(&topic))
+        .unwrap();
+    let looking_up =
+        AvroSerde::<UserV1>::new(client(&url), parse_schema(&user_v1(&topic)).unwrap())
+            .with_config(
+                SerdeConfig::from_properties([("auto.register.schemas", "false")]).unwrap(),
+            );
+    let bytes = looking_up
+        .serialize(&topic, &mut Headers::new(), &alice())
+        .unwrap()
+        .unwrap();
+    assert_eq!(&bytes[1..5], &registered.0.to_be_bytes());
 }
 
 /// Runs the Java peer and returns what it printed.
