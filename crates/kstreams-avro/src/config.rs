@@ -21,8 +21,8 @@ pub const HTTP_CONNECT_TIMEOUT_MS: &str = "http.connect.timeout.ms";
 pub const HTTP_READ_TIMEOUT_MS: &str = "http.read.timeout.ms";
 /// `auto.register.schemas`: whether a serializer registers its schema.
 pub const AUTO_REGISTER_SCHEMAS: &str = "auto.register.schemas";
-/// `use.latest.version`: whether a serializer writes with the subject's
-/// latest schema instead of its own.
+/// `use.latest.version`: whether a serializer that does not register writes
+/// with the subject's latest schema instead of its own.
 pub const USE_LATEST_VERSION: &str = "use.latest.version";
 /// `key.subject.name.strategy`.
 pub const KEY_SUBJECT_NAME_STRATEGY: &str = "key.subject.name.strategy";
@@ -140,7 +140,8 @@ pub struct SerdeConfig {
     /// default: true). When false the schema must already be registered.
     pub auto_register_schemas: bool,
     /// Write with the subject's latest registered schema (default: false).
-    /// Confluent pairs it with `auto.register.schemas=false`.
+    /// As in Confluent's serializer it applies only with
+    /// `auto.register.schemas=false`: registering comes first.
     pub use_latest_version: bool,
     /// Subjects of key schemas.
     pub key_subject_name_strategy: SubjectNameStrategy,

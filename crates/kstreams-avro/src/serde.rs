@@ -134,7 +134,8 @@ impl Core {
     fn writer(&self, topic: &str, schema: &Arc<Schema>, json: &str) -> Result<Writer> {
         let strategy = self.config.subject_name_strategy(self.is_key);
         let subject = strategy.subject(topic, self.is_key, schema)?;
-        if self.config.use_latest_version {
+        // Confluent's order: auto-registration wins over use.latest.version.
+        if !self.config.auto_register_schemas && self.config.use_latest_version {
             let latest = self.registry.schema_by_version(&subject, Version::Latest)?;
             let latest_schema = Arc::new(parse_schema(&latest.schema)?);
             let resolve = latest_schema.canonical_form() != schema.canonical_form();

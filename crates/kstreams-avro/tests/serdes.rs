@@ -283,6 +283,21 @@ fn use_latest_version_writes_with_the_subjects_latest_schema() {
         1,
         "nothing was registered"
     );
+
+    // As in Confluent's serializer, registering comes first.
+    let registering = v1(&registry).with_config(SerdeConfig {
+        use_latest_version: true,
+        ..SerdeConfig::default()
+    });
+    let bytes = registering
+        .serialize("users", &mut Headers::new(), &alice())
+        .unwrap()
+        .unwrap();
+    let own = registry.lookup("users-value", USER_V1).unwrap();
+    assert_eq!(
+        (own.version, &bytes[1..5]),
+        (2, &own.id.0.to_be_bytes()[..])
+    );
 }
 
 #[test]
