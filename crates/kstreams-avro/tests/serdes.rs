@@ -431,3 +431,76 @@ fn nullable_avro_values_are_kafka_nulls() {
         None
     );
 }
+
+#[test]
+fn named_type_references_enums_maps_and_arrays() {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    struct Address {
+        city: String,
+    }
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    enum Status {
+        Active,
+        Closed,
+    }
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    struct Customer {
+        home: Address,
+        work: Option<Address>,
+        status: Status,
+        tags: Vec<String>,
+        scores: std::collections::HashMap<String, i64>,
+    }
+    // `work` refers to Address by name, as schemas reuse types.
+    let schema = parse_schema(
+        r#"{"type":"record","name":"Customer","namespace":"shop","fields":[
+            {"name":"home","type":{"type":"record","name":"Address","fields":[
+                {"name":"city","type":"string"}]}},
+            {"name":"work","type":["null","Address"],"default":null},
+            {"name":"status","type":{"type":"enum","name":"Status","symbols":["Active","Closed"]}},
+            {"name":"tags","type":{"type":"array","items":"string"}},
+            {"name":"scores","type":{"type":"map","values":"long"}}]}"#,
+    )
+    .unwrap();
+    let serde = AvroSerde::<Customer>::new(mock(), schema);
+    let customer = Customer {
+        home: Address {
+            city: "Oslo".into(),
+        },
+        work: Some(Address {
+            city: "Bergen".into(),
+        }),
+        status: Status::Closed,
+        tags: vec!["a".into(), "b".into()],
+        scores: [("x".to_owned(), 3)].into_iter().collect(),
+    };
+    let bytes = serde
+        .serialize("customers", &mut Headers::new(), &customer)
+        .unwrap();
+    let read = serde
+        .deserialize("customers", &Headers::new(), bytes.as_deref())
+        .unwrap();
+    assert_eq!(read, customer);
+}
+
+#[test]
+fn primitive_keys_as_confluent_writes_them() {
+    let registry = mock();
+    let keys =
+        AvroSerde::<String>::new(registry.clone(), parse_schema(r#""string""#).unwrap()).for_keys();
+    let bytes = keys
+        .serialize("users", &mut Headers::new(), &"k1".to_owned())
+        .unwrap()
+        .unwrap();
+    // Magic byte, id 1, then the string: zigzag length 2 (0x04) and "k1".
+    assert_eq!(bytes, [0, 0, 0, 0, 1, 0x04, b'k', b'1']);
+    assert_eq!(
+        keys.deserialize("users", &Headers::new(), Some(&bytes))
+            .unwrap(),
+        "k1"
+    );
+    let subject = registry
+        .schema_by_version("users-key", Version::Latest)
+        .unwrap();
+    assert_eq!(subject.schema, r#""string""#);
+}
