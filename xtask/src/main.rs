@@ -43,7 +43,8 @@ tasks:
   registry start [--port P]
                        start a schema registry with the Confluent REST API
                        (Apicurio Registry, in-memory) on 127.0.0.1; prints
-                       `export KSTREAMS_TEST_SCHEMA_REGISTRY=...`
+                       `export KSTREAMS_TEST_SCHEMA_REGISTRY=...` and the
+                       Java Avro serde's KSTREAMS_TEST_AVRO_JAVA_CLASSPATH
   registry stop|status stop it, or say whether it runs
   ci                   fmt, clippy, cargo-deny, then the tests against a broker
   bench [NAME] [ARGS]  cargo bench -p kstreams-benches [--bench NAME], with a
