@@ -7,6 +7,8 @@
 //! - `ci`: everything CI checks, with a broker for the tests.
 //! - `bench [NAME]`: the benchmarks of benches/, with a broker for those that
 //!   need one.
+//! - `registry start|stop|status`: a schema registry with the Confluent REST
+//!   API (Apicurio Registry, resolved with Maven) for the Avro tests.
 
 mod bench;
 mod ci;
@@ -16,6 +18,7 @@ mod kafka;
 mod maven;
 mod paths;
 mod process;
+mod registry;
 
 use std::process::ExitCode;
 
@@ -37,6 +40,12 @@ tasks:
   compat <scenario|all> [--side java|kstreams|both] [--seed N] [--records N]
                        run a reference scenario and diff its output
                        (scenarios: wordcount, filter-map)
+  registry start [--port P]
+                       start a schema registry with the Confluent REST API
+                       (Apicurio Registry, in-memory) on 127.0.0.1; prints
+                       `export KSTREAMS_TEST_SCHEMA_REGISTRY=...` and the
+                       Java Avro serde's KSTREAMS_TEST_AVRO_JAVA_CLASSPATH
+  registry stop|status stop it, or say whether it runs
   ci                   fmt, clippy, cargo-deny, then the tests against a broker
   bench [NAME] [ARGS]  cargo bench -p kstreams-benches [--bench NAME], with a
                        broker in KSTREAMS_BOOTSTRAP (stateless_chain,
@@ -60,6 +69,7 @@ fn run(mut args: Args) -> Result<ExitCode> {
         Some("compat") => compat::cli(args),
         Some("ci") => ci::cli(args),
         Some("bench") => bench::cli(args),
+        Some("registry") => registry::cli(args),
         Some("help" | "-h" | "--help") | None => {
             print!("{USAGE}");
             Ok(ExitCode::SUCCESS)
