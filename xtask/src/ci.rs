@@ -14,6 +14,7 @@ use crate::compat;
 use crate::kafka::{Lease, BOOTSTRAP_ENV};
 use crate::paths;
 use crate::process;
+use crate::registry;
 
 /// How a step ended.
 enum Outcome {
@@ -58,9 +59,10 @@ pub fn cli(args: Args) -> Result<ExitCode> {
     })
 }
 
-/// The tests and the compat scenarios, which share one broker. The broker is
-/// started only after the tests compiled, and stopped (when ci started it)
-/// when the lease drops, whatever happened.
+/// The tests and the compat scenarios, which share one broker; the tests
+/// also get a schema registry. Both are started only after the tests
+/// compiled, and stopped (when ci started them) when their leases drop,
+/// whatever happened.
 fn broker_steps() -> Result<Vec<(&'static str, Outcome)>> {
     if let Outcome::Failed = cargo_step(&["test", "--workspace", "--no-run"])? {
         return Ok(vec![("test", Outcome::Failed)]);
@@ -72,10 +74,29 @@ fn broker_steps() -> Result<Vec<(&'static str, Outcome)>> {
             return Ok(vec![("broker", Outcome::Failed)]);
         }
     };
+    // The Avro tests' Schema Registry and Java peer: without them those
+    // tests would skip, so a failure to start them fails the step.
+    let registry = match registry::Lease::acquire() {
+        Ok(registry) => registry,
+        Err(error) => {
+            eprintln!("ci: no schema registry: {error:#}");
+            return Ok(vec![("registry", Outcome::Failed)]);
+        }
+    };
+    let java_peer = match registry::java_peer_classpath() {
+        Ok(classpath) => classpath,
+        Err(error) => {
+            eprintln!("ci: no Java Avro peer: {error:#}");
+            return Ok(vec![("registry", Outcome::Failed)]);
+        }
+    };
     // --no-fail-fast: one failing test binary must not hide the others' results.
     let mut test = cargo(&["test", "--workspace", "--no-fail-fast"]);
-    test.env(BOOTSTRAP_ENV, lease.bootstrap());
+    test.env(BOOTSTRAP_ENV, lease.bootstrap())
+        .env(registry::REGISTRY_ENV, registry.url())
+        .env(registry::JAVA_PEER_ENV, java_peer);
     let tests = outcome(process::status(&mut test, "cargo test")?.success());
+    drop(registry);
     let compat = match compat::run_all_both(lease.bootstrap()) {
         Ok(agree) => outcome(agree),
         Err(error) => {

@@ -57,10 +57,14 @@
 //! serdes), [`metrics`], [`time`] (timestamps, punctuation), [`state`]
 //! (stores), [`dsl`] (Processor API and DSL), [`runtime`] (the engine, the
 //! `TopologyTestDriver` and `KafkaStreams`), and, with the `embedded`
-//! feature, `embedded` (an in-process Kafka for examples and tests).
+//! feature, `embedded` (an in-process Kafka for examples and tests); with
+//! the `avro` feature, `avro` (Avro serdes in the Confluent wire format and
+//! a Schema Registry client).
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "avro")]
+pub use kstreams_avro as avro;
 pub use kstreams_dsl as dsl;
 #[cfg(feature = "embedded")]
 pub use kstreams_embedded as embedded;

@@ -110,6 +110,37 @@ pub fn stop() -> Result<bool> {
     Ok(true)
 }
 
+/// A registry for one run of the tests: the running one, or one started
+/// now and stopped when the lease drops.
+pub struct Lease {
+    url: String,
+    started: bool,
+}
+
+impl Lease {
+    /// Finds the running registry or starts one.
+    pub fn acquire() -> Result<Lease> {
+        let started = running_url().is_none();
+        let url = start(None)?;
+        Ok(Lease { url, started })
+    }
+
+    /// The registry's Confluent-compatible API.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if self.started {
+            if let Err(error) = stop() {
+                eprintln!("registry: stopping it failed: {error:#}");
+            }
+        }
+    }
+}
+
 /// The URL of the registry `start` left running, if it is up.
 pub fn running_url() -> Option<String> {
     live_pid()?;
@@ -152,7 +183,7 @@ fn print_java_peer_export() {
 
 /// The runtime classpath of xtask/registry/pom.xml (Apicurio's Avro serde
 /// and kafka-clients), resolved once and cached.
-fn java_peer_classpath() -> Result<String> {
+pub fn java_peer_classpath() -> Result<String> {
     let began = Instant::now();
     let pom = paths::repo_root().join("xtask/registry/pom.xml");
     let cache = paths::cache_dir()
