@@ -31,6 +31,8 @@
 //! protobuf support); [`MetricsRegistry::prometheus_registry`] reaches it
 //! for collectors of your own.
 
+#![warn(missing_docs)]
+
 mod exporter;
 pub mod names;
 mod registry;

@@ -9,6 +9,8 @@
 //! so a topic written by kstreams reads the same in Kafka Streams and the
 //! other way round.
 
+#![warn(missing_docs)]
+
 mod headers;
 mod record;
 pub mod serde;
