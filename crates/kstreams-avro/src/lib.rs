@@ -64,7 +64,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-#![warn(missing_docs)]
 
 mod client;
 pub mod config;

@@ -21,7 +21,6 @@
 //! # Ok::<(), kstreams_embedded::Error>(())
 //! ```
 
-#![warn(missing_docs)]
 
 mod broker;
 mod mock;
