@@ -87,6 +87,9 @@ pub use window::{
     WindowStoreBuilder, WindowStoreHandle, WindowStoreIter,
 };
 pub use windowed_serde::{SessionWindowedSerde, TimeWindowedSerde};
+// Windows and windowed keys live with the window definitions in
+// kstreams-time; these paths stay for the state crate's users.
+pub use kstreams_time::{Window, Windowed};
 
 /// The `rocksdb` crate, for [`RocksDbConfigSetter`] implementations.
 #[cfg(feature = "rocksdb")]
@@ -325,39 +328,6 @@ pub trait StoreBuilder: Send + Sync + 'static {
     }
     /// A fresh store for one task. It still needs [`BuiltStore::init`].
     fn build(&self) -> BuiltStore;
-}
-
-/// A time window: `[start, end)` for time windows, `[start, end]` for
-/// sessions (Kafka Streams' `TimeWindow` and `SessionWindow`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Window {
-    /// Start timestamp (inclusive).
-    pub start: Timestamp,
-    /// End timestamp (exclusive for time windows, inclusive for sessions).
-    pub end: Timestamp,
-}
-
-impl Window {
-    /// A window from `start` to `end`.
-    pub fn new(start: Timestamp, end: Timestamp) -> Self {
-        Window { start, end }
-    }
-}
-
-/// A key with the window it belongs to: Kafka Streams' `Windowed<K>`.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Windowed<K> {
-    /// The record key.
-    pub key: K,
-    /// The window.
-    pub window: Window,
-}
-
-impl<K> Windowed<K> {
-    /// A windowed key.
-    pub fn new(key: K, window: Window) -> Self {
-        Windowed { key, window }
-    }
 }
 
 /// An iterator over typed results; each item may fail to deserialize.
