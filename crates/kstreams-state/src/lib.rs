@@ -37,7 +37,9 @@ mod context;
 mod engine;
 pub mod format;
 mod key_value;
+mod layered;
 mod metered;
+mod options;
 mod restore;
 #[cfg(feature = "rocksdb")]
 mod rocks;
@@ -68,6 +70,7 @@ pub use key_value::{
     KeyValueIter, KeyValueStore, KeyValueStoreBuilder, KeyValueStoreHandle, ReadOnlyKeyValueStore,
     TimestampedKeyValueStore, TimestampedKeyValueStoreHandle,
 };
+pub use options::StoreOptions;
 pub use restore::{restore_start, NoopRestoreListener, Restoration, RestoreListener, RestoreStart};
 #[cfg(feature = "rocksdb")]
 pub use rocks::{RocksDbConfigSetter, RocksDbMemoryBounds, RocksDbSettings};
