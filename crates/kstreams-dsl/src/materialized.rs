@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use kstreams_record::{Serde, SharedSerde};
 use kstreams_state::{
-    KeyValueStoreBuilder, SessionStoreBuilder, StoreBuilder, Stores, ValueAndTimestamp,
-    WindowStoreBuilder,
+    KeyValueStoreBuilder, SessionStoreBuilder, StoreBuilder, StoreOptions, Stores,
+    ValueAndTimestamp, WindowStoreBuilder,
 };
 use kstreams_time::duration_ms;
 
@@ -45,9 +45,9 @@ pub struct Materialized<K, V> {
     pub(crate) key_serde: Option<SharedSerde<K>>,
     pub(crate) value_serde: Option<SharedSerde<V>>,
     pub(crate) store_type: StoreType,
-    pub(crate) caching: bool,
-    pub(crate) logging: bool,
-    pub(crate) log_config: BTreeMap<String, String>,
+    /// Logging, its topic configs and caching, as every store builder has
+    /// them (Materialized caches by default; store builders do not).
+    pub(crate) options: StoreOptions,
     pub(crate) retention: Option<Duration>,
     pub(crate) versioned_history: Option<Duration>,
 }
@@ -59,9 +59,7 @@ impl<K, V> Default for Materialized<K, V> {
             key_serde: None,
             value_serde: None,
             store_type: StoreType::default(),
-            caching: true,
-            logging: true,
-            log_config: BTreeMap::new(),
+            options: StoreOptions::default().with_caching_enabled(),
             retention: None,
             versioned_history: None,
         }
@@ -109,27 +107,26 @@ impl<K: 'static, V: 'static> Materialized<K, V> {
 
     /// Forwards every update instead of coalescing them until commit.
     pub fn with_caching_disabled(mut self) -> Self {
-        self.caching = false;
+        self.options = self.options.with_caching_disabled();
         self
     }
 
     /// Coalesces updates of a key in the thread's cache until commit (the
     /// default).
     pub fn with_caching_enabled(mut self) -> Self {
-        self.caching = true;
+        self.options = self.options.with_caching_enabled();
         self
     }
 
     /// No changelog topic: the store is rebuilt empty after a failure.
     pub fn with_logging_disabled(mut self) -> Self {
-        self.logging = false;
+        self.options = self.options.with_logging_disabled();
         self
     }
 
     /// A changelog topic (the default) with these extra topic configs.
     pub fn with_logging_enabled(mut self, config: BTreeMap<String, String>) -> Self {
-        self.logging = true;
-        self.log_config = config;
+        self.options = self.options.with_logging_enabled(config);
         self
     }
 
@@ -156,9 +153,7 @@ pub(crate) struct StoreSpec<K, V> {
     pub key_serde: SharedSerde<K>,
     pub value_serde: SharedSerde<V>,
     pub store_type: StoreType,
-    pub caching: bool,
-    pub logging: bool,
-    pub log_config: BTreeMap<String, String>,
+    pub options: StoreOptions,
     pub retention: Option<Duration>,
     pub versioned_history: Option<Duration>,
 }
@@ -197,9 +192,7 @@ impl<K: 'static, V: 'static> StoreSpec<K, V> {
             key_serde,
             value_serde,
             store_type: materialized.store_type,
-            caching: materialized.caching,
-            logging: materialized.logging,
-            log_config: materialized.log_config,
+            options: materialized.options,
             retention: materialized.retention,
             versioned_history: materialized.versioned_history,
         })
@@ -211,21 +204,12 @@ impl<K: 'static, V: 'static> StoreSpec<K, V> {
             StoreType::RocksDb => Stores::persistent_timestamped_key_value_store(&self.name),
             StoreType::InMemory => Stores::in_memory_key_value_store(&self.name),
         };
-        let builder = Stores::timestamped_key_value_store_builder(
+        Stores::timestamped_key_value_store_builder(
             supplier,
             self.key_serde.clone(),
             self.value_serde.clone(),
-        );
-        let builder = if self.caching {
-            builder.with_caching_enabled()
-        } else {
-            builder.with_caching_disabled()
-        };
-        if self.logging {
-            builder.with_logging_enabled(self.log_config.clone())
-        } else {
-            builder.with_logging_disabled()
-        }
+        )
+        .with_options(self.options.clone())
     }
 
     /// A versioned key-value store builder (history from the spec).
@@ -235,16 +219,13 @@ impl<K: 'static, V: 'static> StoreSpec<K, V> {
             StoreType::RocksDb => Stores::persistent_versioned_key_value_store(&self.name, history),
             StoreType::InMemory => Stores::in_memory_versioned_key_value_store(&self.name, history),
         };
-        let builder = Stores::versioned_key_value_store_builder(
+        // Versioned stores have no cache.
+        Stores::versioned_key_value_store_builder(
             supplier,
             self.key_serde.clone(),
             self.value_serde.clone(),
-        );
-        if self.logging {
-            builder.with_logging_enabled(self.log_config.clone())
-        } else {
-            builder.with_logging_disabled()
-        }
+        )
+        .with_options(self.options.clone().with_caching_disabled())
     }
 
     /// The retention of a windowed store: the user's (if not below
@@ -284,21 +265,12 @@ impl<K: 'static, V: 'static> StoreSpec<K, V> {
             operator: format!("store {}", self.name),
             message: e.to_string(),
         })?;
-        let builder = Stores::timestamped_window_store_builder(
+        Ok(Stores::timestamped_window_store_builder(
             supplier,
             self.key_serde.clone(),
             self.value_serde.clone(),
-        );
-        let builder = if self.caching {
-            builder.with_caching_enabled()
-        } else {
-            builder.with_caching_disabled()
-        };
-        Ok(if self.logging {
-            builder.with_logging_enabled(self.log_config.clone())
-        } else {
-            builder.with_logging_disabled()
-        })
+        )
+        .with_options(self.options.clone()))
     }
 
     /// A session store builder.
@@ -308,21 +280,8 @@ impl<K: 'static, V: 'static> StoreSpec<K, V> {
             StoreType::RocksDb => Stores::persistent_session_store(&self.name, retention),
             StoreType::InMemory => Stores::in_memory_session_store(&self.name, retention),
         };
-        let builder = Stores::session_store_builder(
-            supplier,
-            self.key_serde.clone(),
-            self.value_serde.clone(),
-        );
-        let builder = if self.caching {
-            builder.with_caching_enabled()
-        } else {
-            builder.with_caching_disabled()
-        };
-        if self.logging {
-            builder.with_logging_enabled(self.log_config.clone())
-        } else {
-            builder.with_logging_disabled()
-        }
+        Stores::session_store_builder(supplier, self.key_serde.clone(), self.value_serde.clone())
+            .with_options(self.options.clone())
     }
 }
 

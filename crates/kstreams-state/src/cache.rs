@@ -143,7 +143,7 @@ pub(crate) struct NamedCache<CK, T> {
     budget: Rc<ThreadCache>,
 }
 
-impl<CK: Ord + Clone, T: Clone> NamedCache<CK, T> {
+impl<CK: Ord + Clone, T> NamedCache<CK, T> {
     pub(crate) fn new(budget: Rc<ThreadCache>) -> Self {
         NamedCache {
             entries: BTreeMap::new(),
@@ -279,6 +279,21 @@ impl<CK: Ord + Clone, T: Clone> NamedCache<CK, T> {
         }
     }
 
+    pub(crate) fn entries(&self) -> &BTreeMap<CK, CacheEntry<T>> {
+        &self.entries
+    }
+
+    /// Drops everything without writing (restore, close).
+    pub(crate) fn clear(&mut self) {
+        self.budget.sub(self.bytes);
+        self.bytes = 0;
+        self.entries.clear();
+        self.lru.clear();
+        self.dirty.clear();
+    }
+}
+
+impl<CK: Ord + Clone, T: Clone> NamedCache<CK, T> {
     /// Takes the dirty entries (they stay cached, clean).
     pub(crate) fn take_dirty(&mut self) -> Vec<DirtyEntry<CK, T>> {
         if self.dirty.is_empty() {
@@ -300,19 +315,6 @@ impl<CK: Ord + Clone, T: Clone> NamedCache<CK, T> {
             }
         }
         out
-    }
-
-    pub(crate) fn entries(&self) -> &BTreeMap<CK, CacheEntry<T>> {
-        &self.entries
-    }
-
-    /// Drops everything without writing (restore, close).
-    pub(crate) fn clear(&mut self) {
-        self.budget.sub(self.bytes);
-        self.bytes = 0;
-        self.entries.clear();
-        self.lru.clear();
-        self.dirty.clear();
     }
 }
 

@@ -9,26 +9,33 @@
 //! - two engines behind each of them, in memory (ordered) and RocksDB (with
 //!   the `rocksdb` feature, on by default), where window and session stores
 //!   are segmented by time so that expiry drops whole segments;
-//! - the layers between a processor and an engine: a typed cache with a byte
-//!   budget per stream thread ([`ThreadCache`]) that coalesces consecutive
-//!   updates of a key and hands old and new values to a flush listener,
-//!   the changelogging layer that turns each write into a changelog record
-//!   through a [`ChangelogWriter`] the runtime provides, in the same bytes as
-//!   Kafka Streams (window and session keys included, see [`format`](mod@format)),
-//!   and the metered layer, which times every call a processor makes into
-//!   latency histograms (`kstreams_state_<op>_latency_seconds`) when the
-//!   task's [`StoreContext`] has a metrics registry
-//!   ([`StoreContext::with_metrics`]);
-//! - restoration from a changelog ([`Restoration`], [`RestoreListener`]),
-//!   the state directory with its per-task locks, `.checkpoint` files
-//!   ([`OffsetCheckpoint`]) and the cleanup of tasks no longer owned
-//!   ([`StateDirectory`]).
+//! - one stack of layers between a processor and an engine, shared by the
+//!   four store types as Kafka Streams' decorators are (metered -> caching
+//!   -> change-logging -> engine): the metered layer times every call a
+//!   processor makes into latency histograms
+//!   (`kstreams_state_<op>_latency_seconds`) when the task's
+//!   [`StoreContext`] has a metrics registry ([`StoreContext::with_metrics`]);
+//!   a typed cache with a byte budget per stream thread ([`ThreadCache`])
+//!   coalesces consecutive updates of a key and hands old and new values to
+//!   a flush listener; the change-logging layer turns each write into a
+//!   changelog record through a [`ChangelogWriter`] the runtime provides, in
+//!   the same bytes as Kafka Streams (window and session keys included, see
+//!   [`format`](mod@format));
+//! - one set of builder options for every store ([`StoreOptions`]: logging
+//!   and its topic configs, caching, metrics), which the DSL's
+//!   `Materialized` reuses;
+//! - restoration from a changelog ([`RestoreListener`]), the state
+//!   directory with its per-task locks, `.checkpoint` files and the cleanup
+//!   of tasks no longer owned (the runtime's, in a hidden `internals`
+//!   module).
 //!
 //! Stores are built per task from a [`StoreBuilder`], which a topology holds
 //! (for example [`Stores::key_value_store_builder`]). A task owns its stores
 //! and runs on one thread, so a handle is an `Rc<RefCell<..>>`: no lock on
 //! the hot path. Keys and values are typed outside and bytes inside: an
 //! engine orders keys by their serialized bytes, as Kafka Streams does.
+
+#![warn(missing_docs)]
 
 mod cache;
 mod changelog;
@@ -37,7 +44,9 @@ mod context;
 mod engine;
 pub mod format;
 mod key_value;
+mod layered;
 mod metered;
+mod options;
 mod restore;
 #[cfg(feature = "rocksdb")]
 mod rocks;
@@ -55,7 +64,6 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 pub use cache::{CachedChange, FlushListener, ThreadCache};
-pub use checkpoint::{OffsetCheckpoint, Offsets};
 pub use context::{
     changelog_topic_name, ChangelogRecord, ChangelogWriter, OwnedChangelogRecord, StoreContext,
 };
@@ -68,14 +76,14 @@ pub use key_value::{
     KeyValueIter, KeyValueStore, KeyValueStoreBuilder, KeyValueStoreHandle, ReadOnlyKeyValueStore,
     TimestampedKeyValueStore, TimestampedKeyValueStoreHandle,
 };
-pub use restore::{restore_start, NoopRestoreListener, Restoration, RestoreListener, RestoreStart};
+pub use options::StoreOptions;
+pub use restore::{NoopRestoreListener, RestoreListener};
 #[cfg(feature = "rocksdb")]
 pub use rocks::{RocksDbConfigSetter, RocksDbMemoryBounds, RocksDbSettings};
 pub use session::{ReadOnlySessionStore, SessionStore, SessionStoreBuilder, SessionStoreHandle};
 #[cfg(feature = "rocksdb")]
 pub use shared::SharedRocksDbStore;
 pub use shared::{SharedBytesStore, SharedMemoryStore};
-pub use state_dir::{StateDirectory, TaskDirectory, CHECKPOINT_FILE_NAME};
 pub use stores::Stores;
 pub use typed::{ValueAndTimestamp, ValueAndTimestampSerde};
 pub use versioned::{
@@ -87,6 +95,25 @@ pub use window::{
     WindowStoreBuilder, WindowStoreHandle, WindowStoreIter,
 };
 pub use windowed_serde::{SessionWindowedSerde, TimeWindowedSerde};
+// Windows and windowed keys live with the window definitions in
+// kstreams-time; these paths stay for the state crate's users.
+pub use kstreams_time::{Window, Windowed};
+
+/// What the runtime drives and applications do not use: the state
+/// directory with its task locks, `.checkpoint` files and restoration.
+/// Kept public (and at the crate root under the old paths) for
+/// `kstreams-runtime`; not part of the documented API.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::checkpoint::{OffsetCheckpoint, Offsets};
+    pub use crate::restore::{restore_start, Restoration, RestoreStart};
+    pub use crate::state_dir::{StateDirectory, TaskDirectory, CHECKPOINT_FILE_NAME};
+}
+#[doc(hidden)]
+pub use internals::{
+    restore_start, OffsetCheckpoint, Offsets, Restoration, RestoreStart, StateDirectory,
+    TaskDirectory, CHECKPOINT_FILE_NAME,
+};
 
 /// The `rocksdb` crate, for [`RocksDbConfigSetter`] implementations.
 #[cfg(feature = "rocksdb")]
@@ -325,39 +352,6 @@ pub trait StoreBuilder: Send + Sync + 'static {
     }
     /// A fresh store for one task. It still needs [`BuiltStore::init`].
     fn build(&self) -> BuiltStore;
-}
-
-/// A time window: `[start, end)` for time windows, `[start, end]` for
-/// sessions (Kafka Streams' `TimeWindow` and `SessionWindow`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Window {
-    /// Start timestamp (inclusive).
-    pub start: Timestamp,
-    /// End timestamp (exclusive for time windows, inclusive for sessions).
-    pub end: Timestamp,
-}
-
-impl Window {
-    /// A window from `start` to `end`.
-    pub fn new(start: Timestamp, end: Timestamp) -> Self {
-        Window { start, end }
-    }
-}
-
-/// A key with the window it belongs to: Kafka Streams' `Windowed<K>`.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Windowed<K> {
-    /// The record key.
-    pub key: K,
-    /// The window.
-    pub window: Window,
-}
-
-impl<K> Windowed<K> {
-    /// A windowed key.
-    pub fn new(key: K, window: Window) -> Self {
-        Windowed { key, window }
-    }
 }
 
 /// An iterator over typed results; each item may fail to deserialize.

@@ -1,9 +1,11 @@
 //! The metered layer: Kafka Streams' `MeteredKeyValueStore` and friends,
-//! folded into the typed stores.
+//! as one wrapper, [`Metered`], around any store.
 //!
-//! Each typed store times its calls as the processor sees them (serdes,
-//! cache, changelog and engine included) into latency histograms labelled
-//! with the store's type, name and task. Range queries are timed from the
+//! It times each call as the processor sees it (serdes, cache, changelog
+//! and engine included) into latency histograms labelled with the store's
+//! type, name and task. The typed store traits are implemented on
+//! `Metered<..>` of each store type (one line a method, naming the
+//! operation); the `StateStore` plumbing is here, once. Range queries are timed from the
 //! call until their iterator is dropped, as Kafka Streams times them until
 //! the iterator is closed. A store without a registry (or with metrics
 //! turned off on its builder) holds no histogram: each call then costs one
@@ -14,7 +16,7 @@ use std::time::Instant;
 use kstreams_metrics::names::{self, MetricDef};
 use kstreams_metrics::{Histogram, MetricsRegistry};
 
-use crate::{Error, StoreContext, StoreIter};
+use crate::{ChangelogRecord, Error, StateStore, StoreContext, StoreIter, StoreOptions};
 
 /// One operation's latency histogram, if the store is metered.
 #[derive(Default)]
@@ -82,6 +84,7 @@ impl<T> Drop for TimedIter<'_, T> {
 
 /// The operations a store meters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
 pub(crate) enum Op {
     Put,
     PutIfAbsent,
@@ -97,6 +100,8 @@ pub(crate) enum Op {
 }
 
 impl Op {
+    const COUNT: usize = Op::Remove as usize + 1;
+
     fn def(self) -> &'static MetricDef {
         match self {
             Op::Put => &names::STATE_PUT_LATENCY,
@@ -130,64 +135,106 @@ pub(crate) const WINDOW_OPS: &[Op] = &[Op::Put, Op::Fetch, Op::Flush];
 pub(crate) const SESSION_OPS: &[Op] = &[Op::Put, Op::Remove, Op::Fetch, Op::Flush];
 pub(crate) const VERSIONED_OPS: &[Op] = &[Op::Put, Op::Get, Op::Delete, Op::Flush];
 
-/// A store's sensors; all empty until [`StoreSensors::init`] finds a
-/// registry in the context.
-#[derive(Default)]
-pub(crate) struct StoreSensors {
-    pub(crate) put: Sensor,
-    pub(crate) put_if_absent: Sensor,
-    pub(crate) put_all: Sensor,
-    pub(crate) get: Sensor,
-    pub(crate) delete: Sensor,
-    pub(crate) range: Sensor,
-    pub(crate) all: Sensor,
-    pub(crate) prefix_scan: Sensor,
-    pub(crate) flush: Sensor,
-    pub(crate) fetch: Sensor,
-    pub(crate) remove: Sensor,
-    /// Where the series live, to remove them at close.
-    registered: Option<(MetricsRegistry, [String; 3], &'static [Op])>,
+/// Where a metered store's series live, to remove them at close.
+struct Registered {
+    registry: MetricsRegistry,
+    labels: [String; 3],
 }
 
-/// Metering settings of one store, from its builder.
-pub(crate) struct Metering {
+/// The metered layer over a store `S`: Kafka Streams' `Metered*Store`.
+///
+/// Without a registry (or with metrics off on the builder) it holds no
+/// histogram: a call then costs one branch on an empty option, and no
+/// clock is read.
+pub(crate) struct Metered<S> {
+    inner: S,
     /// The builder's switch (on unless `with_metrics_disabled`).
-    pub(crate) enabled: bool,
+    enabled: bool,
     /// The `store_type` label: the supplier's metrics scope.
-    pub(crate) store_type: String,
-    pub(crate) sensors: StoreSensors,
+    store_type: String,
+    /// What this store type meters.
+    ops: &'static [Op],
+    sensors: [Sensor; Op::COUNT],
+    registered: Option<Registered>,
 }
 
-impl Metering {
-    pub(crate) fn new(enabled: bool, store_type: &str) -> Self {
-        Metering {
-            enabled,
+impl<S: StateStore> Metered<S> {
+    /// `inner`, metered for `ops` if `options` allow it, under the
+    /// `store_type` label.
+    pub(crate) fn new(
+        inner: S,
+        options: &StoreOptions,
+        store_type: &str,
+        ops: &'static [Op],
+    ) -> Self {
+        Metered {
+            inner,
+            enabled: options.metrics_enabled(),
             store_type: store_type.to_string(),
-            sensors: StoreSensors::default(),
+            ops,
+            sensors: Default::default(),
+            registered: None,
         }
     }
 
-    /// Creates the sensors of `ops` if the builder allows it and the
-    /// context has a registry.
-    pub(crate) fn init(
-        &mut self,
-        store: &str,
-        context: &StoreContext,
-        ops: &'static [Op],
-    ) -> Result<(), Error> {
+    /// The store under the metered layer.
+    pub(crate) fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    /// The store under the metered layer, for calls that are not timed.
+    pub(crate) fn inner_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Times a read as `op`.
+    #[inline]
+    pub(crate) fn timed<R>(&self, op: Op, call: impl FnOnce(&S) -> R) -> R {
+        let sensor = &self.sensors[op as usize];
+        let start = sensor.start();
+        let result = call(&self.inner);
+        sensor.record(start);
+        result
+    }
+
+    /// Times a write as `op`.
+    #[inline]
+    pub(crate) fn timed_mut<R>(&mut self, op: Op, call: impl FnOnce(&mut S) -> R) -> R {
+        let sensor = &self.sensors[op as usize];
+        let start = sensor.start();
+        let result = call(&mut self.inner);
+        sensor.record(start);
+        result
+    }
+
+    /// Times a query as `op`, until its iterator is dropped.
+    pub(crate) fn timed_iter<'a, T: 'a>(
+        &'a self,
+        op: Op,
+        call: impl FnOnce(&'a S) -> Result<StoreIter<'a, T>, Error>,
+    ) -> Result<StoreIter<'a, T>, Error> {
+        let sensor = &self.sensors[op as usize];
+        let start = sensor.start();
+        sensor.record_iter(start, call(&self.inner))
+    }
+
+    /// Creates the sensors if the builder allows it and the context has a
+    /// registry.
+    fn register(&mut self, context: &StoreContext) -> Result<(), Error> {
         // A second init keeps the series (same labels, same series).
-        self.sensors = StoreSensors::default();
+        self.sensors = Default::default();
+        self.registered = None;
         let Some(registry) = context.metrics().filter(|_| self.enabled) else {
             return Ok(());
         };
+        let store = self.inner.name();
         let labels = [
             self.store_type.clone(),
             store.to_string(),
             context.task_id().to_string(),
         ];
         let values = [labels[0].as_str(), labels[1].as_str(), labels[2].as_str()];
-        let mut sensors = StoreSensors::default();
-        for op in ops {
+        for op in self.ops {
             let histogram =
                 registry
                     .histogram(op.def(), &values)
@@ -195,40 +242,54 @@ impl Metering {
                         store: store.to_string(),
                         source,
                     })?;
-            *sensors.slot(*op) = Sensor(Some(histogram));
+            self.sensors[*op as usize] = Sensor(Some(histogram));
         }
-        sensors.registered = Some((registry.clone(), labels, ops));
-        self.sensors = sensors;
+        self.registered = Some(Registered {
+            registry: registry.clone(),
+            labels,
+        });
         Ok(())
     }
 
     /// Drops the sensors and the store's series, as Kafka Streams removes a
     /// store's sensors when it closes.
-    pub(crate) fn close(&mut self) {
-        if let Some((registry, labels, ops)) = self.sensors.registered.take() {
+    fn unregister(&mut self) {
+        if let Some(Registered { registry, labels }) = self.registered.take() {
             let values = [labels[0].as_str(), labels[1].as_str(), labels[2].as_str()];
-            for op in ops {
+            for op in self.ops {
                 registry.remove(op.def(), &values);
             }
         }
-        self.sensors = StoreSensors::default();
+        self.sensors = Default::default();
     }
 }
 
-impl StoreSensors {
-    fn slot(&mut self, op: Op) -> &mut Sensor {
-        match op {
-            Op::Put => &mut self.put,
-            Op::PutIfAbsent => &mut self.put_if_absent,
-            Op::PutAll => &mut self.put_all,
-            Op::Get => &mut self.get,
-            Op::Delete => &mut self.delete,
-            Op::Range => &mut self.range,
-            Op::All => &mut self.all,
-            Op::PrefixScan => &mut self.prefix_scan,
-            Op::Flush => &mut self.flush,
-            Op::Fetch => &mut self.fetch,
-            Op::Remove => &mut self.remove,
-        }
+impl<S: StateStore> StateStore for Metered<S> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn persistent(&self) -> bool {
+        self.inner.persistent()
+    }
+    fn logging_enabled(&self) -> bool {
+        self.inner.logging_enabled()
+    }
+    fn init(&mut self, context: &StoreContext) -> Result<(), Error> {
+        self.inner.init(context)?;
+        self.register(context)
+    }
+    fn flush_cache(&mut self) -> Result<(), Error> {
+        self.inner.flush_cache()
+    }
+    fn flush(&mut self) -> Result<(), Error> {
+        self.timed_mut(Op::Flush, S::flush)
+    }
+    fn close(&mut self) -> Result<(), Error> {
+        let closed = self.inner.close();
+        self.unregister();
+        closed
+    }
+    fn restore_batch(&mut self, records: &[ChangelogRecord<'_>]) -> Result<(), Error> {
+        self.inner.restore_batch(records)
     }
 }

@@ -7,6 +7,7 @@
 //! table neither lives on the heap nor is read whole again at each start.
 
 use std::collections::BTreeMap;
+#[cfg(feature = "rocksdb")]
 use std::path::Path;
 use std::sync::RwLock;
 

@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use kstreams_record::Serde;
 
+use crate::engine::backend::DirLayout;
 use crate::engine::{
-    default_segment_interval, KeyValueBytesStore, KeyValueBytesStoreSupplier, KvEngine,
+    default_segment_interval, KeyValueBytesStore, KeyValueBytesStoreSupplier, Keyspaces, KvEngine,
     MemoryKeyspaces, SessionBytesStore, SessionBytesStoreSupplier, SessionEngine,
     VersionedBytesStore, VersionedBytesStoreSupplier, VersionedEngine, WindowBytesStore,
     WindowBytesStoreSupplier, WindowEngine,
@@ -55,9 +56,37 @@ fn millis(d: Duration) -> Timestamp {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// The part of a supplier's `get` that differs per store type: its engine
+/// on a given backend. [`engine_on`] picks the backend.
+trait OnBackend {
+    /// The engine trait object the supplier hands out.
+    type Store: ?Sized;
+    /// Where the RocksDB backend keeps its files.
+    #[cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
+    const LAYOUT: DirLayout;
+    fn on<B: Keyspaces>(&self, backend: B) -> Box<Self::Store>;
+}
+
+/// A fresh engine of `supplier` on the backend of `engine`.
+fn engine_on<S: OnBackend>(supplier: &S, engine: Engine) -> Box<S::Store> {
+    match engine {
+        Engine::InMemory => supplier.on(MemoryKeyspaces::default()),
+        #[cfg(feature = "rocksdb")]
+        Engine::RocksDb => supplier.on(crate::rocks::RocksKeyspaces::new(S::LAYOUT)),
+    }
+}
+
 struct KvSupplier {
     name: String,
     engine: Engine,
+}
+
+impl OnBackend for KvSupplier {
+    type Store = dyn KeyValueBytesStore;
+    const LAYOUT: DirLayout = DirLayout::KeyValue;
+    fn on<B: Keyspaces>(&self, backend: B) -> Box<Self::Store> {
+        Box::new(KvEngine::new(&self.name, backend))
+    }
 }
 
 impl KeyValueBytesStoreSupplier for KvSupplier {
@@ -65,14 +94,7 @@ impl KeyValueBytesStoreSupplier for KvSupplier {
         &self.name
     }
     fn get(&self) -> Box<dyn KeyValueBytesStore> {
-        match self.engine {
-            Engine::InMemory => Box::new(KvEngine::new(&self.name, MemoryKeyspaces::default())),
-            #[cfg(feature = "rocksdb")]
-            Engine::RocksDb => Box::new(KvEngine::new(
-                &self.name,
-                crate::rocks::RocksKeyspaces::new(crate::engine::DirLayout::KeyValue),
-            )),
-        }
+        engine_on(self, self.engine)
     }
     fn metrics_scope(&self) -> &str {
         self.engine.scope(Kind::KeyValue)
@@ -88,36 +110,27 @@ struct WindowSupplier {
     segment_interval: Timestamp,
 }
 
+impl OnBackend for WindowSupplier {
+    type Store = dyn WindowBytesStore;
+    const LAYOUT: DirLayout = DirLayout::Segmented;
+    fn on<B: Keyspaces>(&self, backend: B) -> Box<Self::Store> {
+        Box::new(WindowEngine::window(
+            &self.name,
+            backend,
+            self.retention,
+            self.window_size,
+            self.retain_duplicates,
+            self.segment_interval,
+        ))
+    }
+}
+
 impl WindowBytesStoreSupplier for WindowSupplier {
     fn name(&self) -> &str {
         &self.name
     }
     fn get(&self) -> Box<dyn WindowBytesStore> {
-        let (r, w, d, s) = (
-            self.retention,
-            self.window_size,
-            self.retain_duplicates,
-            self.segment_interval,
-        );
-        match self.engine {
-            Engine::InMemory => Box::new(WindowEngine::new(
-                &self.name,
-                MemoryKeyspaces::default(),
-                r,
-                w,
-                d,
-                s,
-            )),
-            #[cfg(feature = "rocksdb")]
-            Engine::RocksDb => Box::new(WindowEngine::new(
-                &self.name,
-                crate::rocks::RocksKeyspaces::new(crate::engine::DirLayout::Segmented),
-                r,
-                w,
-                d,
-                s,
-            )),
-        }
+        engine_on(self, self.engine)
     }
     fn metrics_scope(&self) -> &str {
         self.engine.scope(Kind::Window)
@@ -140,26 +153,25 @@ struct SessionSupplier {
     segment_interval: Timestamp,
 }
 
+impl OnBackend for SessionSupplier {
+    type Store = dyn SessionBytesStore;
+    const LAYOUT: DirLayout = DirLayout::Segmented;
+    fn on<B: Keyspaces>(&self, backend: B) -> Box<Self::Store> {
+        Box::new(SessionEngine::session(
+            &self.name,
+            backend,
+            self.retention,
+            self.segment_interval,
+        ))
+    }
+}
+
 impl SessionBytesStoreSupplier for SessionSupplier {
     fn name(&self) -> &str {
         &self.name
     }
     fn get(&self) -> Box<dyn SessionBytesStore> {
-        match self.engine {
-            Engine::InMemory => Box::new(SessionEngine::new(
-                &self.name,
-                MemoryKeyspaces::default(),
-                self.retention,
-                self.segment_interval,
-            )),
-            #[cfg(feature = "rocksdb")]
-            Engine::RocksDb => Box::new(SessionEngine::new(
-                &self.name,
-                crate::rocks::RocksKeyspaces::new(crate::engine::DirLayout::Segmented),
-                self.retention,
-                self.segment_interval,
-            )),
-        }
+        engine_on(self, self.engine)
     }
     fn metrics_scope(&self) -> &str {
         self.engine.scope(Kind::Session)
@@ -175,24 +187,24 @@ struct VersionedSupplier {
     history_retention: Timestamp,
 }
 
+impl OnBackend for VersionedSupplier {
+    type Store = dyn VersionedBytesStore;
+    const LAYOUT: DirLayout = DirLayout::KeyValue;
+    fn on<B: Keyspaces>(&self, backend: B) -> Box<Self::Store> {
+        Box::new(VersionedEngine::new(
+            &self.name,
+            backend,
+            self.history_retention,
+        ))
+    }
+}
+
 impl VersionedBytesStoreSupplier for VersionedSupplier {
     fn name(&self) -> &str {
         &self.name
     }
     fn get(&self) -> Box<dyn VersionedBytesStore> {
-        match self.engine {
-            Engine::InMemory => Box::new(VersionedEngine::new(
-                &self.name,
-                MemoryKeyspaces::default(),
-                self.history_retention,
-            )),
-            #[cfg(feature = "rocksdb")]
-            Engine::RocksDb => Box::new(VersionedEngine::new(
-                &self.name,
-                crate::rocks::RocksKeyspaces::new(crate::engine::DirLayout::KeyValue),
-                self.history_retention,
-            )),
-        }
+        engine_on(self, self.engine)
     }
     fn metrics_scope(&self) -> &str {
         self.engine.scope(Kind::KeyValue)

@@ -1,20 +1,22 @@
 //! Versioned key-value stores (KIP-889): the typed trait, the typed store
 //! over an engine with its changelog, and the builder.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::marker::PhantomData;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use kstreams_record::{Serde, SharedSerde};
+use kstreams_record::Serde;
 
-use crate::changelog::ChangeLogger;
 use crate::engine::{VersionedBytes, VersionedBytesStore, VersionedBytesStoreSupplier};
-use crate::metered::{Metering, VERSIONED_OPS};
-use crate::typed::StoreSerdes;
-use crate::{
-    BuiltStore, ChangelogRecord, Error, StateStore, StoreBuilder, StoreContext, Timestamp,
-};
+use crate::layered::{LayeredStore, StoreKind};
+use crate::metered::{Metered, Op, VERSIONED_OPS};
+use crate::options::{changelog_retention, store_builder_options, BuilderParts};
+use crate::typed::ValueFormat;
+use crate::{BuiltStore, Error, StateStore, StoreBuilder, Timestamp};
 
 /// What [`VersionedKeyValueStore::put`] returns when the put was older than
 /// the history retention and was dropped.
@@ -61,15 +63,39 @@ pub trait VersionedKeyValueStore<K, V>: StateStore {
 /// A typed handle on a task's versioned store.
 pub type VersionedKeyValueStoreHandle<K, V> = Rc<RefCell<dyn VersionedKeyValueStore<K, V>>>;
 
-pub(crate) struct TypedVersionedStore<K, V> {
-    name: String,
-    serdes: StoreSerdes<K, V>,
-    inner: Box<dyn VersionedBytesStore>,
-    logger: Option<ChangeLogger>,
-    metering: Metering,
+/// The versioned store type of the shared layers: no cache (its cache key
+/// is uninhabited), a changelog written by the store itself.
+pub(crate) struct VersionedKind<K>(PhantomData<K>);
+
+impl<K: 'static> StoreKind for VersionedKind<K> {
+    type Key = K;
+    type Engine = dyn VersionedBytesStore;
+    type CacheKey = Infallible;
+    type ChangeKey = K;
+
+    fn engine_value(_: &Self::Engine, key: &Infallible) -> Result<Option<Vec<u8>>, Error> {
+        match *key {}
+    }
+    fn engine_write<'k>(
+        _: &mut Self::Engine,
+        key: &'k Infallible,
+        _: Option<&[u8]>,
+    ) -> Result<Option<Cow<'k, [u8]>>, Error> {
+        match *key {}
+    }
+    fn key_bytes(key: &Infallible) -> &[u8] {
+        match *key {}
+    }
+    fn change_key(_: &Self::Engine, _: K, cached: &Infallible) -> K {
+        match *cached {}
+    }
 }
 
-impl<K: 'static, V: 'static> TypedVersionedStore<K, V> {
+/// A typed versioned store over a byte engine, with its changelog; the
+/// metered layer goes on top.
+type LayeredVersionedStore<K, V> = LayeredStore<VersionedKind<K>, V>;
+
+impl<K: 'static, V: 'static> LayeredVersionedStore<K, V> {
     fn record(&self, found: Option<VersionedBytes>) -> Result<Option<VersionedRecord<V>>, Error> {
         found
             .map(|b| {
@@ -82,12 +108,7 @@ impl<K: 'static, V: 'static> TypedVersionedStore<K, V> {
             .transpose()
     }
 
-    fn put_raw(
-        &mut self,
-        key: K,
-        value: Option<V>,
-        timestamp: Timestamp,
-    ) -> Result<Timestamp, Error> {
+    fn put(&mut self, key: K, value: Option<V>, timestamp: Timestamp) -> Result<Timestamp, Error> {
         let kb = self.serdes.key_to_bytes(&key)?;
         let vb = match &value {
             Some(v) => self.serdes.value_to_bytes(v)?,
@@ -96,30 +117,22 @@ impl<K: 'static, V: 'static> TypedVersionedStore<K, V> {
         let valid_to = self.inner.put(&kb, vb.as_deref(), timestamp)?;
         // Logged even when dropped, as Kafka Streams does: restoring applies
         // the same grace period.
-        if let Some(logger) = &self.logger {
-            logger.log(&kb, vb.as_deref(), timestamp)?;
-        }
+        self.log(&kb, vb.as_deref(), timestamp)?;
         Ok(valid_to)
     }
 
-    fn delete_raw(
+    fn delete(
         &mut self,
         key: &K,
         timestamp: Timestamp,
     ) -> Result<Option<VersionedRecord<V>>, Error> {
         let kb = self.serdes.key_to_bytes(key)?;
         let old = self.inner.delete(&kb, timestamp)?;
-        if let Some(logger) = &self.logger {
-            logger.log(&kb, None, timestamp)?;
-        }
+        self.log(&kb, None, timestamp)?;
         self.record(old)
     }
 
-    fn get_raw(
-        &self,
-        key: &K,
-        as_of: Option<Timestamp>,
-    ) -> Result<Option<VersionedRecord<V>>, Error> {
+    fn get(&self, key: &K, as_of: Option<Timestamp>) -> Result<Option<VersionedRecord<V>>, Error> {
         let kb = self.serdes.key_to_bytes(key)?;
         let found = match as_of {
             None => self.inner.get(&kb)?,
@@ -131,70 +144,22 @@ impl<K: 'static, V: 'static> TypedVersionedStore<K, V> {
 
 /// The metered layer, as Kafka Streams' `MeteredVersionedKeyValueStore`:
 /// both gets are a `get`.
-impl<K: 'static, V: 'static> VersionedKeyValueStore<K, V> for TypedVersionedStore<K, V> {
+impl<K: 'static, V: 'static> VersionedKeyValueStore<K, V> for Metered<LayeredVersionedStore<K, V>> {
     fn put(&mut self, key: K, value: Option<V>, timestamp: Timestamp) -> Result<Timestamp, Error> {
-        let start = self.metering.sensors.put.start();
-        let result = self.put_raw(key, value, timestamp);
-        self.metering.sensors.put.record(start);
-        result
+        self.timed_mut(Op::Put, |s| s.put(key, value, timestamp))
     }
     fn delete(
         &mut self,
         key: &K,
         timestamp: Timestamp,
     ) -> Result<Option<VersionedRecord<V>>, Error> {
-        let start = self.metering.sensors.delete.start();
-        let result = self.delete_raw(key, timestamp);
-        self.metering.sensors.delete.record(start);
-        result
+        self.timed_mut(Op::Delete, |s| s.delete(key, timestamp))
     }
     fn get(&self, key: &K) -> Result<Option<VersionedRecord<V>>, Error> {
-        let sensor = &self.metering.sensors.get;
-        let start = sensor.start();
-        let result = self.get_raw(key, None);
-        sensor.record(start);
-        result
+        self.timed(Op::Get, |s| s.get(key, None))
     }
     fn get_as_of(&self, key: &K, as_of: Timestamp) -> Result<Option<VersionedRecord<V>>, Error> {
-        let sensor = &self.metering.sensors.get;
-        let start = sensor.start();
-        let result = self.get_raw(key, Some(as_of));
-        sensor.record(start);
-        result
-    }
-}
-
-impl<K: 'static, V: 'static> StateStore for TypedVersionedStore<K, V> {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn persistent(&self) -> bool {
-        self.inner.persistent()
-    }
-    fn logging_enabled(&self) -> bool {
-        self.logger.is_some()
-    }
-    fn init(&mut self, context: &StoreContext) -> Result<(), Error> {
-        self.inner.init(context)?;
-        if let Some(logger) = &mut self.logger {
-            logger.init(context);
-        }
-        self.serdes.topic = crate::changelog_topic_name(context.application_id(), &self.name);
-        self.metering.init(&self.name, context, VERSIONED_OPS)
-    }
-    fn flush(&mut self) -> Result<(), Error> {
-        let start = self.metering.sensors.flush.start();
-        let result = self.inner.flush();
-        self.metering.sensors.flush.record(start);
-        result
-    }
-    fn close(&mut self) -> Result<(), Error> {
-        let closed = self.inner.close();
-        self.metering.close();
-        closed
-    }
-    fn restore_batch(&mut self, records: &[ChangelogRecord<'_>]) -> Result<(), Error> {
-        self.inner.restore_batch(records)
+        self.timed(Op::Get, |s| s.get(key, Some(as_of)))
     }
 }
 
@@ -202,12 +167,7 @@ impl<K: 'static, V: 'static> StateStore for TypedVersionedStore<K, V> {
 /// `VersionedKeyValueStoreBuilder`. Logging and metrics (given a registry)
 /// are on until changed; versioned stores have no cache.
 pub struct VersionedKeyValueStoreBuilder<K, V> {
-    supplier: Arc<dyn VersionedBytesStoreSupplier>,
-    key_serde: SharedSerde<K>,
-    value_serde: SharedSerde<V>,
-    logging: bool,
-    log_config: BTreeMap<String, String>,
-    metrics: bool,
+    parts: BuilderParts<dyn VersionedBytesStoreSupplier, K, V>,
 }
 
 impl<K: 'static, V: 'static> VersionedKeyValueStoreBuilder<K, V> {
@@ -217,70 +177,42 @@ impl<K: 'static, V: 'static> VersionedKeyValueStoreBuilder<K, V> {
         value_serde: impl Serde<V>,
     ) -> Self {
         VersionedKeyValueStoreBuilder {
-            supplier,
-            key_serde: Arc::new(key_serde),
-            value_serde: Arc::new(value_serde),
-            logging: true,
-            log_config: BTreeMap::new(),
-            metrics: true,
+            parts: BuilderParts::new(supplier, Arc::new(key_serde), Arc::new(value_serde)),
         }
-    }
-    /// Turns the changelog off.
-    pub fn with_logging_disabled(mut self) -> Self {
-        self.logging = false;
-        self
-    }
-    /// Turns the changelog on, with extra topic configs.
-    pub fn with_logging_enabled(mut self, config: BTreeMap<String, String>) -> Self {
-        self.logging = true;
-        self.log_config = config;
-        self
-    }
-    /// Records the store's latencies when its task has a metrics registry
-    /// (the default).
-    pub fn with_metrics_enabled(mut self) -> Self {
-        self.metrics = true;
-        self
-    }
-    /// Never records the store's latencies.
-    pub fn with_metrics_disabled(mut self) -> Self {
-        self.metrics = false;
-        self
     }
 }
 
+store_builder_options!(VersionedKeyValueStoreBuilder);
+
 impl<K: 'static, V: 'static> StoreBuilder for VersionedKeyValueStoreBuilder<K, V> {
     fn name(&self) -> &str {
-        self.supplier.name()
+        self.parts.supplier.name()
     }
     fn logging_enabled(&self) -> bool {
-        self.logging
+        self.parts.options.logging_enabled()
     }
     fn log_config(&self) -> BTreeMap<String, String> {
         // Kafka Streams: compacted, and min.compaction.lag.ms covers the
         // history retention plus a day.
-        let lag = self
-            .supplier
-            .history_retention()
-            .saturating_add(24 * 60 * 60 * 1000);
-        let mut config = BTreeMap::from([
-            ("cleanup.policy".to_string(), "compact".to_string()),
-            ("min.compaction.lag.ms".to_string(), lag.to_string()),
-        ]);
-        config.extend(self.log_config.clone());
-        config
+        self.parts.options.changelog_config([
+            ("cleanup.policy", "compact".to_string()),
+            (
+                "min.compaction.lag.ms",
+                changelog_retention(self.parts.supplier.history_retention()),
+            ),
+        ])
     }
     fn build(&self) -> BuiltStore {
-        let inner = self.supplier.get();
-        let name = inner.name().to_string();
-        let store = Rc::new(RefCell::new(TypedVersionedStore {
-            serdes: StoreSerdes::new(&name, self.key_serde.clone(), self.value_serde.clone()),
-            logger: self.logging.then(|| ChangeLogger::new(&name)),
-            name,
-            inner,
-            metering: Metering::new(self.metrics, self.supplier.metrics_scope()),
-        }));
-        let handle: VersionedKeyValueStoreHandle<K, V> = store.clone();
-        BuiltStore::new(store, handle)
+        let inner = self.parts.supplier.get();
+        let store =
+            LayeredStore::<VersionedKind<K>, V>::new(inner, &self.parts, ValueFormat::Plain);
+        let store_type = self.parts.supplier.metrics_scope();
+        BuiltStore::metered(
+            store,
+            &self.parts.options,
+            store_type,
+            VERSIONED_OPS,
+            |s| -> VersionedKeyValueStoreHandle<K, V> { s },
+        )
     }
 }

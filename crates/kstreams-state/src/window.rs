@@ -1,24 +1,27 @@
 //! Window stores: the typed traits, the typed store over an engine with its
 //! cache and changelog, and the builder.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::marker::PhantomData;
 use std::ops::Bound;
 use std::rc::Rc;
 use std::sync::Arc;
 
 use kstreams_record::{Serde, SharedSerde};
 
-use crate::cache::{CachedChange, FlushListener, NamedCache};
-use crate::changelog::{ChangeLogger, RecordClock};
-use crate::engine::{horizon, WindowBytesStore, WindowBytesStoreSupplier};
+use crate::cache::FlushListener;
+use crate::engine::{WindowBytesStore, WindowBytesStoreSupplier};
 use crate::format::window_store_key;
-use crate::key_value::{restore_with_format, KeyValueIter};
-use crate::metered::{Metering, WINDOW_OPS};
-use crate::typed::{StoreSerdes, ValueFormat};
+use crate::key_value::KeyValueIter;
+use crate::layered::{Found, LayeredStore, StoreKind};
+use crate::metered::{Metered, Op, WINDOW_OPS};
+use crate::options::{changelog_retention, store_builder_options, BuilderParts};
+use crate::typed::ValueFormat;
 use crate::{
-    BuiltStore, ChangelogRecord, Error, StateStore, StoreBuilder, StoreContext, StoreIter,
-    Timestamp, ValueAndTimestamp, Window, Windowed,
+    BuiltStore, Error, StateStore, StoreBuilder, StoreIter, Timestamp, ValueAndTimestamp, Window,
+    Windowed,
 };
 
 /// Windows of one key as (window start, value), in start order.
@@ -116,106 +119,54 @@ pub type TimestampedWindowStore<K, V> = dyn WindowStore<K, ValueAndTimestamp<V>>
 /// A typed handle on a task's timestamped window store.
 pub type TimestampedWindowStoreHandle<K, V> = WindowStoreHandle<K, ValueAndTimestamp<V>>;
 
-/// A value found by a fetch: still bytes from the engine, or typed from
-/// the cache.
-enum Found<V> {
-    Bytes(Vec<u8>),
-    Typed(V),
-}
-
 /// A window found by a query: key bytes, window start, value.
 type FoundWindow<V> = (Vec<u8>, Timestamp, Found<V>);
 
-pub(crate) struct TypedWindowStore<K, V> {
-    name: String,
-    serdes: StoreSerdes<K, V>,
-    inner: Box<dyn WindowBytesStore>,
-    logger: Option<ChangeLogger>,
-    format: ValueFormat,
-    clock: RecordClock,
-    cache: Option<NamedCache<(Vec<u8>, Timestamp), V>>,
-    listener: Option<(FlushListener<Windowed<K>, V>, bool)>,
-    /// The largest window start put through the cache.
-    observed: Timestamp,
-    metering: Metering,
+/// The window store type of the shared layers; the cache is keyed by (key
+/// bytes, window start).
+pub(crate) struct WindowKind<K>(PhantomData<K>);
+
+impl<K: 'static> StoreKind for WindowKind<K> {
+    type Key = K;
+    type Engine = dyn WindowBytesStore;
+    type CacheKey = (Vec<u8>, Timestamp);
+    type ChangeKey = Windowed<K>;
+
+    fn engine_value(
+        engine: &Self::Engine,
+        (key, start): &Self::CacheKey,
+    ) -> Result<Option<Vec<u8>>, Error> {
+        engine.fetch(key, *start)
+    }
+    fn engine_write<'k>(
+        engine: &mut Self::Engine,
+        (key, start): &'k Self::CacheKey,
+        value: Option<&[u8]>,
+    ) -> Result<Option<Cow<'k, [u8]>>, Error> {
+        let seq = engine.put(key, value, *start)?;
+        Ok(seq.map(|seq| Cow::Owned(window_store_key(key, *start, seq))))
+    }
+    fn key_bytes((key, _): &Self::CacheKey) -> &[u8] {
+        key
+    }
+    fn change_key(engine: &Self::Engine, key: K, (_, start): &Self::CacheKey) -> Windowed<K> {
+        Windowed::new(key, window_of(engine, *start))
+    }
+    fn restored_time(changelog_key: &[u8]) -> Option<Timestamp> {
+        crate::format::parse_window_store_key(changelog_key).map(|(_, start, _)| start)
+    }
 }
 
-impl<K: 'static, V: Clone + 'static> TypedWindowStore<K, V> {
-    fn write_down(
-        &mut self,
-        key: &[u8],
-        value: Option<&[u8]>,
-        start: Timestamp,
-        ts: Timestamp,
-    ) -> Result<(), Error> {
-        let seq = self.inner.put(key, value, start)?;
-        if let (Some(logger), Some(seq)) = (&self.logger, seq) {
-            let (v, ts) = self.format.changelog_value(value, ts);
-            logger.log(&window_store_key(key, start, seq), v, ts)?;
-        }
-        Ok(())
-    }
+/// The window that starts at `start` in `engine`.
+fn window_of(engine: &dyn WindowBytesStore, start: Timestamp) -> Window {
+    Window::new(start, start.saturating_add(engine.window_size()))
+}
 
-    fn window(&self, start: Timestamp) -> Window {
-        Window::new(start, start.saturating_add(self.inner.window_size()))
-    }
+/// A typed window store over a byte engine, with its cache and changelog;
+/// the metered layer goes on top.
+type LayeredWindowStore<K, V> = LayeredStore<WindowKind<K>, V>;
 
-    fn write_down_dirty(&mut self) -> Result<(), Error> {
-        let Some(cache) = &mut self.cache else {
-            return Ok(());
-        };
-        for d in cache.take_dirty() {
-            let (key, start) = &d.key;
-            let send_old = self.listener.as_ref().map(|(_, s)| *s);
-            let old_bytes = match send_old {
-                Some(s) if s || d.bytes.is_none() => self.inner.fetch(key, *start)?,
-                _ => None,
-            };
-            if send_old.is_some() && d.bytes.is_none() && old_bytes.is_none() {
-                continue;
-            }
-            let previous = self.clock.set(d.timestamp);
-            let written = self.write_down(key, d.bytes.as_deref(), *start, d.timestamp);
-            self.clock.set(previous);
-            written?;
-            let window = self.window(*start);
-            if let Some((listener, send_old)) = &mut self.listener {
-                let old_value = match (*send_old, old_bytes) {
-                    (true, Some(b)) => Some(self.serdes.value_from_bytes(&b)?),
-                    _ => None,
-                };
-                listener(CachedChange {
-                    key: Windowed::new(self.serdes.key_from_bytes(key)?, window),
-                    new_value: d.value,
-                    old_value,
-                    timestamp: d.timestamp,
-                    headers: d.headers,
-                });
-            }
-        }
-        Ok(())
-    }
-
-    fn maybe_evict(&mut self) -> Result<(), Error> {
-        loop {
-            let Some(cache) = &self.cache else {
-                return Ok(());
-            };
-            if !cache.needs_eviction() {
-                return Ok(());
-            }
-            let Some((key, dirty)) = cache.eldest() else {
-                return Ok(());
-            };
-            if dirty {
-                self.write_down_dirty()?;
-            }
-            if let Some(cache) = &mut self.cache {
-                cache.evict(&key);
-            }
-        }
-    }
-
+impl<K: 'static, V: Clone + 'static> LayeredWindowStore<K, V> {
     /// Engine results overlaid with the cache, in (start, key) order.
     fn collect(
         &self,
@@ -239,7 +190,7 @@ impl<K: 'static, V: Clone + 'static> TypedWindowStore<K, V> {
                 .map(|e| (e.key, e.start, Found::Bytes(e.value)))
                 .collect());
         };
-        let first_live = horizon(self.observed, self.inner.retention_period()).saturating_add(1);
+        let first_live = self.first_live(self.inner.retention_period());
         let mut merged: BTreeMap<(Timestamp, Vec<u8>), Option<Found<V>>> = engine
             .into_iter()
             .filter(|e| e.start >= first_live)
@@ -250,7 +201,7 @@ impl<K: 'static, V: Clone + 'static> TypedWindowStore<K, V> {
         let hi = key_to.map_or(Bound::Unbounded, |t| {
             Bound::Included((t.to_vec(), i64::MAX))
         });
-        for ((k, start), entry) in cache.entries().range((lo, hi)) {
+        for ((k, start), entry) in cache.borrow().entries().range((lo, hi)) {
             if *start < time_from.max(first_live) || *start > time_to {
                 continue;
             }
@@ -264,13 +215,6 @@ impl<K: 'static, V: Clone + 'static> TypedWindowStore<K, V> {
         } else {
             out.collect()
         })
-    }
-
-    fn value(&self, found: Found<V>) -> Result<V, Error> {
-        match found {
-            Found::Bytes(b) => self.serdes.value_from_bytes(&b),
-            Found::Typed(v) => Ok(v),
-        }
     }
 
     fn key_range(
@@ -289,8 +233,11 @@ impl<K: 'static, V: Clone + 'static> TypedWindowStore<K, V> {
         let found = self.collect(from.as_deref(), to.as_deref(), time_from, time_to, reverse)?;
         Ok(Box::new(found.into_iter().map(move |(k, start, v)| {
             Ok((
-                Windowed::new(self.serdes.key_from_bytes(&k)?, self.window(start)),
-                self.value(v)?,
+                Windowed::new(
+                    self.serdes.key_from_bytes(&k)?,
+                    window_of(&*self.inner, start),
+                ),
+                v.value(&self.serdes)?,
             ))
         })))
     }
@@ -304,77 +251,53 @@ impl<K: 'static, V: Clone + 'static> TypedWindowStore<K, V> {
     ) -> Result<WindowStoreIter<'_, V>, Error> {
         let kb = self.serdes.key_to_bytes(key)?;
         let found = self.collect(Some(&kb), Some(&kb), time_from, time_to, reverse)?;
-        Ok(Box::new(
-            found
-                .into_iter()
-                .map(move |(_, start, v)| Ok((start, self.value(v)?))),
-        ))
+        Ok(Box::new(found.into_iter().map(move |(_, start, v)| {
+            Ok((start, v.value(&self.serdes)?))
+        })))
     }
-}
 
-/// The store without its metered layer.
-impl<K: 'static, V: Clone + 'static> TypedWindowStore<K, V> {
-    fn fetch_raw(&self, key: &K, window_start: Timestamp) -> Result<Option<V>, Error> {
+    fn fetch(&self, key: &K, window_start: Timestamp) -> Result<Option<V>, Error> {
         let kb = self.serdes.key_to_bytes(key)?;
-        if let Some(cache) = &self.cache {
-            if window_start <= horizon(self.observed, self.inner.retention_period()) {
-                return Ok(None);
-            }
-            if let Some(entry) = cache.entries().get(&(kb.clone(), window_start)) {
-                cache.budget().hit();
-                return Ok(entry.value.clone());
-            }
-            cache.budget().miss();
+        if self.cache.is_some() && self.expired(window_start, self.inner.retention_period()) {
+            return Ok(None);
+        }
+        let key = (kb, window_start);
+        if let Some(cached) = self.cached(&key) {
+            return Ok(cached);
         }
         self.inner
-            .fetch(&kb, window_start)?
+            .fetch(&key.0, window_start)?
             .map(|b| self.serdes.value_from_bytes(&b))
             .transpose()
     }
 
-    fn put_raw(&mut self, key: K, value: Option<V>, window_start: Timestamp) -> Result<(), Error> {
+    fn put(&mut self, key: K, value: Option<V>, window_start: Timestamp) -> Result<(), Error> {
         let kb = self.serdes.key_to_bytes(&key)?;
         let vb = match &value {
             Some(v) => self.serdes.value_to_bytes(v)?,
             None => None,
         };
-        let now = self.clock.now();
-        let Some(cache) = &mut self.cache else {
-            return self.write_down(&kb, vb.as_deref(), window_start, now);
-        };
+        if self.cache.is_none() {
+            let now = self.clock.now();
+            return self.write_down(&(kb, window_start), vb.as_deref(), now);
+        }
         self.observed = self.observed.max(window_start);
-        if window_start <= horizon(self.observed, self.inner.retention_period()) {
+        if self.expired(window_start, self.inner.retention_period()) {
             log::warn!("store {}: skipping record for expired window", self.name);
             return Ok(());
         }
-        let value = if vb.is_some() { value } else { None };
-        let len = kb.len() + 8;
-        cache.put_dirty(
-            (kb, window_start),
-            len,
-            value,
-            vb,
-            now,
-            self.clock.headers(),
-        );
-        self.maybe_evict()
-    }
-
-    fn flush_raw(&mut self) -> Result<(), Error> {
-        self.write_down_dirty()?;
-        self.inner.flush()
+        let size = kb.len() + 8;
+        self.write_cached((kb, window_start), size, value, vb)
     }
 }
 
 /// The metered layer: every read is a `fetch`, as in Kafka Streams'
 /// `MeteredWindowStore`; iterators are timed until dropped.
-impl<K: 'static, V: Clone + 'static> ReadOnlyWindowStore<K, V> for TypedWindowStore<K, V> {
+impl<K: 'static, V: Clone + 'static> ReadOnlyWindowStore<K, V>
+    for Metered<LayeredWindowStore<K, V>>
+{
     fn fetch(&self, key: &K, window_start: Timestamp) -> Result<Option<V>, Error> {
-        let sensor = &self.metering.sensors.fetch;
-        let start = sensor.start();
-        let result = self.fetch_raw(key, window_start);
-        sensor.record(start);
-        result
+        self.timed(Op::Fetch, |s| s.fetch(key, window_start))
     }
     fn fetch_time_range(
         &self,
@@ -382,9 +305,7 @@ impl<K: 'static, V: Clone + 'static> ReadOnlyWindowStore<K, V> for TypedWindowSt
         time_from: Timestamp,
         time_to: Timestamp,
     ) -> Result<WindowStoreIter<'_, V>, Error> {
-        let sensor = &self.metering.sensors.fetch;
-        let start = sensor.start();
-        sensor.record_iter(start, self.time_range(key, time_from, time_to, false))
+        self.timed_iter(Op::Fetch, |s| s.time_range(key, time_from, time_to, false))
     }
     fn backward_fetch_time_range(
         &self,
@@ -392,9 +313,7 @@ impl<K: 'static, V: Clone + 'static> ReadOnlyWindowStore<K, V> for TypedWindowSt
         time_from: Timestamp,
         time_to: Timestamp,
     ) -> Result<WindowStoreIter<'_, V>, Error> {
-        let sensor = &self.metering.sensors.fetch;
-        let start = sensor.start();
-        sensor.record_iter(start, self.time_range(key, time_from, time_to, true))
+        self.timed_iter(Op::Fetch, |s| s.time_range(key, time_from, time_to, true))
     }
     fn fetch_key_range(
         &self,
@@ -403,12 +322,9 @@ impl<K: 'static, V: Clone + 'static> ReadOnlyWindowStore<K, V> for TypedWindowSt
         time_from: Timestamp,
         time_to: Timestamp,
     ) -> Result<KeyValueIter<'_, Windowed<K>, V>, Error> {
-        let sensor = &self.metering.sensors.fetch;
-        let start = sensor.start();
-        sensor.record_iter(
-            start,
-            self.key_range(key_from, key_to, time_from, time_to, false),
-        )
+        self.timed_iter(Op::Fetch, |s| {
+            s.key_range(key_from, key_to, time_from, time_to, false)
+        })
     }
     fn backward_fetch_key_range(
         &self,
@@ -417,87 +333,23 @@ impl<K: 'static, V: Clone + 'static> ReadOnlyWindowStore<K, V> for TypedWindowSt
         time_from: Timestamp,
         time_to: Timestamp,
     ) -> Result<KeyValueIter<'_, Windowed<K>, V>, Error> {
-        let sensor = &self.metering.sensors.fetch;
-        let start = sensor.start();
-        sensor.record_iter(
-            start,
-            self.key_range(key_from, key_to, time_from, time_to, true),
-        )
+        self.timed_iter(Op::Fetch, |s| {
+            s.key_range(key_from, key_to, time_from, time_to, true)
+        })
     }
 }
 
-impl<K: 'static, V: Clone + 'static> WindowStore<K, V> for TypedWindowStore<K, V> {
+impl<K: 'static, V: Clone + 'static> WindowStore<K, V> for Metered<LayeredWindowStore<K, V>> {
     fn put(&mut self, key: K, value: Option<V>, window_start: Timestamp) -> Result<(), Error> {
-        let start = self.metering.sensors.put.start();
-        let result = self.put_raw(key, value, window_start);
-        self.metering.sensors.put.record(start);
-        result
+        self.timed_mut(Op::Put, |s| s.put(key, value, window_start))
     }
     fn set_flush_listener(
         &mut self,
         listener: FlushListener<Windowed<K>, V>,
         send_old_values: bool,
     ) -> bool {
-        if self.cache.is_none() {
-            return false;
-        }
-        self.listener = Some((listener, send_old_values));
-        true
-    }
-}
-
-impl<K: 'static, V: Clone + 'static> StateStore for TypedWindowStore<K, V> {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn persistent(&self) -> bool {
-        self.inner.persistent()
-    }
-    fn logging_enabled(&self) -> bool {
-        self.logger.is_some()
-    }
-    fn init(&mut self, context: &StoreContext) -> Result<(), Error> {
-        self.inner.init(context)?;
-        if let Some(logger) = &mut self.logger {
-            logger.init(context);
-        }
-        self.serdes.topic = crate::changelog_topic_name(context.application_id(), &self.name);
-        self.clock.attach(context);
-        if let Some(cache) = &mut self.cache {
-            cache.attach(context.thread_cache().clone());
-        }
-        self.metering.init(&self.name, context, WINDOW_OPS)
-    }
-    fn flush_cache(&mut self) -> Result<(), Error> {
-        self.write_down_dirty()
-    }
-    fn flush(&mut self) -> Result<(), Error> {
-        let start = self.metering.sensors.flush.start();
-        let result = self.flush_raw();
-        self.metering.sensors.flush.record(start);
-        result
-    }
-    fn close(&mut self) -> Result<(), Error> {
-        let flushed = self.write_down_dirty();
-        if let Some(cache) = &mut self.cache {
-            cache.clear();
-        }
-        let closed = self.inner.close();
-        self.metering.close();
-        flushed.and(closed)
-    }
-    fn restore_batch(&mut self, records: &[ChangelogRecord<'_>]) -> Result<(), Error> {
-        if let Some(cache) = &mut self.cache {
-            cache.clear();
-        }
-        let inner = &mut self.inner;
-        restore_with_format(self.format, records, |r| inner.restore_batch(r))?;
-        for r in records {
-            if let Some((_, start, _)) = crate::format::parse_window_store_key(r.key) {
-                self.observed = self.observed.max(start);
-            }
-        }
-        Ok(())
+        self.inner_mut()
+            .set_flush_listener(listener, send_old_values)
     }
 }
 
@@ -506,13 +358,7 @@ impl<K: 'static, V: Clone + 'static> StateStore for TypedWindowStore<K, V> {
 /// Logging is on and caching off until changed. Caching is never used for
 /// a store that retains duplicates. Metrics are on (given a registry).
 pub struct WindowStoreBuilder<K, V> {
-    supplier: Arc<dyn WindowBytesStoreSupplier>,
-    key_serde: SharedSerde<K>,
-    value_serde: SharedSerde<V>,
-    logging: bool,
-    log_config: BTreeMap<String, String>,
-    caching: bool,
-    metrics: bool,
+    parts: BuilderParts<dyn WindowBytesStoreSupplier, K, V>,
     format: ValueFormat,
 }
 
@@ -524,96 +370,49 @@ impl<K: 'static, V: 'static> WindowStoreBuilder<K, V> {
         format: ValueFormat,
     ) -> Self {
         WindowStoreBuilder {
-            supplier,
-            key_serde: Arc::new(key_serde),
-            value_serde,
-            logging: true,
-            log_config: BTreeMap::new(),
-            caching: false,
-            metrics: true,
+            parts: BuilderParts::new(supplier, Arc::new(key_serde), value_serde),
             format,
         }
     }
-    /// Turns the changelog off.
-    pub fn with_logging_disabled(mut self) -> Self {
-        self.logging = false;
-        self
-    }
-    /// Turns the changelog on, with extra topic configs.
-    pub fn with_logging_enabled(mut self, config: BTreeMap<String, String>) -> Self {
-        self.logging = true;
-        self.log_config = config;
-        self
-    }
-    /// Puts a cache in front of the engine.
-    pub fn with_caching_enabled(mut self) -> Self {
-        self.caching = true;
-        self
-    }
-    /// Removes the cache.
-    pub fn with_caching_disabled(mut self) -> Self {
-        self.caching = false;
-        self
-    }
-    /// Records the store's latencies when its task has a metrics registry
-    /// (the default).
-    pub fn with_metrics_enabled(mut self) -> Self {
-        self.metrics = true;
-        self
-    }
-    /// Never records the store's latencies.
-    pub fn with_metrics_disabled(mut self) -> Self {
-        self.metrics = false;
-        self
-    }
 }
+
+store_builder_options!(WindowStoreBuilder, caching);
 
 impl<K: 'static, V: Clone + 'static> StoreBuilder for WindowStoreBuilder<K, V> {
     fn name(&self) -> &str {
-        self.supplier.name()
+        self.parts.supplier.name()
     }
     fn logging_enabled(&self) -> bool {
-        self.logging
+        self.parts.options.logging_enabled()
     }
     fn log_config(&self) -> BTreeMap<String, String> {
         // Kafka Streams: compact,delete with retention.ms = retention + 1 day.
-        let retention = self
-            .supplier
-            .retention_period()
-            .saturating_add(24 * 60 * 60 * 1000);
-        let policy = if self.supplier.retain_duplicates() {
+        let policy = if self.parts.supplier.retain_duplicates() {
             "delete"
         } else {
             "compact,delete"
         };
-        let mut config = BTreeMap::from([
-            ("cleanup.policy".to_string(), policy.to_string()),
-            ("retention.ms".to_string(), retention.to_string()),
-        ]);
-        config.extend(self.log_config.clone());
-        config
+        self.parts.options.changelog_config([
+            ("cleanup.policy", policy.to_string()),
+            (
+                "retention.ms",
+                changelog_retention(self.parts.supplier.retention_period()),
+            ),
+        ])
     }
     fn build(&self) -> BuiltStore {
-        let inner = self.supplier.get();
-        let name = inner.name().to_string();
-        let caching = self.caching && !inner.retain_duplicates();
-        let store = Rc::new(RefCell::new(TypedWindowStore {
-            serdes: StoreSerdes::new(&name, self.key_serde.clone(), self.value_serde.clone()),
-            logger: self.logging.then(|| ChangeLogger::new(&name)),
-            cache: caching.then(|| {
-                NamedCache::new(Rc::new(crate::ThreadCache::new(
-                    crate::ThreadCache::DEFAULT_MAX_BYTES,
-                )))
-            }),
-            name,
-            inner,
-            format: self.format,
-            clock: RecordClock::default(),
-            listener: None,
-            observed: i64::MIN,
-            metering: Metering::new(self.metrics, self.supplier.metrics_scope()),
-        }));
-        let handle: WindowStoreHandle<K, V> = store.clone();
-        BuiltStore::new(store, handle)
+        let inner = self.parts.supplier.get();
+        // A store that retains duplicates has no cache: every put counts.
+        let caching = self.parts.options.caching_enabled() && !inner.retain_duplicates();
+        let store = LayeredStore::<WindowKind<K>, V>::new(inner, &self.parts, self.format)
+            .with_cache(caching);
+        let store_type = self.parts.supplier.metrics_scope();
+        BuiltStore::metered(
+            store,
+            &self.parts.options,
+            store_type,
+            WINDOW_OPS,
+            |s| -> WindowStoreHandle<K, V> { s },
+        )
     }
 }

@@ -5,11 +5,16 @@
 //! ([`PunctuationType`], [`PunctuationSchedule`]), and the window
 //! definitions with their grace periods and emit strategies
 //! ([`TimeWindows`], [`SlidingWindows`], [`SessionWindows`],
-//! [`UnlimitedWindows`], [`EmitStrategy`]).
+//! [`UnlimitedWindows`], [`EmitStrategy`]), and the window instances
+//! windowed results carry ([`Window`], [`Windowed`]).
+
+#![warn(missing_docs)]
 
 use std::time::Duration;
 
+mod windowed;
 mod windows;
+pub use windowed::{Window, Windowed};
 pub use windows::{
     duration_ms, EmitStrategy, FixedSizeWindows, JoinWindows, SessionWindows, SlidingWindows,
     TimeWindows, UnlimitedWindows, WindowError,

@@ -3,6 +3,7 @@
 
 pub(crate) mod backend;
 mod kv;
+mod segmented;
 mod session;
 mod versioned;
 mod window;
@@ -10,8 +11,6 @@ mod window;
 use std::ops::Bound;
 
 pub use backend::BytesIter;
-#[cfg(feature = "rocksdb")]
-pub(crate) use backend::DirLayout;
 pub(crate) use backend::{Keyspaces, MemoryKeyspaces};
 pub(crate) use kv::KvEngine;
 pub(crate) use session::SessionEngine;
@@ -287,24 +286,29 @@ pub(crate) fn keyspace_segment(ks: i64) -> i64 {
     }
 }
 
-pub(crate) fn load_observed<B: Keyspaces>(
-    backend: &B,
-    ks: i64,
+/// Opens `backend` for store `name`; returns the stream time it saved at
+/// its last flush, if any.
+pub(crate) fn open_with_observed<B: Keyspaces>(
+    backend: &mut B,
+    name: &str,
+    context: &crate::StoreContext,
 ) -> Result<Option<Timestamp>, Error> {
+    backend.open(name, context)?;
     Ok(backend
-        .get(ks, OBSERVED_KEY)?
+        .get(META_KEYSPACE, OBSERVED_KEY)?
         .and_then(|b| b.try_into().ok().map(i64::from_be_bytes)))
 }
 
-pub(crate) fn save_observed<B: Keyspaces>(
+/// Saves the stream time `observed` (on a persistent, open backend) and
+/// flushes `backend`.
+pub(crate) fn flush_with_observed<B: Keyspaces>(
     backend: &mut B,
-    ks: i64,
     observed: Timestamp,
 ) -> Result<(), Error> {
     if backend.persistent() && backend.is_open() && observed != i64::MIN {
-        backend.put(ks, OBSERVED_KEY, &observed.to_be_bytes())?;
+        backend.put(META_KEYSPACE, OBSERVED_KEY, &observed.to_be_bytes())?;
     }
-    Ok(())
+    backend.flush()
 }
 
 pub(crate) fn corrupt(store: &str, index: usize, message: impl Into<String>) -> Error {

@@ -7,23 +7,18 @@
 use std::ops::Bound;
 
 use super::backend::prefix_successor;
-use super::{
-    corrupt, horizon, keyspace_segment, load_observed, save_observed, segment_keyspace, Keyspaces,
-    SessionBytesEntry, SessionBytesStore, META_KEYSPACE,
-};
+use super::segmented::{SegmentLayout, Segmented};
+use super::{corrupt, keyspace_segment, Keyspaces, SessionBytesEntry, SessionBytesStore};
 use crate::format::{
     ordered_key, parse_session_key, push_ordered_ts, read_ordered_key, read_ordered_ts,
 };
-use crate::{ChangelogRecord, Error, StateStore, StoreContext, Timestamp};
+use crate::{ChangelogRecord, Error, Timestamp};
 
-pub(crate) struct SessionEngine<B> {
-    name: String,
-    backend: B,
-    retention: Timestamp,
-    segment_interval: Timestamp,
-    observed: Timestamp,
-    min_live_segment: i64,
-}
+/// The session engine: a segmented backend keyed by session end.
+pub(crate) type SessionEngine<B> = Segmented<B, SessionLayout>;
+
+/// Sessions need nothing beyond their segments.
+pub(crate) struct SessionLayout;
 
 fn layout_key(key: &[u8], start: Timestamp, end: Timestamp) -> Vec<u8> {
     let mut out = ordered_key(key);
@@ -40,78 +35,25 @@ fn parse_layout(bytes: &[u8]) -> Option<(Vec<u8>, Timestamp, Timestamp)> {
 }
 
 impl<B: Keyspaces> SessionEngine<B> {
-    pub(crate) fn new(
+    pub(crate) fn session(
         name: impl Into<String>,
         backend: B,
         retention: Timestamp,
         segment_interval: Timestamp,
     ) -> Self {
-        SessionEngine {
-            name: name.into(),
-            backend,
-            retention,
-            segment_interval: segment_interval.max(1),
-            observed: i64::MIN,
-            min_live_segment: i64::MIN,
-        }
-    }
-
-    fn segment(&self, end: Timestamp) -> i64 {
-        end.div_euclid(self.segment_interval)
-    }
-
-    fn expired(&self, end: Timestamp) -> bool {
-        end <= horizon(self.observed, self.retention)
-    }
-
-    fn observe(&mut self, ts: Timestamp) -> Result<(), Error> {
-        if ts <= self.observed {
-            return Ok(());
-        }
-        self.observed = ts;
-        let first_live = horizon(self.observed, self.retention).saturating_add(1);
-        let min_live = self.segment(first_live);
-        if min_live > self.min_live_segment {
-            self.min_live_segment = min_live;
-            for ks in self.backend.keyspaces() {
-                if ks != META_KEYSPACE && keyspace_segment(ks) < min_live {
-                    self.backend.drop_keyspace(ks)?;
-                }
-            }
-        }
-        Ok(())
+        Segmented::new(name, backend, retention, segment_interval, SessionLayout)
     }
 }
 
-impl<B: Keyspaces> StateStore for SessionEngine<B> {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn persistent(&self) -> bool {
-        self.backend.persistent()
-    }
-    fn init(&mut self, context: &StoreContext) -> Result<(), Error> {
-        self.backend.open(&self.name, context)?;
-        if let Some(observed) = load_observed(&self.backend, META_KEYSPACE)? {
-            self.observe(observed)?;
-        }
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<(), Error> {
-        save_observed(&mut self.backend, META_KEYSPACE, self.observed)?;
-        self.backend.flush()
-    }
-    fn close(&mut self) -> Result<(), Error> {
-        self.flush()?;
-        self.backend.close()
-    }
-    fn restore_batch(&mut self, records: &[ChangelogRecord<'_>]) -> Result<(), Error> {
-        for (i, r) in records.iter().enumerate() {
-            let (key, start, end) = parse_session_key(r.key)
-                .ok_or_else(|| corrupt(&self.name, i, "session key shorter than 16 bytes"))?;
-            self.put(key, start, end, r.value)?;
-        }
-        Ok(())
+impl SegmentLayout for SessionLayout {
+    fn restore_record<B: Keyspaces>(
+        engine: &mut Segmented<B, Self>,
+        index: usize,
+        record: &ChangelogRecord<'_>,
+    ) -> Result<(), Error> {
+        let (key, start, end) = parse_session_key(record.key)
+            .ok_or_else(|| corrupt(&engine.name, index, "session key shorter than 16 bytes"))?;
+        engine.put(key, start, end, record.value).map(|_| ())
     }
 }
 
@@ -131,7 +73,7 @@ impl<B: Keyspaces> SessionBytesStore for SessionEngine<B> {
             log::warn!("store {}: skipping record for expired session", self.name);
             return Ok(false);
         }
-        let ks = segment_keyspace(self.segment(end));
+        let ks = self.keyspace(end);
         let k = layout_key(key, start, end);
         match value {
             Some(v) => self.backend.put(ks, &k, v)?,
@@ -148,8 +90,8 @@ impl<B: Keyspaces> SessionBytesStore for SessionEngine<B> {
         if self.expired(end) {
             return Ok(None);
         }
-        let ks = segment_keyspace(self.segment(end));
-        self.backend.get(ks, &layout_key(key, start, end))
+        self.backend
+            .get(self.keyspace(end), &layout_key(key, start, end))
     }
     fn find_sessions(
         &self,
@@ -159,7 +101,7 @@ impl<B: Keyspaces> SessionBytesStore for SessionEngine<B> {
         latest_start: Timestamp,
         reverse: bool,
     ) -> Result<Vec<SessionBytesEntry>, Error> {
-        let min_end = earliest_end.max(horizon(self.observed, self.retention).saturating_add(1));
+        let min_end = self.first_visible(earliest_end);
         let mut out = Vec::new();
         if let (Some(a), Some(b)) = (key_from, key_to) {
             if a > b {
@@ -171,8 +113,8 @@ impl<B: Keyspaces> SessionBytesStore for SessionEngine<B> {
         let lo_bound = lo.as_deref().map_or(Bound::Unbounded, Bound::Included);
         let hi_bound = hi.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
         let first_segment = self.segment(min_end);
-        for ks in self.backend.keyspaces() {
-            if ks == META_KEYSPACE || keyspace_segment(ks) < first_segment {
+        for ks in self.segment_keyspaces() {
+            if keyspace_segment(ks) < first_segment {
                 continue;
             }
             for item in self.backend.range(ks, lo_bound, hi_bound, false)? {

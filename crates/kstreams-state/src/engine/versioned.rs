@@ -11,8 +11,8 @@ use std::ops::Bound;
 
 use super::backend::prefix_successor;
 use super::{
-    horizon, load_observed, save_observed, Keyspaces, VersionedBytes, VersionedBytesStore,
-    META_KEYSPACE,
+    flush_with_observed, horizon, open_with_observed, Keyspaces, VersionedBytes,
+    VersionedBytesStore,
 };
 use crate::format::{
     ordered_key, push_ordered_key, push_ordered_ts, read_ordered_key, read_ordered_ts,
@@ -238,15 +238,13 @@ impl<B: Keyspaces> StateStore for VersionedEngine<B> {
         self.backend.persistent()
     }
     fn init(&mut self, context: &StoreContext) -> Result<(), Error> {
-        self.backend.open(&self.name, context)?;
-        if let Some(observed) = load_observed(&self.backend, META_KEYSPACE)? {
+        if let Some(observed) = open_with_observed(&mut self.backend, &self.name, context)? {
             self.observed = self.observed.max(observed);
         }
         Ok(())
     }
     fn flush(&mut self) -> Result<(), Error> {
-        save_observed(&mut self.backend, META_KEYSPACE, self.observed)?;
-        self.backend.flush()
+        flush_with_observed(&mut self.backend, self.observed)
     }
     fn close(&mut self) -> Result<(), Error> {
         self.flush()?;

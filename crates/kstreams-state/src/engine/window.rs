@@ -7,24 +7,21 @@
 use std::ops::Bound;
 
 use super::backend::prefix_successor;
-use super::{
-    corrupt, horizon, keyspace_segment, load_observed, save_observed, segment_keyspace, Keyspaces,
-    WindowBytesEntry, WindowBytesStore, META_KEYSPACE,
-};
+use super::segmented::{SegmentLayout, Segmented};
+use super::{corrupt, keyspace_segment, Keyspaces, WindowBytesEntry, WindowBytesStore};
 use crate::format::{
     ordered_key, parse_window_store_key, push_ordered_ts, read_ordered_key, read_ordered_ts,
 };
-use crate::{ChangelogRecord, Error, StateStore, StoreContext, Timestamp};
+use crate::{ChangelogRecord, Error, Timestamp};
 
-pub(crate) struct WindowEngine<B> {
-    name: String,
-    backend: B,
-    retention: Timestamp,
+/// The window engine: a segmented backend keyed by window start.
+pub(crate) type WindowEngine<B> = Segmented<B, WindowLayout>;
+
+/// What a window engine adds to its segments.
+pub(crate) struct WindowLayout {
     window_size: Timestamp,
     retain_duplicates: bool,
-    segment_interval: Timestamp,
-    observed: Timestamp,
-    min_live_segment: i64,
+    /// The last sequence number given to a duplicate.
     seqnum: u32,
 }
 
@@ -43,7 +40,7 @@ fn parse_layout(bytes: &[u8]) -> Option<(Vec<u8>, Timestamp, u32)> {
 }
 
 impl<B: Keyspaces> WindowEngine<B> {
-    pub(crate) fn new(
+    pub(crate) fn window(
         name: impl Into<String>,
         backend: B,
         retention: Timestamp,
@@ -51,44 +48,12 @@ impl<B: Keyspaces> WindowEngine<B> {
         retain_duplicates: bool,
         segment_interval: Timestamp,
     ) -> Self {
-        WindowEngine {
-            name: name.into(),
-            backend,
-            retention,
+        let layout = WindowLayout {
             window_size,
             retain_duplicates,
-            segment_interval: segment_interval.max(1),
-            observed: i64::MIN,
-            min_live_segment: i64::MIN,
             seqnum: 0,
-        }
-    }
-
-    fn segment(&self, start: Timestamp) -> i64 {
-        start.div_euclid(self.segment_interval)
-    }
-
-    fn expired(&self, start: Timestamp) -> bool {
-        start <= horizon(self.observed, self.retention)
-    }
-
-    /// Advances stream time and drops the segments it left behind.
-    fn observe(&mut self, ts: Timestamp) -> Result<(), Error> {
-        if ts <= self.observed {
-            return Ok(());
-        }
-        self.observed = ts;
-        let first_live = horizon(self.observed, self.retention).saturating_add(1);
-        let min_live = self.segment(first_live);
-        if min_live > self.min_live_segment {
-            self.min_live_segment = min_live;
-            for ks in self.backend.keyspaces() {
-                if ks != META_KEYSPACE && keyspace_segment(ks) < min_live {
-                    self.backend.drop_keyspace(ks)?;
-                }
-            }
-        }
-        Ok(())
+        };
+        Segmented::new(name, backend, retention, segment_interval, layout)
     }
 
     fn write(
@@ -98,7 +63,7 @@ impl<B: Keyspaces> WindowEngine<B> {
         start: Timestamp,
         seq: u32,
     ) -> Result<(), Error> {
-        let ks = segment_keyspace(self.segment(start));
+        let ks = self.keyspace(start);
         let k = layout_key(key, start, seq);
         match value {
             Some(v) => self.backend.put(ks, &k, v),
@@ -108,60 +73,33 @@ impl<B: Keyspaces> WindowEngine<B> {
 
     fn live_keyspaces(&self, from: Timestamp, to: Timestamp) -> Vec<i64> {
         let (lo, hi) = (self.segment(from), self.segment(to));
-        self.backend
-            .keyspaces()
-            .into_iter()
-            .filter(|&ks| ks != META_KEYSPACE)
+        self.segment_keyspaces()
             .filter(|&ks| (lo..=hi).contains(&keyspace_segment(ks)))
             .collect()
     }
-
-    fn first_visible(&self, time_from: Timestamp) -> Timestamp {
-        time_from.max(horizon(self.observed, self.retention).saturating_add(1))
-    }
 }
 
-impl<B: Keyspaces> StateStore for WindowEngine<B> {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn persistent(&self) -> bool {
-        self.backend.persistent()
-    }
-    fn init(&mut self, context: &StoreContext) -> Result<(), Error> {
-        self.backend.open(&self.name, context)?;
-        if let Some(observed) = load_observed(&self.backend, META_KEYSPACE)? {
-            self.observe(observed)?;
-        }
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<(), Error> {
-        save_observed(&mut self.backend, META_KEYSPACE, self.observed)?;
-        self.backend.flush()
-    }
-    fn close(&mut self) -> Result<(), Error> {
-        self.flush()?;
-        self.backend.close()
-    }
-    fn restore_batch(&mut self, records: &[ChangelogRecord<'_>]) -> Result<(), Error> {
-        for (i, r) in records.iter().enumerate() {
-            let (key, start, seq) = parse_window_store_key(r.key)
-                .ok_or_else(|| corrupt(&self.name, i, "window key shorter than 12 bytes"))?;
-            self.put_with_seqnum(key, r.value, start, seq)?;
-        }
-        Ok(())
+impl SegmentLayout for WindowLayout {
+    fn restore_record<B: Keyspaces>(
+        engine: &mut Segmented<B, Self>,
+        index: usize,
+        record: &ChangelogRecord<'_>,
+    ) -> Result<(), Error> {
+        let (key, start, seq) = parse_window_store_key(record.key)
+            .ok_or_else(|| corrupt(&engine.name, index, "window key shorter than 12 bytes"))?;
+        engine.put_with_seqnum(key, record.value, start, seq)
     }
 }
 
 impl<B: Keyspaces> WindowBytesStore for WindowEngine<B> {
     fn window_size(&self) -> Timestamp {
-        self.window_size
+        self.layout.window_size
     }
     fn retention_period(&self) -> Timestamp {
         self.retention
     }
     fn retain_duplicates(&self) -> bool {
-        self.retain_duplicates
+        self.layout.retain_duplicates
     }
     fn put(
         &mut self,
@@ -174,15 +112,16 @@ impl<B: Keyspaces> WindowBytesStore for WindowEngine<B> {
             log::warn!("store {}: skipping record for expired window", self.name);
             return Ok(None);
         }
-        let seq = if self.retain_duplicates {
-            self.seqnum = (self.seqnum + 1) & 0x7FFF_FFFF;
+        let seq = if self.layout.retain_duplicates {
+            let layout = &mut self.layout;
+            layout.seqnum = (layout.seqnum + 1) & 0x7FFF_FFFF;
             if value.is_none() {
                 // Nothing to delete among duplicates, but the changelog
                 // still carries the record (and its stream time), as Kafka
                 // Streams logs it.
-                return Ok(Some(self.seqnum));
+                return Ok(Some(layout.seqnum));
             }
-            self.seqnum
+            layout.seqnum
         } else {
             0
         };
@@ -200,9 +139,9 @@ impl<B: Keyspaces> WindowBytesStore for WindowEngine<B> {
         if self.expired(window_start) {
             return Ok(());
         }
-        if self.retain_duplicates {
+        if self.layout.retain_duplicates {
             // New puts after a restore must not reuse a restored seqnum.
-            self.seqnum = self.seqnum.max(seqnum);
+            self.layout.seqnum = self.layout.seqnum.max(seqnum);
         }
         self.write(key, value, window_start, seqnum)
     }
@@ -210,8 +149,8 @@ impl<B: Keyspaces> WindowBytesStore for WindowEngine<B> {
         if self.expired(window_start) {
             return Ok(None);
         }
-        let ks = segment_keyspace(self.segment(window_start));
-        if !self.retain_duplicates {
+        let ks = self.keyspace(window_start);
+        if !self.layout.retain_duplicates {
             return self.backend.get(ks, &layout_key(key, window_start, 0));
         }
         let from = layout_key(key, window_start, 0);
