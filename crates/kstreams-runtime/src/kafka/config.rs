@@ -139,6 +139,23 @@ pub enum ProcessingGuarantee {
 /// The configuration of a kstreams application: Kafka Streams'
 /// `StreamsConfig`.
 ///
+/// Kafka client settings are resolved as Kafka Streams resolves them: an
+/// unprefixed key (`auto.offset.reset`, `acks`, `compression.type`,
+/// `security.protocol`, `sasl.*`, `ssl.*`, any librdkafka property) goes to
+/// every client librdkafka scopes it to; `consumer.` overrides it for the
+/// consumers, and `main.consumer.`, `restore.consumer.`, `global.consumer.`,
+/// `producer.` and `admin.` override both for their client. Each key and
+/// value is checked against librdkafka when set. Java client settings with
+/// no librdkafka counterpart (`max.poll.records`, serializer classes,
+/// `sasl.jaas.config`, truststores) are logged once as ignored, with what to
+/// set instead. kstreams decides `bootstrap.servers`, `group.id`,
+/// `client.id` and `enable.auto.commit` itself, and under exactly-once
+/// `isolation.level` and `transactional.id`.
+///
+/// `max.task.idle.ms`: -1 never waits for an empty input partition, 0 (the
+/// default) waits only for one known to be behind its end, a positive
+/// value also waits that long for a caught-up one (KIP-695).
+///
 /// ```
 /// use kstreams_runtime::kafka::StreamsConfig;
 ///
@@ -167,7 +184,7 @@ pub struct StreamsConfig {
     pub(crate) commit_interval: Option<Duration>,
     pub(crate) cache_max_bytes: u64,
     pub(crate) state_dir: PathBuf,
-    pub(crate) max_task_idle: Duration,
+    pub(crate) max_task_idle: super::partition_group::MaxTaskIdle,
     pub(crate) buffered_records_per_partition: usize,
     pub(crate) replication_factor: i32,
     pub(crate) timestamp_extractor: Arc<dyn TimestampExtractor>,
@@ -215,7 +232,7 @@ impl StreamsConfig {
             commit_interval: None,
             cache_max_bytes: 10 * 1024 * 1024,
             state_dir: std::env::temp_dir().join("kstreams"),
-            max_task_idle: Duration::ZERO,
+            max_task_idle: super::partition_group::MaxTaskIdle::ForLagging,
             buffered_records_per_partition: 1000,
             replication_factor: -1,
             timestamp_extractor: Arc::new(FailOnInvalidTimestamp),
@@ -471,7 +488,7 @@ impl StreamsConfig {
                 if ms < -1 {
                     return Err(invalid("milliseconds >= 0, or -1 to never wait"));
                 }
-                self.max_task_idle = Duration::from_millis(ms.max(0) as u64);
+                self.max_task_idle = super::partition_group::MaxTaskIdle::from_millis(ms);
             }
             "buffered.records.per.partition" => {
                 self.buffered_records_per_partition =
@@ -1436,5 +1453,21 @@ mod tests {
             .client_config("producer.linger.ms", "5")
             .validate()
             .is_ok());
+    }
+
+    #[test]
+    fn max_task_idle_keeps_minus_one_apart_from_zero() {
+        use super::super::partition_group::MaxTaskIdle;
+        let mut config = StreamsConfig::new("app", "b:1");
+        assert_eq!(config.max_task_idle, MaxTaskIdle::ForLagging);
+        config.set("max.task.idle.ms", "-1").unwrap();
+        assert_eq!(config.max_task_idle, MaxTaskIdle::Never);
+        config.set("max.task.idle.ms", "0").unwrap();
+        assert_eq!(config.max_task_idle, MaxTaskIdle::ForLagging);
+        config.set("max.task.idle.ms", "250").unwrap();
+        assert_eq!(
+            config.max_task_idle,
+            MaxTaskIdle::UpTo(Duration::from_millis(250))
+        );
     }
 }
