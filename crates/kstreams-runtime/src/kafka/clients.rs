@@ -1,7 +1,11 @@
 //! The one place that builds the Kafka clients' configurations, as Kafka
 //! Streams' `StreamsConfig.getMainConsumerConfigs` and friends: the
-//! settings kstreams needs for each client, then the user's prefixed
-//! settings on top.
+//! defaults kstreams chooses for each client, then the user's settings
+//! resolved by Kafka Streams' precedence ([`StreamsConfig::client_settings`]:
+//! unprefixed, then `consumer.`, then the client's own prefix), then what
+//! kstreams must decide itself (`bootstrap.servers`, `group.id`,
+//! `client.id`, `enable.auto.commit`, and under exactly-once
+//! `isolation.level` and `transactional.id`).
 //!
 //! | client | made by | group member |
 //! |---|---|---|
@@ -13,7 +17,41 @@
 
 use rdkafka::ClientConfig;
 
-use super::config::{is_group_membership_key, GroupProtocol, ProcessingGuarantee, StreamsConfig};
+use super::config::{
+    is_group_membership_key, GroupProtocol, KafkaClient, ProcessingGuarantee, StreamsConfig,
+};
+
+/// Sets the user's settings of `kind` on `client`, leaving out those
+/// `skip` says kstreams decides.
+fn apply_user_settings(
+    client: &mut ClientConfig,
+    config: &StreamsConfig,
+    kind: KafkaClient,
+    skip: impl Fn(&str) -> bool,
+) {
+    for (key, (_, value)) in config.client_settings(kind) {
+        if !skip(&key) {
+            client.set(key, value);
+        }
+    }
+}
+
+/// Settings kstreams always decides itself.
+fn decided_by_kstreams(key: &str) -> bool {
+    matches!(
+        key,
+        "bootstrap.servers" | "client.id" | "group.id" | "enable.auto.commit"
+    )
+}
+
+/// Settings exactly-once needs as kstreams sets them.
+fn decided_under_exactly_once(config: &StreamsConfig, key: &str) -> bool {
+    config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2
+        && matches!(
+            key,
+            "isolation.level" | "transactional.id" | "enable.idempotence"
+        )
+}
 
 /// `isolation.level` for every consumer: under exactly-once a consumer
 /// must not see records of aborted (or still open) transactions.
@@ -47,8 +85,11 @@ pub(crate) fn main_consumer(config: &StreamsConfig, thread: &str, index: usize) 
         }
         GroupProtocol::Consumer => {
             client.set("group.remote.assignor", "range");
-            match config.consumer.get("group.remote.assignor") {
-                Some(assignor) if assignor != "range" => log::warn!(
+            match config
+                .client_settings(KafkaClient::MainConsumer)
+                .get("group.remote.assignor")
+            {
+                Some((_, assignor)) if assignor != "range" => log::warn!(
                     "{thread}: group.remote.assignor={assignor}: unless that assignor gives \
                      every member the same partition numbers of all subscribed topics, \
                      co-partitioned topics (joins, merges) can land in different tasks"
@@ -57,10 +98,13 @@ pub(crate) fn main_consumer(config: &StreamsConfig, thread: &str, index: usize) 
             }
         }
     }
-    for (k, v) in &config.consumer {
-        client.set(k, v);
-    }
-    if let Some(instance) = config.consumer.get("group.instance.id") {
+    apply_user_settings(&mut client, config, KafkaClient::MainConsumer, |k| {
+        decided_by_kstreams(k) || decided_under_exactly_once(config, k)
+    });
+    if let Some((_, instance)) = config
+        .client_settings(KafkaClient::MainConsumer)
+        .get("group.instance.id")
+    {
         // Static membership: one id per thread, as Kafka Streams suffixes
         // it, or the threads would fence each other.
         client.set("group.instance.id", format!("{instance}-{}", index + 1));
@@ -91,9 +135,9 @@ pub(crate) fn producer(
             format!("{}-{process_id}-{}", config.application_id, index + 1),
         );
     }
-    for (k, v) in &config.producer {
-        client.set(k, v);
-    }
+    apply_user_settings(&mut client, config, KafkaClient::Producer, |k| {
+        decided_by_kstreams(k) || decided_under_exactly_once(config, k) || k == "transactional.id"
+    });
     client
 }
 
@@ -103,6 +147,7 @@ pub(crate) fn producer(
 /// `group.id`; this consumer never joins that group nor commits to it.
 fn assign_only_consumer(
     config: &StreamsConfig,
+    kind: KafkaClient,
     client_id: String,
     group: &str,
     defaults: &[(&str, &str)],
@@ -117,24 +162,31 @@ fn assign_only_consumer(
     for (k, v) in defaults {
         client.set(*k, *v);
     }
-    for (k, v) in &config.consumer {
-        if !is_group_membership_key(k) {
-            client.set(k, v);
-        }
-    }
+    apply_user_settings(&mut client, config, kind, |k| {
+        decided_by_kstreams(k)
+            || decided_under_exactly_once(config, k)
+            || is_group_membership_key(k)
+    });
     client
 }
 
 /// The consumer a stream thread named `thread` restores (and later keeps
 /// standby tasks current) with.
 pub(crate) fn restore_consumer(config: &StreamsConfig, thread: &str) -> ClientConfig {
-    assign_only_consumer(config, format!("{thread}-restore-consumer"), "restore", &[])
+    assign_only_consumer(
+        config,
+        KafkaClient::RestoreConsumer,
+        format!("{thread}-restore-consumer"),
+        "restore",
+        &[],
+    )
 }
 
 /// The global thread's consumer.
 pub(crate) fn global_consumer(config: &StreamsConfig) -> ClientConfig {
     assign_only_consumer(
         config,
+        KafkaClient::GlobalConsumer,
         format!("{}-global-consumer", config.application_id),
         "global",
         // Out of range (retention deleted what it was reading): start over
@@ -147,9 +199,9 @@ pub(crate) fn global_consumer(config: &StreamsConfig) -> ClientConfig {
 pub(crate) fn admin(config: &StreamsConfig) -> ClientConfig {
     let mut client = ClientConfig::new();
     client.set("bootstrap.servers", &config.bootstrap_servers);
-    for (k, v) in &config.admin {
-        client.set(k, v);
-    }
+    apply_user_settings(&mut client, config, KafkaClient::Admin, |k| {
+        k == "bootstrap.servers"
+    });
     client
 }
 
@@ -255,5 +307,79 @@ mod tests {
         assert_eq!(client.get("bootstrap.servers"), Some("b:9092"));
         assert_eq!(client.get("request.timeout.ms"), Some("5000"));
         assert_eq!(client.get("fetch.min.bytes"), None);
+    }
+
+    /// Kafka Streams' precedence: unprefixed < `consumer.` < the client's
+    /// own prefix; an unprefixed key reaches only the clients it is for.
+    #[test]
+    fn unprefixed_keys_reach_their_clients_and_prefixes_narrow_them() {
+        let c = config(&[
+            ("auto.offset.reset", "latest"),
+            ("acks", "all"),
+            ("compression.type", "gzip"),
+            ("security.protocol", "SSL"),
+            ("fetch.min.bytes", "1"),
+            ("consumer.fetch.min.bytes", "2"),
+            ("restore.consumer.fetch.min.bytes", "3"),
+            ("main.consumer.fetch.min.bytes", "4"),
+            ("producer.acks", "1"),
+            ("admin.security.protocol", "SASL_SSL"),
+            ("max.poll.records", "500"),
+        ]);
+        let main = main_consumer(&c, "t", 0);
+        let restore = restore_consumer(&c, "t");
+        let global = global_consumer(&c);
+        let producer = producer(&c, "t", "p", 0);
+        let admin = admin(&c);
+        assert_eq!(main.get("fetch.min.bytes"), Some("4"));
+        assert_eq!(restore.get("fetch.min.bytes"), Some("3"));
+        assert_eq!(global.get("fetch.min.bytes"), Some("2"));
+        for consumer in [&main, &restore, &global] {
+            assert_eq!(consumer.get("auto.offset.reset"), Some("latest"));
+            assert_eq!(consumer.get("acks"), None);
+            assert_eq!(consumer.get("compression.type"), None);
+            assert_eq!(consumer.get("security.protocol"), Some("SSL"));
+            assert_eq!(consumer.get("max.poll.records"), None);
+        }
+        assert_eq!(producer.get("acks"), Some("1"));
+        assert_eq!(producer.get("compression.type"), Some("gzip"));
+        assert_eq!(producer.get("auto.offset.reset"), None);
+        assert_eq!(producer.get("fetch.min.bytes"), None);
+        assert_eq!(producer.get("security.protocol"), Some("SSL"));
+        assert_eq!(admin.get("security.protocol"), Some("SASL_SSL"));
+        assert_eq!(admin.get("auto.offset.reset"), None);
+        assert_eq!(admin.get("acks"), None);
+    }
+
+    /// As Kafka Streams: the ids, the group, the commit mode and under
+    /// exactly-once the isolation level are kstreams' own.
+    #[test]
+    fn what_kstreams_decides_is_not_overridden() {
+        let c = config(&[
+            ("processing.guarantee", "exactly_once_v2"),
+            ("client.id", "mine"),
+            ("consumer.group.id", "other"),
+            ("consumer.enable.auto.commit", "true"),
+            ("consumer.isolation.level", "read_uncommitted"),
+            ("producer.transactional.id", "fixed"),
+        ]);
+        let main = main_consumer(&c, "t", 0);
+        assert_eq!(main.get("client.id"), Some("t-consumer"));
+        assert_eq!(main.get("group.id"), Some("app"));
+        assert_eq!(main.get("enable.auto.commit"), Some("false"));
+        assert_eq!(main.get("isolation.level"), Some("read_committed"));
+        let producer = producer(&c, "t", "p", 0);
+        assert_eq!(producer.get("transactional.id"), Some("app-p-1"));
+        assert_eq!(producer.get("client.id"), Some("t-producer"));
+        assert_eq!(
+            restore_consumer(&c, "t").get("group.id"),
+            Some("app-restore")
+        );
+        // Under at-least-once the isolation level is the user's.
+        let alos = config(&[("consumer.isolation.level", "read_committed")]);
+        assert_eq!(
+            main_consumer(&alos, "t", 0).get("isolation.level"),
+            Some("read_committed")
+        );
     }
 }

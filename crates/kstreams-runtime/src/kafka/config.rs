@@ -24,7 +24,7 @@ pub enum ConfigError {
     },
     /// A key kstreams does not know.
     #[error(
-        "unknown config {key}{}; pass Kafka client settings with a consumer., producer., admin. or main.consumer. prefix",
+        "unknown config {key}{}: neither a Kafka Streams setting nor a librdkafka client property",
         suggestion.map(|s| format!(" (did you mean {s}?)")).unwrap_or_default()
     )]
     Unknown {
@@ -52,6 +52,18 @@ pub enum ConfigError {
         value: String,
         /// What is accepted.
         expected: String,
+    },
+    /// A Kafka client setting librdkafka refuses.
+    #[error("config {key}={value} is refused by librdkafka: {message}; {hint}")]
+    Client {
+        /// The key as written, with its prefix.
+        key: String,
+        /// The value given.
+        value: String,
+        /// librdkafka's reason.
+        message: String,
+        /// How to fix it.
+        hint: String,
     },
     /// Two settings that cannot be used together.
     #[error("config {key} cannot be used with {with}: {hint}")]
@@ -127,6 +139,23 @@ pub enum ProcessingGuarantee {
 /// The configuration of a kstreams application: Kafka Streams'
 /// `StreamsConfig`.
 ///
+/// Kafka client settings are resolved as Kafka Streams resolves them: an
+/// unprefixed key (`auto.offset.reset`, `acks`, `compression.type`,
+/// `security.protocol`, `sasl.*`, `ssl.*`, any librdkafka property) goes to
+/// every client librdkafka scopes it to; `consumer.` overrides it for the
+/// consumers, and `main.consumer.`, `restore.consumer.`, `global.consumer.`,
+/// `producer.` and `admin.` override both for their client. Each key and
+/// value is checked against librdkafka when set. Java client settings with
+/// no librdkafka counterpart (`max.poll.records`, serializer classes,
+/// `sasl.jaas.config`, truststores) are logged once as ignored, with what to
+/// set instead. kstreams decides `bootstrap.servers`, `group.id`,
+/// `client.id` and `enable.auto.commit` itself, and under exactly-once
+/// `isolation.level` and `transactional.id`.
+///
+/// `max.task.idle.ms`: -1 never waits for an empty input partition, 0 (the
+/// default) waits only for one known to be behind its end, a positive
+/// value also waits that long for a caught-up one (KIP-695).
+///
 /// ```
 /// use kstreams_runtime::kafka::StreamsConfig;
 ///
@@ -155,7 +184,7 @@ pub struct StreamsConfig {
     pub(crate) commit_interval: Option<Duration>,
     pub(crate) cache_max_bytes: u64,
     pub(crate) state_dir: PathBuf,
-    pub(crate) max_task_idle: Duration,
+    pub(crate) max_task_idle: super::partition_group::MaxTaskIdle,
     pub(crate) buffered_records_per_partition: usize,
     pub(crate) replication_factor: i32,
     pub(crate) timestamp_extractor: Arc<dyn TimestampExtractor>,
@@ -164,9 +193,12 @@ pub struct StreamsConfig {
     pub(crate) production: ProductionHandling,
     pub(crate) dead_letter_queue: Option<String>,
     pub(crate) repartition_purge_interval: Duration,
-    pub(crate) consumer: BTreeMap<String, String>,
-    pub(crate) producer: BTreeMap<String, String>,
-    pub(crate) admin: BTreeMap<String, String>,
+    /// The user's Kafka client settings, by the prefix they came with;
+    /// [`StreamsConfig::client_settings`] resolves them per client.
+    pub(crate) client_settings: BTreeMap<(ClientPrefix, String), String>,
+    /// The first mistake [`StreamsConfig::client_config`] met: it cannot
+    /// return it, so [`StreamsConfig::validate`] (and so `start()`) does.
+    pub(crate) deferred_error: Option<ConfigError>,
     pub(crate) metrics_recording_level: RecordingLevel,
     /// `poll.ms`: how long a stream thread blocks waiting for input.
     pub(crate) poll: Duration,
@@ -200,7 +232,7 @@ impl StreamsConfig {
             commit_interval: None,
             cache_max_bytes: 10 * 1024 * 1024,
             state_dir: std::env::temp_dir().join("kstreams"),
-            max_task_idle: Duration::ZERO,
+            max_task_idle: super::partition_group::MaxTaskIdle::ForLagging,
             buffered_records_per_partition: 1000,
             replication_factor: -1,
             timestamp_extractor: Arc::new(FailOnInvalidTimestamp),
@@ -209,9 +241,8 @@ impl StreamsConfig {
             production: ProductionHandling::Fail,
             dead_letter_queue: None,
             repartition_purge_interval: Duration::from_secs(30),
-            consumer: BTreeMap::new(),
-            producer: BTreeMap::new(),
-            admin: BTreeMap::new(),
+            client_settings: BTreeMap::new(),
+            deferred_error: None,
             metrics_recording_level: RecordingLevel::Info,
             poll: Duration::from_millis(100),
             metrics: MetricsRegistry::new(),
@@ -273,15 +304,17 @@ impl StreamsConfig {
     /// ));
     /// ```
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(e) = &self.deferred_error {
+            return Err(e.clone());
+        }
+        let main = self.client_settings(KafkaClient::MainConsumer);
         if self.group_protocol() == GroupProtocol::Consumer {
             for (key, hint) in CLASSIC_ONLY {
-                if self.consumer.contains_key(key) {
+                if let Some((prefix, _)) = main.get(key) {
+                    let (protocol_prefix, protocol) = &main["group.protocol"];
                     return Err(ConfigError::Conflict {
-                        key: format!("consumer.{key}"),
-                        with: format!(
-                            "consumer.group.protocol={}",
-                            self.consumer["group.protocol"]
-                        ),
+                        key: format!("{}{key}", prefix.as_str()),
+                        with: format!("{}group.protocol={protocol}", protocol_prefix.as_str()),
                         hint: hint.to_string(),
                     });
                 }
@@ -292,10 +325,132 @@ impl StreamsConfig {
 
     /// The group protocol the stream threads' consumers use.
     pub(crate) fn group_protocol(&self) -> GroupProtocol {
-        match self.consumer.get("group.protocol") {
-            Some(p) if p.eq_ignore_ascii_case("consumer") => GroupProtocol::Consumer,
+        match self
+            .client_settings(KafkaClient::MainConsumer)
+            .get("group.protocol")
+        {
+            Some((_, p)) if p.eq_ignore_ascii_case("consumer") => GroupProtocol::Consumer,
             _ => GroupProtocol::Classic,
         }
+    }
+
+    /// The user's settings that reach `client`, with the prefix each was
+    /// given with, by Kafka Streams' precedence (`getMainConsumerConfigs`
+    /// and friends): unprefixed keys that apply to the client, then
+    /// `consumer.` (consumers only), then the client's own prefix
+    /// (`main.consumer.`, `restore.consumer.`, `global.consumer.`,
+    /// `producer.`, `admin.`).
+    pub(crate) fn client_settings(
+        &self,
+        client: KafkaClient,
+    ) -> BTreeMap<String, (ClientPrefix, String)> {
+        let mut resolved = BTreeMap::new();
+        for layer in client.layers() {
+            for ((prefix, key), value) in &self.client_settings {
+                if prefix == layer && (*prefix != ClientPrefix::Unprefixed || client.takes(key)) {
+                    resolved.insert(key.clone(), (*prefix, value.clone()));
+                }
+            }
+        }
+        resolved
+    }
+
+    /// Takes a Kafka client setting `key` (without `prefix`), checked
+    /// against librdkafka.
+    fn set_client(
+        &mut self,
+        prefix: ClientPrefix,
+        key: &str,
+        value: &str,
+    ) -> Result<(), ConfigError> {
+        let written = format!("{}{key}", prefix.as_str());
+        if key.is_empty() {
+            return Err(ConfigError::Unknown {
+                key: written,
+                suggestion: None,
+            });
+        }
+        if let Some(why) = java_only_client_key(key) {
+            log::warn!(
+                "config {written} is ignored: it is a Java client setting with no librdkafka \
+                 counterpart ({why})"
+            );
+            return Ok(());
+        }
+        if let Err(e) = rdkafka::ClientConfig::new()
+            .set(key, value)
+            .create_native_config()
+        {
+            let unknown = matches!(
+                e,
+                rdkafka::error::KafkaError::ClientConfig(
+                    rdkafka::types::RDKafkaConfRes::RD_KAFKA_CONF_UNKNOWN,
+                    ..
+                )
+            );
+            if !unknown {
+                let message = match &e {
+                    rdkafka::error::KafkaError::ClientConfig(_, description, ..) => {
+                        description.clone()
+                    }
+                    other => other.to_string(),
+                };
+                return Err(ConfigError::Client {
+                    key: written,
+                    value: value.to_string(),
+                    message,
+                    hint: "see librdkafka's CONFIGURATION.md for the values it takes".to_string(),
+                });
+            }
+            return Err(match prefix {
+                ClientPrefix::Unprefixed => ConfigError::Unknown {
+                    key: written,
+                    suggestion: closest_known_key(key),
+                },
+                _ => ConfigError::Client {
+                    key: written,
+                    value: value.to_string(),
+                    message: format!("librdkafka has no property {key}"),
+                    hint: "check the spelling against librdkafka's CONFIGURATION.md".to_string(),
+                },
+            });
+        }
+        // A key of one client kind under another's prefix: librdkafka would
+        // ignore it with a warning per client; say it once here.
+        let scope = librdkafka_scope(key);
+        // The admin prefix is taken as written: the admin client's requests
+        // read settings librdkafka lists as a producer's.
+        if let Some(client) = prefix.only_client().filter(|c| *c != KafkaClient::Admin) {
+            if !client.takes(key) {
+                log::warn!(
+                    "config {written} is ignored: librdkafka's {key} is a {} setting",
+                    scope.name()
+                );
+                return Ok(());
+            }
+        } else if prefix == ClientPrefix::Consumer && scope == LibrdkafkaScope::Producer {
+            log::warn!("config {written} is ignored: librdkafka's {key} is a producer setting");
+            return Ok(());
+        }
+        if key == "group.protocol"
+            && !["classic", "consumer"]
+                .iter()
+                .any(|p| value.eq_ignore_ascii_case(p))
+        {
+            return Err(ConfigError::Invalid {
+                key: written,
+                value: value.to_string(),
+                expected: "classic (eager rebalances, client-side range assignor) or consumer \
+                           (KIP-848: incremental rebalances, server-side assignor)"
+                    .to_string(),
+            });
+        }
+        if let Some(why) = set_by_kstreams(key) {
+            log::warn!("config {written}={value} is ignored: {why}");
+        }
+        self.client_settings
+            .insert((prefix, key.to_string()), value.to_string());
+        Ok(())
     }
 
     /// Sets one property by its Kafka Streams name.
@@ -333,7 +488,7 @@ impl StreamsConfig {
                 if ms < -1 {
                     return Err(invalid("milliseconds >= 0, or -1 to never wait"));
                 }
-                self.max_task_idle = Duration::from_millis(ms.max(0) as u64);
+                self.max_task_idle = super::partition_group::MaxTaskIdle::from_millis(ms);
             }
             "buffered.records.per.partition" => {
                 self.buffered_records_per_partition =
@@ -399,10 +554,6 @@ impl StreamsConfig {
                     Some(value.to_string())
                 };
             }
-            // Kafka Streams hands it to its producers.
-            "retries" => {
-                self.producer.insert(key.to_string(), value.to_string());
-            }
             "poll.ms" => {
                 self.poll = Duration::from_millis(
                     value.parse().map_err(|_| invalid("milliseconds, a whole number >= 0"))?,
@@ -424,43 +575,13 @@ impl StreamsConfig {
                 }
             }
             _ => {
-                let (map, client_key) = if let Some(k) = key.strip_prefix("main.consumer.") {
-                    (&mut self.consumer, k)
-                } else if let Some(k) = key.strip_prefix("consumer.") {
-                    (&mut self.consumer, k)
-                } else if let Some(k) = key.strip_prefix("producer.") {
-                    (&mut self.producer, k)
-                } else if let Some(k) = key.strip_prefix("admin.") {
-                    (&mut self.admin, k)
-                } else if is_shared_client_key(key) {
-                    // Security and client settings apply to every client.
-                    for map in [&mut self.consumer, &mut self.producer, &mut self.admin] {
-                        map.insert(key.to_string(), value.to_string());
-                    }
-                    return Ok(());
-                } else if let Some(handling) = kafka_streams_only(key) {
+                if let Some((prefix, client_key)) = ClientPrefix::split(key) {
+                    return self.set_client(prefix, client_key, value);
+                }
+                if let Some(handling) = kafka_streams_only(key) {
                     return handling.apply(key, value);
-                } else {
-                    return Err(ConfigError::Unknown {
-                        key: key.to_string(),
-                        suggestion: closest_known_key(key),
-                    });
-                };
-                if client_key.is_empty() {
-                    return Err(ConfigError::Unknown {
-                        key: key.to_string(),
-                        suggestion: None,
-                    });
                 }
-                if client_key == "group.protocol"
-                    && !["classic", "consumer"].iter().any(|p| value.eq_ignore_ascii_case(p))
-                {
-                    return Err(invalid(
-                        "classic (eager rebalances, client-side range assignor) or consumer \
-                         (KIP-848: incremental rebalances, server-side assignor)",
-                    ));
-                }
-                map.insert(client_key.to_string(), value.to_string());
+                return self.set_client(ClientPrefix::Unprefixed, key, value);
             }
         }
         Ok(())
@@ -560,14 +681,30 @@ impl StreamsConfig {
         self
     }
 
-    /// A prefixed Kafka client setting (`consumer.`, `producer.`, `admin.`),
-    /// or a shared one (`security.protocol`, `sasl.*`, `ssl.*`, `client.id`).
+    /// A Kafka client setting, unprefixed (every client it applies to) or
+    /// with a prefix (`consumer.`, `main.consumer.`, `restore.consumer.`,
+    /// `global.consumer.`, `producer.`, `admin.`), as [`StreamsConfig::set`]
+    /// takes it.
     ///
-    /// # Panics
-    /// On a key [`StreamsConfig::set`] would refuse; use `set` to handle it.
+    /// A key or value [`StreamsConfig::set`] would refuse does not panic:
+    /// the first such error is kept and returned by
+    /// [`StreamsConfig::validate`], which `KafkaStreams::start` calls.
+    ///
+    /// ```
+    /// use kstreams_runtime::kafka::StreamsConfig;
+    ///
+    /// let config = StreamsConfig::new("app", "localhost:9092")
+    ///     .client_config("consumer.fetch.min.byte", "1");
+    /// assert!(config
+    ///     .validate()
+    ///     .unwrap_err()
+    ///     .to_string()
+    ///     .starts_with("config consumer.fetch.min.byte=1 is refused by librdkafka"));
+    /// ```
     pub fn client_config(mut self, key: &str, value: &str) -> Self {
         if let Err(e) = self.set(key, value) {
-            panic!("{e}");
+            log::error!("{e}");
+            self.deferred_error.get_or_insert(e);
         }
         self
     }
@@ -592,13 +729,250 @@ fn short_class_name(value: &str) -> &str {
     value.rsplit('.').next().unwrap_or(value)
 }
 
-fn is_shared_client_key(key: &str) -> bool {
-    key == "security.protocol"
-        || key == "client.id"
-        || key == "retry.backoff.ms"
-        || key.starts_with("sasl.")
-        || key.starts_with("ssl.")
-        || key == "client.rack"
+/// The prefix a Kafka client setting was given with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum ClientPrefix {
+    /// No prefix: every client the key applies to.
+    Unprefixed,
+    /// `consumer.`: the main, restore and global consumers.
+    Consumer,
+    /// `main.consumer.`
+    MainConsumer,
+    /// `restore.consumer.`
+    RestoreConsumer,
+    /// `global.consumer.`
+    GlobalConsumer,
+    /// `producer.`
+    Producer,
+    /// `admin.`
+    Admin,
+}
+
+impl ClientPrefix {
+    const PREFIXED: [ClientPrefix; 6] = [
+        ClientPrefix::MainConsumer,
+        ClientPrefix::RestoreConsumer,
+        ClientPrefix::GlobalConsumer,
+        ClientPrefix::Consumer,
+        ClientPrefix::Producer,
+        ClientPrefix::Admin,
+    ];
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            ClientPrefix::Unprefixed => "",
+            ClientPrefix::Consumer => "consumer.",
+            ClientPrefix::MainConsumer => "main.consumer.",
+            ClientPrefix::RestoreConsumer => "restore.consumer.",
+            ClientPrefix::GlobalConsumer => "global.consumer.",
+            ClientPrefix::Producer => "producer.",
+            ClientPrefix::Admin => "admin.",
+        }
+    }
+
+    /// The prefix of `key` and the client key after it.
+    fn split(key: &str) -> Option<(ClientPrefix, &str)> {
+        Self::PREFIXED
+            .iter()
+            .find_map(|p| key.strip_prefix(p.as_str()).map(|k| (*p, k)))
+    }
+
+    /// The one client this prefix addresses, if it addresses one.
+    fn only_client(self) -> Option<KafkaClient> {
+        match self {
+            ClientPrefix::MainConsumer => Some(KafkaClient::MainConsumer),
+            ClientPrefix::RestoreConsumer => Some(KafkaClient::RestoreConsumer),
+            ClientPrefix::GlobalConsumer => Some(KafkaClient::GlobalConsumer),
+            ClientPrefix::Producer => Some(KafkaClient::Producer),
+            ClientPrefix::Admin => Some(KafkaClient::Admin),
+            ClientPrefix::Unprefixed | ClientPrefix::Consumer => None,
+        }
+    }
+}
+
+/// The Kafka clients kstreams makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KafkaClient {
+    MainConsumer,
+    RestoreConsumer,
+    GlobalConsumer,
+    Producer,
+    Admin,
+}
+
+impl KafkaClient {
+    /// The prefixes whose settings reach this client, weakest first.
+    fn layers(self) -> &'static [ClientPrefix] {
+        use ClientPrefix::*;
+        match self {
+            KafkaClient::MainConsumer => &[Unprefixed, Consumer, MainConsumer],
+            KafkaClient::RestoreConsumer => &[Unprefixed, Consumer, RestoreConsumer],
+            KafkaClient::GlobalConsumer => &[Unprefixed, Consumer, GlobalConsumer],
+            KafkaClient::Producer => &[Unprefixed, Producer],
+            KafkaClient::Admin => &[Unprefixed, Admin],
+        }
+    }
+
+    /// Whether librdkafka's `key` means something to this client. The
+    /// admin settings also serve a metadata probe made as a consumer, so
+    /// they take only keys of every client.
+    fn takes(self, key: &str) -> bool {
+        match (librdkafka_scope(key), self) {
+            (LibrdkafkaScope::Any, _) => true,
+            (LibrdkafkaScope::Producer, KafkaClient::Producer) => true,
+            (LibrdkafkaScope::Consumer, KafkaClient::Producer | KafkaClient::Admin) => false,
+            (LibrdkafkaScope::Consumer, _) => true,
+            (LibrdkafkaScope::Producer, _) => false,
+        }
+    }
+}
+
+/// Which clients a librdkafka property is for (the C/P column of
+/// librdkafka's CONFIGURATION.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LibrdkafkaScope {
+    Any,
+    Consumer,
+    Producer,
+}
+
+impl LibrdkafkaScope {
+    fn name(self) -> &'static str {
+        match self {
+            LibrdkafkaScope::Any => "client",
+            LibrdkafkaScope::Consumer => "consumer",
+            LibrdkafkaScope::Producer => "producer",
+        }
+    }
+}
+
+/// librdkafka 2.12's consumer-only and producer-only properties (aliases
+/// included); every other property it knows is for any client.
+const LIBRDKAFKA_CONSUMER_ONLY: &[&str] = &[
+    "auto.commit.enable",
+    "auto.commit.interval.ms",
+    "auto.offset.reset",
+    "check.crcs",
+    "consume.callback.max.messages",
+    "coordinator.query.interval.ms",
+    "enable.auto.commit",
+    "enable.auto.offset.store",
+    "enable.partition.eof",
+    "fetch.error.backoff.ms",
+    "fetch.max.bytes",
+    "fetch.message.max.bytes",
+    "fetch.min.bytes",
+    "fetch.queue.backoff.ms",
+    "fetch.wait.max.ms",
+    "group.id",
+    "group.instance.id",
+    "group.protocol",
+    "group.protocol.type",
+    "group.remote.assignor",
+    "heartbeat.interval.ms",
+    "isolation.level",
+    "max.partition.fetch.bytes",
+    "max.poll.interval.ms",
+    "offset.store.method",
+    "offset.store.path",
+    "offset.store.sync.interval.ms",
+    "partition.assignment.strategy",
+    "queued.max.messages.kbytes",
+    "queued.min.messages",
+    "session.timeout.ms",
+];
+const LIBRDKAFKA_PRODUCER_ONLY: &[&str] = &[
+    "acks",
+    "batch.num.messages",
+    "batch.size",
+    "compression.codec",
+    "compression.level",
+    "compression.type",
+    "delivery.report.only.error",
+    "delivery.timeout.ms",
+    "enable.gapless.guarantee",
+    "enable.idempotence",
+    "linger.ms",
+    "message.send.max.retries",
+    "message.timeout.ms",
+    "partitioner",
+    "produce.offset.report",
+    "queue.buffering.backpressure.threshold",
+    "queue.buffering.max.kbytes",
+    "queue.buffering.max.messages",
+    "queue.buffering.max.ms",
+    "queuing.strategy",
+    "request.required.acks",
+    "request.timeout.ms",
+    "retries",
+    "sticky.partitioning.linger.ms",
+    "transaction.timeout.ms",
+    "transactional.id",
+];
+
+fn librdkafka_scope(key: &str) -> LibrdkafkaScope {
+    if LIBRDKAFKA_CONSUMER_ONLY.contains(&key) {
+        LibrdkafkaScope::Consumer
+    } else if LIBRDKAFKA_PRODUCER_ONLY.contains(&key) {
+        LibrdkafkaScope::Producer
+    } else {
+        LibrdkafkaScope::Any
+    }
+}
+
+/// Java client settings librdkafka has no property for, and why kstreams
+/// can ignore them (or what to set instead).
+fn java_only_client_key(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "key.serializer" | "value.serializer" | "key.deserializer" | "value.deserializer" => {
+            "serdes are Rust values: Consumed::with, Produced::with"
+        }
+        "max.poll.records" => {
+            "librdkafka hands out records one by one; buffered.records.per.partition bounds what a task buffers"
+        }
+        "interceptor.classes" | "partitioner.class" | "metric.reporters" | "metrics.num.samples"
+        | "metrics.sample.window.ms" | "metrics.recording.level" | "auto.include.jmx.reporter"
+        | "security.providers" | "config.providers" | "sasl.login.class"
+        | "sasl.login.callback.handler.class" | "sasl.client.callback.handler.class" => {
+            "a Java class or JMX setting"
+        }
+        "sasl.jaas.config" => {
+            "librdkafka takes sasl.username and sasl.password (PLAIN, SCRAM) or sasl.oauthbearer.* instead"
+        }
+        "ssl.truststore.location" | "ssl.truststore.password" | "ssl.truststore.type"
+        | "ssl.truststore.certificates" | "ssl.keystore.type" | "ssl.protocol"
+        | "ssl.enabled.protocols" | "ssl.provider" | "ssl.trustmanager.algorithm"
+        | "ssl.keymanager.algorithm" | "ssl.secure.random.implementation" => {
+            "librdkafka uses OpenSSL: set ssl.ca.location (PEM) instead of a truststore; \
+             ssl.keystore.location takes a PKCS#12 file"
+        }
+        "fetch.max.wait.ms" => "librdkafka's is fetch.wait.max.ms",
+        "send.buffer.bytes" => "librdkafka's is socket.send.buffer.bytes",
+        "receive.buffer.bytes" => "librdkafka's is socket.receive.buffer.bytes",
+        "buffer.memory" => "librdkafka's is queue.buffering.max.kbytes",
+        "max.request.size" => "librdkafka's is message.max.bytes",
+        "default.api.timeout.ms" | "max.block.ms" | "client.dns.lookup" | "exclude.internal.topics"
+        | "metadata.max.idle.ms" | "partitioner.adaptive.partitioning.enable"
+        | "partitioner.availability.timeout.ms" | "partitioner.ignore.keys"
+        | "internal.leave.group.on.close" | "reconnect.backoff.jitter" => {
+            "librdkafka has no such setting"
+        }
+        _ => return None,
+    })
+}
+
+/// Client settings kstreams sets itself whatever the user says, as Kafka
+/// Streams does, and why.
+fn set_by_kstreams(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "enable.auto.commit" => {
+            "a stream thread commits offsets itself, after its outputs are sent"
+        }
+        "group.id" => "the main consumer's group is application.id",
+        "client.id" => "each client's id is made from the thread's name",
+        "bootstrap.servers" => "every client uses the top-level bootstrap.servers",
+        _ => return None,
+    })
 }
 
 /// The keys `StreamsConfig::set` takes (besides client settings), for
@@ -625,7 +999,6 @@ const KNOWN_KEYS: &[&str] = &[
     "errors.dead.letter.queue.topic.name",
     "metrics.recording.level",
     "poll.ms",
-    "retries",
 ];
 
 /// What kstreams does with a Kafka Streams config it has no use for.
@@ -901,10 +1274,23 @@ mod tests {
             "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler",
         ));
         let c = StreamsConfig::from_properties(p).unwrap();
-        assert_eq!(c.consumer["fetch.min.bytes"], "10");
-        assert_eq!(c.producer["linger.ms"], "5");
-        assert_eq!(c.admin["request.timeout.ms"], "100");
-        assert_eq!(c.producer["security.protocol"], "SASL_SSL");
+        let get = |client, key| c.client_settings(client).get(key).map(|(_, v)| v.clone());
+        assert_eq!(
+            get(KafkaClient::MainConsumer, "fetch.min.bytes").unwrap(),
+            "10"
+        );
+        assert_eq!(get(KafkaClient::Producer, "linger.ms").unwrap(), "5");
+        assert_eq!(
+            get(KafkaClient::Admin, "request.timeout.ms").unwrap(),
+            "100"
+        );
+        for client in [
+            KafkaClient::Producer,
+            KafkaClient::Admin,
+            KafkaClient::GlobalConsumer,
+        ] {
+            assert_eq!(get(client, "security.protocol").unwrap(), "SASL_SSL");
+        }
         assert_eq!(c.deserialization, DeserializationHandling::LogAndContinue);
     }
 
@@ -944,7 +1330,7 @@ mod tests {
         let err = config.validate().unwrap_err();
         assert!(
             err.to_string().starts_with(
-                "config consumer.session.timeout.ms cannot be used with consumer.group.protocol=CONSUMER"
+                "config consumer.session.timeout.ms cannot be used with main.consumer.group.protocol=CONSUMER"
             ),
             "{err}"
         );
@@ -979,7 +1365,10 @@ mod tests {
         ]);
         let c = StreamsConfig::from_properties(p).unwrap();
         assert_eq!(c.group_protocol(), GroupProtocol::Consumer);
-        assert_eq!(c.consumer["group.remote.assignor"], "uniform");
+        assert_eq!(
+            c.client_settings(KafkaClient::MainConsumer)["group.remote.assignor"].1,
+            "uniform"
+        );
     }
 
     #[test]
@@ -995,5 +1384,90 @@ mod tests {
             assert!(is_group_membership_key(key), "{key}");
         }
         assert!(!is_group_membership_key("fetch.min.bytes"));
+    }
+
+    #[test]
+    fn client_keys_are_checked_against_librdkafka_naming_the_prefix_written() {
+        let set = |key: &str, value: &str| StreamsConfig::new("app", "b:1").set(key, value);
+        // A misspelt key under a prefix.
+        let err = set("consumer.fetch.min.byte", "1").unwrap_err();
+        assert!(
+            matches!(&err, ConfigError::Client { key, .. } if key == "consumer.fetch.min.byte"),
+            "{err}"
+        );
+        // A bad value, unprefixed and prefixed.
+        for key in ["acks", "producer.acks", "main.consumer.auto.offset.reset"] {
+            let err = set(key, "banana").unwrap_err();
+            let text = err.to_string();
+            assert!(
+                text.starts_with(&format!("config {key}=banana is refused by librdkafka")),
+                "{text}"
+            );
+        }
+        // An unprefixed stranger is unknown, with a suggestion if it is a typo.
+        assert!(matches!(
+            set("fetch.min.byte", "1"),
+            Err(ConfigError::Unknown { .. })
+        ));
+        // Java-only client keys and keys of another client are accepted
+        // and ignored, never handed to librdkafka.
+        let mut config = StreamsConfig::new("app", "b:1");
+        for key in [
+            "max.poll.records",
+            "consumer.max.poll.records",
+            "key.deserializer",
+            "producer.value.serializer",
+            "sasl.jaas.config",
+            "consumer.acks",
+            "main.consumer.linger.ms",
+            "producer.auto.offset.reset",
+        ] {
+            let value = if key.ends_with("reset") {
+                "earliest"
+            } else {
+                "1"
+            };
+            config
+                .set(key, value)
+                .unwrap_or_else(|e| panic!("{key}: {e}"));
+        }
+        assert!(
+            config.client_settings.is_empty(),
+            "{:?}",
+            config.client_settings
+        );
+    }
+
+    #[test]
+    fn client_config_keeps_its_first_error_for_validate_instead_of_panicking() {
+        let config = StreamsConfig::new("app", "b:1")
+            .client_config("producer.lingr.ms", "5")
+            .client_config("num.stream.threads", "0");
+        let err = config.validate().unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("config producer.lingr.ms=5 is refused"),
+            "{err}"
+        );
+        assert!(StreamsConfig::new("app", "b:1")
+            .client_config("producer.linger.ms", "5")
+            .validate()
+            .is_ok());
+    }
+
+    #[test]
+    fn max_task_idle_keeps_minus_one_apart_from_zero() {
+        use super::super::partition_group::MaxTaskIdle;
+        let mut config = StreamsConfig::new("app", "b:1");
+        assert_eq!(config.max_task_idle, MaxTaskIdle::ForLagging);
+        config.set("max.task.idle.ms", "-1").unwrap();
+        assert_eq!(config.max_task_idle, MaxTaskIdle::Never);
+        config.set("max.task.idle.ms", "0").unwrap();
+        assert_eq!(config.max_task_idle, MaxTaskIdle::ForLagging);
+        config.set("max.task.idle.ms", "250").unwrap();
+        assert_eq!(
+            config.max_task_idle,
+            MaxTaskIdle::UpTo(Duration::from_millis(250))
+        );
     }
 }

@@ -58,8 +58,8 @@ pub(crate) fn reading_position(position: Offset, start: Option<i64>, low: i64) -
     }
 }
 
-/// The assigned partitions known to be behind their end (KIP-695: with
-/// `max.task.idle.ms` at 0 a task waits for these when they are empty),
+/// The assigned partitions known to be behind their end (KIP-695: unless
+/// `max.task.idle.ms` is -1 a task waits for these when they are empty),
 /// from librdkafka's cached watermarks and positions; `start` is the
 /// committed offset a partition's reading began at. A partition with no
 /// fetch answered yet counts as lagging: as in Kafka Streams, the task

@@ -7,6 +7,37 @@ use std::time::{Duration, Instant};
 use kstreams_dsl::internals::ConsumedRecord;
 use kstreams_metrics::Counter;
 
+/// `max.task.idle.ms`: how long a task with an empty input partition waits
+/// before processing what its other partitions hold (KIP-353, KIP-695).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum MaxTaskIdle {
+    /// -1: never wait, not even for a partition known to be behind.
+    Never,
+    /// 0 (the default): wait only for empty partitions that are behind
+    /// their end, until a fetch brings their records.
+    #[default]
+    ForLagging,
+    /// Positive: wait for lagging partitions, and up to this long for empty
+    /// partitions that are caught up.
+    UpTo(Duration),
+}
+
+impl MaxTaskIdle {
+    /// From the setting's milliseconds (-1 and up).
+    pub(crate) fn from_millis(ms: i64) -> Self {
+        match ms {
+            ..=-1 => MaxTaskIdle::Never,
+            0 => MaxTaskIdle::ForLagging,
+            ms => MaxTaskIdle::UpTo(Duration::from_millis(ms as u64)),
+        }
+    }
+
+    /// Whether the decision reads which partitions are lagging.
+    pub(crate) fn needs_lag(self) -> bool {
+        self != MaxTaskIdle::Never
+    }
+}
+
 /// One input partition of a task: its buffered records and how far the
 /// task has processed it.
 #[derive(Debug)]
@@ -25,8 +56,9 @@ struct PartitionQueue {
 /// task's partitions, so that records of co-partitioned topics are
 /// processed in timestamp order (Kafka Streams' timestamp synchronization).
 /// While one of the task's partitions has nothing buffered, the task waits
-/// up to `max.task.idle.ms` for it before processing what it has (KIP-353);
-/// each time it gives up waiting is counted as enforced processing.
+/// as `max.task.idle.ms` says ([`MaxTaskIdle`], KIP-353, KIP-695) before
+/// processing what it has; each time it gives up waiting for a caught-up
+/// partition is counted as enforced processing.
 ///
 /// A task has a handful of partitions, so a vector searched by name beats
 /// a map whose keys would be allocated per record.
@@ -139,13 +171,12 @@ impl PartitionGroup {
 
     /// The next record (with its event time) to process, or `None` if
     /// nothing is buffered or the task is still waiting for an empty
-    /// partition. With `max_idle` zero the task waits only for empty
-    /// partitions that are not caught up (`lagging` says which), as in
-    /// KIP-695; otherwise up to `max_idle` for any empty partition. Giving
-    /// up the wait bumps `enforced`.
+    /// partition, as `max_idle` says (`lagging` says which partitions are
+    /// known to be behind their end). Giving up a wait for a caught-up
+    /// partition bumps `enforced`.
     pub fn next(
         &mut self,
-        max_idle: Duration,
+        max_idle: MaxTaskIdle,
         now: Instant,
         enforced: &Counter,
         lagging: &dyn Fn(&str, i32) -> bool,
@@ -154,18 +185,18 @@ impl PartitionGroup {
             return self.next_bootstrap();
         }
         let any_empty = self.queues.iter().any(|q| q.records.is_empty());
-        if any_empty && self.queues.len() > 1 && !self.is_empty() && max_idle.is_zero() {
+        if !any_empty || self.queues.len() < 2 || self.is_empty() || max_idle == MaxTaskIdle::Never
+        {
+            self.blocked_since = None;
+        } else if self
+            .queues
+            .iter()
+            .any(|q| q.records.is_empty() && lagging(&q.topic, q.partition))
+        {
             // Data is on its way to an empty partition that is behind:
             // wait for it rather than process out of order.
-            if self
-                .queues
-                .iter()
-                .any(|q| q.records.is_empty() && lagging(&q.topic, q.partition))
-            {
-                return None;
-            }
-            self.blocked_since = None;
-        } else if any_empty && self.queues.len() > 1 && !self.is_empty() {
+            return None;
+        } else if let MaxTaskIdle::UpTo(max_idle) = max_idle {
             let since = *self.blocked_since.get_or_insert(now);
             if now.duration_since(since) < max_idle {
                 return None;
@@ -247,7 +278,7 @@ mod tests {
         let now = Instant::now();
         let enforced = Counter::new();
         let order: Vec<_> =
-            std::iter::from_fn(|| g.next(Duration::ZERO, now, &enforced, &|_, _| false))
+            std::iter::from_fn(|| g.next(MaxTaskIdle::ForLagging, now, &enforced, &|_, _| false))
                 .map(|(r, _)| (r.topic, r.offset))
                 .collect();
         // Within a partition, offset order is kept even when timestamps go back.
@@ -280,26 +311,26 @@ mod tests {
         group.push(rec("table", 0, 0, 50), 50);
         // The stream record is older, but the table is read first.
         let first = group
-            .next(Duration::ZERO, now, &enforced, &|_, _| false)
+            .next(MaxTaskIdle::ForLagging, now, &enforced, &|_, _| false)
             .unwrap()
             .0;
         assert_eq!((first.topic.as_str(), first.offset), ("table", 0));
         assert!(
             group
-                .next(Duration::ZERO, now, &enforced, &|_, _| false)
+                .next(MaxTaskIdle::ForLagging, now, &enforced, &|_, _| false)
                 .is_none(),
             "waits for table offset 1"
         );
         assert!(group.bootstrapping());
         group.push(rec("table", 0, 1, 60), 60);
         let second = group
-            .next(Duration::ZERO, now, &enforced, &|_, _| false)
+            .next(MaxTaskIdle::ForLagging, now, &enforced, &|_, _| false)
             .unwrap()
             .0;
         assert_eq!((second.topic.as_str(), second.offset), ("table", 1));
         assert!(!group.bootstrapping());
         let third = group
-            .next(Duration::ZERO, now, &enforced, &|_, _| false)
+            .next(MaxTaskIdle::ForLagging, now, &enforced, &|_, _| false)
             .unwrap()
             .0;
         assert_eq!(third.topic, "stream");
@@ -322,7 +353,7 @@ mod tests {
         g.add_partition("b", 0);
         assert_eq!(g.push(rec("a", 0, 0, 1), 1), 1);
         let start = Instant::now();
-        let idle = Duration::from_millis(100);
+        let idle = MaxTaskIdle::UpTo(Duration::from_millis(100));
         let enforced = Counter::new();
         assert!(g.next(idle, start, &enforced, &|_, _| false).is_none());
         assert!(g
@@ -334,10 +365,15 @@ mod tests {
             )
             .is_none());
         assert_eq!(
-            g.next(idle, start + idle, &enforced, &|_, _| false)
-                .unwrap()
-                .0
-                .offset,
+            g.next(
+                idle,
+                start + Duration::from_millis(100),
+                &enforced,
+                &|_, _| false
+            )
+            .unwrap()
+            .0
+            .offset,
             0
         );
         assert_eq!(enforced.get(), 1);
@@ -354,12 +390,66 @@ mod tests {
         let now = Instant::now();
         let enforced = Counter::new();
         assert!(g
-            .next(Duration::ZERO, now, &enforced, &|t, _| t == "b")
+            .next(MaxTaskIdle::ForLagging, now, &enforced, &|t, _| t == "b")
             .is_none());
         let (record, ts) = g
-            .next(Duration::ZERO, now, &enforced, &|_, _| false)
+            .next(MaxTaskIdle::ForLagging, now, &enforced, &|_, _| false)
             .unwrap();
         assert_eq!((record.topic.as_str(), ts), ("a", 5));
         assert_eq!(enforced.get(), 0);
+    }
+
+    /// KIP-695: -1 never waits, 0 waits for lagging partitions only, > 0
+    /// also waits up to that long for caught-up ones.
+    #[test]
+    fn max_task_idle_minus_one_zero_and_positive() {
+        let group = || {
+            let mut g = PartitionGroup::default();
+            g.add_partition("a", 0);
+            g.add_partition("b", 0);
+            g.push(rec("a", 0, 0, 5), 5);
+            g
+        };
+        let now = Instant::now();
+        let enforced = Counter::new();
+        let b_lags = |t: &str, _| t == "b";
+        let none_lag = |_: &str, _| false;
+
+        assert!(group()
+            .next(MaxTaskIdle::Never, now, &enforced, &b_lags)
+            .is_some());
+        assert!(group()
+            .next(MaxTaskIdle::ForLagging, now, &enforced, &b_lags)
+            .is_none());
+        assert!(group()
+            .next(MaxTaskIdle::ForLagging, now, &enforced, &none_lag)
+            .is_some());
+
+        let idle = MaxTaskIdle::UpTo(Duration::from_millis(50));
+        let mut g = group();
+        assert!(g.next(idle, now, &enforced, &b_lags).is_none());
+        // A lagging partition is waited for past the idle time.
+        assert!(g
+            .next(idle, now + Duration::from_secs(1), &enforced, &b_lags)
+            .is_none());
+        // Once caught up, the idle time runs from then.
+        let later = now + Duration::from_secs(1);
+        assert!(g.next(idle, later, &enforced, &none_lag).is_none());
+        assert!(g
+            .next(
+                idle,
+                later + Duration::from_millis(50),
+                &enforced,
+                &none_lag
+            )
+            .is_some());
+        assert_eq!(enforced.get(), 1);
+
+        assert_eq!(MaxTaskIdle::from_millis(-1), MaxTaskIdle::Never);
+        assert_eq!(MaxTaskIdle::from_millis(0), MaxTaskIdle::ForLagging);
+        assert_eq!(
+            MaxTaskIdle::from_millis(7),
+            MaxTaskIdle::UpTo(Duration::from_millis(7))
+        );
     }
 }

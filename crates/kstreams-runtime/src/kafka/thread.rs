@@ -422,7 +422,7 @@ impl ThreadLoop {
             let positions = self.consumer.position()?;
             self.tasks.track_bootstrap(&positions);
         }
-        let lagging = if self.config.max_task_idle.is_zero() {
+        let lagging = if self.config.max_task_idle.needs_lag() {
             let tasks = &self.tasks;
             lagging_partitions(&self.consumer, |t, p| tasks.start_offset(t, p))
         } else {
