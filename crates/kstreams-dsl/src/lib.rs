@@ -46,19 +46,13 @@ pub use task_context::TaskId;
 pub use change::Change;
 pub use fixed_key::{FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord};
 pub use global_store::GlobalStore;
-pub use handles::branched::{Branched, BranchedKStream};
+pub use handles::branched::Branched;
 pub use handles::builder::StreamsBuilder;
-pub use handles::cogroup::CogroupedKStream;
-pub use handles::global_table::GlobalKTable;
-pub use handles::grouped_stream::KGroupedStream;
-pub use handles::grouped_table::KGroupedTable;
-pub use handles::kstream::KStream;
-pub use handles::ktable::KTable;
-pub use handles::windowed::cogrouped::{
-    SessionWindowedCogroupedKStream, TimeWindowedCogroupedKStream,
+pub use handles::types::{
+    BranchedKStream, CogroupedKStream, GlobalKTable, KGroupedStream, KGroupedTable, KStream,
+    KTable, SessionWindowedCogroupedKStream, SessionWindowedKStream, TimeWindowedCogroupedKStream,
+    TimeWindowedKStream,
 };
-pub use handles::windowed::session::SessionWindowedKStream;
-pub use handles::windowed::time::TimeWindowedKStream;
 pub use join_options::{Joined, StreamJoined};
 pub use materialized::{Grouped, Materialized, StoreType};
 pub use options::{Consumed, IntoName, Named, Printed, Produced, Repartitioned};

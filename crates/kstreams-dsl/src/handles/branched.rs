@@ -2,34 +2,10 @@
 //! to do with each branch.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use crate::handles::types::{BranchedKStream, KStream};
 use crate::operators::stateless::{Branch, PassThrough};
-use crate::KStream;
-
-/// The branches of a split, filled in as `branch` is called.
-pub(crate) struct SplitSpec<K, V> {
-    pub(crate) branches: Arc<Vec<Branch<K, V>>>,
-    pub(crate) default_child: Option<String>,
-}
-
-impl<K, V> Default for SplitSpec<K, V> {
-    fn default() -> Self {
-        Self {
-            branches: Arc::new(Vec::new()),
-            default_child: None,
-        }
-    }
-}
-
-/// A split in progress: Kafka Streams' `BranchedKStream`.
-pub struct BranchedKStream<K, V> {
-    pub(crate) split: KStream<K, V>,
-    pub(crate) prefix: String,
-    pub(crate) spec: Arc<Mutex<SplitSpec<K, V>>>,
-    pub(crate) next_index: usize,
-    pub(crate) result: HashMap<String, KStream<K, V>>,
-}
 
 impl<K: Clone + 'static, V: Clone + 'static> BranchedKStream<K, V> {
     /// Routes the records for which `predicate` holds (and no earlier

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use kstreams_record::{DefaultSerde, Nullable, SharedSerde};
 
 use crate::graph::{GlobalStoreNodes, SourceTopics};
-use crate::handles::ktable::table_source;
 use crate::handles::state::{BuilderState, SharedState};
 use crate::materialized::StoreSpec;
 use crate::topology::compile_pattern;
@@ -244,7 +243,7 @@ impl StreamsBuilder {
             }
             (source, table_node)
         };
-        let mut table = table_source::<K, V, Option<K>, Option<V>>(
+        let mut table = KTable::<K, V>::source::<Option<K>, Option<V>>(
             &state,
             &source,
             table_node,

@@ -10,35 +10,25 @@
 use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
-use kstreams_record::SharedSerde;
 use kstreams_state::Windowed;
 use kstreams_time::{EmitStrategy, SessionWindows, TimeWindows};
 
 use crate::change::Change;
-use crate::handles::grouped_stream::KGroupedStream;
-use crate::handles::ktable::{KTable, OldValues};
-use crate::handles::state::{BuilderState, SharedState};
-use crate::handles::windowed::cogrouped::SessionWindowedCogroupedKStream;
-use crate::handles::windowed::cogrouped::TimeWindowedCogroupedKStream;
-use crate::handles::windowed::time::TimeWindowing;
+use crate::handles::state::BuilderState;
+use crate::handles::types::{
+    CogroupInput, CogroupKind, CogroupedKStream, KGroupedStream, KTable, OldValues,
+    SessionWindowedCogroupedKStream, TimeWindowedCogroupedKStream, TimeWindowing,
+};
 use crate::handles::windowed::WindowKind;
 use crate::materialized::StoreSpec;
 use crate::operators::forwarder::OldValuesFlag;
-use crate::operators::session_aggregate::{SessionFns, SessionInitializer, SessionMerger};
+use crate::operators::session_aggregate::{SessionFns, SessionInitializer};
 use crate::operators::stateless::PassThrough;
 use crate::operators::stream_aggregate::StreamAggregate;
 use crate::operators::window_output::WindowedSetup;
 use crate::operators::{aggregate_fold, Fold};
 use crate::options::IntoName;
 use crate::{Materialized, Named, TopologyError};
-
-/// The aggregation a cogroup builds, for each of its inputs.
-#[derive(Clone)]
-pub(crate) enum CogroupKind<K, A> {
-    Plain,
-    Windowed(TimeWindows),
-    Session(SessionWindows, SessionMerger<K, A>),
-}
 
 /// A windowed cogroup emits every update and keeps no late records.
 fn cogroup_setup<K, V>(store_name: String, send_old: OldValuesFlag) -> WindowedSetup<K, V> {
@@ -48,26 +38,6 @@ fn cogroup_setup<K, V>(store_name: String, send_old: OldValuesFlag) -> WindowedS
         send_old,
         late: None,
     }
-}
-
-/// One grouped stream of a cogroup, its value type hidden.
-pub(crate) trait CogroupInput<K, A> {
-    /// The node the aggregation reads: the stream, or its repartition
-    /// topic's source.
-    fn input_node(&self, s: &mut BuilderState, store: &str) -> Result<String, TopologyError>;
-
-    /// Adds this input's aggregation processor.
-    #[allow(clippy::too_many_arguments)]
-    fn add_aggregation(
-        &self,
-        s: &mut BuilderState,
-        name: String,
-        parent: &str,
-        store: &str,
-        initializer: SessionInitializer<A>,
-        kind: &CogroupKind<K, A>,
-        flag: OldValuesFlag,
-    );
 }
 
 pub(crate) type Aggregator<K, V, A> = Arc<dyn Fn(&K, V, A) -> A + Send + Sync>;
@@ -145,14 +115,6 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> CogroupInput<K,
         };
         s.record(added);
     }
-}
-
-/// Several grouped streams with one aggregate: Kafka Streams'
-/// `CogroupedKStream`.
-pub struct CogroupedKStream<K, A> {
-    pub(crate) state: SharedState,
-    pub(crate) key_serde: Option<SharedSerde<K>>,
-    pub(crate) inputs: Vec<Arc<dyn CogroupInput<K, A>>>,
 }
 
 impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {

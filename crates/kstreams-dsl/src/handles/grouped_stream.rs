@@ -9,9 +9,7 @@ use kstreams_record::{DefaultSerde, I64Serde, SharedSerde};
 use kstreams_time::{FixedSizeWindows, SessionWindows, SlidingWindows};
 
 use crate::change::Change;
-use crate::handles::ktable::{KTable, OldValues};
-use crate::handles::windowed::time::TimeWindowing;
-use crate::handles::windowed::WindowedStream;
+use crate::handles::types::{KGroupedStream, KTable, OldValues, TimeWindowing, WindowedStream};
 use crate::materialized::{add_store, StoreSpec};
 use crate::operators::forwarder::OldValuesFlag;
 use crate::operators::stream_aggregate::StreamAggregate;
@@ -22,16 +20,6 @@ use crate::CogroupedKStream;
 use crate::SessionWindowedKStream;
 use crate::TimeWindowedKStream;
 use crate::{KStream, Materialized, TopologyError};
-
-/// A stream grouped by key, ready to aggregate: Kafka Streams'
-/// `KGroupedStream`.
-pub struct KGroupedStream<K, V> {
-    pub(crate) stream: KStream<K, V>,
-    pub(crate) key_serde: Option<SharedSerde<K>>,
-    pub(crate) value_serde: Option<SharedSerde<V>>,
-    pub(crate) repartition_name: Option<String>,
-    pub(crate) repartition_required: bool,
-}
 
 impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
     /// The number of records per key.

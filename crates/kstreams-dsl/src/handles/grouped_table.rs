@@ -8,8 +8,8 @@ use kstreams_record::{DefaultSerde, I64Serde, SharedSerde};
 
 use crate::change::{Change, ChangeSerde};
 use crate::graph::SourceTopics;
-use crate::handles::ktable::{KTable, OldValues};
 use crate::handles::state::SharedState;
+use crate::handles::types::{KGroupedTable, KTable, OldValues};
 use crate::materialized::{add_store, StoreSpec};
 use crate::nodes::SinkPartitioning;
 use crate::operators::forwarder::OldValuesFlag;
@@ -18,14 +18,6 @@ use crate::operators::{aggregate_fold, count_fold, reduce_fold};
 use crate::operators::{Fold, Unfold};
 use crate::options::IntoName;
 use crate::{Grouped, Materialized, TopologyError};
-
-/// A table grouped by a new key, ready to aggregate with an adder and a
-/// subtractor: Kafka Streams' `KGroupedTable`.
-pub struct KGroupedTable<K, V> {
-    state: SharedState,
-    node: String,
-    grouped: Grouped<K, V>,
-}
 
 impl<K: Clone + 'static, V: Clone + 'static> KGroupedTable<K, V> {
     pub(crate) fn new(state: SharedState, node: String, grouped: Grouped<K, V>) -> Self {

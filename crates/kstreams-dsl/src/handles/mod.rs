@@ -11,4 +11,5 @@ pub(crate) mod grouped_table;
 pub(crate) mod kstream;
 pub(crate) mod ktable;
 pub(crate) mod state;
+pub(crate) mod types;
 pub(crate) mod windowed;

@@ -10,7 +10,7 @@ use kstreams_record::{BytesSerde, SharedSerde};
 use kstreams_state::Stores;
 use kstreams_time::{duration_ms, JoinWindows};
 
-use crate::handles::ktable::KTable;
+use crate::handles::types::KTable;
 use crate::materialized::add_store;
 use crate::operators::global_join::GlobalJoin;
 use crate::operators::global_join::GlobalJoiner;

@@ -11,10 +11,8 @@ use kstreams_record::{DefaultSerde, Serde, SharedSerde};
 
 use crate::fixed_key::{FixedKeyAdapter, FixedKeyProcessor};
 use crate::graph::SourceTopics;
-use crate::handles::branched::SplitSpec;
-use crate::handles::ktable::table_source;
-use crate::handles::ktable::KTable;
 use crate::handles::state::SharedState;
+use crate::handles::types::{BranchedKStream, KGroupedStream, KStream, KTable, SplitSpec};
 use crate::materialized::StoreSpec;
 use crate::nodes::SinkPartitioning;
 use crate::operators::stateless::{
@@ -23,43 +21,10 @@ use crate::operators::stateless::{
 };
 use crate::options::IntoName;
 use crate::topology::SinkTopic;
-use crate::BranchedKStream;
-use crate::KGroupedStream;
 use crate::{
     Grouped, Materialized, Named, Printed, Processor, Produced, Repartitioned, TopicNameExtractor,
     TopologyError,
 };
-
-/// A stream of records with keys `K` and values `V`: Kafka Streams'
-/// `KStream`. Each operator adds a node to the builder's topology and
-/// returns a handle on it; a handle may be used many times (fan-out).
-pub struct KStream<K, V> {
-    pub(crate) state: SharedState,
-    pub(crate) node: String,
-    /// Serdes known for the keys and values here (from the source, kept
-    /// by operators that do not change them); stateful operators use them
-    /// when not given others.
-    pub(crate) key_serde: Option<SharedSerde<K>>,
-    pub(crate) value_serde: Option<SharedSerde<V>>,
-    /// Whether an operator upstream may have changed the key, so that a
-    /// grouping must go through a repartition topic (Kafka Streams'
-    /// `repartitionRequired`).
-    pub(crate) repartition_required: bool,
-    types: PhantomData<fn() -> (K, V)>,
-}
-
-impl<K, V> Clone for KStream<K, V> {
-    fn clone(&self) -> Self {
-        Self {
-            state: self.state.clone(),
-            node: self.node.clone(),
-            key_serde: self.key_serde.clone(),
-            value_serde: self.value_serde.clone(),
-            repartition_required: self.repartition_required,
-            types: PhantomData,
-        }
-    }
-}
 
 impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
     pub(crate) fn new(state: SharedState, node: String) -> Self {
@@ -865,8 +830,14 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             }
             (name, spec, parent)
         };
-        let mut table =
-            table_source::<K, V, K, V>(&self.state, &parent, name, spec, named_store, (Some, Some));
+        let mut table = KTable::<K, V>::source::<K, V>(
+            &self.state,
+            &parent,
+            name,
+            spec,
+            named_store,
+            (Some, Some),
+        );
         if table.key_serde.is_none() {
             table.key_serde = self.key_serde.clone();
         }

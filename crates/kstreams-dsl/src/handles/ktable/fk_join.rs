@@ -10,7 +10,7 @@ use kstreams_state::Stores;
 
 use crate::change::Change;
 use crate::graph::SourceTopics;
-use crate::handles::ktable::{KTable, OldValues};
+use crate::handles::types::{KTable, OldValues};
 use crate::materialized::add_store;
 use crate::nodes::SinkPartitioning;
 use crate::operators::fk_join::FkJoiner;

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
 use crate::change::Change;
-use crate::handles::ktable::{KTable, OldValues};
+use crate::handles::types::{KTable, OldValues};
 use crate::operators::forwarder::OldValuesFlag;
 use crate::operators::getters::TableGetter;
 use crate::operators::stateless::PassThrough;

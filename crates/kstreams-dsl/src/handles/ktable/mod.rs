@@ -14,8 +14,8 @@ use kstreams_record::{DefaultSerde, Nullable, SharedSerde};
 use kstreams_state::Stores;
 
 use crate::change::Change;
-use crate::handles::grouped_table::KGroupedTable;
 use crate::handles::state::SharedState;
+use crate::handles::types::{KGroupedTable, KTable, OldValues};
 use crate::materialized::{add_store, StoreSpec};
 use crate::operators::forwarder::OldValuesFlag;
 use crate::operators::getters::lazy_store_getter;
@@ -33,20 +33,6 @@ use crate::suppressed::WhenFull;
 use crate::Suppressed;
 use crate::{Grouped, KStream, Materialized, TopologyError};
 
-/// What a windowed table knows of its windows, for `suppress`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct WindowInfo {
-    /// Grace period: a window is final once stream time passes end + grace.
-    pub grace_ms: i64,
-}
-
-/// How a table turns on old values: for a source table it materializes
-/// the store (when forced), for a derived table it asks upstream.
-#[derive(Clone)]
-pub(crate) struct OldValues {
-    pub enable: Rc<dyn Fn(bool) -> bool>,
-}
-
 impl OldValues {
     /// Old values come from this operator's own store: always possible.
     pub fn own(flag: OldValuesFlag) -> Self {
@@ -60,147 +46,110 @@ impl OldValues {
     }
 }
 
-/// A table: the latest value of each key, updated by a changelog stream.
-/// Kafka Streams' `KTable`. Operators on a table see each update with the
-/// value it replaced (when needed), so that aggregations and joins can take
-/// the old value back out.
-pub struct KTable<K, V> {
-    pub(crate) state: SharedState,
-    pub(crate) node: String,
-    /// The store holding this table's values, once materialized.
-    pub(crate) store: LazyStoreName,
-    pub(crate) key_serde: Option<SharedSerde<K>>,
-    pub(crate) value_serde: Option<SharedSerde<V>>,
-    pub(crate) old_values: OldValues,
-    /// How to read this table from another operator (joins).
-    pub(crate) getter: TableGetter<K, V>,
-    pub(crate) window: Option<WindowInfo>,
-    pub(crate) types: PhantomData<fn() -> (K, V)>,
-}
-
-impl<K, V> Clone for KTable<K, V> {
-    fn clone(&self) -> Self {
-        KTable {
-            state: self.state.clone(),
-            node: self.node.clone(),
-            store: self.store.clone(),
-            key_serde: self.key_serde.clone(),
-            value_serde: self.value_serde.clone(),
-            old_values: self.old_values.clone(),
-            getter: self.getter.clone(),
-            window: self.window,
-            types: PhantomData,
-        }
-    }
-}
-
 /// How a table source reads its input's key and value (`None`: a null key,
 /// dropped; a null value, a delete).
 pub(crate) type TableInput<KI, I, K, V> = (fn(KI) -> Option<K>, fn(I) -> Option<V>);
 
-/// A table source node (from a topic or a stream) with its lazily added
-/// store: `materialize_now` when the user named it.
-pub(crate) fn table_source<
-    K: Clone + 'static,
-    V: Clone + 'static,
-    KI: Clone + 'static,
-    I: Clone + 'static,
->(
-    state: &SharedState,
-    parent: &str,
-    name: String,
-    spec: Result<StoreSpec<K, V>, crate::TopologyError>,
-    materialize_now: bool,
-    (to_key, to_value): TableInput<KI, I, K, V>,
-) -> KTable<K, V> {
-    let store: LazyStoreName = Arc::new(OnceLock::new());
-    let flag: OldValuesFlag = Arc::default();
-    let versioned = matches!(&spec, Ok(spec) if spec.versioned_history.is_some());
-    {
-        let supplier_store = store.clone();
-        let supplier_flag = flag.clone();
-        let mut s = state.borrow_mut();
-        let added = s.topology.add_typed_processor::<KI, I, K, Change<V>, _>(
-            name.clone(),
-            Arc::new(move || TableSource::<K, V, KI, I> {
-                store_name: supplier_store.clone(),
-                send_old: supplier_flag.clone(),
-                to_key,
-                to_value,
-                versioned,
-                store: None,
-                versioned_store: None,
-            }),
-            &[parent],
-        );
-        s.record(added);
-    }
-    let (key_serde, value_serde) = match &spec {
-        Ok(spec) => (Some(spec.key_serde.clone()), Some(spec.value_serde.clone())),
-        Err(_) => (None, None),
-    };
-    // A store that cannot be made (no serde) is an error only once
-    // something needs the store.
-    let spec = Rc::new(std::cell::RefCell::new(Some(spec)));
-    let spec = Rc::new(spec);
-    let materialize: Rc<dyn Fn() -> bool> = {
-        let state = state.clone();
-        let store = store.clone();
-        let node = name.clone();
-        let spec = spec.clone();
-        Rc::new(move || {
-            if store.get().is_some() {
-                return true;
-            }
+impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
+    /// A table source node (from a topic or a stream) with its lazily added
+    /// store: `materialize_now` when the user named it.
+    pub(crate) fn source<KI: Clone + 'static, I: Clone + 'static>(
+        state: &SharedState,
+        parent: &str,
+        name: String,
+        spec: Result<StoreSpec<K, V>, crate::TopologyError>,
+        materialize_now: bool,
+        (to_key, to_value): TableInput<KI, I, K, V>,
+    ) -> Self {
+        let store: LazyStoreName = Arc::new(OnceLock::new());
+        let flag: OldValuesFlag = Arc::default();
+        let versioned = matches!(&spec, Ok(spec) if spec.versioned_history.is_some());
+        {
+            let supplier_store = store.clone();
+            let supplier_flag = flag.clone();
             let mut s = state.borrow_mut();
-            let spec = spec.borrow_mut().take();
-            let Some(spec) = spec.and_then(|spec| s.record(spec)) else {
-                return false;
-            };
-            let added = if spec.versioned_history.is_some() {
-                add_store(&mut s.topology, spec.versioned_store(), &node)
-            } else {
-                add_store(&mut s.topology, spec.key_value_store(), &node)
-            };
+            let added = s.topology.add_typed_processor::<KI, I, K, Change<V>, _>(
+                name.clone(),
+                Arc::new(move || TableSource::<K, V, KI, I> {
+                    store_name: supplier_store.clone(),
+                    send_old: supplier_flag.clone(),
+                    to_key,
+                    to_value,
+                    versioned,
+                    store: None,
+                    versioned_store: None,
+                }),
+                &[parent],
+            );
             s.record(added);
-            let _ = store.set(spec.name.clone());
-            true
-        })
-    };
-    if materialize_now {
-        materialize();
-    }
-    let enable_flag = flag.clone();
-    let enable_store = store.clone();
-    let enable_materialize = materialize.clone();
-    let old_values = OldValues {
-        enable: Rc::new(move |force| {
-            if enable_store.get().is_none() && !(force && enable_materialize()) {
-                return false;
-            }
-            enable_flag.store(true, Ordering::Relaxed);
-            true
-        }),
-    };
-    // A join reads the table: that materializes it.
-    let getter_store = store.clone();
-    let getter: TableGetter<K, V> = Rc::new(move || {
-        if !materialize() {
-            return None;
         }
-        let name = getter_store.get()?.clone();
-        Some(store_getter(name, versioned))
-    });
-    KTable {
-        state: state.clone(),
-        node: name,
-        store,
-        key_serde,
-        value_serde,
-        old_values,
-        getter,
-        window: None,
-        types: PhantomData,
+        let (key_serde, value_serde) = match &spec {
+            Ok(spec) => (Some(spec.key_serde.clone()), Some(spec.value_serde.clone())),
+            Err(_) => (None, None),
+        };
+        // A store that cannot be made (no serde) is an error only once
+        // something needs the store.
+        let spec = Rc::new(std::cell::RefCell::new(Some(spec)));
+        let spec = Rc::new(spec);
+        let materialize: Rc<dyn Fn() -> bool> = {
+            let state = state.clone();
+            let store = store.clone();
+            let node = name.clone();
+            let spec = spec.clone();
+            Rc::new(move || {
+                if store.get().is_some() {
+                    return true;
+                }
+                let mut s = state.borrow_mut();
+                let spec = spec.borrow_mut().take();
+                let Some(spec) = spec.and_then(|spec| s.record(spec)) else {
+                    return false;
+                };
+                let added = if spec.versioned_history.is_some() {
+                    add_store(&mut s.topology, spec.versioned_store(), &node)
+                } else {
+                    add_store(&mut s.topology, spec.key_value_store(), &node)
+                };
+                s.record(added);
+                let _ = store.set(spec.name.clone());
+                true
+            })
+        };
+        if materialize_now {
+            materialize();
+        }
+        let enable_flag = flag.clone();
+        let enable_store = store.clone();
+        let enable_materialize = materialize.clone();
+        let old_values = OldValues {
+            enable: Rc::new(move |force| {
+                if enable_store.get().is_none() && !(force && enable_materialize()) {
+                    return false;
+                }
+                enable_flag.store(true, Ordering::Relaxed);
+                true
+            }),
+        };
+        // A join reads the table: that materializes it.
+        let getter_store = store.clone();
+        let getter: TableGetter<K, V> = Rc::new(move || {
+            if !materialize() {
+                return None;
+            }
+            let name = getter_store.get()?.clone();
+            Some(store_getter(name, versioned))
+        });
+        KTable {
+            state: state.clone(),
+            node: name,
+            store,
+            key_serde,
+            value_serde,
+            old_values,
+            getter,
+            window: None,
+            types: PhantomData,
+        }
     }
 }
 

@@ -3,23 +3,16 @@
 use std::sync::Arc;
 
 use kstreams_state::Windowed;
-use kstreams_time::{SessionWindows, TimeWindows};
 
-use crate::handles::cogroup::CogroupKind;
-use crate::handles::ktable::KTable;
-use crate::handles::windowed::time::TimeWindowing;
+use crate::handles::types::{
+    CogroupKind, CogroupedKStream, KTable, SessionWindowedCogroupedKStream,
+    TimeWindowedCogroupedKStream, TimeWindowing,
+};
 use crate::handles::windowed::{set_windowed_store, windowed_table, WindowKind};
 use crate::operators::forwarder::OldValuesFlag;
 use crate::operators::session_aggregate::SessionInitializer;
 use crate::options::IntoName;
-use crate::CogroupedKStream;
 use crate::{Materialized, TopologyError};
-
-/// A cogroup with time windows.
-pub struct TimeWindowedCogroupedKStream<K, A> {
-    pub(crate) cogrouped: CogroupedKStream<K, A>,
-    pub(crate) windows: TimeWindows,
-}
 
 impl<K: Clone + 'static, A: Clone + 'static> TimeWindowedCogroupedKStream<K, A> {
     /// The aggregate per key and window.
@@ -47,12 +40,6 @@ impl<K: Clone + 'static, A: Clone + 'static> TimeWindowedCogroupedKStream<K, A> 
             materialized,
         )
     }
-}
-
-/// A cogroup with session windows.
-pub struct SessionWindowedCogroupedKStream<K, A> {
-    pub(crate) cogrouped: CogroupedKStream<K, A>,
-    pub(crate) windows: SessionWindows,
 }
 
 impl<K: Clone + 'static, A: Clone + 'static> SessionWindowedCogroupedKStream<K, A> {

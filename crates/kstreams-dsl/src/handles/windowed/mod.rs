@@ -16,9 +16,8 @@ use kstreams_record::{I64Serde, SharedSerde};
 use kstreams_state::{StoreBuilder, Windowed};
 use kstreams_time::EmitStrategy;
 
-use crate::handles::grouped_stream::KGroupedStream;
-use crate::handles::ktable::{KTable, OldValues, WindowInfo};
 use crate::handles::state::SharedState;
+use crate::handles::types::{KGroupedStream, KTable, OldValues, WindowInfo, WindowedStream};
 use crate::materialized::{add_store, StoreSpec};
 use crate::operators::forwarder::OldValuesFlag;
 use crate::operators::getters::no_getter;
@@ -121,15 +120,6 @@ macro_rules! windowed_stream_methods {
     };
 }
 pub(crate) use windowed_stream_methods;
-
-/// A grouped stream with windows of kind `W`, with the emit strategy and the
-/// late-record topic chosen so far.
-pub(crate) struct WindowedStream<K, V, W> {
-    pub(crate) grouped: KGroupedStream<K, V>,
-    pub(crate) windows: W,
-    pub(crate) emit: EmitStrategy,
-    pub(crate) late_topic: Option<String>,
-}
 
 impl<K: Clone + 'static, V: Clone + 'static, W: WindowKind> WindowedStream<K, V, W> {
     pub(crate) fn new(grouped: KGroupedStream<K, V>, windows: W) -> Self {

@@ -7,8 +7,8 @@ use kstreams_state::{SessionStoreBuilder, SessionWindowedSerde, Windowed};
 use kstreams_time::SessionWindows;
 
 use crate::change::Change;
-use crate::handles::ktable::KTable;
-use crate::handles::windowed::{windowed_stream_methods, WindowKind, WindowedStream};
+use crate::handles::types::{KTable, SessionWindowedKStream};
+use crate::handles::windowed::{windowed_stream_methods, WindowKind};
 use crate::materialized::StoreSpec;
 use crate::operators::session_aggregate::{SessionAggregate, SessionFns, SessionInitializer};
 use crate::operators::window_output::WindowedSetup;
@@ -71,12 +71,6 @@ impl WindowKind for SessionWindows {
             &[parent],
         )
     }
-}
-
-/// A grouped stream with session windows: Kafka Streams'
-/// `SessionWindowedKStream`.
-pub struct SessionWindowedKStream<K, V> {
-    pub(crate) windowed: WindowedStream<K, V, SessionWindows>,
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> SessionWindowedKStream<K, V> {

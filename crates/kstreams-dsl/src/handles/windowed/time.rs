@@ -5,11 +5,10 @@ use std::sync::Arc;
 
 use kstreams_record::SharedSerde;
 use kstreams_state::{TimeWindowedSerde, ValueAndTimestamp, WindowStoreBuilder, Windowed};
-use kstreams_time::{FixedSizeWindows, SlidingWindows};
 
 use crate::change::Change;
-use crate::handles::ktable::KTable;
-use crate::handles::windowed::{windowed_stream_methods, WindowKind, WindowedStream};
+use crate::handles::types::{KTable, TimeWindowedKStream, TimeWindowing};
+use crate::handles::windowed::{windowed_stream_methods, WindowKind};
 use crate::materialized::StoreSpec;
 use crate::operators::sliding_aggregate::SlidingAggregate;
 use crate::operators::window_aggregate::WindowAggregate;
@@ -17,14 +16,6 @@ use crate::operators::window_output::WindowedSetup;
 use crate::operators::{aggregate_fold, count_fold, reduce_fold, Fold, Reducer};
 use crate::options::IntoName;
 use crate::{Materialized, Topology, TopologyError};
-
-/// The windows of a [`TimeWindowedKStream`]: fixed-size (tumbling, hopping,
-/// unlimited) or sliding.
-#[derive(Clone, Copy)]
-pub(crate) enum TimeWindowing {
-    Fixed(FixedSizeWindows),
-    Sliding(SlidingWindows),
-}
 
 impl TimeWindowing {
     /// The length of a window: what its windowed keys' serde records.
@@ -101,13 +92,6 @@ impl WindowKind for TimeWindowing {
                 ),
         }
     }
-}
-
-/// A grouped stream with time windows: Kafka Streams'
-/// `TimeWindowedKStream`. The results are a table keyed by
-/// [`Windowed<K>`].
-pub struct TimeWindowedKStream<K, V> {
-    pub(crate) windowed: WindowedStream<K, V, TimeWindowing>,
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> TimeWindowedKStream<K, V> {
