@@ -64,7 +64,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-
 mod client;
 pub mod config;
 mod error;

@@ -21,7 +21,6 @@
 //! # Ok::<(), kstreams_embedded::Error>(())
 //! ```
 
-
 mod broker;
 mod mock;
 

@@ -31,7 +31,6 @@
 //! protobuf support); [`MetricsRegistry::prometheus_registry`] reaches it
 //! for collectors of your own.
 
-
 mod exporter;
 pub mod names;
 mod registry;

@@ -9,7 +9,6 @@
 //! so a topic written by kstreams reads the same in Kafka Streams and the
 //! other way round.
 
-
 mod headers;
 mod record;
 pub mod serde;

@@ -9,7 +9,6 @@
 //! exactly-once) drives the very same tasks, so a test that passes in the
 //! driver exercises the production path.
 
-
 mod changelog;
 mod clock;
 mod config;

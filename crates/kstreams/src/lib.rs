@@ -61,7 +61,6 @@
 //! the `avro` feature, `avro` (Avro serdes in the Confluent wire format and
 //! a Schema Registry client).
 
-
 #[cfg(feature = "avro")]
 pub use kstreams_avro as avro;
 pub use kstreams_dsl as dsl;
