@@ -107,7 +107,7 @@ pub struct StoreContext {
     cache: Rc<ThreadCache>,
     metrics: Option<MetricsRegistry>,
     #[cfg(feature = "rocksdb")]
-    rocksdb: crate::rocks::RocksDbSettings,
+    rocksdb: crate::rocks_settings::RocksDbSettings,
 }
 
 impl std::fmt::Debug for StoreContext {
@@ -141,7 +141,7 @@ impl StoreContext {
             cache: Rc::new(ThreadCache::new(ThreadCache::DEFAULT_MAX_BYTES)),
             metrics: None,
             #[cfg(feature = "rocksdb")]
-            rocksdb: crate::rocks::RocksDbSettings::default(),
+            rocksdb: crate::rocks_settings::RocksDbSettings::default(),
         }
     }
 
@@ -176,7 +176,7 @@ impl StoreContext {
 
     /// RocksDB options for the task's persistent stores.
     #[cfg(feature = "rocksdb")]
-    pub fn with_rocksdb(mut self, settings: crate::rocks::RocksDbSettings) -> Self {
+    pub fn with_rocksdb(mut self, settings: crate::rocks_settings::RocksDbSettings) -> Self {
         self.rocksdb = settings;
         self
     }
@@ -249,7 +249,7 @@ impl StoreContext {
     }
 
     #[cfg(feature = "rocksdb")]
-    pub(crate) fn rocksdb(&self) -> &crate::rocks::RocksDbSettings {
+    pub(crate) fn rocksdb(&self) -> &crate::rocks_settings::RocksDbSettings {
         &self.rocksdb
     }
 }

@@ -50,6 +50,8 @@ mod options;
 mod restore;
 #[cfg(feature = "rocksdb")]
 mod rocks;
+#[cfg(feature = "rocksdb")]
+mod rocks_settings;
 mod session;
 mod shared;
 mod state_dir;
@@ -79,7 +81,7 @@ pub use key_value::{
 pub use options::StoreOptions;
 pub use restore::{NoopRestoreListener, RestoreListener};
 #[cfg(feature = "rocksdb")]
-pub use rocks::{RocksDbConfigSetter, RocksDbMemoryBounds, RocksDbSettings};
+pub use rocks_settings::{RocksDbConfigSetter, RocksDbMemoryBounds, RocksDbSettings};
 pub use session::{ReadOnlySessionStore, SessionStore, SessionStoreBuilder, SessionStoreHandle};
 #[cfg(feature = "rocksdb")]
 pub use shared::SharedRocksDbStore;

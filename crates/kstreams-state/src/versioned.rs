@@ -18,12 +18,7 @@ use crate::options::{changelog_retention, store_builder_options, BuilderParts};
 use crate::typed::ValueFormat;
 use crate::{BuiltStore, Error, StateStore, StoreBuilder, Timestamp};
 
-/// What [`VersionedKeyValueStore::put`] returns when the put was older than
-/// the history retention and was dropped.
-pub const PUT_RETURN_CODE_NOT_PUT: Timestamp = i64::MIN;
-/// What [`VersionedKeyValueStore::put`] returns when the new version is the
-/// latest (its valid-to is open).
-pub const PUT_RETURN_CODE_VALID_TO_UNDEFINED: Timestamp = i64::MAX;
+pub use crate::engine::{PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED};
 
 /// One version of a key: Kafka Streams' `VersionedRecord`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -15,6 +15,7 @@ pub(crate) use backend::{Keyspaces, MemoryKeyspaces};
 pub(crate) use kv::KvEngine;
 pub(crate) use session::SessionEngine;
 pub(crate) use versioned::VersionedEngine;
+pub use versioned::{PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED};
 pub(crate) use window::WindowEngine;
 
 use crate::{Error, StateStore, Timestamp};

@@ -17,8 +17,14 @@ use super::{
 use crate::format::{
     ordered_key, push_ordered_key, push_ordered_ts, read_ordered_key, read_ordered_ts,
 };
-use crate::versioned::{PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED};
 use crate::{ChangelogRecord, Error, StateStore, StoreContext, Timestamp};
+
+/// What `VersionedKeyValueStore::put` returns when the put was older than
+/// the history retention and was dropped.
+pub const PUT_RETURN_CODE_NOT_PUT: Timestamp = i64::MIN;
+/// What `VersionedKeyValueStore::put` returns when the new version is the
+/// latest (its valid-to is open).
+pub const PUT_RETURN_CODE_VALID_TO_UNDEFINED: Timestamp = i64::MAX;
 
 const VERSIONS: i64 = 1;
 const EXPIRY: i64 = 2;
