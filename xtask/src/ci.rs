@@ -1,14 +1,17 @@
 //! `cargo xtask ci`: what CI checks, runnable locally.
 //!
 //! Steps: rustfmt, clippy (warnings are errors), cargo-deny (licenses, bans,
-//! sources), the workspace tests against a real broker, and the compat
-//! scenarios on both sides (Apache Kafka Streams and kstreams). Every step runs even when an earlier one failed, so
-//! one run reports everything; the exit status is 1 if any step failed.
+//! sources), the workspace tests against a real broker, the compat
+//! scenarios on both sides (Apache Kafka Streams and kstreams), and a smoke
+//! run of the benchmark comparison (`bench compare --smoke`). Every step runs
+//! even when an earlier one failed, so one run reports everything; the exit
+//! status is 1 if any step failed.
 
 use std::process::{Command, ExitCode};
 
 use anyhow::Result;
 
+use crate::bench;
 use crate::cli::Args;
 use crate::compat;
 use crate::kafka::{Lease, BOOTSTRAP_ENV};
@@ -104,7 +107,17 @@ fn broker_steps() -> Result<Vec<(&'static str, Outcome)>> {
             Outcome::Failed
         }
     };
-    Ok(vec![("test", tests), ("compat", compat)])
+    // One small run of every workload on all three implementations, each
+    // output checked: the comparison stays runnable. No figures are judged.
+    // It finds the broker leased above (the running cluster).
+    let bench = match bench::compare(Args::new(["--smoke".to_owned()])) {
+        Ok(code) => outcome(code == ExitCode::SUCCESS),
+        Err(error) => {
+            eprintln!("ci: bench compare --smoke: {error:#}");
+            Outcome::Failed
+        }
+    };
+    Ok(vec![("test", tests), ("compat", compat), ("bench", bench)])
 }
 
 /// cargo-deny without the advisories check: that one fetches the RustSec

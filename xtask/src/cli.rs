@@ -34,6 +34,19 @@ impl Args {
         None
     }
 
+    /// Takes the flag `--name` (an option without a value); call it before
+    /// taking positionals, which assume every option has a value.
+    pub fn flag(&mut self, name: &str) -> bool {
+        let flag = format!("--{name}");
+        match self.items.iter().position(|item| *item == flag) {
+            Some(index) => {
+                self.items.remove(index);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Takes `--name value` or `--name=value` and parses the value.
     pub fn option<T>(&mut self, name: &str) -> Result<Option<T>>
     where

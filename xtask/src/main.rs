@@ -6,7 +6,7 @@
 //!   Kafka Streams (compat/), diffed record by record against the expected output.
 //! - `ci`: everything CI checks, with a broker for the tests.
 //! - `bench [NAME]`: the benchmarks of benches/, with a broker for those that
-//!   need one.
+//!   need one; `bench compare`: kstreams beside Kafka Streams (BENCHMARKS.md).
 //! - `registry start|stop|status`: a schema registry with the Confluent REST
 //!   API (Apicurio Registry, resolved with Maven) for the Avro tests.
 
@@ -50,6 +50,14 @@ tasks:
   bench [NAME] [ARGS]  cargo bench -p kstreams-benches [--bench NAME], with a
                        broker in KSTREAMS_BOOTSTRAP (stateless_chain,
                        broker_passthrough, ...)
+  bench compare [WORKLOAD...] [--records N] [--runs R] [--threads 1,2]
+                [--latency-seconds S] [--set KEY=VALUE] [--only IMPL,...]
+                [--smoke]
+                       kstreams, Apache Kafka Streams and a raw librdkafka
+                       loop on the same input, outputs checked; results in
+                       <target>/bench/compare.{md,svg,tsv} (workloads:
+                       pass-through, count, window-count, join,
+                       pass-through-eos; --smoke: one small run of each)
 ";
 
 fn main() -> ExitCode {

@@ -1,6 +1,9 @@
 //! Where things live: the repository, the broker's state, the download cache.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result};
 
 /// The workspace root (xtask sits one level below it).
 ///
@@ -30,4 +33,23 @@ pub fn cache_dir() -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
         .unwrap_or_else(std::env::temp_dir);
     base.join("kstreams")
+}
+
+/// Cargo's target directory, wherever CARGO_TARGET_DIR or config put it.
+pub fn cargo_target_dir(cargo: &str) -> Result<PathBuf> {
+    let output = Command::new(cargo)
+        .current_dir(repo_root())
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .output()
+        .context("cannot run cargo metadata")?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    // The one field needed; not worth a JSON parser in xtask.
+    let start = text
+        .find("\"target_directory\":\"")
+        .context("cargo metadata printed no target_directory")?
+        + "\"target_directory\":\"".len();
+    let end = text[start..]
+        .find('"')
+        .context("malformed cargo metadata output")?;
+    Ok(PathBuf::from(&text[start..start + end]))
 }

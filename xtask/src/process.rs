@@ -40,6 +40,19 @@ pub fn status(command: &mut Command, what: &str) -> Result<ExitStatus> {
         .with_context(|| format!("cannot start {what}: {command:?}"))
 }
 
+/// Runs a command and returns its standard output (its stderr is
+/// inherited); fails unless it exits 0.
+pub fn output(command: &mut Command, what: &str) -> Result<String> {
+    let output = command
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .with_context(|| format!("cannot start {what}: {command:?}"))?;
+    if !output.status.success() {
+        bail!("{what} failed ({})", output.status);
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
 /// Runs a command quietly; on failure the error carries its output.
 pub fn run_captured(command: &mut Command, what: &str) -> Result<()> {
     let output = command

@@ -116,7 +116,8 @@ impl JavaHarness {
         )
     }
 
-    fn tool(&self, name: &str, bootstrap: &str) -> Command {
+    /// A `java` command running tool `name` of compat/'s Main.
+    pub fn tool(&self, name: &str, bootstrap: &str) -> Command {
         let mut command = Command::new("java");
         command
             .arg("-cp")

@@ -31,7 +31,7 @@ impl KstreamsSide {
             ]),
             "building compat/kstreams",
         )?;
-        let binary = target_dir(&cargo)?.join("debug/kstreams-compat");
+        let binary = paths::cargo_target_dir(&cargo)?.join("debug/kstreams-compat");
         let listed = Command::new(&binary)
             .arg("supported")
             .output()
@@ -89,23 +89,4 @@ fn stop(child: &mut Child) -> Result<()> {
             bail!("the kstreams app did not stop within 40 s of SIGTERM")
         }
     }
-}
-
-/// Cargo's target directory, wherever CARGO_TARGET_DIR or config put it.
-fn target_dir(cargo: &str) -> Result<PathBuf> {
-    let output = Command::new(cargo)
-        .current_dir(paths::repo_root())
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .output()
-        .context("cannot run cargo metadata")?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    // The one field needed; not worth a JSON parser in xtask.
-    let start = text
-        .find("\"target_directory\":\"")
-        .context("cargo metadata printed no target_directory")?
-        + "\"target_directory\":\"".len();
-    let end = text[start..]
-        .find('"')
-        .context("malformed cargo metadata output")?;
-    Ok(PathBuf::from(&text[start..start + end]))
 }

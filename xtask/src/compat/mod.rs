@@ -10,7 +10,7 @@
 //!
 //! The files of the last run stay in compat/target/runs/<scenario>/.
 
-mod java;
+pub(crate) mod java;
 mod kstreams_side;
 mod partitioner;
 mod records;

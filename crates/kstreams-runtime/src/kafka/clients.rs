@@ -21,6 +21,33 @@ use super::config::{
     is_group_membership_key, GroupProtocol, KafkaClient, ProcessingGuarantee, StreamsConfig,
 };
 
+/// The librdkafka settings kstreams gives a stream thread's consumer
+/// (`consumer.` keys) and producer (`producer.` keys) where librdkafka's
+/// defaults starve a Streams workload; a user's setting of the same key
+/// wins. Each value is justified by a figure of `cargo xtask bench
+/// compare` (BENCHMARKS.md).
+///
+/// - `fetch.queue.backoff.ms`: librdkafka stops fetching a partition once
+///   `queued.min.messages` (100 000) records are prefetched and then waits
+///   this long before fetching again (default 1000 ms). A stream thread
+///   empties such a queue in well under a second, then sits idle until the
+///   backoff ends: on a 2M-record pass-through it spent most of its wall
+///   time waiting.
+/// - `linger.ms`: outputs are batched for at most this long before a send.
+pub const STREAM_CLIENT_DEFAULTS: &[(&str, &str)] = &[
+    ("consumer.fetch.queue.backoff.ms", "50"),
+    ("producer.linger.ms", "5"),
+];
+
+/// Sets the [`STREAM_CLIENT_DEFAULTS`] of the client `prefix` names.
+fn apply_stream_defaults(client: &mut ClientConfig, prefix: &str) {
+    for (key, value) in STREAM_CLIENT_DEFAULTS {
+        if let Some(key) = key.strip_prefix(prefix) {
+            client.set(key, *value);
+        }
+    }
+}
+
 /// Sets the user's settings of `kind` on `client`, leaving out those
 /// `skip` says kstreams decides.
 fn apply_user_settings(
@@ -73,6 +100,7 @@ pub(crate) fn main_consumer(config: &StreamsConfig, thread: &str, index: usize) 
         .set("enable.auto.commit", "false")
         .set("auto.offset.reset", "earliest")
         .set("isolation.level", isolation_level(config));
+    apply_stream_defaults(&mut client, "consumer.");
     // A range assignor with identical subscriptions gives every thread the
     // same partition numbers of co-partitioned topics, so a task's
     // partitions stay together. Under the classic protocol it runs in the
@@ -126,8 +154,8 @@ pub(crate) fn producer(
         .set("client.id", format!("{thread}-producer"))
         // Java's default partitioner: murmur2 of the key bytes, so a key
         // lands where Kafka Streams would put it.
-        .set("partitioner", "murmur2_random")
-        .set("linger.ms", "5");
+        .set("partitioner", "murmur2_random");
+    apply_stream_defaults(&mut client, "producer.");
     if config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2 {
         // KIP-447: one transactional producer per thread.
         client.set(

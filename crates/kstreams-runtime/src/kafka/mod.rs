@@ -23,6 +23,7 @@ mod thread;
 mod topics;
 
 pub use app::{KafkaStreams, State, StreamThreadExceptionResponse};
+pub use clients::STREAM_CLIENT_DEFAULTS;
 pub use config::{ConfigError, ProcessingGuarantee, StreamsConfig};
 
 use kstreams_dsl::StreamsError;

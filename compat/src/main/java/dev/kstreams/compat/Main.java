@@ -15,6 +15,9 @@ import java.util.Arrays;
  * await-idle    --bootstrap B --group G --topics T1,T2 [--timeout-secs S]
  * dump          --bootstrap B --topic T --key SERDE --value SERDE --out FILE
  *               (SERDE: string, long, bytes, windowed-string)
+ * bench WORKLOAD --bootstrap B --app-id A --input T [--table T2] --output O
+ *               --threads N --state-dir D [--target N] [--set KEY=VALUE]
+ *               (see Bench.java; cargo xtask bench compare runs it)
  * </pre>
  *
  * Files are the tab-separated records of {@link Tsv}. Exit status 0 means
@@ -47,6 +50,7 @@ public final class Main {
                 case "run" -> RunApp.run(args);
                 case "await-idle" -> AwaitIdle.run(args);
                 case "dump" -> Dump.run(args);
+                case "bench" -> Bench.run(args);
                 default -> usage();
             }
         } catch (HarnessException e) {
@@ -59,7 +63,7 @@ public final class Main {
 
     private static void usage() {
         System.err.println(
-                "usage: Main create-topics|produce|run|await-idle|dump [options] (see Main.java)");
+                "usage: Main create-topics|produce|run|await-idle|dump|bench [options] (see Main.java)");
         System.exit(2);
     }
 }

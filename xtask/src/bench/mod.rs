@@ -1,5 +1,8 @@
 //! `cargo xtask bench [NAME] [-- ARGS]`: the benchmarks of benches/, with a
-//! real broker for the ones that need one (broker_passthrough).
+//! real broker for the ones that need one (broker_passthrough); and
+//! `cargo xtask bench compare`, kstreams side by side with Kafka Streams.
+
+mod compare;
 
 use std::process::{Command, ExitCode};
 
@@ -12,6 +15,9 @@ use crate::process;
 
 pub fn cli(args: Args) -> Result<ExitCode> {
     let rest = args.rest();
+    if rest.first().map(String::as_str) == Some("compare") {
+        return compare(Args::new(rest.into_iter().skip(1)));
+    }
     let lease = Lease::acquire()?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let mut command = Command::new(cargo);
@@ -33,4 +39,9 @@ pub fn cli(args: Args) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `bench compare` with its arguments.
+pub fn compare(args: Args) -> Result<ExitCode> {
+    compare::cli(args)
 }

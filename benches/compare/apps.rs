@@ -1,0 +1,215 @@
+//! The measured processes on the Rust side: the kstreams app of each
+//! workload, and the raw librdkafka consume-produce loop (the ceiling of a
+//! pass-through). compat/'s `bench` command is the Kafka Streams side.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kstreams::embedded::rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use kstreams::embedded::rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use kstreams::embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use kstreams::embedded::rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
+use kstreams::prelude::*;
+
+use crate::progress::Progress;
+use crate::workload::{self, Workload, WINDOW_SIZE_MS};
+use crate::{Error, RunArgs};
+
+/// The commit interval of at-least-once runs on every implementation.
+/// Kafka Streams' default (30 s) would make "committed the whole input"
+/// wait up to 30 s after the work is done; 1 s keeps that wait small and
+/// equal for all, and costs each a commit per second.
+pub const AT_LEAST_ONCE_COMMIT_MS: u64 = 1_000;
+
+fn topology(workload: Workload, run: &RunArgs) -> Result<Topology, Error> {
+    let builder = StreamsBuilder::new();
+    let strings = || Consumed::with(StringSerde, StringSerde);
+    let stream = builder.stream_with(run.input.as_str(), strings());
+    match workload {
+        Workload::PassThrough | Workload::PassThroughEos => {
+            stream
+                .filter(|_, v: &String| !v.as_bytes().starts_with(&[workload::DROPPED_MARK]))
+                .map_values(|v: String| v.to_ascii_uppercase())
+                .to_with(
+                    run.output.as_str(),
+                    Produced::with(StringSerde, StringSerde),
+                );
+        }
+        Workload::Count => {
+            stream.group_by_key().count().to_stream().to_with(
+                run.output.as_str(),
+                Produced::with(StringSerde, Nullable(I64Serde)),
+            );
+        }
+        Workload::WindowCount => {
+            stream
+                .group_by_key()
+                .windowed_by(TimeWindows::of_size_with_no_grace(Duration::from_millis(
+                    WINDOW_SIZE_MS as u64,
+                )))
+                .count()
+                .to_stream()
+                .to_with(
+                    run.output.as_str(),
+                    Produced::with(
+                        TimeWindowedSerde::new(StringSerde, WINDOW_SIZE_MS),
+                        Nullable(I64Serde),
+                    ),
+                );
+        }
+        Workload::Join => {
+            let table_topic = run.table.as_deref().ok_or("join needs --table")?;
+            let table = builder.table_with(table_topic, strings(), Materialized::new());
+            stream
+                .left_join(&table, |v: &String, t: Option<&String>| {
+                    format!("{v}|{}", t.map_or("null", String::as_str))
+                })
+                .to_with(
+                    run.output.as_str(),
+                    Produced::with(StringSerde, StringSerde),
+                );
+        }
+    }
+    Ok(builder.build()?)
+}
+
+/// Runs `workload` on kstreams with its default configuration (apart from
+/// the settings every implementation shares) until the input is committed.
+pub fn run_kstreams(workload: Workload, run: &RunArgs) -> Result<(), Error> {
+    let mut config = StreamsConfig::new(run.app_id.as_str(), run.bootstrap.as_str());
+    config.set("num.stream.threads", &run.threads.to_string())?;
+    config.set("state.dir", &run.state_dir)?;
+    if workload.exactly_once() {
+        config.set("processing.guarantee", "exactly_once_v2")?;
+    } else {
+        config.set("commit.interval.ms", &AT_LEAST_ONCE_COMMIT_MS.to_string())?;
+    }
+    for (key, value) in &run.overrides {
+        config.set(key, value)?;
+    }
+    let mut app = KafkaStreams::new(topology(workload, run)?, config);
+    let ready = Arc::new(AtomicBool::new(false));
+    let ready_flag = ready.clone();
+    app.set_state_listener(move |new, _| {
+        if new == State::Running {
+            ready_flag.store(true, Ordering::Release);
+        }
+    });
+    let progress = Progress::new(&run.bootstrap, &run.app_id, &run.inputs(), run.target)?;
+    app.start()?;
+    let mut said_ready = false;
+    progress.wait_and_report(|| {
+        if !said_ready && ready.load(Ordering::Acquire) {
+            said_ready = true;
+            println!("READY");
+        }
+        (app.state() == State::Error || app.state() == State::NotRunning)
+            .then(|| format!("kstreams stopped: {:?}", app.errors()))
+    })
+}
+
+/// librdkafka's consumer and producer with the settings kstreams gives its
+/// own clients (crates/kstreams-runtime/src/kafka/clients.rs), so the loop
+/// is the ceiling of what kstreams' clients can do.
+fn raw_clients(run: &RunArgs) -> Result<(BaseConsumer, BaseProducer), Error> {
+    let mut consumer = ClientConfig::new();
+    consumer
+        .set("bootstrap.servers", &run.bootstrap)
+        .set("group.id", &run.app_id)
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("partition.assignment.strategy", "range");
+    let mut producer = ClientConfig::new();
+    producer
+        .set("bootstrap.servers", &run.bootstrap)
+        .set("partitioner", "murmur2_random");
+    for (key, value) in kstreams::runtime::kafka::STREAM_CLIENT_DEFAULTS {
+        match key.split_once('.') {
+            Some(("consumer", k)) => consumer.set(k, *value),
+            Some(("producer", k)) => producer.set(k, *value),
+            _ => return Err(format!("unexpected client default {key}").into()),
+        };
+    }
+    for (key, value) in &run.overrides {
+        match key.split_once('.') {
+            Some(("consumer", k)) => consumer.set(k, value),
+            Some(("producer", k)) => producer.set(k, value),
+            _ => return Err(format!("raw: override {key} names no client").into()),
+        };
+    }
+    Ok((consumer.create()?, producer.create()?))
+}
+
+fn send(producer: &BaseProducer, topic: &str, key: &[u8], value: &[u8]) -> Result<(), KafkaError> {
+    let mut record = BaseRecord::to(topic).key(key).payload(value);
+    loop {
+        match producer.send(record) {
+            Ok(()) => return Ok(()),
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                producer.poll(Duration::from_millis(1));
+                record = back;
+            }
+            Err((e, _)) => return Err(e),
+        }
+    }
+}
+
+/// The pass-through as a plain loop: poll, filter and map, send; every
+/// commit interval flush the producer, then commit the positions (what an
+/// at-least-once commit is).
+pub fn run_raw(workload: Workload, run: &RunArgs) -> Result<(), Error> {
+    if workload != Workload::PassThrough {
+        return Err(format!("raw runs only {}", Workload::PassThrough).into());
+    }
+    let (consumer, producer) = raw_clients(run)?;
+    let progress = Progress::new(&run.bootstrap, &run.app_id, &run.inputs(), run.target)?;
+    consumer.subscribe(&[run.input.as_str()])?;
+    let failure: Arc<Mutex<Option<String>>> = Arc::default();
+    let failure_in_loop = failure.clone();
+    let output = run.output.clone();
+    std::thread::spawn(move || {
+        let result = (|| -> Result<(), Error> {
+            let commit_every = Duration::from_millis(AT_LEAST_ONCE_COMMIT_MS);
+            let mut last_commit = Instant::now();
+            loop {
+                if let Some(message) = consumer.poll(Duration::from_millis(100)) {
+                    let message = message?;
+                    let value = message.payload().unwrap_or_default();
+                    let text = std::str::from_utf8(value)?;
+                    if let Some(upper) = workload::pass_through(text.as_bytes()) {
+                        send(
+                            &producer,
+                            &output,
+                            message.key().unwrap_or_default(),
+                            &upper,
+                        )?;
+                    }
+                }
+                producer.poll(Duration::ZERO);
+                if last_commit.elapsed() >= commit_every {
+                    producer.flush(Duration::from_secs(60))?;
+                    let mut committable = TopicPartitionList::new();
+                    for e in consumer.position()?.elements() {
+                        if let Offset::Offset(o) = e.offset() {
+                            committable.add_partition_offset(
+                                e.topic(),
+                                e.partition(),
+                                Offset::Offset(o),
+                            )?;
+                        }
+                    }
+                    if committable.count() > 0 {
+                        consumer.commit(&committable, CommitMode::Sync)?;
+                    }
+                    last_commit = Instant::now();
+                }
+            }
+        })();
+        if let Err(e) = result {
+            *failure_in_loop.lock().unwrap() = Some(format!("raw loop failed: {e}"));
+        }
+    });
+    println!("READY");
+    progress.wait_and_report(|| failure.lock().unwrap().clone())
+}

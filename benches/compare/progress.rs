@@ -1,0 +1,115 @@
+//! How a measured process knows it is done: its group has committed the
+//! end offset of every input partition. Judged from the committed offsets
+//! (not from the output) so that a run is timed the same way on every
+//! implementation, Kafka Streams' included (compat/'s `bench` does the same).
+
+use std::time::{Duration, Instant};
+
+use kstreams::embedded::rdkafka::consumer::{BaseConsumer, Consumer};
+use kstreams::embedded::rdkafka::{ClientConfig, Offset, TopicPartitionList};
+
+use crate::Error;
+
+/// Share of the input after which the steady state is taken to begin:
+/// start-up (group join, store opening, the JVM's warm-up) is before it.
+pub const STEADY_FROM: f64 = 0.25;
+
+/// CPU seconds (user + system) this process has used so far.
+pub fn cpu_time() -> Duration {
+    // SAFETY: getrusage writes a `rusage` into the pointer it is given;
+    // the zeroed value is a valid `rusage` (plain integers) and outlives
+    // the call.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let micros = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    Duration::from_micros(micros(usage.ru_utime) + micros(usage.ru_stime))
+}
+
+/// Watches a group's committed offsets of its input topics.
+pub struct Progress {
+    consumer: BaseConsumer,
+    partitions: TopicPartitionList,
+    target: i64,
+    started: Instant,
+}
+
+impl Progress {
+    /// `target`: the number of input records to wait for; `None`: the
+    /// input's end offsets now (the input was produced before the run).
+    pub fn new(
+        bootstrap: &str,
+        group: &str,
+        topics: &[&str],
+        target: Option<i64>,
+    ) -> Result<Progress, Error> {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", bootstrap)
+            .set("group.id", group)
+            .set("enable.auto.commit", "false")
+            .create()?;
+        let mut partitions = TopicPartitionList::new();
+        let mut end = 0;
+        for topic in topics {
+            let metadata = consumer.fetch_metadata(Some(topic), Duration::from_secs(10))?;
+            for partition in metadata.topics()[0].partitions() {
+                partitions.add_partition(topic, partition.id());
+                let (_, high) =
+                    consumer.fetch_watermarks(topic, partition.id(), Duration::from_secs(10))?;
+                end += high;
+            }
+        }
+        Ok(Progress {
+            consumer,
+            partitions,
+            target: target.unwrap_or(end),
+            started: Instant::now(),
+        })
+    }
+
+    fn committed(&self) -> Result<i64, Error> {
+        let offsets = self
+            .consumer
+            .committed_offsets(self.partitions.clone(), Duration::from_secs(10))?;
+        Ok(offsets
+            .elements()
+            .iter()
+            .map(|e| match e.offset() {
+                Offset::Offset(o) => o,
+                _ => 0,
+            })
+            .sum())
+    }
+
+    /// Blocks until every input record is committed, then prints the
+    /// `DONE` line that xtask reads. `failed` is asked between checks.
+    pub fn wait_and_report(&self, mut failed: impl FnMut() -> Option<String>) -> Result<(), Error> {
+        let mut steady: Option<(Instant, Duration, i64)> = None;
+        loop {
+            if let Some(why) = failed() {
+                return Err(why.into());
+            }
+            let committed = self.committed()?;
+            let now = Instant::now();
+            if steady.is_none() && committed as f64 >= self.target as f64 * STEADY_FROM {
+                steady = Some((now, cpu_time(), committed));
+            }
+            if committed >= self.target {
+                let cpu = cpu_time();
+                let (from, cpu_from, records_from) = steady.unwrap_or((now, cpu, committed));
+                println!(
+                    "DONE wall_ms={} cpu_ms={} steady_records={} steady_cpu_ms={} steady_wall_ms={}",
+                    self.started.elapsed().as_millis(),
+                    cpu.as_millis(),
+                    committed - records_from,
+                    (cpu - cpu_from).as_millis(),
+                    (now - from).as_millis(),
+                );
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}

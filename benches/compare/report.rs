@@ -1,0 +1,325 @@
+//! The report of a `cargo xtask bench compare` run: medians of each
+//! workload, thread count and implementation as a markdown table and a
+//! chart (SVG, drawn with plotters), from the results xtask recorded.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use crate::Error;
+
+/// One line of the results file that xtask writes.
+struct Row {
+    kind: String,
+    workload: String,
+    threads: u32,
+    implementation: String,
+    records: f64,
+    wall_s: f64,
+    cpu_s: f64,
+    rss_mib: f64,
+    steady_records: f64,
+    steady_cpu_s: f64,
+    latency_ms: [f64; 3],
+}
+
+fn parse(results: &str) -> Result<Vec<Row>, Error> {
+    let mut lines = results.lines();
+    let header: Vec<&str> = lines.next().ok_or("empty results")?.split('\t').collect();
+    let column = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .ok_or_else(|| format!("results lack column {name}"))
+    };
+    let (kind, workload, threads, implementation, records) = (
+        column("kind")?,
+        column("workload")?,
+        column("threads")?,
+        column("impl")?,
+        column("records")?,
+    );
+    let figures = [
+        "wall_s",
+        "cpu_s",
+        "rss_mib",
+        "steady_records",
+        "steady_cpu_s",
+        "p50_ms",
+        "p99_ms",
+        "p999_ms",
+    ]
+    .map(column);
+    let mut rows = Vec::new();
+    for line in lines.filter(|l| !l.trim().is_empty()) {
+        let cells: Vec<&str> = line.split('\t').collect();
+        let number = |i: usize| {
+            cells
+                .get(i)
+                .and_then(|c| c.parse::<f64>().ok())
+                .unwrap_or(f64::NAN)
+        };
+        let mut f = [0.0; 8];
+        for (slot, index) in f.iter_mut().zip(&figures) {
+            *slot = number(*index.as_ref().map_err(|e| e.clone())?);
+        }
+        rows.push(Row {
+            kind: cells[kind].to_owned(),
+            workload: cells[workload].to_owned(),
+            threads: cells[threads].parse()?,
+            implementation: cells[implementation].to_owned(),
+            records: number(records),
+            wall_s: f[0],
+            cpu_s: f[1],
+            rss_mib: f[2],
+            steady_records: f[3],
+            steady_cpu_s: f[4],
+            latency_ms: [f[5], f[6], f[7]],
+        });
+    }
+    Ok(rows)
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.retain(|v| v.is_finite());
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    }
+}
+
+/// Medians of the runs of one workload, thread count and implementation.
+struct Summary {
+    runs: usize,
+    wall_s: f64,
+    wall_range: (f64, f64),
+    records_per_s: f64,
+    cpu_s: f64,
+    records_per_cpu_s: f64,
+    steady_records_per_cpu_s: f64,
+    rss_mib: f64,
+}
+
+fn summarize(rows: &[&Row]) -> Summary {
+    let of = |f: fn(&Row) -> f64| median(rows.iter().map(|r| f(r)).collect());
+    let walls: Vec<f64> = rows.iter().map(|r| r.wall_s).collect();
+    Summary {
+        runs: rows.len(),
+        wall_s: of(|r| r.wall_s),
+        wall_range: (
+            walls.iter().copied().fold(f64::INFINITY, f64::min),
+            walls.iter().copied().fold(0.0, f64::max),
+        ),
+        records_per_s: of(|r| r.records / r.wall_s),
+        cpu_s: of(|r| r.cpu_s),
+        records_per_cpu_s: of(|r| r.records / r.cpu_s),
+        steady_records_per_cpu_s: of(|r| r.steady_records / r.steady_cpu_s),
+        rss_mib: of(|r| r.rss_mib),
+    }
+}
+
+const IMPLEMENTATIONS: [&str; 3] = ["kstreams", "kafka-streams", "raw"];
+
+type Groups<'a> = BTreeMap<(u32, String), BTreeMap<String, Summary>>;
+
+fn group(rows: &[Row]) -> Groups<'_> {
+    let mut by: BTreeMap<(u32, String, String), Vec<&Row>> = BTreeMap::new();
+    for row in rows.iter().filter(|r| r.kind == "throughput") {
+        by.entry((
+            row.threads,
+            row.workload.clone(),
+            row.implementation.clone(),
+        ))
+        .or_default()
+        .push(row);
+    }
+    let mut groups: Groups = BTreeMap::new();
+    for ((threads, workload, implementation), rows) in by {
+        groups
+            .entry((threads, workload))
+            .or_default()
+            .insert(implementation, summarize(&rows));
+    }
+    groups
+}
+
+fn markdown(rows: &[Row], groups: &Groups) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "| workload | threads | implementation | runs | wall s (min–max) | records/s | CPU s | records/CPU-s | steady records/CPU-s | peak RSS MiB |\n|---|---|---|---|---|---|---|---|---|---|"
+    );
+    for ((threads, workload), by_impl) in groups {
+        for name in IMPLEMENTATIONS {
+            let Some(s) = by_impl.get(name) else { continue };
+            let _ = writeln!(
+                out,
+                "| {workload} | {threads} | {name} | {} | {:.2} ({:.2}–{:.2}) | {:.0} | {:.2} | {:.0} | {:.0} | {:.0} |",
+                s.runs, s.wall_s, s.wall_range.0, s.wall_range.1, s.records_per_s, s.cpu_s,
+                s.records_per_cpu_s, s.steady_records_per_cpu_s, s.rss_mib
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nkstreams against Kafka Streams (above 1 is better for kstreams):\n\n| workload | threads | speed (wall) | records/CPU-s | steady records/CPU-s | RSS (kstreams / Kafka Streams) | kstreams / raw (wall) |\n|---|---|---|---|---|---|---|"
+    );
+    for ((threads, workload), by_impl) in groups {
+        let (Some(k), Some(j)) = (by_impl.get("kstreams"), by_impl.get("kafka-streams")) else {
+            continue;
+        };
+        let raw = by_impl.get("raw").map_or("–".to_owned(), |r| {
+            format!("{:.2}", k.records_per_s / r.records_per_s)
+        });
+        let _ = writeln!(
+            out,
+            "| {workload} | {threads} | {:.2}× | {:.2}× | {:.2}× | {:.2} | {raw} |",
+            j.wall_s / k.wall_s,
+            k.records_per_cpu_s / j.records_per_cpu_s,
+            k.steady_records_per_cpu_s / j.steady_records_per_cpu_s,
+            k.rss_mib / j.rss_mib,
+        );
+    }
+    let latency: Vec<&Row> = rows.iter().filter(|r| r.kind == "latency").collect();
+    if !latency.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nEnd-to-end latency (producer send to output append), rate-limited:\n\n| workload | threads | implementation | rate records/s | runs | p50 ms | p99 ms | p99.9 ms |\n|---|---|---|---|---|---|---|---|"
+        );
+        let mut by: BTreeMap<(String, u32, String), Vec<&Row>> = BTreeMap::new();
+        for row in latency {
+            by.entry((
+                row.workload.clone(),
+                row.threads,
+                row.implementation.clone(),
+            ))
+            .or_default()
+            .push(row);
+        }
+        for ((workload, threads, name), rows) in by {
+            let q = |i: usize| median(rows.iter().map(|r| r.latency_ms[i]).collect());
+            let rate = median(rows.iter().map(|r| r.records / r.wall_s).collect());
+            let _ = writeln!(
+                out,
+                "| {workload} | {threads} | {name} | {rate:.0} | {} | {:.1} | {:.1} | {:.1} |",
+                rows.len(),
+                q(0),
+                q(1),
+                q(2)
+            );
+        }
+    }
+    out
+}
+
+fn colour(implementation: &str) -> RGBColor {
+    match implementation {
+        "kstreams" => RGBColor(0xd9, 0x5f, 0x02),
+        "kafka-streams" => RGBColor(0x1b, 0x9e, 0x77),
+        _ => RGBColor(0x75, 0x70, 0xb3),
+    }
+}
+
+/// One figure of a summary, as drawn.
+type Metric = fn(&Summary) -> f64;
+
+fn chart(groups: &Groups, path: &Path) -> Result<(), Error> {
+    let threads: Vec<u32> = {
+        let mut t: Vec<u32> = groups.keys().map(|(t, _)| *t).collect();
+        t.dedup();
+        t
+    };
+    let root = SVGBackend::new(path, (560 * threads.len().max(1) as u32, 800)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let rows = root.split_evenly((2, threads.len().max(1)));
+    let metrics: [(&str, Metric); 2] = [
+        ("records/s (wall)", |s| s.records_per_s),
+        ("steady records/CPU-s", |s| s.steady_records_per_cpu_s),
+    ];
+    for (m, (label, metric)) in metrics.iter().enumerate() {
+        for (t, count) in threads.iter().enumerate() {
+            let area = &rows[m * threads.len() + t];
+            let workloads: Vec<(&String, &BTreeMap<String, Summary>)> = groups
+                .iter()
+                .filter(|((th, _), _)| th == count)
+                .map(|((_, w), by)| (w, by))
+                .collect();
+            let top = workloads
+                .iter()
+                .flat_map(|(_, by)| by.values().map(metric))
+                .filter(|v| v.is_finite())
+                .fold(1.0, f64::max)
+                * 1.15;
+            let mut chart = ChartBuilder::on(area)
+                .caption(format!("{label}, {count} thread(s)"), ("sans-serif", 18))
+                .margin(12)
+                .x_label_area_size(30)
+                .y_label_area_size(70)
+                .build_cartesian_2d(0f64..workloads.len() as f64, 0f64..top)?;
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .x_labels(workloads.len() * 2 + 1)
+                .x_label_formatter(&|x| {
+                    let i = x.floor() as usize;
+                    if (x - i as f64 - 0.5).abs() < 1e-6 {
+                        workloads
+                            .get(i)
+                            .map_or(String::new(), |(w, _)| (*w).clone())
+                    } else {
+                        String::new()
+                    }
+                })
+                .y_label_formatter(&|y| format!("{:.0}k", y / 1000.0))
+                .draw()?;
+            for (i, (_, by)) in workloads.iter().enumerate() {
+                for (j, name) in IMPLEMENTATIONS.iter().enumerate() {
+                    let Some(value) = by.get(*name).map(metric).filter(|v| v.is_finite()) else {
+                        continue;
+                    };
+                    let left = i as f64 + 0.1 + j as f64 * 0.27;
+                    chart.draw_series(std::iter::once(Rectangle::new(
+                        [(left, 0.0), (left + 0.25, value)],
+                        colour(name).filled(),
+                    )))?;
+                }
+            }
+            for name in IMPLEMENTATIONS {
+                chart
+                    .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())?
+                    .label(name)
+                    .legend(move |(x, y)| {
+                        Rectangle::new([(x, y - 5), (x + 10, y + 5)], colour(name).filled())
+                    });
+            }
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .draw()?;
+        }
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// Writes `compare.md` and `compare.svg` into `out_dir`.
+pub fn write(results: &Path, out_dir: &Path) -> Result<(), Error> {
+    let rows = parse(&fs::read_to_string(results)?)?;
+    let groups = group(&rows);
+    fs::create_dir_all(out_dir)?;
+    let table = markdown(&rows, &groups);
+    fs::write(out_dir.join("compare.md"), &table)?;
+    chart(&groups, &out_dir.join("compare.svg"))?;
+    print!("{table}");
+    Ok(())
+}

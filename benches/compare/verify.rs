@@ -1,0 +1,159 @@
+//! Reads an output topic to its end (read_committed) and checks it against
+//! the workload's expected output.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use kstreams::embedded::rdkafka::consumer::{BaseConsumer, Consumer};
+use kstreams::embedded::rdkafka::message::Timestamp;
+use kstreams::embedded::rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
+
+use crate::workload::{Digest, Expected, Workload};
+use crate::Error;
+
+/// Calls `each(key, value, timestamp)` for every record of `topic`, up to
+/// the end offsets it had when called.
+pub fn read_topic(
+    bootstrap: &str,
+    topic: &str,
+    mut each: impl FnMut(&[u8], &[u8], i64) -> Result<(), Error>,
+) -> Result<u64, Error> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", format!("bench-verify-{topic}"))
+        .set("enable.auto.commit", "false")
+        .set("isolation.level", "read_committed")
+        .create()?;
+    let metadata = consumer.fetch_metadata(Some(topic), Duration::from_secs(10))?;
+    let mut assignment = TopicPartitionList::new();
+    let mut remaining = HashMap::new();
+    for partition in metadata.topics()[0].partitions() {
+        let (low, high) =
+            consumer.fetch_watermarks(topic, partition.id(), Duration::from_secs(10))?;
+        if high > low {
+            assignment.add_partition_offset(topic, partition.id(), Offset::Beginning)?;
+            remaining.insert(partition.id(), high);
+        }
+    }
+    consumer.assign(&assignment)?;
+    let mut read = 0;
+    let mut idle = 0;
+    while !remaining.is_empty() {
+        match consumer.poll(Duration::from_millis(500)) {
+            Some(message) => {
+                idle = 0;
+                let message = message?;
+                let end = remaining.get(&message.partition()).copied();
+                if end.is_some_and(|end| message.offset() < end) {
+                    let timestamp = match message.timestamp() {
+                        Timestamp::CreateTime(t) | Timestamp::LogAppendTime(t) => t,
+                        Timestamp::NotAvailable => -1,
+                    };
+                    each(
+                        message.key().unwrap_or_default(),
+                        message.payload().unwrap_or_default(),
+                        timestamp,
+                    )?;
+                    read += 1;
+                }
+                if end.is_some_and(|end| message.offset() + 1 >= end) {
+                    remaining.remove(&message.partition());
+                }
+            }
+            None => {
+                // Transaction markers end a partition without a record at
+                // the end offset: its position tells.
+                idle += 1;
+                let positions = consumer.position()?;
+                for element in positions.elements() {
+                    if let Offset::Offset(position) = element.offset() {
+                        if remaining
+                            .get(&element.partition())
+                            .is_some_and(|end| position >= *end)
+                        {
+                            remaining.remove(&element.partition());
+                        }
+                    }
+                }
+                if idle > 60 {
+                    return Err(format!("{topic}: no progress reading to the end").into());
+                }
+            }
+        }
+    }
+    Ok(read)
+}
+
+/// What an output topic held, in the form its workload is checked in.
+pub fn observed(bootstrap: &str, topic: &str, workload: Workload) -> Result<Expected, Error> {
+    match workload {
+        Workload::PassThrough | Workload::PassThroughEos | Workload::Join => {
+            let mut digest = Digest::default();
+            read_topic(bootstrap, topic, |key, value, _| {
+                digest.add(key, value);
+                Ok(())
+            })?;
+            Ok(Expected::Records(digest))
+        }
+        Workload::Count | Workload::WindowCount => {
+            let mut finals = HashMap::new();
+            read_topic(bootstrap, topic, |key, value, _| {
+                let (key, window) = if workload == Workload::WindowCount {
+                    let split = key
+                        .len()
+                        .checked_sub(8)
+                        .ok_or("windowed key under 8 bytes")?;
+                    let start = i64::from_be_bytes(key[split..].try_into()?);
+                    (&key[..split], start)
+                } else {
+                    (key, 0)
+                };
+                let count = i64::from_be_bytes(value.try_into().map_err(|_| "count not 8 bytes")?);
+                finals.insert((String::from_utf8(key.to_vec())?, window), count);
+                Ok(())
+            })?;
+            Ok(Expected::Finals(finals))
+        }
+    }
+}
+
+/// `None` when they agree, else what differs, briefly.
+pub fn difference(expected: &Expected, observed: &Expected) -> Option<String> {
+    match (expected, observed) {
+        (Expected::Records(e), Expected::Records(o)) if e != o => Some(format!(
+            "expected {} records (digest {:x}), found {} (digest {:x})",
+            e.records, e.sum, o.records, o.sum
+        )),
+        (Expected::Finals(e), Expected::Finals(o)) if e != o => {
+            let wrong = e.iter().filter(|(k, v)| o.get(*k) != Some(v)).count();
+            let extra = o.keys().filter(|k| !e.contains_key(*k)).count();
+            let example = e
+                .iter()
+                .find(|(k, v)| o.get(*k) != Some(v))
+                .map(|(k, v)| format!("; e.g. {k:?}: expected {v}, found {:?}", o.get(k)));
+            Some(format!(
+                "{wrong} of {} keys differ, {extra} unexpected{}",
+                e.len(),
+                example.unwrap_or_default()
+            ))
+        }
+        (Expected::Records(_), Expected::Finals(_))
+        | (Expected::Finals(_), Expected::Records(_)) => Some("output of the wrong kind".into()),
+        _ => None,
+    }
+}
+
+/// A short fingerprint of an output, equal for equal outputs, so xtask can
+/// compare implementations without reading the topics twice.
+pub fn fingerprint(output: &Expected) -> String {
+    match output {
+        Expected::Records(d) => format!("records={} digest={:016x}", d.records, d.sum),
+        Expected::Finals(finals) => {
+            let mut digest = Digest::default();
+            for ((key, window), count) in finals {
+                digest.add(format!("{key}@{window}").as_bytes(), &count.to_be_bytes());
+            }
+            format!("keys={} digest={:016x}", digest.records, digest.sum)
+        }
+    }
+}

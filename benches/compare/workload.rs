@@ -1,0 +1,286 @@
+//! The workloads of `cargo xtask bench compare`: their input, generated
+//! from a seed, and the output each must produce, computed here without
+//! either Streams library so that a fast wrong run cannot win.
+
+use std::collections::HashMap;
+use std::fmt;
+
+/// First event time of the generated input (2023-11-14T22:13:20Z).
+pub const BASE_TIME_MS: i64 = 1_700_000_000_000;
+/// Event time between two consecutive input records.
+pub const TIME_STEP_MS: i64 = 2;
+/// The tumbling windows of `window-count`.
+pub const WINDOW_SIZE_MS: i64 = 60_000;
+/// Bytes of every stream value.
+pub const VALUE_BYTES: usize = 100;
+/// Distinct keys of every input.
+pub const KEYS: u64 = 10_000;
+/// Values starting with this byte are dropped by the pass-through's filter.
+pub const DROPPED_MARK: u8 = b'#';
+
+/// One topology measured on every implementation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// `filter` (drops values marked [`DROPPED_MARK`]) then `mapValues`
+    /// (ASCII upper case), at least once.
+    PassThrough,
+    /// The same under exactly_once_v2.
+    PassThroughEos,
+    /// `groupByKey().count()` on a RocksDB store.
+    Count,
+    /// `groupByKey().windowedBy(1 min tumbling, no grace).count()` on RocksDB.
+    WindowCount,
+    /// A stream left-joined with a table of every key, co-partitioned.
+    Join,
+}
+
+impl Workload {
+    pub const ALL: [Workload; 5] = [
+        Workload::PassThrough,
+        Workload::Count,
+        Workload::WindowCount,
+        Workload::Join,
+        Workload::PassThroughEos,
+    ];
+
+    pub fn parse(name: &str) -> Result<Workload, String> {
+        Workload::ALL
+            .into_iter()
+            .find(|w| w.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<_> = Workload::ALL.iter().map(|w| w.name()).collect();
+                format!("unknown workload `{name}` (one of: {})", names.join(", "))
+            })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::PassThrough => "pass-through",
+            Workload::PassThroughEos => "pass-through-eos",
+            Workload::Count => "count",
+            Workload::WindowCount => "window-count",
+            Workload::Join => "join",
+        }
+    }
+
+    pub fn exactly_once(self) -> bool {
+        self == Workload::PassThroughEos
+    }
+}
+
+impl fmt::Display for Workload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// splitmix64: a small, good, seedable generator, so the same seed gives
+/// the same input on every machine.
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// One input record.
+pub struct InputRecord {
+    pub key: String,
+    pub value: Vec<u8>,
+    pub timestamp: i64,
+}
+
+pub fn key_name(index: u64) -> String {
+    format!("key-{index:05}")
+}
+
+/// The stream input: `records` records over [`KEYS`] keys, one in ten
+/// values marked to be dropped by the pass-through's filter, event time
+/// advancing [`TIME_STEP_MS`] per record.
+pub fn stream_input(seed: u64, records: u64) -> impl Iterator<Item = InputRecord> {
+    let mut random = SplitMix64::new(seed);
+    (0..records).map(move |i| {
+        let word = random.next_u64();
+        let key = key_name(word % KEYS);
+        let mut value = Vec::with_capacity(VALUE_BYTES);
+        let mut letters = random.next_u64();
+        for n in 0..VALUE_BYTES {
+            if n % 12 == 0 {
+                letters = random.next_u64();
+            }
+            value.push(b'a' + (letters % 26) as u8);
+            letters /= 26;
+        }
+        if (word >> 32).is_multiple_of(10) {
+            value[0] = DROPPED_MARK;
+        }
+        InputRecord {
+            key,
+            value,
+            timestamp: BASE_TIME_MS + i as i64 * TIME_STEP_MS,
+        }
+    })
+}
+
+/// The join's table: one value per key, timestamped before every stream
+/// record, so every join finds its key whichever side is read first.
+pub fn table_input() -> impl Iterator<Item = InputRecord> {
+    (0..KEYS).map(|k| InputRecord {
+        key: key_name(k),
+        value: format!("customer-{k}").into_bytes(),
+        timestamp: BASE_TIME_MS - 1_000,
+    })
+}
+
+/// What the pass-through does to one value.
+pub fn pass_through(value: &[u8]) -> Option<Vec<u8>> {
+    (value.first() != Some(&DROPPED_MARK)).then(|| value.to_ascii_uppercase())
+}
+
+/// What the join's joiner does with a stream value and its table value.
+pub fn join_value(value: &[u8], table: Option<&[u8]>) -> Vec<u8> {
+    let mut joined = value.to_vec();
+    joined.push(b'|');
+    joined.extend_from_slice(table.unwrap_or(b"null"));
+    joined
+}
+
+/// The start of the window that holds `timestamp`.
+pub fn window_start(timestamp: i64) -> i64 {
+    timestamp - timestamp.rem_euclid(WINDOW_SIZE_MS)
+}
+
+/// An order-independent digest of a topic's records: their number and the
+/// wrapping sum of a hash of each (key, value); duplicates and losses both
+/// change it, the order within and across partitions does not.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Digest {
+    pub records: u64,
+    pub sum: u64,
+}
+
+impl Digest {
+    pub fn add(&mut self, key: &[u8], value: &[u8]) {
+        self.records += 1;
+        self.sum = self
+            .sum
+            .wrapping_add(fnv1a(key).rotate_left(29) ^ fnv1a(value));
+    }
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01B3)
+    })
+}
+
+/// What a workload's output must be.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Expected {
+    /// Every record, in any order (pass-through, join).
+    Records(Digest),
+    /// The last value of every key (count), or of every key and window
+    /// start (window count).
+    Finals(HashMap<(String, i64), i64>),
+}
+
+/// The expected output of `workload` on the input of `seed` and `records`.
+pub fn expected(workload: Workload, seed: u64, records: u64) -> Expected {
+    let input = stream_input(seed, records);
+    match workload {
+        Workload::PassThrough | Workload::PassThroughEos => {
+            let mut digest = Digest::default();
+            for record in input {
+                if let Some(value) = pass_through(&record.value) {
+                    digest.add(record.key.as_bytes(), &value);
+                }
+            }
+            Expected::Records(digest)
+        }
+        Workload::Join => {
+            let table: HashMap<String, Vec<u8>> = table_input().map(|r| (r.key, r.value)).collect();
+            let mut digest = Digest::default();
+            for record in input {
+                let joined = join_value(&record.value, table.get(&record.key).map(Vec::as_slice));
+                digest.add(record.key.as_bytes(), &joined);
+            }
+            Expected::Records(digest)
+        }
+        Workload::Count | Workload::WindowCount => {
+            let mut finals = HashMap::new();
+            for record in input {
+                let window = if workload == Workload::WindowCount {
+                    window_start(record.timestamp)
+                } else {
+                    0
+                };
+                *finals.entry((record.key, window)).or_insert(0) += 1;
+            }
+            Expected::Finals(finals)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_seed_gives_the_same_input() {
+        let a: Vec<_> = stream_input(7, 100).map(|r| (r.key, r.value)).collect();
+        let b: Vec<_> = stream_input(7, 100).map(|r| (r.key, r.value)).collect();
+        let c: Vec<_> = stream_input(8, 100).map(|r| (r.key, r.value)).collect();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert!(a.iter().all(|(_, v)| v.len() == VALUE_BYTES));
+    }
+
+    #[test]
+    fn about_one_in_ten_values_is_dropped() {
+        let dropped = stream_input(1, 10_000)
+            .filter(|r| pass_through(&r.value).is_none())
+            .count();
+        assert!((800..1200).contains(&dropped), "{dropped}");
+    }
+
+    #[test]
+    fn a_digest_sees_a_lost_or_duplicated_record_but_not_order() {
+        let mut forward = Digest::default();
+        let mut backward = Digest::default();
+        let records = [("a", "1"), ("b", "2"), ("c", "3")];
+        records
+            .iter()
+            .for_each(|(k, v)| forward.add(k.as_bytes(), v.as_bytes()));
+        records
+            .iter()
+            .rev()
+            .for_each(|(k, v)| backward.add(k.as_bytes(), v.as_bytes()));
+        assert_eq!(forward, backward);
+        let mut duplicated = forward;
+        duplicated.add(b"a", b"1");
+        assert_ne!(duplicated, forward);
+        let mut swapped = Digest::default();
+        swapped.add(b"a", b"2");
+        swapped.add(b"b", b"1");
+        swapped.add(b"c", b"3");
+        assert_ne!(swapped.sum, forward.sum);
+    }
+
+    #[test]
+    fn counts_add_up_to_the_input() {
+        let Expected::Finals(finals) = expected(Workload::WindowCount, 3, 50_000) else {
+            panic!("window count expects finals");
+        };
+        assert_eq!(finals.values().sum::<i64>(), 50_000);
+        assert!(finals.keys().all(|(_, start)| start % WINDOW_SIZE_MS == 0));
+    }
+}

@@ -1,0 +1,169 @@
+package dev.kstreams.compat;
+
+import com.sun.management.OperatingSystemMXBean;
+import java.lang.management.ManagementFactory;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Collectors;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
+
+/**
+ * {@code bench WORKLOAD}: the Kafka Streams side of {@code cargo xtask bench
+ * compare}. Mirrors benches/compare/apps.rs (the kstreams side) workload by
+ * workload, with Kafka Streams' default configuration apart from the settings
+ * both sides share (threads, guarantee, the at-least-once commit interval,
+ * state directory). Prints {@code READY} once RUNNING and one {@code DONE}
+ * line of figures when the group has committed the whole input, as
+ * benches/compare/progress.rs does, then exits without closing.
+ *
+ * <pre>
+ * bench WORKLOAD --bootstrap B --app-id A --input T [--table T2] --output O
+ *       --threads N --state-dir D [--target RECORDS] [--set KEY=VALUE ...]
+ * </pre>
+ */
+final class Bench {
+    /** benches/compare/apps.rs AT_LEAST_ONCE_COMMIT_MS. */
+    private static final long AT_LEAST_ONCE_COMMIT_MS = 1_000;
+    /** benches/compare/workload.rs WINDOW_SIZE_MS and DROPPED_MARK. */
+    private static final Duration WINDOW_SIZE = Duration.ofMillis(60_000);
+    private static final char DROPPED_MARK = '#';
+    /** benches/compare/progress.rs STEADY_FROM. */
+    private static final double STEADY_FROM = 0.25;
+
+    private Bench() {}
+
+    static void run(Args args) throws Exception {
+        long started = System.nanoTime();
+        String workload = args.positional(0, "workload");
+        String bootstrap = args.required("bootstrap");
+        String appId = args.required("app-id");
+        String input = args.required("input");
+        String table = args.optional("table", null);
+        List<String> inputs = new ArrayList<>(List.of(input));
+        if (table != null) {
+            inputs.add(table);
+        }
+        Topology topology = topology(workload, input, table, args.required("output"));
+        Properties props = new Properties();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, Integer.parseInt(args.required("threads")));
+        props.put(StreamsConfig.STATE_DIR_CONFIG, args.required("state-dir"));
+        if (workload.endsWith("-eos")) {
+            props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
+        } else {
+            props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, AT_LEAST_ONCE_COMMIT_MS);
+        }
+        for (String kv : args.all("set")) {
+            String[] parts = kv.split("=", 2);
+            if (parts.length != 2) {
+                throw new HarnessException("--set wants KEY=VALUE, got " + kv);
+            }
+            props.put(parts[0], parts[1]);
+        }
+        String target = args.optional("target", null);
+
+        AtomicReference<Throwable> died = new AtomicReference<>();
+        try (Admin admin = Topics.admin(bootstrap)) {
+            List<TopicPartition> partitions = admin.describeTopics(inputs).allTopicNames().get().values().stream()
+                    .flatMap(d -> d.partitions().stream().map(p -> new TopicPartition(d.name(), p.partition())))
+                    .collect(Collectors.toList());
+            long end = target != null ? Long.parseLong(target)
+                    : admin.listOffsets(partitions.stream().collect(Collectors.toMap(tp -> tp, tp -> OffsetSpec.latest())))
+                            .all().get().values().stream().mapToLong(i -> i.offset()).sum();
+            KafkaStreams streams = new KafkaStreams(topology, props);
+            streams.setUncaughtExceptionHandler(e -> {
+                died.set(e);
+                return StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+            });
+            streams.setStateListener((now, before) -> {
+                if (now == KafkaStreams.State.RUNNING) {
+                    System.out.println("READY");
+                    System.out.flush();
+                }
+            });
+            streams.start();
+            OperatingSystemMXBean os = (OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+            long steadyAt = -1;
+            long steadyCpu = 0;
+            long steadyRecords = 0;
+            while (true) {
+                if (died.get() != null) {
+                    throw new HarnessException("Kafka Streams died: " + died.get());
+                }
+                Map<TopicPartition, OffsetAndMetadata> committed =
+                        admin.listConsumerGroupOffsets(appId).partitionsToOffsetAndMetadata().get();
+                long done = partitions.stream()
+                        .mapToLong(tp -> committed.get(tp) == null ? 0 : committed.get(tp).offset())
+                        .sum();
+                long now = System.nanoTime();
+                if (steadyAt < 0 && done >= end * STEADY_FROM) {
+                    steadyAt = now;
+                    steadyCpu = os.getProcessCpuTime();
+                    steadyRecords = done;
+                }
+                if (done >= end) {
+                    long cpu = os.getProcessCpuTime();
+                    System.out.printf("DONE wall_ms=%d cpu_ms=%d steady_records=%d steady_cpu_ms=%d steady_wall_ms=%d%n",
+                            (now - started) / 1_000_000, cpu / 1_000_000, done - steadyRecords,
+                            (cpu - steadyCpu) / 1_000_000, (now - steadyAt) / 1_000_000);
+                    System.out.flush();
+                    return;
+                }
+                Thread.sleep(50);
+            }
+        }
+    }
+
+    private static Topology topology(String workload, String input, String table, String output)
+            throws HarnessException {
+        StreamsBuilder builder = new StreamsBuilder();
+        Consumed<String, String> strings = Consumed.with(Serdes.String(), Serdes.String());
+        KStream<String, String> stream = builder.stream(input, strings);
+        switch (workload) {
+            case "pass-through", "pass-through-eos" -> stream
+                    .filter((k, v) -> v.isEmpty() || v.charAt(0) != DROPPED_MARK)
+                    .mapValues(v -> v.toUpperCase(java.util.Locale.ROOT))
+                    .to(output, Produced.with(Serdes.String(), Serdes.String()));
+            case "count" -> stream.groupByKey().count().toStream()
+                    .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+            case "window-count" -> stream.groupByKey()
+                    .windowedBy(TimeWindows.ofSizeWithNoGrace(WINDOW_SIZE))
+                    .count()
+                    .toStream()
+                    .to(output, Produced.with(
+                            WindowedSerdes.timeWindowedSerdeFrom(String.class, WINDOW_SIZE.toMillis()),
+                            Serdes.Long()));
+            case "join" -> {
+                if (table == null) {
+                    throw new HarnessException("join needs --table");
+                }
+                KTable<String, String> customers = builder.table(table, strings);
+                stream.leftJoin(customers, (v, c) -> v + "|" + (c == null ? "null" : c))
+                        .to(output, Produced.with(Serdes.String(), Serdes.String()));
+            }
+            default -> throw new HarnessException("unknown bench workload " + workload
+                    + " (pass-through, pass-through-eos, count, window-count, join)");
+        }
+        return builder.build();
+    }
+}

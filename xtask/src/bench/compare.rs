@@ -1,0 +1,622 @@
+//! `cargo xtask bench compare`: kstreams, Apache Kafka Streams and a raw
+//! librdkafka loop on the same input, each run as its own process on the
+//! broker xtask leases, alternating, every output checked.
+//!
+//! The input of each workload is generated once from a seed and produced
+//! before the runs (benches/compare: `bench-node produce`). A run is timed
+//! from its process's start until its group has committed the whole input
+//! (the process prints `DONE` then), its CPU time and peak RSS come from
+//! the kernel (`wait4`), and its output is read back and checked against
+//! the expected output (`bench-node verify`) and against the other
+//! implementations'. A latency run then feeds pass-through at half of Kafka
+//! Streams' steady rate and measures producer-send to output-append time.
+//! Results go to `<target>/bench/compare.{tsv,md,svg}`.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use crate::cli::Args;
+use crate::compat::java::JavaHarness;
+use crate::kafka::Lease;
+use crate::paths;
+use crate::process::{self, secs};
+
+const WORKLOADS: [&str; 5] = [
+    "pass-through",
+    "count",
+    "window-count",
+    "join",
+    "pass-through-eos",
+];
+const PARTITIONS: u32 = 4;
+const SEED: u64 = 42;
+/// Longest a single measured run may take before it counts as hung.
+const RUN_TIMEOUT: Duration = Duration::from_secs(900);
+
+/// What to run.
+struct Plan {
+    workloads: Vec<&'static str>,
+    records: u64,
+    runs: u32,
+    threads: Vec<u32>,
+    /// Seconds of the rate-limited latency run; 0: none.
+    latency_seconds: u64,
+    /// Build bench-node with the dev profile (the smoke run, which must not
+    /// compile every dependency a second time, optimized).
+    debug: bool,
+    /// Extra kstreams settings, to try a configuration.
+    kstreams_settings: Vec<String>,
+    /// `--only NAME[,NAME]`: run just these implementations.
+    only: Option<Vec<String>>,
+}
+
+impl Plan {
+    fn parse(mut args: Args) -> Result<Plan> {
+        let smoke = args.flag("smoke");
+        let records = args.option("records")?;
+        let runs = args.option("runs")?;
+        let threads: Option<String> = args.option("threads")?;
+        let latency_seconds = args.option("latency-seconds")?;
+        let only = args
+            .option::<String>("only")?
+            .map(|list| list.split(',').map(str::to_owned).collect());
+        let mut kstreams_settings = Vec::new();
+        while let Some(setting) = args.option::<String>("set")? {
+            kstreams_settings.push(setting);
+        }
+        let mut workloads = Vec::new();
+        while let Some(name) = args.next() {
+            let workload = WORKLOADS.into_iter().find(|w| *w == name).ok_or_else(|| {
+                anyhow!(
+                    "unknown workload `{name}` (one of: {})",
+                    WORKLOADS.join(", ")
+                )
+            })?;
+            workloads.push(workload);
+        }
+        args.finish()?;
+        if workloads.is_empty() {
+            workloads = WORKLOADS.to_vec();
+        }
+        let threads = match threads {
+            Some(list) => list
+                .split(',')
+                .map(|t| t.parse().with_context(|| format!("--threads {list}")))
+                .collect::<Result<_>>()?,
+            None if smoke => vec![1],
+            None => vec![1, 2],
+        };
+        Ok(Plan {
+            workloads,
+            records: records.unwrap_or(if smoke { 20_000 } else { 2_000_000 }),
+            runs: runs.unwrap_or(if smoke { 1 } else { 3 }),
+            threads,
+            latency_seconds: latency_seconds.unwrap_or(if smoke { 3 } else { 20 }),
+            debug: smoke,
+            kstreams_settings,
+            only,
+        })
+    }
+}
+
+pub fn cli(args: Args) -> Result<ExitCode> {
+    let plan = Plan::parse(args)?;
+    let node = BenchNode::build(plan.debug)?;
+    let java = JavaHarness::build()?;
+    let lease = Lease::acquire()?;
+    let out_dir = paths::cargo_target_dir(&cargo())?.join("bench");
+    fs::create_dir_all(out_dir.join("logs"))?;
+    let mut bench = Bench {
+        plan: &plan,
+        node: &node,
+        java: &java,
+        bootstrap: lease.bootstrap().to_owned(),
+        out_dir: out_dir.clone(),
+        results: String::from(
+            "kind\tworkload\tthreads\timpl\trun\trecords\twall_s\tcpu_s\trss_mib\tsteady_records\tsteady_cpu_s\tp50_ms\tp99_ms\tp999_ms\n",
+        ),
+        stamp: SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis(),
+    };
+    let outcome = bench.run_all();
+    let results = out_dir.join("compare.tsv");
+    fs::write(&results, &bench.results)?;
+    outcome?;
+    process::run(
+        node.command("report")
+            .arg("--results")
+            .arg(&results)
+            .arg("--out-dir")
+            .arg(&out_dir),
+        "writing the report",
+    )?;
+    eprintln!(
+        "bench: results in {} (compare.md, compare.svg, compare.tsv)",
+        out_dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
+}
+
+/// The built benches/compare binary.
+struct BenchNode {
+    binary: PathBuf,
+}
+
+impl BenchNode {
+    fn build(debug: bool) -> Result<BenchNode> {
+        let began = Instant::now();
+        let cargo = cargo();
+        let mut command = Command::new(&cargo);
+        command.current_dir(paths::repo_root()).args([
+            "build",
+            "--quiet",
+            "--package",
+            "kstreams-benches",
+            "--bin",
+            "bench-node",
+        ]);
+        if !debug {
+            // Optimized, with the debug info a profiler needs (the
+            // workspace's bench profile); cargo puts it under release/.
+            command.args(["--profile", "bench"]);
+        }
+        process::run(&mut command, "building benches/compare (bench-node)")?;
+        let profile = if debug { "debug" } else { "release" };
+        let binary = paths::cargo_target_dir(&cargo)?
+            .join(profile)
+            .join("bench-node");
+        eprintln!(
+            "bench: built bench-node, {profile} ({})",
+            secs(began.elapsed())
+        );
+        Ok(BenchNode { binary })
+    }
+
+    fn command(&self, name: &str) -> Command {
+        let mut command = Command::new(&self.binary);
+        command.arg(name);
+        command
+    }
+}
+
+/// Figures of one measured process.
+struct Measured {
+    wall: Duration,
+    cpu: Duration,
+    rss_mib: f64,
+    steady_records: u64,
+    steady_cpu: Duration,
+}
+
+struct Bench<'a> {
+    plan: &'a Plan,
+    node: &'a BenchNode,
+    java: &'a JavaHarness,
+    bootstrap: String,
+    out_dir: PathBuf,
+    results: String,
+    stamp: u128,
+}
+
+/// One workload's topics.
+struct Topics {
+    input: String,
+    table: Option<String>,
+}
+
+impl Bench<'_> {
+    fn run_all(&mut self) -> Result<()> {
+        let mut pass_through_rate = None;
+        for workload in self.plan.workloads.clone() {
+            let topics = self.produce(workload)?;
+            let mut fingerprints: HashMap<String, String> = HashMap::new();
+            for threads in self.plan.threads.clone() {
+                for run in 1..=self.plan.runs {
+                    let mut order = implementations(workload);
+                    if let Some(only) = &self.plan.only {
+                        order.retain(|i| only.iter().any(|o| o == i));
+                    }
+                    if run % 2 == 0 {
+                        order.reverse();
+                    }
+                    for implementation in order {
+                        let (measured, fingerprint) =
+                            self.throughput_run(workload, implementation, threads, run, &topics)?;
+                        if let Some(other) = fingerprints.values().find(|f| **f != fingerprint) {
+                            bail!(
+                                "{workload}: {implementation}'s output ({fingerprint}) differs from another run's ({other})"
+                            );
+                        }
+                        fingerprints
+                            .insert(format!("{implementation}-{threads}-{run}"), fingerprint);
+                        if workload == "pass-through"
+                            && threads == 1
+                            && implementation == "kafka-streams"
+                        {
+                            let steady = measured.steady_records as f64
+                                / measured.steady_cpu.as_secs_f64().max(1e-3);
+                            let wall = self.plan.records as f64 / measured.wall.as_secs_f64();
+                            pass_through_rate.get_or_insert(steady.min(wall * 2.0));
+                        }
+                    }
+                }
+            }
+        }
+        if self.plan.latency_seconds > 0 {
+            let Some(max) = pass_through_rate else {
+                eprintln!("bench: no latency run (it needs the pass-through at 1 thread on Kafka Streams)");
+                return Ok(());
+            };
+            // Half of Kafka Streams' measured rate, rounded to a thousand
+            // (at least a thousand).
+            let rate = ((max / 2.0 / 1000.0).round().max(1.0) * 1000.0) as u64;
+            for implementation in implementations("pass-through") {
+                if self
+                    .plan
+                    .only
+                    .as_ref()
+                    .is_some_and(|o| !o.iter().any(|i| i == implementation))
+                {
+                    continue;
+                }
+                self.latency_run(implementation, rate)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn name(&self, parts: &str) -> String {
+        format!("bench-{parts}-{}", self.stamp)
+    }
+
+    fn create_topics(&self, topics: &[String]) -> Result<()> {
+        let mut command = self.node.command("create-topics");
+        command.args(["--bootstrap", &self.bootstrap]);
+        for topic in topics {
+            command.arg("--topic").arg(topic);
+        }
+        process::run(&mut command, "creating the bench topics")
+    }
+
+    fn produce(&self, workload: &str) -> Result<Topics> {
+        let began = Instant::now();
+        let input = self.name(&format!("{workload}-in"));
+        let table = (workload == "join").then(|| self.name(&format!("{workload}-table")));
+        let mut specs = vec![format!("{input}:{PARTITIONS}")];
+        specs.extend(table.iter().map(|t| format!("{t}:{PARTITIONS}")));
+        self.create_topics(&specs)?;
+        let mut command = self.node.command("produce");
+        command
+            .args([
+                "--bootstrap",
+                &self.bootstrap,
+                "--workload",
+                workload,
+                "--topic",
+                &input,
+            ])
+            .args([
+                "--records",
+                &self.plan.records.to_string(),
+                "--seed",
+                &SEED.to_string(),
+            ]);
+        if let Some(table) = &table {
+            command.args(["--table", table]);
+        }
+        process::run(&mut command, "producing the bench input")?;
+        eprintln!(
+            "bench: {workload}: produced {} records to {input} ({})",
+            self.plan.records,
+            secs(began.elapsed())
+        );
+        Ok(Topics { input, table })
+    }
+
+    /// The command that runs `implementation` on `workload`.
+    fn app(
+        &self,
+        workload: &str,
+        implementation: &str,
+        app_id: &str,
+        topics: &Topics,
+        output: &str,
+        threads: u32,
+    ) -> Result<Command> {
+        let state_dir = self.out_dir.join("state").join(app_id);
+        let mut command = match implementation {
+            "kafka-streams" => {
+                let mut command = self.java.tool("bench", &self.bootstrap);
+                command.arg(workload);
+                command
+            }
+            "kstreams" | "raw" => {
+                let mut command = self.node.command(implementation);
+                command.args(["--bootstrap", &self.bootstrap, "--workload", workload]);
+                if implementation == "kstreams" {
+                    for setting in &self.plan.kstreams_settings {
+                        command.args(["--set", setting]);
+                    }
+                }
+                command
+            }
+            other => bail!("unknown implementation {other}"),
+        };
+        command
+            .args([
+                "--app-id",
+                app_id,
+                "--input",
+                &topics.input,
+                "--output",
+                output,
+            ])
+            .args(["--threads", &threads.to_string()])
+            .arg("--state-dir")
+            .arg(&state_dir);
+        if let Some(table) = &topics.table {
+            command.args(["--table", table]);
+        }
+        Ok(command)
+    }
+
+    fn throughput_run(
+        &mut self,
+        workload: &str,
+        implementation: &str,
+        threads: u32,
+        run: u32,
+        topics: &Topics,
+    ) -> Result<(Measured, String)> {
+        let label = format!("{workload}-{implementation}-{threads}t-{run}");
+        let app_id = self.name(&label);
+        let output = format!("{app_id}-out");
+        self.create_topics(&[format!("{output}:{PARTITIONS}")])?;
+        let command = self.app(workload, implementation, &app_id, topics, &output, threads)?;
+        let log = self.out_dir.join("logs").join(format!("{label}.log"));
+        let measured = measure(command, &log, || Ok(()))?;
+        let _ = fs::remove_dir_all(self.out_dir.join("state").join(&app_id));
+        let verified = process::output(
+            self.node
+                .command("verify")
+                .args([
+                    "--bootstrap",
+                    &self.bootstrap,
+                    "--workload",
+                    workload,
+                    "--output",
+                    &output,
+                ])
+                .args([
+                    "--records",
+                    &self.plan.records.to_string(),
+                    "--seed",
+                    &SEED.to_string(),
+                ]),
+            &format!("checking the output of {label}"),
+        )?;
+        let fingerprint = verified
+            .lines()
+            .find_map(|l| l.strip_prefix("VERIFIED "))
+            .ok_or_else(|| anyhow!("{label}: verify printed no VERIFIED line"))?
+            .to_owned();
+        eprintln!(
+            "bench: {label}: {:.2} s wall, {:.2} s CPU, {:.0} MiB, output verified",
+            measured.wall.as_secs_f64(),
+            measured.cpu.as_secs_f64(),
+            measured.rss_mib
+        );
+        let _ = writeln!(
+            self.results,
+            "throughput\t{workload}\t{threads}\t{implementation}\t{run}\t{}\t{:.3}\t{:.3}\t{:.1}\t{}\t{:.3}\t-\t-\t-",
+            self.plan.records,
+            measured.wall.as_secs_f64(),
+            measured.cpu.as_secs_f64(),
+            measured.rss_mib,
+            measured.steady_records,
+            measured.steady_cpu.as_secs_f64()
+        );
+        Ok((measured, fingerprint))
+    }
+
+    fn latency_run(&mut self, implementation: &str, rate: u64) -> Result<()> {
+        let workload = "pass-through";
+        let label = format!("latency-{implementation}");
+        let app_id = self.name(&label);
+        let input = format!("{app_id}-in");
+        let output = format!("{app_id}-out");
+        self.create_topics(&[
+            format!("{input}:{PARTITIONS}"),
+            format!("{output}:{PARTITIONS}:append"),
+        ])?;
+        let total = rate * self.plan.latency_seconds;
+        let topics = Topics {
+            input: input.clone(),
+            table: None,
+        };
+        let mut command = self.app(workload, implementation, &app_id, &topics, &output, 1)?;
+        command.args(["--target", &total.to_string()]);
+        let log = self.out_dir.join("logs").join(format!("{label}.log"));
+        let produce = || {
+            process::run(
+                self.node
+                    .command("produce-rate")
+                    .args(["--bootstrap", &self.bootstrap, "--topic", &input])
+                    .args(["--seed", &SEED.to_string(), "--rate", &rate.to_string()])
+                    .args(["--seconds", &self.plan.latency_seconds.to_string()]),
+                "producing the latency input",
+            )
+        };
+        let measured = measure(command, &log, produce)?;
+        let _ = fs::remove_dir_all(self.out_dir.join("state").join(&app_id));
+        let report = process::output(
+            self.node.command("latency").args([
+                "--bootstrap",
+                &self.bootstrap,
+                "--output",
+                &output,
+            ]),
+            &format!("measuring the latency of {label}"),
+        )?;
+        let line = report
+            .lines()
+            .find_map(|l| l.strip_prefix("LATENCY "))
+            .ok_or_else(|| anyhow!("{label}: latency printed no LATENCY line"))?;
+        let figures = key_values(line);
+        let figure = |k: &str| figures.get(k).cloned().unwrap_or_else(|| "-".to_owned());
+        if figure("total") != total.to_string() {
+            bail!(
+                "{label}: the output holds {} records, the input {total}",
+                figure("total")
+            );
+        }
+        eprintln!("bench: {label}: {rate} records/s: {line}");
+        let _ = writeln!(
+            self.results,
+            "latency\t{workload}\t1\t{implementation}\t1\t{total}\t{}\t{:.3}\t{:.1}\t-\t-\t{}\t{}\t{}",
+            self.plan.latency_seconds,
+            measured.cpu.as_secs_f64(),
+            measured.rss_mib,
+            figure("p50_ms"),
+            figure("p99_ms"),
+            figure("p999_ms"),
+        );
+        Ok(())
+    }
+}
+
+fn implementations(workload: &str) -> Vec<&'static str> {
+    if workload == "pass-through" {
+        vec!["kstreams", "kafka-streams", "raw"]
+    } else {
+        vec!["kstreams", "kafka-streams"]
+    }
+}
+
+/// `a=1 b=2` as a map.
+fn key_values(line: &str) -> HashMap<String, String> {
+    line.split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// Runs `command` until it prints `DONE`, calling `on_ready` once it prints
+/// `READY`; its stderr goes to `log`. Wall time runs from the spawn to the
+/// `DONE` line; CPU time and peak RSS are the kernel's for the whole process.
+fn measure(
+    mut command: Command,
+    log: &Path,
+    on_ready: impl FnOnce() -> Result<()>,
+) -> Result<Measured> {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(File::create(log)?);
+    let started = Instant::now();
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("cannot start {command:?}"))?;
+    let pid = child.id() as libc::pid_t;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let (lines, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut on_ready = Some(on_ready);
+    let done = loop {
+        match received.recv_timeout(RUN_TIMEOUT.saturating_sub(started.elapsed())) {
+            Ok(line) if line == "READY" => {
+                if let Some(ready) = on_ready.take() {
+                    ready()?;
+                }
+            }
+            Ok(line) => {
+                if let Some(figures) = line.strip_prefix("DONE ") {
+                    break Some((started.elapsed(), key_values(figures)));
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                process::signal(pid, libc::SIGKILL);
+                break None;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break None,
+        }
+    };
+    let (status, usage) = reap(pid)?;
+    let Some((wall, figures)) = done else {
+        bail!(
+            "{:?} ended without finishing ({status}); the end of {}:\n{}",
+            command.get_program(),
+            log.display(),
+            process::tail(log, 30)
+        );
+    };
+    let millis = |k: &str| -> Result<u64> {
+        figures
+            .get(k)
+            .ok_or_else(|| anyhow!("DONE line lacks {k}"))?
+            .parse()
+            .with_context(|| format!("DONE {k}"))
+    };
+    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    Ok(Measured {
+        wall,
+        cpu: time(usage.ru_utime) + time(usage.ru_stime),
+        rss_mib: usage.ru_maxrss as f64 / 1024.0,
+        steady_records: millis("steady_records")?,
+        steady_cpu: Duration::from_millis(millis("steady_cpu_ms")?),
+    })
+}
+
+/// Waits for the child `pid` to exit (killing it after 30 s: it has
+/// reported, nothing it does after counts) and returns its exit status and
+/// resource usage.
+fn reap(pid: libc::pid_t) -> Result<(String, libc::rusage)> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut status = 0;
+        // SAFETY: wait4 writes an int and a rusage through the pointers,
+        // both valid locals that outlive the call; a zeroed rusage is a
+        // valid value (plain integers).
+        let (reaped, usage) = unsafe {
+            let mut usage: libc::rusage = std::mem::zeroed();
+            let flags = if Instant::now() < deadline {
+                libc::WNOHANG
+            } else {
+                0
+            };
+            (libc::wait4(pid, &mut status, flags, &mut usage), usage)
+        };
+        if reaped == pid {
+            let status = if libc::WIFEXITED(status) {
+                format!("exit status {}", libc::WEXITSTATUS(status))
+            } else {
+                format!("signal {}", libc::WTERMSIG(status))
+            };
+            return Ok((status, usage));
+        }
+        if reaped < 0 {
+            bail!("wait4 failed: {}", std::io::Error::last_os_error());
+        }
+        if Instant::now() >= deadline {
+            process::signal(pid, libc::SIGKILL);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
