@@ -1,0 +1,131 @@
+//! Every expiry rule in one place: when a window or a session is closed
+//! (late records are dropped, emit-final forwards it) and when a store's
+//! retention has dropped a time. The processors, the caching layer, the
+//! change-logging layer and the engines all ask these functions, so that
+//! no two of them can disagree by one millisecond at a boundary.
+//!
+//! Each comparison is Kafka Streams' (4.x source), named where it lives.
+
+use kstreams_record::Timestamp;
+
+/// `stream_time - grace`: the close time of time windows (tumbling,
+/// hopping, sliding), as `windowCloseTime` in `KStreamWindowAggregate` and
+/// `KStreamSlidingWindowAggregate`.
+pub fn window_close_time(stream_time: Timestamp, grace: Timestamp) -> Timestamp {
+    stream_time.saturating_sub(grace)
+}
+
+/// Whether the time window `[start, end)` is closed at `close_time`:
+/// `KStreamWindowAggregate` updates a window only if `windowEnd >
+/// windowCloseTime`, and emits on close windows with `end <=
+/// windowCloseTime` (its emit range ends at start `closeTime - size`).
+pub fn time_window_closed(window_end: Timestamp, close_time: Timestamp) -> bool {
+    window_end <= close_time
+}
+
+/// Whether the sliding window `[start, end]` (both inclusive) is closed at
+/// `close_time`: `KStreamSlidingWindowAggregate` updates a window only if
+/// `windowEnd >= windowCloseTime`, and emits on close windows with `end <
+/// windowCloseTime` (its emit range ends at start `closeTime - difference -
+/// 1`).
+pub fn sliding_window_closed(window_end: Timestamp, close_time: Timestamp) -> bool {
+    window_end < close_time
+}
+
+/// `stream_time - grace - gap`: the close time of sessions, as
+/// `windowCloseTime` in `KStreamSessionWindowAggregate` (since
+/// KAFKA-12718: a record within the gap after a session's end still
+/// merges into it).
+pub fn session_close_time(stream_time: Timestamp, grace: Timestamp, gap: Timestamp) -> Timestamp {
+    stream_time.saturating_sub(grace).saturating_sub(gap)
+}
+
+/// Whether the session ending at `session_end` is closed at `close_time`:
+/// `KStreamSessionWindowAggregate` drops a record only if `mergedWindow.end()
+/// < windowCloseTime`, and emits on close sessions that end at or before
+/// `windowCloseTime - 1`.
+pub fn session_closed(session_end: Timestamp, close_time: Timestamp) -> bool {
+    session_end < close_time
+}
+
+/// What a windowed store's retention is measured on, which decides whether
+/// the time exactly `retention` behind the store's stream time is kept.
+///
+/// The store's stream time is the largest such time put. A store keeps
+/// everything its processor still accepts: a window store (retention at
+/// least size + grace) expires window starts at or before `observed -
+/// retention` (`InMemoryWindowStore.put`: `windowStartTimestamp <=
+/// observedStreamTime - retentionPeriod`), which are exactly the windows
+/// whose end is at or before the close time. A session store (retention at
+/// least gap + grace) must keep a session ending exactly at `observed -
+/// retention`, since the processor accepts a session ending at the close
+/// time: Kafka Streams' RocksDB session store keeps it (its segments expire
+/// only below `segmentId(streamTime - retention)`); its in-memory store's
+/// `<=` would drop it, a boundary we do not copy because the processor has
+/// just accepted and forwarded that session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetainedTime {
+    /// Retention counts from a window's start (window stores, and the
+    /// record time of stream-stream join buffers).
+    WindowStart,
+    /// Retention counts from a session's end.
+    SessionEnd,
+}
+
+impl RetainedTime {
+    /// The earliest time a store whose stream time is `observed` (or
+    /// `i64::MIN` before anything was put) still holds with `retention`.
+    pub fn first_live(self, observed: Timestamp, retention: Timestamp) -> Timestamp {
+        if observed == i64::MIN {
+            return i64::MIN;
+        }
+        let horizon = observed.saturating_sub(retention);
+        match self {
+            RetainedTime::WindowStart => horizon.saturating_add(1),
+            RetainedTime::SessionEnd => horizon,
+        }
+    }
+
+    /// Whether `time` has expired from such a store.
+    pub fn expired(self, time: Timestamp, observed: Timestamp, retention: Timestamp) -> bool {
+        time < self.first_live(observed, retention)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_rule_at_its_boundary() {
+        // Tumbling [10, 20) at close time 20 is closed, at 19 open.
+        assert!(time_window_closed(20, window_close_time(25, 5)));
+        assert!(!time_window_closed(20, window_close_time(24, 5)));
+        // Sliding [10, 20] stays open until close time 21.
+        assert!(!sliding_window_closed(20, 20));
+        assert!(sliding_window_closed(20, 21));
+        // Gap 5 s, grace 0, stream time 20000: close time 15000.
+        let close = session_close_time(20_000, 0, 5_000);
+        assert_eq!(close, 15_000);
+        assert!(!session_closed(15_000, close));
+        assert!(session_closed(14_999, close));
+    }
+
+    #[test]
+    fn stores_keep_what_their_processors_accept() {
+        // Window store, size 10, grace 5: retention 15. Stream time 100
+        // closes windows ending at or before 95, i.e. starting at or
+        // before 85 = 100 - 15.
+        let w = RetainedTime::WindowStart;
+        assert!(w.expired(85, 100, 15));
+        assert!(!w.expired(86, 100, 15));
+        // Session store, gap 5000, grace 0: the session ending at the
+        // close time 15000 is kept.
+        let s = RetainedTime::SessionEnd;
+        assert!(!s.expired(15_000, 20_000, 5_000));
+        assert!(s.expired(14_999, 20_000, 5_000));
+        // Nothing expires before the first put.
+        assert!(!w.expired(i64::MIN, i64::MIN, 0));
+        assert!(!s.expired(i64::MIN, i64::MIN, 0));
+    }
+}
