@@ -72,6 +72,16 @@ pub enum RetainedTime {
     SessionEnd,
 }
 
+/// `observed - retention`, the retention horizon of a store whose stream
+/// time is `observed` (`i64::MIN`, before anything was put, keeps all).
+pub fn retention_horizon(observed: Timestamp, retention: Timestamp) -> Timestamp {
+    if observed == i64::MIN {
+        i64::MIN
+    } else {
+        observed.saturating_sub(retention)
+    }
+}
+
 impl RetainedTime {
     /// The earliest time a store whose stream time is `observed` (or
     /// `i64::MIN` before anything was put) still holds with `retention`.
@@ -79,7 +89,7 @@ impl RetainedTime {
         if observed == i64::MIN {
             return i64::MIN;
         }
-        let horizon = observed.saturating_sub(retention);
+        let horizon = retention_horizon(observed, retention);
         match self {
             RetainedTime::WindowStart => horizon.saturating_add(1),
             RetainedTime::SessionEnd => horizon,
@@ -90,6 +100,60 @@ impl RetainedTime {
     pub fn expired(self, time: Timestamp, observed: Timestamp, retention: Timestamp) -> bool {
         time < self.first_live(observed, retention)
     }
+}
+
+/// Whether a versioned store with `history_retention` has let `time` go
+/// from its history: `RocksDBVersionedStore` skips a put with `timestamp <
+/// observedStreamTime - historyRetention` and answers a read as of such a
+/// time from the latest version only. A put or read exactly at the horizon
+/// still counts.
+pub fn history_expired(time: Timestamp, observed: Timestamp, history_retention: Timestamp) -> bool {
+    time < retention_horizon(observed, history_retention)
+}
+
+/// Whether an unmatched record of a left or outer stream-stream join, at
+/// `timestamp`, can no longer be matched: `KStreamKStreamJoin` keeps it in
+/// the shared outer store while `timestamp + lookAhead + grace >=
+/// streamTime` (`isOuterJoinWindowOpen`), where `look_ahead` is the join
+/// window's `after` for a left record and `before` for a right one.
+pub fn join_window_closed(
+    timestamp: Timestamp,
+    look_ahead: Timestamp,
+    grace: Timestamp,
+    stream_time: Timestamp,
+) -> bool {
+    timestamp.saturating_add(look_ahead).saturating_add(grace) < stream_time
+}
+
+/// Whether an unmatched join record whose window ends at `window_end` (its
+/// time plus its side's look-ahead) is past matching the moment it
+/// arrives, so it is forwarded at once instead of waiting in the outer
+/// store: `KStreamKStreamJoin` checks `timeTo < streamTime`, without grace.
+pub fn join_window_over(window_end: Timestamp, stream_time: Timestamp) -> bool {
+    window_end < stream_time
+}
+
+/// Whether a stream record at `timestamp` is due from a stream-table join's
+/// grace buffer (KIP-923) at `stream_time`: `RocksDBTimeOrderedKeyValueBuffer`
+/// evicts records up to `observedStreamTime - gracePeriod` inclusive.
+pub fn grace_buffer_due(timestamp: Timestamp, stream_time: Timestamp, grace: Timestamp) -> bool {
+    timestamp <= stream_time.saturating_sub(grace)
+}
+
+/// Whether a stream record is too late for a stream-table join's grace
+/// buffer and is joined at once without being buffered: the buffer's `put`
+/// refuses `observedStreamTime - gracePeriod > timestamp`.
+pub fn grace_buffer_late(timestamp: Timestamp, stream_time: Timestamp, grace: Timestamp) -> bool {
+    timestamp < stream_time.saturating_sub(grace)
+}
+
+/// Whether a suppressed entry with buffer time `buffer_time` (a window's end
+/// for `untilWindowCloses`, the record's time for `untilTimeLimit`) is due at
+/// `stream_time` after `delay` (the grace, or the time limit):
+/// `KTableSuppressProcessor` evicts while `minTimestamp <= streamTime -
+/// suppressDurationMillis`.
+pub fn suppression_due(buffer_time: Timestamp, stream_time: Timestamp, delay: Timestamp) -> bool {
+    buffer_time <= stream_time.saturating_sub(delay)
 }
 
 #[cfg(test)]
@@ -127,5 +191,25 @@ mod tests {
         // Nothing expires before the first put.
         assert!(!w.expired(i64::MIN, i64::MIN, 0));
         assert!(!s.expired(i64::MIN, i64::MIN, 0));
+        // Versioned history 10 at stream time 100: 90 is kept, 89 gone.
+        assert!(!history_expired(90, 100, 10));
+        assert!(history_expired(89, 100, 10));
+        assert!(!history_expired(i64::MIN, i64::MIN, 10));
+    }
+
+    #[test]
+    fn join_and_buffer_rules_at_their_boundary() {
+        // Left record at 10, after 5, grace 2: open through stream time 17.
+        assert!(!join_window_closed(10, 5, 2, 17));
+        assert!(join_window_closed(10, 5, 2, 18));
+        assert!(!join_window_over(15, 15));
+        assert!(join_window_over(15, 16));
+        // Grace 5 at stream time 20: 15 is due, 14 too late to buffer.
+        assert!(grace_buffer_due(15, 20, 5));
+        assert!(!grace_buffer_due(16, 20, 5));
+        assert!(!grace_buffer_late(15, 20, 5));
+        assert!(grace_buffer_late(14, 20, 5));
+        assert!(suppression_due(15, 20, 5));
+        assert!(!suppression_due(16, 20, 5));
     }
 }

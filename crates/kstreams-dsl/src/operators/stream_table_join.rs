@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use kstreams_record::{Headers, Record, Serde, SerdeError, SharedSerde, Timestamp};
 use kstreams_state::KeyValueStoreHandle;
+use kstreams_time::expiry;
 
 use crate::operators::getters::{GetterFactory, ValueGetter};
 use crate::{Processor, ProcessorContext, ProcessorError};
@@ -126,16 +127,21 @@ impl<K: Clone + 'static, V: Clone + 'static> GraceBuffer<K, V> {
     /// before stream time minus grace), oldest first.
     fn add(&mut self, record: Record<K, V>) -> Result<Vec<Record<K, V>>, ProcessorError> {
         self.observed = self.observed.max(record.timestamp);
+        // Too late to wait for the table: joined at once, never buffered
+        // (nor logged), as the buffer's `put` refuses it in Kafka Streams.
+        // Nothing else is due: a late record does not move stream time.
+        if expiry::grace_buffer_late(record.timestamp, self.observed, self.grace_ms) {
+            return Ok(vec![record]);
+        }
         let seq = self.next_seq;
         self.next_seq += 1;
         self.times.insert((record.timestamp, seq), ());
         self.store
             .borrow_mut()
             .put(buffer_key(record.timestamp, seq), record)?;
-        let release = self.observed - self.grace_ms;
         let mut due = Vec::new();
         while let Some(((timestamp, seq), _)) = self.times.first_key_value() {
-            if *timestamp > release {
+            if !expiry::grace_buffer_due(*timestamp, self.observed, self.grace_ms) {
                 break;
             }
             let key = buffer_key(*timestamp, *seq);
