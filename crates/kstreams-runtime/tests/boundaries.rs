@@ -350,7 +350,10 @@ fn emit_on_window_close_forwards_a_sliding_window_once_its_end_is_before_the_clo
 /// Emit on window close, gap 5, grace 0: the session [10, 10] is final
 /// once its end is before the close time (stream time - gap), at stream
 /// time 16 and not 15 (`KStreamSessionWindowAggregate.emitRangeUpperBound`
-/// = windowCloseTime - 1, an inclusive end bound).
+/// = windowCloseTime - 1, an inclusive end bound). The emission reads the
+/// store before this record's put, at the store's stream time 15 and
+/// retention 5: the store must still hold a session ending at 15 - 5, as
+/// Kafka Streams' RocksDB session store does.
 #[test]
 fn emit_on_window_close_forwards_a_session_once_its_end_is_before_the_close_time() {
     let windows = SessionWindows::of_inactivity_gap_with_no_grace(ms(5));
