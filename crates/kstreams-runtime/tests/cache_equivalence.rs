@@ -173,7 +173,7 @@ struct Tasks {
     tasks: Vec<StreamTask>,
     offsets: BTreeMap<String, i64>,
     /// (topic, key bytes) -> last value bytes.
-    last: BTreeMap<(String, Option<Vec<u8>>), Option<Vec<u8>>>,
+    last: BTreeMap<OutputKey, Option<Vec<u8>>>,
 }
 
 impl Tasks {
@@ -263,9 +263,12 @@ impl Tasks {
     }
 }
 
+/// An output record's topic and key bytes.
+type OutputKey = (String, Option<Vec<u8>>);
+
 /// What a consumer materializing each output topic as a table ends with:
 /// (topic, key bytes) -> value bytes.
-type OutputTables = BTreeMap<(String, Option<Vec<u8>>), Vec<u8>>;
+type OutputTables = BTreeMap<OutputKey, Vec<u8>>;
 
 /// Every store's content after the final commit, as text per store.
 type StoreContents = BTreeMap<String, Vec<String>>;
