@@ -11,7 +11,7 @@ use kstreams_dsl::{
     Topology,
 };
 use kstreams_record::{I64Serde, Nullable, StringSerde};
-use kstreams_runtime::{TaskConfig, TestOutputTopic, TopologyTestDriver};
+use kstreams_runtime::{TaskConfig, TestInputTopic, TestOutputTopic, TopologyTestDriver};
 use kstreams_state::{SessionWindowedSerde, TimeWindowedSerde, Window, Windowed};
 use kstreams_time::{EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, TimeWindows};
 
@@ -98,12 +98,7 @@ fn a_session_ending_exactly_at_the_close_time_is_kept_with_caching_on_and_off() 
     let windows = SessionWindows::of_inactivity_gap_with_no_grace(ms(5000));
     for setup in store_setups() {
         let driver = setup.driver(session_count(windows, setup));
-        let input = driver.create_input_topic("clicks", StringSerde, StringSerde);
-        let output = driver.create_output_topic(
-            "sessions",
-            SessionWindowedSerde::new(StringSerde),
-            Nullable(I64Serde),
-        );
+        let (input, output) = session_io(&driver, "clicks", "sessions");
         input.pipe_input_at(s("a"), s("c"), 20000);
         input.pipe_input_at(s("at"), s("c"), 15000);
         input.pipe_input_at(s("before"), s("c"), 14999);
@@ -128,15 +123,65 @@ fn a_session_ending_exactly_at_the_close_time_is_kept_with_caching_on_and_off() 
     }
 }
 
+type Input = TestInputTopic<String, String>;
+type WindowedOutput = TestOutputTopic<Windowed<String>, Option<i64>>;
+
+/// An input topic and a time-windowed (size 10) count output topic.
+fn time_windowed_io(
+    driver: &TopologyTestDriver,
+    input: &str,
+    output: &str,
+) -> (Input, WindowedOutput) {
+    (
+        driver.create_input_topic(input, StringSerde, StringSerde),
+        driver.create_output_topic(
+            output,
+            TimeWindowedSerde::new(StringSerde, 10),
+            Nullable(I64Serde),
+        ),
+    )
+}
+
+/// An input topic and a session-windowed count output topic.
+fn session_io(driver: &TopologyTestDriver, input: &str, output: &str) -> (Input, WindowedOutput) {
+    (
+        driver.create_input_topic(input, StringSerde, StringSerde),
+        driver.create_output_topic(
+            output,
+            SessionWindowedSerde::new(StringSerde),
+            Nullable(I64Serde),
+        ),
+    )
+}
+
 /// What a windowed output topic got: (window key, value, timestamp).
 type WindowedRows = Vec<(Windowed<String>, Option<i64>, i64)>;
 
-fn windowed_rows(output: &TestOutputTopic<Windowed<String>, Option<i64>>) -> WindowedRows {
+fn windowed_rows(output: &WindowedOutput) -> WindowedRows {
     output
         .read_records_to_list()
         .into_iter()
         .map(|r| (r.key, r.value, r.timestamp))
         .collect()
+}
+
+/// Pipes `records` (key, timestamp), then a record at `before` (one
+/// millisecond before the boundary: nothing may come out), then one at
+/// `at`: exactly `want` comes out.
+fn final_exactly_at(
+    (input, output): &(Input, WindowedOutput),
+    records: &[(&str, i64)],
+    (before, at): (i64, i64),
+    want: WindowedRows,
+    setup: StoreSetup,
+) {
+    for (key, ts) in records {
+        input.pipe_input_at(s(key), s("x"), *ts);
+    }
+    input.pipe_input_at(s("clock"), s("x"), before);
+    assert!(output.is_empty(), "{setup:?}");
+    input.pipe_input_at(s("clock"), s("x"), at);
+    assert_eq!(windowed_rows(output), want, "{setup:?}");
 }
 
 fn time_windowed_count(windows: TimeWindows, emit: EmitStrategy, setup: StoreSetup) -> Topology {
@@ -172,12 +217,7 @@ fn a_tumbling_window_closes_when_its_end_reaches_the_close_time() {
             EmitStrategy::OnWindowUpdate,
             setup,
         ));
-        let input = driver.create_input_topic("events", StringSerde, StringSerde);
-        let output = driver.create_output_topic(
-            "counts",
-            TimeWindowedSerde::new(StringSerde, 10),
-            Nullable(I64Serde),
-        );
+        let (input, output) = time_windowed_io(&driver, "events", "counts");
         input.pipe_input_at(s("clock"), s("x"), 34);
         input.pipe_input_at(s("before"), s("x"), 25);
         input.pipe_input_at(s("clock"), s("x"), 35);
@@ -211,12 +251,7 @@ fn a_hopping_record_is_dropped_only_from_its_closed_windows() {
             EmitStrategy::OnWindowUpdate,
             setup,
         ));
-        let input = driver.create_input_topic("events", StringSerde, StringSerde);
-        let output = driver.create_output_topic(
-            "counts",
-            TimeWindowedSerde::new(StringSerde, 10),
-            Nullable(I64Serde),
-        );
+        let (input, output) = time_windowed_io(&driver, "events", "counts");
         input.pipe_input_at(s("clock"), s("x"), 30);
         input.pipe_input_at(s("k"), s("x"), 25);
         input.pipe_input_at(s("k"), s("x"), 24);
@@ -243,24 +278,16 @@ fn emit_on_window_close_forwards_a_window_when_its_end_reaches_the_close_time() 
             EmitStrategy::OnWindowClose,
             setup,
         ));
-        let input = driver.create_input_topic("events", StringSerde, StringSerde);
-        let output = driver.create_output_topic(
-            "counts",
-            TimeWindowedSerde::new(StringSerde, 10),
-            Nullable(I64Serde),
-        );
-        input.pipe_input_at(s("a"), s("x"), 21);
-        input.pipe_input_at(s("a"), s("x"), 29);
-        input.pipe_input_at(s("clock"), s("x"), 34);
-        assert!(output.is_empty(), "{setup:?}");
-        input.pipe_input_at(s("clock"), s("x"), 35);
-        assert_eq!(
-            windowed_rows(&output),
+        let io = time_windowed_io(&driver, "events", "counts");
+        final_exactly_at(
+            &io,
+            &[("a", 21), ("a", 29)],
+            (34, 35),
             vec![(w("a", 20, 30), Some(2), 29)],
-            "{setup:?}"
+            setup,
         );
-        input.pipe_input_at(s("clock"), s("x"), 36);
-        assert!(output.is_empty(), "{setup:?}");
+        io.0.pipe_input_at(s("clock"), s("x"), 36);
+        assert!(io.1.is_empty(), "{setup:?}");
     }
 }
 
@@ -291,12 +318,7 @@ fn a_sliding_window_ending_exactly_at_the_close_time_is_still_open() {
     let windows = SlidingWindows::of_time_difference_and_grace(ms(10), ms(5));
     for setup in store_setups() {
         let driver = setup.driver(sliding_count(windows, EmitStrategy::OnWindowUpdate, setup));
-        let input = driver.create_input_topic("events", StringSerde, StringSerde);
-        let output = driver.create_output_topic(
-            "counts",
-            TimeWindowedSerde::new(StringSerde, 10),
-            Nullable(I64Serde),
-        );
+        let (input, output) = time_windowed_io(&driver, "events", "counts");
         input.pipe_input_at(s("clock"), s("x"), 30);
         for (key, ts) in [
             ("early", 14),
@@ -329,20 +351,13 @@ fn emit_on_window_close_forwards_a_sliding_window_once_its_end_is_before_the_clo
     let windows = SlidingWindows::of_time_difference_and_grace(ms(10), ms(5));
     for setup in store_setups() {
         let driver = setup.driver(sliding_count(windows, EmitStrategy::OnWindowClose, setup));
-        let input = driver.create_input_topic("events", StringSerde, StringSerde);
-        let output = driver.create_output_topic(
-            "counts",
-            TimeWindowedSerde::new(StringSerde, 10),
-            Nullable(I64Serde),
-        );
-        input.pipe_input_at(s("a"), s("x"), 15);
-        input.pipe_input_at(s("clock"), s("x"), 20);
-        assert!(output.is_empty(), "{setup:?}");
-        input.pipe_input_at(s("clock2"), s("x"), 21);
-        assert_eq!(
-            windowed_rows(&output),
+        let io = time_windowed_io(&driver, "events", "counts");
+        final_exactly_at(
+            &io,
+            &[("a", 15)],
+            (20, 21),
             vec![(w("a", 5, 15), Some(1), 15)],
-            "{setup:?}"
+            setup,
         );
     }
 }
@@ -370,20 +385,13 @@ fn emit_on_window_close_forwards_a_session_once_its_end_is_before_the_close_time
                 Produced::with(SessionWindowedSerde::new(StringSerde), Nullable(I64Serde)),
             );
         let driver = setup.driver(b.build().unwrap());
-        let input = driver.create_input_topic("clicks", StringSerde, StringSerde);
-        let output = driver.create_output_topic(
-            "sessions",
-            SessionWindowedSerde::new(StringSerde),
-            Nullable(I64Serde),
-        );
-        input.pipe_input_at(s("a"), s("c"), 10);
-        input.pipe_input_at(s("clock"), s("c"), 15);
-        assert!(output.is_empty(), "{setup:?}");
-        input.pipe_input_at(s("clock"), s("c"), 16);
-        assert_eq!(
-            windowed_rows(&output),
+        let io = session_io(&driver, "clicks", "sessions");
+        final_exactly_at(
+            &io,
+            &[("a", 10)],
+            (15, 16),
             vec![(w("a", 10, 10), Some(1), 10)],
-            "{setup:?}"
+            setup,
         );
     }
 }
@@ -644,20 +652,13 @@ fn suppression_until_window_closes_releases_at_end_plus_grace() {
             Suppressed::until_window_closes(BufferConfig::unbounded()),
             setup,
         ));
-        let input = driver.create_input_topic("events", StringSerde, StringSerde);
-        let output = driver.create_output_topic(
-            "finals",
-            TimeWindowedSerde::new(StringSerde, 10),
-            Nullable(I64Serde),
-        );
-        input.pipe_input_at(s("a"), s("x"), 9);
-        input.pipe_input_at(s("clock"), s("x"), 11);
-        assert!(output.is_empty(), "{setup:?}");
-        input.pipe_input_at(s("clock"), s("x"), 12);
-        assert_eq!(
-            windowed_rows(&output),
+        let io = time_windowed_io(&driver, "events", "finals");
+        final_exactly_at(
+            &io,
+            &[("a", 9)],
+            (11, 12),
             vec![(w("a", 0, 10), Some(1), 9)],
-            "{setup:?}"
+            setup,
         );
     }
 }

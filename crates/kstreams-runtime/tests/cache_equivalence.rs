@@ -17,8 +17,9 @@ use kstreams_record::{I64Serde, Nullable, StringSerde};
 use kstreams_runtime::internals::StreamTask;
 use kstreams_runtime::TaskConfig;
 use kstreams_state::{
-    SessionStoreHandle, SessionWindowedSerde, StoreContext, ThreadCache, TimeWindowedSerde,
-    TimestampedKeyValueStoreHandle, TimestampedWindowStoreHandle,
+    BuiltStore, SessionStoreHandle, SessionWindowedSerde, StoreContext, ThreadCache,
+    TimeWindowedSerde, TimestampedKeyValueStoreHandle, TimestampedWindowStoreHandle,
+    ValueAndTimestamp,
 };
 use kstreams_time::{SessionWindows, SlidingWindows, TimeWindows};
 use proptest::prelude::*;
@@ -273,6 +274,43 @@ type OutputTables = BTreeMap<OutputKey, Vec<u8>>;
 /// Every store's content after the final commit, as text per store.
 type StoreContents = BTreeMap<String, Vec<String>>;
 
+/// Rows of timestamped values as text, without the timestamps.
+fn untimed_rows<K: std::fmt::Debug, V: std::fmt::Debug>(
+    rows: impl Iterator<Item = Result<(K, ValueAndTimestamp<V>), kstreams_state::Error>>,
+) -> Vec<String> {
+    rows.map(|r| {
+        let (k, v) = r.unwrap();
+        format!("{:?}", (k, v.value))
+    })
+    .collect()
+}
+
+/// A timestamped key-value store's rows.
+fn kv_rows<V: std::fmt::Debug + 'static>(built: &BuiltStore) -> Option<Vec<String>> {
+    let store = built
+        .handle::<TimestampedKeyValueStoreHandle<S, V>>()
+        .ok()?;
+    let rows = untimed_rows(store.borrow().all().unwrap());
+    Some(rows)
+}
+
+/// A timestamped window store's rows.
+fn window_rows(built: &BuiltStore) -> Option<Vec<String>> {
+    let store = built
+        .handle::<TimestampedWindowStoreHandle<S, i64>>()
+        .ok()?;
+    let rows = untimed_rows(store.borrow().all().unwrap());
+    Some(rows)
+}
+
+/// A session store's rows.
+fn session_rows(built: &BuiltStore) -> Option<Vec<String>> {
+    let store = built.handle::<SessionStoreHandle<S, i64>>().ok()?;
+    let store = store.borrow();
+    let rows = store.fetch_key_range(None, None).unwrap();
+    Some(rows.map(|r| format!("{:?}", r.unwrap())).collect())
+}
+
 impl Tasks {
     /// The content of every key-value, window and session store (values
     /// without their timestamps, which caching may set differently: a
@@ -281,36 +319,15 @@ impl Tasks {
         let mut out = StoreContents::new();
         for task in &mut self.tasks {
             for (name, built) in task.context().stores() {
-                let rows: Vec<String> =
-                    if let Ok(kv) = built.handle::<TimestampedKeyValueStoreHandle<S, i64>>() {
-                        let kv = kv.borrow();
-                        kv.all()
-                            .unwrap()
-                            .map(|r| format!("{:?}", r.map(|(k, v)| (k, v.value)).unwrap()))
-                            .collect()
-                    } else if let Ok(kv) = built.handle::<TimestampedKeyValueStoreHandle<S, S>>() {
-                        let kv = kv.borrow();
-                        kv.all()
-                            .unwrap()
-                            .map(|r| format!("{:?}", r.map(|(k, v)| (k, v.value)).unwrap()))
-                            .collect()
-                    } else if let Ok(w) = built.handle::<TimestampedWindowStoreHandle<S, i64>>() {
-                        let w = w.borrow();
-                        w.all()
-                            .unwrap()
-                            .map(|r| format!("{:?}", r.map(|(k, v)| (k, v.value)).unwrap()))
-                            .collect()
-                    } else if let Ok(s) = built.handle::<SessionStoreHandle<S, i64>>() {
-                        let s = s.borrow();
-                        s.fetch_key_range(None, None)
-                            .unwrap()
-                            .map(|r| format!("{:?}", r.unwrap()))
-                            .collect()
-                    } else {
-                        // Internal stores (e.g. a repartitioned table's): their
-                        // results reach the outputs.
-                        continue;
-                    };
+                let Some(rows) = kv_rows::<i64>(built)
+                    .or_else(|| kv_rows::<S>(built))
+                    .or_else(|| window_rows(built))
+                    .or_else(|| session_rows(built))
+                else {
+                    // Internal stores (e.g. a repartitioned table's): their
+                    // results reach the outputs.
+                    continue;
+                };
                 // A regrouped count of 0 counts as absent, as in the
                 // outputs (see `run`).
                 let rows = rows
