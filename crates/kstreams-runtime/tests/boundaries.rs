@@ -692,3 +692,27 @@ fn suppression_until_time_limit_releases_exactly_at_the_limit() {
         vec![(s("a"), Some(s("a5")))]
     );
 }
+
+/// Records with the same timestamp leave the grace buffer in key order,
+/// not arrival order: `RocksDBTimeOrderedKeyValueBuffer` keys its store by
+/// `TimeFirstWindowKeySchema` (timestamp, key bytes, sequence number) and
+/// evicts in store order.
+#[test]
+fn a_stream_table_join_with_grace_releases_ties_in_key_order() {
+    let driver = versioned_join(Duration::from_secs(60), Some(ms(10)), true);
+    let orders = driver.create_input_topic("orders", StringSerde, StringSerde);
+    let out = driver.create_output_topic("priced", StringSerde, StringSerde);
+    for key in ["b", "a", "c", "a"] {
+        orders.pipe_input_at(s(key), format!("{key}5"), 5);
+    }
+    orders.pipe_input_at(s("clock"), s("x"), 15);
+    assert_eq!(
+        out.read_key_values_to_list(),
+        vec![
+            (s("a"), s("a5@null")),
+            (s("a"), s("a5@null")),
+            (s("b"), s("b5@null")),
+            (s("c"), s("c5@null")),
+        ]
+    );
+}
