@@ -90,9 +90,15 @@ fn session_count(windows: SessionWindows, setup: StoreSetup) -> Topology {
 /// `mergedWindow.end() < windowCloseTime` (windowCloseTime =
 /// observedStreamTime - grace - gap), so a session ending exactly at 15000
 /// is accepted, stored and forwarded; one ending at 14999 is dropped and
-/// counted. The store's retention (gap + grace) keeps what the processor
-/// accepts: a second record at 15000 finds the session and counts 2
-/// (RocksDB's segments keep it; `CachingSessionStore.put` never drops).
+/// counted, once. A second record at 15000 finds the session and counts 2,
+/// as Kafka Streams does with caching on (`CachingSessionStore.put` never
+/// drops, and its cache still holds the session) and as its time-ordered
+/// session store keeps it (`AbstractDualSchemaRocksDBSegmentedBytesStore`
+/// reads from `observedStreamTime - retentionPeriod`). Kafka Streams with
+/// caching off would count 1 again: its key-first RocksDB session store
+/// reads only from `observedStreamTime - retentionPeriod + 1`, its
+/// in-memory one drops the put. We keep one rule for every layer
+/// (`kstreams_time::expiry::RetainedTime::SessionEnd`).
 #[test]
 fn a_session_ending_exactly_at_the_close_time_is_kept_with_caching_on_and_off() {
     let windows = SessionWindows::of_inactivity_gap_with_no_grace(ms(5000));

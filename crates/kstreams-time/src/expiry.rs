@@ -52,17 +52,24 @@ pub fn session_closed(session_end: Timestamp, close_time: Timestamp) -> bool {
 /// the time exactly `retention` behind the store's stream time is kept.
 ///
 /// The store's stream time is the largest such time put. A store keeps
-/// everything its processor still accepts: a window store (retention at
-/// least size + grace) expires window starts at or before `observed -
-/// retention` (`InMemoryWindowStore.put`: `windowStartTimestamp <=
-/// observedStreamTime - retentionPeriod`), which are exactly the windows
-/// whose end is at or before the close time. A session store (retention at
-/// least gap + grace) must keep a session ending exactly at `observed -
-/// retention`, since the processor accepts a session ending at the close
-/// time: Kafka Streams' RocksDB session store keeps it (its segments expire
-/// only below `segmentId(streamTime - retention)`); its in-memory store's
-/// `<=` would drop it, a boundary we do not copy because the processor has
-/// just accepted and forwarded that session.
+/// everything its processor still accepts, and every layer (cache, change
+/// logging, engine) asks the same rule:
+/// - A window store (retention at least size + grace) expires window
+///   starts at or before `observed - retention`, which are exactly the
+///   windows whose end is at or before the close time: `InMemoryWindowStore`
+///   drops `windowStartTimestamp <= observedStreamTime - retentionPeriod`,
+///   and the RocksDB window store reads from `observedStreamTime -
+///   retentionPeriod + 1`.
+/// - A session store (retention at least gap + grace) keeps a session
+///   ending exactly at `observed - retention`, since the processor accepts
+///   a session ending at the close time; emit-on-close reads it before the
+///   put that moves the store's time on. Kafka Streams' time-ordered
+///   session store keeps it (it reads from `observedStreamTime -
+///   retentionPeriod`), and so does its caching layer; its key-first
+///   RocksDB session store hides it from reads and its in-memory one drops
+///   it, so that there a
+///   session accepted and forwarded at the close time is gone from the
+///   store when caching is off. We do not copy that split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetainedTime {
     /// Retention counts from a window's start (window stores, and the
