@@ -67,9 +67,8 @@ pub fn session_closed(session_end: Timestamp, close_time: Timestamp) -> bool {
 ///   session store keeps it (it reads from `observedStreamTime -
 ///   retentionPeriod`), and so does its caching layer; its key-first
 ///   RocksDB session store hides it from reads and its in-memory one drops
-///   it, so that there a
-///   session accepted and forwarded at the close time is gone from the
-///   store when caching is off. We do not copy that split.
+///   it, so that there a session accepted and forwarded at the close time
+///   is gone from the store when caching is off. We do not copy that split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetainedTime {
     /// Retention counts from a window's start (window stores, and the
