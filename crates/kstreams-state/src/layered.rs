@@ -14,9 +14,10 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use kstreams_time::expiry::RetainedTime;
+
 use crate::cache::{CachedChange, FlushListener, NamedCache};
 use crate::changelog::{ChangeLogger, RecordClock};
-use crate::engine::horizon;
 use crate::metered::{Metered, Op};
 use crate::options::BuilderParts;
 use crate::typed::{StoreSerdes, ValueFormat};
@@ -159,16 +160,21 @@ impl<S: StoreKind, V: 'static> LayeredStore<S, V> {
         Ok(())
     }
 
-    /// The first stream time the cache still shows for a store that keeps
-    /// `retention`.
-    pub(crate) fn first_live(&self, retention: Timestamp) -> Timestamp {
-        horizon(self.observed, retention).saturating_add(1)
+    /// The first time the cache still shows for a store that keeps
+    /// `retention` of `retained`: the engine's rule, so that the cache
+    /// never hides or drops what the engine keeps.
+    pub(crate) fn first_live(&self, retained: RetainedTime, retention: Timestamp) -> Timestamp {
+        retained.first_live(self.observed, retention)
     }
 
-    /// Whether `time` has expired for the cache of a store that keeps
-    /// `retention`.
-    pub(crate) fn expired(&self, time: Timestamp, retention: Timestamp) -> bool {
-        time <= horizon(self.observed, retention)
+    /// Whether `time` has expired for the cache of such a store.
+    pub(crate) fn expired(
+        &self,
+        retained: RetainedTime,
+        time: Timestamp,
+        retention: Timestamp,
+    ) -> bool {
+        retained.expired(time, self.observed, retention)
     }
 }
 

@@ -10,6 +10,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use kstreams_record::Serde;
+use kstreams_time::expiry::RetainedTime;
 
 use crate::cache::FlushListener;
 use crate::engine::{SessionBytesStore, SessionBytesStoreSupplier};
@@ -172,7 +173,7 @@ impl<K: 'static, V: Clone + 'static> LayeredSessionStore<K, V> {
                 .map(|e| (e.key, Window::new(e.start, e.end), Found::Bytes(e.value)))
                 .collect());
         };
-        let first_live = self.first_live(self.inner.retention_period());
+        let first_live = self.first_live(RetainedTime::SessionEnd, self.inner.retention_period());
         let mut merged: BTreeMap<(Timestamp, Vec<u8>, Timestamp), Option<Found<V>>> = engine
             .into_iter()
             .filter(|e| e.end >= first_live)
@@ -233,7 +234,9 @@ impl<K: 'static, V: Clone + 'static> LayeredSessionStore<K, V> {
 
     fn fetch_session(&self, key: &K, start: Timestamp, end: Timestamp) -> Result<Option<V>, Error> {
         let kb = self.serdes.key_to_bytes(key)?;
-        if self.cache.is_some() && self.expired(end, self.inner.retention_period()) {
+        if self.cache.is_some()
+            && self.expired(RetainedTime::SessionEnd, end, self.inner.retention_period())
+        {
             return Ok(None);
         }
         let key = (kb, start, end);
@@ -261,7 +264,7 @@ impl<K: 'static, V: Clone + 'static> LayeredSessionStore<K, V> {
             return self.write_down(&(kb, start, end), bytes.as_deref(), now);
         }
         self.observed = self.observed.max(end);
-        if self.expired(end, self.inner.retention_period()) {
+        if self.expired(RetainedTime::SessionEnd, end, self.inner.retention_period()) {
             if warn {
                 log::warn!("store {}: skipping record for expired session", self.name);
             }

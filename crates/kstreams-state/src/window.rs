@@ -10,6 +10,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use kstreams_record::{Serde, SharedSerde};
+use kstreams_time::expiry::RetainedTime;
 
 use crate::cache::FlushListener;
 use crate::engine::{WindowBytesStore, WindowBytesStoreSupplier};
@@ -190,7 +191,7 @@ impl<K: 'static, V: Clone + 'static> LayeredWindowStore<K, V> {
                 .map(|e| (e.key, e.start, Found::Bytes(e.value)))
                 .collect());
         };
-        let first_live = self.first_live(self.inner.retention_period());
+        let first_live = self.first_live(RetainedTime::WindowStart, self.inner.retention_period());
         let mut merged: BTreeMap<(Timestamp, Vec<u8>), Option<Found<V>>> = engine
             .into_iter()
             .filter(|e| e.start >= first_live)
@@ -258,7 +259,13 @@ impl<K: 'static, V: Clone + 'static> LayeredWindowStore<K, V> {
 
     fn fetch(&self, key: &K, window_start: Timestamp) -> Result<Option<V>, Error> {
         let kb = self.serdes.key_to_bytes(key)?;
-        if self.cache.is_some() && self.expired(window_start, self.inner.retention_period()) {
+        if self.cache.is_some()
+            && self.expired(
+                RetainedTime::WindowStart,
+                window_start,
+                self.inner.retention_period(),
+            )
+        {
             return Ok(None);
         }
         let key = (kb, window_start);
@@ -282,7 +289,11 @@ impl<K: 'static, V: Clone + 'static> LayeredWindowStore<K, V> {
             return self.write_down(&(kb, window_start), vb.as_deref(), now);
         }
         self.observed = self.observed.max(window_start);
-        if self.expired(window_start, self.inner.retention_period()) {
+        if self.expired(
+            RetainedTime::WindowStart,
+            window_start,
+            self.inner.retention_period(),
+        ) {
             log::warn!("store {}: skipping record for expired window", self.name);
             return Ok(());
         }

@@ -384,6 +384,8 @@ fn run_session(engine: Engine, cache_bytes: Option<usize>, ops: &[SesOp]) {
     // (end, key, start) -> value
     let mut model: BTreeMap<(i64, String, i64), i64> = BTreeMap::new();
     let mut observed: Option<i64> = None;
+    // A session ending exactly `retention` behind the store's stream time is
+    // kept: its processor accepts it (see kstreams_time::expiry).
     let horizon = |o: Option<i64>| o.map_or(i64::MIN, |o| o - S_RETENTION as i64);
     for (i, op) in ops.iter().enumerate() {
         ctx.set_record_timestamp(i as i64);
@@ -395,7 +397,7 @@ fn run_session(engine: Engine, cache_bytes: Option<usize>, ops: &[SesOp]) {
                     None => store.borrow_mut().remove(&session).unwrap(),
                 }
                 observed = Some(observed.map_or(*e, |o| o.max(*e)));
-                if *e > horizon(observed) {
+                if *e >= horizon(observed) {
                     match v {
                         Some(v) => {
                             model.insert((*e, k.clone(), *s), *v);
@@ -407,7 +409,7 @@ fn run_session(engine: Engine, cache_bytes: Option<usize>, ops: &[SesOp]) {
                 }
             }
             SesOp::FetchSession(k, s, e) => {
-                let want = if *e > horizon(observed) {
+                let want = if *e >= horizon(observed) {
                     model.get(&(*e, k.clone(), *s)).copied()
                 } else {
                     None
@@ -450,7 +452,7 @@ fn run_session(engine: Engine, cache_bytes: Option<usize>, ops: &[SesOp]) {
                 } else {
                     model
                         .iter()
-                        .filter(|((e, _, s), _)| *e > h && e >= earliest_end && s <= latest_start)
+                        .filter(|((e, _, s), _)| *e >= h && e >= earliest_end && s <= latest_start)
                         .filter(|((_, k, _), _)| kf.as_ref().is_none_or(|f| k >= f))
                         .filter(|((_, k, _), _)| kt.as_ref().is_none_or(|f| k <= f))
                         .map(|((e, k, s), v)| (Windowed::new(k.clone(), Window::new(*s, *e)), *v))
@@ -468,7 +470,7 @@ fn run_session(engine: Engine, cache_bytes: Option<usize>, ops: &[SesOp]) {
     let h = horizon(observed);
     let want: Vec<(Windowed<String>, i64)> = model
         .iter()
-        .filter(|((e, _, _), _)| *e > h)
+        .filter(|((e, _, _), _)| *e >= h)
         .map(|((e, k, s), v)| (Windowed::new(k.clone(), Window::new(*s, *e)), *v))
         .collect();
     let got: Vec<_> = store

@@ -6,12 +6,15 @@
 //! definitions with their grace periods and emit strategies
 //! ([`TimeWindows`], [`SlidingWindows`], [`SessionWindows`],
 //! [`UnlimitedWindows`], [`EmitStrategy`]), and the window instances
-//! windowed results carry ([`Window`], [`Windowed`]).
+//! windowed results carry ([`Window`], [`Windowed`]), and every expiry
+//! rule: when windows and sessions close and what a store's retention keeps
+//! ([`expiry`]).
 
 #![warn(missing_docs)]
 
 use std::time::Duration;
 
+pub mod expiry;
 mod windowed;
 mod windows;
 pub use windowed::{Window, Windowed};

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use kstreams_record::{Headers, Record, Timestamp};
 use kstreams_state::{SessionStoreHandle, Window, Windowed};
-use kstreams_time::SessionWindows;
+use kstreams_time::{expiry, SessionWindows};
 
 use crate::change::Change;
 use crate::operators::window_output::{WindowedOutput, WindowedSetup};
@@ -86,7 +86,9 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> SessionAggregat
             .borrow()
             .find_sessions_key_range(None, None, last_close.max(0), close_time)?
             .collect::<Result<Vec<_>, _>>()?;
-        closed.retain(|(w, _)| w.window.end >= last_close && w.window.end < close_time);
+        closed.retain(|(w, _)| {
+            w.window.end >= last_close && expiry::session_closed(w.window.end, close_time)
+        });
         closed.sort_by_key(|(w, _)| w.window.end);
         let closed = closed.into_iter().map(|(windowed, value)| {
             let timestamp = windowed.window.end;
@@ -122,7 +124,7 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
         // A session is closed once no accepted record can reach it any
         // more: a record within the gap after its end would still merge
         // into it (Kafka Streams since KAFKA-12718).
-        let close_time = observed_stream_time - grace - gap;
+        let close_time = expiry::session_close_time(observed_stream_time, grace, gap);
         // Before this record's writes, which may expire closed sessions.
         if let Some(last_close) = self.output.closing(ctx, close_time) {
             self.emit_closed(ctx, last_close, close_time, &record.headers)?;
@@ -148,7 +150,7 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
                 merged_window.end.max(session.window.end),
             );
         }
-        if merged_window.end < close_time {
+        if expiry::session_closed(merged_window.end, close_time) {
             return self.output.reject_late(ctx, &record, merged_window, grace);
         }
         let no_headers = Headers::new();

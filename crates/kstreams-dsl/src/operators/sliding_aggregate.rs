@@ -12,7 +12,7 @@ use std::collections::HashSet;
 
 use kstreams_record::{Record, Timestamp};
 use kstreams_state::{TimestampedWindowStoreHandle, ValueAndTimestamp, Window, Windowed};
-use kstreams_time::SlidingWindows;
+use kstreams_time::{expiry, SlidingWindows};
 
 use crate::change::Change;
 use crate::operators::forwarder::timestamped_change;
@@ -108,7 +108,7 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> SlidingAggregat
         current: Option<ValueAndTimestamp<A>>,
         close_time: Timestamp,
     ) -> Result<(), ProcessorError> {
-        if window.end < close_time {
+        if expiry::sliding_window_closed(window.end, close_time) {
             return self
                 .output
                 .reject_late(ctx, record, window, self.windows.grace_ms());
@@ -342,9 +342,10 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
         record: Record<K, V>,
     ) -> Result<(), ProcessorError> {
         let timestamp = record.timestamp;
-        let close_time = self.output.observe(timestamp) - self.windows.grace_ms();
+        let close_time =
+            expiry::window_close_time(self.output.observe(timestamp), self.windows.grace_ms());
         let difference = self.difference();
-        if timestamp + 1 + difference <= close_time {
+        if expiry::sliding_window_closed(timestamp + difference, close_time) {
             let window = Window::new(timestamp - difference, timestamp);
             return self
                 .output

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use kstreams_record::{Headers, Record, Serde, SharedSerde, Timestamp};
 use kstreams_state::{KeyValueStoreHandle, WindowStoreHandle};
-use kstreams_time::JoinWindows;
+use kstreams_time::{expiry, JoinWindows};
 
 use crate::{Processor, ProcessorContext, ProcessorError};
 
@@ -184,27 +184,40 @@ impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + '
         };
         let topic = self.core.outer_store.as_deref().unwrap_or_default();
         let grace = self.core.windows.grace_ms();
+        let windows = self.core.windows;
         let mut closed = Vec::new();
-        let longest = self
-            .core
-            .windows
-            .after_ms()
-            .max(self.core.windows.before_ms());
-        for entry in pending.borrow().all()? {
+        let (mut left_open, mut right_open) = (false, false);
+        for (index, entry) in pending.borrow().all()?.enumerate() {
             let (key, value) = entry?;
             let timestamp = i64::from_be_bytes(key[..8].try_into()?);
-            if timestamp + longest + grace >= stream_time {
-                break; // later entries are later still: none closed
+            // Kafka Streams' `emitNonJoinedOuterRecords` looks at the store
+            // only when its earliest entry is past `after` + grace, whatever
+            // that entry's side.
+            if index == 0
+                && !expiry::join_window_closed(timestamp, windows.after_ms(), grace, stream_time)
+            {
+                break;
+            }
+            // Both sides have an entry still open: later entries are later
+            // still, so none is closed.
+            if left_open && right_open {
+                break;
             }
             let left = key[8] == 1;
             // A left record waits for right records up to `after` later;
-            // a right record for left ones up to `before` later.
+            // a right record for left ones up to `before` later. An open
+            // entry of one side does not hold back the other side's.
             let look_ahead = if left {
-                self.core.windows.after_ms()
+                windows.after_ms()
             } else {
-                self.core.windows.before_ms()
+                windows.before_ms()
             };
-            if timestamp + look_ahead + grace >= stream_time {
+            if !expiry::join_window_closed(timestamp, look_ahead, grace, stream_time) {
+                if left {
+                    left_open = true;
+                } else {
+                    right_open = true;
+                }
                 continue;
             }
             closed.push((key, value, timestamp, left));
@@ -315,7 +328,7 @@ impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + '
         let Some(pending) = &self.pending else {
             return Ok(());
         };
-        if to < stream_time {
+        if expiry::join_window_over(to, stream_time) {
             // Its window is already over: nothing can match it any more.
             let result = match &value {
                 Either::Left(v) => (self.core.joiner)(&key, Some(v), None),

@@ -1,11 +1,12 @@
 //! Kafka Streams' `KStreamKTableJoinProcessor`, with KIP-923's grace
 //! buffer on the stream side.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use kstreams_record::{Headers, Record, Serde, SerdeError, SharedSerde, Timestamp};
 use kstreams_state::KeyValueStoreHandle;
+use kstreams_time::expiry;
 
 use crate::operators::getters::{GetterFactory, ValueGetter};
 use crate::{Processor, ProcessorContext, ProcessorError};
@@ -21,7 +22,8 @@ pub(crate) struct StreamTableJoin<K, V, VT, VR> {
     pub(crate) make: GetterFactory<K, VT>,
     pub(crate) versioned: bool,
     pub(crate) getter: Option<Box<dyn ValueGetter<K, VT>>>,
-    pub(crate) buffer_spec: Option<(String, i64)>,
+    /// The grace buffer's store, grace and key serde.
+    pub(crate) buffer_spec: Option<(String, i64, SharedSerde<K>)>,
     pub(crate) buffer: Option<GraceBuffer<K, V>>,
 }
 
@@ -52,8 +54,12 @@ impl<K: Clone + 'static, V: Clone + 'static, VT: 'static, VR: Clone + 'static>
 {
     fn init(&mut self, ctx: &mut ProcessorContext<'_, K, VR>) -> Result<(), ProcessorError> {
         self.getter = Some((self.make)(&ctx.store_lookup())?);
-        if let Some((store, grace)) = &self.buffer_spec {
-            self.buffer = Some(GraceBuffer::open(ctx.get_state_store(store)?, *grace)?);
+        if let Some((store, grace, key_serde)) = &self.buffer_spec {
+            self.buffer = Some(GraceBuffer::open(
+                ctx.get_state_store(store)?,
+                *grace,
+                key_serde.clone(),
+            )?);
         }
         Ok(())
     }
@@ -75,37 +81,56 @@ impl<K: Clone + 'static, V: Clone + 'static, VT: 'static, VR: Clone + 'static>
 }
 
 /// Stream records held back for a grace period, in a logged store keyed by
-/// timestamp and arrival (so the store's order is the release order and
-/// the buffer survives restarts).
+/// timestamp, key bytes and arrival, as Kafka Streams'
+/// `TimeFirstWindowKeySchema` orders its buffer (so the store's order is
+/// the release order, ties in key order, and the buffer survives
+/// restarts).
 pub(crate) struct GraceBuffer<K, V> {
     pub(crate) store: KeyValueStoreHandle<Vec<u8>, Record<K, V>>,
     pub(crate) grace_ms: i64,
     pub(crate) observed: Timestamp,
     pub(crate) next_seq: u64,
-    /// Buffered timestamps, to know without a scan whether any is due.
-    pub(crate) times: BTreeMap<(Timestamp, u64), ()>,
+    /// The buffered records' store keys, in release order, to know
+    /// without a scan whether any is due.
+    pub(crate) keys: BTreeSet<Vec<u8>>,
+    pub(crate) key_serde: SharedSerde<K>,
+    /// The store's name, the topic its key serde is given.
+    pub(crate) topic: String,
 }
 
-pub(crate) fn buffer_key(timestamp: Timestamp, seq: u64) -> Vec<u8> {
-    let mut key = Vec::with_capacity(16);
+/// A buffered record's store key: timestamp, record key bytes, arrival.
+pub(crate) fn buffer_key(timestamp: Timestamp, key: &[u8], seq: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + key.len());
     // Timestamps are not negative here (the task drops those), so their
     // big-endian bytes sort in time order.
-    key.extend_from_slice(&timestamp.to_be_bytes());
-    key.extend_from_slice(&seq.to_be_bytes());
-    key
+    out.extend_from_slice(&timestamp.to_be_bytes());
+    out.extend_from_slice(key);
+    out.extend_from_slice(&seq.to_be_bytes());
+    out
+}
+
+/// The timestamp and arrival number of a buffer store key.
+fn parse_buffer_key(key: &[u8]) -> Option<(Timestamp, u64)> {
+    let timestamp = i64::from_be_bytes(key.get(..8)?.try_into().ok()?);
+    let seq = u64::from_be_bytes(key.get(key.len().checked_sub(8)?..)?.try_into().ok()?);
+    Some((timestamp, seq))
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> GraceBuffer<K, V> {
     fn open(
         store: KeyValueStoreHandle<Vec<u8>, Record<K, V>>,
         grace_ms: i64,
+        key_serde: SharedSerde<K>,
     ) -> Result<Self, ProcessorError> {
+        let topic = store.borrow().name().to_string();
         let mut buffer = GraceBuffer {
             store,
             grace_ms,
             observed: -1,
             next_seq: 0,
-            times: BTreeMap::new(),
+            keys: BTreeSet::new(),
+            key_serde,
+            topic,
         };
         let entries = buffer
             .store
@@ -113,9 +138,8 @@ impl<K: Clone + 'static, V: Clone + 'static> GraceBuffer<K, V> {
             .all()?
             .collect::<Result<Vec<_>, _>>()?;
         for (key, record) in entries {
-            let timestamp = i64::from_be_bytes(key[..8].try_into()?);
-            let seq = u64::from_be_bytes(key[8..16].try_into()?);
-            buffer.times.insert((timestamp, seq), ());
+            let (_, seq) = parse_buffer_key(&key).ok_or("malformed join grace buffer key")?;
+            buffer.keys.insert(key);
             buffer.next_seq = buffer.next_seq.max(seq + 1);
             buffer.observed = buffer.observed.max(record.timestamp);
         }
@@ -126,20 +150,28 @@ impl<K: Clone + 'static, V: Clone + 'static> GraceBuffer<K, V> {
     /// before stream time minus grace), oldest first.
     fn add(&mut self, record: Record<K, V>) -> Result<Vec<Record<K, V>>, ProcessorError> {
         self.observed = self.observed.max(record.timestamp);
+        // Too late to wait for the table: joined at once, never buffered
+        // (nor logged), as the buffer's `put` refuses it in Kafka Streams.
+        // Nothing else is due: a late record does not move stream time.
+        if expiry::grace_buffer_late(record.timestamp, self.observed, self.grace_ms) {
+            return Ok(vec![record]);
+        }
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.times.insert((record.timestamp, seq), ());
-        self.store
-            .borrow_mut()
-            .put(buffer_key(record.timestamp, seq), record)?;
-        let release = self.observed - self.grace_ms;
+        let key_bytes = self
+            .key_serde
+            .serialize(&self.topic, &mut Headers::new(), &record.key)?
+            .unwrap_or_default();
+        let key = buffer_key(record.timestamp, &key_bytes, seq);
+        self.keys.insert(key.clone());
+        self.store.borrow_mut().put(key, record)?;
         let mut due = Vec::new();
-        while let Some(((timestamp, seq), _)) = self.times.first_key_value() {
-            if *timestamp > release {
+        while let Some(key) = self.keys.first() {
+            let (timestamp, _) = parse_buffer_key(key).ok_or("malformed join grace buffer key")?;
+            if !expiry::grace_buffer_due(timestamp, self.observed, self.grace_ms) {
                 break;
             }
-            let key = buffer_key(*timestamp, *seq);
-            self.times.pop_first();
+            let key = self.keys.pop_first().unwrap_or_default();
             if let Some(record) = self.store.borrow_mut().delete(&key)? {
                 due.push(record);
             }

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use kstreams_record::{Headers, Record, Serde, SerdeError, SharedSerde, Timestamp};
 use kstreams_state::KeyValueStoreHandle;
+use kstreams_time::expiry;
 
 use crate::change::Change;
 use crate::suppressed::BufferTime;
@@ -277,12 +278,9 @@ impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Change<V>, K, Change<V
         )?;
         self.bytes += size;
 
-        let expiry = self.observed_stream_time.saturating_sub(self.delay_ms);
-        while self
-            .index
-            .first_key_value()
-            .is_some_and(|((t, _), _)| *t <= expiry)
-        {
+        while self.index.first_key_value().is_some_and(|((t, _), _)| {
+            expiry::suppression_due(*t, self.observed_stream_time, self.delay_ms)
+        }) {
             self.emit_oldest(ctx)?;
         }
         if self.over_capacity() {

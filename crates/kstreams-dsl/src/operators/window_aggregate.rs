@@ -3,7 +3,7 @@
 
 use kstreams_record::{Headers, Record, Timestamp};
 use kstreams_state::{TimestampedWindowStoreHandle, ValueAndTimestamp, Window, Windowed};
-use kstreams_time::FixedSizeWindows;
+use kstreams_time::{expiry, FixedSizeWindows};
 
 use crate::change::Change;
 use crate::operators::forwarder::timestamped_change;
@@ -85,7 +85,7 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
     ) -> Result<(), ProcessorError> {
         let timestamp = record.timestamp;
         let grace = self.windows.grace_ms();
-        let close_time = self.output.observe(timestamp) - grace;
+        let close_time = expiry::window_close_time(self.output.observe(timestamp), grace);
         // Before this record's writes: a write can advance the store's
         // retention past windows that close with this very record. The
         // windows written below are open, so the output is the same.
@@ -95,7 +95,7 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
         let store = self.store.as_ref().ok_or("window store not open")?;
         for (start, end) in self.windows.windows_for(timestamp) {
             let window = Window::new(start, end);
-            if end <= close_time {
+            if expiry::time_window_closed(end, close_time) {
                 self.output.reject_late(ctx, &record, window, grace)?;
                 continue;
             }

@@ -160,6 +160,19 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static, SV: 'static>
     /// `close_time` (and the one committed with the task's offsets), and
     /// returns the close time of the last emission, from which the windows
     /// that closed since are to be emitted; `None` if none closed.
+    ///
+    /// Every record that moves the close time checks, in production as in
+    /// the test driver. Kafka Streams throttles this check to once per
+    /// `__emit.interval.ms.kstreams.windowed.aggregation__` (1000 ms) of
+    /// wall-clock time outside its driver, to save store scans. We do not:
+    /// a window store keeps `size + grace` behind its stream time, exactly
+    /// to the close time, and our engines expire per window (Kafka's RocksDB
+    /// segments keep a minute or more beyond retention, which is what lets
+    /// its throttled emission still find the windows). A check delayed past
+    /// later records would find the windows that closed in between already
+    /// expired and lose their final results. Throttling would first need a
+    /// retention that holds closed windows until they are emitted, and it
+    /// would make when results leave depend on wall-clock time.
     pub(crate) fn closing(
         &mut self,
         ctx: Ctx<'_, '_, K, A>,

@@ -319,12 +319,3 @@ pub(crate) fn corrupt(store: &str, index: usize, message: impl Into<String>) -> 
         message: message.into(),
     }
 }
-
-/// `observed - retention`, the horizon at and before which data expired.
-pub(crate) fn horizon(observed: Timestamp, retention: Timestamp) -> Timestamp {
-    if observed == i64::MIN {
-        i64::MIN
-    } else {
-        observed.saturating_sub(retention)
-    }
-}

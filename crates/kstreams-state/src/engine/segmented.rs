@@ -3,9 +3,11 @@
 //! drops whole keyspaces; the stream time that drives it is saved in the
 //! metadata keyspace at flush and read back at init.
 
+use kstreams_time::expiry::RetainedTime;
+
 use super::{
-    flush_with_observed, horizon, keyspace_segment, open_with_observed, segment_keyspace,
-    Keyspaces, META_KEYSPACE,
+    flush_with_observed, keyspace_segment, open_with_observed, segment_keyspace, Keyspaces,
+    META_KEYSPACE,
 };
 use crate::{ChangelogRecord, Error, StateStore, StoreContext, Timestamp};
 
@@ -27,6 +29,8 @@ pub(crate) struct Segmented<B, L> {
     pub(crate) backend: B,
     pub(crate) retention: Timestamp,
     segment_interval: Timestamp,
+    /// What `retention` counts from: window start or session end.
+    retained: RetainedTime,
     /// The largest time (window start, session end) seen.
     observed: Timestamp,
     min_live_segment: i64,
@@ -39,6 +43,7 @@ impl<B: Keyspaces, L> Segmented<B, L> {
         backend: B,
         retention: Timestamp,
         segment_interval: Timestamp,
+        retained: RetainedTime,
         layout: L,
     ) -> Self {
         Segmented {
@@ -46,6 +51,7 @@ impl<B: Keyspaces, L> Segmented<B, L> {
             backend,
             retention,
             segment_interval: segment_interval.max(1),
+            retained,
             observed: i64::MIN,
             min_live_segment: i64::MIN,
             layout,
@@ -62,14 +68,14 @@ impl<B: Keyspaces, L> Segmented<B, L> {
         segment_keyspace(self.segment(time))
     }
 
-    /// Whether `time` is at or before the retention horizon.
+    /// Whether retention has dropped `time`.
     pub(crate) fn expired(&self, time: Timestamp) -> bool {
-        time <= horizon(self.observed, self.retention)
+        self.retained.expired(time, self.observed, self.retention)
     }
 
     /// `time_from`, or the first time not expired if that is later.
     pub(crate) fn first_visible(&self, time_from: Timestamp) -> Timestamp {
-        time_from.max(horizon(self.observed, self.retention).saturating_add(1))
+        time_from.max(self.retained.first_live(self.observed, self.retention))
     }
 
     /// The segment keyspaces, ascending, without the metadata keyspace.
@@ -86,7 +92,7 @@ impl<B: Keyspaces, L> Segmented<B, L> {
             return Ok(());
         }
         self.observed = time;
-        let first_live = horizon(self.observed, self.retention).saturating_add(1);
+        let first_live = self.retained.first_live(self.observed, self.retention);
         let min_live = self.segment(first_live);
         if min_live > self.min_live_segment {
             self.min_live_segment = min_live;

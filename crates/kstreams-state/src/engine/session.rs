@@ -6,6 +6,8 @@
 
 use std::ops::Bound;
 
+use kstreams_time::expiry::RetainedTime;
+
 use super::backend::prefix_successor;
 use super::segmented::{SegmentLayout, Segmented};
 use super::{corrupt, keyspace_segment, Keyspaces, SessionBytesEntry, SessionBytesStore};
@@ -41,7 +43,14 @@ impl<B: Keyspaces> SessionEngine<B> {
         retention: Timestamp,
         segment_interval: Timestamp,
     ) -> Self {
-        Segmented::new(name, backend, retention, segment_interval, SessionLayout)
+        Segmented::new(
+            name,
+            backend,
+            retention,
+            segment_interval,
+            RetainedTime::SessionEnd,
+            SessionLayout,
+        )
     }
 }
 

@@ -9,10 +9,11 @@
 
 use std::ops::Bound;
 
+use kstreams_time::expiry;
+
 use super::backend::prefix_successor;
 use super::{
-    flush_with_observed, horizon, open_with_observed, Keyspaces, VersionedBytes,
-    VersionedBytesStore,
+    flush_with_observed, open_with_observed, Keyspaces, VersionedBytes, VersionedBytesStore,
 };
 use crate::format::{
     ordered_key, push_ordered_key, push_ordered_ts, read_ordered_key, read_ordered_ts,
@@ -102,7 +103,12 @@ impl<B: Keyspaces> VersionedEngine<B> {
     }
 
     fn horizon(&self) -> Timestamp {
-        horizon(self.observed, self.history_retention)
+        expiry::retention_horizon(self.observed, self.history_retention)
+    }
+
+    /// Whether history retention has let `time` go.
+    fn expired(&self, time: Timestamp) -> bool {
+        expiry::history_expired(time, self.observed, self.history_retention)
     }
 
     /// The version valid at `ts` (the last one starting at or before it).
@@ -225,7 +231,7 @@ impl<B: Keyspaces> VersionedEngine<B> {
         value: Option<&[u8]>,
         ts: Timestamp,
     ) -> Result<Timestamp, Error> {
-        if ts < self.horizon() {
+        if self.expired(ts) {
             log::warn!("store {}: skipping record for expired put", self.name);
             return Ok(PUT_RETURN_CODE_NOT_PUT);
         }
@@ -281,7 +287,7 @@ impl<B: Keyspaces> VersionedBytesStore for VersionedEngine<B> {
         key: &[u8],
         timestamp: Timestamp,
     ) -> Result<Option<VersionedBytes>, Error> {
-        if timestamp < self.horizon() {
+        if self.expired(timestamp) {
             log::warn!("store {}: skipping record for expired delete", self.name);
             return Ok(None);
         }
@@ -301,7 +307,7 @@ impl<B: Keyspaces> VersionedBytesStore for VersionedEngine<B> {
     }
     fn get_as_of(&self, key: &[u8], as_of: Timestamp) -> Result<Option<VersionedBytes>, Error> {
         let prefix = ordered_key(key);
-        if as_of < self.horizon() {
+        if self.expired(as_of) {
             // Older than the history: only the latest version, which never
             // expires, can still answer.
             return Ok(self.latest(&prefix)?.and_then(|v| {

@@ -6,6 +6,8 @@
 
 use std::ops::Bound;
 
+use kstreams_time::expiry::RetainedTime;
+
 use super::backend::prefix_successor;
 use super::segmented::{SegmentLayout, Segmented};
 use super::{corrupt, keyspace_segment, Keyspaces, WindowBytesEntry, WindowBytesStore};
@@ -53,7 +55,14 @@ impl<B: Keyspaces> WindowEngine<B> {
             retain_duplicates,
             seqnum: 0,
         };
-        Segmented::new(name, backend, retention, segment_interval, layout)
+        Segmented::new(
+            name,
+            backend,
+            retention,
+            segment_interval,
+            RetainedTime::WindowStart,
+            layout,
+        )
     }
 
     fn write(

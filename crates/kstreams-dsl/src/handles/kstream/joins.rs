@@ -185,15 +185,18 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             let builder = Stores::key_value_store_builder(
                 Stores::in_memory_key_value_store(&store),
                 BytesSerde,
-                BufferedRecordSerde { key: k, value: v },
+                BufferedRecordSerde {
+                    key: k.clone(),
+                    value: v,
+                },
             );
-            buffer = Some((store, duration_ms(grace), builder));
+            buffer = Some((store, duration_ms(grace), k, builder));
         }
         let make = getter.make.clone();
         let versioned = getter.versioned;
         let buffer_spec = buffer
             .as_ref()
-            .map(|(store, grace, _)| (store.clone(), *grace));
+            .map(|(store, grace, key_serde, _)| (store.clone(), *grace, key_serde.clone()));
         let added = s.topology.add_typed_processor::<K, V, K, VR, _>(
             name.clone(),
             Arc::new(move || StreamTableJoin {
@@ -216,7 +219,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             .connect_processor_and_state_stores(&name, &stores)
             .map(|_| ());
         s.record(connected);
-        if let Some((_, _, builder)) = buffer {
+        if let Some((_, _, _, builder)) = buffer {
             let added = add_store(&mut s.topology, builder, &name);
             s.record(added);
         }
