@@ -21,21 +21,31 @@ use super::config::{
     is_group_membership_key, GroupProtocol, KafkaClient, ProcessingGuarantee, StreamsConfig,
 };
 
-/// The librdkafka settings kstreams gives a stream thread's consumer
-/// (`consumer.` keys) and producer (`producer.` keys) where librdkafka's
+/// The librdkafka settings kstreams gives its consumers (`consumer.` keys:
+/// the main, restore and global consumers) and producers (`producer.`
+/// keys) where librdkafka's
 /// defaults starve a Streams workload; a user's setting of the same key
-/// wins. Each value is justified by a figure of `cargo xtask bench
-/// compare` (BENCHMARKS.md).
+/// wins. Each was chosen with `cargo xtask bench compare pass-through
+/// --only kstreams --set KEY=VALUE` (1M records of 100 B, 4 partitions, one
+/// thread, 3 runs; BENCHMARKS.md has the full comparison):
 ///
-/// - `fetch.queue.backoff.ms`: librdkafka stops fetching a partition once
-///   `queued.min.messages` (100 000) records are prefetched and then waits
-///   this long before fetching again (default 1000 ms). A stream thread
-///   empties such a queue in well under a second, then sits idle until the
-///   backoff ends: on a 2M-record pass-through it spent most of its wall
-///   time waiting.
-/// - `linger.ms`: outputs are batched for at most this long before a send.
+/// - `fetch.queue.backoff.ms` 20 (librdkafka: 1000): once a partition has
+///   `queued.min.messages` records prefetched, librdkafka stops fetching it
+///   for this long. A stream thread empties such a queue in well under a
+///   second and then sat idle until the backoff ended: 9.1 s wall at 1000,
+///   3.4 s at 50 or 20, the same CPU (2.0 s). At 0 the fetcher spins.
+/// - `queued.min.messages` 50 000 (librdkafka: 100 000): how many records
+///   a partition prefetches. Half the default takes a fifth off the peak
+///   RSS (72–94 MiB against 96–104) at the same wall time and CPU; 10 000
+///   cost a third more wall time (4.6 s) because the queue then drains
+///   faster than the backoff.
+/// - `linger.ms` 5 (librdkafka's own default, written down because Kafka
+///   Streams raises the Java producer's to 100): batches fill before it
+///   ends at any real rate (25 made no difference: 3.5–3.8 s, 1.9–2.0 s
+///   CPU), and a longer linger only adds latency at low rates.
 pub const STREAM_CLIENT_DEFAULTS: &[(&str, &str)] = &[
-    ("consumer.fetch.queue.backoff.ms", "50"),
+    ("consumer.fetch.queue.backoff.ms", "20"),
+    ("consumer.queued.min.messages", "50000"),
     ("producer.linger.ms", "5"),
 ];
 
@@ -187,6 +197,9 @@ fn assign_only_consumer(
         .set("group.id", format!("{}-{group}", config.application_id))
         .set("enable.auto.commit", "false")
         .set("isolation.level", isolation_level(config));
+    // Restoration and global stores read as fast as they can, as the main
+    // consumer does.
+    apply_stream_defaults(&mut client, "consumer.");
     for (k, v) in defaults {
         client.set(*k, *v);
     }
@@ -241,6 +254,36 @@ mod tests {
         let mut all = vec![("application.id", "app"), ("bootstrap.servers", "b:9092")];
         all.extend_from_slice(pairs);
         StreamsConfig::from_properties(all).unwrap()
+    }
+
+    #[test]
+    fn stream_threads_get_the_streams_defaults_and_users_override_them() {
+        let defaults = config(&[]);
+        let consumer = main_consumer(&defaults, "t", 0);
+        let sender = producer(&defaults, "t", "p", 0);
+        assert_eq!(consumer.get("fetch.queue.backoff.ms"), Some("20"));
+        assert_eq!(consumer.get("queued.min.messages"), Some("50000"));
+        assert_eq!(consumer.get("linger.ms"), None);
+        assert_eq!(sender.get("linger.ms"), Some("5"));
+        assert_eq!(sender.get("fetch.queue.backoff.ms"), None);
+        let tuned = config(&[
+            ("consumer.fetch.queue.backoff.ms", "200"),
+            ("producer.linger.ms", "30"),
+        ]);
+        assert_eq!(
+            main_consumer(&tuned, "t", 0).get("fetch.queue.backoff.ms"),
+            Some("200")
+        );
+        assert_eq!(producer(&tuned, "t", "p", 0).get("linger.ms"), Some("30"));
+        // Restoration and global stores read at full speed too.
+        assert_eq!(
+            restore_consumer(&defaults, "t").get("fetch.queue.backoff.ms"),
+            Some("20")
+        );
+        assert_eq!(
+            global_consumer(&tuned).get("fetch.queue.backoff.ms"),
+            Some("200")
+        );
     }
 
     #[test]

@@ -275,13 +275,16 @@ impl ThreadLoop {
                 rdkafka::Message::partition(&message),
             );
             let record = consumed(&message);
-            let tp = (record.topic.clone(), record.partition);
-            if self.tasks.buffer(record)?.is_some_and(|n| n > bound)
-                && self.paused.insert(tp.clone())
-            {
-                // Backpressure: stop fetching this partition until the
-                // task has worked its buffer down.
-                self.consumer.pause(&partition_list(&[tp]))?;
+            if self.tasks.buffer(record)?.is_some_and(|n| n > bound) {
+                let tp = (
+                    rdkafka::Message::topic(&message).to_owned(),
+                    rdkafka::Message::partition(&message),
+                );
+                if self.paused.insert(tp.clone()) {
+                    // Backpressure: stop fetching this partition until the
+                    // task has worked its buffer down.
+                    self.consumer.pause(&partition_list(&[tp]))?;
+                }
             }
         }
         Ok(())
