@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! bench-node create-topics --bootstrap B --topic NAME:PARTITIONS[:append] ...
+//! bench-node delete-topics --bootstrap B [--topic NAME ...] [--prefix APP_ID ...]
 //! bench-node produce  --bootstrap B --workload W --topic T [--table T2] --records N --seed S
 //! bench-node produce-rate --bootstrap B --topic T --seed S --rate R --seconds D
 //! bench-node kstreams|raw --bootstrap B --workload W --app-id A --input T [--table T2]
@@ -146,6 +147,15 @@ fn run(command: &str, options: &Options) -> Result<(), Error> {
                     &config,
                 )?;
             }
+        }
+        "delete-topics" => {
+            let mut names: Vec<String> = options.all("topic").to_vec();
+            // --prefix: an app's internal topics (changelogs, repartitions).
+            for prefix in options.all("prefix") {
+                names.extend(verify::topics_named(bootstrap()?, prefix)?);
+            }
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            kstreams::embedded::delete_topics(bootstrap()?, &names)?;
         }
         "produce" => {
             let seed = options.number("seed")?;

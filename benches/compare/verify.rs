@@ -84,6 +84,20 @@ pub fn read_topic(
     Ok(read)
 }
 
+/// The topics whose names start with `prefix`.
+pub fn topics_named(bootstrap: &str, prefix: &str) -> Result<Vec<String>, Error> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()?;
+    let metadata = consumer.fetch_metadata(None, Duration::from_secs(10))?;
+    Ok(metadata
+        .topics()
+        .iter()
+        .map(|t| t.name().to_owned())
+        .filter(|name| name.starts_with(prefix))
+        .collect())
+}
+
 /// What an output topic held, in the form its workload is checked in.
 pub fn observed(bootstrap: &str, topic: &str, workload: Workload) -> Result<Expected, Error> {
     match workload {

@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use futures_executor::block_on;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
+use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::ClientConfig;
 
 use crate::Error;
@@ -92,6 +93,22 @@ pub fn create_topic_with_config(
     // The admin client polls on its own thread; the future only waits for it.
     for result in block_on(admin.create_topics([&topic], &options))? {
         result.map_err(|(topic, code)| Error::CreateTopic { topic, code })?;
+    }
+    Ok(())
+}
+
+/// Deletes topics from a real broker (e.g. a benchmark's, so that repeated
+/// runs do not fill its disk); a topic that does not exist is not an error.
+pub fn delete_topics(bootstrap: &str, names: &[&str]) -> Result<(), Error> {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()?;
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    for result in block_on(admin.delete_topics(names, &options))? {
+        match result {
+            Ok(_) | Err((_, RDKafkaErrorCode::UnknownTopicOrPartition)) => {}
+            Err((topic, code)) => return Err(Error::DeleteTopic { topic, code }),
+        }
     }
     Ok(())
 }

@@ -24,7 +24,9 @@
 mod broker;
 mod mock;
 
-pub use broker::{create_topic, create_topic_with_config, test_broker, unique_name, BOOTSTRAP_ENV};
+pub use broker::{
+    create_topic, create_topic_with_config, delete_topics, test_broker, unique_name, BOOTSTRAP_ENV,
+};
 pub use mock::EmbeddedKafka;
 
 /// The rdkafka this crate is built on, so tests use the very same version.
@@ -46,6 +48,14 @@ pub enum Error {
     #[error("creating topic {topic} failed: {code}")]
     CreateTopic {
         /// The topic that was not created.
+        topic: String,
+        /// Why, as the broker said.
+        code: RDKafkaErrorCode,
+    },
+    /// The broker refused to delete a topic.
+    #[error("deleting topic {topic} failed: {code}")]
+    DeleteTopic {
+        /// The topic that was not deleted.
         topic: String,
         /// Why, as the broker said.
         code: RDKafkaErrorCode,

@@ -252,6 +252,9 @@ impl Bench<'_> {
                     }
                 }
             }
+            let mut inputs = vec![topics.input.as_str()];
+            inputs.extend(topics.table.as_deref());
+            self.delete_topics(&inputs, None)?;
         }
         if self.plan.latency_seconds > 0 {
             let Some(max) = pass_through_rate else {
@@ -287,6 +290,21 @@ impl Bench<'_> {
             command.arg("--topic").arg(topic);
         }
         process::run(&mut command, "creating the bench topics")
+    }
+
+    /// Deletes topics once read, so that a long run does not fill the
+    /// broker's disk.
+    /// `app_id`: also that app's internal topics (changelogs).
+    fn delete_topics(&self, topics: &[&str], app_id: Option<&str>) -> Result<()> {
+        let mut command = self.node.command("delete-topics");
+        command.args(["--bootstrap", &self.bootstrap]);
+        for topic in topics {
+            command.args(["--topic", topic]);
+        }
+        if let Some(app_id) = app_id {
+            command.args(["--prefix", &format!("{app_id}-")]);
+        }
+        process::run(&mut command, "deleting the bench topics")
     }
 
     fn produce(&self, workload: &str) -> Result<Topics> {
@@ -406,6 +424,7 @@ impl Bench<'_> {
                 ]),
             &format!("checking the output of {label}"),
         )?;
+        self.delete_topics(&[&output], Some(&app_id))?;
         let fingerprint = verified
             .lines()
             .find_map(|l| l.strip_prefix("VERIFIED "))
@@ -469,6 +488,7 @@ impl Bench<'_> {
             ]),
             &format!("measuring the latency of {label}"),
         )?;
+        self.delete_topics(&[&input, &output], Some(&app_id))?;
         let line = report
             .lines()
             .find_map(|l| l.strip_prefix("LATENCY "))
