@@ -7,17 +7,20 @@
 //! left open. Without that, read_committed consumers of the output stall
 //! until the broker times the transaction out.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::FreshRun;
 use kstreams_dsl::StreamsBuilder;
 use kstreams_embedded::rdkafka::consumer::{BaseConsumer, Consumer};
 use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams_embedded::rdkafka::{ClientConfig, Message};
-use kstreams_embedded::{create_topic, test_broker, unique_name};
+use kstreams_embedded::{test_broker, unique_name};
 use kstreams_runtime::kafka::{KafkaStreams, ProcessingGuarantee, State, StreamsConfig};
 
 /// Set in a child process: run the exactly-once app until killed.
@@ -143,12 +146,12 @@ fn a_restarted_exactly_once_instance_fences_its_dead_predecessor_at_once() {
     let Some(bootstrap) = test_broker() else {
         return;
     };
-    let input = unique_name("eos-restart-in");
-    let output = unique_name("eos-restart-out");
-    create_topic(&bootstrap, &input, 2, 1).unwrap();
-    create_topic(&bootstrap, &output, 2, 1).unwrap();
-    let app_id = unique_name("eos-restart-app");
-    let state_dir = std::env::temp_dir().join(unique_name("eos-restart-state"));
+    let FreshRun {
+        input,
+        output,
+        app_id,
+        state_dir,
+    } = FreshRun::new(&bootstrap, "eos-restart");
     let spec = format!(
         "{bootstrap}|{app_id}|{input}|{output}|{}",
         state_dir.display()

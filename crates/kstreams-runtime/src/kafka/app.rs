@@ -241,16 +241,18 @@ impl KafkaStreams {
             return Err(RuntimeError::IllegalState(state));
         }
         self.config.validate()?;
+        // Before the broker is asked anything, as Kafka Streams does it in
+        // its constructor: a second instance on this state directory fails
+        // at once. Kept when a failed start is retried: this instance holds
+        // the directory's lock already.
+        if self.process.is_none() {
+            self.process = Some(ProcessIdentity::initialize(&self.topology, &self.config)?);
+        }
         prepare_topics(&self.topology, &self.config)?;
         let sources = Arc::new(SourceTopicIndex::new(
             &self.topology,
             &self.config.application_id,
         ));
-        // Kept when a failed start is retried: this instance holds the
-        // directory's lock already.
-        if self.process.is_none() {
-            self.process = Some(ProcessIdentity::initialize(&self.topology, &self.config)?);
-        }
         let process_id = self
             .process
             .as_ref()
