@@ -4,7 +4,9 @@
 //! - `kstreams-chaos app ...`: the application the scenarios kill;
 //! - `kstreams-chaos run <scenario> --bootstrap B [--long] [--seed N]`: one
 //!   scenario, verified from outside under read_committed; one line of
-//!   figures per run, exit status 1 if any failed.
+//!   figures per run, exit status 1 if any failed. `broker-restart` kills
+//!   and restarts the nodes of the cluster `cargo xtask kafka` runs, found
+//!   in `--kafka-dir`.
 
 mod app;
 mod kafka_io;
@@ -50,11 +52,13 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
     let mut bootstrap = None;
     let mut long = false;
     let mut seed = None;
+    let mut kafka_dir = None;
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
             "--long" => long = true,
             "--bootstrap" => bootstrap = rest.next().cloned(),
+            "--kafka-dir" => kafka_dir = rest.next().map(std::path::PathBuf::from),
             "--seed" => {
                 let value = rest.next().ok_or("--seed needs a value")?;
                 seed = Some(value.parse().map_err(|_| format!("bad seed {value}"))?);
@@ -79,6 +83,11 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
         "sigkill" => scenarios::sigkill(&bootstrap, size),
         "disk" => scenarios::disk(&bootstrap, size),
         "malformed" => scenarios::malformed(&bootstrap, size),
+        "broker-restart" => scenarios::broker_restart(
+            &bootstrap,
+            size,
+            &kafka_dir.ok_or("broker-restart needs --kafka-dir")?,
+        ),
         other => return Err(format!("unknown scenario {other}")),
     };
     let failed = outcomes.iter().any(|o| !o.passed);

@@ -204,6 +204,14 @@ fn counts_reached(seen: &[Seen], expected: &BTreeMap<String, u64>) -> bool {
         .all(|(k, &n)| latest.get(k.as_str()) == Some(&(n as i64)))
 }
 
+/// Removes a passed run's directory, unless KSTREAMS_CHAOS_KEEP is set (to
+/// read the app's log of a run that passed).
+fn clean_up(dir: &Path) {
+    if std::env::var_os("KSTREAMS_CHAOS_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
 fn secs(d: Duration) -> String {
     format!("{:.2}s", d.as_secs_f64())
 }
@@ -343,7 +351,7 @@ fn sigkill_one(bootstrap: &str, size: Size, mode: Mode, cache: u64, name: &str) 
     };
     let passed = passed && caught_up && unrecovered == 0 && exit == Some(0);
     if passed {
-        let _ = std::fs::remove_dir_all(&run.dir);
+        clean_up(&run.dir);
     }
     Outcome {
         name: format!("sigkill {name}"),
@@ -541,7 +549,7 @@ pub fn disk(bootstrap: &str, size: Size) -> Vec<Outcome> {
         .print(),
     );
     if outcomes.iter().all(|o| o.passed) {
-        let _ = std::fs::remove_dir_all(&run.dir);
+        clean_up(&run.dir);
     }
     outcomes
 }
@@ -632,7 +640,7 @@ pub fn malformed(bootstrap: &str, size: Size) -> Vec<Outcome> {
         && dlq_duplicated == 0
         && without_headers == 0;
     if passed {
-        let _ = std::fs::remove_dir_all(&run.dir);
+        clean_up(&run.dir);
     }
     vec![Outcome {
         name: "malformed".to_string(),
@@ -643,6 +651,254 @@ pub fn malformed(bootstrap: &str, size: Size) -> Vec<Outcome> {
              dlq_without_headers={without_headers} clean_exit={exit:?} total={} (log {})",
             processed.len(),
             dead_letters.len(),
+            secs(began.elapsed()),
+            run.log().display()
+        ),
+    }
+    .print()]
+}
+
+/// A broker node that `cargo xtask kafka start` runs, known by its
+/// directory under `.kafka/` (its `pid` file and `broker.log`).
+struct BrokerNode {
+    dir: PathBuf,
+    program: String,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    cwd: PathBuf,
+}
+
+impl BrokerNode {
+    /// The running nodes under `kafka_dir`, with the command line that
+    /// started each, read from /proc so that a node can be started again
+    /// the same way, on its data (xtask's start would format it afresh).
+    fn running(kafka_dir: &Path, bootstrap: &str) -> Result<Vec<BrokerNode>, String> {
+        // Never kill a broker the scenario was not given.
+        let runs = std::fs::read_to_string(kafka_dir.join("bootstrap")).unwrap_or_default();
+        if runs.trim() != bootstrap {
+            return Err(format!(
+                "{} runs {:?}, not the broker under test {bootstrap}",
+                kafka_dir.display(),
+                runs.trim()
+            ));
+        }
+        let mut nodes = Vec::new();
+        let entries = std::fs::read_dir(kafka_dir)
+            .map_err(|e| format!("{}: {e} (is the broker xtask's?)", kafka_dir.display()))?;
+        for entry in entries.flatten() {
+            let dir = entry.path();
+            let Ok(pid) = std::fs::read_to_string(dir.join("pid")) else {
+                continue;
+            };
+            let proc_dir = PathBuf::from(format!("/proc/{}", pid.trim()));
+            let split = |bytes: Vec<u8>| -> Vec<String> {
+                bytes
+                    .split(|&b| b == 0)
+                    .filter(|s| !s.is_empty())
+                    .map(|s| String::from_utf8_lossy(s).into_owned())
+                    .collect()
+            };
+            let mut command = split(
+                std::fs::read(proc_dir.join("cmdline"))
+                    .map_err(|e| format!("node {} is not running: {e}", dir.display()))?,
+            );
+            let env = split(std::fs::read(proc_dir.join("environ")).unwrap_or_default())
+                .into_iter()
+                .filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.into(), v.into())))
+                .collect();
+            let cwd = std::fs::read_link(proc_dir.join("cwd")).unwrap_or_else(|_| "/".into());
+            if command.is_empty() {
+                return Err(format!("node {}: empty command line", dir.display()));
+            }
+            let program = command.remove(0);
+            nodes.push(BrokerNode {
+                dir,
+                program,
+                args: command,
+                env,
+                cwd,
+            });
+        }
+        if nodes.is_empty() {
+            return Err(format!("no running node under {}", kafka_dir.display()));
+        }
+        Ok(nodes)
+    }
+
+    fn pid(&self) -> Option<i32> {
+        std::fs::read_to_string(self.dir.join("pid"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// SIGKILL, as a crash: no controlled shutdown.
+    fn crash(&self) {
+        if let Some(pid) = self.pid() {
+            // SAFETY: kill(2) with a pid read from the node's own pid file
+            // and a constant signal; it touches no memory of ours.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+            let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while proc_dir.exists() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+
+    /// Starts the node again with its command line, logging where it did,
+    /// and records its new pid where `cargo xtask kafka stop` finds it.
+    fn restart(&self) -> Result<(), String> {
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("broker.log"))
+            .map_err(|e| e.to_string())?;
+        let child = Command::new(&self.program)
+            .args(&self.args)
+            .env_clear()
+            .envs(self.env.iter().cloned())
+            .current_dir(&self.cwd)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("restarting {}: {e}", self.dir.display()))?;
+        std::fs::write(self.dir.join("pid"), child.id().to_string()).map_err(|e| e.to_string())
+    }
+}
+
+fn broker_answers(bootstrap: &str) -> bool {
+    bootstrap.split(',').all(|address| {
+        address
+            .parse()
+            .is_ok_and(|a| std::net::TcpStream::connect_timeout(&a, Duration::from_secs(1)).is_ok())
+    })
+}
+
+/// `broker-restart`: the broker crashes (SIGKILL) and comes back mid-run
+/// of an exactly-once pass-through; the instance must ride it out, and
+/// every record come out exactly once.
+pub fn broker_restart(bootstrap: &str, size: Size, kafka_dir: &Path) -> Vec<Outcome> {
+    let nodes = match BrokerNode::running(kafka_dir, bootstrap) {
+        Ok(nodes) => nodes,
+        Err(error) => {
+            return vec![Outcome {
+                name: "broker-restart".to_string(),
+                passed: false,
+                figures: format!("cannot restart the broker: {error}"),
+            }
+            .print()]
+        }
+    };
+    let (records, restarts, per_second) = if size.long {
+        (200_000u64, 3u32, 2_000u64)
+    } else {
+        (40_000, 1, 2_000)
+    };
+    let run = Run::new(bootstrap, "broker-restart", Mode::PassThrough, true, 0);
+    let reader = Reader::start(bootstrap, &run.spec.output);
+    let producing = {
+        let (bootstrap, topic) = (bootstrap.to_string(), run.spec.input.clone());
+        std::thread::spawn(move || {
+            let input = Input::new(&bootstrap, &topic);
+            let mut sequences = Sequences::new(100);
+            let began = Instant::now();
+            let batch = per_second / 10;
+            for step in 0..records.div_ceil(batch) {
+                let due = began + Duration::from_millis(step * 100);
+                if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+                sequences.produce(&input, batch.min(records - step * batch), step * batch);
+            }
+            input.flush();
+            sequences.next
+        })
+    };
+    let began = Instant::now();
+    let mut instance = run.start();
+    let producing_for = Duration::from_millis(records * 1000 / per_second);
+    let slot = producing_for / (restarts + 1);
+    let mut recoveries = Vec::new();
+    let mut survived = true;
+    for restart in 1..=restarts {
+        if let Some(wait) = (began + slot * restart).checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        for node in &nodes {
+            node.crash();
+        }
+        std::thread::sleep(Duration::from_secs(3));
+        for node in &nodes {
+            if let Err(error) = node.restart() {
+                eprintln!("chaos: {error}");
+            }
+        }
+        let back = Instant::now();
+        while !broker_answers(bootstrap) && back.elapsed() < Duration::from_secs(120) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let answered = Instant::now();
+        let before = reader.len();
+        let moved = reader.wait_unless(
+            Duration::from_secs(120),
+            || instance.exited(),
+            |seen| seen.len() > before,
+        );
+        recoveries.push(
+            moved
+                .then(|| reader.arrival(before))
+                .flatten()
+                .map(|at| at.duration_since(answered)),
+        );
+        if instance.exited() {
+            // Recorded as a failure; a new instance still finishes the run,
+            // so the output can be checked.
+            survived = false;
+            instance = run.start();
+        }
+    }
+    let expected = producing.join().expect("the producer thread");
+    let caught_up = reader.wait_unless(
+        Duration::from_secs(300),
+        || instance.exited(),
+        |seen| seen.len() as u64 >= records,
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    survived &= !instance.exited();
+    let exit = instance.stop(Duration::from_secs(60));
+    let seen = reader.snapshot();
+    drop(reader);
+    let report = verify::pass_through(
+        &expected,
+        seen.iter().map(|s| (s.key.as_str(), s.value.as_deref())),
+    );
+    let recovered: Vec<Duration> = recoveries.iter().flatten().copied().collect();
+    let worst = recovered.iter().max().copied().unwrap_or_default();
+    let passed = report.exactly_once()
+        && caught_up
+        && survived
+        && recovered.len() == recoveries.len()
+        && exit == Some(0);
+    if passed {
+        clean_up(&run.dir);
+    }
+    vec![Outcome {
+        name: "broker-restart".to_string(),
+        passed,
+        figures: format!(
+            "records={records} broker_restarts={restarts} seen={} lost={} duplicated={} \
+             out_of_order={} app_survived={survived} recovery_max={} (from the broker \
+             answering again) clean_exit={exit:?} total={} (log {})",
+            report.seen,
+            report.lost,
+            report.duplicated,
+            report.out_of_order,
+            secs(worst),
             secs(began.elapsed()),
             run.log().display()
         ),

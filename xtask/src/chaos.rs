@@ -15,7 +15,7 @@ use crate::paths;
 use crate::process;
 
 /// Every scenario, in the order a bare `cargo xtask chaos` runs them.
-pub const SCENARIOS: &[&str] = &["sigkill", "disk", "malformed"];
+pub const SCENARIOS: &[&str] = &["sigkill", "disk", "malformed", "broker-restart"];
 
 pub fn cli(args: Args) -> Result<ExitCode> {
     let mut scenarios = Vec::new();
@@ -76,6 +76,11 @@ pub fn run(bootstrap: &str, scenarios: &[String], long: bool, seed: Option<&str>
         ]);
         if long {
             command.arg("--long");
+        }
+        if scenario == "broker-restart" {
+            // It restarts the nodes of the cluster xtask runs, from their
+            // run files (a broker of KSTREAMS_BOOTSTRAP's it cannot restart).
+            command.arg("--kafka-dir").arg(paths::kafka_dir());
         }
         if let Some(seed) = seed {
             command.args(["--seed", seed]);

@@ -8,7 +8,8 @@
 //! - `bench [NAME]`: the benchmarks of benches/, with a broker for those that
 //!   need one.
 //! - `chaos [SCENARIO...] [--long]`: the chaos scenarios of chaos/ (SIGKILLs,
-//!   damaged state directories, malformed records) on a real broker.
+//!   damaged state directories, malformed records, a broker restart) on a
+//!   real broker.
 //! - `registry start|stop|status`: a schema registry with the Confluent REST
 //!   API (Apicurio Registry, resolved with Maven) for the Avro tests.
 
@@ -53,8 +54,10 @@ tasks:
                        then the chaos scenarios in their short form
   chaos [SCENARIO...] [--long] [--seed N]
                        chaos scenarios on a broker, verified under
-                       read_committed (sigkill, disk, malformed; default all;
-                       --long: 20 kills over 1M records, 10k malformed)
+                       read_committed (sigkill, disk, malformed,
+                       broker-restart: it restarts the cluster `kafka start`
+                       runs; default all; --long: 20 kills over 1M records,
+                       10k malformed, 3 broker restarts)
   bench [NAME] [ARGS]  cargo bench -p kstreams-benches [--bench NAME], with a
                        broker in KSTREAMS_BOOTSTRAP (stateless_chain,
                        broker_passthrough, ...)

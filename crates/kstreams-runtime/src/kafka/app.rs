@@ -398,13 +398,24 @@ fn spawn(
                 let Err(error) = result else {
                     return;
                 };
-                if error.is_producer_fenced() && !shared.stop.load(Ordering::Acquire) {
+                let fenced = error.is_producer_fenced();
+                if (fenced || is_recoverable_transaction_error(&error))
+                    && !shared.stop.load(Ordering::Acquire)
+                {
                     // Another producer took over this thread's transactional
-                    // id (a zombie was fenced, or this thread was): as Kafka
-                    // Streams' TaskMigratedException, the thread rejoins the
-                    // group with a fresh producer; the aborted transaction's
-                    // records are processed again from the last commit.
-                    log::warn!("{name}: producer fenced ({error}); rejoining with a new producer");
+                    // id (a zombie was fenced, or this thread was), or the
+                    // transaction failed without the producer being lost (the
+                    // broker went away mid-commit): as Kafka Streams'
+                    // TaskMigratedException, the thread rejoins the group
+                    // with a fresh producer, whose init fences the old one and
+                    // aborts its transaction; that transaction's records are
+                    // processed again from the last commit.
+                    let why = if fenced {
+                        "producer fenced"
+                    } else {
+                        "transaction failed"
+                    };
+                    log::warn!("{name}: {why} ({error}); rejoining with a new producer");
                     // A pause, so that a fencing loop does not spin.
                     std::thread::sleep(Duration::from_millis(500));
                     match StreamThread::new(
@@ -463,6 +474,20 @@ fn spawn(
             name: thread_name,
             source,
         })
+}
+
+/// Whether a transaction failed in a way that a new producer recovers from:
+/// librdkafka says it is retriable or needs an abort, and not fatal (the
+/// broker was unreachable mid-commit, a coordinator moved). Kafka Streams'
+/// Java producer rides these out inside its own timeouts; librdkafka
+/// returns them to the caller.
+fn is_recoverable_transaction_error(error: &RuntimeError) -> bool {
+    match error {
+        RuntimeError::Kafka(rdkafka::error::KafkaError::Transaction(e)) => {
+            !e.is_fatal() && (e.is_retriable() || e.txn_requires_abort())
+        }
+        _ => false,
+    }
 }
 
 /// Counts a stream thread out when it ends; the last one out completes a
