@@ -53,11 +53,13 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
     let mut long = false;
     let mut seed = None;
     let mut kafka_dir = None;
+    let mut only = None;
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
             "--long" => long = true,
             "--bootstrap" => bootstrap = rest.next().cloned(),
+            "--only" => only = rest.next().map(String::as_str),
             "--kafka-dir" => kafka_dir = rest.next().map(std::path::PathBuf::from),
             "--seed" => {
                 let value = rest.next().ok_or("--seed needs a value")?;
@@ -73,7 +75,7 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_nanos() as u64 | 1)
     });
-    let size = scenarios::Size { long, seed };
+    let size = scenarios::Size { long, seed, only };
     println!(
         "chaos: scenario {} (seed {seed}{})",
         scenario.unwrap_or("?"),

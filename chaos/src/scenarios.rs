@@ -13,9 +13,11 @@ use crate::verify;
 
 /// How big a run is.
 #[derive(Debug, Clone, Copy)]
-pub struct Size {
+pub struct Size<'a> {
     pub long: bool,
     pub seed: u64,
+    /// Only the runs of a scenario whose name contains this.
+    pub only: Option<&'a str>,
 }
 
 /// The figures of one run, printed as one line.
@@ -217,18 +219,19 @@ fn secs(d: Duration) -> String {
 }
 
 /// `sigkill`: SIGKILLs at random moments of an exactly-once run.
-pub fn sigkill(bootstrap: &str, size: Size) -> Vec<Outcome> {
+pub fn sigkill(bootstrap: &str, size: Size<'_>) -> Vec<Outcome> {
     [
         (Mode::PassThrough, 10 * 1024 * 1024, "passthrough"),
         (Mode::Count, 10 * 1024 * 1024, "count-cache-on"),
         (Mode::Count, 0, "count-cache-off"),
     ]
     .into_iter()
+    .filter(|(_, _, name)| size.only.is_none_or(|only| name.contains(only)))
     .map(|(mode, cache, name)| sigkill_one(bootstrap, size, mode, cache, name).print())
     .collect()
 }
 
-fn sigkill_one(bootstrap: &str, size: Size, mode: Mode, cache: u64, name: &str) -> Outcome {
+fn sigkill_one(bootstrap: &str, size: Size<'_>, mode: Mode, cache: u64, name: &str) -> Outcome {
     let (records, kills, per_second) = if size.long {
         (1_000_000u64, 20u64, 8_000u64)
     } else {
@@ -446,7 +449,7 @@ fn corrupt_rocksdb(rocksdb: &Path) -> bool {
 /// before each phase one fault goes into its state directory. Every phase
 /// must end with exact counts, rebuilt from the changelog where the local
 /// state was bad, and the fault must be logged.
-pub fn disk(bootstrap: &str, size: Size) -> Vec<Outcome> {
+pub fn disk(bootstrap: &str, size: Size<'_>) -> Vec<Outcome> {
     let per_phase = if size.long { 20_000 } else { 2_000 };
     let run = Run::new(bootstrap, "disk", Mode::Count, true, 10 * 1024 * 1024);
     let reader = Reader::start(bootstrap, &run.spec.output);
@@ -556,7 +559,7 @@ pub fn disk(bootstrap: &str, size: Size) -> Vec<Outcome> {
 
 /// `malformed`: values that do not deserialize, interleaved with valid
 /// ones, under log-and-continue with a dead-letter queue.
-pub fn malformed(bootstrap: &str, size: Size) -> Vec<Outcome> {
+pub fn malformed(bootstrap: &str, size: Size<'_>) -> Vec<Outcome> {
     let bad = if size.long { 10_000u64 } else { 1_000 };
     let every = 5; // one bad record in five
     let mut run = Run::new(bootstrap, "malformed", Mode::Increment, true, 0);
@@ -782,7 +785,7 @@ fn broker_answers(bootstrap: &str) -> bool {
 /// `broker-restart`: the broker crashes (SIGKILL) and comes back mid-run
 /// of an exactly-once pass-through; the instance must ride it out, and
 /// every record come out exactly once.
-pub fn broker_restart(bootstrap: &str, size: Size, kafka_dir: &Path) -> Vec<Outcome> {
+pub fn broker_restart(bootstrap: &str, size: Size<'_>, kafka_dir: &Path) -> Vec<Outcome> {
     let nodes = match BrokerNode::running(kafka_dir, bootstrap) {
         Ok(nodes) => nodes,
         Err(error) => {
