@@ -2,13 +2,15 @@
 //!
 //! Steps: rustfmt, clippy (warnings are errors), cargo-deny (licenses, bans,
 //! sources), the workspace tests against a real broker, and the compat
-//! scenarios on both sides (Apache Kafka Streams and kstreams). Every step runs even when an earlier one failed, so
+//! scenarios on both sides (Apache Kafka Streams and kstreams), then the chaos
+//! scenarios in their short form. Every step runs even when an earlier one failed, so
 //! one run reports everything; the exit status is 1 if any step failed.
 
 use std::process::{Command, ExitCode};
 
 use anyhow::Result;
 
+use crate::chaos;
 use crate::cli::Args;
 use crate::compat;
 use crate::kafka::{Lease, BOOTSTRAP_ENV};
@@ -104,7 +106,16 @@ fn broker_steps() -> Result<Vec<(&'static str, Outcome)>> {
             Outcome::Failed
         }
     };
-    Ok(vec![("test", tests), ("compat", compat)])
+    // Short: 3 kills per run, 1k malformed records; about 2 minutes.
+    let scenarios: Vec<String> = chaos::SCENARIOS.iter().map(|s| s.to_string()).collect();
+    let chaos = match chaos::run(lease.bootstrap(), &scenarios, false, None) {
+        Ok(passed) => outcome(passed),
+        Err(error) => {
+            eprintln!("ci: chaos: {error:#}");
+            Outcome::Failed
+        }
+    };
+    Ok(vec![("test", tests), ("compat", compat), ("chaos", chaos)])
 }
 
 /// cargo-deny without the advisories check: that one fetches the RustSec
