@@ -154,6 +154,9 @@ fn run(command: &str, options: &Options) -> Result<(), Error> {
             for prefix in options.all("prefix") {
                 names.extend(verify::topics_named(bootstrap()?, prefix)?);
             }
+            // A topic named twice in one request is refused.
+            names.sort();
+            names.dedup();
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
             kstreams::embedded::delete_topics(bootstrap()?, &names)?;
         }

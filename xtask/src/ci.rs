@@ -2,16 +2,18 @@
 //!
 //! Steps: rustfmt, clippy (warnings are errors), cargo-deny (licenses, bans,
 //! sources), the workspace tests against a real broker, the compat
-//! scenarios on both sides (Apache Kafka Streams and kstreams), and a smoke
-//! run of the benchmark comparison (`bench compare --smoke`). Every step runs
-//! even when an earlier one failed, so one run reports everything; the exit
-//! status is 1 if any step failed.
+//! scenarios on both sides (Apache Kafka Streams and kstreams), the chaos
+//! scenarios in their short form, and a smoke run of the benchmark
+//! comparison (`bench compare --smoke`). Every step runs even when an
+//! earlier one failed, so one run reports everything; the exit status is 1
+//! if any step failed.
 
 use std::process::{Command, ExitCode};
 
 use anyhow::Result;
 
 use crate::bench;
+use crate::chaos;
 use crate::cli::Args;
 use crate::compat;
 use crate::kafka::{Lease, BOOTSTRAP_ENV};
@@ -107,6 +109,15 @@ fn broker_steps() -> Result<Vec<(&'static str, Outcome)>> {
             Outcome::Failed
         }
     };
+    // Short: 3 kills per run, 1k malformed records; about 2 minutes.
+    let scenarios: Vec<String> = chaos::SCENARIOS.iter().map(|s| s.to_string()).collect();
+    let chaos = match chaos::run(lease.bootstrap(), &scenarios, false, None) {
+        Ok(passed) => outcome(passed),
+        Err(error) => {
+            eprintln!("ci: chaos: {error:#}");
+            Outcome::Failed
+        }
+    };
     // One small run of every workload on all three implementations, each
     // output checked: the comparison stays runnable. No figures are judged.
     // It finds the broker leased above (the running cluster).
@@ -117,7 +128,12 @@ fn broker_steps() -> Result<Vec<(&'static str, Outcome)>> {
             Outcome::Failed
         }
     };
-    Ok(vec![("test", tests), ("compat", compat), ("bench", bench)])
+    Ok(vec![
+        ("test", tests),
+        ("compat", compat),
+        ("chaos", chaos),
+        ("bench", bench),
+    ])
 }
 
 /// cargo-deny without the advisories check: that one fetches the RustSec

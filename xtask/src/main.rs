@@ -7,10 +7,14 @@
 //! - `ci`: everything CI checks, with a broker for the tests.
 //! - `bench [NAME]`: the benchmarks of benches/, with a broker for those that
 //!   need one; `bench compare`: kstreams beside Kafka Streams (BENCHMARKS.md).
+//! - `chaos [SCENARIO...] [--long]`: the chaos scenarios of chaos/ (SIGKILLs,
+//!   damaged state directories, malformed records, a broker restart) on a
+//!   real broker.
 //! - `registry start|stop|status`: a schema registry with the Confluent REST
 //!   API (Apicurio Registry, resolved with Maven) for the Avro tests.
 
 mod bench;
+mod chaos;
 mod ci;
 mod cli;
 mod compat;
@@ -46,7 +50,15 @@ tasks:
                        `export KSTREAMS_TEST_SCHEMA_REGISTRY=...` and the
                        Java Avro serde's KSTREAMS_TEST_AVRO_JAVA_CLASSPATH
   registry stop|status stop it, or say whether it runs
-  ci                   fmt, clippy, cargo-deny, then the tests against a broker
+  ci                   fmt, clippy, cargo-deny, then the tests against a broker,
+                       then the chaos scenarios in their short form and
+                       a bench compare --smoke run
+  chaos [SCENARIO...] [--long] [--seed N]
+                       chaos scenarios on a broker, verified under
+                       read_committed (sigkill, disk, malformed,
+                       broker-restart: it restarts the cluster `kafka start`
+                       runs; default all; --long: 20 kills over 1M records,
+                       10k malformed, 3 broker restarts)
   bench [NAME] [ARGS]  cargo bench -p kstreams-benches [--bench NAME], with a
                        broker in KSTREAMS_BOOTSTRAP (stateless_chain,
                        broker_passthrough, ...)
@@ -77,6 +89,7 @@ fn run(mut args: Args) -> Result<ExitCode> {
         Some("compat") => compat::cli(args),
         Some("ci") => ci::cli(args),
         Some("bench") => bench::cli(args),
+        Some("chaos") => chaos::cli(args),
         Some("registry") => registry::cli(args),
         Some("help" | "-h" | "--help") | None => {
             print!("{USAGE}");

@@ -109,12 +109,15 @@ pub use kstreams_time::{Window, Windowed};
 pub mod internals {
     pub use crate::checkpoint::{OffsetCheckpoint, Offsets};
     pub use crate::restore::{restore_start, Restoration, RestoreStart};
-    pub use crate::state_dir::{StateDirectory, TaskDirectory, CHECKPOINT_FILE_NAME};
+    pub use crate::state_dir::{
+        ApplicationDirectoryLock, StateDirectory, TaskDirectory, CHECKPOINT_FILE_NAME,
+        PROCESS_FILE_NAME,
+    };
 }
 #[doc(hidden)]
 pub use internals::{
-    restore_start, OffsetCheckpoint, Offsets, Restoration, RestoreStart, StateDirectory,
-    TaskDirectory, CHECKPOINT_FILE_NAME,
+    restore_start, ApplicationDirectoryLock, OffsetCheckpoint, Offsets, Restoration, RestoreStart,
+    StateDirectory, TaskDirectory, CHECKPOINT_FILE_NAME, PROCESS_FILE_NAME,
 };
 
 /// The `rocksdb` crate, for [`RocksDbConfigSetter`] implementations.
@@ -215,6 +218,16 @@ pub enum Error {
     )]
     TaskDirectoryLocked {
         /// The task directory.
+        path: std::path::PathBuf,
+    },
+    /// Another instance holds the application directory's lock.
+    #[error(
+        "state directory {path} is locked by another instance of this application; \
+         can multiple instances be running with the same state.dir and application.id? \
+         Give each instance its own state.dir"
+    )]
+    StateDirectoryLocked {
+        /// The application directory.
         path: std::path::PathBuf,
     },
     /// A `.checkpoint` file is not in Kafka Streams' format.

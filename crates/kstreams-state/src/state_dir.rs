@@ -5,17 +5,35 @@
 //! task), `.checkpoint` ([`OffsetCheckpoint`]), `rocksdb/<store>` for
 //! key-value and versioned stores and `<store>/` for window and session
 //! stores, as Kafka Streams lays them out.
+//!
+//! In the application directory: `.lock` (held while an instance runs) and
+//! `kafka-streams-process-metadata`, the instance's process id, kept across
+//! restarts so that a restarted instance has the transactional ids of the
+//! one it replaces and fences it.
 
 use std::collections::HashSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use uuid::Uuid;
+
 use crate::{Error, OffsetCheckpoint};
 
 /// The checkpoint file of a task directory.
 pub const CHECKPOINT_FILE_NAME: &str = ".checkpoint";
+/// The file of the application directory that keeps the process id.
+pub const PROCESS_FILE_NAME: &str = "kafka-streams-process-metadata";
 const LOCK_FILE_NAME: &str = ".lock";
+
+/// The process file's JSON, as Kafka Streams' `StateDirectoryProcessFile`
+/// writes it (`{"processId":"<uuid>"}`). Unknown fields are ignored, as
+/// Kafka Streams does, so a file written by a later version still reads.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ProcessFile {
+    #[serde(rename = "processId", default)]
+    process_id: Option<Uuid>,
+}
 
 /// An application's directory under `state.dir`.
 #[derive(Clone, Debug)]
@@ -43,6 +61,19 @@ impl StateDirectory {
     /// The application directory.
     pub fn application_directory(&self) -> &Path {
         &self.app_dir
+    }
+
+    /// Takes the application directory's lock, held while the instance
+    /// runs: a second instance on the same `state.dir` gets
+    /// [`Error::StateDirectoryLocked`], as in Kafka Streams.
+    pub fn lock_application_directory(&self) -> Result<ApplicationDirectoryLock, Error> {
+        let lock = try_lock(&self.app_dir)?.ok_or_else(|| Error::StateDirectoryLocked {
+            path: self.app_dir.clone(),
+        })?;
+        Ok(ApplicationDirectoryLock {
+            app_dir: self.app_dir.clone(),
+            _lock: lock,
+        })
     }
 
     /// Where a task's directory is (it may not exist).
@@ -115,6 +146,59 @@ impl StateDirectory {
             removed.push(id);
         }
         Ok(removed)
+    }
+}
+
+/// The lock on an application directory; released on drop.
+#[derive(Debug)]
+pub struct ApplicationDirectoryLock {
+    app_dir: PathBuf,
+    _lock: File,
+}
+
+impl ApplicationDirectoryLock {
+    /// The process id in the application directory's process file, or a
+    /// new one, written there, when the file is missing or unreadable (as
+    /// Kafka Streams' `StateDirectory#initializeProcessId`: an unreadable
+    /// file is logged and replaced, since the id only needs to be stable,
+    /// not recovered). Only I/O errors fail.
+    pub fn initialize_process_id(&self) -> Result<Uuid, Error> {
+        let path = self.app_dir.join(PROCESS_FILE_NAME);
+        match std::fs::read(&path) {
+            Ok(bytes) => match serde_json::from_slice::<ProcessFile>(&bytes) {
+                Ok(ProcessFile {
+                    process_id: Some(id),
+                }) => {
+                    log::info!("read process id {id} from {}", path.display());
+                    return Ok(id);
+                }
+                Ok(ProcessFile { process_id: None }) => {
+                    log::warn!("process file {} has no processId", path.display());
+                }
+                Err(e) => log::warn!(
+                    "process file {} is not a process id in JSON ({e}); replacing it with a \
+                     new process id",
+                    path.display()
+                ),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("reading", &path, e)),
+        }
+        let id = Uuid::new_v4();
+        let json = serde_json::to_vec(&ProcessFile {
+            process_id: Some(id),
+        })
+        .expect("a UUID serializes");
+        // Written aside and renamed over, so a crash mid-write leaves the
+        // old file or the new one, never half of one.
+        let tmp = self.app_dir.join(format!("{PROCESS_FILE_NAME}.tmp"));
+        std::fs::write(&tmp, json).map_err(|e| Error::io("writing", &tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| Error::io("renaming", &tmp, e))?;
+        log::info!(
+            "no process id found in {}, got fresh process id {id}",
+            self.app_dir.display()
+        );
+        Ok(id)
     }
 }
 
@@ -241,6 +325,73 @@ mod tests {
         assert!(owned_task.path().exists());
         assert!(locked_elsewhere.path().exists());
         assert!(dir.application_directory().join("not-a-task").exists());
+    }
+
+    #[test]
+    fn a_new_process_id_is_written_and_read_back_after_a_restart() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = StateDirectory::new(root.path(), "app").unwrap();
+        let lock = dir.lock_application_directory().unwrap();
+        let id = lock.initialize_process_id().unwrap();
+        let file = root.path().join("app").join(PROCESS_FILE_NAME);
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        assert_eq!(json, serde_json::json!({ "processId": id.to_string() }));
+        drop(lock);
+        let again = StateDirectory::new(root.path(), "app").unwrap();
+        let lock = again.lock_application_directory().unwrap();
+        assert_eq!(lock.initialize_process_id().unwrap(), id);
+    }
+
+    #[test]
+    fn a_process_file_written_by_kafka_streams_is_read_and_unknown_fields_ignored() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = StateDirectory::new(root.path(), "app").unwrap();
+        let file = dir.application_directory().join(PROCESS_FILE_NAME);
+        std::fs::write(
+            &file,
+            r#"{"processId":"1f6e41a0-9c32-4b8e-8a53-4e3c8f0b2d11","later":1}"#,
+        )
+        .unwrap();
+        let lock = dir.lock_application_directory().unwrap();
+        assert_eq!(
+            lock.initialize_process_id().unwrap().to_string(),
+            "1f6e41a0-9c32-4b8e-8a53-4e3c8f0b2d11"
+        );
+    }
+
+    #[test]
+    fn a_garbage_or_empty_process_file_is_replaced_by_a_new_id() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = StateDirectory::new(root.path(), "app").unwrap();
+        let file = dir.application_directory().join(PROCESS_FILE_NAME);
+        let lock = dir.lock_application_directory().unwrap();
+        for garbage in [
+            &b"\x00\xffnot json"[..],
+            b"",
+            b"{\"processId\":\"not-a-uuid\"}",
+            b"{\"processId\":null}",
+            b"{\"processId\":\"1f6e41a0-9c32",
+        ] {
+            std::fs::write(&file, garbage).unwrap();
+            let id = lock.initialize_process_id().unwrap();
+            // The replacement is on disk: the next start reads it back.
+            assert_eq!(lock.initialize_process_id().unwrap(), id);
+        }
+    }
+
+    #[test]
+    fn a_second_instance_on_the_same_state_dir_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = StateDirectory::new(root.path(), "app").unwrap();
+        let lock = dir.lock_application_directory().unwrap();
+        let other = StateDirectory::new(root.path(), "app").unwrap();
+        let err = other.lock_application_directory().unwrap_err();
+        assert!(matches!(err, Error::StateDirectoryLocked { .. }), "{err}");
+        // Task locks are apart from the application directory's.
+        assert!(other.lock_task("0_0").is_ok());
+        drop(lock);
+        assert!(other.lock_application_directory().is_ok());
     }
 
     #[test]

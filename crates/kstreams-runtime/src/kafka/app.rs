@@ -111,6 +111,61 @@ pub struct KafkaStreams {
     threads: Vec<JoinHandle<()>>,
     /// The global thread, when the topology has global tables.
     global: Option<JoinHandle<()>>,
+    /// The process id and the application directory's lock, held from
+    /// `start` until the threads are stopped.
+    process: Option<ProcessIdentity>,
+}
+
+/// Who this instance is across restarts: Kafka Streams' process id.
+struct ProcessIdentity {
+    id: String,
+    /// `None` when the id is not the persisted one (see `ProcessIdentity::initialize`).
+    _directory_lock: Option<kstreams_state::ApplicationDirectoryLock>,
+}
+
+impl ProcessIdentity {
+    /// The id persisted in `<state.dir>/<application.id>`, as Kafka
+    /// Streams' `StateDirectory#initializeProcessId`: the transactional ids
+    /// are made from it, so a restarted instance fences the producers of
+    /// the one it replaces and aborts their open transactions at once,
+    /// instead of read_committed consumers waiting out
+    /// `transaction.timeout.ms`.
+    ///
+    /// Kafka Streams persists it only for topologies with persistent stores
+    /// and draws a new one otherwise; kstreams persists it for every
+    /// topology (the state directory exists anyway), as stateless
+    /// exactly-once apps gain the most. A stateless topology whose directory
+    /// another instance holds gets a new id, as in Kafka Streams; a stateful
+    /// one fails, as in Kafka Streams.
+    fn initialize(topology: &Topology, config: &StreamsConfig) -> Result<Self, RuntimeError> {
+        let state_dir =
+            kstreams_state::StateDirectory::new(&config.state_dir, &config.application_id)?;
+        let stateful = !topology.global_stores().is_empty()
+            || topology
+                .subtopology_ids()
+                .into_iter()
+                .any(|id| topology.subtopology_has_stores(id));
+        let lock = match state_dir.lock_application_directory() {
+            Ok(lock) => lock,
+            Err(e @ kstreams_state::Error::StateDirectoryLocked { .. }) if !stateful => {
+                let id = uuid::Uuid::new_v4().to_string();
+                log::warn!("{e}; this stateless instance runs with a new process id {id}");
+                return Ok(Self {
+                    id,
+                    _directory_lock: None,
+                });
+            }
+            Err(e) => {
+                log::error!("unable to take the state directory's lock: {e}");
+                return Err(e.into());
+            }
+        };
+        let id = lock.initialize_process_id()?.to_string();
+        Ok(Self {
+            id,
+            _directory_lock: Some(lock),
+        })
+    }
 }
 
 impl KafkaStreams {
@@ -133,6 +188,7 @@ impl KafkaStreams {
             }),
             threads: Vec::new(),
             global: None,
+            process: None,
         }
     }
 
@@ -185,15 +241,23 @@ impl KafkaStreams {
             return Err(RuntimeError::IllegalState(state));
         }
         self.config.validate()?;
+        // Before the broker is asked anything, as Kafka Streams does it in
+        // its constructor: a second instance on this state directory fails
+        // at once. Kept when a failed start is retried: this instance holds
+        // the directory's lock already.
+        if self.process.is_none() {
+            self.process = Some(ProcessIdentity::initialize(&self.topology, &self.config)?);
+        }
         prepare_topics(&self.topology, &self.config)?;
         let sources = Arc::new(SourceTopicIndex::new(
             &self.topology,
             &self.config.application_id,
         ));
-        let process_id = format!(
-            "{:08x}",
-            std::process::id() ^ (crate::clock::now_ms() as u32)
-        );
+        let process_id = self
+            .process
+            .as_ref()
+            .map(|p| p.id.clone())
+            .unwrap_or_default();
         self.shared.transition(State::Rebalancing);
         // Global tables are loaded whole before any stream thread runs, so
         // no record is joined against a half-loaded global table.
@@ -274,6 +338,9 @@ impl KafkaStreams {
             if let Some(global) = self.global.take() {
                 let _ = global.join();
             }
+            // No thread uses the state directory any more: another instance
+            // may take it.
+            self.process = None;
             let end = if self.state() == State::PendingError {
                 State::Error
             } else {
@@ -331,13 +398,24 @@ fn spawn(
                 let Err(error) = result else {
                     return;
                 };
-                if error.is_producer_fenced() && !shared.stop.load(Ordering::Acquire) {
+                let fenced = error.is_producer_fenced();
+                if (fenced || is_recoverable_transaction_error(&error))
+                    && !shared.stop.load(Ordering::Acquire)
+                {
                     // Another producer took over this thread's transactional
-                    // id (a zombie was fenced, or this thread was): as Kafka
-                    // Streams' TaskMigratedException, the thread rejoins the
-                    // group with a fresh producer; the aborted transaction's
-                    // records are processed again from the last commit.
-                    log::warn!("{name}: producer fenced ({error}); rejoining with a new producer");
+                    // id (a zombie was fenced, or this thread was), or the
+                    // transaction failed without the producer being lost (the
+                    // broker went away mid-commit): as Kafka Streams'
+                    // TaskMigratedException, the thread rejoins the group
+                    // with a fresh producer, whose init fences the old one and
+                    // aborts its transaction; that transaction's records are
+                    // processed again from the last commit.
+                    let why = if fenced {
+                        "producer fenced"
+                    } else {
+                        "transaction failed"
+                    };
+                    log::warn!("{name}: {why} ({error}); rejoining with a new producer");
                     // A pause, so that a fencing loop does not spin.
                     std::thread::sleep(Duration::from_millis(500));
                     match StreamThread::new(
@@ -396,6 +474,20 @@ fn spawn(
             name: thread_name,
             source,
         })
+}
+
+/// Whether a transaction failed in a way that a new producer recovers from:
+/// librdkafka says it is retriable or needs an abort, and not fatal (the
+/// broker was unreachable mid-commit, a coordinator moved). Kafka Streams'
+/// Java producer rides these out inside its own timeouts; librdkafka
+/// returns them to the caller.
+fn is_recoverable_transaction_error(error: &RuntimeError) -> bool {
+    match error {
+        RuntimeError::Kafka(rdkafka::error::KafkaError::Transaction(e)) => {
+            !e.is_fatal() && (e.is_retriable() || e.txn_requires_abort())
+        }
+        _ => false,
+    }
 }
 
 /// Counts a stream thread out when it ends; the last one out completes a

@@ -167,16 +167,48 @@ pub(crate) fn producer(
         .set("partitioner", "murmur2_random");
     apply_stream_defaults(&mut client, "producer.");
     if config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2 {
-        // KIP-447: one transactional producer per thread.
-        client.set(
-            "transactional.id",
-            format!("{}-{process_id}-{}", config.application_id, index + 1),
-        );
+        set_exactly_once_producer_defaults(&mut client, config, process_id, index);
     }
     apply_user_settings(&mut client, config, KafkaClient::Producer, |k| {
         decided_by_kstreams(k) || decided_under_exactly_once(config, k) || k == "transactional.id"
     });
     client
+}
+
+/// Kafka Streams' exactly-once producer settings (`StreamsConfig`'s
+/// `PRODUCER_EOS_OVERRIDES` and `ActiveTaskCreator`); the user's
+/// `transaction.timeout.ms` still wins, as in Kafka Streams.
+fn set_exactly_once_producer_defaults(
+    client: &mut ClientConfig,
+    config: &StreamsConfig,
+    process_id: &str,
+    index: usize,
+) {
+    client
+        // KIP-447 (EOS v2): one transactional producer per thread, its id
+        // `<application.id>-<process id>-<thread index from 1>`. The process
+        // id survives a restart, so the restarted thread's producer fences
+        // its dead predecessor and aborts the transaction it left open.
+        .set(
+            "transactional.id",
+            format!("{}-{process_id}-{}", config.application_id, index + 1),
+        )
+        // Transactions need it; Kafka Streams does not let the user turn
+        // it off (nor does kstreams: see `decided_under_exactly_once`).
+        .set("enable.idempotence", "true")
+        // librdkafka's default is 60 s: a transaction left open by an
+        // instance that died and does not come back (or comes back with
+        // another state directory) blocks read_committed consumers and
+        // holds back the pending offsets for that long. Kafka Streams
+        // lowers it to 10 s.
+        .set("transaction.timeout.ms", "10000");
+    // Kafka Streams also sets delivery.timeout.ms to Integer.MAX_VALUE
+    // (retry until the transaction fails); librdkafka refuses a
+    // message.timeout.ms (its delivery.timeout.ms) above
+    // transaction.timeout.ms and, left unset, caps it there itself, which
+    // is the same: a record is retried for as long as its transaction may
+    // live. max.in.flight.requests.per.connection (at most 5 under
+    // idempotence) is enforced by librdkafka.
 }
 
 /// A consumer that only assigns partitions to itself, to read them from a
@@ -323,6 +355,34 @@ mod tests {
             producer(&config(&[]), "t", "p1", 1).get("transactional.id"),
             None
         );
+    }
+
+    #[test]
+    fn exactly_once_producers_take_kafka_streams_defaults_unless_the_user_sets_them() {
+        let eos = config(&[("processing.guarantee", "exactly_once_v2")]);
+        let client = producer(&eos, "t", "2b5f0c1e-7d4e-4c51-9f0a-0d4e1c2b3a41", 0);
+        assert_eq!(
+            client.get("transactional.id"),
+            Some("app-2b5f0c1e-7d4e-4c51-9f0a-0d4e1c2b3a41-1")
+        );
+        assert_eq!(client.get("transaction.timeout.ms"), Some("10000"));
+        assert_eq!(client.get("enable.idempotence"), Some("true"));
+        // librdkafka caps it at transaction.timeout.ms when left unset.
+        assert_eq!(client.get("delivery.timeout.ms"), None);
+        assert_eq!(client.get("message.timeout.ms"), None);
+
+        let user = config(&[
+            ("processing.guarantee", "exactly_once_v2"),
+            ("producer.transaction.timeout.ms", "30000"),
+            ("producer.enable.idempotence", "false"),
+        ]);
+        let client = producer(&user, "t", "p", 0);
+        assert_eq!(client.get("transaction.timeout.ms"), Some("30000"));
+        assert_eq!(client.get("enable.idempotence"), Some("true"));
+
+        let alos = producer(&config(&[]), "t", "p", 0);
+        assert_eq!(alos.get("transaction.timeout.ms"), None);
+        assert_eq!(alos.get("enable.idempotence"), None);
     }
 
     #[test]

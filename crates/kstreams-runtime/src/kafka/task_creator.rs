@@ -4,7 +4,7 @@
 //! collector, restoration through the changelog reader, and the task's
 //! `.checkpoint`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -18,6 +18,18 @@ use super::RuntimeError;
 use crate::changelog::ChangelogCollector;
 use crate::clock::now_ms;
 use crate::StreamTask;
+
+/// Whether a checkpoint could not be read for what it holds (not in
+/// Kafka Streams' format, or not even text), rather than for the disk.
+fn is_unreadable_checkpoint(error: &kstreams_state::Error) -> bool {
+    match error {
+        kstreams_state::Error::CorruptCheckpoint { .. } => true,
+        kstreams_state::Error::Io { source, .. } => {
+            source.kind() == std::io::ErrorKind::InvalidData
+        }
+        _ => false,
+    }
+}
 
 /// A task just created, and the lock on its state directory (stateful
 /// tasks only, as in Kafka Streams), held while the task lives.
@@ -75,12 +87,9 @@ impl TaskCreator {
             .filter(move |c| c.subtopology == subtopology)
     }
 
-    /// Locks the task's directory, builds the task with its stores, and
-    /// restores every logged store from its changelog partition. Without
-    /// checkpoints yet, a store restores its whole changelog; under
-    /// exactly-once the local state is wiped first, as it may hold writes
-    /// of an aborted transaction.
-    pub fn create(&mut self, id: TaskId) -> Result<CreatedTask, RuntimeError> {
+    /// The task's store context: its changelog writer, the thread's
+    /// cache, metrics, and its directory when it has one.
+    fn store_context(&self, id: TaskId, directory: Option<&TaskDirectory>) -> StoreContext {
         let writer: Rc<dyn ChangelogWriter> = self.changelog_collector.clone();
         let mut stores =
             StoreContext::new(&self.config.application_id, &id.to_string(), id.partition)
@@ -91,31 +100,99 @@ impl TaskCreator {
         if self.config.metrics_recording_level >= RecordingLevel::Debug {
             stores = stores.with_metrics(self.config.metrics.clone());
         }
+        if let Some(directory) = directory {
+            stores = stores.with_task_directory(directory.path());
+        }
+        stores
+    }
+
+    /// The task's checkpointed changelog offsets. A checkpoint that does
+    /// not parse (truncated by a crash mid-write, overwritten) says nothing
+    /// about what the local stores hold: it is logged and deleted, and the
+    /// task's local state rebuilt from the changelogs. Kafka Streams fails
+    /// the thread here; a task whose whole state is in its changelogs has
+    /// no need to.
+    fn read_checkpoint(&self, id: TaskId, locked: &TaskDirectory) -> Result<Offsets, RuntimeError> {
+        let checkpoint = locked.checkpoint();
+        match checkpoint.read() {
+            Ok(offsets) => Ok(offsets),
+            Err(error) if is_unreadable_checkpoint(&error) => {
+                log::warn!(
+                    "{}: task {id}: {error}; deleting it and rebuilding the task's state from \
+                     its changelogs",
+                    self.thread
+                );
+                checkpoint.delete()?;
+                locked.wipe_state()?;
+                Ok(Offsets::new())
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Locks the task's directory, builds the task with its stores, and
+    /// restores every logged store from its changelog partition. Without
+    /// checkpoints yet, a store restores its whole changelog; under
+    /// exactly-once the local state is wiped first, as it may hold writes
+    /// of an aborted transaction. Damaged local state (a checkpoint that
+    /// does not parse, a store directory gone, a store that does not open)
+    /// is logged and rebuilt from the changelogs.
+    pub fn create(&mut self, id: TaskId) -> Result<CreatedTask, RuntimeError> {
         let mut directory = None;
         let mut checkpointed = Offsets::new();
+        // Stores that had a directory before they were opened: a store
+        // opened without one is new and empty, whatever a checkpoint says.
+        let mut stores_on_disk = HashSet::new();
         if self.topology.subtopology_has_stores(id.subtopology) {
             let locked = self.state_dir.lock_task(&id.to_string())?;
-            let checkpoint = locked.checkpoint();
-            checkpointed = checkpoint.read()?;
+            checkpointed = self.read_checkpoint(id, &locked)?;
             if self.config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2 {
                 // Under exactly-once a checkpoint is valid only as written at
                 // a clean close: it goes now, so a crash while running finds
                 // none; without one, local state may hold aborted writes.
-                checkpoint.delete()?;
+                locked.checkpoint().delete()?;
                 if checkpointed.is_empty() {
                     locked.wipe_state()?;
                 }
             }
-            stores = stores.with_task_directory(locked.path());
+            for changelog in self.changelogs_of(id.subtopology) {
+                let store = &changelog.store;
+                let path = locked.path();
+                if path.join("rocksdb").join(store).exists() || path.join(store).exists() {
+                    stores_on_disk.insert(store.clone());
+                }
+            }
             directory = Some(locked);
         }
-        let mut task = StreamTask::with_store_context(
+        let built = StreamTask::with_store_context(
             &self.topology,
             id,
             self.config.task_config(),
             now_ms(),
-            stores,
-        )?;
+            self.store_context(id, directory.as_ref()),
+        );
+        let mut task = match (built, &directory) {
+            (Ok(task), _) => task,
+            (Err(kstreams_dsl::StreamsError::Store(error)), Some(locked)) => {
+                // A store that does not open (files corrupted or half
+                // deleted) is rebuilt from its changelog, once.
+                log::warn!(
+                    "{}: task {id}: a state store did not open ({error}); deleting the task's \
+                     local state and rebuilding it from its changelogs",
+                    self.thread
+                );
+                locked.wipe_state()?;
+                checkpointed.clear();
+                StreamTask::with_store_context(
+                    &self.topology,
+                    id,
+                    self.config.task_config(),
+                    now_ms(),
+                    self.store_context(id, Some(locked)),
+                )?
+            }
+            (Err(error), _) => return Err(error.into()),
+        };
         task.register_metrics(
             &self.config.metrics,
             self.config.metrics_recording_level,
@@ -123,9 +200,25 @@ impl TaskCreator {
         )?;
         let changelogs: Vec<ChangelogTopic> = self.changelogs_of(id.subtopology).cloned().collect();
         for changelog in changelogs {
-            let after = checkpointed
-                .get(&(changelog.topic.clone(), id.partition))
-                .copied();
+            let key = (changelog.topic.clone(), id.partition);
+            let mut after = checkpointed.get(&key).copied();
+            let persistent = task
+                .context()
+                .stores()
+                .get(&changelog.store)
+                .is_some_and(|s| s.lifecycle.borrow().persistent());
+            if after.is_some() && persistent && !stores_on_disk.contains(&changelog.store) {
+                // Restoring after the checkpoint into an empty store would
+                // lose everything before it.
+                log::warn!(
+                    "{}: task {id}: state store {} has a checkpoint but no local files (deleted?); \
+                     rebuilding it from its whole changelog {}",
+                    self.thread,
+                    changelog.store,
+                    changelog.topic
+                );
+                after = None;
+            }
             self.reader
                 .restore(&mut task, &changelog, id.partition, after)?;
         }

@@ -1,0 +1,170 @@
+//! The scenarios' own Kafka clients: a producer of the input, a
+//! read_committed reader of the output, and the topics.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use kstreams::embedded::rdkafka::consumer::{BaseConsumer, Consumer};
+use kstreams::embedded::rdkafka::message::Headers as _;
+use kstreams::embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use kstreams::embedded::rdkafka::{ClientConfig, Message};
+
+pub use kstreams::embedded::{create_topic, unique_name};
+
+/// One record as a read_committed consumer saw it.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub key: String,
+    pub value: Option<Vec<u8>>,
+    pub headers: Vec<(String, Vec<u8>)>,
+    pub arrived: Instant,
+}
+
+/// A consumer of a topic that keeps everything it reads, from the start,
+/// under read_committed, until dropped.
+pub struct Reader {
+    seen: Arc<Mutex<Vec<Seen>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Reader {
+    pub fn start(bootstrap: &str, topic: &str) -> Reader {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", bootstrap)
+            .set("group.id", unique_name("chaos-verifier"))
+            .set("auto.offset.reset", "earliest")
+            .set("enable.auto.commit", "false")
+            .set("isolation.level", "read_committed")
+            .create()
+            .expect("a consumer config without errors");
+        consumer
+            .subscribe(&[topic])
+            .expect("subscribing to one topic");
+        let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (sink, stopping) = (seen.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !stopping.load(Ordering::Acquire) {
+                let Some(Ok(m)) = consumer.poll(Duration::from_millis(50)) else {
+                    continue;
+                };
+                let headers = m
+                    .headers()
+                    .map(|h| {
+                        h.iter()
+                            .map(|h| (h.key.to_string(), h.value.unwrap_or_default().to_vec()))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let record = Seen {
+                    key: String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned(),
+                    value: m.payload().map(<[u8]>::to_vec),
+                    headers,
+                    arrived: Instant::now(),
+                };
+                sink.lock().unwrap_or_else(|p| p.into_inner()).push(record);
+            }
+        });
+        Reader {
+            seen,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// When record number `index` arrived, if it did.
+    pub fn arrival(&self, index: usize) -> Option<Instant> {
+        self.seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(index)
+            .map(|s| s.arrived)
+    }
+
+    /// Waits until `done` holds for what was read, or the timeout.
+    pub fn wait_for(&self, timeout: Duration, done: impl Fn(&[Seen]) -> bool) -> bool {
+        self.wait_unless(timeout, || false, done)
+    }
+
+    /// Waits until `done` holds for what was read, the timeout, or
+    /// `give_up` (the app under test died, say).
+    pub fn wait_unless(
+        &self,
+        timeout: Duration,
+        mut give_up: impl FnMut() -> bool,
+        done: impl Fn(&[Seen]) -> bool,
+    ) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if done(&self.seen.lock().unwrap_or_else(|p| p.into_inner())) {
+                return true;
+            }
+            if Instant::now() > deadline || give_up() {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn snapshot(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A producer of the scenarios' input (Java's partitioner, as kstreams'
+/// sinks use).
+pub struct Input {
+    producer: BaseProducer,
+    topic: String,
+}
+
+impl Input {
+    pub fn new(bootstrap: &str, topic: &str) -> Input {
+        let producer = ClientConfig::new()
+            .set("bootstrap.servers", bootstrap)
+            .set("linger.ms", "5")
+            .set("partitioner", "murmur2_random")
+            .create()
+            .expect("a producer config without errors");
+        Input {
+            producer,
+            topic: topic.to_string(),
+        }
+    }
+
+    pub fn send(&self, key: &str, value: &[u8]) {
+        let mut record = BaseRecord::to(&self.topic).key(key).payload(value);
+        loop {
+            match self.producer.send(record) {
+                Ok(()) => break,
+                Err((_, back)) => {
+                    record = back;
+                    self.producer.poll(Duration::from_millis(20));
+                }
+            }
+        }
+        self.producer.poll(Duration::ZERO);
+    }
+
+    pub fn flush(&self) {
+        self.producer
+            .flush(Duration::from_secs(60))
+            .expect("the input is acknowledged within 60 s");
+    }
+}

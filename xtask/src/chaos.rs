@@ -1,0 +1,91 @@
+//! `cargo xtask chaos [scenario...] [--long] [--seed N]`: kstreams' chaos
+//! scenarios (the kstreams-chaos crate) on a real broker.
+//!
+//! xtask only leases the broker and runs `kstreams-chaos run <scenario>`
+//! once per scenario; the scenarios, the app they kill and the verifier live
+//! in chaos/, so xtask stays free of Kafka clients.
+
+use std::process::{Command, ExitCode};
+
+use anyhow::{bail, Result};
+
+use crate::cli::Args;
+use crate::kafka::Lease;
+use crate::paths;
+use crate::process;
+
+/// Every scenario, in the order a bare `cargo xtask chaos` runs them.
+pub const SCENARIOS: &[&str] = &["sigkill", "disk", "malformed", "broker-restart"];
+
+pub fn cli(args: Args) -> Result<ExitCode> {
+    let mut scenarios = Vec::new();
+    let mut long = false;
+    let mut seed = None;
+    let mut rest = args.rest().into_iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--long" => long = true,
+            "--seed" => match rest.next() {
+                Some(value) => seed = Some(value),
+                None => bail!("--seed needs a value"),
+            },
+            name if SCENARIOS.contains(&name) => scenarios.push(name.to_string()),
+            other => bail!(
+                "unknown chaos scenario or option `{other}` (scenarios: {})",
+                SCENARIOS.join(", ")
+            ),
+        }
+    }
+    if scenarios.is_empty() {
+        scenarios = SCENARIOS.iter().map(|s| s.to_string()).collect();
+    }
+    let lease = Lease::acquire()?;
+    let passed = run(lease.bootstrap(), &scenarios, long, seed.as_deref())?;
+    Ok(if passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Runs `scenarios` against `bootstrap`; whether all passed. Each runs even
+/// when an earlier one failed, so one run reports everything.
+pub fn run(bootstrap: &str, scenarios: &[String], long: bool, seed: Option<&str>) -> Result<bool> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let mut build = Command::new(&cargo);
+    build
+        .current_dir(paths::repo_root())
+        .args(["build", "--quiet", "--package", "kstreams-chaos"]);
+    if !process::status(&mut build, "cargo build -p kstreams-chaos")?.success() {
+        return Ok(false);
+    }
+    let mut passed = true;
+    for scenario in scenarios {
+        eprintln!("chaos: {scenario}{}", if long { " (long)" } else { "" });
+        let mut command = Command::new(&cargo);
+        command.current_dir(paths::repo_root()).args([
+            "run",
+            "--quiet",
+            "--package",
+            "kstreams-chaos",
+            "--",
+            "run",
+            scenario,
+            "--bootstrap",
+            bootstrap,
+        ]);
+        if long {
+            command.arg("--long");
+        }
+        if scenario == "broker-restart" {
+            // It restarts the nodes of the cluster xtask runs, from their
+            // run files (a broker of KSTREAMS_BOOTSTRAP's it cannot restart).
+            command.arg("--kafka-dir").arg(paths::kafka_dir());
+        }
+        if let Some(seed) = seed {
+            command.args(["--seed", seed]);
+        }
+        passed &= process::status(&mut command, "kstreams-chaos")?.success();
+    }
+    Ok(passed)
+}
