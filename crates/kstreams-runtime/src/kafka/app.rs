@@ -421,3 +421,31 @@ fn shutdown_client(shared: &Shared) {
     shared.transition(State::PendingError);
     shared.stop.store(true, Ordering::Release);
 }
+
+impl KafkaStreams {
+    /// The instance at this moment: its state, its stream threads and their
+    /// tasks with partitions and lag (Kafka Streams'
+    /// `metadataForLocalThreads()`), and whether it is ready for traffic
+    /// ([`LocalMetadata::not_ready_reason`](super::LocalMetadata::not_ready_reason)).
+    pub fn metadata(&self) -> super::LocalMetadata {
+        self.metadata_source()()
+    }
+
+    /// A function that reads [`KafkaStreams::metadata`] from any thread, for
+    /// as long as it is kept: what an HTTP server or a probe holds.
+    pub fn metadata_source(&self) -> impl Fn() -> super::LocalMetadata + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        let board = self.config.local_metadata.clone();
+        move || super::LocalMetadata {
+            state: *shared.state.lock().unwrap_or_else(|p| p.into_inner()),
+            threads_configured: shared.threads_total,
+            threads_alive: shared.threads_alive.load(Ordering::Acquire),
+            threads: board.threads(),
+        }
+    }
+
+    /// The topology it runs, as Kafka Streams' `Topology#describe()`.
+    pub fn describe(&self) -> kstreams_dsl::TopologyDescription {
+        self.topology.describe()
+    }
+}

@@ -205,6 +205,9 @@ pub struct StreamsConfig {
     /// Shared by clones: every thread and task of the application records
     /// into it, and `KafkaStreams::metrics` hands it out.
     pub(crate) metrics: MetricsRegistry,
+    /// Shared by clones, as `metrics`: the stream threads publish their
+    /// tasks on it and `KafkaStreams::metadata` reads it.
+    pub(crate) local_metadata: super::local_metadata::MetadataBoard,
 }
 
 impl std::fmt::Debug for StreamsConfig {
@@ -246,6 +249,7 @@ impl StreamsConfig {
             metrics_recording_level: RecordingLevel::Info,
             poll: Duration::from_millis(100),
             metrics: MetricsRegistry::new(),
+            local_metadata: Default::default(),
         }
     }
 
