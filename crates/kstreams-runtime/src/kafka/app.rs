@@ -163,7 +163,7 @@ impl KafkaStreams {
     }
 
     /// The application's metrics (Kafka Streams' `KafkaStreams#metrics`):
-    /// serve them with [`kstreams_metrics::MetricsExporter`] or read them
+    /// serve them with kstreams-http's `HttpServer` or read them
     /// with [`MetricsRegistry::gather_text`](kstreams_metrics::MetricsRegistry::gather_text).
     pub fn metrics(&self) -> &kstreams_metrics::MetricsRegistry {
         &self.config.metrics
