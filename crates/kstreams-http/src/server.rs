@@ -75,6 +75,16 @@ impl HttpServer {
         )
     }
 
+    /// [`HttpServer::start`] on the address of the application's
+    /// configuration (`kstreams.http.address`, or
+    /// `StreamsConfig::http_address`); `None` when it has none, as the
+    /// endpoints are off unless asked for.
+    pub fn start_configured(app: &KafkaStreams) -> Result<Option<Self>, Error> {
+        app.http_address()
+            .map(|address| Self::start(app, address))
+            .transpose()
+    }
+
     /// Serves only `/metrics` from `registry`: for metrics recorded without
     /// a [`KafkaStreams`] (a test driver, a program's own).
     pub fn serve_metrics(

@@ -298,6 +298,36 @@ fn an_application_is_scraped_probed_and_drawn_over_http() {
 }
 
 #[test]
+fn the_configuration_decides_whether_and_where_it_listens() {
+    let builder = StreamsBuilder::new();
+    builder.stream::<String, String>(INPUT).to(OUTPUT);
+    let unset = KafkaStreams::new(
+        builder.build().unwrap(),
+        StreamsConfig::new("http-off", "localhost:1"),
+    );
+    assert!(HttpServer::start_configured(&unset).unwrap().is_none());
+
+    // A free port, then configured by its Kafka-style key.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = StreamsConfig::from_properties([
+        ("application.id", "http-on".to_string()),
+        ("bootstrap.servers", "localhost:1".to_string()),
+        ("kstreams.http.address", format!("127.0.0.1:{port}")),
+    ])
+    .unwrap();
+    let builder = StreamsBuilder::new();
+    builder.stream::<String, String>(INPUT).to(OUTPUT);
+    let app = KafkaStreams::new(builder.build().unwrap(), config);
+    let server = HttpServer::start_configured(&app).unwrap().unwrap();
+    assert_eq!(server.local_addr().port(), port);
+    assert_eq!(get(server.local_addr(), "/health/ready").status, 503);
+}
+
+#[test]
 fn metrics_alone_are_served_without_an_application() {
     let registry = MetricsRegistry::new();
     let server = HttpServer::serve_metrics(registry.clone(), "127.0.0.1:0").unwrap();

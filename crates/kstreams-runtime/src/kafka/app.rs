@@ -444,6 +444,12 @@ impl KafkaStreams {
         }
     }
 
+    /// Where the operator's HTTP endpoints are to listen
+    /// (`kstreams.http.address`), if configured.
+    pub fn http_address(&self) -> Option<std::net::SocketAddr> {
+        self.config.configured_http_address()
+    }
+
     /// The topology it runs, as Kafka Streams' `Topology#describe()`.
     pub fn describe(&self) -> kstreams_dsl::TopologyDescription {
         self.topology.describe()
