@@ -298,6 +298,81 @@ fn an_application_is_scraped_probed_and_drawn_over_http() {
 }
 
 #[test]
+fn not_ready_while_the_stores_restore() {
+    const CHANGELOG_RECORDS: usize = 90_000;
+    let _ = env_logger::builder().is_test(true).try_init();
+    let kafka = EmbeddedKafka::start(1).unwrap();
+    kafka.create_topic(INPUT, 3, 1).unwrap();
+    kafka.create_topic(OUTPUT, 3, 1).unwrap();
+    let mut app = count_app(&kafka, "http-restore");
+    // A changelog as a previous instance left it: this one restores it all.
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", kafka.bootstrap_servers())
+        .create()
+        .unwrap();
+    for i in 0..CHANGELOG_RECORDS {
+        let key = format!("page{i}");
+        let count = (i as i64).to_be_bytes();
+        let record = BaseRecord::to("http-restore-counts-changelog")
+            .key(&key)
+            .payload(&count[..])
+            .partition((i % 3) as i32);
+        let mut record = record;
+        while let Err((e, back)) = producer.send(record) {
+            assert!(
+                matches!(
+                    e.rdkafka_error_code(),
+                    Some(kstreams_embedded::rdkafka::types::RDKafkaErrorCode::QueueFull)
+                ),
+                "{e}"
+            );
+            producer.poll(Duration::from_millis(10));
+            record = back;
+        }
+        producer.poll(Duration::ZERO);
+    }
+    producer.flush(Duration::from_secs(60)).unwrap();
+
+    let server = HttpServer::start(&app, "127.0.0.1:0").unwrap();
+    let address = server.local_addr();
+    let probe = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut answers = Vec::new();
+        loop {
+            let answer = get(address, "/health/ready");
+            let ready = answer.status == 200;
+            answers.push((answer.status, answer.body));
+            if ready || Instant::now() > deadline {
+                return answers;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    });
+    app.start().unwrap();
+    let answers = probe.join().unwrap();
+    let (last, before) = answers.split_last().unwrap();
+    assert_eq!(last.0, 200, "never ready: {:?}", before.last());
+    assert!(before.iter().all(|(status, _)| *status == 503));
+    assert!(
+        before
+            .iter()
+            .any(|(_, body)| body.contains("restoring their stores")),
+        "no answer saw the restore: {:?}",
+        before.iter().map(|(_, b)| b).collect::<Vec<_>>()
+    );
+    let state = json(&get(address, "/state"));
+    assert_eq!(state["threads"][0]["restoring"], false);
+    assert_eq!(
+        state["threads"][0]["active_tasks"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    assert!(app.close(Duration::from_secs(30)));
+}
+
+#[test]
 fn the_configuration_decides_whether_and_where_it_listens() {
     let builder = StreamsBuilder::new();
     builder.stream::<String, String>(INPUT).to(OUTPUT);

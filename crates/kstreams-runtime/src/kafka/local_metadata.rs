@@ -29,9 +29,13 @@ impl LocalMetadata {
     /// Why the instance cannot take traffic yet, or `None` when it can:
     /// RUNNING, every thread alive, no store restoring, no table
     /// bootstrapping.
+    ///
+    /// While the instance rebalances, the reason names what it waits on
+    /// when a thread can say (a restore, a bootstrap).
     pub fn not_ready_reason(&self) -> Option<String> {
-        if self.state != State::Running {
-            return Some(format!("state is {:?}, not Running", self.state));
+        let state_reason = || Some(format!("state is {:?}, not Running", self.state));
+        if !matches!(self.state, State::Running | State::Rebalancing) {
+            return state_reason();
         }
         if self.threads_alive < self.threads_configured {
             return Some(format!(
@@ -42,7 +46,10 @@ impl LocalMetadata {
         }
         for thread in &self.threads {
             if thread.restoring {
-                return Some(format!("{} is restoring state", thread.thread_name));
+                return Some(format!(
+                    "{} is creating its tasks and restoring their stores",
+                    thread.thread_name
+                ));
             }
             if let Some(task) = thread.active_tasks.iter().find(|t| t.bootstrapping) {
                 return Some(format!(
@@ -50,6 +57,9 @@ impl LocalMetadata {
                     task.subtopology, task.partition, thread.thread_name
                 ));
             }
+        }
+        if self.state != State::Running {
+            return state_reason();
         }
         None
     }
@@ -176,6 +186,14 @@ mod tests {
         assert!(dead.not_ready_reason().unwrap().contains("1 of 2"));
         let restoring = running(vec![thread(true, false)]);
         assert!(restoring.not_ready_reason().unwrap().contains("restoring"));
+        let restoring_in_a_rebalance = LocalMetadata {
+            state: State::Rebalancing,
+            ..running(vec![thread(true, false)])
+        };
+        assert!(restoring_in_a_rebalance
+            .not_ready_reason()
+            .unwrap()
+            .contains("restoring"));
         let bootstrapping = running(vec![thread(false, true)]);
         assert!(bootstrapping
             .not_ready_reason()
