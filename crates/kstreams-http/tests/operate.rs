@@ -204,6 +204,9 @@ fn an_application_is_scraped_probed_and_drawn_over_http() {
                 "kstreams_consumer_records_lag",
                 &[r#"topic="clicks""#],
             ) == 0.0
+            // Even lag: no partition behind the others.
+            && r.body
+                .contains(r#"kstreams_consumer_records_lag_skew{topic="clicks"} 0"#)
     })
     .body;
     let source = r#"node="KSTREAM-SOURCE-0000000000""#;

@@ -6,7 +6,10 @@
 //! [`MetadataBoard`] (after an assignment and about once a second); readers
 //! copy it out under a short lock, so the record path never waits on them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+use kstreams_metrics::names::CONSUMER_RECORDS_LAG_SKEW;
+use kstreams_metrics::MetricsRegistry;
 use std::sync::{Arc, Mutex};
 
 use super::app::State;
@@ -107,6 +110,9 @@ pub struct TaskPartition {
 #[derive(Clone, Default)]
 pub(crate) struct MetadataBoard {
     threads: Arc<Mutex<BTreeMap<String, ThreadMetadata>>>,
+    /// Topics whose skew gauge is exported, to drop those no thread reads
+    /// any more.
+    skewed_topics: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl MetadataBoard {
@@ -137,9 +143,50 @@ impl MetadataBoard {
         self.lock().values().cloned().collect()
     }
 
+    /// Sets each source topic's lag skew (its largest partition lag less
+    /// the mean, over every thread's partitions with a known lag) and
+    /// drops the gauge of topics no longer read.
+    pub fn record_skew(&self, registry: &MetricsRegistry) {
+        let skews = lag_skew_by_topic(&self.threads());
+        let mut exported = self.skewed_topics.lock().unwrap_or_else(|p| p.into_inner());
+        for topic in exported.iter() {
+            if !skews.contains_key(topic) {
+                registry.remove(&CONSUMER_RECORDS_LAG_SKEW, &[topic]);
+            }
+        }
+        exported.clear();
+        for (topic, skew) in skews {
+            match registry.gauge(&CONSUMER_RECORDS_LAG_SKEW, &[&topic]) {
+                Ok(gauge) => gauge.set(skew),
+                Err(e) => log::warn!("lag skew of {topic}: {e}"),
+            }
+            exported.insert(topic);
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, ThreadMetadata>> {
         self.threads.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// Per topic: the largest partition lag less the mean lag (rounded down),
+/// over the partitions whose lag is known.
+fn lag_skew_by_topic(threads: &[ThreadMetadata]) -> BTreeMap<String, i64> {
+    let mut lags: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
+    for task in threads.iter().flat_map(|t| &t.active_tasks) {
+        for p in &task.topic_partitions {
+            if let Some(lag) = p.lag {
+                lags.entry(p.topic.as_str()).or_default().push(lag);
+            }
+        }
+    }
+    lags.into_iter()
+        .map(|(topic, lags)| {
+            let max = lags.iter().copied().max().unwrap_or(0);
+            let mean = lags.iter().sum::<i64>() / lags.len() as i64;
+            (topic.to_string(), max - mean)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -199,6 +246,49 @@ mod tests {
             .not_ready_reason()
             .unwrap()
             .contains("task 0_2"));
+    }
+
+    fn reading(partitions: &[(&str, i32, Option<i64>)]) -> ThreadMetadata {
+        ThreadMetadata {
+            thread_name: "t".to_string(),
+            restoring: false,
+            active_tasks: partitions
+                .iter()
+                .map(|(topic, partition, lag)| TaskMetadata {
+                    subtopology: 0,
+                    partition: *partition,
+                    topic_partitions: vec![TaskPartition {
+                        topic: topic.to_string(),
+                        partition: *partition,
+                        lag: *lag,
+                    }],
+                    bootstrapping: false,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn skew_is_the_hottest_partition_against_the_mean() {
+        let threads = vec![
+            reading(&[("a", 0, Some(10)), ("a", 1, Some(10)), ("b", 0, None)]),
+            reading(&[("a", 2, Some(100)), ("b", 1, Some(0))]),
+        ];
+        let skews = lag_skew_by_topic(&threads);
+        // Mean 40, largest 100.
+        assert_eq!(skews["a"], 60);
+        assert_eq!(skews["b"], 0);
+
+        let registry = MetricsRegistry::new();
+        let board = MetadataBoard::default();
+        board.publish(threads[1].clone());
+        board.record_skew(&registry);
+        assert!(registry
+            .gather_text()
+            .contains(r#"kstreams_consumer_records_lag_skew{topic="b"} 0"#));
+        board.remove("t");
+        board.record_skew(&registry);
+        assert!(!registry.gather_text().contains("lag_skew{"));
     }
 
     #[test]

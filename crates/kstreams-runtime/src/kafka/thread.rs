@@ -193,6 +193,7 @@ impl ThreadLoop {
         };
         self.tasks.close_all();
         self.config.local_metadata.remove(&self.name);
+        self.config.local_metadata.record_skew(&self.config.metrics);
         self.partition_metrics.remove_all(&self.config.metrics);
         self.config
             .metrics
@@ -348,6 +349,7 @@ impl ThreadLoop {
             restoring: false,
             active_tasks: self.tasks.metadata(&self.lags),
         });
+        self.config.local_metadata.record_skew(&self.config.metrics);
     }
 
     /// Kafka Streams' `onPartitionsRevoked`: every task is committed first,
