@@ -376,6 +376,24 @@ fn not_ready_while_the_stores_restore() {
 }
 
 #[test]
+fn global_tables_alone_are_ready_without_stream_threads() {
+    let kafka = EmbeddedKafka::start(1).unwrap();
+    kafka.create_topic("customers", 2, 1).unwrap();
+    let builder = StreamsBuilder::new();
+    let _customers = builder.global_table::<String, String>("customers");
+    let state_dir = std::env::temp_dir().join(format!("kstreams-http-global-{}", now_ms()));
+    let config = StreamsConfig::new("http-global", kafka.bootstrap_servers()).state_dir(state_dir);
+    let mut app = KafkaStreams::new(builder.build().unwrap(), config);
+    let server = HttpServer::start(&app, "127.0.0.1:0").unwrap();
+    app.start().unwrap();
+    let ready = wait_for(server.local_addr(), "/health/ready", "readiness", |r| {
+        r.status == 200
+    });
+    assert_eq!(json(&ready)["state"], "RUNNING");
+    assert!(app.close(Duration::from_secs(30)));
+}
+
+#[test]
 fn the_configuration_decides_whether_and_where_it_listens() {
     let builder = StreamsBuilder::new();
     builder.stream::<String, String>(INPUT).to(OUTPUT);

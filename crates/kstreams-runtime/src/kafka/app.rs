@@ -436,9 +436,18 @@ impl KafkaStreams {
     pub fn metadata_source(&self) -> impl Fn() -> super::LocalMetadata + Send + Sync + 'static {
         let shared = self.shared.clone();
         let board = self.config.local_metadata.clone();
+        // As start() decides: a topology of global tables alone runs no
+        // stream thread, and none is missing.
+        let sources = SourceTopicIndex::new(&self.topology, &self.config.application_id);
+        let threads_configured =
+            if sources.topics().next().is_none() && sources.patterns().next().is_none() {
+                0
+            } else {
+                shared.threads_total
+            };
         move || super::LocalMetadata {
             state: *shared.state.lock().unwrap_or_else(|p| p.into_inner()),
-            threads_configured: shared.threads_total,
+            threads_configured,
             threads_alive: shared.threads_alive.load(Ordering::Acquire),
             threads: board.threads(),
         }
