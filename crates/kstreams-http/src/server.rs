@@ -58,7 +58,10 @@ impl HttpServer {
     pub fn start(app: &KafkaStreams, address: impl ToSocketAddrs) -> Result<Self, Error> {
         let description = app.describe();
         let dot = topology_dot(&description);
-        let svg = dot_to_svg(&dot)?;
+        let svg = dot_to_svg(&dot).unwrap_or_else(|e| {
+            log::warn!("/topology.svg: {e}; /topology.dot has the topology");
+            error_svg(&e.to_string())
+        });
         let views = TopologyViews {
             text: description.to_string(),
             stores: stores_by_subtopology(&description),
@@ -179,6 +182,18 @@ impl HttpServer {
             let _ = thread.join();
         }
     }
+}
+
+/// A picture saying why there is no picture.
+fn error_svg(message: &str) -> String {
+    let escaped = message
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"800\" height=\"40\">\
+         <text x=\"10\" y=\"25\">{escaped}</text></svg>"
+    )
 }
 
 impl Drop for HttpServer {
