@@ -18,26 +18,27 @@ pub fn topology_dot(description: &TopologyDescription) -> String {
     let mut topics = BTreeSet::new();
     let mut edges = String::new();
     for subtopology in &description.subtopologies {
-        let label = format!("Sub-topology: {}", subtopology.id);
+        let cluster = Cluster {
+            name: format!("cluster_{}", subtopology.id),
+            label: format!("Sub-topology: {}", subtopology.id),
+            fill: SUBTOPOLOGY_FILLS[subtopology.id % SUBTOPOLOGY_FILLS.len()],
+        };
         write_cluster(
             &mut dot,
             &mut edges,
             &mut topics,
-            &format!("cluster_{}", subtopology.id),
-            &label,
+            &cluster,
             &subtopology.nodes,
         );
     }
     for global in &description.global_stores {
-        let label = format!("Global store: {}", global.id);
-        write_cluster(
-            &mut dot,
-            &mut edges,
-            &mut topics,
-            &format!("cluster_global_{}", global.id),
-            &label,
-            &[global.source.clone(), global.processor.clone()],
-        );
+        let cluster = Cluster {
+            name: format!("cluster_global_{}", global.id),
+            label: format!("Global store: {}", global.id),
+            fill: SUBTOPOLOGY_FILLS[global.id % SUBTOPOLOGY_FILLS.len()],
+        };
+        let nodes = [global.source.clone(), global.processor.clone()];
+        write_cluster(&mut dot, &mut edges, &mut topics, &cluster, &nodes);
     }
     for topic in &topics {
         let _ = writeln!(
@@ -52,21 +53,42 @@ pub fn topology_dot(description: &TopologyDescription) -> String {
     dot
 }
 
+/// Node fills, one per sub-topology in turn: renderers that draw no
+/// cluster boxes (layout-rs) still show which nodes run together. Topics
+/// and stores have colours of their own, not among these.
+const SUBTOPOLOGY_FILLS: &[&str] = &[
+    "honeydew",
+    "lavender",
+    "mistyrose",
+    "lemonchiffon",
+    "aliceblue",
+    "seashell",
+    "thistle",
+    "mintcream",
+];
+
+/// A sub-topology's (or global store's) cluster.
+struct Cluster {
+    name: String,
+    label: String,
+    fill: &'static str,
+}
+
 fn write_cluster(
     dot: &mut String,
     edges: &mut String,
     topics: &mut BTreeSet<String>,
-    cluster: &str,
-    label: &str,
+    cluster: &Cluster,
     nodes: &[NodeDescription],
 ) {
-    let _ = writeln!(dot, "  subgraph {cluster} {{");
-    let _ = writeln!(dot, "    graph [label={}];", quoted(label));
+    let _ = writeln!(dot, "  subgraph {} {{", cluster.name);
+    let _ = writeln!(dot, "    graph [label={}];", quoted(&cluster.label));
     for node in nodes {
         let _ = writeln!(
             dot,
-            "    {} [shape=box, label={}];",
+            "    {} [shape=box, style=filled, fillcolor={}, label={}];",
             quoted(&node.name),
+            cluster.fill,
             quoted(&node.name)
         );
         match &node.kind {
@@ -175,6 +197,12 @@ mod tests {
         assert!(dot.starts_with("digraph topology {"), "{dot}");
         assert!(dot.contains("subgraph cluster_0 {"), "{dot}");
         assert!(dot.contains(r#"graph [label="Sub-topology: 0"];"#), "{dot}");
+        assert!(
+            dot.contains(
+                r#""KSTREAM-SOURCE-0000000000" [shape=box, style=filled, fillcolor=honeydew"#
+            ),
+            "{dot}"
+        );
         assert!(
             dot.contains(r#""topic:words" -> "KSTREAM-SOURCE-0000000000";"#),
             "{dot}"

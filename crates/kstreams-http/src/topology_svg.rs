@@ -10,7 +10,7 @@ use crate::Error;
 /// writes it) as SVG.
 ///
 /// layout-rs flattens subgraphs: the sub-topology clusters of the DOT text
-/// are not drawn as boxes, their nodes are.
+/// are not drawn as boxes; their nodes share a fill colour instead.
 pub fn dot_to_svg(dot: &str) -> Result<String, Error> {
     let graph = DotParser::new(dot).process().map_err(Error::Layout)?;
     // The picture is an aid: should the layout engine panic on some graph,
