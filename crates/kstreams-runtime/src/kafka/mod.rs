@@ -11,6 +11,7 @@ mod clients;
 mod config;
 mod consumer_position;
 mod global;
+mod local_metadata;
 mod offset_metadata;
 mod partition_group;
 mod partitioner;
@@ -24,6 +25,7 @@ mod topics;
 
 pub use app::{KafkaStreams, State, StreamThreadExceptionResponse};
 pub use config::{ConfigError, ProcessingGuarantee, StreamsConfig};
+pub use local_metadata::{LocalMetadata, TaskMetadata, TaskPartition, ThreadMetadata};
 
 use kstreams_dsl::StreamsError;
 use rdkafka::error::KafkaError;
