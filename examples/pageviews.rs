@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use kstreams::embedded::rdkafka::consumer::{BaseConsumer, Consumer};
 use kstreams::embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams::embedded::rdkafka::{ClientConfig, Message};
-use kstreams::metrics::MetricsExporter;
+use kstreams::http::HttpServer;
 use kstreams::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -120,17 +120,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .state_dir(&state_dir);
     let mut app = KafkaStreams::new(topology, config);
     app.set_state_listener(|new, old| println!("state: {old:?} -> {new:?}"));
-    app.start()?;
-    // KSTREAMS_METRICS_ADDR=127.0.0.1:9464 serves the metrics to Prometheus
-    // at /metrics while the example runs.
-    let exporter = match std::env::var("KSTREAMS_METRICS_ADDR") {
+    // KSTREAMS_HTTP_ADDR=127.0.0.1:9464 serves /metrics, /health/live,
+    // /health/ready, /topology(.dot|.svg) and /state while the example runs;
+    // started before the app, so a probe sees it become ready.
+    let server = match std::env::var("KSTREAMS_HTTP_ADDR") {
         Ok(address) => {
-            let exporter = MetricsExporter::start(app.metrics().clone(), address.as_str())?;
-            println!("metrics at http://{}/metrics", exporter.local_addr());
-            Some(exporter)
+            let server = HttpServer::start(&app, address.as_str())?;
+            let url = server.url();
+            println!(
+                "operate it at {url}/metrics {url}/health/ready {url}/topology.svg {url}/state"
+            );
+            Some(server)
         }
         Err(_) => None,
     };
+    app.start()?;
 
     // SIGTERM or Ctrl-C ends the wait early; the app still closes cleanly.
     let interrupted = Arc::new(AtomicBool::new(false));
@@ -158,8 +162,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("  {line}");
     }
     let closed = app.close(Duration::from_secs(30));
-    if let Some(exporter) = exporter {
-        exporter.stop();
+    if let Some(server) = server {
+        server.stop();
     }
     let _ = std::fs::remove_dir_all(&state_dir);
     for (topic, records) in &outputs {

@@ -11,8 +11,10 @@
 //!   ([`MetricsRegistry::gather_text`]);
 //! - the [`names`] of Kafka Streams' metrics in Prometheus spelling, such as
 //!   `kstreams_task_process_total{thread_id,task_id}` for
-//!   `stream-task-metrics` `process-rate`/`process-total`;
-//! - a small HTTP exporter that serves `/metrics` ([`MetricsExporter`]).
+//!   `stream-task-metrics` `process-rate`/`process-total`.
+//!
+//! Serving them over HTTP is kstreams-http's (`HttpServer` serves
+//! `/metrics` beside the health, topology and state endpoints).
 //!
 //! ```
 //! use kstreams_metrics::{names, MetricsRegistry};
@@ -31,13 +33,11 @@
 //! protobuf support); [`MetricsRegistry::prometheus_registry`] reaches it
 //! for collectors of your own.
 
-mod exporter;
 pub mod names;
 mod registry;
 
 use std::time::{Duration, Instant};
 
-pub use exporter::MetricsExporter;
 pub use registry::{MetricsRegistry, NodeSensors, PartitionSensors, TaskSensors, ThreadSensors};
 
 /// Which metrics are recorded: Kafka Streams' `metrics.recording.level`.
@@ -100,16 +100,6 @@ pub enum Error {
         actual: names::MetricKind,
         /// What was asked.
         requested: names::MetricKind,
-    },
-    /// The exporter could not listen.
-    #[error("metrics exporter: {action} {address}: {source}")]
-    Io {
-        /// What was being done.
-        action: &'static str,
-        /// The address involved.
-        address: String,
-        /// The OS error.
-        source: std::io::Error,
     },
 }
 

@@ -313,6 +313,15 @@ pub const CONSUMER_RECORDS_LAG: MetricDef = gauge(
     PARTITION_LABELS,
     "consumer-fetch-manager-metrics: records-lag",
 );
+/// How far the most lagging partition of a source topic is behind the
+/// topic's mean lag, over the partitions this instance reads: 0 when the
+/// lag is even; large when a hot partition falls behind.
+pub const CONSUMER_RECORDS_LAG_SKEW: MetricDef = gauge(
+    "kstreams_consumer_records_lag_skew",
+    "Records by which the most lagging partition of a source topic is behind the topic's mean lag, over this instance's partitions.",
+    &[TOPIC],
+    "",
+);
 /// Records consumed from a partition.
 pub const CONSUMER_RECORDS_CONSUMED_TOTAL: MetricDef = counter(
     "kstreams_consumer_records_consumed_total",
@@ -435,6 +444,7 @@ pub const ALL: &[&MetricDef] = &[
     &NODE_PROCESS_TOTAL,
     &RECORD_E2E_LATENCY,
     &CONSUMER_RECORDS_LAG,
+    &CONSUMER_RECORDS_LAG_SKEW,
     &CONSUMER_RECORDS_CONSUMED_TOTAL,
     &STATE_PUT_LATENCY,
     &STATE_PUT_IF_ABSENT_LATENCY,

@@ -59,13 +59,17 @@
 //! `TopologyTestDriver` and `KafkaStreams`), and, with the `embedded`
 //! feature, `embedded` (an in-process Kafka for examples and tests); with
 //! the `avro` feature, `avro` (Avro serdes in the Confluent wire format and
-//! a Schema Registry client).
+//! a Schema Registry client); with the `http` feature, `http` (the
+//! operator's endpoints: `http::HttpServer::start(&app, address)` serves
+//! metrics, health probes, the topology picture and the instance's state).
 
 #[cfg(feature = "avro")]
 pub use kstreams_avro as avro;
 pub use kstreams_dsl as dsl;
 #[cfg(feature = "embedded")]
 pub use kstreams_embedded as embedded;
+#[cfg(feature = "http")]
+pub use kstreams_http as http;
 pub use kstreams_metrics as metrics;
 pub use kstreams_record as record;
 pub use kstreams_runtime as runtime;

@@ -219,7 +219,7 @@ impl KafkaStreams {
     }
 
     /// The application's metrics (Kafka Streams' `KafkaStreams#metrics`):
-    /// serve them with [`kstreams_metrics::MetricsExporter`] or read them
+    /// serve them with kstreams-http's `HttpServer` or read them
     /// with [`MetricsRegistry::gather_text`](kstreams_metrics::MetricsRegistry::gather_text).
     pub fn metrics(&self) -> &kstreams_metrics::MetricsRegistry {
         &self.config.metrics
@@ -512,4 +512,47 @@ impl Drop for AliveGuard<'_> {
 fn shutdown_client(shared: &Shared) {
     shared.transition(State::PendingError);
     shared.stop.store(true, Ordering::Release);
+}
+
+impl KafkaStreams {
+    /// The instance at this moment: its state, its stream threads and their
+    /// tasks with partitions and lag (Kafka Streams'
+    /// `metadataForLocalThreads()`), and whether it is ready for traffic
+    /// ([`LocalMetadata::not_ready_reason`](super::LocalMetadata::not_ready_reason)).
+    pub fn metadata(&self) -> super::LocalMetadata {
+        self.metadata_source()()
+    }
+
+    /// A function that reads [`KafkaStreams::metadata`] from any thread, for
+    /// as long as it is kept: what an HTTP server or a probe holds.
+    pub fn metadata_source(&self) -> impl Fn() -> super::LocalMetadata + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        let board = self.config.local_metadata.clone();
+        // As start() decides: a topology of global tables alone runs no
+        // stream thread, and none is missing.
+        let sources = SourceTopicIndex::new(&self.topology, &self.config.application_id);
+        let threads_configured =
+            if sources.topics().next().is_none() && sources.patterns().next().is_none() {
+                0
+            } else {
+                shared.threads_total
+            };
+        move || super::LocalMetadata {
+            state: *shared.state.lock().unwrap_or_else(|p| p.into_inner()),
+            threads_configured,
+            threads_alive: shared.threads_alive.load(Ordering::Acquire),
+            threads: board.threads(),
+        }
+    }
+
+    /// Where the operator's HTTP endpoints are to listen
+    /// (`kstreams.http.address`), if configured.
+    pub fn http_address(&self) -> Option<std::net::SocketAddr> {
+        self.config.configured_http_address()
+    }
+
+    /// The topology it runs, as Kafka Streams' `Topology#describe()`.
+    pub fn describe(&self) -> kstreams_dsl::TopologyDescription {
+        self.topology.describe()
+    }
 }

@@ -205,6 +205,12 @@ pub struct StreamsConfig {
     /// Shared by clones: every thread and task of the application records
     /// into it, and `KafkaStreams::metrics` hands it out.
     pub(crate) metrics: MetricsRegistry,
+    /// Shared by clones, as `metrics`: the stream threads publish their
+    /// tasks on it and `KafkaStreams::metadata` reads it.
+    pub(crate) local_metadata: super::local_metadata::MetadataBoard,
+    /// `kstreams.http.address`: where kstreams-http's server listens when
+    /// started from the configuration; `None` (the default) serves nothing.
+    pub(crate) http_address: Option<std::net::SocketAddr>,
 }
 
 impl std::fmt::Debug for StreamsConfig {
@@ -246,6 +252,8 @@ impl StreamsConfig {
             metrics_recording_level: RecordingLevel::Info,
             poll: Duration::from_millis(100),
             metrics: MetricsRegistry::new(),
+            local_metadata: Default::default(),
+            http_address: None,
         }
     }
 
@@ -563,6 +571,15 @@ impl StreamsConfig {
                 self.metrics_recording_level =
                     value.parse().map_err(|_| invalid("INFO, DEBUG or TRACE"))?
             }
+            HTTP_ADDRESS => {
+                self.http_address = if value.trim().is_empty() {
+                    None
+                } else {
+                    Some(value.trim().parse().map_err(|_| {
+                        invalid("an IP address and port, such as 127.0.0.1:9464 (this host only) or 0.0.0.0:9464, or empty for no server")
+                    })?)
+                }
+            }
             "processing.exception.handler" => {
                 self.processing = match short_class_name(value) {
                     "LogAndFailProcessingExceptionHandler" => ProcessingHandling::Fail,
@@ -585,6 +602,21 @@ impl StreamsConfig {
             }
         }
         Ok(())
+    }
+
+    /// Where kstreams-http's `HttpServer::start_configured` listens
+    /// (`kstreams.http.address`, unset by default: no server). Bind to
+    /// 127.0.0.1 unless the endpoints are meant to be reached from other
+    /// hosts.
+    pub fn http_address(mut self, address: std::net::SocketAddr) -> Self {
+        self.http_address = Some(address);
+        self
+    }
+
+    /// The address set by [`StreamsConfig::http_address`] or
+    /// `kstreams.http.address`, if any.
+    pub fn configured_http_address(&self) -> Option<std::net::SocketAddr> {
+        self.http_address
     }
 
     /// Which metrics are recorded (`metrics.recording.level`): state store
@@ -999,7 +1031,12 @@ const KNOWN_KEYS: &[&str] = &[
     "errors.dead.letter.queue.topic.name",
     "metrics.recording.level",
     "poll.ms",
+    HTTP_ADDRESS,
 ];
+
+/// kstreams' own key (no Kafka Streams config starts with `kstreams.`):
+/// the address of the operator's HTTP endpoints.
+const HTTP_ADDRESS: &str = "kstreams.http.address";
 
 /// What kstreams does with a Kafka Streams config it has no use for.
 enum KafkaStreamsOnly {
@@ -1147,6 +1184,26 @@ mod tests {
             .metrics
             .gather_text()
             .contains("kstreams_task_process_total"));
+    }
+
+    #[test]
+    fn the_http_address_is_an_ip_and_port_or_nothing() {
+        let mut config = StreamsConfig::new("app", "b:1");
+        assert_eq!(config.configured_http_address(), None);
+        config
+            .set("kstreams.http.address", "127.0.0.1:9464")
+            .unwrap();
+        assert_eq!(
+            config.configured_http_address(),
+            Some("127.0.0.1:9464".parse().unwrap())
+        );
+        let err = config
+            .set("kstreams.http.address", "localhost")
+            .unwrap_err();
+        assert!(matches!(err, ConfigError::Invalid { .. }), "{err}");
+        assert!(err.to_string().contains("kstreams.http.address"), "{err}");
+        config.set("kstreams.http.address", "").unwrap();
+        assert_eq!(config.configured_http_address(), None);
     }
 
     #[test]

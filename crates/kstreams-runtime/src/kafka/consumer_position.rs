@@ -137,13 +137,15 @@ impl PartitionMetrics {
     /// Sets each assigned partition's lag gauge: its high watermark minus
     /// the reading position, from librdkafka's cached watermarks (no
     /// request). A partition with no fetch answered yet keeps its value.
+    /// Returns the lags it set.
     pub fn record_lag<C: ConsumerContext>(
         &self,
         consumer: &BaseConsumer<C>,
         start: impl Fn(&str, i32) -> Option<i64>,
-    ) {
+    ) -> HashMap<(String, i32), i64> {
+        let mut lags = HashMap::new();
         let Ok(positions) = consumer.position() else {
-            return;
+            return lags;
         };
         for e in positions.elements() {
             let Some(sensors) = self
@@ -158,8 +160,11 @@ impl PartitionMetrics {
             };
             let position =
                 reading_position(e.offset(), start(e.topic(), e.partition()), low).unwrap_or(low);
-            sensors.records_lag.set((high - position).max(0));
+            let lag = (high - position).max(0);
+            sensors.records_lag.set(lag);
+            lags.insert((e.topic().to_string(), e.partition()), lag);
         }
+        lags
     }
 }
 

@@ -11,6 +11,7 @@ mod clients;
 mod config;
 mod consumer_position;
 mod global;
+mod local_metadata;
 mod offset_metadata;
 mod partition_group;
 mod partitioner;
@@ -25,6 +26,7 @@ mod topics;
 pub use app::{KafkaStreams, State, StreamThreadExceptionResponse};
 pub use clients::STREAM_CLIENT_DEFAULTS;
 pub use config::{ConfigError, ProcessingGuarantee, StreamsConfig};
+pub use local_metadata::{LocalMetadata, TaskMetadata, TaskPartition, ThreadMetadata};
 
 use kstreams_dsl::StreamsError;
 use rdkafka::error::KafkaError;

@@ -97,6 +97,11 @@ impl PartitionGroup {
             .any(|q| q.partition == partition && q.topic == topic)
     }
 
+    /// The partitions of the group, in the order they were added.
+    pub fn partitions(&self) -> impl Iterator<Item = (&str, i32)> + '_ {
+        self.queues.iter().map(|q| (q.topic.as_str(), q.partition))
+    }
+
     /// Forgets a partition and its buffered records; returns whether the
     /// group is now empty of partitions.
     pub fn remove_partition(&mut self, topic: &str, partition: i32) -> bool {

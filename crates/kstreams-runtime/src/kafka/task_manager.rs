@@ -19,6 +19,7 @@ use kstreams_state::TaskDirectory;
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::config::StreamsConfig;
+use super::local_metadata::{TaskMetadata, TaskPartition};
 use super::offset_metadata::PartitionMetadata;
 use super::partition_group::PartitionGroup;
 use super::rebalance_listener::Partition;
@@ -291,6 +292,31 @@ impl TaskManager {
             }
             entry.missing = missing;
         }
+    }
+
+    /// The tasks as [`TaskMetadata`], ordered by id, with the partitions'
+    /// lags where `lags` knows them.
+    pub fn metadata(&self, lags: &HashMap<Partition, i64>) -> Vec<TaskMetadata> {
+        let mut tasks: Vec<TaskMetadata> = self
+            .tasks
+            .iter()
+            .map(|(id, entry)| TaskMetadata {
+                subtopology: id.subtopology,
+                partition: id.partition,
+                topic_partitions: entry
+                    .group
+                    .partitions()
+                    .map(|(topic, partition)| TaskPartition {
+                        topic: topic.to_string(),
+                        partition,
+                        lag: lags.get(&(topic.to_string(), partition)).copied(),
+                    })
+                    .collect(),
+                bootstrapping: entry.group.bootstrapping(),
+            })
+            .collect();
+        tasks.sort_by_key(|t| (t.subtopology, t.partition));
+        tasks
     }
 
     /// Whether a task still reads its bootstrap partitions.

@@ -29,6 +29,7 @@ use super::config::{ProcessingGuarantee, StreamsConfig};
 use super::consumer_position::{
     consumed, is_fatal_consumer_error, is_rebalance_error, lagging_partitions, PartitionMetrics,
 };
+use super::local_metadata::ThreadMetadata;
 use super::rebalance_listener::{
     partition_list, AssignmentEvent, Partition, RebalanceEvents, RebalanceListener,
 };
@@ -126,6 +127,7 @@ impl StreamThread {
             sensors,
             partition_metrics: PartitionMetrics::default(),
             lag_recorded: Instant::now(),
+            lags: HashMap::new(),
             paused: HashSet::new(),
             last_commit: Instant::now(),
             rewound: false,
@@ -157,6 +159,8 @@ struct ThreadLoop {
     partition_metrics: PartitionMetrics,
     /// When the partitions' lag gauges were last set.
     lag_recorded: Instant,
+    /// The lags last set, for the thread's published metadata.
+    lags: HashMap<Partition, i64>,
 }
 
 impl Drop for ThreadLoop {
@@ -188,6 +192,8 @@ impl ThreadLoop {
             }
         };
         self.tasks.close_all();
+        self.config.local_metadata.remove(&self.name);
+        self.config.local_metadata.record_skew(&self.config.metrics);
         self.partition_metrics.remove_all(&self.config.metrics);
         self.config
             .metrics
@@ -205,6 +211,7 @@ impl ThreadLoop {
     fn run_once(&mut self, on_assignment: &dyn Fn(bool)) -> Result<(), RuntimeError> {
         self.poll_records(self.config.poll)?;
         if let Some(assigned) = self.apply_assignment_events()? {
+            self.publish_metadata();
             on_assignment(assigned);
         }
         // After the poll: a revocation inside it may have committed the
@@ -218,9 +225,11 @@ impl ThreadLoop {
         self.resume_drained_partitions()?;
         if self.lag_recorded.elapsed() >= LAG_RECORDING_INTERVAL {
             let tasks = &self.tasks;
-            self.partition_metrics
+            self.lags = self
+                .partition_metrics
                 .record_lag(&self.consumer, |t, p| tasks.start_offset(t, p));
             self.lag_recorded = Instant::now();
+            self.publish_metadata();
         }
         let requested = self.tasks.commit_requested();
         let interval = self.config.effective_commit_interval();
@@ -319,7 +328,13 @@ impl ThreadLoop {
                     outcome = Some(false);
                 }
                 AssignmentEvent::Assigned(assigned) => {
-                    self.assign(&assigned)?;
+                    // Creating the tasks restores their stores: the thread
+                    // processes nothing until that is done.
+                    let board = self.config.local_metadata.clone();
+                    board.set_restoring(&self.name, true);
+                    let assigned = self.assign(&assigned);
+                    board.set_restoring(&self.name, false);
+                    assigned?;
                     outcome = Some(true);
                 }
             }
@@ -328,6 +343,16 @@ impl ThreadLoop {
             self.update_missing_partitions();
         }
         Ok(outcome)
+    }
+
+    /// Tells readers of `KafkaStreams::metadata` what this thread runs now.
+    fn publish_metadata(&self) {
+        self.config.local_metadata.publish(ThreadMetadata {
+            thread_name: self.name.clone(),
+            restoring: false,
+            active_tasks: self.tasks.metadata(&self.lags),
+        });
+        self.config.local_metadata.record_skew(&self.config.metrics);
     }
 
     /// Kafka Streams' `onPartitionsRevoked`: every task is committed first,
