@@ -197,6 +197,14 @@ struct Measured {
     rss_mib: f64,
     steady_records: u64,
     steady_cpu: Duration,
+    steady_wall: Duration,
+}
+
+impl Measured {
+    /// Records per wall second after start-up (see progress.rs).
+    fn steady_rate(&self) -> f64 {
+        self.steady_records as f64 / self.steady_wall.as_secs_f64().max(1e-3)
+    }
 }
 
 struct Bench<'a> {
@@ -244,10 +252,9 @@ impl Bench<'_> {
                             && threads == 1
                             && implementation == "kafka-streams"
                         {
-                            let steady = measured.steady_records as f64
-                                / measured.steady_cpu.as_secs_f64().max(1e-3);
-                            let wall = self.plan.records as f64 / measured.wall.as_secs_f64();
-                            pass_through_rate.get_or_insert(steady.min(wall * 2.0));
+                            // Its rate once warmed up (wall time), the
+                            // first such run's.
+                            pass_through_rate.get_or_insert(measured.steady_rate());
                         }
                     }
                 }
@@ -601,6 +608,7 @@ fn measure(
         rss_mib: usage.ru_maxrss as f64 / 1024.0,
         steady_records: millis("steady_records")?,
         steady_cpu: Duration::from_millis(millis("steady_cpu_ms")?),
+        steady_wall: Duration::from_millis(millis("steady_wall_ms")?),
     })
 }
 
