@@ -75,8 +75,11 @@ pub fn produce_at_rate(
     rate: u64,
     seconds: u64,
 ) -> Result<u64, Error> {
-    // Sent as soon as made: a linger would add to the measured latency.
-    let producer = producer(bootstrap, "0")?;
+    // linger.ms 0 held records back for about half a second here (input
+    // append time minus send time: p50 451 ms at 10 000 records/s, 2.5 ms
+    // at 5 ms): librdkafka batches better with a short linger, even for
+    // latency.
+    let producer = producer(bootstrap, "5")?;
     let total = rate * seconds;
     let began = Instant::now();
     let mut sent = 0;

@@ -195,22 +195,24 @@ fn markdown(rows: &[Row], groups: &Groups) -> String {
             out,
             "\nEnd-to-end latency (producer send to output append), rate-limited:\n\n| workload | threads | implementation | rate records/s | runs | p50 ms | p99 ms | p99.9 ms |\n|---|---|---|---|---|---|---|---|"
         );
-        let mut by: BTreeMap<(String, u32, String), Vec<&Row>> = BTreeMap::new();
+        // By rate too: a run may measure more than one.
+        let mut by: BTreeMap<(String, u32, u64, String), Vec<&Row>> = BTreeMap::new();
         for row in latency {
+            let rate = (row.records / row.wall_s).round() as u64;
             by.entry((
                 row.workload.clone(),
                 row.threads,
+                rate,
                 row.implementation.clone(),
             ))
             .or_default()
             .push(row);
         }
-        for ((workload, threads, name), rows) in by {
+        for ((workload, threads, rate, name), rows) in by {
             let q = |i: usize| median(rows.iter().map(|r| r.latency_ms[i]).collect());
-            let rate = median(rows.iter().map(|r| r.records / r.wall_s).collect());
             let _ = writeln!(
                 out,
-                "| {workload} | {threads} | {name} | {rate:.0} | {} | {:.1} | {:.1} | {:.1} |",
+                "| {workload} | {threads} | {name} | {rate} | {} | {:.1} | {:.1} | {:.1} |",
                 rows.len(),
                 q(0),
                 q(1),

@@ -63,7 +63,8 @@ tasks:
                        broker in KSTREAMS_BOOTSTRAP (stateless_chain,
                        broker_passthrough, ...)
   bench compare [WORKLOAD...] [--records N] [--runs R] [--threads 1,2]
-                [--latency-seconds S] [--set KEY=VALUE] [--only IMPL,...]
+                [--latency-seconds S] [--latency-rate R] [--set KEY=VALUE]
+                [--only IMPL,...]
                 [--smoke]
                        kstreams, Apache Kafka Streams and a raw librdkafka
                        loop on the same input, outputs checked; results in

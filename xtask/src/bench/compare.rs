@@ -54,6 +54,9 @@ struct Plan {
     debug: bool,
     /// Extra kstreams settings, to try a configuration.
     kstreams_settings: Vec<String>,
+    /// `--latency-rate R`: the latency run's rate instead of half of Kafka
+    /// Streams' steady rate.
+    latency_rate: Option<u64>,
     /// `--only NAME[,NAME]`: run just these implementations.
     only: Option<Vec<String>>,
 }
@@ -65,6 +68,7 @@ impl Plan {
         let runs = args.option("runs")?;
         let threads: Option<String> = args.option("threads")?;
         let latency_seconds = args.option("latency-seconds")?;
+        let latency_rate = args.option("latency-rate")?;
         let only = args
             .option::<String>("only")?
             .map(|list| list.split(',').map(str::to_owned).collect());
@@ -102,6 +106,7 @@ impl Plan {
             latency_seconds: latency_seconds.unwrap_or(if smoke { 3 } else { 20 }),
             debug: smoke,
             kstreams_settings,
+            latency_rate,
             only,
         })
     }
@@ -264,13 +269,18 @@ impl Bench<'_> {
             self.delete_topics(&inputs, None)?;
         }
         if self.plan.latency_seconds > 0 {
-            let Some(max) = pass_through_rate else {
-                eprintln!("bench: no latency run (it needs the pass-through at 1 thread on Kafka Streams)");
-                return Ok(());
-            };
             // Half of Kafka Streams' measured rate, rounded to a thousand
-            // (at least a thousand).
-            let rate = ((max / 2.0 / 1000.0).round().max(1.0) * 1000.0) as u64;
+            // (at least a thousand), unless given.
+            let rate = match (self.plan.latency_rate, pass_through_rate) {
+                (Some(rate), _) => rate,
+                (None, Some(max)) => ((max / 2.0 / 1000.0).round().max(1.0) * 1000.0) as u64,
+                (None, None) => {
+                    eprintln!(
+                        "bench: no latency run (it needs the pass-through at 1 thread on Kafka Streams, or --latency-rate)"
+                    );
+                    return Ok(());
+                }
+            };
             for implementation in implementations("pass-through") {
                 if self
                     .plan
