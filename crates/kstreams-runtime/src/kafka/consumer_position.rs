@@ -199,18 +199,21 @@ pub(crate) fn consumed(message: &BorrowedMessage<'_>) -> ConsumedRecord {
 }
 
 /// Consumer errors no retry can fix: the thread stops with them instead of
-/// polling on.
+/// polling on. librdkafka flags its own fatal errors (e.g. a static member
+/// fenced by its successor after a broker outage): its consumer then
+/// delivers nothing more, so a thread polling on would stall silently.
 pub(crate) fn is_fatal_consumer_error(error: &KafkaError) -> bool {
-    matches!(
-        error.rdkafka_error_code(),
-        Some(
-            RDKafkaErrorCode::Fatal
-                | RDKafkaErrorCode::TopicAuthorizationFailed
-                | RDKafkaErrorCode::GroupAuthorizationFailed
-                | RDKafkaErrorCode::ClusterAuthorizationFailed
-                | RDKafkaErrorCode::SaslAuthenticationFailed
+    matches!(error, KafkaError::MessageConsumptionFatal(_))
+        || matches!(
+            error.rdkafka_error_code(),
+            Some(
+                RDKafkaErrorCode::Fatal
+                    | RDKafkaErrorCode::TopicAuthorizationFailed
+                    | RDKafkaErrorCode::GroupAuthorizationFailed
+                    | RDKafkaErrorCode::ClusterAuthorizationFailed
+                    | RDKafkaErrorCode::SaslAuthenticationFailed
+            )
         )
-    )
 }
 
 /// Errors that mean "the group moved on": the commit is lost, not the app.
@@ -260,6 +263,9 @@ mod tests {
         assert!(!is_fatal_consumer_error(&KafkaError::MessageConsumption(
             RDKafkaErrorCode::UnknownTopicOrPartition
         )));
+        assert!(is_fatal_consumer_error(
+            &KafkaError::MessageConsumptionFatal(RDKafkaErrorCode::FencedInstanceId)
+        ));
     }
 
     #[test]
