@@ -21,11 +21,12 @@
 use std::time::{Duration, Instant};
 
 use kstreams::embedded::rdkafka::consumer::{BaseConsumer, Consumer};
-use kstreams::embedded::rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use kstreams::embedded::rdkafka::error::KafkaError;
 use kstreams::embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams::embedded::rdkafka::{ClientConfig, Message};
 use kstreams::embedded::{create_topic, unique_name, BOOTSTRAP_ENV};
 use kstreams::prelude::*;
+use kstreams_benches::send_waiting;
 
 const PARTITIONS: i32 = 3;
 
@@ -92,29 +93,16 @@ fn producer(bootstrap: &str) -> Result<BaseProducer, KafkaError> {
         .create()
 }
 
-fn send(producer: &BaseProducer, topic: &str, key: &[u8], value: &[u8]) -> Result<(), KafkaError> {
-    let mut record = BaseRecord::to(topic).key(key).payload(value);
-    loop {
-        match producer.send(record) {
-            Ok(()) => return Ok(()),
-            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                producer.poll(Duration::from_millis(10));
-                record = back;
-            }
-            Err((e, _)) => return Err(e),
-        }
-    }
-}
-
 fn produce(bootstrap: &str, topic: &str, records: usize) -> Result<(), Error> {
     let producer = producer(bootstrap)?;
-    let value = vec![b'x'; 100];
+    let value = [b'x'; 100];
     for i in 0..records {
-        send(
+        let key = format!("key-{}", i % 1000);
+        send_waiting(
             &producer,
-            topic,
-            format!("key-{}", i % 1000).as_bytes(),
-            &value,
+            BaseRecord::to(topic)
+                .key(key.as_bytes())
+                .payload(&value[..]),
         )?;
         if i % 1000 == 0 {
             producer.poll(Duration::ZERO);
@@ -139,11 +127,11 @@ fn raw_copy(bootstrap: &str, input: &str, output: &str, records: usize) -> Resul
         if let Some(message) = consumer.poll(Duration::from_millis(100)) {
             let message = message?;
             began.get_or_insert_with(Instant::now);
-            send(
+            send_waiting(
                 &producer,
-                output,
-                message.key().unwrap_or_default(),
-                message.payload().unwrap_or_default(),
+                BaseRecord::to(output)
+                    .key(message.key().unwrap_or_default())
+                    .payload(message.payload().unwrap_or_default()),
             )?;
             copied += 1;
             producer.poll(Duration::ZERO);

@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kstreams::embedded::rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-use kstreams::embedded::rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use kstreams::embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams::embedded::rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 use kstreams::prelude::*;
+use kstreams_benches::send_waiting;
 
 use crate::progress::Progress;
 use crate::workload::{self, Workload, WINDOW_SIZE_MS};
@@ -141,20 +141,6 @@ fn raw_clients(run: &RunArgs) -> Result<(BaseConsumer, BaseProducer), Error> {
     Ok((consumer.create()?, producer.create()?))
 }
 
-fn send(producer: &BaseProducer, topic: &str, key: &[u8], value: &[u8]) -> Result<(), KafkaError> {
-    let mut record = BaseRecord::to(topic).key(key).payload(value);
-    loop {
-        match producer.send(record) {
-            Ok(()) => return Ok(()),
-            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                producer.poll(Duration::from_millis(1));
-                record = back;
-            }
-            Err((e, _)) => return Err(e),
-        }
-    }
-}
-
 /// The pass-through as a plain loop: poll, filter and map, send; every
 /// commit interval flush the producer, then commit the positions (what an
 /// at-least-once commit is).
@@ -178,11 +164,11 @@ pub fn run_raw(workload: Workload, run: &RunArgs) -> Result<(), Error> {
                     let value = message.payload().unwrap_or_default();
                     let text = std::str::from_utf8(value)?;
                     if let Some(upper) = workload::pass_through(text.as_bytes()) {
-                        send(
+                        send_waiting(
                             &producer,
-                            &output,
-                            message.key().unwrap_or_default(),
-                            &upper,
+                            BaseRecord::to(&output)
+                                .key(message.key().unwrap_or_default())
+                                .payload(&upper[..]),
                         )?;
                     }
                 }

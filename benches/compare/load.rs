@@ -3,9 +3,9 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use kstreams::embedded::rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use kstreams::embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams::embedded::rdkafka::ClientConfig;
+use kstreams_benches::send_waiting;
 
 use crate::verify::read_topic;
 use crate::workload::{self, InputRecord};
@@ -22,21 +22,11 @@ fn producer(bootstrap: &str, linger_ms: &str) -> Result<BaseProducer, Error> {
         .create()?)
 }
 
-fn send(producer: &BaseProducer, topic: &str, record: &InputRecord) -> Result<(), Error> {
-    let mut message = BaseRecord::to(topic)
+fn input_record<'a>(topic: &'a str, record: &'a InputRecord) -> BaseRecord<'a, [u8], [u8]> {
+    BaseRecord::to(topic)
         .key(record.key.as_bytes())
-        .payload(&record.value)
-        .timestamp(record.timestamp);
-    loop {
-        match producer.send(message) {
-            Ok(()) => return Ok(()),
-            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                producer.poll(Duration::from_millis(5));
-                message = back;
-            }
-            Err((e, _)) => return Err(e.into()),
-        }
-    }
+        .payload(&record.value[..])
+        .timestamp(record.timestamp)
 }
 
 /// Produces the whole input of a throughput run.
@@ -48,7 +38,7 @@ pub fn produce_all(
     let producer = producer(bootstrap, "20")?;
     let mut sent = 0;
     for record in records {
-        send(&producer, topic, &record)?;
+        send_waiting(&producer, input_record(topic, &record))?;
         sent += 1;
         if sent % 10_000 == 0 {
             producer.poll(Duration::ZERO);
@@ -93,7 +83,7 @@ pub fn produce_at_rate(
         let micros = now_micros();
         record.value[..20].copy_from_slice(format!("{micros:020}").as_bytes());
         record.timestamp = micros / 1000;
-        send(&producer, topic, &record)?;
+        send_waiting(&producer, input_record(topic, &record))?;
         sent += 1;
         if sent % 100 == 0 {
             producer.poll(Duration::ZERO);
