@@ -162,8 +162,10 @@ pub fn run_raw(workload: Workload, run: &RunArgs) -> Result<(), Error> {
                 if let Some(message) = consumer.poll(Duration::from_millis(100)) {
                     let message = message?;
                     let value = message.payload().unwrap_or_default();
-                    let text = std::str::from_utf8(value)?;
-                    if let Some(upper) = workload::pass_through(text.as_bytes()) {
+                    // Checked as UTF-8, as both Streams libraries decode
+                    // the value into a String: the loop does that work too.
+                    std::str::from_utf8(value)?;
+                    if let Some(upper) = workload::pass_through(value) {
                         send_waiting(
                             &producer,
                             BaseRecord::to(&output)

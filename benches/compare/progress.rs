@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use kstreams::embedded::rdkafka::consumer::{BaseConsumer, Consumer};
 use kstreams::embedded::rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
+use crate::verify::watermarks;
 use crate::Error;
 
 /// Share of the input after which the steady state is taken to begin:
@@ -53,11 +54,8 @@ impl Progress {
         let mut partitions = TopicPartitionList::new();
         let mut end = 0;
         for topic in topics {
-            let metadata = consumer.fetch_metadata(Some(topic), Duration::from_secs(10))?;
-            for partition in metadata.topics()[0].partitions() {
-                partitions.add_partition(topic, partition.id());
-                let (_, high) =
-                    consumer.fetch_watermarks(topic, partition.id(), Duration::from_secs(10))?;
+            for (partition, _, high) in watermarks(&consumer, topic)? {
+                partitions.add_partition(topic, partition);
                 end += high;
             }
         }

@@ -11,6 +11,18 @@ use kstreams::embedded::rdkafka::{ClientConfig, Message, Offset, TopicPartitionL
 use crate::workload::{Digest, Expected, Workload};
 use crate::Error;
 
+/// Every partition of `topic` with its low and high watermarks.
+pub fn watermarks(consumer: &BaseConsumer, topic: &str) -> Result<Vec<(i32, i64, i64)>, Error> {
+    let timeout = Duration::from_secs(10);
+    let metadata = consumer.fetch_metadata(Some(topic), timeout)?;
+    let mut partitions = Vec::new();
+    for partition in metadata.topics()[0].partitions() {
+        let (low, high) = consumer.fetch_watermarks(topic, partition.id(), timeout)?;
+        partitions.push((partition.id(), low, high));
+    }
+    Ok(partitions)
+}
+
 /// Calls `each(key, value, timestamp)` for every record of `topic`, up to
 /// the end offsets it had when called.
 pub fn read_topic(
@@ -24,15 +36,12 @@ pub fn read_topic(
         .set("enable.auto.commit", "false")
         .set("isolation.level", "read_committed")
         .create()?;
-    let metadata = consumer.fetch_metadata(Some(topic), Duration::from_secs(10))?;
     let mut assignment = TopicPartitionList::new();
     let mut remaining = HashMap::new();
-    for partition in metadata.topics()[0].partitions() {
-        let (low, high) =
-            consumer.fetch_watermarks(topic, partition.id(), Duration::from_secs(10))?;
+    for (partition, low, high) in watermarks(&consumer, topic)? {
         if high > low {
-            assignment.add_partition_offset(topic, partition.id(), Offset::Beginning)?;
-            remaining.insert(partition.id(), high);
+            assignment.add_partition_offset(topic, partition, Offset::Beginning)?;
+            remaining.insert(partition, high);
         }
     }
     consumer.assign(&assignment)?;

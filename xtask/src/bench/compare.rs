@@ -604,7 +604,7 @@ fn measure(
             process::tail(log, 30)
         );
     };
-    let millis = |k: &str| -> Result<u64> {
+    let figure = |k: &str| -> Result<u64> {
         figures
             .get(k)
             .ok_or_else(|| anyhow!("DONE line lacks {k}"))?
@@ -616,9 +616,9 @@ fn measure(
         wall,
         cpu: time(usage.ru_utime) + time(usage.ru_stime),
         rss_mib: usage.ru_maxrss as f64 / 1024.0,
-        steady_records: millis("steady_records")?,
-        steady_cpu: Duration::from_millis(millis("steady_cpu_ms")?),
-        steady_wall: Duration::from_millis(millis("steady_wall_ms")?),
+        steady_records: figure("steady_records")?,
+        steady_cpu: Duration::from_millis(figure("steady_cpu_ms")?),
+        steady_wall: Duration::from_millis(figure("steady_wall_ms")?),
     })
 }
 
