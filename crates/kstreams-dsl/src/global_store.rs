@@ -77,6 +77,7 @@ impl GlobalStore {
     /// Opens the store on disk in `dir` (with the application's RocksDB
     /// settings), replacing the in-memory engine; a store that asked for
     /// memory stays there.
+    #[cfg(feature = "rocksdb")]
     pub fn open_persistent(
         &self,
         dir: &std::path::Path,

@@ -15,13 +15,49 @@ use kstreams_time::duration_ms;
 use crate::TopologyError;
 
 /// Where a store keeps its data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+///
+/// Without the `rocksdb` feature (on by default) RocksDB is not compiled
+/// in: the default store type is then [`StoreType::InMemory`], so a
+/// topology written for Kafka Streams' defaults runs unchanged with its
+/// stores in memory, rebuilt from their changelogs at each start. A store
+/// that asks for [`StoreType::RocksDb`] by name is refused with a
+/// [`TopologyError`] when the topology is built, rather than quietly kept
+/// in memory: whoever chose disk may rely on state larger than memory or on
+/// a restart that does not replay the changelog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreType {
     /// RocksDB on the task's state directory (Kafka Streams' default).
-    #[default]
     RocksDb,
     /// An ordered map in memory, rebuilt from the changelog on restart.
     InMemory,
+}
+
+impl Default for StoreType {
+    /// RocksDB, as in Kafka Streams; in memory when kstreams is built
+    /// without the `rocksdb` feature.
+    fn default() -> Self {
+        if cfg!(feature = "rocksdb") {
+            StoreType::RocksDb
+        } else {
+            StoreType::InMemory
+        }
+    }
+}
+
+impl StoreType {
+    /// Fails for a store on RocksDB in a build without the `rocksdb`
+    /// feature, naming the store and the way out.
+    pub(crate) fn check_available(self, store: &str) -> Result<(), TopologyError> {
+        if self == StoreType::RocksDb && !cfg!(feature = "rocksdb") {
+            return Err(TopologyError::InvalidOperator {
+                operator: format!("store {store}"),
+                message: "it asks for StoreType::RocksDb, but kstreams was built without its \
+                          `rocksdb` feature; enable the feature or use StoreType::InMemory"
+                    .to_string(),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// How a table or an aggregation keeps its state: Kafka Streams'
@@ -99,7 +135,8 @@ impl<K: 'static, V: 'static> Materialized<K, V> {
         self
     }
 
-    /// RocksDB (the default) or in memory.
+    /// RocksDB (the default) or in memory; see [`StoreType`] for builds
+    /// without the `rocksdb` feature.
     pub fn with_store_type(mut self, store_type: StoreType) -> Self {
         self.store_type = store_type;
         self
@@ -169,6 +206,7 @@ impl<K: 'static, V: 'static> StoreSpec<K, V> {
         value_serde: Option<SharedSerde<V>>,
     ) -> Result<Self, TopologyError> {
         let name = materialized.name.unwrap_or_else(generated);
+        materialized.store_type.check_available(&name)?;
         let key_serde = materialized
             .key_serde
             .or(key_serde)
@@ -201,8 +239,10 @@ impl<K: 'static, V: 'static> StoreSpec<K, V> {
     /// A timestamped key-value store builder.
     pub fn key_value_store(&self) -> KeyValueStoreBuilder<K, ValueAndTimestamp<V>> {
         let supplier = match self.store_type {
+            #[cfg(feature = "rocksdb")]
             StoreType::RocksDb => Stores::persistent_timestamped_key_value_store(&self.name),
-            StoreType::InMemory => Stores::in_memory_key_value_store(&self.name),
+            // Without the feature, `settle` has refused RocksDB.
+            _ => Stores::in_memory_key_value_store(&self.name),
         };
         Stores::timestamped_key_value_store_builder(
             supplier,
@@ -216,8 +256,9 @@ impl<K: 'static, V: 'static> StoreSpec<K, V> {
     pub fn versioned_store(&self) -> kstreams_state::VersionedKeyValueStoreBuilder<K, V> {
         let history = self.versioned_history.unwrap_or_default();
         let supplier = match self.store_type {
+            #[cfg(feature = "rocksdb")]
             StoreType::RocksDb => Stores::persistent_versioned_key_value_store(&self.name, history),
-            StoreType::InMemory => Stores::in_memory_versioned_key_value_store(&self.name, history),
+            _ => Stores::in_memory_versioned_key_value_store(&self.name, history),
         };
         // Versioned stores have no cache.
         Stores::versioned_key_value_store_builder(
@@ -254,12 +295,11 @@ impl<K: 'static, V: 'static> StoreSpec<K, V> {
         let retention = Duration::from_millis(retention_ms.max(0) as u64);
         let size = Duration::from_millis(window_size_ms.max(0) as u64);
         let supplier = match self.store_type {
+            #[cfg(feature = "rocksdb")]
             StoreType::RocksDb => {
                 Stores::persistent_timestamped_window_store(&self.name, retention, size, false)
             }
-            StoreType::InMemory => {
-                Stores::in_memory_window_store(&self.name, retention, size, false)
-            }
+            _ => Stores::in_memory_window_store(&self.name, retention, size, false),
         }
         .map_err(|e| TopologyError::InvalidOperator {
             operator: format!("store {}", self.name),
@@ -277,8 +317,9 @@ impl<K: 'static, V: 'static> StoreSpec<K, V> {
     pub fn session_store(&self, retention_ms: i64) -> SessionStoreBuilder<K, V> {
         let retention = Duration::from_millis(retention_ms.max(0) as u64);
         let supplier = match self.store_type {
+            #[cfg(feature = "rocksdb")]
             StoreType::RocksDb => Stores::persistent_session_store(&self.name, retention),
-            StoreType::InMemory => Stores::in_memory_session_store(&self.name, retention),
+            _ => Stores::in_memory_session_store(&self.name, retention),
         };
         Stores::session_store_builder(supplier, self.key_serde.clone(), self.value_serde.clone())
             .with_options(self.options.clone())
@@ -345,4 +386,56 @@ pub(crate) fn add_store(
     processor: &str,
 ) -> Result<(), TopologyError> {
     topology.add_state_store(builder, &[processor]).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::StreamsBuilder;
+
+    fn count_topology(materialized: Materialized<String, i64>) -> Result<(), TopologyError> {
+        let builder = StreamsBuilder::new();
+        builder
+            .stream::<String, String>("clicks")
+            .group_by_key()
+            .count_with(None, materialized)
+            .to_stream()
+            .to("counts");
+        builder.build().map(drop)
+    }
+
+    #[test]
+    fn the_default_store_type_is_rocksdb_only_with_the_feature() {
+        let expected = if cfg!(feature = "rocksdb") {
+            StoreType::RocksDb
+        } else {
+            StoreType::InMemory
+        };
+        assert_eq!(StoreType::default(), expected);
+        count_topology(Materialized::as_("counts")).unwrap();
+    }
+
+    #[test]
+    fn rocksdb_by_name_is_refused_only_without_the_feature() {
+        let result =
+            count_topology(Materialized::as_("counts").with_store_type(StoreType::RocksDb));
+        assert_eq!(result.is_ok(), cfg!(feature = "rocksdb"), "{result:?}");
+        if let Err(error) = result {
+            let message = error.to_string();
+            assert!(message.contains("store counts"), "{message}");
+            assert!(message.contains("`rocksdb` feature"), "{message}");
+        }
+    }
+
+    #[test]
+    fn a_global_table_on_rocksdb_is_refused_only_without_the_feature() {
+        let builder = StreamsBuilder::new();
+        builder.global_table_with(
+            "customers",
+            crate::Consumed::with(kstreams_record::StringSerde, kstreams_record::StringSerde),
+            Materialized::as_("customers-store").with_store_type(StoreType::RocksDb),
+        );
+        let result = builder.build().map(drop);
+        assert_eq!(result.is_ok(), cfg!(feature = "rocksdb"), "{result:?}");
+    }
 }

@@ -62,6 +62,14 @@
 //! a Schema Registry client); with the `http` feature, `http` (the
 //! operator's endpoints: `http::HttpServer::start(&app, address)` serves
 //! metrics, health probes, the topology picture and the instance's state).
+//!
+//! The `rocksdb` feature (on by default) compiles RocksDB, Kafka Streams'
+//! default store engine. Turned off (`default-features = false`), every
+//! store is in memory and rebuilt from its changelog at each start: a store
+//! left at the default store type is kept in memory, and one that asks for
+//! `StoreType::RocksDb` by name fails `StreamsBuilder::build` with an error
+//! naming the store (see [`dsl::StoreType`] for why it is refused rather
+//! than kept in memory).
 
 #[cfg(feature = "avro")]
 pub use kstreams_avro as avro;

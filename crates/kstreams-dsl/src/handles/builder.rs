@@ -281,6 +281,7 @@ impl StreamsBuilder {
             Some(name) => name,
             None => s.new_name(&format!("{topic}-STATE-STORE-")),
         };
+        s.record(materialized.store_type.check_available(&name));
         // The source and table nodes of Kafka Streams' global topology:
         // `<name>-source` and `<name>` when `consumed` names them.
         let source = s.name_or_generate(
