@@ -1,5 +1,9 @@
 //! `cargo xtask ci`: what CI checks, runnable locally.
 //!
+//! First the system packages, as `cargo xtask setup --ci` checks (and as
+//! root installs) them; a machine without them fails here, with the line
+//! that installs them, not an hour later in a build script.
+//!
 //! Steps: rustfmt, clippy (warnings are errors), cargo-deny (licenses, bans,
 //! sources), the workspace tests against a real broker, the compat
 //! scenarios on both sides (Apache Kafka Streams and kstreams), the chaos
@@ -20,6 +24,7 @@ use crate::kafka::{Lease, BOOTSTRAP_ENV};
 use crate::paths;
 use crate::process;
 use crate::registry;
+use crate::setup::{self, Scope};
 
 /// How a step ended.
 enum Outcome {
@@ -30,6 +35,7 @@ enum Outcome {
 
 pub fn cli(args: Args) -> Result<ExitCode> {
     args.finish()?;
+    setup::ensure(Scope::Ci)?;
     let mut results: Vec<(&str, Outcome)> = vec![
         ("fmt", cargo_step(&["fmt", "--all", "--", "--check"])?),
         (
@@ -173,7 +179,8 @@ fn cargo_step(args: &[&str]) -> Result<Outcome> {
     Ok(outcome(status.success()))
 }
 
-fn cargo(args: &[&str]) -> Command {
+/// `cargo <args>` in the workspace root, with the cargo that runs xtask.
+pub fn cargo(args: &[&str]) -> Command {
     let mut command = Command::new(cargo_bin());
     command.args(args).current_dir(paths::repo_root());
     command

@@ -3,9 +3,48 @@
 //! which is what lets positionals and options come in any order.
 
 use std::collections::VecDeque;
+use std::process::ExitCode;
 use std::str::FromStr;
 
 use anyhow::{anyhow, bail, Context, Result};
+
+/// A task of `cargo xtask`: what dispatches it and what its help says.
+pub struct Task {
+    pub name: &'static str,
+    /// One line on what it does, for the list `cargo xtask --help` prints.
+    pub summary: &'static str,
+    /// Its arguments and what they do, for `cargo xtask help <task>`.
+    pub usage: &'static str,
+    pub run: fn(Args) -> Result<ExitCode>,
+}
+
+/// Width of the task names' column in the overview.
+const NAME_WIDTH: usize = 10;
+
+/// `cargo xtask --help`: every task with one line on what it does.
+pub fn overview(tasks: &[Task]) -> String {
+    let mut text = String::from(
+        "usage: cargo xtask <task> [ARGS]\n\
+         `cargo xtask help <task>` (or `cargo xtask <task> --help`) shows a task's arguments.\n\n\
+         tasks:\n",
+    );
+    for task in tasks {
+        text.push_str(&format!("  {:NAME_WIDTH$}{}\n", task.name, task.summary));
+    }
+    text.push_str(&format!(
+        "  {:NAME_WIDTH$}{}\n",
+        "help", "this list, or one task's arguments (help <task>)"
+    ));
+    text
+}
+
+/// `cargo xtask help <task>`: its summary, then its arguments.
+pub fn task_help(task: &Task) -> String {
+    format!(
+        "cargo xtask {}: {}\n\nusage: cargo xtask {}",
+        task.name, task.summary, task.usage
+    )
+}
 
 /// The arguments not yet consumed by the task.
 #[derive(Debug)]
@@ -116,6 +155,47 @@ mod tests {
         assert_eq!(a.next(), None);
         assert_eq!(a.option::<usize>("records").unwrap(), Some(200));
         a.finish().unwrap();
+    }
+
+    fn nothing(_: Args) -> Result<ExitCode> {
+        Ok(ExitCode::SUCCESS)
+    }
+
+    #[test]
+    fn the_overview_gives_each_task_one_line() {
+        let tasks = [
+            Task {
+                name: "one",
+                summary: "does the first thing",
+                usage: "one [--flag]\n  more text\n",
+                run: nothing,
+            },
+            Task {
+                name: "two",
+                summary: "does the second",
+                usage: "two\n",
+                run: nothing,
+            },
+        ];
+        let text = overview(&tasks);
+        let listed: Vec<&str> = text
+            .lines()
+            .skip_while(|l| *l != "tasks:")
+            .skip(1)
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                "  one       does the first thing",
+                "  two       does the second",
+                "  help      this list, or one task's arguments (help <task>)",
+            ]
+        );
+        assert!(
+            !text.contains("more text"),
+            "arguments belong to `help <task>`"
+        );
+        assert!(task_help(&tasks[0]).contains("usage: cargo xtask one [--flag]\n  more text"));
     }
 
     #[test]

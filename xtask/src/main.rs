@@ -1,77 +1,137 @@
-//! Project tasks for kstreams, run as `cargo xtask <task>`.
+//! Project tasks for kstreams, run as `cargo xtask <task>`; `cargo xtask
+//! --help` lists them (the table `TASKS` below), `cargo xtask help <task>`
+//! gives a task's arguments.
 //!
-//! - `kafka start|stop|status`: a real Apache Kafka broker (KRaft, resolved
-//!   with Maven) for tests and demos; its address goes to `.kafka/bootstrap`.
-//! - `compat <scenario>`: a differential run of a reference scenario on Apache
-//!   Kafka Streams (compat/), diffed record by record against the expected output.
-//! - `ci`: everything CI checks, with a broker for the tests.
-//! - `bench [NAME]`: the benchmarks of benches/, with a broker for those that
-//!   need one; `bench compare`: kstreams beside Kafka Streams (BENCHMARKS.md).
-//! - `chaos [SCENARIO...] [--long]`: the chaos scenarios of chaos/ (SIGKILLs,
-//!   damaged state directories, malformed records, a broker restart) on a
-//!   real broker.
-//! - `registry start|stop|status`: a schema registry with the Confluent REST
-//!   API (Apicurio Registry, resolved with Maven) for the Avro tests.
+//! xtask depends on no native library, so it builds on a fresh machine
+//! before anything is installed: `setup` (and `example` and `ci` through
+//! it) then checks the system packages the rest of the build needs, and
+//! installs them when it runs as root.
 
 mod bench;
 mod chaos;
 mod ci;
 mod cli;
 mod compat;
+mod example;
 mod kafka;
 mod maven;
 mod paths;
 mod process;
 mod registry;
+mod setup;
 
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 
-use crate::cli::Args;
+use crate::cli::{Args, Task};
 
-const USAGE: &str = "\
-usage: cargo xtask <task>
-
-tasks:
-  kafka start [--brokers N] [--port P]
-                       start a KRaft Apache Kafka cluster of N (1 or 3) combined
-                       broker+controller nodes on 127.0.0.1; P is the first
-                       broker port (default: free ports); prints
-                       `export KSTREAMS_BOOTSTRAP=...`
-  kafka stop           stop the cluster that `kafka start` started
-  kafka status         say whether it runs (exit status 1 when not)
-  compat <scenario|all> [--side java|kstreams|both] [--seed N] [--records N]
-                       run a reference scenario and diff its output
-                       (scenarios: wordcount, filter-map)
-  registry start [--port P]
-                       start a schema registry with the Confluent REST API
-                       (Apicurio Registry, in-memory) on 127.0.0.1; prints
-                       `export KSTREAMS_TEST_SCHEMA_REGISTRY=...` and the
-                       Java Avro serde's KSTREAMS_TEST_AVRO_JAVA_CLASSPATH
-  registry stop|status stop it, or say whether it runs
-  ci                   fmt, clippy, cargo-deny, then the tests against a broker,
-                       then the chaos scenarios in their short form and
-                       a bench compare --smoke run
-  chaos [SCENARIO...] [--long] [--seed N]
-                       chaos scenarios on a broker, verified under
-                       read_committed (sigkill, disk, malformed,
-                       broker-restart: it restarts the cluster `kafka start`
-                       runs; default all; --long: 20 kills over 1M records,
-                       10k malformed, 3 broker restarts)
-  bench [NAME] [ARGS]  cargo bench -p kstreams-benches [--bench NAME], with a
-                       broker in KSTREAMS_BOOTSTRAP (stateless_chain,
-                       broker_passthrough, ...)
-  bench compare [WORKLOAD...] [--records N] [--runs R] [--threads 1,2]
-                [--latency-seconds S] [--latency-rate R] [--set KEY=VALUE]
-                [--only IMPL,...]
-                [--smoke]
-                       kstreams, Apache Kafka Streams and a raw librdkafka
-                       loop on the same input, outputs checked; results in
-                       <target>/bench/compare.{md,svg,tsv} (workloads:
-                       pass-through, count, window-count, join,
-                       pass-through-eos; --smoke: one small run of each)
-";
+/// Every task, in the order `--help` lists them: first what a newcomer
+/// runs, then the tools the others are built from.
+const TASKS: &[Task] = &[
+    Task {
+        name: "example",
+        summary: "set up, then run an example app on the in-process Kafka",
+        usage: "\
+example [NAME]
+    checks the system packages the build needs (as `setup` does, installing
+    them as root), then runs `cargo run -p kstreams-examples --example NAME`
+    (default: pageviews) on librdkafka's in-process mock cluster
+",
+        run: example::cli,
+    },
+    Task {
+        name: "ci",
+        summary: "set up (with a JDK and Maven), then everything CI checks",
+        usage: "\
+ci
+    checks the system packages (as `setup --ci` does, installing them as
+    root), then: fmt, clippy, cargo-deny, the tests against a broker, the
+    compat scenarios, the chaos scenarios in their short form and a
+    `bench compare --smoke` run
+",
+        run: ci::cli,
+    },
+    Task {
+        name: "setup",
+        summary: "check the system packages the build needs; install them as root",
+        usage: "\
+setup [--ci] [--check]
+    checks with dpkg-query the Debian packages the build needs (compilers,
+    cmake, pkg-config, libclang-dev, libssl-dev, zlib1g-dev); --ci: also a JDK
+    and Maven. As root, installs the missing ones with apt-get; otherwise
+    prints the one line that does. --check: never install, only say
+",
+        run: setup::cli,
+    },
+    Task {
+        name: "kafka",
+        summary: "start, stop or ask about a real Apache Kafka broker (KRaft)",
+        usage: "\
+kafka start [--brokers N] [--port P]
+    start a KRaft Apache Kafka cluster of N (1 or 3) combined broker+controller
+    nodes on 127.0.0.1; P is the first broker port (default: free ports);
+    prints `export KSTREAMS_BOOTSTRAP=...`
+kafka stop
+    stop the cluster that `kafka start` started
+kafka status
+    say whether it runs (exit status 1 when not)
+",
+        run: kafka::cli,
+    },
+    Task {
+        name: "registry",
+        summary: "start, stop or ask about a Schema Registry for the Avro tests",
+        usage: "\
+registry start [--port P]
+    start a schema registry with the Confluent REST API (Apicurio Registry,
+    in-memory) on 127.0.0.1; prints `export KSTREAMS_TEST_SCHEMA_REGISTRY=...`
+    and the Java Avro serde's KSTREAMS_TEST_AVRO_JAVA_CLASSPATH
+registry stop|status
+    stop it, or say whether it runs
+",
+        run: registry::cli,
+    },
+    Task {
+        name: "compat",
+        summary: "run a scenario on Apache Kafka Streams and kstreams, diff them",
+        usage: "\
+compat <scenario|all> [--side java|kstreams|both] [--seed N] [--records N]
+    run a reference scenario and diff its output (scenarios: wordcount,
+    filter-map)
+",
+        run: compat::cli,
+    },
+    Task {
+        name: "chaos",
+        summary: "kill, damage and restart things under load; check nothing is lost",
+        usage: "\
+chaos [SCENARIO...] [--long] [--seed N]
+    chaos scenarios on a broker, verified under read_committed (sigkill, disk,
+    malformed, broker-restart: it restarts the cluster `kafka start` runs;
+    default all; --long: 20 kills over 1M records, 10k malformed, 3 broker
+    restarts)
+",
+        run: chaos::cli,
+    },
+    Task {
+        name: "bench",
+        summary: "the benchmarks of benches/, or kstreams beside Kafka Streams",
+        usage: "\
+bench [NAME] [ARGS]
+    cargo bench -p kstreams-benches [--bench NAME], with a broker in
+    KSTREAMS_BOOTSTRAP (stateless_chain, broker_passthrough, ...)
+bench compare [WORKLOAD...] [--records N] [--runs R] [--threads 1,2]
+              [--latency-seconds S] [--latency-rate R] [--set KEY=VALUE]
+              [--only IMPL,...] [--smoke]
+    kstreams, Apache Kafka Streams and a raw librdkafka loop on the same
+    input, outputs checked; results in <target>/bench/compare.{md,svg,tsv}
+    (workloads: pass-through, count, window-count, join, pass-through-eos;
+    --smoke: one small run of each)
+",
+        run: bench::cli,
+    },
+];
 
 fn main() -> ExitCode {
     let args = Args::new(std::env::args().skip(1));
@@ -85,17 +145,69 @@ fn main() -> ExitCode {
 }
 
 fn run(mut args: Args) -> Result<ExitCode> {
-    match args.next().as_deref() {
-        Some("kafka") => kafka::cli(args),
-        Some("compat") => compat::cli(args),
-        Some("ci") => ci::cli(args),
-        Some("bench") => bench::cli(args),
-        Some("chaos") => chaos::cli(args),
-        Some("registry") => registry::cli(args),
-        Some("help" | "-h" | "--help") | None => {
-            print!("{USAGE}");
-            Ok(ExitCode::SUCCESS)
+    // Taken before the task's name: `--help` is a flag, not an option with
+    // a value.
+    let help = args.flag("help");
+    let name = args.next();
+    let task = match name.as_deref() {
+        None | Some("help" | "-h") => {
+            return match args.next() {
+                Some(name) => {
+                    print!("{}", cli::task_help(find(&name)?));
+                    Ok(ExitCode::SUCCESS)
+                }
+                None => {
+                    print!("{}", cli::overview(TASKS));
+                    Ok(ExitCode::SUCCESS)
+                }
+            };
         }
-        Some(other) => bail!("unknown task `{other}`\n\n{USAGE}"),
+        Some(name) => find(name)?,
+    };
+    if help {
+        print!("{}", cli::task_help(task));
+        return Ok(ExitCode::SUCCESS);
+    }
+    (task.run)(args)
+}
+
+fn find(name: &str) -> Result<&'static Task> {
+    match TASKS.iter().find(|task| task.name == name) {
+        Some(task) => Ok(task),
+        None => bail!("unknown task `{name}`\n\n{}", cli::overview(TASKS)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_task_fits_one_line_of_the_overview() {
+        let overview = cli::overview(TASKS);
+        for task in TASKS {
+            let line = overview
+                .lines()
+                .find(|l| l.trim_start().starts_with(&format!("{} ", task.name)))
+                .unwrap_or_else(|| panic!("{} is not listed:\n{overview}", task.name));
+            assert!(line.len() <= 80, "too long for a terminal: {line}");
+            assert!(
+                task.usage.starts_with(task.name),
+                "{}'s usage starts with another name",
+                task.name
+            );
+        }
+        let mut names: Vec<_> = TASKS.iter().map(|t| t.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), TASKS.len(), "a task name is listed twice");
+    }
+
+    #[test]
+    fn help_for_an_unknown_task_is_an_error() {
+        let args = |line: &str| Args::new(line.split_whitespace().map(String::from));
+        assert!(run(args("help no-such-task")).is_err());
+        assert!(run(args("no-such-task")).is_err());
+        assert!(run(args("kafka --help")).is_ok());
     }
 }
