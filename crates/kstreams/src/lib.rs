@@ -121,3 +121,9 @@ pub mod prelude {
         WallclockTimestampExtractor,
     };
 }
+
+/// README.md's Rust snippets, compiled (and, unless marked `no_run`, run)
+/// as doctests of the facade, so the front page cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
