@@ -127,3 +127,13 @@ pub mod prelude {
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The test-only `EmbeddedKafka` stays out of the prelude unless the
+/// `embedded` feature asks for it:
+///
+/// ```compile_fail
+/// use kstreams::prelude::*;
+/// let _: Option<EmbeddedKafka> = None;
+/// ```
+#[cfg(all(doctest, not(feature = "embedded")))]
+pub struct PreludeWithoutEmbeddedKafka;
