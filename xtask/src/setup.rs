@@ -122,31 +122,44 @@ pub fn cli(mut args: Args) -> Result<ExitCode> {
     };
     let check_only = args.flag("check");
     args.finish()?;
-    if check_only {
-        let missing = missing_now(scope)?;
-        if !missing.is_empty() {
-            bail!("{}", not_root_message(&missing));
+    let outcome = if check_only {
+        match missing_now(scope)? {
+            Some(missing) if !missing.is_empty() => bail!("{}", not_root_message(&missing)),
+            Some(_) => Checked::Present,
+            None => Checked::Unchecked,
         }
+    } else {
+        ensure(scope)?
+    };
+    if outcome == Checked::Present {
         eprintln!("setup: every system package is present");
-        return Ok(ExitCode::SUCCESS);
     }
-    ensure(scope)?;
-    eprintln!("setup: every system package is present");
     Ok(ExitCode::SUCCESS)
+}
+
+/// What [`ensure`] could say about the system packages.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Checked {
+    /// Every one is installed (now, or already).
+    Present,
+    /// Not a Debian system: nothing could be checked (and it said so).
+    Unchecked,
 }
 
 /// Makes sure the packages `scope` needs are there: installs the missing
 /// ones as root, fails with the command that installs them otherwise.
-pub fn ensure(scope: Scope) -> Result<()> {
-    let missing = missing_now(scope)?;
+pub fn ensure(scope: Scope) -> Result<Checked> {
+    let Some(missing) = missing_now(scope)? else {
+        return Ok(Checked::Unchecked);
+    };
     if missing.is_empty() {
-        return Ok(());
+        return Ok(Checked::Present);
     }
     if !is_root() {
         bail!("{}", not_root_message(&missing));
     }
     install(&missing)?;
-    let still = missing_now(scope)?;
+    let still = missing_now(scope)?.unwrap_or_default();
     if !still.is_empty() {
         let names: Vec<_> = still.iter().map(|r| r.package).collect();
         bail!(
@@ -154,12 +167,12 @@ pub fn ensure(scope: Scope) -> Result<()> {
             names.join(" ")
         );
     }
-    Ok(())
+    Ok(Checked::Present)
 }
 
-/// The requirements of `scope` this machine lacks; none where dpkg-query
+/// The requirements of `scope` this machine lacks; `None` where dpkg-query
 /// does not exist (not Debian), after saying what to install by hand.
-fn missing_now(scope: Scope) -> Result<Vec<&'static Requirement>> {
+fn missing_now(scope: Scope) -> Result<Option<Vec<&'static Requirement>>> {
     let requirements = scope.requirements();
     if !on_path("dpkg-query") {
         let names: Vec<_> = requirements.iter().map(|r| r.package).collect();
@@ -168,7 +181,7 @@ fn missing_now(scope: Scope) -> Result<Vec<&'static Requirement>> {
              the equivalents of Debian's {}",
             names.join(" ")
         );
-        return Ok(Vec::new());
+        return Ok(None);
     }
     let mut query = Command::new("dpkg-query");
     query
@@ -182,9 +195,9 @@ fn missing_now(scope: Scope) -> Result<Vec<&'static Requirement>> {
         .output()
         .map_err(|e| anyhow::anyhow!("cannot run dpkg-query to check the system packages: {e}"))?;
     let installed = installed_packages(&String::from_utf8_lossy(&output.stdout));
-    Ok(missing(&requirements, &installed, on_path, |name| {
+    Ok(Some(missing(&requirements, &installed, on_path, |name| {
         std::env::var_os(name).is_some_and(|v| !v.is_empty())
-    }))
+    })))
 }
 
 /// The packages that dpkg-query's `${Package}\t${db:Status-Status}` lines
@@ -356,7 +369,7 @@ mod tests {
     }
 
     #[test]
-    fn on_path_finds_executables_only() {
+    fn only_executable_files_count_as_commands() {
         let dir = std::env::temp_dir().join(format!("xtask-setup-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let tool = dir.join("a-tool");
