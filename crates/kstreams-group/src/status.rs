@@ -1,0 +1,41 @@
+//! The group's status codes a heartbeat answer may carry.
+
+/// A condition of the whole group that keeps it from running as asked. The
+/// broker reports it on every heartbeat until it clears.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupStatus {
+    /// The member's topology epoch is older than the group's.
+    StaleTopology(String),
+    /// Source topics are missing (or a pattern matches none); no task of the
+    /// affected sub-topologies is assigned until they exist.
+    MissingSourceTopics(String),
+    /// Co-partitioned topics differ in partition count, or a changelog's
+    /// partition count does not match its sub-topology.
+    IncorrectlyPartitionedTopics(String),
+    /// Internal topics are missing; the broker tries to create them.
+    MissingInternalTopics(String),
+    /// A member asked the whole application to shut down.
+    ShutdownApplication(String),
+    /// A code this client does not know yet.
+    Unknown {
+        /// The code.
+        code: i8,
+        /// The broker's detail.
+        detail: String,
+    },
+}
+
+impl GroupStatus {
+    /// The status for `code` with the broker's `detail` (codes from
+    /// StreamsGroupHeartbeatResponse.json).
+    pub(crate) fn from_code(code: i8, detail: String) -> GroupStatus {
+        match code {
+            0 => GroupStatus::StaleTopology(detail),
+            1 => GroupStatus::MissingSourceTopics(detail),
+            2 => GroupStatus::IncorrectlyPartitionedTopics(detail),
+            3 => GroupStatus::MissingInternalTopics(detail),
+            4 => GroupStatus::ShutdownApplication(detail),
+            code => GroupStatus::Unknown { code, detail },
+        }
+    }
+}
