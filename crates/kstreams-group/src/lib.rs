@@ -33,8 +33,9 @@
 //! - `kacrab-protocol` 0.4 — chosen. Generated from Kafka 4.3.0's schemas by
 //!   its own code generator, with request/response/header version tables;
 //!   StreamsGroupHeartbeat v0 and StreamsGroupDescribe v0, which a 4.4 broker
-//!   accepts (4.4 adds heartbeat v1, identical on the request side, whose
-//!   response only adds KIP-1331's topology-description flag). `bytes`-based
+//!   accepts (4.4 serves both in v0-1; v1 adds KIP-1331's topology
+//!   description, sent through an RPC of its own, and the MISSING_CLIENT_TAGS
+//!   status; assignment needs neither). `bytes`-based
 //!   like tokio codecs; with default features off it pulls only `bytes`,
 //!   `base64`, `crc32c`, `thiserror` and `uuid`. MIT OR Apache-2.0. Young and
 //!   by one author; its MSRV (1.95) is above the workspace's 1.89, so this

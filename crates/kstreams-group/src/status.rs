@@ -16,6 +16,11 @@ pub enum GroupStatus {
     MissingInternalTopics(String),
     /// A member asked the whole application to shut down.
     ShutdownApplication(String),
+    /// The broker has not computed an assignment yet (it batches them).
+    AssignmentDelayed(String),
+    /// Client tags that rack-aware standby placement needs are missing (sent
+    /// from heartbeat v1 on).
+    MissingClientTags(String),
     /// A code this client does not know yet.
     Unknown {
         /// The code.
@@ -27,7 +32,7 @@ pub enum GroupStatus {
 
 impl GroupStatus {
     /// The status for `code` with the broker's `detail` (codes from
-    /// StreamsGroupHeartbeatResponse.json).
+    /// StreamsGroupHeartbeatResponse.json of Kafka 4.4).
     pub(crate) fn from_code(code: i8, detail: String) -> GroupStatus {
         match code {
             0 => GroupStatus::StaleTopology(detail),
@@ -35,6 +40,8 @@ impl GroupStatus {
             2 => GroupStatus::IncorrectlyPartitionedTopics(detail),
             3 => GroupStatus::MissingInternalTopics(detail),
             4 => GroupStatus::ShutdownApplication(detail),
+            5 => GroupStatus::AssignmentDelayed(detail),
+            6 => GroupStatus::MissingClientTags(detail),
             code => GroupStatus::Unknown { code, detail },
         }
     }
