@@ -85,4 +85,5 @@ pub use task::{TaskId, Tasks};
 pub use task_offset::TaskOffset;
 pub use topology::{CopartitionGroup, InternalTopic, Subtopology, Topology};
 pub use transport::Security;
+/// The process id's type ([`MemberConfig::process_id`]).
 pub use uuid::Uuid;

@@ -140,8 +140,8 @@ impl StreamsGroupMember {
 
 impl Drop for StreamsGroupMember {
     fn drop(&mut self) {
-        // Closing the channels ends the loop, which then leaves the group: a
-        // dropped member must not hold tasks until its session times out.
+        // The loop leaves the group: a dropped member must not hold its
+        // tasks until its session times out.
         if let Some(leave) = self.leave.take() {
             let _ = leave.send(());
         }
@@ -189,11 +189,6 @@ impl Heartbeats {
                     backoff = MIN_BACKOFF;
                     self.publish(events);
                     next = Instant::now() + self.membership.heartbeat_interval();
-                    // An assignment the application has already answered,
-                    // or an unreported ownership, goes out at once.
-                    if self.membership.owned_unreported() {
-                        next = Instant::now();
-                    }
                 }
                 Ok(Reaction::Rejoin(events)) => {
                     self.publish(events);

@@ -93,6 +93,12 @@ pub struct MemberSnapshot {
     pub endpoints: Endpoints,
     /// The latest group conditions.
     pub statuses: Vec<GroupStatus>,
+    /// The group's `acceptable.recovery.lag`: how far behind its changelogs
+    /// a warm-up task may be and still count as caught up.
+    pub acceptable_recovery_lag: i32,
+    /// How often the broker wants task offsets
+    /// ([`StreamsGroupMember::report_task_offsets`](crate::StreamsGroupMember::report_task_offsets)).
+    pub task_offset_interval: Duration,
 }
 
 /// One member's protocol state.
@@ -188,13 +194,6 @@ impl Membership {
     /// How long until the next regular heartbeat, as the broker asked.
     pub(crate) fn heartbeat_interval(&self) -> Duration {
         self.heartbeat_interval
-    }
-
-    /// The broker's `acceptable.recovery.lag`: how far behind a warm-up task
-    /// may be and still count as caught up.
-    #[allow(dead_code)] // read by the runtime's warm-up logic, which is next
-    pub(crate) fn acceptable_recovery_lag(&self) -> i32 {
-        self.acceptable_recovery_lag
     }
 
     /// The application owns `owned` now (after closing revoked tasks and
@@ -407,6 +406,8 @@ impl Membership {
             assignment: self.assignment.clone(),
             endpoints: self.endpoints.clone(),
             statuses: self.statuses.clone(),
+            acceptable_recovery_lag: self.acceptable_recovery_lag,
+            task_offset_interval: self.task_offset_interval,
         }
     }
 }

@@ -48,6 +48,7 @@ fn accepted(epoch: i32) -> StreamsGroupHeartbeatResponseData {
         member_epoch: epoch,
         heartbeat_interval_ms: 1000,
         task_offset_interval_ms: 60_000,
+        acceptable_recovery_lag: 10_000,
         ..Default::default()
     }
 }
@@ -99,6 +100,12 @@ fn the_join_says_everything_and_the_next_heartbeat_only_what_changed() {
     events(member.on_response(accepted(1)));
     assert_eq!(member.state(), MemberState::Stable);
     assert_eq!(member.heartbeat_interval(), Duration::from_secs(1));
+    let snapshot = member.snapshot();
+    assert_eq!(
+        (snapshot.epoch, snapshot.acceptable_recovery_lag),
+        (1, 10_000)
+    );
+    assert_eq!(snapshot.task_offset_interval, Duration::from_secs(60));
     let next = member.heartbeat(Instant::now());
     assert_eq!(next.member_epoch, 1);
     assert!(next.topology.is_none());
