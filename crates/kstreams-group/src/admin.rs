@@ -8,7 +8,6 @@ use kacrab_protocol::generated::incremental_alter_configs_request::{
 };
 use kacrab_protocol::generated::streams_group_describe_request::StreamsGroupDescribeRequestData;
 use kacrab_protocol::generated::streams_group_heartbeat_request::StreamsGroupHeartbeatRequestData;
-use kacrab_protocol::generated::ErrorCode;
 
 use crate::connection::ConnectionConfig;
 use crate::coordinator;
@@ -51,21 +50,12 @@ impl Admin {
             ..Default::default()
         };
         let response = connection.send(&request).await?;
-        let group = response
-            .groups
-            .into_iter()
-            .next()
-            .ok_or_else(|| Error::Protocol {
-                address: connection.address().to_owned(),
-                detail: "StreamsGroupDescribe answered no group".to_owned(),
-            })?;
-        if ErrorCode::from(group.error_code) != ErrorCode::None {
-            return Err(Error::broker(
-                StreamsGroupDescribeRequestData::NAME,
-                group.error_code,
-                group.error_message.map(|m| m.as_str().to_owned()),
-            ));
-        }
+        let group = connection.first(response.groups, "StreamsGroupDescribe", "group")?;
+        Error::check(
+            StreamsGroupDescribeRequestData::NAME,
+            group.error_code,
+            group.error_message.as_ref(),
+        )?;
         Ok(GroupDescription::from_wire(group))
     }
 
@@ -91,16 +81,13 @@ impl Admin {
             ..Default::default()
         };
         let response = connection.send(&request).await?;
-        for resource in response.responses {
-            if ErrorCode::from(resource.error_code) != ErrorCode::None {
-                return Err(Error::broker(
-                    IncrementalAlterConfigsRequestData::NAME,
-                    resource.error_code,
-                    resource.error_message.map(|m| m.as_str().to_owned()),
-                ));
-            }
-        }
-        Ok(())
+        response.responses.iter().try_for_each(|resource| {
+            Error::check(
+                IncrementalAlterConfigsRequestData::NAME,
+                resource.error_code,
+                resource.error_message.as_ref(),
+            )
+        })
     }
 
     /// Creates `name` with `partitions` partitions and the brokers' default
@@ -119,15 +106,12 @@ impl Admin {
             ..Default::default()
         };
         let response = connection.send(&request).await?;
-        for topic in response.topics {
-            if ErrorCode::from(topic.error_code) != ErrorCode::None {
-                return Err(Error::broker(
-                    CreateTopicsRequestData::NAME,
-                    topic.error_code,
-                    topic.error_message.map(|m| m.as_str().to_owned()),
-                ));
-            }
-        }
-        Ok(())
+        response.topics.iter().try_for_each(|topic| {
+            Error::check(
+                CreateTopicsRequestData::NAME,
+                topic.error_code,
+                topic.error_message.as_ref(),
+            )
+        })
     }
 }

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use kacrab_protocol::generated::api_versions_request::ApiVersionsRequestData;
-use kacrab_protocol::generated::ErrorCode;
 use kacrab_protocol::version::{resolve_api_version, ApiVersionRange};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -83,13 +82,7 @@ impl Connection {
             ..Default::default()
         };
         let response = connection.exchange(&request, API_VERSIONS_VERSION).await?;
-        if ErrorCode::from(response.error_code) != ErrorCode::None {
-            return Err(Error::broker(
-                ApiVersionsRequestData::NAME,
-                response.error_code,
-                None,
-            ));
-        }
+        Error::check(ApiVersionsRequestData::NAME, response.error_code, None)?;
         connection.versions = response
             .api_keys
             .iter()
@@ -169,6 +162,15 @@ impl Connection {
         let mut payload = vec![0; length];
         self.stream.read_exact(&mut payload).await.map_err(io)?;
         Ok(Bytes::from(payload))
+    }
+
+    /// The first of the `what`s in an answer to `api` that must have one
+    /// (this client asks about one thing per request).
+    pub(crate) fn first<T>(&self, items: Vec<T>, api: &str, what: &str) -> Result<T> {
+        items
+            .into_iter()
+            .next()
+            .ok_or_else(|| self.protocol(format!("{api} answered no {what}")))
     }
 
     fn protocol(&self, detail: String) -> Error {

@@ -71,15 +71,7 @@ async fn find(connection: &mut Connection, group: &str) -> Result<String> {
     let response = connection.send(&request).await?;
     let api = FindCoordinatorRequestData::NAME;
     let (code, message, host, port) = if version >= BATCHED_VERSION {
-        let coordinator =
-            response
-                .coordinators
-                .into_iter()
-                .next()
-                .ok_or_else(|| Error::Protocol {
-                    address: connection.address().to_owned(),
-                    detail: "FindCoordinator answered no coordinator".to_owned(),
-                })?;
+        let coordinator = connection.first(response.coordinators, api, "coordinator")?;
         (
             coordinator.error_code,
             coordinator.error_message,
@@ -94,13 +86,7 @@ async fn find(connection: &mut Connection, group: &str) -> Result<String> {
             response.port,
         )
     };
-    if ErrorCode::from(code) != ErrorCode::None {
-        return Err(Error::broker(
-            api,
-            code,
-            message.map(|m| m.as_str().to_owned()),
-        ));
-    }
+    Error::check(api, code, message.as_ref())?;
     Ok(format!("{}:{port}", host.as_str()))
 }
 

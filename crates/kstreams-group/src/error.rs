@@ -101,6 +101,22 @@ impl Error {
         }
     }
 
+    /// `Ok` for error code 0 (NONE), else the broker's error for `api`.
+    pub(crate) fn check(
+        api: &'static str,
+        code: i16,
+        message: Option<&kacrab_protocol::KafkaString>,
+    ) -> Result<()> {
+        if code == 0 {
+            return Ok(());
+        }
+        Err(Error::broker(
+            api,
+            code,
+            message.map(|m| m.as_str().to_owned()),
+        ))
+    }
+
     /// Kafka's error code when the broker answered with one.
     pub fn broker_code(&self) -> Option<i16> {
         match self {

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::status::GroupStatus;
 use crate::task::Tasks;
 use crate::task_offset::TaskOffset;
-use crate::topology::Topology;
+use crate::topology::{key_values, Topology};
 use crate::wire::Rpc;
 
 /// The epoch that asks to join (or rejoin after fencing).
@@ -155,15 +155,7 @@ impl Membership {
                     port: endpoint.port,
                     ..Default::default()
                 }),
-            client_tags: config
-                .client_tags
-                .iter()
-                .map(|(key, value)| request::KeyValue {
-                    key: key.clone().into(),
-                    value: value.clone().into(),
-                    ..Default::default()
-                })
-                .collect(),
+            client_tags: key_values(&config.client_tags),
             rebalance_timeout_ms,
             topology: topology.to_wire()?,
             state: MemberState::Joining,

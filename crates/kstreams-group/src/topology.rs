@@ -178,17 +178,20 @@ fn topic_info(topic: &InternalTopic) -> wire::TopicInfo {
         name: topic.name.clone().into(),
         partitions: topic.partitions.unwrap_or(0),
         replication_factor: topic.replication_factor.unwrap_or(0),
-        topic_configs: topic
-            .configs
-            .iter()
-            .map(|(key, value)| wire::KeyValue {
-                key: key.clone().into(),
-                value: value.clone().into(),
-                ..Default::default()
-            })
-            .collect(),
+        topic_configs: key_values(&topic.configs),
         ..Default::default()
     }
+}
+
+/// A map as the heartbeat's `KeyValue` list (topic configs, client tags).
+pub(crate) fn key_values(map: &BTreeMap<String, String>) -> Vec<wire::KeyValue> {
+    map.iter()
+        .map(|(key, value)| wire::KeyValue {
+            key: key.clone().into(),
+            value: value.clone().into(),
+            ..Default::default()
+        })
+        .collect()
 }
 
 #[cfg(test)]

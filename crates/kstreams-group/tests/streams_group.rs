@@ -85,11 +85,52 @@ fn all_tasks() -> Tasks {
         .collect()
 }
 
-async fn member(bootstrap: &str, app: &str, topology: &Topology) -> StreamsGroupMember {
-    let mut connection = ConnectionConfig::new(bootstrap);
-    connection.client_id = format!("{app}-client");
-    let config = MemberConfig::new(connection, app, Uuid::new_v4());
-    StreamsGroupMember::join(config, topology).await.unwrap()
+/// One application on the broker: its id, its input topic (created) and its
+/// topology.
+struct App {
+    bootstrap: String,
+    id: String,
+    topology: Topology,
+}
+
+impl App {
+    /// A new application, or `None` when the broker cannot serve it (skip).
+    async fn new(name: &str) -> Option<App> {
+        let bootstrap = streams_broker().await?;
+        let id = unique(name);
+        let input = format!("{id}-input");
+        Admin::new(ConnectionConfig::new(&bootstrap))
+            .create_topic(&input, PARTITIONS)
+            .await
+            .unwrap();
+        let topology = rekey_and_count(&id, &input);
+        Some(App {
+            bootstrap,
+            id,
+            topology,
+        })
+    }
+
+    fn admin(&self) -> Admin {
+        Admin::new(ConnectionConfig::new(&self.bootstrap))
+    }
+
+    /// A dynamic member's config: a process of its own.
+    fn config(&self) -> MemberConfig {
+        let mut connection = ConnectionConfig::new(&self.bootstrap);
+        connection.client_id = format!("{}-client", self.id);
+        MemberConfig::new(connection, &self.id, Uuid::new_v4())
+    }
+
+    async fn join(&self, config: MemberConfig) -> StreamsGroupMember {
+        StreamsGroupMember::join(config, &self.topology)
+            .await
+            .unwrap()
+    }
+
+    async fn member(&self) -> StreamsGroupMember {
+        self.join(self.config()).await
+    }
 }
 
 /// Plays the application for one round: owns whatever a member was just
@@ -132,35 +173,22 @@ fn disjoint_and_covering(sets: &[&Tasks]) -> bool {
     total == all.len() && all == union([&all_tasks()])
 }
 
-async fn fresh_app(bootstrap: &str, name: &str) -> (String, String) {
-    let app = unique(name);
-    let input = format!("{app}-input");
-    Admin::new(ConnectionConfig::new(bootstrap))
-        .create_topic(&input, PARTITIONS)
-        .await
-        .unwrap();
-    (app, input)
+/// Two members that each run some of the tasks and together all of them.
+fn split(assignments: &[Assignment]) -> bool {
+    assignments.iter().all(|a| !a.active.is_empty())
+        && disjoint_and_covering(&[&assignments[0].active, &assignments[1].active])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_members_split_the_tasks_and_one_takes_all_when_the_other_leaves() {
-    let Some(bootstrap) = streams_broker().await else {
+    let Some(app) = App::new("split").await else {
         return;
     };
-    let (app, input) = fresh_app(&bootstrap, "split").await;
-    let topology = rekey_and_count(&app, &input);
-    let mut a = member(&bootstrap, &app, &topology).await;
-    let mut b = member(&bootstrap, &app, &topology).await;
+    let mut a = app.member().await;
+    let mut b = app.member().await;
 
-    let split = settle(&mut [&mut a, &mut b], |assignments| {
-        assignments.iter().all(|a| !a.active.is_empty())
-            && disjoint_and_covering(&[&assignments[0].active, &assignments[1].active])
-    })
-    .await;
-    assert!(
-        split.iter().all(|a| a.standby.is_empty()),
-        "no standbys asked"
-    );
+    let halves = settle(&mut [&mut a, &mut b], split).await;
+    assert!(halves.iter().all(|a| a.standby.is_empty()), "none asked");
 
     b.close().await.unwrap();
     let alone = settle(&mut [&mut a], |assignments| {
@@ -173,21 +201,18 @@ async fn two_members_split_the_tasks_and_one_takes_all_when_the_other_leaves() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_one_standby_replica_each_member_keeps_the_others_tasks_warm() {
-    let Some(bootstrap) = streams_broker().await else {
+    let Some(app) = App::new("standby").await else {
         return;
     };
-    let (app, input) = fresh_app(&bootstrap, "standby").await;
-    Admin::new(ConnectionConfig::new(&bootstrap))
-        .set_group_configs(&app, &[("streams.num.standby.replicas", "1")])
+    app.admin()
+        .set_group_configs(&app.id, &[("streams.num.standby.replicas", "1")])
         .await
         .unwrap();
-    let topology = rekey_and_count(&app, &input);
-    let mut a = member(&bootstrap, &app, &topology).await;
-    let mut b = member(&bootstrap, &app, &topology).await;
+    let mut a = app.member().await;
+    let mut b = app.member().await;
 
     let settled = settle(&mut [&mut a, &mut b], |s| {
-        s.iter().all(|a| !a.active.is_empty())
-            && disjoint_and_covering(&[&s[0].active, &s[1].active])
+        split(s)
             // One standby per task, never beside its active.
             && s[0].standby == s[1].active
             && s[1].standby == s[0].active
@@ -200,22 +225,17 @@ async fn with_one_standby_replica_each_member_keeps_the_others_tasks_warm() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn describe_shows_the_group_its_members_and_their_tasks() {
-    let Some(bootstrap) = streams_broker().await else {
+    let Some(app) = App::new("describe").await else {
         return;
     };
-    let (app, input) = fresh_app(&bootstrap, "describe").await;
-    let topology = rekey_and_count(&app, &input);
-    let mut a = member(&bootstrap, &app, &topology).await;
-    let mut b = member(&bootstrap, &app, &topology).await;
-    settle(&mut [&mut a, &mut b], |s| {
-        disjoint_and_covering(&[&s[0].active, &s[1].active])
-    })
-    .await;
+    let mut a = app.member().await;
+    let mut b = app.member().await;
+    settle(&mut [&mut a, &mut b], split).await;
 
-    let admin = Admin::new(ConnectionConfig::new(&bootstrap));
+    let admin = app.admin();
     let deadline = Instant::now() + SETTLE;
     let described = loop {
-        let described = admin.describe_streams_group(&app).await.unwrap();
+        let described = admin.describe_streams_group(&app.id).await.unwrap();
         // The owned assignment trails the target by one heartbeat.
         let owned: Vec<&Tasks> = described
             .members
@@ -228,7 +248,7 @@ async fn describe_shows_the_group_its_members_and_their_tasks() {
         assert!(Instant::now() < deadline, "{described:#?}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    assert_eq!(described.group_id, app);
+    assert_eq!(described.group_id, app.id);
     assert_eq!(described.topology_epoch, Some(0));
     let ids: BTreeSet<&str> = described
         .members
@@ -237,13 +257,13 @@ async fn describe_shows_the_group_its_members_and_their_tasks() {
         .collect();
     assert_eq!(ids, BTreeSet::from([a.member_id(), b.member_id()]));
     for member in &described.members {
-        assert_eq!(member.client_id, format!("{app}-client"));
+        assert_eq!(member.client_id, format!("{}-client", app.id));
         assert!(member.member_epoch > 0);
         assert!(Uuid::parse_str(&member.process_id).is_ok());
     }
 
     if let Ok(classpath) = std::env::var("KSTREAMS_KAFKA_CLASSPATH") {
-        let java = java_describe(&classpath, &bootstrap, &app);
+        let java = java_describe(&classpath, &app.bootstrap, &app.id);
         assert!(java.contains("state=Stable"), "{java}");
         assert!(java.contains("members=2"), "{java}");
         for id in &ids {
@@ -281,9 +301,13 @@ async fn a_missing_source_topic_is_a_group_status_and_assigns_nothing() {
     let Some(bootstrap) = streams_broker().await else {
         return;
     };
-    let app = unique("missing");
-    let topology = rekey_and_count(&app, &format!("{app}-never-created"));
-    let mut a = member(&bootstrap, &app, &topology).await;
+    let id = unique("missing");
+    let app = App {
+        topology: rekey_and_count(&id, &format!("{id}-never-created")),
+        bootstrap,
+        id,
+    };
+    let mut a = app.member().await;
     let deadline = Instant::now() + SETTLE;
     loop {
         let wait = tokio::time::timeout(Duration::from_secs(1), a.next_event()).await;
@@ -303,27 +327,17 @@ async fn a_missing_source_topic_is_a_group_status_and_assigns_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_static_member_that_comes_back_gets_its_tasks_again() {
-    let Some(bootstrap) = streams_broker().await else {
+    let Some(app) = App::new("static").await else {
         return;
     };
-    let (app, input) = fresh_app(&bootstrap, "static").await;
-    let topology = rekey_and_count(&app, &input);
     let config = |instance: &str| {
-        let mut config = MemberConfig::new(ConnectionConfig::new(&bootstrap), &app, Uuid::new_v4());
+        let mut config = app.config();
         config.instance_id = Some(instance.to_owned());
         config
     };
-    let mut a = StreamsGroupMember::join(config("instance-a"), &topology)
-        .await
-        .unwrap();
-    let mut b = StreamsGroupMember::join(config("instance-b"), &topology)
-        .await
-        .unwrap();
-    let before = settle(&mut [&mut a, &mut b], |s| {
-        s.iter().all(|a| !a.active.is_empty())
-            && disjoint_and_covering(&[&s[0].active, &s[1].active])
-    })
-    .await;
+    let mut a = app.join(config("instance-a")).await;
+    let mut b = app.join(config("instance-b")).await;
+    let before = settle(&mut [&mut a, &mut b], split).await;
 
     // A static member's close leaves with epoch -2: its tasks wait for it
     // rather than move to the member still there (a dynamic leave moves them
@@ -337,9 +351,7 @@ async fn a_static_member_that_comes_back_gets_its_tasks_again() {
             "instance-b's tasks stay reserved"
         );
     }
-    let mut b_again = StreamsGroupMember::join(config("instance-b"), &topology)
-        .await
-        .unwrap();
+    let mut b_again = app.join(config("instance-b")).await;
     let after = settle(&mut [&mut a, &mut b_again], |s| {
         disjoint_and_covering(&[&s[0].active, &s[1].active]) && !s[1].active.is_empty()
     })
