@@ -25,6 +25,9 @@ pub struct MemberConfig {
     /// `client.rack`, for rack-aware assignment.
     pub rack_id: Option<String>,
     /// `application.server`: where this instance answers interactive queries.
+    /// Sent from the first heartbeat whose answer shows the group's topology
+    /// configured (working around a Kafka 4.4.0 coordinator failure, see
+    /// the member's heartbeat), not with the join itself.
     pub user_endpoint: Option<Endpoint>,
     /// `client.tag.*`, for rack-aware standby placement.
     pub client_tags: BTreeMap<String, String>,

@@ -117,6 +117,11 @@ pub(crate) struct Membership {
     /// Send every field, not only the changed ones: on joining, and after a
     /// failed request (the broker may not have seen the last changes).
     full: bool,
+    /// Whether the latest answer showed the group's topology configured (no
+    /// missing or mis-partitioned topics).
+    topology_ready: bool,
+    /// Whether the broker has the user endpoint.
+    endpoint_sent: bool,
     /// What the application reports it owns.
     owned: Assignment,
     /// What the last heartbeat reported as owned.
@@ -161,6 +166,8 @@ impl Membership {
             state: MemberState::Joining,
             epoch: JOIN_EPOCH,
             full: true,
+            topology_ready: false,
+            endpoint_sent: false,
             owned: Assignment::default(),
             sent_owned: None,
             assignment: Assignment::default(),
@@ -228,8 +235,16 @@ impl Membership {
             request.rack_id = self.rack_id.clone().map(KafkaString::from);
             request.rebalance_timeout_ms = self.rebalance_timeout_ms;
             request.process_id = Some(self.process_id.to_string().into());
-            request.user_endpoint = self.user_endpoint.clone().map(Box::new);
             request.client_tags = Some(self.client_tags.clone());
+        }
+        // Kafka 4.4.0's coordinator fails the whole heartbeat (an unknown
+        // server error, the group not even created) when it has to send the
+        // endpoint picture while the topology is not configured yet, as on a
+        // new application whose internal topics it is about to create. So the
+        // endpoint goes out only once an answer shows the topology ready.
+        if self.topology_ready && (full || !self.endpoint_sent) {
+            request.user_endpoint = self.user_endpoint.clone().map(Box::new);
+            self.endpoint_sent = true;
         }
         if joining {
             request.topology = Some(Box::new(self.topology.clone()));
@@ -277,6 +292,7 @@ impl Membership {
     pub(crate) fn on_request_failed(&mut self) {
         self.full = true;
         self.sent_owned = None;
+        self.endpoint_sent = false;
     }
 
     /// What an answer means.
@@ -344,6 +360,7 @@ impl Membership {
                 events.push(MemberEvent::StatusChanged(statuses));
             }
         }
+        self.topology_ready = !self.statuses.iter().any(GroupStatus::blocks_topology);
         // The broker sends the lists when they changed; a null one is unchanged.
         let current = &self.assignment;
         let assignment = Assignment {
@@ -380,6 +397,7 @@ impl Membership {
         let had_tasks = !self.owned.is_empty() || !self.assignment.is_empty();
         self.state = MemberState::Joining;
         self.epoch = JOIN_EPOCH;
+        self.topology_ready = false;
         self.owned = Assignment::default();
         self.assignment = Assignment::default();
         self.on_request_failed();

@@ -93,7 +93,10 @@ fn the_join_says_everything_and_the_next_heartbeat_only_what_changed() {
         join.process_id.unwrap().as_str(),
         "00000000-0000-0000-0000-000000000000"
     );
-    assert_eq!(join.user_endpoint.unwrap().port, 8080);
+    assert!(
+        join.user_endpoint.is_none(),
+        "the endpoint waits for a ready topology"
+    );
     assert_eq!(join.rebalance_timeout_ms, 300_000);
     assert_eq!(join.active_tasks, Some(Vec::new()), "owns nothing yet");
 
@@ -107,10 +110,16 @@ fn the_join_says_everything_and_the_next_heartbeat_only_what_changed() {
     );
     assert_eq!(snapshot.task_offset_interval, Duration::from_secs(60));
     let next = member.heartbeat(Instant::now());
+    assert_eq!(
+        next.user_endpoint.unwrap().port,
+        8080,
+        "the topology is ready"
+    );
+    let next = member.heartbeat(Instant::now());
     assert_eq!(next.member_epoch, 1);
     assert!(next.topology.is_none());
     assert!(next.process_id.is_none());
-    assert!(next.user_endpoint.is_none());
+    assert!(next.user_endpoint.is_none(), "sent once");
     assert_eq!(next.rebalance_timeout_ms, -1);
     assert!(next.active_tasks.is_none(), "ownership unchanged");
 }
@@ -315,6 +324,32 @@ fn endpoints_and_statuses_are_decoded_and_reported_when_they_change() {
         events(member.on_response(answer)).is_empty(),
         "no change, no event"
     );
+}
+
+#[test]
+fn the_endpoint_waits_until_the_broker_has_configured_the_topology() {
+    let mut member = member();
+    member.heartbeat(Instant::now());
+    let status = |code: i8| response::Status {
+        status_code: code,
+        status_detail: "internal topics are missing".to_owned().into(),
+        ..Default::default()
+    };
+    let missing = StreamsGroupHeartbeatResponseData {
+        status: Some(vec![status(3)]),
+        ..accepted(1)
+    };
+    events(member.on_response(missing));
+    assert!(member.heartbeat(Instant::now()).user_endpoint.is_none());
+    // A null status list is unchanged: still missing.
+    events(member.on_response(accepted(1)));
+    assert!(member.heartbeat(Instant::now()).user_endpoint.is_none());
+    let delayed_only = StreamsGroupHeartbeatResponseData {
+        status: Some(vec![status(5)]),
+        ..accepted(1)
+    };
+    events(member.on_response(delayed_only));
+    assert!(member.heartbeat(Instant::now()).user_endpoint.is_some());
 }
 
 #[test]

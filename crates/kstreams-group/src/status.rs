@@ -31,6 +31,18 @@ pub enum GroupStatus {
 }
 
 impl GroupStatus {
+    /// Whether the broker cannot configure the group's topology while this
+    /// status holds (so it assigns no task of it).
+    pub fn blocks_topology(&self) -> bool {
+        matches!(
+            self,
+            GroupStatus::StaleTopology(_)
+                | GroupStatus::MissingSourceTopics(_)
+                | GroupStatus::IncorrectlyPartitionedTopics(_)
+                | GroupStatus::MissingInternalTopics(_)
+        )
+    }
+
     /// The status for `code` with the broker's `detail` (codes from
     /// StreamsGroupHeartbeatResponse.json of Kafka 4.4).
     pub(crate) fn from_code(code: i8, detail: String) -> GroupStatus {

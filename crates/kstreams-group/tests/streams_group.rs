@@ -11,8 +11,8 @@ use std::io::Write;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kstreams_group::{
-    Admin, Assignment, ConnectionConfig, GroupStatus, InternalTopic, MemberConfig, MemberEvent,
-    StreamsGroupMember, Subtopology, TaskId, Tasks, Topology, Uuid,
+    Admin, Assignment, ConnectionConfig, Endpoint, GroupStatus, InternalTopic, MemberConfig,
+    MemberEvent, StreamsGroupMember, Subtopology, TaskId, Tasks, Topology, Uuid,
 };
 
 const PARTITIONS: i32 = 4;
@@ -90,6 +90,7 @@ fn all_tasks() -> Tasks {
 struct App {
     bootstrap: String,
     id: String,
+    input: String,
     topology: Topology,
 }
 
@@ -107,6 +108,7 @@ impl App {
         Some(App {
             bootstrap,
             id,
+            input,
             topology,
         })
     }
@@ -138,8 +140,10 @@ impl App {
 async fn step(members: &mut [&mut StreamsGroupMember]) -> Vec<Assignment> {
     for member in members.iter_mut() {
         let wait = tokio::time::timeout(Duration::from_millis(20), member.next_event());
-        if let Ok(Some(MemberEvent::Assigned(assignment))) = wait.await {
-            member.report_owned(assignment).unwrap();
+        match wait.await {
+            Ok(Some(MemberEvent::Assigned(assignment))) => member.report_owned(assignment).unwrap(),
+            Ok(None) => panic!("a member stopped: {:#?}", member.snapshot()),
+            _ => {}
         }
     }
     members.iter().map(|m| m.snapshot().assignment).collect()
@@ -197,6 +201,61 @@ async fn two_members_split_the_tasks_and_one_takes_all_when_the_other_leaves() {
     .await;
     assert_eq!(alone[0].active.len(), 2 * PARTITIONS as usize);
     a.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_member_learns_which_endpoint_serves_which_partitions() {
+    let Some(app) = App::new("endpoints").await else {
+        return;
+    };
+    let serving = |port| {
+        let mut config = app.config();
+        config.user_endpoint = Some(Endpoint {
+            host: "localhost".to_owned(),
+            port,
+        });
+        config
+    };
+    let mut a = app.join(serving(7001)).await;
+    let mut b = app.join(serving(7002)).await;
+    let deadline = Instant::now() + SETTLE;
+    let endpoints = loop {
+        let assignments = step(&mut [&mut a, &mut b]).await;
+        let endpoints = a.snapshot().endpoints;
+        let ports: BTreeSet<u16> = endpoints.hosts.iter().map(|h| h.endpoint.port).collect();
+        let inputs: BTreeSet<i32> = endpoints
+            .hosts
+            .iter()
+            .flat_map(|h| h.active.get(&app.input).into_iter().flatten().copied())
+            .collect();
+        if split(&assignments)
+            && ports == BTreeSet::from([7001, 7002])
+            && inputs == (0..PARTITIONS).collect()
+        {
+            break endpoints;
+        }
+        assert!(Instant::now() < deadline, "{endpoints:#?}");
+    };
+    // Each endpoint materializes the input partitions of its own tasks.
+    let a_host = endpoints
+        .hosts
+        .iter()
+        .find(|h| h.endpoint.port == 7001)
+        .unwrap();
+    let a_inputs: Tasks = a_host.active[&app.input]
+        .iter()
+        .map(|p| TaskId::new("0", *p))
+        .collect();
+    let a_sub0: Tasks = a
+        .snapshot()
+        .assignment
+        .active
+        .partitions("0")
+        .map(|p| TaskId::new("0", p))
+        .collect();
+    assert_eq!(a_inputs, a_sub0);
+    a.close().await.unwrap();
+    b.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -302,10 +361,12 @@ async fn a_missing_source_topic_is_a_group_status_and_assigns_nothing() {
         return;
     };
     let id = unique("missing");
+    let input = format!("{id}-never-created");
     let app = App {
-        topology: rekey_and_count(&id, &format!("{id}-never-created")),
+        topology: rekey_and_count(&id, &input),
         bootstrap,
         id,
+        input,
     };
     let mut a = app.member().await;
     let deadline = Instant::now() + SETTLE;
