@@ -17,6 +17,39 @@
 //!   fencing and rejoin, leave with epoch -1 (static members -2);
 //! - the assignment's and the group description's types.
 //!
+//! ```no_run
+//! use kstreams_group::{
+//!     ConnectionConfig, MemberConfig, MemberEvent, StreamsGroupMember, Subtopology, Topology, Uuid,
+//! };
+//!
+//! # async fn run() -> kstreams_group::Result<()> {
+//! let topology = Topology {
+//!     epoch: 0,
+//!     subtopologies: vec![Subtopology {
+//!         id: "0".to_owned(),
+//!         source_topics: vec!["orders".to_owned()],
+//!         ..Subtopology::default()
+//!     }],
+//! };
+//! let config = MemberConfig::new(ConnectionConfig::new("localhost:9092"), "orders-app", Uuid::new_v4());
+//! let mut member = StreamsGroupMember::join(config, &topology).await?;
+//! while let Some(event) = member.next_event().await {
+//!     match event {
+//!         MemberEvent::Assigned(assignment) => {
+//!             // Close revoked tasks, create the new ones, then:
+//!             let consumer_partitions = topology.input_partitions(&assignment.active);
+//!             # let _ = consumer_partitions;
+//!             member.report_owned(assignment)?;
+//!         }
+//!         MemberEvent::TasksLost => { /* drop every task without committing */ }
+//!         MemberEvent::EndpointsChanged(_) | MemberEvent::StatusChanged(_) => {}
+//!     }
+//! #   break;
+//! }
+//! member.close().await
+//! # }
+//! ```
+//!
 //! It uses neither rdkafka nor RocksDB, so it builds in seconds; the runtime
 //! drives its consumer from the tasks this crate hands out.
 //!

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use kacrab_protocol::generated::streams_group_heartbeat_request as wire;
 
 use crate::error::{Error, Result};
+use crate::task::Tasks;
 
 /// What the members of one application run: the broker checks every member
 /// sends the same one (same epoch) and assigns its sub-topologies' tasks.
@@ -75,6 +76,32 @@ pub struct CopartitionGroup {
 }
 
 impl Topology {
+    /// The topic partitions that `tasks` read: for each task, its partition
+    /// of each source and repartition source topic of its sub-topology (what
+    /// the consumer is assigned for them). A sub-topology this topology does
+    /// not have contributes nothing.
+    pub fn input_partitions(&self, tasks: &Tasks) -> BTreeMap<String, BTreeSet<i32>> {
+        let mut partitions: BTreeMap<String, BTreeSet<i32>> = BTreeMap::new();
+        for subtopology in &self.subtopologies {
+            let topics = subtopology.source_topics.iter().chain(
+                subtopology
+                    .repartition_source_topics
+                    .iter()
+                    .map(|t| &t.name),
+            );
+            for topic in topics {
+                let of_topic: BTreeSet<i32> = tasks.partitions(&subtopology.id).collect();
+                if !of_topic.is_empty() {
+                    partitions
+                        .entry(topic.clone())
+                        .or_default()
+                        .extend(of_topic);
+                }
+            }
+        }
+        partitions
+    }
+
     /// Checks what the broker would reject with `STREAMS_INVALID_TOPOLOGY` and
     /// what cannot be put on the wire, then converts.
     pub(crate) fn to_wire(&self) -> Result<wire::Topology> {
@@ -227,6 +254,33 @@ mod tests {
         let changelog = &wire.subtopologies[0].state_changelog_topics[0];
         assert_eq!(changelog.name.as_str(), "app-joined-changelog");
         assert_eq!(changelog.partitions, 0, "0 lets the broker decide");
+    }
+
+    #[test]
+    fn tasks_read_their_partition_of_every_input_topic_of_their_subtopology() {
+        let topology = Topology {
+            epoch: 0,
+            subtopologies: vec![
+                Subtopology {
+                    id: "0".to_owned(),
+                    source_topics: vec!["orders".to_owned()],
+                    ..Subtopology::default()
+                },
+                join_subtopology(),
+            ],
+        };
+        let tasks: Tasks = [
+            crate::TaskId::new("0", 2),
+            crate::TaskId::new("1", 0),
+            crate::TaskId::new("1", 3),
+        ]
+        .into_iter()
+        .collect();
+        let partitions = topology.input_partitions(&tasks);
+        let of = |topic: &str| partitions[topic].iter().copied().collect::<Vec<_>>();
+        assert_eq!(of("orders"), [0, 2, 3], "read by both sub-topologies");
+        assert_eq!(of("app-by-customer-repartition"), [0, 3]);
+        assert_eq!(partitions.len(), 2);
     }
 
     #[test]
