@@ -83,20 +83,20 @@ impl Topology {
     pub fn input_partitions(&self, tasks: &Tasks) -> BTreeMap<String, BTreeSet<i32>> {
         let mut partitions: BTreeMap<String, BTreeSet<i32>> = BTreeMap::new();
         for subtopology in &self.subtopologies {
-            let topics = subtopology.source_topics.iter().chain(
-                subtopology
-                    .repartition_source_topics
-                    .iter()
-                    .map(|t| &t.name),
-            );
+            let of_tasks: BTreeSet<i32> = tasks.partitions(&subtopology.id).collect();
+            if of_tasks.is_empty() {
+                continue;
+            }
+            let repartition = subtopology.repartition_source_topics.iter();
+            let topics = subtopology
+                .source_topics
+                .iter()
+                .chain(repartition.map(|t| &t.name));
             for topic in topics {
-                let of_topic: BTreeSet<i32> = tasks.partitions(&subtopology.id).collect();
-                if !of_topic.is_empty() {
-                    partitions
-                        .entry(topic.clone())
-                        .or_default()
-                        .extend(of_topic);
-                }
+                partitions
+                    .entry(topic.clone())
+                    .or_default()
+                    .extend(&of_tasks);
             }
         }
         partitions
