@@ -70,8 +70,8 @@ pub fn streams_groups(release: Option<(u32, u32, u32)>) -> bool {
 /// - From Kafka 4.2 on (`release`, see [`streams_groups`]), streams groups
 ///   (KIP-1071) are enabled by name, heartbeat every second instead of every
 ///   5 s and assign without the initial 3 s delay, so that a test's rebalance
-///   settles in seconds. Nothing is needed at format time: 4.2+ finalizes
-///   the `streams.version` feature by default.
+///   settles in seconds. Nothing is needed at format time: 4.4's storage
+///   format finalizes the `streams.version` feature by default.
 pub fn server_properties(node: &Node, nodes: &[Node], release: Option<(u32, u32, u32)>) -> String {
     let replication = nodes.len().min(3);
     let min_isr = if replication >= 3 { 2 } else { 1 };
