@@ -1,6 +1,7 @@
 //! The heartbeat loop against a scripted coordinator on a local socket: the
-//! answers a real broker gives only under faults (fencing, a moved
-//! coordinator), in order, with every heartbeat recorded.
+//! answers a real broker gives only under faults (a coordinator not available
+//! yet, fencing, a moved coordinator), in order, with every heartbeat
+//! recorded.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -103,13 +104,25 @@ async fn serve(mut socket: TcpStream, port: u16, seen: Arc<Mutex<Seen>>, script:
             }
             FIND_COORDINATOR => {
                 FindCoordinatorRequestData::read(&mut request, version).unwrap();
-                seen.lock().unwrap().lookups += 1;
+                let first = {
+                    let mut seen = seen.lock().unwrap();
+                    seen.lookups += 1;
+                    seen.lookups == 1
+                };
+                // As on a fresh cluster, whose offsets topic the first lookup
+                // creates: not available yet.
+                let error_code = if first {
+                    ErrorCode::CoordinatorNotAvailable.code()
+                } else {
+                    0
+                };
                 FindCoordinatorResponseData {
                     coordinators: vec![Coordinator {
                         key: "app".to_owned().into(),
                         node_id: 1,
                         host: "127.0.0.1".to_owned().into(),
                         port: i32::from(port),
+                        error_code,
                         ..Default::default()
                     }],
                     ..Default::default()
