@@ -4,7 +4,8 @@
 use kacrab_protocol::generated::streams_group_describe_response as wire;
 
 use crate::assignment::{Assignment, Endpoint};
-use crate::task::Tasks;
+use crate::task::{TaskId, Tasks};
+use crate::task_offset::TaskOffset;
 
 /// One streams group.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +41,10 @@ pub struct MemberDescription {
     pub process_id: String,
     /// Its `application.server`.
     pub user_endpoint: Option<Endpoint>,
+    /// The changelog offsets it last reported per task.
+    pub task_offsets: Vec<TaskOffset>,
+    /// The changelog end offsets it last reported per task.
+    pub task_end_offsets: Vec<TaskOffset>,
     /// The tasks it owns now.
     pub assignment: Assignment,
     /// The tasks it is to own once revocations elsewhere finish.
@@ -71,8 +76,25 @@ fn member_from_wire(member: wire::Member) -> MemberDescription {
             host: endpoint.host.as_str().to_owned(),
             port: endpoint.port,
         }),
+        task_offsets: member
+            .task_offsets
+            .into_iter()
+            .map(offset_from_wire)
+            .collect(),
+        task_end_offsets: member
+            .task_end_offsets
+            .into_iter()
+            .map(offset_from_wire)
+            .collect(),
         assignment: assignment_from_wire(member.assignment),
         target_assignment: assignment_from_wire(member.target_assignment),
+    }
+}
+
+fn offset_from_wire(offset: wire::TaskOffset) -> TaskOffset {
+    TaskOffset {
+        task: TaskId::new(offset.subtopology_id.as_str(), offset.partition),
+        offset: offset.offset,
     }
 }
 

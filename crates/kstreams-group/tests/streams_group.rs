@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kstreams_group::{
     Admin, Assignment, ConnectionConfig, Endpoint, GroupStatus, InternalTopic, MemberConfig,
-    MemberEvent, StreamsGroupMember, Subtopology, TaskId, Tasks, Topology, Uuid,
+    MemberEvent, StreamsGroupMember, Subtopology, TaskId, TaskOffset, Tasks, Topology, Uuid,
 };
 
 const PARTITIONS: i32 = 4;
@@ -256,6 +256,42 @@ async fn every_member_learns_which_endpoint_serves_which_partitions() {
     assert_eq!(a_inputs, a_sub0);
     a.close().await.unwrap();
     b.close().await.unwrap();
+}
+
+/// Kafka 4.4's sticky assignor does not assign warm-up tasks (it reads task
+/// offsets only to rank standby candidates), so this checks what a member can
+/// do: its offsets reach the broker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reported_task_offsets_reach_the_broker() {
+    let Some(app) = App::new("offsets").await else {
+        return;
+    };
+    let mut a = app.member().await;
+    settle(&mut [&mut a], |s| s[0].active == all_tasks()).await;
+    let at = |offset| {
+        all_tasks()
+            .iter()
+            .map(|task| TaskOffset { task, offset })
+            .collect::<Vec<_>>()
+    };
+    a.report_task_offsets(at(900), at(1000)).unwrap();
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        step(&mut [&mut a]).await;
+        let described = app.admin().describe_streams_group(&app.id).await.unwrap();
+        let member = &described.members[0];
+        let sorted = |offsets: &[TaskOffset]| {
+            let mut offsets = offsets.to_vec();
+            offsets.sort_by(|a, b| a.task.cmp(&b.task));
+            offsets
+        };
+        if sorted(&member.task_offsets) == at(900) && sorted(&member.task_end_offsets) == at(1000) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{member:#?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    a.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
