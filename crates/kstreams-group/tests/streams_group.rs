@@ -258,9 +258,10 @@ async fn every_member_learns_which_endpoint_serves_which_partitions() {
     b.close().await.unwrap();
 }
 
-/// Kafka 4.4's sticky assignor does not assign warm-up tasks (it reads task
-/// offsets only to rank standby candidates), so this checks what a member can
-/// do: its offsets reach the broker.
+/// Kafka 4.4.0 assigns no warm-up tasks (its sticky assignor reads task
+/// offsets only to rank standby candidates, and the step meant to add
+/// warm-ups, `AssignmentRefiner.refine`, returns the assignment unchanged), so
+/// this checks the member's part: its offsets reach the broker.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reported_task_offsets_reach_the_broker() {
     let Some(app) = App::new("offsets").await else {
