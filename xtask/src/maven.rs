@@ -13,8 +13,42 @@ use crate::process;
 /// reference side. Both poms default to it too (checked by a test below).
 pub const KAFKA_VERSION: &str = "4.1.2";
 
-/// Fails with an install hint when java or mvn is missing.
+/// Runs another Kafka release than [`KAFKA_VERSION`] for one invocation, e.g.
+/// `KSTREAMS_KAFKA_VERSION=4.4.0 cargo xtask kafka start` for the streams group
+/// protocol (KIP-1071), generally available from 4.2. The default stays what
+/// the compat scenarios are pinned to.
+pub const KAFKA_VERSION_ENV: &str = "KSTREAMS_KAFKA_VERSION";
+
+/// The Kafka release this invocation uses: [`KAFKA_VERSION_ENV`] when set, else
+/// [`KAFKA_VERSION`]. Only `major.minor.patch` is accepted: the value becomes a
+/// Maven version and a cache directory name.
+pub fn kafka_version() -> Result<String> {
+    match std::env::var(KAFKA_VERSION_ENV) {
+        Ok(version) if !version.is_empty() => {
+            if release(&version).is_none() {
+                bail!("{KAFKA_VERSION_ENV}={version:?} is not a Kafka release such as 4.4.0");
+            }
+            Ok(version)
+        }
+        _ => Ok(KAFKA_VERSION.to_owned()),
+    }
+}
+
+/// `(major, minor, patch)` of a release string such as `4.4.0`.
+pub fn release(version: &str) -> Option<(u32, u32, u32)> {
+    let mut parts = version.split('.').map(|part| {
+        (!part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| part.parse::<u32>().ok())
+            .flatten()
+    });
+    let parsed = (parts.next()??, parts.next()??, parts.next()??);
+    parts.next().is_none().then_some(parsed)
+}
+
+/// Fails with an install hint when java or mvn is missing, and on a malformed
+/// [`KAFKA_VERSION_ENV`] (before Maven gets to fail on it less clearly).
 pub fn require_java_and_maven() -> Result<()> {
+    kafka_version()?;
     process::require_tool(
         "java",
         "-version",
@@ -29,10 +63,12 @@ pub fn require_java_and_maven() -> Result<()> {
 
 /// `mvn` in batch mode, quiet, with the Kafka release set.
 pub fn mvn(pom: &Path) -> Command {
+    // require_java_and_maven ran first and rejected a malformed override.
+    let version = kafka_version().unwrap_or_else(|_| KAFKA_VERSION.to_owned());
     let mut command = Command::new("mvn");
     command
         .args(["-B", "-q", "-Dstyle.color=never"])
-        .arg(format!("-Dkafka.version={KAFKA_VERSION}"))
+        .arg(format!("-Dkafka.version={version}"))
         .arg("-f")
         .arg(pom);
     command
@@ -126,6 +162,15 @@ mod tests {
         for pom in ["xtask/kafka/pom.xml", "compat/pom.xml"] {
             let text = fs::read_to_string(repo_root().join(pom)).unwrap();
             assert!(text.contains(&expected), "{pom} should say {expected}");
+        }
+    }
+
+    #[test]
+    fn releases_parse_and_other_strings_do_not() {
+        assert_eq!(release("4.4.0"), Some((4, 4, 0)));
+        assert_eq!(release(KAFKA_VERSION).map(|r| r.0), Some(4));
+        for bad in ["4.4", "4.4.0.1", "4.4.0-rc1", "4..0", "../4.4.0", ""] {
+            assert_eq!(release(bad), None, "{bad:?}");
         }
     }
 }

@@ -47,6 +47,12 @@ pub fn voters(nodes: &[Node]) -> String {
         .join(",")
 }
 
+/// Whether `release` serves the streams group protocol: generally available
+/// from 4.2 (4.1 had it as early access, which tests must not rely on).
+pub fn streams_groups(release: Option<(u32, u32, u32)>) -> bool {
+    release.is_some_and(|(major, minor, _)| (major, minor) >= (4, 2))
+}
+
 /// server.properties of `node` in a cluster of `nodes.len()` nodes.
 ///
 /// Choices for tests, not production:
@@ -61,7 +67,12 @@ pub fn voters(nodes: &[Node]) -> String {
 /// - `group.initial.rebalance.delay.ms=0` and few internal-topic partitions make
 ///   the first group join and the first transaction fast.
 /// - Small segments (1 MiB, the minimum) give compaction something to do.
-pub fn server_properties(node: &Node, nodes: &[Node]) -> String {
+/// - From Kafka 4.2 on (`release`, see [`streams_groups`]), streams groups
+///   (KIP-1071) are enabled by name, heartbeat every second instead of every
+///   5 s and assign without the initial 3 s delay, so that a test's rebalance
+///   settles in seconds. Nothing is needed at format time: 4.4's storage
+///   format finalizes the `streams.version` feature by default.
+pub fn server_properties(node: &Node, nodes: &[Node], release: Option<(u32, u32, u32)>) -> String {
     let replication = nodes.len().min(3);
     let min_isr = if replication >= 3 { 2 } else { 1 };
     let mut props = String::new();
@@ -105,6 +116,17 @@ pub fn server_properties(node: &Node, nodes: &[Node]) -> String {
     );
     set("share.coordinator.state.topic.min.isr", &min_isr);
     set("group.initial.rebalance.delay.ms", &0);
+    if streams_groups(release) {
+        set(
+            "group.coordinator.rebalance.protocols",
+            &"classic,consumer,streams",
+        );
+        set("group.streams.min.heartbeat.interval.ms", &500);
+        set("group.streams.heartbeat.interval.ms", &1000);
+        // Unknown before 4.4 (the broker warns and goes on), like the classic
+        // group's delay above.
+        set("group.streams.initial.rebalance.delay.ms", &0);
+    }
 
     set("log.segment.bytes", &(1024 * 1024));
     set("log.retention.ms", &-1);
@@ -133,17 +155,28 @@ mod tests {
     #[test]
     fn single_node_replicates_once() {
         let nodes = cluster(1);
-        let props = server_properties(&nodes[0], &nodes);
+        let props = server_properties(&nodes[0], &nodes, Some((4, 1, 2)));
         assert!(props.contains("controller.quorum.voters=1@127.0.0.1:9101\n"));
         assert!(props.contains("offsets.topic.replication.factor=1\n"));
         assert!(props.contains("transaction.state.log.min.isr=1\n"));
         assert!(props.contains("log.dirs=/tmp/node-1/data\n"));
+        assert!(!props.contains("group.streams."));
+    }
+
+    #[test]
+    fn streams_groups_from_kafka_4_2() {
+        let nodes = cluster(1);
+        let props = server_properties(&nodes[0], &nodes, Some((4, 4, 0)));
+        assert!(props.contains("group.coordinator.rebalance.protocols=classic,consumer,streams\n"));
+        assert!(props.contains("group.streams.heartbeat.interval.ms=1000\n"));
+        assert!(!streams_groups(Some((4, 1, 2))));
+        assert!(!streams_groups(None));
     }
 
     #[test]
     fn three_nodes_replicate_thrice() {
         let nodes = cluster(3);
-        let props = server_properties(&nodes[1], &nodes);
+        let props = server_properties(&nodes[1], &nodes, Some((4, 1, 2)));
         assert!(props.contains("node.id=2\n"));
         assert!(props.contains(
             "controller.quorum.voters=1@127.0.0.1:9101,2@127.0.0.1:9102,3@127.0.0.1:9103\n"

@@ -21,7 +21,7 @@ use anyhow::{bail, Context, Result};
 
 use self::config::Node;
 use crate::cli::Args;
-use crate::maven::{self, KAFKA_VERSION};
+use crate::maven;
 use crate::paths;
 use crate::process::{self, secs};
 
@@ -110,7 +110,8 @@ pub fn start(brokers: usize, first_port: Option<u16>, lifetime: Lifetime) -> Res
     }
     maven::require_java_and_maven()?;
     let classpath = broker_classpath()?;
-    let nodes = prepare(brokers, first_port)?;
+    let release = maven::release(&maven::kafka_version()?);
+    let nodes = prepare(brokers, first_port, release)?;
     format_storage(&nodes, &classpath)?;
     launch_and_wait(&nodes, &classpath, lifetime)
 }
@@ -341,9 +342,10 @@ fn remove_run_files() {
 
 fn broker_classpath() -> Result<String> {
     let began = Instant::now();
+    let version = maven::kafka_version()?;
     let pom = paths::repo_root().join("xtask/kafka/pom.xml");
     let cache = paths::cache_dir()
-        .join(format!("kafka-{KAFKA_VERSION}"))
+        .join(format!("kafka-{version}"))
         .join("classpath.txt");
     let (classpath, resolved) = maven::classpath(&pom, &cache)?;
     let how = if resolved {
@@ -352,14 +354,18 @@ fn broker_classpath() -> Result<String> {
         "cached"
     };
     eprintln!(
-        "kafka: Apache Kafka {KAFKA_VERSION} jars {how} ({})",
+        "kafka: Apache Kafka {version} jars {how} ({})",
         secs(began.elapsed())
     );
     Ok(classpath)
 }
 
 /// Makes a fresh `.kafka/`, picks ports and writes each node's config.
-fn prepare(brokers: usize, first_port: Option<u16>) -> Result<Vec<Node>> {
+fn prepare(
+    brokers: usize,
+    first_port: Option<u16>,
+    release: Option<(u32, u32, u32)>,
+) -> Result<Vec<Node>> {
     let root = paths::kafka_dir();
     if root.exists() {
         fs::remove_dir_all(&root).with_context(|| format!("cannot clear {}", root.display()))?;
@@ -368,7 +374,10 @@ fn prepare(brokers: usize, first_port: Option<u16>) -> Result<Vec<Node>> {
     for node in &nodes {
         fs::create_dir_all(node.data_dir())
             .with_context(|| format!("cannot create {}", node.dir.display()))?;
-        fs::write(node.config_file(), config::server_properties(node, &nodes))?;
+        fs::write(
+            node.config_file(),
+            config::server_properties(node, &nodes, release),
+        )?;
     }
     Ok(nodes)
 }

@@ -1,0 +1,57 @@
+//! A member's identity and settings: what it tells the group about itself.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use crate::assignment::Endpoint;
+use crate::connection::ConnectionConfig;
+
+/// How one member joins a streams group.
+#[derive(Debug, Clone)]
+pub struct MemberConfig {
+    /// Brokers and security.
+    pub connection: ConnectionConfig,
+    /// The group: Kafka Streams' `application.id`.
+    pub group_id: String,
+    /// The application instance (one per process, shared by its stream
+    /// threads; Kafka Streams keeps it in the state directory so that it
+    /// survives restarts).
+    pub process_id: Uuid,
+    /// `group.instance.id` for static membership: a member that comes back
+    /// under the same id within the session timeout keeps its tasks.
+    pub instance_id: Option<String>,
+    /// `client.rack`, for rack-aware assignment.
+    pub rack_id: Option<String>,
+    /// `application.server`: where this instance answers interactive queries.
+    /// Sent from the first heartbeat whose answer shows the group's topology
+    /// configured (working around a Kafka 4.4.0 coordinator failure, see
+    /// the member's heartbeat), not with the join itself.
+    pub user_endpoint: Option<Endpoint>,
+    /// `client.tag.*`, for rack-aware standby placement.
+    pub client_tags: BTreeMap<String, String>,
+    /// How long the broker waits for the member to give up revoked tasks
+    /// (Kafka Streams sends `max.poll.interval.ms`, 5 minutes by default).
+    pub rebalance_timeout: Duration,
+}
+
+impl MemberConfig {
+    /// A dynamic member of `group_id` with Kafka's defaults.
+    pub fn new(
+        connection: ConnectionConfig,
+        group_id: impl Into<String>,
+        process_id: Uuid,
+    ) -> Self {
+        MemberConfig {
+            connection,
+            group_id: group_id.into(),
+            process_id,
+            instance_id: None,
+            rack_id: None,
+            user_endpoint: None,
+            client_tags: BTreeMap::new(),
+            rebalance_timeout: Duration::from_secs(300),
+        }
+    }
+}

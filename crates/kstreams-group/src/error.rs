@@ -1,0 +1,130 @@
+//! The crate's one error type.
+
+use std::time::Duration;
+
+/// Why a group operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No TCP connection could be made.
+    #[error("cannot connect to {address}: {source}")]
+    Connect {
+        /// `host:port` tried.
+        address: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// An open connection failed while sending or receiving.
+    #[error("connection to {address} failed: {source}")]
+    Io {
+        /// `host:port` of the broker.
+        address: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A request got no answer in time.
+    #[error("{address} did not answer {api} within {timeout:?}")]
+    Timeout {
+        /// `host:port` of the broker.
+        address: String,
+        /// The request's name, as Kafka calls it.
+        api: &'static str,
+        /// How long it waited.
+        timeout: Duration,
+    },
+    /// Bytes that are not the Kafka protocol, or a message that cannot be
+    /// encoded.
+    #[error("Kafka protocol error with {address}: {detail}")]
+    Protocol {
+        /// `host:port` of the broker.
+        address: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The broker does not serve a request this client needs in any version
+    /// this client speaks: for the streams group requests, a broker older than
+    /// Kafka 4.2 or one without `streams` in `group.coordinator.rebalance.protocols`.
+    #[error(
+        "the broker at {address} does not support {api}{hint}",
+        hint = if api.starts_with("StreamsGroup") {
+            " (the streams group protocol needs Kafka 4.2 or newer with `streams` in \
+             group.coordinator.rebalance.protocols)"
+        } else {
+            ""
+        }
+    )]
+    Unsupported {
+        /// `host:port` of the broker.
+        address: String,
+        /// The request's name, as Kafka calls it.
+        api: &'static str,
+    },
+    /// The broker answered with an error code.
+    #[error("{api} failed: {name} (code {code}){}", message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
+    Broker {
+        /// The request's name, as Kafka calls it.
+        api: &'static str,
+        /// Kafka's error code.
+        code: i16,
+        /// Kafka's name for the code, e.g. `FencedMemberEpoch`.
+        name: String,
+        /// The broker's message, when it sent one.
+        message: Option<String>,
+    },
+    /// A configuration value that cannot work.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// The topology cannot be described to the broker as it stands.
+    #[error("invalid topology: {0}")]
+    InvalidTopology(String),
+    /// None of the bootstrap brokers could be used.
+    #[error("no broker of {bootstrap} could be used; the last said: {last}")]
+    NoBroker {
+        /// The bootstrap list.
+        bootstrap: String,
+        /// The last broker's error.
+        last: Box<Error>,
+    },
+    /// The member's heartbeat task has ended (it was closed, or failed).
+    #[error("the group member has stopped")]
+    Stopped,
+}
+
+impl Error {
+    /// An [`Error::Broker`] for `code` answered to `api`.
+    pub(crate) fn broker(api: &'static str, code: i16, message: Option<String>) -> Error {
+        let name = format!("{:?}", kacrab_protocol::generated::ErrorCode::from(code));
+        Error::Broker {
+            api,
+            code,
+            name,
+            message,
+        }
+    }
+
+    /// `Ok` for error code 0 (NONE), else the broker's error for `api`.
+    pub(crate) fn check(
+        api: &'static str,
+        code: i16,
+        message: Option<&kacrab_protocol::KafkaString>,
+    ) -> Result<()> {
+        if code == 0 {
+            return Ok(());
+        }
+        Err(Error::broker(
+            api,
+            code,
+            message.map(|m| m.as_str().to_owned()),
+        ))
+    }
+
+    /// Kafka's error code when the broker answered with one.
+    pub fn broker_code(&self) -> Option<i16> {
+        match self {
+            Error::Broker { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,438 @@
+//! The member's side of the streams group protocol as a state machine without
+//! I/O: which heartbeat to send next, and what an answer means (epochs,
+//! assignment, fencing, leaving). The heartbeat loop drives it; tests drive it
+//! with made-up answers.
+
+use std::time::{Duration, Instant};
+
+use kacrab_protocol::generated::streams_group_heartbeat_request::{
+    self as request, StreamsGroupHeartbeatRequestData,
+};
+use kacrab_protocol::generated::streams_group_heartbeat_response::StreamsGroupHeartbeatResponseData;
+use kacrab_protocol::generated::ErrorCode;
+use kacrab_protocol::KafkaString;
+use uuid::Uuid;
+
+use crate::assignment::{tasks_from_wire, Assignment, Endpoints};
+use crate::config::MemberConfig;
+use crate::error::{Error, Result};
+use crate::status::GroupStatus;
+use crate::task::Tasks;
+use crate::task_offset::TaskOffset;
+use crate::topology::{key_values, Topology};
+use crate::wire::Rpc;
+
+/// The epoch that asks to join (or rejoin after fencing).
+const JOIN_EPOCH: i32 = 0;
+/// The epoch that leaves the group for good.
+const LEAVE_EPOCH: i32 = -1;
+/// The epoch with which a static member leaves for a while, keeping its tasks
+/// for its instance id until the session times out.
+const STATIC_LEAVE_EPOCH: i32 = -2;
+/// Until the first answer says otherwise (Kafka's default heartbeat interval).
+const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Where a member is in its lifecycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemberState {
+    /// Its next heartbeat joins with epoch 0 (first, or again after fencing).
+    Joining,
+    /// A member of the group with a positive epoch.
+    Stable,
+    /// Its last heartbeat left the group.
+    Leaving,
+    /// It has left.
+    Left,
+    /// The broker refused it for good (see the member's error).
+    Failed,
+}
+
+/// What changed for the application after a heartbeat answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemberEvent {
+    /// The broker's assignment for this member is now this. Tasks no longer in
+    /// it are to be closed (clean), new ones to be created; report what is
+    /// then owned so that the broker can move tasks on.
+    Assigned(Assignment),
+    /// The member was fenced (or forgotten) by the broker: every task it had
+    /// is someone else's now; close them without committing. It rejoins.
+    TasksLost,
+    /// Which endpoint serves which partitions, for interactive queries.
+    EndpointsChanged(Endpoints),
+    /// The group's conditions (missing topics, say); empty when none.
+    StatusChanged(Vec<GroupStatus>),
+}
+
+/// What the heartbeat loop does after an answer.
+#[derive(Debug)]
+pub(crate) enum Reaction {
+    /// Accepted; heartbeat again after [`Membership::heartbeat_interval`].
+    Continue(Vec<MemberEvent>),
+    /// The coordinator is loading: try again soon.
+    Retry,
+    /// Not (or no longer) the coordinator: find it again.
+    Rediscover,
+    /// Fenced: the events say the tasks are lost; join again at once.
+    Rejoin(Vec<MemberEvent>),
+    /// Refused for good.
+    Fatal(Error),
+}
+
+/// A point-in-time view of a member, for whoever watches it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberSnapshot {
+    /// The member id this client generated.
+    pub member_id: String,
+    /// The member epoch the broker gave (0 before the first answer).
+    pub epoch: i32,
+    /// The lifecycle state.
+    pub state: MemberState,
+    /// The broker's latest assignment for this member.
+    pub assignment: Assignment,
+    /// The latest endpoint picture.
+    pub endpoints: Endpoints,
+    /// The latest group conditions.
+    pub statuses: Vec<GroupStatus>,
+    /// The group's `acceptable.recovery.lag`: how far behind its changelogs
+    /// a warm-up task may be and still count as caught up.
+    pub acceptable_recovery_lag: i32,
+    /// How often the broker wants task offsets
+    /// ([`StreamsGroupMember::report_task_offsets`](crate::StreamsGroupMember::report_task_offsets)).
+    pub task_offset_interval: Duration,
+}
+
+/// One member's protocol state.
+pub(crate) struct Membership {
+    group_id: String,
+    member_id: String,
+    process_id: Uuid,
+    instance_id: Option<String>,
+    rack_id: Option<String>,
+    user_endpoint: Option<request::Endpoint>,
+    client_tags: Vec<request::KeyValue>,
+    rebalance_timeout_ms: i32,
+    topology: request::Topology,
+    state: MemberState,
+    epoch: i32,
+    /// Send every field, not only the changed ones: on joining, and after a
+    /// failed request (the broker may not have seen the last changes).
+    full: bool,
+    /// Whether the latest answer showed the group's topology configured (no
+    /// missing or mis-partitioned topics).
+    topology_ready: bool,
+    /// Whether the broker has the user endpoint.
+    endpoint_sent: bool,
+    /// What the application reports it owns.
+    owned: Assignment,
+    /// What the last heartbeat reported as owned.
+    sent_owned: Option<Assignment>,
+    assignment: Assignment,
+    endpoints: Endpoints,
+    statuses: Vec<GroupStatus>,
+    heartbeat_interval: Duration,
+    task_offset_interval: Duration,
+    acceptable_recovery_lag: i32,
+    pending_offsets: Option<(Vec<TaskOffset>, Vec<TaskOffset>)>,
+    offsets_sent_at: Option<Instant>,
+    shutdown_application: bool,
+}
+
+impl Membership {
+    /// A member that has not joined yet; fails on a topology the broker would
+    /// refuse.
+    pub(crate) fn new(config: &MemberConfig, topology: &Topology) -> Result<Membership> {
+        if config.group_id.is_empty() {
+            return Err(Error::Config("the group id is empty".to_owned()));
+        }
+        let rebalance_timeout_ms = i32::try_from(config.rebalance_timeout.as_millis())
+            .map_err(|_| Error::Config("the rebalance timeout is too long".to_owned()))?;
+        Ok(Membership {
+            group_id: config.group_id.clone(),
+            member_id: Uuid::new_v4().to_string(),
+            process_id: config.process_id,
+            instance_id: config.instance_id.clone(),
+            rack_id: config.rack_id.clone(),
+            user_endpoint: config
+                .user_endpoint
+                .as_ref()
+                .map(|endpoint| request::Endpoint {
+                    host: endpoint.host.clone().into(),
+                    port: endpoint.port,
+                    ..Default::default()
+                }),
+            client_tags: key_values(&config.client_tags),
+            rebalance_timeout_ms,
+            topology: topology.to_wire()?,
+            state: MemberState::Joining,
+            epoch: JOIN_EPOCH,
+            full: true,
+            topology_ready: false,
+            endpoint_sent: false,
+            owned: Assignment::default(),
+            sent_owned: None,
+            assignment: Assignment::default(),
+            endpoints: Endpoints::default(),
+            statuses: Vec::new(),
+            heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
+            task_offset_interval: Duration::ZERO,
+            acceptable_recovery_lag: 0,
+            pending_offsets: None,
+            offsets_sent_at: None,
+            shutdown_application: false,
+        })
+    }
+
+    pub(crate) fn member_id(&self) -> &str {
+        &self.member_id
+    }
+
+    pub(crate) fn state(&self) -> MemberState {
+        self.state
+    }
+
+    /// How long until the next regular heartbeat, as the broker asked.
+    pub(crate) fn heartbeat_interval(&self) -> Duration {
+        self.heartbeat_interval
+    }
+
+    /// The application owns `owned` now (after closing revoked tasks and
+    /// creating assigned ones); the next heartbeat says so.
+    pub(crate) fn set_owned(&mut self, owned: Assignment) {
+        self.owned = owned;
+    }
+
+    /// Whether the broker has not yet heard what the application owns.
+    pub(crate) fn owned_unreported(&self) -> bool {
+        self.sent_owned.as_ref() != Some(&self.owned)
+    }
+
+    /// Offsets to send once the broker's task offset interval has passed.
+    pub(crate) fn set_task_offsets(&mut self, offsets: Vec<TaskOffset>, end: Vec<TaskOffset>) {
+        self.pending_offsets = Some((offsets, end));
+    }
+
+    /// Asks every member of the application to shut down (Kafka Streams'
+    /// `SHUTDOWN_APPLICATION` uncaught-exception response).
+    pub(crate) fn request_shutdown_application(&mut self) {
+        self.shutdown_application = true;
+    }
+
+    /// The next heartbeat. Fields the broker already has are left out
+    /// (null) unless the request is a full one.
+    pub(crate) fn heartbeat(&mut self, now: Instant) -> StreamsGroupHeartbeatRequestData {
+        let full = self.full;
+        let joining = self.epoch == JOIN_EPOCH;
+        let mut request = StreamsGroupHeartbeatRequestData {
+            group_id: self.group_id.clone().into(),
+            member_id: self.member_id.clone().into(),
+            member_epoch: self.epoch,
+            endpoint_information_epoch: self.endpoints.epoch,
+            shutdown_application: self.shutdown_application,
+            ..Default::default()
+        };
+        if full {
+            request.instance_id = self.instance_id.clone().map(KafkaString::from);
+            request.rack_id = self.rack_id.clone().map(KafkaString::from);
+            request.rebalance_timeout_ms = self.rebalance_timeout_ms;
+            request.process_id = Some(self.process_id.to_string().into());
+            request.client_tags = Some(self.client_tags.clone());
+        }
+        // Kafka 4.4.0's coordinator fails the whole heartbeat (an unknown
+        // server error, the group not even created) when it has to send the
+        // endpoint picture while the topology is not configured yet, as on a
+        // new application whose internal topics it is about to create. So the
+        // endpoint goes out only once an answer shows the topology ready.
+        if self.topology_ready && (full || !self.endpoint_sent) {
+            request.user_endpoint = self.user_endpoint.clone().map(Box::new);
+            self.endpoint_sent = true;
+        }
+        if joining {
+            request.topology = Some(Box::new(self.topology.clone()));
+        }
+        if full || self.owned_unreported() {
+            request.active_tasks = Some(tasks_to_wire(&self.owned.active));
+            request.standby_tasks = Some(tasks_to_wire(&self.owned.standby));
+            request.warmup_tasks = Some(tasks_to_wire(&self.owned.warmup));
+            self.sent_owned = Some(self.owned.clone());
+        }
+        let offsets_due = self
+            .offsets_sent_at
+            .is_none_or(|sent| now.duration_since(sent) >= self.task_offset_interval);
+        if offsets_due {
+            if let Some((offsets, end)) = self.pending_offsets.take() {
+                request.task_offsets = Some(offsets.iter().map(TaskOffset::to_wire).collect());
+                request.task_end_offsets = Some(end.iter().map(TaskOffset::to_wire).collect());
+                self.offsets_sent_at = Some(now);
+            }
+        }
+        self.full = false;
+        request
+    }
+
+    /// The heartbeat that leaves: epoch -1, or -2 for a static member, which
+    /// keeps its tasks reserved for its instance id until the session ends.
+    pub(crate) fn leave(&mut self) -> StreamsGroupHeartbeatRequestData {
+        self.state = MemberState::Leaving;
+        let epoch = if self.instance_id.is_some() {
+            STATIC_LEAVE_EPOCH
+        } else {
+            LEAVE_EPOCH
+        };
+        StreamsGroupHeartbeatRequestData {
+            group_id: self.group_id.clone().into(),
+            member_id: self.member_id.clone().into(),
+            member_epoch: epoch,
+            instance_id: self.instance_id.clone().map(KafkaString::from),
+            ..Default::default()
+        }
+    }
+
+    /// The heartbeat never got an answer: the broker may have missed what it
+    /// said, so the next one says everything again.
+    pub(crate) fn on_request_failed(&mut self) {
+        self.full = true;
+        self.sent_owned = None;
+        self.endpoint_sent = false;
+    }
+
+    /// What an answer means.
+    pub(crate) fn on_response(&mut self, response: StreamsGroupHeartbeatResponseData) -> Reaction {
+        let code = ErrorCode::from(response.error_code);
+        if self.state == MemberState::Leaving {
+            // Whatever the broker says, this member is gone from its view:
+            // left, unknown, or fenced.
+            self.state = MemberState::Left;
+            return Reaction::Continue(Vec::new());
+        }
+        match code {
+            ErrorCode::None => Reaction::Continue(self.accept(response)),
+            ErrorCode::CoordinatorLoadInProgress => {
+                self.on_request_failed();
+                Reaction::Retry
+            }
+            ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable => {
+                self.on_request_failed();
+                Reaction::Rediscover
+            }
+            ErrorCode::UnknownMemberId | ErrorCode::FencedMemberEpoch => {
+                log::info!(
+                    "streams group {}: member {} {code:?} at epoch {}; rejoining",
+                    self.group_id,
+                    self.member_id,
+                    self.epoch
+                );
+                Reaction::Rejoin(self.fenced())
+            }
+            _ => {
+                self.state = MemberState::Failed;
+                let message = response.error_message.map(|m| m.as_str().to_owned());
+                Reaction::Fatal(Error::broker(
+                    StreamsGroupHeartbeatRequestData::NAME,
+                    response.error_code,
+                    message,
+                ))
+            }
+        }
+    }
+
+    fn accept(&mut self, response: StreamsGroupHeartbeatResponseData) -> Vec<MemberEvent> {
+        let mut events = Vec::new();
+        if !response.member_id.as_str().is_empty() {
+            self.member_id = response.member_id.as_str().to_owned();
+        }
+        self.epoch = response.member_epoch;
+        self.state = MemberState::Stable;
+        if let Ok(ms) = u64::try_from(response.heartbeat_interval_ms) {
+            if ms > 0 {
+                self.heartbeat_interval = Duration::from_millis(ms);
+            }
+        }
+        self.task_offset_interval =
+            Duration::from_millis(u64::try_from(response.task_offset_interval_ms).unwrap_or(0));
+        self.acceptable_recovery_lag = response.acceptable_recovery_lag;
+        if let Some(statuses) = response.status {
+            let statuses: Vec<GroupStatus> = statuses
+                .into_iter()
+                .map(|s| GroupStatus::from_code(s.status_code, s.status_detail.as_str().to_owned()))
+                .collect();
+            if statuses != self.statuses {
+                self.statuses = statuses.clone();
+                events.push(MemberEvent::StatusChanged(statuses));
+            }
+        }
+        self.topology_ready = !self.statuses.iter().any(GroupStatus::blocks_topology);
+        // The broker sends the lists when they changed; a null one is unchanged.
+        let current = &self.assignment;
+        let assignment = Assignment {
+            active: response
+                .active_tasks
+                .map(tasks_from_wire)
+                .unwrap_or_else(|| current.active.clone()),
+            standby: response
+                .standby_tasks
+                .map(tasks_from_wire)
+                .unwrap_or_else(|| current.standby.clone()),
+            warmup: response
+                .warmup_tasks
+                .map(tasks_from_wire)
+                .unwrap_or_else(|| current.warmup.clone()),
+        };
+        if assignment != self.assignment {
+            self.assignment = assignment.clone();
+            events.push(MemberEvent::Assigned(assignment));
+        }
+        if let Some(entries) = response.partitions_by_user_endpoint {
+            let endpoints = Endpoints::from_wire(response.endpoint_information_epoch, entries);
+            if endpoints != self.endpoints {
+                self.endpoints = endpoints.clone();
+                events.push(MemberEvent::EndpointsChanged(endpoints));
+            }
+        }
+        events
+    }
+
+    /// Fencing: the tasks are gone, the next heartbeat joins again with the
+    /// same member id and epoch 0.
+    fn fenced(&mut self) -> Vec<MemberEvent> {
+        let had_tasks = !self.owned.is_empty() || !self.assignment.is_empty();
+        self.state = MemberState::Joining;
+        self.epoch = JOIN_EPOCH;
+        self.topology_ready = false;
+        self.owned = Assignment::default();
+        self.assignment = Assignment::default();
+        self.on_request_failed();
+        if had_tasks {
+            vec![MemberEvent::TasksLost]
+        } else {
+            Vec::new()
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> MemberSnapshot {
+        MemberSnapshot {
+            member_id: self.member_id.clone(),
+            epoch: self.epoch,
+            state: self.state,
+            assignment: self.assignment.clone(),
+            endpoints: self.endpoints.clone(),
+            statuses: self.statuses.clone(),
+            acceptable_recovery_lag: self.acceptable_recovery_lag,
+            task_offset_interval: self.task_offset_interval,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "membership_tests.rs"]
+mod tests;
+
+fn tasks_to_wire(tasks: &Tasks) -> Vec<request::TaskIds> {
+    tasks
+        .groups()
+        .map(|(subtopology, partitions)| request::TaskIds {
+            subtopology_id: subtopology.to_owned().into(),
+            partitions,
+            ..Default::default()
+        })
+        .collect()
+}

@@ -1,0 +1,367 @@
+//! The member state machine against made-up broker answers.
+
+use kacrab_protocol::generated::streams_group_heartbeat_response::{
+    self as response, StreamsGroupHeartbeatResponseData,
+};
+
+use super::*;
+use crate::assignment::Endpoint;
+use crate::connection::ConnectionConfig;
+use crate::task::TaskId;
+use crate::topology::Subtopology;
+
+fn topology() -> Topology {
+    Topology {
+        epoch: 0,
+        subtopologies: vec![Subtopology {
+            id: "0".to_owned(),
+            source_topics: vec!["in".to_owned()],
+            ..Subtopology::default()
+        }],
+    }
+}
+
+fn config() -> MemberConfig {
+    let mut config = MemberConfig::new(ConnectionConfig::new("127.0.0.1:9"), "app", Uuid::nil());
+    config.user_endpoint = Some(Endpoint {
+        host: "app-1".to_owned(),
+        port: 8080,
+    });
+    config
+}
+
+fn member() -> Membership {
+    Membership::new(&config(), &topology()).unwrap()
+}
+
+fn task_ids(subtopology: &str, partitions: &[i32]) -> response::TaskIds {
+    response::TaskIds {
+        subtopology_id: subtopology.to_owned().into(),
+        partitions: partitions.to_vec(),
+        ..Default::default()
+    }
+}
+
+/// An accepting answer at `epoch` with a 1 s heartbeat interval.
+fn accepted(epoch: i32) -> StreamsGroupHeartbeatResponseData {
+    StreamsGroupHeartbeatResponseData {
+        member_epoch: epoch,
+        heartbeat_interval_ms: 1000,
+        task_offset_interval_ms: 60_000,
+        acceptable_recovery_lag: 10_000,
+        ..Default::default()
+    }
+}
+
+fn assigned(epoch: i32, active: &[i32], standby: &[i32]) -> StreamsGroupHeartbeatResponseData {
+    StreamsGroupHeartbeatResponseData {
+        active_tasks: Some(vec![task_ids("0", active)]),
+        standby_tasks: Some(vec![task_ids("0", standby)]),
+        warmup_tasks: Some(Vec::new()),
+        ..accepted(epoch)
+    }
+}
+
+fn failed(code: ErrorCode) -> StreamsGroupHeartbeatResponseData {
+    StreamsGroupHeartbeatResponseData {
+        error_code: code.code(),
+        ..Default::default()
+    }
+}
+
+fn events(reaction: Reaction) -> Vec<MemberEvent> {
+    match reaction {
+        Reaction::Continue(events) => events,
+        other => panic!("expected Continue, got {other:?}"),
+    }
+}
+
+fn tasks(partitions: &[i32]) -> Tasks {
+    partitions.iter().map(|p| TaskId::new("0", *p)).collect()
+}
+
+#[test]
+fn the_join_says_everything_and_the_next_heartbeat_only_what_changed() {
+    let mut member = member();
+    let join = member.heartbeat(Instant::now());
+    assert_eq!(join.member_epoch, 0);
+    assert_eq!(join.group_id.as_str(), "app");
+    assert!(!join.member_id.as_str().is_empty());
+    let topology = join.topology.expect("the join registers the topology");
+    assert_eq!(topology.subtopologies[0].source_topics[0].as_str(), "in");
+    assert_eq!(
+        join.process_id.unwrap().as_str(),
+        "00000000-0000-0000-0000-000000000000"
+    );
+    assert!(
+        join.user_endpoint.is_none(),
+        "the endpoint waits for a ready topology"
+    );
+    assert_eq!(join.rebalance_timeout_ms, 300_000);
+    assert_eq!(join.active_tasks, Some(Vec::new()), "owns nothing yet");
+
+    events(member.on_response(accepted(1)));
+    assert_eq!(member.state(), MemberState::Stable);
+    assert_eq!(member.heartbeat_interval(), Duration::from_secs(1));
+    let snapshot = member.snapshot();
+    assert_eq!(
+        (snapshot.epoch, snapshot.acceptable_recovery_lag),
+        (1, 10_000)
+    );
+    assert_eq!(snapshot.task_offset_interval, Duration::from_secs(60));
+    let next = member.heartbeat(Instant::now());
+    assert_eq!(
+        next.user_endpoint.unwrap().port,
+        8080,
+        "the topology is ready"
+    );
+    let next = member.heartbeat(Instant::now());
+    assert_eq!(next.member_epoch, 1);
+    assert!(next.topology.is_none());
+    assert!(next.process_id.is_none());
+    assert!(next.user_endpoint.is_none(), "sent once");
+    assert_eq!(next.rebalance_timeout_ms, -1);
+    assert!(next.active_tasks.is_none(), "ownership unchanged");
+}
+
+#[test]
+fn an_assignment_is_an_event_and_its_ownership_is_reported_once() {
+    let mut member = member();
+    member.heartbeat(Instant::now());
+    let got = events(member.on_response(assigned(2, &[0, 1], &[2])));
+    let expected = Assignment {
+        active: tasks(&[0, 1]),
+        standby: tasks(&[2]),
+        warmup: Tasks::new(),
+    };
+    assert_eq!(got, [MemberEvent::Assigned(expected.clone())]);
+
+    member.set_owned(expected.clone());
+    assert!(member.owned_unreported());
+    let report = member.heartbeat(Instant::now());
+    let active = report.active_tasks.unwrap();
+    assert_eq!(active[0].subtopology_id.as_str(), "0");
+    assert_eq!(active[0].partitions, [0, 1]);
+    assert_eq!(report.standby_tasks.unwrap()[0].partitions, [2]);
+    assert!(!member.owned_unreported());
+
+    // The same assignment again is no news; a null list is unchanged.
+    assert!(events(member.on_response(assigned(2, &[0, 1], &[2]))).is_empty());
+    let only_active = StreamsGroupHeartbeatResponseData {
+        active_tasks: Some(vec![task_ids("0", &[0])]),
+        ..accepted(3)
+    };
+    let got = events(member.on_response(only_active));
+    let MemberEvent::Assigned(assignment) = &got[0] else {
+        panic!("{got:?}");
+    };
+    assert_eq!(assignment.active, tasks(&[0]));
+    assert_eq!(assignment.standby, tasks(&[2]), "kept from before");
+    assert!(member.heartbeat(Instant::now()).active_tasks.is_none());
+}
+
+#[test]
+fn fencing_loses_the_tasks_and_rejoins_with_epoch_0_and_the_topology() {
+    for code in [ErrorCode::FencedMemberEpoch, ErrorCode::UnknownMemberId] {
+        let mut member = member();
+        member.heartbeat(Instant::now());
+        events(member.on_response(assigned(5, &[0], &[])));
+        member.set_owned(member.snapshot().assignment);
+        let member_id = member.member_id().to_owned();
+        member.heartbeat(Instant::now());
+
+        let Reaction::Rejoin(got) = member.on_response(failed(code)) else {
+            panic!("{code:?} should rejoin");
+        };
+        assert_eq!(got, [MemberEvent::TasksLost]);
+        assert_eq!(member.state(), MemberState::Joining);
+        assert!(member.snapshot().assignment.is_empty());
+        let rejoin = member.heartbeat(Instant::now());
+        assert_eq!(rejoin.member_epoch, 0);
+        assert_eq!(rejoin.member_id.as_str(), member_id, "same member id");
+        assert!(rejoin.topology.is_some());
+        assert!(rejoin.process_id.is_some());
+        assert_eq!(rejoin.active_tasks, Some(Vec::new()));
+    }
+}
+
+#[test]
+fn a_moved_coordinator_is_found_again_and_told_everything() {
+    let mut member = member();
+    member.heartbeat(Instant::now());
+    events(member.on_response(accepted(1)));
+    member.heartbeat(Instant::now());
+    assert!(matches!(
+        member.on_response(failed(ErrorCode::NotCoordinator)),
+        Reaction::Rediscover
+    ));
+    let again = member.heartbeat(Instant::now());
+    assert_eq!(again.member_epoch, 1, "still a member");
+    assert!(again.process_id.is_some(), "a full heartbeat");
+    assert!(again.active_tasks.is_some());
+    assert!(again.topology.is_none(), "the topology only with epoch 0");
+    assert!(matches!(
+        member.on_response(failed(ErrorCode::CoordinatorLoadInProgress)),
+        Reaction::Retry
+    ));
+}
+
+#[test]
+fn a_refused_topology_is_fatal_and_named() {
+    let mut member = member();
+    member.heartbeat(Instant::now());
+    let Reaction::Fatal(error) = member.on_response(failed(ErrorCode::StreamsInvalidTopology))
+    else {
+        panic!("expected Fatal");
+    };
+    assert_eq!(error.broker_code(), Some(130));
+    assert!(
+        error.to_string().contains("StreamsInvalidTopology"),
+        "{error}"
+    );
+    assert_eq!(member.state(), MemberState::Failed);
+}
+
+#[test]
+fn leaving_uses_epoch_minus_1_and_a_static_member_minus_2() {
+    let mut dynamic = member();
+    dynamic.heartbeat(Instant::now());
+    events(dynamic.on_response(accepted(4)));
+    let leave = dynamic.leave();
+    assert_eq!(leave.member_epoch, -1);
+    assert_eq!(dynamic.state(), MemberState::Leaving);
+    // Whatever the answer, the member is out.
+    events(dynamic.on_response(failed(ErrorCode::UnknownMemberId)));
+    assert_eq!(dynamic.state(), MemberState::Left);
+
+    let mut config = config();
+    config.instance_id = Some("instance-a".to_owned());
+    let mut fixed = Membership::new(&config, &topology()).unwrap();
+    let join = fixed.heartbeat(Instant::now());
+    assert_eq!(join.instance_id.unwrap().as_str(), "instance-a");
+    let leave = fixed.leave();
+    assert_eq!(leave.member_epoch, -2);
+    assert_eq!(leave.instance_id.unwrap().as_str(), "instance-a");
+}
+
+#[test]
+fn task_offsets_go_out_once_per_broker_interval() {
+    let start = Instant::now();
+    let mut member = member();
+    member.heartbeat(start);
+    events(member.on_response(accepted(1)));
+    let offsets = |offset| {
+        vec![TaskOffset {
+            task: TaskId::new("0", 0),
+            offset,
+        }]
+    };
+    member.set_task_offsets(offsets(10), offsets(20));
+    let first = member.heartbeat(start);
+    assert_eq!(first.task_offsets.unwrap()[0].offset, 10);
+    assert_eq!(first.task_end_offsets.unwrap()[0].offset, 20);
+
+    member.set_task_offsets(offsets(11), offsets(20));
+    assert!(member
+        .heartbeat(start + Duration::from_secs(1))
+        .task_offsets
+        .is_none());
+    let later = member.heartbeat(start + Duration::from_secs(60));
+    assert_eq!(later.task_offsets.unwrap()[0].offset, 11);
+}
+
+#[test]
+fn endpoints_and_statuses_are_decoded_and_reported_when_they_change() {
+    let mut member = member();
+    member.heartbeat(Instant::now());
+    let answer = StreamsGroupHeartbeatResponseData {
+        status: Some(vec![response::Status {
+            status_code: 1,
+            status_detail: "Source topics in are missing.".to_owned().into(),
+            ..Default::default()
+        }]),
+        endpoint_information_epoch: 7,
+        partitions_by_user_endpoint: Some(vec![response::EndpointToPartitions {
+            user_endpoint: response::Endpoint {
+                host: "app-1".to_owned().into(),
+                port: 8080,
+                ..Default::default()
+            },
+            active_partitions: vec![response::TopicPartition {
+                topic: "in".to_owned().into(),
+                partitions: vec![1, 0],
+                ..Default::default()
+            }],
+            standby_partitions: Vec::new(),
+            ..Default::default()
+        }]),
+        ..accepted(1)
+    };
+    let got = events(member.on_response(answer.clone()));
+    assert_eq!(
+        got[0],
+        MemberEvent::StatusChanged(vec![GroupStatus::MissingSourceTopics(
+            "Source topics in are missing.".to_owned()
+        )])
+    );
+    let MemberEvent::EndpointsChanged(endpoints) = &got[1] else {
+        panic!("{got:?}");
+    };
+    assert_eq!(endpoints.epoch, 7);
+    assert_eq!(endpoints.hosts[0].endpoint.to_string(), "app-1:8080");
+    assert_eq!(
+        endpoints.hosts[0].active["in"]
+            .iter()
+            .copied()
+            .collect::<Vec<_>>(),
+        [0, 1]
+    );
+    assert_eq!(
+        member.heartbeat(Instant::now()).endpoint_information_epoch,
+        7
+    );
+    assert!(
+        events(member.on_response(answer)).is_empty(),
+        "no change, no event"
+    );
+}
+
+#[test]
+fn the_endpoint_waits_until_the_broker_has_configured_the_topology() {
+    let mut member = member();
+    member.heartbeat(Instant::now());
+    let status = |code: i8| response::Status {
+        status_code: code,
+        status_detail: "internal topics are missing".to_owned().into(),
+        ..Default::default()
+    };
+    let missing = StreamsGroupHeartbeatResponseData {
+        status: Some(vec![status(3)]),
+        ..accepted(1)
+    };
+    events(member.on_response(missing));
+    assert!(member.heartbeat(Instant::now()).user_endpoint.is_none());
+    // A null status list is unchanged: still missing.
+    events(member.on_response(accepted(1)));
+    assert!(member.heartbeat(Instant::now()).user_endpoint.is_none());
+    let delayed_only = StreamsGroupHeartbeatResponseData {
+        status: Some(vec![status(5)]),
+        ..accepted(1)
+    };
+    events(member.on_response(delayed_only));
+    assert!(member.heartbeat(Instant::now()).user_endpoint.is_some());
+}
+
+#[test]
+fn an_unusable_config_is_refused_before_joining() {
+    let mut config = config();
+    config.group_id.clear();
+    assert!(matches!(
+        Membership::new(&config, &topology()),
+        Err(Error::Config(_))
+    ));
+    assert!(matches!(
+        Membership::new(&self::config(), &Topology::default()),
+        Err(Error::InvalidTopology(_))
+    ));
+}
