@@ -287,27 +287,7 @@ impl KafkaStreams {
                         })
                     });
                     if let Err(e) = result {
-                        // Without its global tables the instance cannot go
-                        // on: as Kafka Streams, the handler is told and the
-                        // instance stops with an error whatever it answers
-                        // (a global thread is not replaced).
-                        log::error!("global thread failed: {e}");
-                        shared
-                            .errors
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .push(e.to_string());
-                        let response = handler_response(&shared, &e);
-                        if response == StreamThreadExceptionResponse::ReplaceThread {
-                            log::error!(
-                                "the global thread cannot be replaced; shutting the client down"
-                            );
-                        }
-                        shutdown_client(&shared);
-                        if shared.threads_alive.load(Ordering::Acquire) == 0 {
-                            // No stream thread is left to complete it.
-                            shared.transition(State::Error);
-                        }
+                        global_thread_failed(&shared, &e);
                     }
                 })
                 .map_err(|source| RuntimeError::Spawn {
@@ -550,6 +530,26 @@ impl Drop for AliveGuard<'_> {
     }
 }
 
+/// Without its global tables the instance cannot go on: as in Kafka
+/// Streams, the handler is told and the instance stops with an error
+/// whatever it answers (a global thread is not replaced).
+fn global_thread_failed(shared: &Shared, error: &RuntimeError) {
+    log::error!("global thread failed: {error}");
+    shared
+        .errors
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(error.to_string());
+    if handler_response(shared, error) == StreamThreadExceptionResponse::ReplaceThread {
+        log::error!("the global thread cannot be replaced; shutting the client down");
+    }
+    shutdown_client(shared);
+    if shared.threads_alive.load(Ordering::Acquire) == 0 {
+        // No stream thread is left to complete it.
+        shared.transition(State::Error);
+    }
+}
+
 /// The uncaught-exception handler's answer to `error` (ShutdownClient
 /// without a handler, as Kafka Streams' default). A handler that panics
 /// counts as ShutdownClient.
@@ -623,5 +623,71 @@ impl KafkaStreams {
     /// The topology it runs, as Kafka Streams' `Topology#describe()`.
     pub fn describe(&self) -> kstreams_dsl::TopologyDescription {
         self.topology.describe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    fn shared() -> Shared {
+        Shared {
+            state: Mutex::new(State::Running),
+            listener: Mutex::new(None),
+            handler: Mutex::new(None),
+            stop: AtomicBool::new(false),
+            global_stop: AtomicBool::new(false),
+            threads_total: 1,
+            threads_assigned: AtomicUsize::new(0),
+            threads_alive: AtomicUsize::new(0),
+            errors: Mutex::new(Vec::new()),
+        }
+    }
+
+    #[test]
+    fn a_failed_global_thread_reaches_the_handler_and_stops_the_client_whatever_it_answers() {
+        for answer in [
+            StreamThreadExceptionResponse::ReplaceThread,
+            StreamThreadExceptionResponse::ShutdownClient,
+            StreamThreadExceptionResponse::ShutdownApplication,
+        ] {
+            let shared = shared();
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            let record = seen.clone();
+            *shared.handler.lock().unwrap() = Some(Box::new(move |e: &RuntimeError| {
+                record.lock().unwrap().push(e.to_string());
+                answer
+            }));
+            let error = RuntimeError::ThreadPanicked {
+                thread: "app-GlobalStreamThread".into(),
+                message: "boom".into(),
+            };
+            global_thread_failed(&shared, &error);
+            assert_eq!(
+                *seen.lock().unwrap(),
+                ["stream thread app-GlobalStreamThread panicked: boom"],
+                "{answer:?}"
+            );
+            assert_eq!(*shared.state.lock().unwrap(), State::Error, "{answer:?}");
+            assert!(shared.stop.load(Ordering::Acquire));
+            assert_eq!(shared.errors.lock().unwrap().len(), 1);
+        }
+    }
+
+    #[test]
+    fn a_panicking_handler_counts_as_shutdown_client() {
+        let shared = shared();
+        *shared.handler.lock().unwrap() = Some(Box::new(|_: &RuntimeError| panic!("handler bug")));
+        let error = RuntimeError::MissingSinkTopic {
+            topic: "out".into(),
+        };
+        assert_eq!(
+            handler_response(&shared, &error),
+            StreamThreadExceptionResponse::ShutdownClient
+        );
+        assert_eq!(panic_message(&"text"), "text");
+        assert_eq!(panic_message(&String::from("owned")), "owned");
+        assert_eq!(panic_message(&7), "a panic without a message");
     }
 }
