@@ -13,7 +13,7 @@ use kstreams_embedded::rdkafka::consumer::{BaseConsumer, Consumer};
 use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams_embedded::rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 use kstreams_embedded::{create_topic, test_broker, unique_name};
-use kstreams_runtime::kafka::{KafkaStreams, State, StreamsConfig};
+use kstreams_runtime::kafka::{KafkaStreams, ProcessingGuarantee, State, StreamsConfig};
 
 /// The codecs of Kafka's record batches, by their attribute bits.
 const CODECS: [(&str, i16); 4] = [("gzip", 1), ("snappy", 2), ("lz4", 3), ("zstd", 4)];
@@ -216,6 +216,16 @@ fn a_missing_sink_topic_is_retried_until_it_is_created() {
         return;
     };
     let _ = env_logger::builder().is_test(true).try_init();
+    for guarantee in [
+        ProcessingGuarantee::AtLeastOnce,
+        ProcessingGuarantee::ExactlyOnceV2,
+    ] {
+        retried_until_the_sink_topic_exists(&bootstrap, guarantee);
+    }
+}
+
+fn retried_until_the_sink_topic_exists(bootstrap: &str, guarantee: ProcessingGuarantee) {
+    let bootstrap = bootstrap.to_string();
     let input = unique_name("missing-sink-in");
     let output = unique_name("missing-sink-out");
     create_topic(&bootstrap, &input, 1, 1).unwrap();
@@ -224,6 +234,7 @@ fn a_missing_sink_topic_is_retried_until_it_is_created() {
     let dir = tempfile::tempdir().unwrap();
     let config = StreamsConfig::new(unique_name("missing-sink-app"), &bootstrap)
         .state_dir(dir.path())
+        .processing_guarantee(guarantee)
         .commit_interval(Duration::from_millis(100));
     let mut app = upper_case_app(config, &input, &output);
     app.start().unwrap();
@@ -232,7 +243,7 @@ fn a_missing_sink_topic_is_retried_until_it_is_created() {
     while Instant::now() < deadline {
         assert!(
             app.errors().is_empty() && app.state() != State::Error,
-            "{:?} {:?}",
+            "{guarantee:?}: {:?} {:?}",
             app.state(),
             app.errors()
         );
@@ -245,7 +256,7 @@ fn a_missing_sink_topic_is_retried_until_it_is_created() {
     seen.dedup();
     let mut expected: Vec<String> = values.iter().map(|v| v.to_uppercase()).collect();
     expected.sort();
-    assert_eq!(seen, expected);
+    assert_eq!(seen, expected, "{guarantee:?}");
 }
 
 /// Under `production.exception.handler` continue (Kafka Streams' CONTINUE),

@@ -240,6 +240,15 @@ fn assign_only_consumer(
             || decided_under_exactly_once(config, k)
             || is_group_membership_key(k)
     });
+    // auto.offset.reset=none (librdkafka's `error`) is for the main
+    // consumer: Kafka Streams decides the restore and global consumers'
+    // reset itself, and here `error` would stall a partition silently.
+    if client.get("auto.offset.reset") == Some("error") {
+        client.remove("auto.offset.reset");
+        for (k, v) in defaults.iter().filter(|(k, _)| *k == "auto.offset.reset") {
+            client.set(*k, *v);
+        }
+    }
     client
 }
 
@@ -511,6 +520,20 @@ mod tests {
         assert_eq!(
             main_consumer(&alos, "t", 0).get("isolation.level"),
             Some("read_committed")
+        );
+    }
+
+    #[test]
+    fn auto_offset_reset_none_reaches_only_the_main_consumer() {
+        let c = config(&[("auto.offset.reset", "none")]);
+        assert_eq!(
+            main_consumer(&c, "t", 0).get("auto.offset.reset"),
+            Some("error")
+        );
+        assert_eq!(restore_consumer(&c, "t").get("auto.offset.reset"), None);
+        assert_eq!(
+            global_consumer(&c).get("auto.offset.reset"),
+            Some("earliest")
         );
     }
 }
