@@ -5,6 +5,8 @@
 //! file asks for, and a sink topic that does not exist is retried as Kafka
 //! Streams' default production handler does.
 
+mod common;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -45,14 +47,7 @@ fn produce(bootstrap: &str, topic: &str, partition: i32, codec: &str, values: &[
 /// The values in `topic` as a read_committed consumer sees them, until
 /// `want` arrived or the timeout.
 fn read_committed(bootstrap: &str, topic: &str, want: usize, timeout: Duration) -> Vec<String> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", unique_name("reader"))
-        .set("auto.offset.reset", "earliest")
-        .set("isolation.level", "read_committed")
-        .create()
-        .unwrap();
-    consumer.subscribe(&[topic]).unwrap();
+    let consumer = common::read_committed_consumer(bootstrap, topic);
     let mut out = Vec::new();
     let deadline = Instant::now() + timeout;
     while out.len() < want && Instant::now() < deadline {
