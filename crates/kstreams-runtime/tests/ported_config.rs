@@ -14,8 +14,10 @@ use kstreams_dsl::StreamsBuilder;
 use kstreams_embedded::rdkafka::consumer::{BaseConsumer, Consumer};
 use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams_embedded::rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
-use kstreams_embedded::{create_topic, test_broker, unique_name};
-use kstreams_runtime::kafka::{KafkaStreams, ProcessingGuarantee, State, StreamsConfig};
+use kstreams_embedded::{create_topic, create_topic_with_config, test_broker, unique_name};
+use kstreams_runtime::kafka::{
+    KafkaStreams, ProcessingGuarantee, State, StreamThreadExceptionResponse, StreamsConfig,
+};
 
 /// The codecs of Kafka's record batches, by their attribute bits.
 const CODECS: [(&str, i16); 4] = [("gzip", 1), ("snappy", 2), ("lz4", 3), ("zstd", 4)];
@@ -308,4 +310,44 @@ fn a_missing_sink_topic_drops_records_under_the_continue_handler() {
     assert!(app.close(Duration::from_secs(30)));
     assert_eq!(seen, ["KEPT"]);
     assert!(app.errors().is_empty(), "{:?}", app.errors());
+}
+
+/// A record the broker refuses (larger than the topic's max.message.bytes)
+/// fails the thread under the default handler: the uncaught-exception
+/// handler is told once, with the partition and the broker's reason.
+#[test]
+fn a_record_the_broker_refuses_reaches_the_handler_naming_its_partition() {
+    let Some(bootstrap) = test_broker() else {
+        return;
+    };
+    let _ = env_logger::builder().is_test(true).try_init();
+    let input = unique_name("refused-in");
+    let output = unique_name("refused-out");
+    create_topic(&bootstrap, &input, 1, 1).unwrap();
+    create_topic_with_config(&bootstrap, &output, 1, 1, &[("max.message.bytes", "1000")]).unwrap();
+    produce(&bootstrap, &input, 0, "none", &["x".repeat(5_000)]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = StreamsConfig::new(unique_name("refused-app"), &bootstrap)
+        .state_dir(dir.path())
+        .commit_interval(Duration::from_millis(100));
+    let mut app = upper_case_app(config, &input, &output);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    app.set_uncaught_exception_handler(move |error| {
+        record.lock().unwrap().push(error.to_string());
+        StreamThreadExceptionResponse::ShutdownClient
+    });
+    app.start().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while app.state() != State::Error {
+        assert!(Instant::now() < deadline, "{:?}", app.state());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(
+        seen[0].starts_with(&format!("a record to {output}-0 could not be produced: ")),
+        "{seen:?}"
+    );
+    assert!(seen[0].contains("too large"), "{seen:?}");
 }

@@ -84,9 +84,17 @@ pub enum RuntimeError {
         /// The partitions not read to their end, with those ends.
         left: Vec<(String, i32, i64)>,
     },
-    /// A record could not be produced and the production handler said to fail.
-    #[error("a record could not be produced: {0}")]
-    Production(KafkaError),
+    /// The broker (or librdkafka, after its retries) refused a record and
+    /// the production handler said to fail.
+    #[error("a record to {topic}-{partition} could not be produced: {source}")]
+    Production {
+        /// The record's topic.
+        topic: String,
+        /// Its partition.
+        partition: i32,
+        /// Why.
+        source: KafkaError,
+    },
     /// Source topics that do not exist.
     #[error("source topics do not exist: {}; create them before starting the application", .0.join(", "))]
     MissingSourceTopics(Vec<String>),
@@ -163,7 +171,9 @@ impl RuntimeError {
     pub fn is_producer_fenced(&self) -> bool {
         use rdkafka::types::RDKafkaErrorCode;
         let code = match self {
-            RuntimeError::Kafka(e) | RuntimeError::Production(e) => e.rdkafka_error_code(),
+            RuntimeError::Kafka(e) | RuntimeError::Production { source: e, .. } => {
+                e.rdkafka_error_code()
+            }
             _ => None,
         };
         // librdkafka reports fencing as its own `Fenced` code; the broker's

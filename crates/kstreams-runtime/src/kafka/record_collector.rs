@@ -27,7 +27,8 @@ const PRODUCER_TIMEOUT: Duration = Duration::from_secs(60);
 /// loop to act on, and the acknowledged changelog offsets.
 #[derive(Default)]
 pub(crate) struct DeliveryContext {
-    failure: Mutex<Option<KafkaError>>,
+    /// The first refusal: the partition's topic and number, and why.
+    failure: Mutex<Option<(String, i32, KafkaError)>>,
     /// Offset of the last acknowledged record per changelog partition, for
     /// the tasks' checkpoints.
     changelog_offsets: Mutex<HashMap<(String, i32), i64>>,
@@ -69,11 +70,12 @@ impl DeliveryContext {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
             }
             Err(error) => {
-                log::error!("could not produce to {topic}-{partition}: {error}");
+                // Not an error log: the thread fails with it, and says so once.
+                log::debug!("could not produce to {topic}-{partition}: {error}");
                 self.failure
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .get_or_insert(error.clone());
+                    .get_or_insert_with(|| (topic.to_string(), partition, error.clone()));
             }
         }
     }
@@ -243,7 +245,11 @@ impl RecordCollector {
             ProcessingGuarantee::ExactlyOnceV2 => failure.take(),
         };
         match failure {
-            Some(e) => Err(RuntimeError::Production(e)),
+            Some((topic, partition, source)) => Err(RuntimeError::Production {
+                topic,
+                partition,
+                source,
+            }),
             None => Ok(()),
         }
     }
@@ -399,7 +405,7 @@ mod tests {
                 .delivered("output", 0, Err(&refused));
             assert!(matches!(
                 collector.check_deliveries(),
-                Err(RuntimeError::Production(_))
+                Err(RuntimeError::Production { topic, partition: 0, .. }) if topic == "output"
             ));
             assert_eq!(
                 collector.check_deliveries().is_err(),
