@@ -351,3 +351,59 @@ fn a_record_the_broker_refuses_reaches_the_handler_naming_its_partition() {
     );
     assert!(seen[0].contains("too large"), "{seen:?}");
 }
+
+/// Kafka 4's `auto.offset.reset=by_duration:PT1H` (KIP-1106), which
+/// librdkafka lacks: a partition without a committed offset starts at its
+/// first record of the last hour.
+#[test]
+fn auto_offset_reset_by_duration_starts_at_the_first_record_that_young() {
+    let Some(bootstrap) = test_broker() else {
+        return;
+    };
+    let _ = env_logger::builder().is_test(true).try_init();
+    let input = unique_name("by-duration-in");
+    let output = unique_name("by-duration-out");
+    create_topic(&bootstrap, &input, 1, 1).unwrap();
+    create_topic(&bootstrap, &output, 1, 1).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .create()
+        .unwrap();
+    let hour = 3_600_000;
+    for (value, timestamp) in [
+        ("three-hours-old", now - 3 * hour),
+        ("two-hours-old", now - 2 * hour),
+        ("ten-minutes-old", now - hour / 6),
+        ("new", now),
+    ] {
+        producer
+            .send(
+                BaseRecord::to(&input)
+                    .partition(0)
+                    .key("k")
+                    .payload(value)
+                    .timestamp(timestamp),
+            )
+            .map_err(|(e, _)| e)
+            .unwrap();
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = StreamsConfig::from_properties_str(&format!(
+        "application.id={}\nbootstrap.servers={bootstrap}\ncommit.interval.ms=100\n\
+         auto.offset.reset=by_duration:PT1H\nstate.dir={}\n",
+        unique_name("by-duration-app"),
+        dir.path().display()
+    ))
+    .unwrap();
+    let mut app = upper_case_app(config, &input, &output);
+    app.start().unwrap();
+    // Two wanted; a third would be a record older than an hour.
+    let seen = read_committed(&bootstrap, &output, 3, Duration::from_secs(10));
+    assert!(app.close(Duration::from_secs(30)));
+    assert_eq!(seen, ["TEN-MINUTES-OLD", "NEW"], "{:?}", app.errors());
+}

@@ -196,6 +196,16 @@ pub enum ProcessingGuarantee {
 /// `client.id` and `enable.auto.commit` itself, and under exactly-once
 /// `isolation.level` and `transactional.id`.
 ///
+/// `auto.offset.reset` takes Kafka's values: `earliest`, `latest`, `none`
+/// (a partition without a committed offset fails the thread with
+/// [`RuntimeError::NoCommittedOffset`](super::RuntimeError::NoCommittedOffset),
+/// as Kafka Streams' `NoOffsetForPartitionException`) and Kafka 4's
+/// `by_duration:<ISO-8601 duration>` (such a partition starts at its first
+/// record that young).
+///
+/// A Kafka Streams application's `.properties` file is read as it is by
+/// [`StreamsConfig::from_properties_file`].
+///
 /// `max.task.idle.ms`: -1 never waits for an empty input partition, 0 (the
 /// default) waits only for one known to be behind its end, a positive
 /// value also waits that long for a caught-up one (KIP-695).
@@ -534,18 +544,22 @@ impl StreamsConfig {
             );
             return Ok(());
         }
-        let value = &match auto_offset_reset_for_librdkafka(key, value) {
-            Some(Ok(translated)) => translated.to_string(),
-            Some(Err(why)) => {
-                return Err(ConfigError::Unsupported {
+        // What librdkafka is asked to check, and what is kept: they differ
+        // for Kafka's auto.offset.reset values librdkafka spells otherwise.
+        let (value, kept) = match auto_offset_reset_for_librdkafka(key, value) {
+            Some(Ok(translated)) if reset_by_duration(value).is_some() => {
+                (translated, value.trim().to_string())
+            }
+            Some(Ok(translated)) => (translated, translated.to_string()),
+            Some(Err(expected)) => {
+                return Err(ConfigError::Invalid {
                     key: written,
                     value: value.to_string(),
-                    why,
+                    expected: expected.to_string(),
                 })
             }
-            None => value.to_string(),
+            None => (value, value.to_string()),
         };
-        let value = value.as_str();
         if let Err(e) = rdkafka::ClientConfig::new()
             .set(key, value)
             .create_native_config()
@@ -617,8 +631,7 @@ impl StreamsConfig {
         if let Some(why) = set_by_kstreams(key) {
             log::warn!("config {written}={value} is ignored: {why}");
         }
-        self.client_settings
-            .insert((prefix, key.to_string()), value.to_string());
+        self.client_settings.insert((prefix, key.to_string()), kept);
         Ok(())
     }
 
@@ -1154,11 +1167,14 @@ fn java_only_client_key(key: &str) -> Option<&'static str> {
     })
 }
 
-/// `auto.offset.reset` as librdkafka spells it: Java's `none` (fail when
-/// a partition has no committed offset) is librdkafka's `error`, which
+/// `auto.offset.reset` as librdkafka checks it: Java's `none` (fail when a
+/// partition has no committed offset) is librdkafka's `error`, which
 /// kstreams turns into [`RuntimeError::NoCommittedOffset`](super::RuntimeError::NoCommittedOffset).
-/// Kafka 4's `by_duration:<ISO-8601>` (KIP-842) has no librdkafka
-/// counterpart and is refused. `None` for other keys.
+/// Kafka 4's `by_duration:<ISO-8601 duration>` (KIP-1106) has no librdkafka
+/// counterpart: it is kept as written (the value returned is only what
+/// librdkafka checks) and the stream thread seeks partitions without a
+/// committed offset itself ([`reset_by_duration`]). `None` for other keys
+/// and values; `Err` says what is accepted.
 fn auto_offset_reset_for_librdkafka(
     key: &str,
     value: &str,
@@ -1166,19 +1182,70 @@ fn auto_offset_reset_for_librdkafka(
     if key != "auto.offset.reset" {
         return None;
     }
-    let value = value.trim();
-    if value.eq_ignore_ascii_case("none") {
+    let trimmed = value.trim();
+    if trimmed.eq_ignore_ascii_case("none") {
         Some(Ok("error"))
-    } else if value.to_ascii_lowercase().starts_with("by_duration:") {
-        Some(Err(
-            "librdkafka has no reset to a point in time, so kstreams refuses by_duration rather \
-             than start somewhere else; set earliest or latest, or commit the wanted offsets \
-             for the group before the first start (kafka-consumer-groups --reset-offsets \
-             --by-duration)",
-        ))
+    } else if trimmed.to_ascii_lowercase().starts_with("by_duration:") {
+        Some(match reset_by_duration(trimmed) {
+            Some(_) => Ok(BY_DURATION_FALLBACK),
+            None => Err(
+                "by_duration: and a non-negative ISO-8601 duration (PnDTnHnMn.nS, e.g. \
+                 by_duration:PT1H), or earliest, latest or none",
+            ),
+        })
     } else {
         None
     }
+}
+
+/// What librdkafka does under `auto.offset.reset=by_duration:...` when the
+/// stream thread has not placed a partition itself: a committed offset out
+/// of range (retention deleted it) restarts at the earliest record kept,
+/// where Kafka's consumer would look up the duration again.
+pub(crate) const BY_DURATION_FALLBACK: &str = "earliest";
+
+/// The duration of `by_duration:<ISO-8601>` (Java's `Duration.parse`
+/// syntax: `PnDTnHnMn.nS`, case-insensitive, not negative).
+pub(crate) fn reset_by_duration(value: &str) -> Option<Duration> {
+    let (prefix, iso) = value.trim().split_at_checked("by_duration:".len())?;
+    if !prefix.eq_ignore_ascii_case("by_duration:") {
+        return None;
+    }
+    let iso = iso.trim().to_ascii_uppercase();
+    let iso = iso.strip_prefix('+').unwrap_or(&iso);
+    let rest = iso.strip_prefix('P')?;
+    let (days, time) = match rest.split_once('T') {
+        Some((days, time)) if !time.is_empty() => (days, Some(time)),
+        Some(_) => return None,
+        None => (rest, None),
+    };
+    let mut millis: u128 = 0;
+    let mut any = false;
+    if !days.is_empty() {
+        let n = days.strip_suffix('D')?;
+        millis += n.parse::<u128>().ok()? * 86_400_000;
+        any = true;
+    }
+    if let Some(mut time) = time {
+        for (unit, unit_millis) in [('H', 3_600_000u128), ('M', 60_000)] {
+            if let Some((n, after)) = time.split_once(unit) {
+                millis += n.parse::<u128>().ok()? * unit_millis;
+                time = after;
+                any = true;
+            }
+        }
+        if !time.is_empty() {
+            let seconds = time.strip_suffix('S')?;
+            let (whole, fraction) = seconds.split_once('.').unwrap_or((seconds, ""));
+            if fraction.len() > 9 || !fraction.chars().all(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            millis += whole.parse::<u128>().ok()? * 1_000;
+            millis += format!("{fraction:0<3}")[..3].parse::<u128>().ok()?;
+            any = true;
+        }
+    }
+    any.then(|| Duration::from_millis(u64::try_from(millis).unwrap_or(u64::MAX)))
 }
 
 /// Client settings kstreams sets itself whatever the user says, as Kafka
@@ -1866,7 +1933,7 @@ key\ with\ spaces\=and\:colons=ignored
     }
 
     #[test]
-    fn auto_offset_reset_none_is_librdkafkas_error_and_by_duration_is_refused() {
+    fn auto_offset_reset_none_is_librdkafkas_error_and_by_duration_is_kept() {
         let mut config = StreamsConfig::new("app", "b:1");
         config.set("auto.offset.reset", "none").unwrap();
         config
@@ -1876,22 +1943,52 @@ key\ with\ spaces\=and\:colons=ignored
             config.client_settings(KafkaClient::MainConsumer)["auto.offset.reset"].1,
             "error"
         );
-        let err = config
+        config
             .set("main.consumer.auto.offset.reset", "by_duration:PT1H")
+            .unwrap();
+        assert_eq!(
+            config.client_settings(KafkaClient::MainConsumer)["auto.offset.reset"].1,
+            "by_duration:PT1H"
+        );
+        let err = config
+            .set("auto.offset.reset", "by_duration:1h")
             .unwrap_err();
-        assert!(matches!(err, ConfigError::Unsupported { .. }), "{err}");
         assert!(
             err.to_string().starts_with(
-                "config main.consumer.auto.offset.reset=by_duration:PT1H is not supported: \
-                 librdkafka has no reset to a point in time"
+                "invalid value \"by_duration:1h\" for config auto.offset.reset: by_duration: and \
+                 a non-negative ISO-8601 duration"
             ),
             "{err}"
         );
         config.set("auto.offset.reset", "latest").unwrap();
         assert_eq!(
-            config.client_settings(KafkaClient::MainConsumer)["auto.offset.reset"].1,
-            "latest"
+            config.client_settings(KafkaClient::RestoreConsumer)["auto.offset.reset"].1,
+            "error"
         );
+    }
+
+    #[test]
+    fn by_duration_reads_durations_as_java_parses_them() {
+        let ms = |v: &str| reset_by_duration(v).map(|d| d.as_millis());
+        assert_eq!(ms("by_duration:PT1H"), Some(3_600_000));
+        assert_eq!(ms("BY_DURATION:p1dt2h3m4.5s"), Some(93_784_500));
+        assert_eq!(ms("by_duration:P2D"), Some(172_800_000));
+        assert_eq!(ms("by_duration:PT0.001S"), Some(1));
+        assert_eq!(ms("by_duration:PT90M"), Some(5_400_000));
+        assert_eq!(ms("by_duration: PT30S"), Some(30_000));
+        for bad in [
+            "by_duration:",
+            "by_duration:P",
+            "by_duration:PT",
+            "by_duration:-PT1H",
+            "by_duration:PT-1H",
+            "by_duration:1h",
+            "by_duration:PT1.5H",
+            "by_duration:P1W",
+            "latest",
+        ] {
+            assert_eq!(ms(bad), None, "{bad}");
+        }
     }
 
     #[test]

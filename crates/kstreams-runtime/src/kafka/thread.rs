@@ -82,9 +82,13 @@ impl StreamThread {
         );
         let eos = config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2;
         let rebalance = Arc::new(RebalanceEvents::default());
-        let consumer: BaseConsumer<RebalanceListener> =
-            clients::main_consumer(&config, &name, index)
-                .create_with_context(RebalanceListener::new(rebalance.clone()))?;
+        let consumer: BaseConsumer<RebalanceListener> = clients::main_consumer(
+            &config, &name, index,
+        )
+        .create_with_context(RebalanceListener::new(
+            rebalance.clone(),
+            clients::main_consumer_reset_by_duration(&config),
+        ))?;
         let continue_on_failure = !eos && config.production == crate::ProductionHandling::Continue;
         let producer: Arc<BaseProducer<DeliveryContext>> = Arc::new(
             clients::producer(&config, &name, process_id, index)
