@@ -45,8 +45,8 @@ pub enum StreamThreadExceptionResponse {
     /// `ShutdownClient`; the other instances of the application are not
     /// told: Kafka Streams asks them through an error code in the group's
     /// assignment, which librdkafka's consumer gives kstreams no way to
-    /// set. Stop them from outside (their readiness endpoint reports this
-    /// one gone).
+    /// set. Stop them from outside (the error is in this instance's
+    /// [`KafkaStreams::errors`] and its state is ERROR).
     ShutdownApplication,
 }
 
