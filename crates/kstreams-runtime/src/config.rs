@@ -28,10 +28,14 @@ pub enum ProcessingHandling {
 /// the broker refuses it. Kafka Streams' `production.exception.handler`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ProductionHandling {
-    /// Stop with the error (Kafka Streams' default).
+    /// Stop with the error (Kafka Streams' default). A sink topic that
+    /// does not exist is retried from the last commit instead, until it is
+    /// created, as Kafka Streams' `DefaultProductionExceptionHandler`
+    /// answers RETRY to the producer's timeout (KIP-1065).
     #[default]
     Fail,
-    /// Log it, count it as dropped and go on.
+    /// Log it, count it as dropped and go on (records for a sink topic
+    /// that does not exist too).
     Continue,
 }
 

@@ -11,10 +11,9 @@ use std::time::{Duration, Instant};
 
 use common::FreshRun;
 use kstreams_dsl::{Materialized, Produced, StreamsBuilder};
-use kstreams_embedded::rdkafka::consumer::{BaseConsumer, Consumer};
 use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams_embedded::rdkafka::{ClientConfig, Message};
-use kstreams_embedded::{test_broker, unique_name};
+use kstreams_embedded::test_broker;
 use kstreams_record::{I64Serde, Nullable, StringSerde};
 use kstreams_runtime::kafka::{KafkaStreams, ProcessingGuarantee, StreamsConfig};
 
@@ -73,14 +72,7 @@ fn produce(bootstrap: &str, topic: &str, keys: usize, records: usize) {
 /// Reads the count topic from the start until every key's latest count is
 /// `want`, or 60 s; returns the latest counts.
 fn latest_counts(bootstrap: &str, topic: &str, keys: usize, want: i64) -> BTreeMap<String, i64> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", unique_name("reader"))
-        .set("auto.offset.reset", "earliest")
-        .set("isolation.level", "read_committed")
-        .create()
-        .unwrap();
-    consumer.subscribe(&[topic]).unwrap();
+    let consumer = common::read_committed_consumer(bootstrap, topic);
     let mut latest = BTreeMap::new();
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline

@@ -17,10 +17,9 @@ use std::time::{Duration, Instant};
 
 use common::FreshRun;
 use kstreams_dsl::StreamsBuilder;
-use kstreams_embedded::rdkafka::consumer::{BaseConsumer, Consumer};
 use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams_embedded::rdkafka::{ClientConfig, Message};
-use kstreams_embedded::{test_broker, unique_name};
+use kstreams_embedded::test_broker;
 use kstreams_runtime::kafka::{KafkaStreams, ProcessingGuarantee, State, StreamsConfig};
 
 /// Set in a child process: run the exactly-once app until killed.
@@ -84,14 +83,7 @@ fn read_committed_in_background(
     topic: &str,
     stop: Arc<AtomicBool>,
 ) -> (Seen, std::thread::JoinHandle<()>) {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", unique_name("reader"))
-        .set("auto.offset.reset", "earliest")
-        .set("isolation.level", "read_committed")
-        .create()
-        .unwrap();
-    consumer.subscribe(&[topic]).unwrap();
+    let consumer = common::read_committed_consumer(bootstrap, topic);
     let seen: Seen = Arc::default();
     let sink = seen.clone();
     let handle = std::thread::spawn(move || {

@@ -5,6 +5,8 @@
 //! Exactly-once is tested here only: librdkafka's mock cluster does not
 //! filter aborted transactions.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -63,14 +65,7 @@ fn read_committed(
     want: usize,
     timeout: Duration,
 ) -> Vec<(String, String)> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", unique_name("reader"))
-        .set("auto.offset.reset", "earliest")
-        .set("isolation.level", "read_committed")
-        .create()
-        .unwrap();
-    consumer.subscribe(&[topic]).unwrap();
+    let consumer = common::read_committed_consumer(bootstrap, topic);
     let mut out = Vec::new();
     let deadline = Instant::now() + timeout;
     while out.len() < want && Instant::now() < deadline {

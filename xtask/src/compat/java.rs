@@ -53,13 +53,21 @@ impl JavaHarness {
         process::run(&mut command, "creating the compat topics")
     }
 
-    pub fn produce(&self, bootstrap: &str, topic: &str, input: &Path) -> Result<()> {
-        process::run(
-            self.tool("produce", bootstrap)
-                .args(["--topic", topic, "--input"])
-                .arg(input),
-            "producing the compat input",
-        )
+    /// Writes `input` to `topic`; with `codecs`, partition `p` through a
+    /// producer compressing with `codecs[p % len]`.
+    pub fn produce(
+        &self,
+        bootstrap: &str,
+        topic: &str,
+        input: &Path,
+        codecs: &[&str],
+    ) -> Result<()> {
+        let mut command = self.tool("produce", bootstrap);
+        command.args(["--topic", topic, "--input"]).arg(input);
+        if !codecs.is_empty() {
+            command.args(["--compression", &codecs.join(",")]);
+        }
+        process::run(&mut command, "producing the compat input")
     }
 
     /// Runs `scenario` on Kafka Streams until it has processed its input.
@@ -131,6 +139,7 @@ impl JavaHarness {
 
 /// One run of a scenario's app on one side.
 pub struct AppRun {
+    /// The topology to run ([`Scenario::app`](super::scenario::Scenario::app)).
     pub scenario: &'static str,
     pub app_id: String,
     /// The input topics, comma-separated (two for the joins).

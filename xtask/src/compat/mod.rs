@@ -154,7 +154,12 @@ fn run(
     let topics = Topics::new(scenario);
     java.create_topics(bootstrap, &topics.all(scenario, &options.sides))?;
     for (suffix, topic) in scenario.input_topics().iter().zip(&topics.inputs) {
-        java.produce(bootstrap, topic, &dir.join(input_file(scenario, suffix)))?;
+        java.produce(
+            bootstrap,
+            topic,
+            &dir.join(input_file(scenario, suffix)),
+            scenario.input_codecs(),
+        )?;
     }
 
     let mut outputs: Vec<(Side, Vec<Record>)> = Vec::new();
@@ -368,7 +373,7 @@ impl Topics {
 
     fn app_run(&self, scenario: &'static Scenario, side: Side, dir: &Path) -> AppRun {
         AppRun {
-            scenario: scenario.name,
+            scenario: scenario.app(),
             output_serdes: scenario.output_serdes,
             app_id: format!("{}-{}", self.prefix, side.name()),
             input: self.inputs.join(","),

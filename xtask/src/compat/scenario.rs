@@ -54,6 +54,25 @@ impl Scenario {
         }
     }
 
+    /// The topology both sides run: the scenario's own, or for a scenario
+    /// that varies only how its input is written, the one it reuses.
+    pub fn app(&self) -> &'static str {
+        match self.name {
+            "codecs" => "filter-map",
+            name => name,
+        }
+    }
+
+    /// The codecs the Java producer writes the input with, one producer
+    /// each: input partition `p` is written by the producer of codec
+    /// `p % len`. Empty: uncompressed.
+    pub fn input_codecs(&self) -> &'static [&'static str] {
+        match self.name {
+            "codecs" => &["gzip", "snappy", "lz4", "zstd"],
+            _ => &[],
+        }
+    }
+
     /// The input of each topic of [`Scenario::input_topics`]: record
     /// partition `n` of a scenario reading several topics is partition
     /// `n % input_partitions` of topic `n / input_partitions`.
@@ -85,6 +104,7 @@ pub const SCENARIOS: &[Scenario] = &[
     TABLE_TABLE_JOIN,
     TABLE_TABLE_OUTER_JOIN,
     STREAM_STREAM_JOIN,
+    CODECS,
 ];
 
 pub fn find(name: &str) -> Option<&'static Scenario> {
@@ -115,6 +135,19 @@ const FILTER_MAP: Scenario = Scenario {
     output_partitions: 3,
     output_serdes: ("string", "string"),
     default_records: 1000,
+    generate: generate_keyed_sentences,
+    expect: expect_filter_map,
+};
+
+/// filter-map over input the Java producer wrote in each codec Kafka has
+/// (gzip, snappy, lz4, zstd; one partition each): a consumer built without
+/// one of them cannot read that partition.
+const CODECS: Scenario = Scenario {
+    name: "codecs",
+    input_partitions: 4,
+    output_partitions: 4,
+    output_serdes: ("string", "string"),
+    default_records: 400,
     generate: generate_keyed_sentences,
     expect: expect_filter_map,
 };
@@ -1063,6 +1096,22 @@ mod tests {
             assert!(
                 line.starts_with(|c: char| c.is_ascii_alphabetic()),
                 "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_codecs_scenario_writes_each_codec_to_a_partition_of_filter_map() {
+        let codecs = find("codecs").unwrap();
+        assert_eq!(codecs.app(), "filter-map");
+        assert_eq!(codecs.input_codecs().len() as i32, codecs.input_partitions);
+        assert_eq!(FILTER_MAP.app(), "filter-map");
+        assert!(FILTER_MAP.input_codecs().is_empty());
+        let input = codecs.input(DEFAULT_SEED, codecs.default_records);
+        for partition in 0..codecs.input_partitions {
+            assert!(
+                input.iter().any(|r| r.partition == partition),
+                "{partition}"
             );
         }
     }

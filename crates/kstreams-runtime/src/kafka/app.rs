@@ -41,6 +41,13 @@ pub enum StreamThreadExceptionResponse {
     /// Stop every thread of this instance (the default).
     #[default]
     ShutdownClient,
+    /// Stop the whole application. This instance stops as with
+    /// `ShutdownClient`; the other instances of the application are not
+    /// told: Kafka Streams asks them through an error code in the group's
+    /// assignment, which librdkafka's consumer gives kstreams no way to
+    /// set. Stop them from outside (the error is in this instance's
+    /// [`KafkaStreams::errors`] and its state is ERROR).
+    ShutdownApplication,
 }
 
 type StateListener = Box<dyn Fn(State, State) + Send + Sync>;
@@ -267,20 +274,20 @@ impl KafkaStreams {
             let handle = std::thread::Builder::new()
                 .name(name)
                 .spawn(move || {
-                    if let Err(e) = updater.run(&shared.global_stop) {
-                        // Without its global tables the instance cannot go
-                        // on: as Kafka Streams, it stops with an error.
-                        log::error!("global thread failed: {e}");
-                        shared
-                            .errors
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .push(e.to_string());
-                        shutdown_client(&shared);
-                        if shared.threads_alive.load(Ordering::Acquire) == 0 {
-                            // No stream thread is left to complete it.
-                            shared.transition(State::Error);
-                        }
+                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        updater.run(&shared.global_stop)
+                    }))
+                    .unwrap_or_else(|panic| {
+                        Err(RuntimeError::ThreadPanicked {
+                            thread: std::thread::current()
+                                .name()
+                                .unwrap_or("global")
+                                .to_string(),
+                            message: panic_message(panic.as_ref()),
+                        })
+                    });
+                    if let Err(e) = result {
+                        global_thread_failed(&shared, &e);
                     }
                 })
                 .map_err(|source| RuntimeError::Spawn {
@@ -391,7 +398,18 @@ fn spawn(
                         shared.transition(State::Rebalancing);
                     }
                 };
-                let result = thread.run(&shared.stop, &on_assignment);
+                let thread_name = thread.name().to_string();
+                // A panic outside the processors (they turn theirs into
+                // processing errors) must reach the handler too.
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    thread.run(&shared.stop, &on_assignment)
+                }))
+                .unwrap_or_else(|panic| {
+                    Err(RuntimeError::ThreadPanicked {
+                        thread: thread_name,
+                        message: panic_message(panic.as_ref()),
+                    })
+                });
                 if assigned_once.load(Ordering::Acquire) {
                     shared.threads_assigned.fetch_sub(1, Ordering::AcqRel);
                 }
@@ -438,12 +456,7 @@ fn spawn(
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .push(error.to_string());
-                let response = shared
-                    .handler
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .as_ref()
-                    .map_or(StreamThreadExceptionResponse::ShutdownClient, |h| h(&error));
+                let response = handler_response(&shared, &error);
                 match response {
                     StreamThreadExceptionResponse::ReplaceThread
                         if !shared.stop.load(Ordering::Acquire) =>
@@ -467,6 +480,14 @@ fn spawn(
                     }
                     StreamThreadExceptionResponse::ReplaceThread => {}
                     StreamThreadExceptionResponse::ShutdownClient => shutdown_client(&shared),
+                    StreamThreadExceptionResponse::ShutdownApplication => {
+                        log::error!(
+                            "{name}: shutting the application down as the handler asked; only \
+                             this instance stops, the other instances of {} are not told",
+                            config.application_id
+                        );
+                        shutdown_client(&shared);
+                    }
                 }
             }
         })
@@ -507,6 +528,54 @@ impl Drop for AliveGuard<'_> {
             }
         }
     }
+}
+
+/// Without its global tables the instance cannot go on: as in Kafka
+/// Streams, the handler is told and the instance stops with an error
+/// whatever it answers (a global thread is not replaced).
+fn global_thread_failed(shared: &Shared, error: &RuntimeError) {
+    log::error!("global thread failed: {error}");
+    shared
+        .errors
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(error.to_string());
+    if handler_response(shared, error) == StreamThreadExceptionResponse::ReplaceThread {
+        log::error!("the global thread cannot be replaced; shutting the client down");
+    }
+    shutdown_client(shared);
+    if shared.threads_alive.load(Ordering::Acquire) == 0 {
+        // No stream thread is left to complete it.
+        shared.transition(State::Error);
+    }
+}
+
+/// The uncaught-exception handler's answer to `error` (ShutdownClient
+/// without a handler, as Kafka Streams' default). A handler that panics
+/// counts as ShutdownClient.
+fn handler_response(shared: &Shared, error: &RuntimeError) -> StreamThreadExceptionResponse {
+    let handler = shared.handler.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(handler) = handler.as_ref() else {
+        return StreamThreadExceptionResponse::ShutdownClient;
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(error))).unwrap_or_else(
+        |panic| {
+            log::error!(
+                "the uncaught-exception handler panicked ({}); shutting the client down",
+                panic_message(panic.as_ref())
+            );
+            StreamThreadExceptionResponse::ShutdownClient
+        },
+    )
+}
+
+/// A panic's message, when it has one.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_string())
 }
 
 fn shutdown_client(shared: &Shared) {
@@ -554,5 +623,71 @@ impl KafkaStreams {
     /// The topology it runs, as Kafka Streams' `Topology#describe()`.
     pub fn describe(&self) -> kstreams_dsl::TopologyDescription {
         self.topology.describe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    fn shared() -> Shared {
+        Shared {
+            state: Mutex::new(State::Running),
+            listener: Mutex::new(None),
+            handler: Mutex::new(None),
+            stop: AtomicBool::new(false),
+            global_stop: AtomicBool::new(false),
+            threads_total: 1,
+            threads_assigned: AtomicUsize::new(0),
+            threads_alive: AtomicUsize::new(0),
+            errors: Mutex::new(Vec::new()),
+        }
+    }
+
+    #[test]
+    fn a_failed_global_thread_reaches_the_handler_and_stops_the_client_whatever_it_answers() {
+        for answer in [
+            StreamThreadExceptionResponse::ReplaceThread,
+            StreamThreadExceptionResponse::ShutdownClient,
+            StreamThreadExceptionResponse::ShutdownApplication,
+        ] {
+            let shared = shared();
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            let record = seen.clone();
+            *shared.handler.lock().unwrap() = Some(Box::new(move |e: &RuntimeError| {
+                record.lock().unwrap().push(e.to_string());
+                answer
+            }));
+            let error = RuntimeError::ThreadPanicked {
+                thread: "app-GlobalStreamThread".into(),
+                message: "boom".into(),
+            };
+            global_thread_failed(&shared, &error);
+            assert_eq!(
+                *seen.lock().unwrap(),
+                ["stream thread app-GlobalStreamThread panicked: boom"],
+                "{answer:?}"
+            );
+            assert_eq!(*shared.state.lock().unwrap(), State::Error, "{answer:?}");
+            assert!(shared.stop.load(Ordering::Acquire));
+            assert_eq!(shared.errors.lock().unwrap().len(), 1);
+        }
+    }
+
+    #[test]
+    fn a_panicking_handler_counts_as_shutdown_client() {
+        let shared = shared();
+        *shared.handler.lock().unwrap() = Some(Box::new(|_: &RuntimeError| panic!("handler bug")));
+        let error = RuntimeError::MissingSinkTopic {
+            topic: "out".into(),
+        };
+        assert_eq!(
+            handler_response(&shared, &error),
+            StreamThreadExceptionResponse::ShutdownClient
+        );
+        assert_eq!(panic_message(&"text"), "text");
+        assert_eq!(panic_message(&String::from("owned")), "owned");
+        assert_eq!(panic_message(&7), "a panic without a message");
     }
 }

@@ -15,10 +15,13 @@
 //! | global consumer | the global thread | no (assigns itself) |
 //! | admin | start-up (topics) and the repartition purge | no |
 
+use std::time::Duration;
+
 use rdkafka::ClientConfig;
 
 use super::config::{
-    is_group_membership_key, GroupProtocol, KafkaClient, ProcessingGuarantee, StreamsConfig,
+    is_group_membership_key, reset_by_duration, GroupProtocol, KafkaClient, ProcessingGuarantee,
+    StreamsConfig, BY_DURATION_FALLBACK,
 };
 
 /// The librdkafka settings kstreams gives its consumers (`consumer.` keys:
@@ -147,7 +150,24 @@ pub(crate) fn main_consumer(config: &StreamsConfig, thread: &str, index: usize) 
         // it, or the threads would fence each other.
         client.set("group.instance.id", format!("{instance}-{}", index + 1));
     }
+    // by_duration: the rebalance listener places partitions without a
+    // committed offset itself; librdkafka handles the rest.
+    if client
+        .get("auto.offset.reset")
+        .and_then(reset_by_duration)
+        .is_some()
+    {
+        client.set("auto.offset.reset", BY_DURATION_FALLBACK);
+    }
     client
+}
+
+/// `auto.offset.reset=by_duration:...` of the stream threads' consumers.
+pub(crate) fn main_consumer_reset_by_duration(config: &StreamsConfig) -> Option<Duration> {
+    config
+        .client_settings(KafkaClient::MainConsumer)
+        .get("auto.offset.reset")
+        .and_then(|(_, value)| reset_by_duration(value))
 }
 
 /// The producer of stream thread `index` (0-based) named `thread`, in the
@@ -240,6 +260,17 @@ fn assign_only_consumer(
             || decided_under_exactly_once(config, k)
             || is_group_membership_key(k)
     });
+    // auto.offset.reset=none (librdkafka's `error`) and by_duration are for
+    // the main consumer: Kafka Streams decides the restore and global
+    // consumers' reset itself, and here `error` would stall a partition
+    // silently.
+    let reset = client.get("auto.offset.reset");
+    if reset == Some("error") || reset.and_then(reset_by_duration).is_some() {
+        client.remove("auto.offset.reset");
+        for (k, v) in defaults.iter().filter(|(k, _)| *k == "auto.offset.reset") {
+            client.set(*k, *v);
+        }
+    }
     client
 }
 
@@ -512,5 +543,42 @@ mod tests {
             main_consumer(&alos, "t", 0).get("isolation.level"),
             Some("read_committed")
         );
+    }
+
+    #[test]
+    fn auto_offset_reset_none_reaches_only_the_main_consumer() {
+        let c = config(&[("auto.offset.reset", "none")]);
+        assert_eq!(
+            main_consumer(&c, "t", 0).get("auto.offset.reset"),
+            Some("error")
+        );
+        assert_eq!(restore_consumer(&c, "t").get("auto.offset.reset"), None);
+        assert_eq!(
+            global_consumer(&c).get("auto.offset.reset"),
+            Some("earliest")
+        );
+    }
+
+    #[test]
+    fn by_duration_leaves_librdkafka_a_reset_it_knows_and_the_duration_to_the_thread() {
+        let c = config(&[("auto.offset.reset", "by_duration:PT2H")]);
+        assert_eq!(
+            main_consumer(&c, "t", 0).get("auto.offset.reset"),
+            Some(BY_DURATION_FALLBACK)
+        );
+        assert_eq!(
+            main_consumer_reset_by_duration(&c),
+            Some(Duration::from_secs(7200))
+        );
+        assert_eq!(restore_consumer(&c, "t").get("auto.offset.reset"), None);
+        assert_eq!(
+            global_consumer(&c).get("auto.offset.reset"),
+            Some("earliest")
+        );
+        assert_eq!(main_consumer_reset_by_duration(&config(&[])), None);
+        // Every client built from it is one librdkafka takes.
+        let consumer: Result<rdkafka::consumer::BaseConsumer, _> =
+            main_consumer(&c, "t", 0).create();
+        assert!(consumer.is_ok(), "{:?}", consumer.err());
     }
 }

@@ -65,6 +65,24 @@ pub enum ConfigError {
         /// How to fix it.
         hint: String,
     },
+    /// A mistake in a properties file or text, with where it is: the file
+    /// (or what the text came from) and the line of the key.
+    #[error("{origin}{}: {error}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    InProperties {
+        /// The file's path, or what the text came from.
+        origin: String,
+        /// The line (1-based) of the key, or of the syntax error.
+        line: Option<usize>,
+        /// What is wrong there.
+        error: Box<ConfigError>,
+    },
+    /// Properties text that is not Java `.properties` syntax, or a file
+    /// that cannot be read.
+    #[error("{message}")]
+    Unreadable {
+        /// What went wrong, and what to do.
+        message: String,
+    },
     /// Two settings that cannot be used together.
     #[error("config {key} cannot be used with {with}: {hint}")]
     Conflict {
@@ -75,6 +93,32 @@ pub enum ConfigError {
         /// What to do instead.
         hint: String,
     },
+}
+
+impl ConfigError {
+    /// The key the mistake is about, as written.
+    fn key(&self) -> Option<String> {
+        match self {
+            ConfigError::Missing { key, .. } => Some(key.to_string()),
+            ConfigError::Unknown { key, .. }
+            | ConfigError::Unsupported { key, .. }
+            | ConfigError::Invalid { key, .. }
+            | ConfigError::Client { key, .. }
+            | ConfigError::Conflict { key, .. } => Some(key.clone()),
+            ConfigError::InProperties { error, .. } => error.key(),
+            ConfigError::Unreadable { .. } => None,
+        }
+    }
+}
+
+/// java-properties' message without its own "(line_number = n)" suffix:
+/// the line is said once, in front.
+fn properties_error_text(error: &java_properties::PropertiesError) -> String {
+    let text = error.to_string();
+    match text.rfind(" (line_number") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
 }
 
 /// The consumer group protocol of the stream threads' consumers
@@ -151,6 +195,16 @@ pub enum ProcessingGuarantee {
 /// set instead. kstreams decides `bootstrap.servers`, `group.id`,
 /// `client.id` and `enable.auto.commit` itself, and under exactly-once
 /// `isolation.level` and `transactional.id`.
+///
+/// `auto.offset.reset` takes Kafka's values: `earliest`, `latest`, `none`
+/// (a partition without a committed offset fails the thread with
+/// [`RuntimeError::NoCommittedOffset`](super::RuntimeError::NoCommittedOffset),
+/// as Kafka Streams' `NoOffsetForPartitionException`) and Kafka 4's
+/// `by_duration:<ISO-8601 duration>` (such a partition starts at its first
+/// record that young).
+///
+/// A Kafka Streams application's `.properties` file is read as it is by
+/// [`StreamsConfig::from_properties_file`].
 ///
 /// `max.task.idle.ms`: -1 never waits for an empty input partition, 0 (the
 /// default) waits only for one known to be behind its end, a positive
@@ -291,6 +345,111 @@ impl StreamsConfig {
         Ok(config)
     }
 
+    /// Reads a Java `.properties` file, as a Kafka Streams application
+    /// loads its `streams.properties` (`Properties#load`): `#` and `!`
+    /// comments, `=`, `:` or whitespace between key and value, `\` line
+    /// continuations and escapes, `\uXXXX`, ISO-8859-1 text; a key given
+    /// twice takes its last value. Then as
+    /// [`StreamsConfig::from_properties`]; an error names the file and the
+    /// line of the key.
+    ///
+    /// ```
+    /// use kstreams_runtime::kafka::StreamsConfig;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("streams.properties");
+    /// std::fs::write(&path, "application.id=orders\nbootstrap.servers=localhost:9092\n\
+    ///                        num.stream.threads = two\n").unwrap();
+    /// let err = StreamsConfig::from_properties_file(&path).unwrap_err();
+    /// assert!(err.to_string().ends_with(
+    ///     "streams.properties:3: invalid value \"two\" for config num.stream.threads: \
+    ///      a whole number of threads, at least 1"
+    /// ));
+    /// ```
+    pub fn from_properties_file(path: impl AsRef<std::path::Path>) -> Result<Self, ConfigError> {
+        let path = path.as_ref();
+        let origin = path.display().to_string();
+        let file = std::fs::File::open(path).map_err(|e| ConfigError::Unreadable {
+            message: format!(
+                "cannot read properties file {origin}: {e}; give the path of the application's \
+                 .properties file"
+            ),
+        })?;
+        Self::from_properties_reader(std::io::BufReader::new(file), &origin)
+    }
+
+    /// Reads Java `.properties` text from `reader` (ISO-8859-1, as
+    /// `Properties#load(InputStream)`); `origin` names it in errors.
+    pub fn from_properties_reader(
+        reader: impl std::io::Read,
+        origin: &str,
+    ) -> Result<Self, ConfigError> {
+        let lines = java_properties::PropertiesIter::new(reader);
+        Self::from_property_lines(lines, origin)
+    }
+
+    /// Reads Java `.properties` syntax from a string (as
+    /// `Properties#load(Reader)`: the text is taken as it is, no
+    /// ISO-8859-1 decoding).
+    ///
+    /// ```
+    /// use kstreams_runtime::kafka::StreamsConfig;
+    ///
+    /// let config = StreamsConfig::from_properties_str(
+    ///     "# ported from Kafka Streams\n\
+    ///      application.id : orders\n\
+    ///      bootstrap.servers localhost:9092,\\\n    localhost:9093\n\
+    ///      ! unprefixed client keys reach every client they apply to\n\
+    ///      auto.offset.reset=earliest\n",
+    /// )
+    /// .unwrap();
+    /// assert_eq!(config.application_id(), "orders");
+    /// ```
+    pub fn from_properties_str(text: &str) -> Result<Self, ConfigError> {
+        let lines =
+            java_properties::PropertiesIter::new_with_encoding(text.as_bytes(), encoding_rs::UTF_8);
+        Self::from_property_lines(lines, "properties text")
+    }
+
+    fn from_property_lines(
+        lines: java_properties::PropertiesIter<impl std::io::Read>,
+        origin: &str,
+    ) -> Result<Self, ConfigError> {
+        let mut entries: Vec<(usize, String, String)> = Vec::new();
+        for line in lines {
+            let line = line.map_err(|e| ConfigError::InProperties {
+                origin: origin.to_string(),
+                line: e.line_number(),
+                error: Box::new(ConfigError::Unreadable {
+                    message: format!(
+                        "not Java .properties syntax ({}); write key=value lines, escape a \
+                         backslash as \\\\ and give \\u escapes four hex digits",
+                        properties_error_text(&e)
+                    ),
+                }),
+            })?;
+            let number = line.line_number();
+            if let java_properties::LineContent::KVPair(key, value) = line.consume_content() {
+                entries.push((number, key, value));
+            }
+        }
+        let line_of = |key: &str| {
+            entries
+                .iter()
+                .rev()
+                .find(|(_, k, _)| k.trim() == key)
+                .map(|(n, _, _)| *n)
+        };
+        Self::from_properties(entries.iter().map(|(_, k, v)| (k, v))).map_err(|error| {
+            let line = error.key().and_then(|key| line_of(&key));
+            ConfigError::InProperties {
+                origin: origin.to_string(),
+                line,
+                error: Box::new(error),
+            }
+        })
+    }
+
     /// Checks settings that are fine one by one but not together: under
     /// `consumer.group.protocol=consumer` (KIP-848) the classic protocol's
     /// `partition.assignment.strategy`, `session.timeout.ms`,
@@ -385,6 +544,22 @@ impl StreamsConfig {
             );
             return Ok(());
         }
+        // What librdkafka is asked to check, and what is kept: they differ
+        // for Kafka's auto.offset.reset values librdkafka spells otherwise.
+        let (value, kept) = match auto_offset_reset_for_librdkafka(key, value) {
+            Some(Ok(translated)) if reset_by_duration(value).is_some() => {
+                (translated, value.trim().to_string())
+            }
+            Some(Ok(translated)) => (translated, translated.to_string()),
+            Some(Err(expected)) => {
+                return Err(ConfigError::Invalid {
+                    key: written,
+                    value: value.to_string(),
+                    expected: expected.to_string(),
+                })
+            }
+            None => (value, value.to_string()),
+        };
         if let Err(e) = rdkafka::ClientConfig::new()
             .set(key, value)
             .create_native_config()
@@ -456,8 +631,7 @@ impl StreamsConfig {
         if let Some(why) = set_by_kstreams(key) {
             log::warn!("config {written}={value} is ignored: {why}");
         }
-        self.client_settings
-            .insert((prefix, key.to_string()), value.to_string());
+        self.client_settings.insert((prefix, key.to_string()), kept);
         Ok(())
     }
 
@@ -993,6 +1167,87 @@ fn java_only_client_key(key: &str) -> Option<&'static str> {
     })
 }
 
+/// `auto.offset.reset` as librdkafka checks it: Java's `none` (fail when a
+/// partition has no committed offset) is librdkafka's `error`, which
+/// kstreams turns into [`RuntimeError::NoCommittedOffset`](super::RuntimeError::NoCommittedOffset).
+/// Kafka 4's `by_duration:<ISO-8601 duration>` (KIP-1106) has no librdkafka
+/// counterpart: it is kept as written (the value returned is only what
+/// librdkafka checks) and the stream thread seeks partitions without a
+/// committed offset itself ([`reset_by_duration`]). `None` for other keys
+/// and values; `Err` says what is accepted.
+fn auto_offset_reset_for_librdkafka(
+    key: &str,
+    value: &str,
+) -> Option<Result<&'static str, &'static str>> {
+    if key != "auto.offset.reset" {
+        return None;
+    }
+    let trimmed = value.trim();
+    if trimmed.eq_ignore_ascii_case("none") {
+        Some(Ok("error"))
+    } else if trimmed.to_ascii_lowercase().starts_with("by_duration:") {
+        Some(match reset_by_duration(trimmed) {
+            Some(_) => Ok(BY_DURATION_FALLBACK),
+            None => Err(
+                "by_duration: and a non-negative ISO-8601 duration (PnDTnHnMn.nS, e.g. \
+                 by_duration:PT1H), or earliest, latest or none",
+            ),
+        })
+    } else {
+        None
+    }
+}
+
+/// What librdkafka does under `auto.offset.reset=by_duration:...` when the
+/// stream thread has not placed a partition itself: a committed offset out
+/// of range (retention deleted it) restarts at the earliest record kept,
+/// where Kafka's consumer would look up the duration again.
+pub(crate) const BY_DURATION_FALLBACK: &str = "earliest";
+
+/// The duration of `by_duration:<ISO-8601>` (Java's `Duration.parse`
+/// syntax: `PnDTnHnMn.nS`, case-insensitive, not negative).
+pub(crate) fn reset_by_duration(value: &str) -> Option<Duration> {
+    let (prefix, iso) = value.trim().split_at_checked("by_duration:".len())?;
+    if !prefix.eq_ignore_ascii_case("by_duration:") {
+        return None;
+    }
+    let iso = iso.trim().to_ascii_uppercase();
+    let iso = iso.strip_prefix('+').unwrap_or(&iso);
+    let rest = iso.strip_prefix('P')?;
+    let (days, time) = match rest.split_once('T') {
+        Some((days, time)) if !time.is_empty() => (days, Some(time)),
+        Some(_) => return None,
+        None => (rest, None),
+    };
+    let mut millis: u128 = 0;
+    let mut any = false;
+    if !days.is_empty() {
+        let n = days.strip_suffix('D')?;
+        millis += n.parse::<u128>().ok()? * 86_400_000;
+        any = true;
+    }
+    if let Some(mut time) = time {
+        for (unit, unit_millis) in [('H', 3_600_000u128), ('M', 60_000)] {
+            if let Some((n, after)) = time.split_once(unit) {
+                millis += n.parse::<u128>().ok()? * unit_millis;
+                time = after;
+                any = true;
+            }
+        }
+        if !time.is_empty() {
+            let seconds = time.strip_suffix('S')?;
+            let (whole, fraction) = seconds.split_once('.').unwrap_or((seconds, ""));
+            if fraction.len() > 9 || !fraction.chars().all(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            millis += whole.parse::<u128>().ok()? * 1_000;
+            millis += format!("{fraction:0<3}")[..3].parse::<u128>().ok()?;
+            any = true;
+        }
+    }
+    any.then(|| Duration::from_millis(u64::try_from(millis).unwrap_or(u64::MAX)))
+}
+
 /// Client settings kstreams sets itself whatever the user says, as Kafka
 /// Streams does, and why.
 fn set_by_kstreams(key: &str) -> Option<&'static str> {
@@ -1526,5 +1781,235 @@ mod tests {
             config.max_task_idle,
             MaxTaskIdle::UpTo(Duration::from_millis(250))
         );
+    }
+
+    /// A Kafka Streams application's streams.properties, unchanged: every
+    /// separator and escape Java's Properties#load takes.
+    const PORTED: &str = r#"# streams.properties of a Kafka Streams application
+! both comment markers
+application.id = orders-enricher
+bootstrap.servers: broker-1:9092,\
+                   broker-2:9092
+processing.guarantee exactly_once_v2
+max.task.idle.ms=-1
+compression.type=zstd
+auto.offset.reset=earliest
+max.poll.records=500
+acks=all
+state.dir=/var/lib/kstreams/\u006frders
+main.consumer.fetch.min.bytes   = 1
+key\ with\ spaces\=and\:colons=ignored
+"#;
+
+    #[test]
+    fn a_kafka_streams_properties_file_is_read_as_java_reads_it() {
+        let text = PORTED.replace("key\\ with\\ spaces\\=and\\:colons=ignored\n", "");
+        let config = StreamsConfig::from_properties_str(&text).unwrap();
+        assert_eq!(config.application_id, "orders-enricher");
+        assert_eq!(config.bootstrap_servers, "broker-1:9092,broker-2:9092");
+        assert_eq!(
+            config.processing_guarantee,
+            ProcessingGuarantee::ExactlyOnceV2
+        );
+        assert_eq!(
+            config.max_task_idle,
+            super::super::partition_group::MaxTaskIdle::Never
+        );
+        assert_eq!(config.state_dir, PathBuf::from("/var/lib/kstreams/orders"));
+        let get = |client, key| {
+            config
+                .client_settings(client)
+                .get(key)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(
+            get(KafkaClient::Producer, "compression.type").as_deref(),
+            Some("zstd")
+        );
+        assert_eq!(get(KafkaClient::Producer, "acks").as_deref(), Some("all"));
+        assert_eq!(
+            get(KafkaClient::MainConsumer, "auto.offset.reset").as_deref(),
+            Some("earliest")
+        );
+        assert_eq!(
+            get(KafkaClient::MainConsumer, "fetch.min.bytes").as_deref(),
+            Some("1")
+        );
+        assert_eq!(get(KafkaClient::RestoreConsumer, "fetch.min.bytes"), None);
+
+        // The same bytes from a file.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("streams.properties");
+        std::fs::write(&path, &text).unwrap();
+        let from_file = StreamsConfig::from_properties_file(&path).unwrap();
+        assert_eq!(from_file.bootstrap_servers, config.bootstrap_servers);
+        assert_eq!(from_file.state_dir, config.state_dir);
+    }
+
+    #[test]
+    fn errors_in_a_properties_file_name_the_file_the_line_and_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("streams.properties");
+        // A key with escaped separators is one key: unknown, on line 14.
+        std::fs::write(&path, PORTED).unwrap();
+        let err = StreamsConfig::from_properties_file(&path).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!(
+                "{}:14: unknown config key with spaces=and:colons",
+                path.display()
+            )),
+            "{text}"
+        );
+        assert!(
+            matches!(&err, ConfigError::InProperties { line: Some(14), error, .. }
+            if matches!(**error, ConfigError::Unknown { .. }))
+        );
+
+        // A bad value: the line of the key.
+        std::fs::write(
+            &path,
+            "application.id=a\nbootstrap.servers=b:1\n\n  acks = banana\n",
+        )
+        .unwrap();
+        let text = StreamsConfig::from_properties_file(&path)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            text.starts_with(&format!(
+                "{}:4: config acks=banana is refused by librdkafka",
+                path.display()
+            )),
+            "{text}"
+        );
+
+        // A missing key has no line.
+        std::fs::write(&path, "bootstrap.servers=b:1\n").unwrap();
+        let text = StreamsConfig::from_properties_file(&path)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            text.starts_with(&format!(
+                "{}: missing required config application.id",
+                path.display()
+            )),
+            "{text}"
+        );
+
+        // Not properties syntax: a broken \u escape, with its line.
+        let err = StreamsConfig::from_properties_str("application.id=a\nstate.dir=\\u00zz\n")
+            .unwrap_err();
+        assert!(
+            matches!(&err, ConfigError::InProperties { line: Some(2), .. }),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string()
+                .starts_with("properties text:2: not Java .properties syntax"),
+            "{err}"
+        );
+
+        // A file that is not there.
+        let gone = dir.path().join("nope.properties");
+        let text = StreamsConfig::from_properties_file(&gone)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            text.starts_with(&format!("cannot read properties file {}", gone.display())),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_properties_file_is_iso_8859_1_and_a_string_is_taken_as_it_is() {
+        // Java's Properties#load(InputStream): byte 0xE9 is 'é'.
+        let bytes = b"application.id=caf\xe9\nbootstrap.servers=b:1\n";
+        let config = StreamsConfig::from_properties_reader(&bytes[..], "bytes").unwrap();
+        assert_eq!(config.application_id, "caf\u{e9}");
+        let config =
+            StreamsConfig::from_properties_str("application.id=caf\u{e9}\nbootstrap.servers=b:1")
+                .unwrap();
+        assert_eq!(config.application_id, "caf\u{e9}");
+    }
+
+    #[test]
+    fn auto_offset_reset_none_is_librdkafkas_error_and_by_duration_is_kept() {
+        let mut config = StreamsConfig::new("app", "b:1");
+        config.set("auto.offset.reset", "none").unwrap();
+        config
+            .set("restore.consumer.auto.offset.reset", "NONE")
+            .unwrap();
+        assert_eq!(
+            config.client_settings(KafkaClient::MainConsumer)["auto.offset.reset"].1,
+            "error"
+        );
+        config
+            .set("main.consumer.auto.offset.reset", "by_duration:PT1H")
+            .unwrap();
+        assert_eq!(
+            config.client_settings(KafkaClient::MainConsumer)["auto.offset.reset"].1,
+            "by_duration:PT1H"
+        );
+        let err = config
+            .set("auto.offset.reset", "by_duration:1h")
+            .unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "invalid value \"by_duration:1h\" for config auto.offset.reset: by_duration: and \
+                 a non-negative ISO-8601 duration"
+            ),
+            "{err}"
+        );
+        config.set("auto.offset.reset", "latest").unwrap();
+        assert_eq!(
+            config.client_settings(KafkaClient::RestoreConsumer)["auto.offset.reset"].1,
+            "error"
+        );
+    }
+
+    #[test]
+    fn by_duration_reads_durations_as_java_parses_them() {
+        let ms = |v: &str| reset_by_duration(v).map(|d| d.as_millis());
+        assert_eq!(ms("by_duration:PT1H"), Some(3_600_000));
+        assert_eq!(ms("BY_DURATION:p1dt2h3m4.5s"), Some(93_784_500));
+        assert_eq!(ms("by_duration:P2D"), Some(172_800_000));
+        assert_eq!(ms("by_duration:PT0.001S"), Some(1));
+        assert_eq!(ms("by_duration:PT90M"), Some(5_400_000));
+        assert_eq!(ms("by_duration: PT30S"), Some(30_000));
+        for bad in [
+            "by_duration:",
+            "by_duration:P",
+            "by_duration:PT",
+            "by_duration:-PT1H",
+            "by_duration:PT-1H",
+            "by_duration:1h",
+            "by_duration:PT1.5H",
+            "by_duration:P1W",
+            "latest",
+        ] {
+            assert_eq!(ms(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_codec_kafka_streams_writes_is_built_in_and_kerberos_too() {
+        for codec in ["none", "gzip", "snappy", "lz4", "zstd"] {
+            let mut config = StreamsConfig::new("app", "b:1");
+            config
+                .set("compression.type", codec)
+                .unwrap_or_else(|e| panic!("{codec}: {e}"));
+            let producer: Result<rdkafka::producer::BaseProducer, _> =
+                super::super::clients::producer(&config, "t", "p", 0).create();
+            assert!(producer.is_ok(), "{codec}: {:?}", producer.err());
+        }
+        // GSSAPI needs librdkafka built with Cyrus SASL; a client without it
+        // refuses the mechanism when created. No refresh: no kinit is run.
+        let kerberos: Result<rdkafka::producer::BaseProducer, _> = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", "127.0.0.1:1")
+            .set("security.protocol", "SASL_PLAINTEXT")
+            .set("sasl.mechanisms", "GSSAPI")
+            .set("sasl.kerberos.min.time.before.relogin", "0")
+            .create();
+        assert!(kerberos.is_ok(), "{:?}", kerberos.err());
     }
 }

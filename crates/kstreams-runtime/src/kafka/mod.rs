@@ -84,9 +84,17 @@ pub enum RuntimeError {
         /// The partitions not read to their end, with those ends.
         left: Vec<(String, i32, i64)>,
     },
-    /// A record could not be produced and the production handler said to fail.
-    #[error("a record could not be produced: {0}")]
-    Production(KafkaError),
+    /// The broker (or librdkafka, after its retries) refused a record and
+    /// the production handler said to fail.
+    #[error("a record to {topic}-{partition} could not be produced: {source}")]
+    Production {
+        /// The record's topic.
+        topic: String,
+        /// Its partition.
+        partition: i32,
+        /// Why.
+        source: KafkaError,
+    },
     /// Source topics that do not exist.
     #[error("source topics do not exist: {}; create them before starting the application", .0.join(", "))]
     MissingSourceTopics(Vec<String>),
@@ -106,9 +114,51 @@ pub enum RuntimeError {
         /// Why.
         code: RDKafkaErrorCode,
     },
-    /// A sink's topic has no partitions to pick one from for a record.
+    /// A sink's topic has no partitions to pick one from for a record
+    /// (the broker reports it without partitions; a topic that does not
+    /// exist is [`RuntimeError::MissingSinkTopic`]).
     #[error("could not get partition information for topic {0}; does it exist?")]
     NoPartitionInfo(String),
+    /// A sink topic (an output, or the dead-letter queue) does not exist.
+    /// Under the default production handler the thread retries from its
+    /// last commit until the topic is there, as Kafka Streams'
+    /// `DefaultProductionExceptionHandler` answers RETRY (KIP-1065); this
+    /// error is what it logs.
+    #[error(
+        "sink topic {topic} does not exist; create it (kafka-topics.sh --create --topic {topic}), \
+         the stream thread retries from its last commit until it exists, or set \
+         production.exception.handler to LogAndContinueProductionExceptionHandler to drop \
+         its records"
+    )]
+    MissingSinkTopic {
+        /// The topic.
+        topic: String,
+    },
+    /// `auto.offset.reset=none` and partitions of the application's group
+    /// without a committed offset: Kafka Streams' `NoOffsetForPartitionException`.
+    #[error(
+        "no committed offset for {} and auto.offset.reset=none; commit offsets for the group \
+         first (kafka-consumer-groups.sh --reset-offsets --group <application.id>) or set \
+         auto.offset.reset to earliest or latest",
+        if partitions.is_empty() {
+            "a partition".to_string()
+        } else {
+            partitions.iter().map(|(t, p)| format!("{t}-{p}")).collect::<Vec<_>>().join(", ")
+        }
+    )]
+    NoCommittedOffset {
+        /// The partitions without one, as far as the consumer could tell.
+        partitions: Vec<(String, i32)>,
+    },
+    /// A stream thread panicked outside the processors (a processor's
+    /// panic is a processing error, for the processing handler).
+    #[error("stream thread {thread} panicked: {message}")]
+    ThreadPanicked {
+        /// The thread.
+        thread: String,
+        /// The panic's message.
+        message: String,
+    },
     /// `start` on an application that is not in state CREATED.
     #[error("the application can only be started once, from state CREATED; it is {0:?}")]
     IllegalState(State),
@@ -121,7 +171,9 @@ impl RuntimeError {
     pub fn is_producer_fenced(&self) -> bool {
         use rdkafka::types::RDKafkaErrorCode;
         let code = match self {
-            RuntimeError::Kafka(e) | RuntimeError::Production(e) => e.rdkafka_error_code(),
+            RuntimeError::Kafka(e) | RuntimeError::Production { source: e, .. } => {
+                e.rdkafka_error_code()
+            }
             _ => None,
         };
         // librdkafka reports fencing as its own `Fenced` code; the broker's

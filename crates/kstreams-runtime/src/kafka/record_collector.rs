@@ -27,7 +27,8 @@ const PRODUCER_TIMEOUT: Duration = Duration::from_secs(60);
 /// loop to act on, and the acknowledged changelog offsets.
 #[derive(Default)]
 pub(crate) struct DeliveryContext {
-    failure: Mutex<Option<KafkaError>>,
+    /// The first refusal: the partition's topic and number, and why.
+    failure: Mutex<Option<(String, i32, KafkaError)>>,
     /// Offset of the last acknowledged record per changelog partition, for
     /// the tasks' checkpoints.
     changelog_offsets: Mutex<HashMap<(String, i32), i64>>,
@@ -69,11 +70,12 @@ impl DeliveryContext {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
             }
             Err(error) => {
-                log::error!("could not produce to {topic}-{partition}: {error}");
+                // Not an error log: the thread fails with it, and says so once.
+                log::debug!("could not produce to {topic}-{partition}: {error}");
                 self.failure
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .get_or_insert(error.clone());
+                    .get_or_insert_with(|| (topic.to_string(), partition, error.clone()));
             }
         }
     }
@@ -132,8 +134,40 @@ impl RecordCollector {
     /// Sends one record. A record keyed for partitioning gets Java's
     /// murmur2 partition of its key (bytes `..partition_key_len`), as Kafka
     /// Streams' default partitioner; a full local queue is waited out.
+    ///
+    /// A topic that does not exist fails the send with
+    /// [`RuntimeError::MissingSinkTopic`] before anything is queued (the
+    /// thread retries from its last commit), or, under
+    /// `production.exception.handler` continue, the record is dropped:
+    /// librdkafka would otherwise hold it until `message.timeout.ms`.
     pub fn send(&mut self, record: ProducedRecord) -> Result<(), RuntimeError> {
-        let partition = target_partition(&record, |topic| self.partition_count(topic))?;
+        // Changelogs are created by start(): no check, and no metadata
+        // request for a record whose partition is given.
+        let count = if record.topic.ends_with("-changelog") {
+            None
+        } else {
+            Some(self.partition_count(&record.topic))
+        };
+        let count = match count.transpose() {
+            Err(RuntimeError::MissingSinkTopic { topic })
+                if self.producer.context().continue_on_failure =>
+            {
+                log::warn!(
+                    "dropping a record for sink topic {topic}, which does not exist \
+                     (production.exception.handler: continue); create the topic to keep them"
+                );
+                self.producer
+                    .context()
+                    .dropped
+                    .fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            other => other?,
+        };
+        let partition = target_partition(&record, |topic| match count {
+            Some(count) => Ok(count),
+            None => self.partition_count(topic),
+        })?;
         let mut base: BaseRecord<'_, Vec<u8>, Vec<u8>> =
             BaseRecord::to(&record.topic).timestamp(record.timestamp);
         if let Some(key) = &record.key {
@@ -173,13 +207,19 @@ impl RecordCollector {
             .producer
             .client()
             .fetch_metadata(Some(topic), Duration::from_secs(30))?;
-        let count = metadata
-            .topics()
-            .iter()
-            .find(|t| t.name() == topic && t.error().is_none())
-            .map_or(0, |t| t.partitions().len() as i32);
+        let found = metadata.topics().iter().find(|t| t.name() == topic);
+        let count = match found {
+            None => 0,
+            Some(t) => match t.error() {
+                Some(rdkafka::types::RDKafkaRespErr::RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) => 0,
+                Some(_) => return Err(RuntimeError::NoPartitionInfo(topic.to_string())),
+                None => t.partitions().len() as i32,
+            },
+        };
         if count == 0 {
-            return Err(RuntimeError::NoPartitionInfo(topic.to_string()));
+            return Err(RuntimeError::MissingSinkTopic {
+                topic: topic.to_string(),
+            });
         }
         self.partition_counts.insert(topic.to_string(), count);
         Ok(count)
@@ -205,7 +245,11 @@ impl RecordCollector {
             ProcessingGuarantee::ExactlyOnceV2 => failure.take(),
         };
         match failure {
-            Some(e) => Err(RuntimeError::Production(e)),
+            Some((topic, partition, source)) => Err(RuntimeError::Production {
+                topic,
+                partition,
+                source,
+            }),
             None => Ok(()),
         }
     }
@@ -361,7 +405,7 @@ mod tests {
                 .delivered("output", 0, Err(&refused));
             assert!(matches!(
                 collector.check_deliveries(),
-                Err(RuntimeError::Production(_))
+                Err(RuntimeError::Production { topic, partition: 0, .. }) if topic == "output"
             ));
             assert_eq!(
                 collector.check_deliveries().is_err(),

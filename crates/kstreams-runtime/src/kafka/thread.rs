@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use kstreams_dsl::Topology;
 use kstreams_metrics::ThreadSensors;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-use rdkafka::error::KafkaError;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseProducer, Producer};
 use rdkafka::Offset;
 
@@ -47,6 +47,10 @@ const LAG_RECORDING_INTERVAL: Duration = Duration::from_secs(1);
 /// How long the consumer may take to answer for committed offsets and
 /// watermarks.
 const CONSUMER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a thread waits before it tries again to write to a sink topic
+/// that did not exist.
+const MISSING_SINK_RETRY_BACKOFF: Duration = Duration::from_secs(1);
 
 /// A stream thread's clients, made before its OS thread starts so that a
 /// bad client setting fails `start()`.
@@ -78,9 +82,13 @@ impl StreamThread {
         );
         let eos = config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2;
         let rebalance = Arc::new(RebalanceEvents::default());
-        let consumer: BaseConsumer<RebalanceListener> =
-            clients::main_consumer(&config, &name, index)
-                .create_with_context(RebalanceListener::new(rebalance.clone()))?;
+        let consumer: BaseConsumer<RebalanceListener> = clients::main_consumer(
+            &config, &name, index,
+        )
+        .create_with_context(RebalanceListener::new(
+            rebalance.clone(),
+            clients::main_consumer_reset_by_duration(&config),
+        ))?;
         let continue_on_failure = !eos && config.production == crate::ProductionHandling::Continue;
         let producer: Arc<BaseProducer<DeliveryContext>> = Arc::new(
             clients::producer(&config, &name, process_id, index)
@@ -128,6 +136,7 @@ impl StreamThread {
             partition_metrics: PartitionMetrics::default(),
             lag_recorded: Instant::now(),
             lags: HashMap::new(),
+            missing_sink_reported: HashSet::new(),
             paused: HashSet::new(),
             last_commit: Instant::now(),
             rewound: false,
@@ -161,6 +170,8 @@ struct ThreadLoop {
     lag_recorded: Instant,
     /// The lags last set, for the thread's published metadata.
     lags: HashMap<Partition, i64>,
+    /// Missing sink topics already logged as errors: retries log quietly.
+    missing_sink_reported: HashSet<String>,
 }
 
 impl Drop for ThreadLoop {
@@ -178,7 +189,12 @@ impl ThreadLoop {
         self.rebalance.set_deferring(true);
         let mut result = Ok(());
         while result.is_ok() && !stop.load(Ordering::Acquire) {
-            result = self.run_once(on_assignment);
+            result = match self.run_once(on_assignment) {
+                Err(RuntimeError::MissingSinkTopic { topic }) => {
+                    self.retry_without_sink_topic(&topic, stop)
+                }
+                other => other,
+            };
         }
         let finish = match &result {
             // A clean close checkpoints under exactly-once too.
@@ -269,9 +285,12 @@ impl ThreadLoop {
             wait = Duration::ZERO;
             let message = match result {
                 Ok(m) => m,
-                Err(e) if is_fatal_consumer_error(&e) => {
-                    log::error!("{}: fatal consumer error: {e}", self.name);
-                    return Err(e.into());
+                // The thread's failure is logged once, where it ends.
+                Err(e) if is_fatal_consumer_error(&e) => return Err(e.into()),
+                Err(KafkaError::MessageConsumption(RDKafkaErrorCode::AutoOffsetReset)) => {
+                    return Err(RuntimeError::NoCommittedOffset {
+                        partitions: self.partitions_without_committed_offset(),
+                    })
                 }
                 Err(e) => {
                     log::warn!("{}: consumer error: {e}", self.name);
@@ -297,6 +316,61 @@ impl ThreadLoop {
             }
         }
         Ok(())
+    }
+
+    /// The assigned partitions the group has no committed offset for, to
+    /// name them when `auto.offset.reset=none` fails the thread (librdkafka's
+    /// error does not say which partition it was).
+    fn partitions_without_committed_offset(&self) -> Vec<Partition> {
+        let Ok(assignment) = self.consumer.assignment() else {
+            return Vec::new();
+        };
+        match self
+            .consumer
+            .committed_offsets(assignment, CONSUMER_TIMEOUT)
+        {
+            Ok(committed) => committed
+                .elements()
+                .iter()
+                .filter(|e| !matches!(e.offset(), Offset::Offset(_)))
+                .map(|e| (e.topic().to_string(), e.partition()))
+                .collect(),
+            Err(e) => {
+                log::debug!("{}: committed offsets unknown: {e}", self.name);
+                Vec::new()
+            }
+        }
+    }
+
+    /// Kafka Streams' answer to a sink topic that does not exist: its
+    /// default production handler says RETRY (the producer's timeout is
+    /// retriable, KIP-1065) and the task is revived from its last commit.
+    /// Here too: what was sent since the last commit is aborted under
+    /// exactly-once (at-least-once may write it again), the thread goes
+    /// back to its committed offsets and tries again after a pause, for as
+    /// long as the topic is missing.
+    fn retry_without_sink_topic(
+        &mut self,
+        topic: &str,
+        stop: &AtomicBool,
+    ) -> Result<(), RuntimeError> {
+        let missing = RuntimeError::MissingSinkTopic {
+            topic: topic.to_string(),
+        };
+        if self.missing_sink_reported.insert(topic.to_string()) {
+            log::error!("{}: {missing}", self.name);
+        } else {
+            log::debug!("{}: {missing}", self.name);
+        }
+        self.abort_and_rewind()?;
+        let resume = Instant::now() + MISSING_SINK_RETRY_BACKOFF;
+        while Instant::now() < resume && !stop.load(Ordering::Acquire) {
+            // Polling keeps the thread in its group (max.poll.interval.ms);
+            // what it fetches is read again after the next rewind.
+            self.poll_records(Duration::from_millis(100))?;
+            self.apply_assignment_events()?;
+        }
+        self.abort_and_rewind()
     }
 
     fn resume_drained_partitions(&mut self) -> Result<(), RuntimeError> {

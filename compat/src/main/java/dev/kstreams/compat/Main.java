@@ -9,7 +9,7 @@ import java.util.Arrays;
  *
  * <pre>
  * create-topics --bootstrap B --topic NAME:PARTITIONS [--topic ...]
- * produce       --bootstrap B --topic T --input FILE
+ * produce       --bootstrap B --topic T --input FILE [--compression C1,C2,...]
  * run SCENARIO  --bootstrap B --app-id A --input T[,T2] --output T --state-dir D
  *               [--timeout-secs S] [--describe-to FILE]
  * await-idle    --bootstrap B --group G --topics T1,T2 [--timeout-secs S]

@@ -4,6 +4,8 @@ import java.io.BufferedReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -14,7 +16,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
 /**
  * {@code produce}: writes an input file to a topic, each record to the
  * partition and with the timestamp the file names, so both sides see exactly
- * the same input.
+ * the same input. With {@code --compression C1,C2,...} one producer per codec
+ * writes: partition {@code p} goes through the producer of codec
+ * {@code p % n}, so the topic holds batches of each codec.
  */
 final class Produce {
     private Produce() {}
@@ -25,18 +29,26 @@ final class Produce {
         long count = 0;
         // Sends are asynchronous; the first failure is kept and reported after flush.
         AtomicReference<Exception> failed = new AtomicReference<>();
-        try (KafkaProducer<String, String> producer = producer(args.required("bootstrap"));
-                BufferedReader reader = Files.newBufferedReader(input, StandardCharsets.UTF_8)) {
+        List<KafkaProducer<String, String>> producers = new ArrayList<>();
+        for (String codec : args.optional("compression", "none").split(",")) {
+            producers.add(producer(args.required("bootstrap"), codec.trim()));
+        }
+        try (BufferedReader reader = Files.newBufferedReader(input, StandardCharsets.UTF_8)) {
             String line;
             while ((line = reader.readLine()) != null) {
-                producer.send(record(topic, line), (metadata, e) -> {
+                ProducerRecord<String, String> record = record(topic, line);
+                producers.get(record.partition() % producers.size()).send(record, (metadata, e) -> {
                     if (e != null) {
                         failed.compareAndSet(null, e);
                     }
                 });
                 count++;
             }
-            producer.flush();
+        } finally {
+            for (KafkaProducer<String, String> producer : producers) {
+                producer.flush();
+                producer.close();
+            }
         }
         if (failed.get() != null) {
             throw new HarnessException("producing to " + topic + " failed: " + failed.get());
@@ -54,9 +66,10 @@ final class Produce {
         return new ProducerRecord<>(topic, partition, timestamp, Tsv.unescape(fields[2]), Tsv.unescape(fields[3]));
     }
 
-    private static KafkaProducer<String, String> producer(String bootstrap) {
+    private static KafkaProducer<String, String> producer(String bootstrap, String codec) {
         Properties props = new Properties();
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, codec);
         // Idempotence keeps the file's order within each partition across retries.
         props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
         props.put(ProducerConfig.ACKS_CONFIG, "all");
