@@ -95,9 +95,13 @@ const BUILD: &[Requirement] = &[
         needed_for: "librdkafka's gzip compression",
         unless: None,
     },
-    // Not libsasl2-dev nor libcurl4-openssl-dev: rdkafka-sys builds
-    // librdkafka with WITH_SASL (Cyrus, for GSSAPI) only under its `gssapi`
-    // feature and WITH_CURL only under `curl`, neither of which we enable.
+    Requirement {
+        package: "libsasl2-dev",
+        needed_for: "librdkafka's SASL GSSAPI (Kerberos), through Cyrus SASL",
+        unless: None,
+    },
+    // Not libcurl4-openssl-dev: rdkafka-sys builds librdkafka WITH_CURL
+    // only under its `curl` feature, which we do not enable.
 ];
 
 const JAVA: &[Requirement] = &[

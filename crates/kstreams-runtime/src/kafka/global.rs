@@ -91,6 +91,9 @@ impl GlobalUpdater {
             if checkpointed.is_empty() {
                 locked.wipe_state()?;
             }
+            // Without the `rocksdb` feature no global store wants persistence
+            // (building the topology refuses StoreType::RocksDb): nothing to open.
+            #[cfg(feature = "rocksdb")]
             for store in stores.values() {
                 let path = locked.path().join("rocksdb").join(store.name());
                 store.open_persistent(&path, &kstreams_state::RocksDbSettings::default())?;
