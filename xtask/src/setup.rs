@@ -338,7 +338,7 @@ mod tests {
             |c| commands.contains(&c),
             |name| name == "LIBCLANG_PATH",
         );
-        assert_eq!(names(&got), ["cmake", "zlib1g-dev"]);
+        assert_eq!(names(&got), ["cmake", "zlib1g-dev", "libsasl2-dev"]);
 
         let nothing = missing(&requirements, &installed(&[]), |_| false, |_| false);
         assert_eq!(nothing.len(), BUILD.len() + JAVA.len());
@@ -358,7 +358,7 @@ mod tests {
         let requirements = Scope::Build.requirements();
         let lacking = missing(
             &requirements,
-            &installed(&["libssl-dev", "zlib1g-dev"]),
+            &installed(&["libssl-dev", "zlib1g-dev", "libsasl2-dev"]),
             |c| c != "c++" && c != "pkg-config",
             |_| false,
         );

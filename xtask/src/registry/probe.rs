@@ -61,10 +61,16 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         let server = std::thread::spawn(move || {
             let (stream, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
             let mut request_line = String::new();
-            BufReader::new(stream.try_clone().unwrap())
-                .read_line(&mut request_line)
-                .unwrap();
+            reader.read_line(&mut request_line).unwrap();
+            // Read the headers too: closing with unread bytes makes the
+            // kernel reset the connection, and the client may see the reset
+            // before the answer.
+            let mut header = String::new();
+            while reader.read_line(&mut header).unwrap() > 0 && header != "\r\n" {
+                header.clear();
+            }
             (&stream)
                 .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n[]")
                 .unwrap();
