@@ -49,6 +49,12 @@ pub fn cli(args: Args) -> Result<ExitCode> {
                 "warnings",
             ])?,
         ),
+        // The `rocksdb` feature off (in-memory stores only) must keep
+        // building: nothing else compiles the facade that way.
+        (
+            "no-rocksdb",
+            cargo_step(&["check", "-p", "kstreams", "--no-default-features"])?,
+        ),
         ("deny", deny()?),
     ];
     results.extend(broker_steps()?);
