@@ -231,10 +231,7 @@ impl Heartbeats {
     /// Applies a command; returns whether a heartbeat should go out now.
     fn apply(&mut self, command: Command) -> bool {
         match command {
-            Command::Owned(owned) => {
-                self.membership.set_owned(owned);
-                self.membership.owned_unreported()
-            }
+            Command::Owned(owned) => self.membership.set_owned(owned),
             Command::TaskOffsets(offsets, end) => {
                 self.membership.set_task_offsets(offsets, end);
                 false

@@ -124,6 +124,9 @@ pub(crate) struct Membership {
     endpoint_sent: bool,
     /// What the application reports it owns.
     owned: Assignment,
+    /// The generation of the latest assignment handed out (or lost): a report
+    /// of an older one is out of date.
+    generation: u64,
     /// What the last heartbeat reported as owned.
     sent_owned: Option<Assignment>,
     assignment: Assignment,
@@ -169,6 +172,7 @@ impl Membership {
             topology_ready: false,
             endpoint_sent: false,
             owned: Assignment::default(),
+            generation: 0,
             sent_owned: None,
             assignment: Assignment::default(),
             endpoints: Endpoints::default(),
@@ -196,14 +200,30 @@ impl Membership {
     }
 
     /// The application owns `owned` now (after closing revoked tasks and
-    /// creating assigned ones); the next heartbeat says so.
-    pub(crate) fn set_owned(&mut self, owned: Assignment) {
+    /// creating assigned ones); the next heartbeat says so. A report answering
+    /// an assignment that has since been replaced or lost is dropped, as
+    /// Kafka drops an out-of-date reconciliation: after fencing the broker
+    /// refuses a rejoin that claims tasks. Returns whether the broker has yet
+    /// to hear the report.
+    pub(crate) fn set_owned(&mut self, owned: Assignment) -> bool {
+        if owned.generation < self.generation {
+            log::debug!(
+                "streams group {}: ignoring the ownership report of assignment {} (now {})",
+                self.group_id,
+                owned.generation,
+                self.generation
+            );
+            return false;
+        }
         self.owned = owned;
+        self.owned_unreported()
     }
 
     /// Whether the broker has not yet heard what the application owns.
     pub(crate) fn owned_unreported(&self) -> bool {
-        self.sent_owned.as_ref() != Some(&self.owned)
+        self.sent_owned
+            .as_ref()
+            .is_none_or(|sent| !sent.same_tasks(&self.owned))
     }
 
     /// Offsets to send once the broker's task offset interval has passed.
@@ -247,9 +267,14 @@ impl Membership {
             self.endpoint_sent = true;
         }
         if joining {
+            // Joining owns nothing, whatever the application said before: the
+            // broker refuses a join that claims tasks (INVALID_REQUEST).
             request.topology = Some(Box::new(self.topology.clone()));
-        }
-        if full || self.owned_unreported() {
+            request.active_tasks = Some(Vec::new());
+            request.standby_tasks = Some(Vec::new());
+            request.warmup_tasks = Some(Vec::new());
+            self.sent_owned = Some(Assignment::default());
+        } else if full || self.owned_unreported() {
             request.active_tasks = Some(tasks_to_wire(&self.owned.active));
             request.standby_tasks = Some(tasks_to_wire(&self.owned.standby));
             request.warmup_tasks = Some(tasks_to_wire(&self.owned.warmup));
@@ -376,8 +401,14 @@ impl Membership {
                 .warmup_tasks
                 .map(tasks_from_wire)
                 .unwrap_or_else(|| current.warmup.clone()),
+            generation: current.generation,
         };
-        if assignment != self.assignment {
+        if !assignment.same_tasks(&self.assignment) {
+            self.generation += 1;
+            let assignment = Assignment {
+                generation: self.generation,
+                ..assignment
+            };
             self.assignment = assignment.clone();
             events.push(MemberEvent::Assigned(assignment));
         }
@@ -394,13 +425,20 @@ impl Membership {
     /// Fencing: the tasks are gone, the next heartbeat joins again with the
     /// same member id and epoch 0.
     fn fenced(&mut self) -> Vec<MemberEvent> {
-        let had_tasks = !self.owned.is_empty() || !self.assignment.is_empty();
         self.state = MemberState::Joining;
         self.epoch = JOIN_EPOCH;
         self.topology_ready = false;
+        self.on_request_failed();
+        self.lose_tasks()
+    }
+
+    /// Forgets the assignment and what the application owns; the event tells
+    /// it, when it had any task.
+    fn lose_tasks(&mut self) -> Vec<MemberEvent> {
+        let had_tasks = !self.owned.is_empty() || !self.assignment.is_empty();
+        self.generation += 1;
         self.owned = Assignment::default();
         self.assignment = Assignment::default();
-        self.on_request_failed();
         if had_tasks {
             vec![MemberEvent::TasksLost]
         } else {

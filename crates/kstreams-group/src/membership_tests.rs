@@ -133,6 +133,7 @@ fn an_assignment_is_an_event_and_its_ownership_is_reported_once() {
         active: tasks(&[0, 1]),
         standby: tasks(&[2]),
         warmup: Tasks::new(),
+        generation: 1,
     };
     assert_eq!(got, [MemberEvent::Assigned(expected.clone())]);
 
@@ -183,6 +184,58 @@ fn fencing_loses_the_tasks_and_rejoins_with_epoch_0_and_the_topology() {
         assert!(rejoin.process_id.is_some());
         assert_eq!(rejoin.active_tasks, Some(Vec::new()));
     }
+}
+
+#[test]
+fn a_late_ownership_report_after_fencing_is_ignored_and_the_rejoin_claims_nothing() {
+    let mut member = member();
+    member.heartbeat(Instant::now());
+    let got = events(member.on_response(assigned(5, &[0, 1], &[2])));
+    let [MemberEvent::Assigned(first)] = &got[..] else {
+        panic!("{got:?}");
+    };
+    member.heartbeat(Instant::now());
+    let Reaction::Rejoin(_) = member.on_response(failed(ErrorCode::FencedMemberEpoch)) else {
+        panic!("fencing rejoins");
+    };
+    // The application answers the first assignment only now.
+    assert!(!member.set_owned(first.clone()), "out of date");
+    let rejoin = member.heartbeat(Instant::now());
+    assert_eq!(rejoin.member_epoch, 0);
+    assert_eq!(rejoin.active_tasks, Some(Vec::new()));
+    assert_eq!(rejoin.standby_tasks, Some(Vec::new()));
+    assert_eq!(rejoin.warmup_tasks, Some(Vec::new()));
+
+    // Neither does a report of the lost assignment go out once rejoined.
+    let got = events(member.on_response(assigned(6, &[1], &[])));
+    let [MemberEvent::Assigned(second)] = &got[..] else {
+        panic!("{got:?}");
+    };
+    assert!(second.generation > first.generation);
+    assert!(!member.set_owned(first.clone()));
+    assert!(member.heartbeat(Instant::now()).active_tasks.is_none());
+    assert!(
+        member.set_owned(second.clone()),
+        "the current one is reported"
+    );
+    let report = member.heartbeat(Instant::now());
+    assert_eq!(report.active_tasks.unwrap()[0].partitions, [1]);
+}
+
+#[test]
+fn joining_claims_no_task_even_when_the_application_reported_some() {
+    let mut member = member();
+    member.heartbeat(Instant::now());
+    // A report while the join is still unanswered (the application's view of
+    // an earlier life of the member).
+    member.set_owned(Assignment {
+        active: tasks(&[3]),
+        ..Assignment::default()
+    });
+    member.on_request_failed();
+    let join = member.heartbeat(Instant::now());
+    assert_eq!(join.member_epoch, 0);
+    assert_eq!(join.active_tasks, Some(Vec::new()));
 }
 
 #[test]
