@@ -33,7 +33,18 @@ pub struct MemberConfig {
     pub client_tags: BTreeMap<String, String>,
     /// How long the broker waits for the member to give up revoked tasks
     /// (Kafka Streams sends `max.poll.interval.ms`, 5 minutes by default).
+    /// An application slower than this to
+    /// [`report_owned`](crate::StreamsGroupMember::report_owned) after a
+    /// revocation is fenced: the broker takes all its tasks
+    /// ([`MemberEvent::TasksLost`](crate::MemberEvent::TasksLost)).
     pub rebalance_timeout: Duration,
+    /// `max.poll.interval.ms`: the longest the application may go without
+    /// [`record_poll`](crate::StreamsGroupMember::record_poll) (Kafka's
+    /// consumer poll). Past it the member takes the application for stuck:
+    /// it leaves the group (epoch -1, a static member too, so that the tasks
+    /// move), reports [`MemberEvent::TasksLost`](crate::MemberEvent::TasksLost),
+    /// and joins again at the next `record_poll`. 5 minutes, as Kafka.
+    pub max_poll_interval: Duration,
 }
 
 impl MemberConfig {
@@ -52,6 +63,7 @@ impl MemberConfig {
             user_endpoint: None,
             client_tags: BTreeMap::new(),
             rebalance_timeout: Duration::from_secs(300),
+            max_poll_interval: Duration::from_secs(300),
         }
     }
 }

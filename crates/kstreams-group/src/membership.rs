@@ -39,6 +39,11 @@ pub enum MemberState {
     Joining,
     /// A member of the group with a positive epoch.
     Stable,
+    /// The application missed its poll deadline
+    /// ([`MemberConfig::max_poll_interval`](crate::MemberConfig::max_poll_interval)):
+    /// the member left the group (epoch -1) and lost its tasks; it rejoins
+    /// once the application polls again.
+    Stale,
     /// Its last heartbeat left the group.
     Leaving,
     /// It has left.
@@ -61,6 +66,11 @@ pub enum MemberEvent {
     EndpointsChanged(Endpoints),
     /// The group's conditions (missing topics, say); empty when none.
     StatusChanged(Vec<GroupStatus>),
+    /// The broker refused a heartbeat with TOPIC_AUTHORIZATION_FAILED (the
+    /// member may not describe or create a topic of its topology); the
+    /// broker's message. The member stays and heartbeats again after a
+    /// pause, as Kafka's client does, since an ACL change can lift it.
+    TopicAuthorizationFailed(String),
 }
 
 /// What the heartbeat loop does after an answer.
@@ -72,10 +82,13 @@ pub(crate) enum Reaction {
     Retry,
     /// Not (or no longer) the coordinator: find it again.
     Rediscover,
-    /// Fenced: the events say the tasks are lost; join again at once.
+    /// Fenced: the events say the tasks are lost; join again.
     Rejoin(Vec<MemberEvent>),
-    /// Refused for good.
-    Fatal(Error),
+    /// Refused this time, and the application is to hear why; try again
+    /// after a pause.
+    Report(Vec<MemberEvent>),
+    /// Refused for good; the events say the tasks are lost.
+    Fatal(Error, Vec<MemberEvent>),
 }
 
 /// A point-in-time view of a member, for whoever watches it.
@@ -250,8 +263,10 @@ impl Membership {
             shutdown_application: self.shutdown_application,
             ..Default::default()
         };
+        // Every heartbeat names the instance, as Kafka's client does: the
+        // broker checks it against the member id of a static member.
+        request.instance_id = self.instance_id.clone().map(KafkaString::from);
         if full {
-            request.instance_id = self.instance_id.clone().map(KafkaString::from);
             request.rack_id = self.rack_id.clone().map(KafkaString::from);
             request.rebalance_timeout_ms = self.rebalance_timeout_ms;
             request.process_id = Some(self.process_id.to_string().into());
@@ -312,6 +327,32 @@ impl Membership {
         }
     }
 
+    /// The application missed its poll deadline: the heartbeat that leaves
+    /// with epoch -1 even for a static member (Kafka's client does the same,
+    /// so that the tasks of a stuck application move at once) and the events
+    /// that lose the tasks. The member is [`MemberState::Stale`] until
+    /// [`rejoin`](Self::rejoin).
+    pub(crate) fn leave_stale(&mut self) -> (StreamsGroupHeartbeatRequestData, Vec<MemberEvent>) {
+        let request = StreamsGroupHeartbeatRequestData {
+            group_id: self.group_id.clone().into(),
+            member_id: self.member_id.clone().into(),
+            member_epoch: LEAVE_EPOCH,
+            instance_id: self.instance_id.clone().map(KafkaString::from),
+            ..Default::default()
+        };
+        self.state = MemberState::Stale;
+        self.epoch = LEAVE_EPOCH;
+        (request, self.lose_tasks())
+    }
+
+    /// The application polls again after [`leave_stale`](Self::leave_stale):
+    /// the next heartbeat joins with epoch 0.
+    pub(crate) fn rejoin(&mut self) {
+        self.state = MemberState::Joining;
+        self.epoch = JOIN_EPOCH;
+        self.on_request_failed();
+    }
+
     /// The heartbeat never got an answer: the broker may have missed what it
     /// said, so the next one says everything again.
     pub(crate) fn on_request_failed(&mut self) {
@@ -329,8 +370,15 @@ impl Membership {
             self.state = MemberState::Left;
             return Reaction::Continue(Vec::new());
         }
+        if self.state == MemberState::Stale {
+            // The answer to leaving for a missed poll: out, whatever it says.
+            return Reaction::Continue(Vec::new());
+        }
         match code {
-            ErrorCode::None => Reaction::Continue(self.accept(response)),
+            ErrorCode::None => match self.accept(response) {
+                Ok(events) => Reaction::Continue(events),
+                Err(error) => self.fail(error),
+            },
             ErrorCode::CoordinatorLoadInProgress => {
                 self.on_request_failed();
                 Reaction::Retry
@@ -348,10 +396,21 @@ impl Membership {
                 );
                 Reaction::Rejoin(self.fenced())
             }
-            _ => {
-                self.state = MemberState::Failed;
+            ErrorCode::TopicAuthorizationFailed => {
                 let message = response.error_message.map(|m| m.as_str().to_owned());
-                Reaction::Fatal(Error::broker(
+                log::warn!(
+                    "streams group {}: member {} not authorized for a topic: {}",
+                    self.group_id,
+                    self.member_id,
+                    message.as_deref().unwrap_or("")
+                );
+                self.on_request_failed();
+                let message = message.unwrap_or_else(|| format!("{code:?}"));
+                Reaction::Report(vec![MemberEvent::TopicAuthorizationFailed(message)])
+            }
+            _ => {
+                let message = response.error_message.map(|m| m.as_str().to_owned());
+                self.fail(Error::broker(
                     StreamsGroupHeartbeatRequestData::NAME,
                     response.error_code,
                     message,
@@ -360,7 +419,31 @@ impl Membership {
         }
     }
 
-    fn accept(&mut self, response: StreamsGroupHeartbeatResponseData) -> Vec<MemberEvent> {
+    /// Refused for good: the application hears that its tasks are lost
+    /// before the member stops, as Kafka's client does on a fatal error.
+    fn fail(&mut self, error: Error) -> Reaction {
+        let events = self.lose_tasks();
+        self.state = MemberState::Failed;
+        Reaction::Fatal(error, events)
+    }
+
+    fn accept(&mut self, response: StreamsGroupHeartbeatResponseData) -> Result<Vec<MemberEvent>> {
+        // The broker sends all three task lists or none (none: unchanged);
+        // Kafka's client refuses a mix as a broken answer.
+        let lists = [
+            response.active_tasks.is_some(),
+            response.standby_tasks.is_some(),
+            response.warmup_tasks.is_some(),
+        ];
+        if lists.contains(&true) && lists.contains(&false) {
+            return Err(Error::Protocol {
+                address: "the group coordinator".to_owned(),
+                detail: format!(
+                    "StreamsGroupHeartbeat answered some task lists but not all (active, standby, \
+                     warm-up present: {lists:?})"
+                ),
+            });
+        }
         let mut events = Vec::new();
         if !response.member_id.as_str().is_empty() {
             self.member_id = response.member_id.as_str().to_owned();
@@ -386,7 +469,7 @@ impl Membership {
             }
         }
         self.topology_ready = !self.statuses.iter().any(GroupStatus::blocks_topology);
-        // The broker sends the lists when they changed; a null one is unchanged.
+        // The broker sends the lists when they changed; null ones are unchanged.
         let current = &self.assignment;
         let assignment = Assignment {
             active: response
@@ -419,7 +502,7 @@ impl Membership {
                 events.push(MemberEvent::EndpointsChanged(endpoints));
             }
         }
-        events
+        Ok(events)
     }
 
     /// Fencing: the tasks are gone, the next heartbeat joins again with the

@@ -148,17 +148,108 @@ fn an_assignment_is_an_event_and_its_ownership_is_reported_once() {
 
     // The same assignment again is no news; a null list is unchanged.
     assert!(events(member.on_response(assigned(2, &[0, 1], &[2]))).is_empty());
-    let only_active = StreamsGroupHeartbeatResponseData {
-        active_tasks: Some(vec![task_ids("0", &[0])]),
-        ..accepted(3)
-    };
-    let got = events(member.on_response(only_active));
+    let got = events(member.on_response(assigned(3, &[0], &[2])));
     let MemberEvent::Assigned(assignment) = &got[0] else {
         panic!("{got:?}");
     };
     assert_eq!(assignment.active, tasks(&[0]));
-    assert_eq!(assignment.standby, tasks(&[2]), "kept from before");
+    assert_eq!(assignment.standby, tasks(&[2]));
     assert!(member.heartbeat(Instant::now()).active_tasks.is_none());
+    // Null lists are unchanged.
+    assert!(events(member.on_response(accepted(3))).is_empty());
+    assert_eq!(member.snapshot().assignment.active, tasks(&[0]));
+}
+
+#[test]
+fn an_answer_with_some_task_lists_but_not_all_is_refused() {
+    let mut member = member();
+    member.heartbeat(Instant::now());
+    events(member.on_response(assigned(1, &[0], &[])));
+    let only_active = StreamsGroupHeartbeatResponseData {
+        active_tasks: Some(vec![task_ids("0", &[0, 1])]),
+        ..accepted(2)
+    };
+    let Reaction::Fatal(error, lost) = member.on_response(only_active) else {
+        panic!("a mix of null and present task lists is a broken answer");
+    };
+    assert!(matches!(error, Error::Protocol { .. }), "{error}");
+    assert_eq!(lost, [MemberEvent::TasksLost]);
+    assert_eq!(member.state(), MemberState::Failed);
+}
+
+#[test]
+fn a_fatal_refusal_loses_the_tasks_first() {
+    let mut member = member();
+    member.heartbeat(Instant::now());
+    events(member.on_response(assigned(1, &[0], &[])));
+    let Reaction::Fatal(_, lost) = member.on_response(failed(ErrorCode::GroupAuthorizationFailed))
+    else {
+        panic!("expected Fatal");
+    };
+    assert_eq!(lost, [MemberEvent::TasksLost]);
+    assert!(member.snapshot().assignment.is_empty());
+}
+
+#[test]
+fn a_topic_authorization_failure_is_reported_and_the_member_stays() {
+    let mut member = member();
+    member.heartbeat(Instant::now());
+    events(member.on_response(assigned(1, &[0], &[])));
+    let refusal = StreamsGroupHeartbeatResponseData {
+        error_message: Some("not allowed: in".to_owned().into()),
+        ..failed(ErrorCode::TopicAuthorizationFailed)
+    };
+    let Reaction::Report(got) = member.on_response(refusal) else {
+        panic!("not fatal");
+    };
+    assert_eq!(
+        got,
+        [MemberEvent::TopicAuthorizationFailed(
+            "not allowed: in".to_owned()
+        )]
+    );
+    assert_eq!(member.state(), MemberState::Stable);
+    assert_eq!(member.snapshot().assignment.active, tasks(&[0]), "kept");
+    assert_eq!(member.heartbeat(Instant::now()).member_epoch, 1);
+}
+
+#[test]
+fn a_missed_poll_leaves_with_epoch_minus_1_loses_the_tasks_and_rejoins_later() {
+    let mut config = config();
+    config.instance_id = Some("instance-a".to_owned());
+    let mut member = Membership::new(&config, &topology()).unwrap();
+    member.heartbeat(Instant::now());
+    events(member.on_response(assigned(3, &[0], &[])));
+    let (leave, lost) = member.leave_stale();
+    assert_eq!(
+        leave.member_epoch, -1,
+        "even a static member leaves for good"
+    );
+    assert_eq!(leave.instance_id.unwrap().as_str(), "instance-a");
+    assert_eq!(lost, [MemberEvent::TasksLost]);
+    assert_eq!(member.state(), MemberState::Stale);
+    assert_eq!(member.snapshot().epoch, -1, "no commit as a member");
+    assert!(member.snapshot().assignment.is_empty());
+    events(member.on_response(accepted(3)));
+    assert_eq!(member.state(), MemberState::Stale, "the leave's answer");
+
+    member.rejoin();
+    let join = member.heartbeat(Instant::now());
+    assert_eq!(join.member_epoch, 0);
+    assert!(join.topology.is_some());
+    assert_eq!(join.active_tasks, Some(Vec::new()));
+}
+
+#[test]
+fn every_heartbeat_names_the_instance() {
+    let mut config = config();
+    config.instance_id = Some("instance-a".to_owned());
+    let mut member = Membership::new(&config, &topology()).unwrap();
+    member.heartbeat(Instant::now());
+    events(member.on_response(accepted(1)));
+    let next = member.heartbeat(Instant::now());
+    assert!(next.process_id.is_none(), "not a full heartbeat");
+    assert_eq!(next.instance_id.unwrap().as_str(), "instance-a");
 }
 
 #[test]
@@ -263,7 +354,7 @@ fn a_moved_coordinator_is_found_again_and_told_everything() {
 fn a_refused_topology_is_fatal_and_named() {
     let mut member = member();
     member.heartbeat(Instant::now());
-    let Reaction::Fatal(error) = member.on_response(failed(ErrorCode::StreamsInvalidTopology))
+    let Reaction::Fatal(error, _) = member.on_response(failed(ErrorCode::StreamsInvalidTopology))
     else {
         panic!("expected Fatal");
     };
