@@ -91,6 +91,7 @@
 
 mod admin;
 mod assignment;
+mod commit;
 mod config;
 mod connection;
 mod coordinator;
@@ -107,6 +108,7 @@ mod wire;
 
 pub use admin::Admin;
 pub use assignment::{Assignment, Endpoint, EndpointPartitions, Endpoints, TopicPartitions};
+pub use commit::CommitOffset;
 pub use config::MemberConfig;
 pub use connection::ConnectionConfig;
 pub use description::{GroupDescription, MemberDescription};

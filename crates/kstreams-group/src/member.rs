@@ -11,6 +11,7 @@ use tokio::runtime::Handle;
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use crate::assignment::Assignment;
+use crate::commit::{self, CommitOffset, OFFSET_COMMIT_VERSION};
 use crate::config::MemberConfig;
 use crate::connection::Connection;
 use crate::coordinator;
@@ -28,6 +29,7 @@ enum Command {
     Owned(Assignment),
     TaskOffsets(Vec<TaskOffset>, Vec<TaskOffset>),
     ShutdownApplication,
+    Commit(Vec<CommitOffset>, oneshot::Sender<Result<()>>),
 }
 
 /// When the application last polled, shared by the handle (which records
@@ -233,6 +235,40 @@ impl StreamsGroupMember {
         self.command(Command::TaskOffsets(offsets, end_offsets))
     }
 
+    /// Commits `offsets` for the group as this member at its current epoch
+    /// (OffsetCommit v9, between two heartbeats, on the coordinator
+    /// connection). The broker refuses it with STALE_MEMBER_EPOCH or
+    /// UNKNOWN_MEMBER_ID once the member has been fenced or has left: the
+    /// tasks are someone else's then.
+    pub async fn commit_offsets(&self, offsets: Vec<CommitOffset>) -> Result<()> {
+        let (reply, answer) = oneshot::channel();
+        self.command(Command::Commit(offsets, reply))?;
+        answer.await.unwrap_or(Err(Error::Stopped))
+    }
+
+    /// [`commit_offsets`](Self::commit_offsets) for a thread without a
+    /// runtime, waiting up to `timeout` for the broker's answer
+    /// ([`Error::Timeout`] after that). Panics inside an async context.
+    pub fn commit_offsets_blocking(
+        &self,
+        offsets: Vec<CommitOffset>,
+        timeout: Duration,
+    ) -> Result<()> {
+        let (reply, answer) = oneshot::channel();
+        self.command(Command::Commit(offsets, reply))?;
+        let waited = self
+            .runtime
+            .block_on(async { tokio::time::timeout(timeout, answer).await });
+        match waited {
+            Ok(result) => result.unwrap_or(Err(Error::Stopped)),
+            Err(_) => Err(Error::Timeout {
+                address: "the group coordinator".to_owned(),
+                api: "OffsetCommit",
+                timeout,
+            }),
+        }
+    }
+
     /// Asks every member of the application to shut down.
     pub fn request_application_shutdown(&self) -> Result<()> {
         self.command(Command::ShutdownApplication)
@@ -411,6 +447,9 @@ impl Heartbeats {
                 _ = &mut leave => break,
                 command = commands.recv() => {
                     match command {
+                        Some(Command::Commit(offsets, reply)) => {
+                            let _ = reply.send(self.commit(&offsets).await);
+                        }
                         Some(command) => {
                             if self.apply(command) {
                                 next = Instant::now();
@@ -533,7 +572,33 @@ impl Heartbeats {
                 self.membership.request_shutdown_application();
                 true
             }
+            // Answered in the loop: it waits for the broker.
+            Command::Commit(_, reply) => {
+                let _ = reply.send(Err(Error::Stopped));
+                false
+            }
         }
+    }
+
+    /// One OffsetCommit as the member at its current epoch.
+    async fn commit(&mut self, offsets: &[CommitOffset]) -> Result<()> {
+        let request = commit::request(
+            &self.config.group_id,
+            self.membership.member_id(),
+            self.membership.epoch(),
+            self.config.instance_id.as_deref(),
+            offsets,
+        );
+        let mut connection = self.connect().await?;
+        let response = connection
+            .send_version(&request, OFFSET_COMMIT_VERSION)
+            .await?;
+        let result = commit::check(&response);
+        // A coordinator that moved is looked up again by the next request.
+        if !result.as_ref().is_err_and(coordinator::moved) {
+            self.connection = Some(connection);
+        }
+        result
     }
 
     /// One heartbeat round trip; an error means no answer came.

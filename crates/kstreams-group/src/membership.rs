@@ -203,6 +203,11 @@ impl Membership {
         &self.member_id
     }
 
+    /// The member epoch as of the latest answer.
+    pub(crate) fn epoch(&self) -> i32 {
+        self.epoch
+    }
+
     pub(crate) fn state(&self) -> MemberState {
         self.state
     }

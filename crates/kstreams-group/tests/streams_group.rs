@@ -11,8 +11,9 @@ use std::io::Write;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kstreams_group::{
-    Admin, Assignment, ConnectionConfig, Endpoint, GroupStatus, InternalTopic, MemberConfig,
-    MemberEvent, StreamsGroupMember, Subtopology, TaskId, TaskOffset, Tasks, Topology, Uuid,
+    Admin, Assignment, CommitOffset, ConnectionConfig, Endpoint, GroupStatus, InternalTopic,
+    MemberConfig, MemberEvent, StreamsGroupMember, Subtopology, TaskId, TaskOffset, Tasks,
+    Topology, Uuid,
 };
 
 const PARTITIONS: i32 = 4;
@@ -139,6 +140,7 @@ impl App {
 /// assigned. Returns the members' assignments.
 async fn step(members: &mut [&mut StreamsGroupMember]) -> Vec<Assignment> {
     for member in members.iter_mut() {
+        member.record_poll();
         let wait = tokio::time::timeout(Duration::from_millis(20), member.next_event());
         match wait.await {
             Ok(Some(MemberEvent::Assigned(assignment))) => member.report_owned(assignment).unwrap(),
@@ -461,4 +463,111 @@ async fn a_static_member_that_comes_back_gets_its_tasks_again() {
     assert_eq!(after[0].active, before[0].active, "instance-a kept its own");
     a.close().await.unwrap();
     b_again.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_commits_offsets_as_the_member_and_not_once_it_left() {
+    let Some(app) = App::new("commit").await else {
+        return;
+    };
+    let mut config = app.config();
+    config.max_poll_interval = Duration::from_secs(2);
+    let mut a = app.join(config).await;
+    settle(&mut [&mut a], |s| s[0].active == all_tasks()).await;
+    assert!(a.member_epoch() > 0);
+    let offsets = |offset| {
+        (0..PARTITIONS)
+            .map(|partition| CommitOffset {
+                topic: app.input.clone(),
+                partition,
+                offset: offset + i64::from(partition),
+            })
+            .collect::<Vec<_>>()
+    };
+    a.commit_offsets(offsets(10)).await.unwrap();
+    let partitions: Vec<i32> = (0..PARTITIONS).collect();
+    let committed = app
+        .admin()
+        .committed_offsets(&app.id, &app.input, &partitions)
+        .await
+        .unwrap();
+    assert_eq!(
+        committed,
+        (0..PARTITIONS).map(|p| (p, 10 + i64::from(p))).collect()
+    );
+
+    // A second member joins: the first still commits at its (new) epoch.
+    let mut b = app.member().await;
+    settle(&mut [&mut a, &mut b], split).await;
+    a.commit_offsets(offsets(20)).await.unwrap();
+
+    // The first stops polling and leaves: while the group has members, a
+    // commit with epoch -1 is refused (as librdkafka's own commit on a
+    // manually assigned consumer would be), and nothing changes.
+    let deadline = Instant::now() + SETTLE;
+    while a.member_epoch() != -1 {
+        step(&mut [&mut b]).await;
+        assert!(Instant::now() < deadline, "{:#?}", a.snapshot());
+    }
+    let refused = a.commit_offsets(offsets(30)).await.unwrap_err();
+    assert_eq!(
+        refused.broker_code(),
+        Some(25),
+        "UNKNOWN_MEMBER_ID: {refused}"
+    );
+    let committed = app
+        .admin()
+        .committed_offsets(&app.id, &app.input, &partitions)
+        .await
+        .unwrap();
+    assert_eq!(
+        committed,
+        (0..PARTITIONS).map(|p| (p, 20 + i64::from(p))).collect()
+    );
+    b.close().await.unwrap();
+    a.close().await.unwrap();
+}
+
+/// The runtime's stream threads have no tokio runtime: the whole life of a
+/// member from such a thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_on_a_thread_without_a_runtime_joins_commits_and_leaves() {
+    let Some(app) = App::new("blocking").await else {
+        return;
+    };
+    let (config, topology) = (app.config(), app.topology.clone());
+    let input = app.input.clone();
+    let thread = std::thread::spawn(move || {
+        let mut member = StreamsGroupMember::join_blocking(config, &topology).unwrap();
+        let deadline = Instant::now() + SETTLE;
+        while member.snapshot().assignment.active != all_tasks() {
+            member.record_poll();
+            if let Some(MemberEvent::Assigned(assignment)) = member.try_next_event().unwrap() {
+                member.report_owned(assignment).unwrap();
+            }
+            assert!(Instant::now() < deadline, "{:#?}", member.snapshot());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let offset = CommitOffset {
+            topic: input,
+            partition: 0,
+            offset: 7,
+        };
+        member
+            .commit_offsets_blocking(vec![offset], Duration::from_secs(30))
+            .unwrap();
+        member.close_blocking(Duration::from_secs(30)).unwrap();
+    });
+    tokio::task::spawn_blocking(move || thread.join())
+        .await
+        .unwrap()
+        .expect("the member's thread");
+    let committed = app
+        .admin()
+        .committed_offsets(&app.id, &app.input, &[0])
+        .await
+        .unwrap();
+    assert_eq!(committed.get(&0), Some(&7));
+    let described = app.admin().describe_streams_group(&app.id).await.unwrap();
+    assert!(described.members.is_empty(), "it left: {described:#?}");
 }
