@@ -347,7 +347,10 @@ struct Heartbeats {
 /// Consecutive failed attempts, for the pause before the next one.
 #[derive(Default)]
 struct Backoff {
-    failures: u32,
+    /// Pauses taken since the last accepted heartbeat.
+    pauses: u32,
+    /// Whether the one attempt without a pause has been used.
+    went_at_once: bool,
 }
 
 impl Backoff {
@@ -355,9 +358,9 @@ impl Backoff {
     /// [`MAX_BACKOFF`].
     fn retry(&mut self) -> Duration {
         let pause = MIN_BACKOFF
-            .saturating_mul(1 << self.failures.min(5))
+            .saturating_mul(1 << self.pauses.min(5))
             .min(MAX_BACKOFF);
-        self.failures += 1;
+        self.pauses += 1;
         pause
     }
 
@@ -366,16 +369,16 @@ impl Backoff {
     /// once; a moved coordinator is looked up at once), but a member fenced
     /// or sent away again and again backs off rather than spin.
     fn again(&mut self) -> Duration {
-        if self.failures == 0 {
-            self.failures = 1;
-            Duration::ZERO
-        } else {
+        if self.went_at_once {
             self.retry()
+        } else {
+            self.went_at_once = true;
+            Duration::ZERO
         }
     }
 
     fn reset(&mut self) {
-        self.failures = 0;
+        *self = Backoff::default();
     }
 }
 
