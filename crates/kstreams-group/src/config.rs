@@ -25,9 +25,12 @@ pub struct MemberConfig {
     /// `client.rack`, for rack-aware assignment.
     pub rack_id: Option<String>,
     /// `application.server`: where this instance answers interactive queries.
-    /// Sent from the first heartbeat whose answer shows the group's topology
-    /// configured (working around a Kafka 4.4.0 coordinator failure, see
-    /// the member's heartbeat), not with the join itself.
+    /// Sent from the heartbeat after the first answer that shows the group's
+    /// topology configured, then with every full heartbeat (rejoins too),
+    /// not with the very first join: Kafka 4.4.0's coordinator fails a
+    /// heartbeat that carries an endpoint while the group's topology is not
+    /// configured yet (a NoSuchElementException in EndpointToPartitionsManager,
+    /// seen on the real broker for a new application's first join).
     pub user_endpoint: Option<Endpoint>,
     /// `client.tag.*`, for rack-aware standby placement.
     pub client_tags: BTreeMap<String, String>,

@@ -29,6 +29,10 @@ const LEAVE_EPOCH: i32 = -1;
 /// The epoch with which a static member leaves for a while, keeping its tasks
 /// for its instance id until the session times out.
 const STATIC_LEAVE_EPOCH: i32 = -2;
+/// The endpoint information epoch of a member that has no endpoint picture
+/// yet (Kafka's client starts there too): any group epoch differs from it, so
+/// the first answer carries the picture.
+const NO_ENDPOINT_EPOCH: i32 = -1;
 /// Until the first answer says otherwise (Kafka's default heartbeat interval).
 const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
 
@@ -130,9 +134,9 @@ pub(crate) struct Membership {
     /// Send every field, not only the changed ones: on joining, and after a
     /// failed request (the broker may not have seen the last changes).
     full: bool,
-    /// Whether the latest answer showed the group's topology configured (no
+    /// Whether an answer has shown the group's topology configured (no
     /// missing or mis-partitioned topics).
-    topology_ready: bool,
+    topology_configured: bool,
     /// Whether the broker has the user endpoint.
     endpoint_sent: bool,
     /// What the application reports it owns.
@@ -182,13 +186,16 @@ impl Membership {
             state: MemberState::Joining,
             epoch: JOIN_EPOCH,
             full: true,
-            topology_ready: false,
+            topology_configured: false,
             endpoint_sent: false,
             owned: Assignment::default(),
             generation: 0,
             sent_owned: None,
             assignment: Assignment::default(),
-            endpoints: Endpoints::default(),
+            endpoints: Endpoints {
+                epoch: NO_ENDPOINT_EPOCH,
+                hosts: Vec::new(),
+            },
             statuses: Vec::new(),
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
             task_offset_interval: Duration::ZERO,
@@ -278,11 +285,14 @@ impl Membership {
             request.client_tags = Some(self.client_tags.clone());
         }
         // Kafka 4.4.0's coordinator fails the whole heartbeat (an unknown
-        // server error, the group not even created) when it has to send the
-        // endpoint picture while the topology is not configured yet, as on a
-        // new application whose internal topics it is about to create. So the
-        // endpoint goes out only once an answer shows the topology ready.
-        if self.topology_ready && (full || !self.endpoint_sent) {
+        // server error from a NoSuchElementException in
+        // EndpointToPartitionsManager; the group not even created) when it
+        // has to send the endpoint picture while the group's topology is not
+        // configured yet, as on a new application whose internal topics it is
+        // about to create. So the endpoint goes out only once an answer has
+        // shown the topology ready; from then on the group has a configured
+        // topology, and every full heartbeat (a rejoin too) carries it.
+        if self.topology_configured && (full || !self.endpoint_sent) {
             request.user_endpoint = self.user_endpoint.clone().map(Box::new);
             self.endpoint_sent = true;
         }
@@ -473,7 +483,9 @@ impl Membership {
                 events.push(MemberEvent::StatusChanged(statuses));
             }
         }
-        self.topology_ready = !self.statuses.iter().any(GroupStatus::blocks_topology);
+        if !self.statuses.iter().any(GroupStatus::blocks_topology) {
+            self.topology_configured = true;
+        }
         // The broker sends the lists when they changed; null ones are unchanged.
         let current = &self.assignment;
         let assignment = Assignment {
@@ -515,7 +527,6 @@ impl Membership {
     fn fenced(&mut self) -> Vec<MemberEvent> {
         self.state = MemberState::Joining;
         self.epoch = JOIN_EPOCH;
-        self.topology_ready = false;
         self.on_request_failed();
         self.lose_tasks()
     }

@@ -509,3 +509,33 @@ fn an_unusable_config_is_refused_before_joining() {
         Err(Error::InvalidTopology(_))
     ));
 }
+
+#[test]
+fn once_the_topology_was_ready_the_endpoint_goes_with_every_rejoin() {
+    let mut member = member();
+    let join = member.heartbeat(Instant::now());
+    assert_eq!(
+        join.endpoint_information_epoch, -1,
+        "no picture yet, as Java"
+    );
+    events(member.on_response(accepted(1)));
+    assert!(member.heartbeat(Instant::now()).user_endpoint.is_some());
+    let Reaction::Rejoin(_) = member.on_response(failed(ErrorCode::FencedMemberEpoch)) else {
+        panic!("fencing rejoins");
+    };
+    let rejoin = member.heartbeat(Instant::now());
+    assert_eq!(rejoin.member_epoch, 0);
+    assert_eq!(rejoin.user_endpoint.unwrap().port, 8080);
+    // Even when the answer to the rejoin lists a blocking status again.
+    let missing = StreamsGroupHeartbeatResponseData {
+        status: Some(vec![response::Status {
+            status_code: 3,
+            status_detail: "internal topics are missing".to_owned().into(),
+            ..Default::default()
+        }]),
+        ..accepted(2)
+    };
+    events(member.on_response(missing));
+    member.on_request_failed();
+    assert!(member.heartbeat(Instant::now()).user_endpoint.is_some());
+}

@@ -571,3 +571,35 @@ async fn a_member_on_a_thread_without_a_runtime_joins_commits_and_leaves() {
     let described = app.admin().describe_streams_group(&app.id).await.unwrap();
     assert!(described.members.is_empty(), "it left: {described:#?}");
 }
+
+/// A new application's first member, alone: the broker creates the internal
+/// topics while it joins (the case that fails Kafka 4.4.0's coordinator if
+/// the endpoint comes with the join, see `MemberConfig::user_endpoint`), and
+/// the member then sees its own endpoint serving every input partition.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_member_sees_its_own_endpoint() {
+    let Some(app) = App::new("own-endpoint").await else {
+        return;
+    };
+    let mut config = app.config();
+    let endpoint = Endpoint {
+        host: "localhost".to_owned(),
+        port: 7101,
+    };
+    config.user_endpoint = Some(endpoint.clone());
+    let mut a = app.join(config).await;
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        step(&mut [&mut a]).await;
+        let endpoints = a.snapshot().endpoints;
+        let own = endpoints.hosts.iter().find(|h| h.endpoint == endpoint);
+        let inputs = own.and_then(|h| h.active.get(&app.input));
+        if inputs.is_some_and(|p| p.len() == PARTITIONS as usize) {
+            assert_eq!(endpoints.hosts.len(), 1, "{endpoints:#?}");
+            assert!(endpoints.epoch > 0);
+            break;
+        }
+        assert!(Instant::now() < deadline, "{:#?}", a.snapshot());
+    }
+    a.close().await.unwrap();
+}
