@@ -100,7 +100,8 @@ pub(crate) enum Reaction {
 pub struct MemberSnapshot {
     /// The member id this client generated.
     pub member_id: String,
-    /// The member epoch the broker gave (0 before the first answer).
+    /// The member epoch the broker gave (0 before the first answer and
+    /// while rejoining, -1 once out of the group).
     pub epoch: i32,
     /// The lifecycle state.
     pub state: MemberState,
@@ -383,6 +384,7 @@ impl Membership {
             // Whatever the broker says, this member is gone from its view:
             // left, unknown, or fenced.
             self.state = MemberState::Left;
+            self.epoch = LEAVE_EPOCH;
             return Reaction::Continue(Vec::new());
         }
         if self.state == MemberState::Stale {
