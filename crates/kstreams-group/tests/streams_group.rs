@@ -6,7 +6,7 @@
 //! also asks the Java Admin (`describeStreamsGroups`) through
 //! `tests/DescribeStreamsGroup.java`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -133,6 +133,15 @@ impl App {
 
     async fn member(&self) -> StreamsGroupMember {
         self.join(self.config()).await
+    }
+
+    /// The input partitions' committed offsets.
+    async fn committed(&self) -> BTreeMap<i32, i64> {
+        let partitions: Vec<i32> = (0..PARTITIONS).collect();
+        self.admin()
+            .committed_offsets(&self.id, &self.input, &partitions)
+            .await
+            .unwrap()
     }
 }
 
@@ -485,12 +494,7 @@ async fn a_member_commits_offsets_as_the_member_and_not_once_it_left() {
             .collect::<Vec<_>>()
     };
     a.commit_offsets(offsets(10)).await.unwrap();
-    let partitions: Vec<i32> = (0..PARTITIONS).collect();
-    let committed = app
-        .admin()
-        .committed_offsets(&app.id, &app.input, &partitions)
-        .await
-        .unwrap();
+    let committed = app.committed().await;
     assert_eq!(
         committed,
         (0..PARTITIONS).map(|p| (p, 10 + i64::from(p))).collect()
@@ -515,11 +519,7 @@ async fn a_member_commits_offsets_as_the_member_and_not_once_it_left() {
         Some(25),
         "UNKNOWN_MEMBER_ID: {refused}"
     );
-    let committed = app
-        .admin()
-        .committed_offsets(&app.id, &app.input, &partitions)
-        .await
-        .unwrap();
+    let committed = app.committed().await;
     assert_eq!(
         committed,
         (0..PARTITIONS).map(|p| (p, 20 + i64::from(p))).collect()
@@ -562,11 +562,7 @@ async fn a_member_on_a_thread_without_a_runtime_joins_commits_and_leaves() {
         .await
         .unwrap()
         .expect("the member's thread");
-    let committed = app
-        .admin()
-        .committed_offsets(&app.id, &app.input, &[0])
-        .await
-        .unwrap();
+    let committed = app.committed().await;
     assert_eq!(committed.get(&0), Some(&7));
     let described = app.admin().describe_streams_group(&app.id).await.unwrap();
     assert!(described.members.is_empty(), "it left: {described:#?}");
