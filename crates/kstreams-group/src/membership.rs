@@ -63,8 +63,11 @@ pub enum MemberEvent {
     /// it are to be closed (clean), new ones to be created; report what is
     /// then owned so that the broker can move tasks on.
     Assigned(Assignment),
-    /// The member was fenced (or forgotten) by the broker: every task it had
-    /// is someone else's now; close them without committing. It rejoins.
+    /// Every task the member had is someone else's now: close them without
+    /// committing. Comes when the broker fenced (or forgot) the member, which
+    /// then rejoins; when the application missed its poll deadline, the
+    /// member left and rejoins at the next poll; and before the event stream
+    /// ends on a fatal error.
     TasksLost,
     /// Which endpoint serves which partitions, for interactive queries.
     EndpointsChanged(Endpoints),

@@ -501,3 +501,32 @@ async fn a_member_fenced_again_and_again_backs_off() {
     assert!((2..=8).contains(&joins), "{joins} joins in a second");
     drop(member);
 }
+
+#[tokio::test]
+async fn a_topic_authorization_failure_is_an_event_and_the_member_heartbeats_on() {
+    let fake = Fake::start(|earlier, request| {
+        let refused = earlier.iter().any(|h| h.member_epoch == 1);
+        match request.member_epoch {
+            0 => assigning(request, 1, &[0]),
+            1 if !refused => StreamsGroupHeartbeatResponseData {
+                error_message: Some("no access to in".to_owned().into()),
+                ..refusing(ErrorCode::TopicAuthorizationFailed)
+            },
+            epoch => accepted(request, epoch),
+        }
+    })
+    .await;
+    let config = MemberConfig::new(ConnectionConfig::new(&fake.address), "app", Uuid::new_v4());
+    let mut member = StreamsGroupMember::join(config, &topology()).await.unwrap();
+    assert!(matches!(next(&mut member).await, MemberEvent::Assigned(_)));
+    assert_eq!(
+        next(&mut member).await,
+        MemberEvent::TopicAuthorizationFailed("no access to in".to_owned())
+    );
+    wait_for(&fake, "heartbeat after the refusal", |h| {
+        h.iter().filter(|h| h.member_epoch == 1).count() >= 2
+    })
+    .await;
+    assert_eq!(member.snapshot().assignment.active, tasks(&[0]), "kept");
+    member.close().await.unwrap();
+}
