@@ -2,8 +2,6 @@
 //! it, set its group configs, create a topic, and ask whether the brokers
 //! serve the protocol at all.
 
-use std::collections::BTreeMap;
-
 use kacrab_protocol::generated::create_topics_request::{CreatableTopic, CreateTopicsRequestData};
 use kacrab_protocol::generated::incremental_alter_configs_request::{
     AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequestData,
@@ -14,6 +12,7 @@ use kacrab_protocol::generated::offset_fetch_request::{
 use kacrab_protocol::generated::streams_group_describe_request::StreamsGroupDescribeRequestData;
 use kacrab_protocol::generated::streams_group_heartbeat_request::StreamsGroupHeartbeatRequestData;
 
+use crate::commit::CommitOffset;
 use crate::connection::ConnectionConfig;
 use crate::coordinator;
 use crate::description::GroupDescription;
@@ -98,15 +97,15 @@ impl Admin {
         })
     }
 
-    /// The offsets `group_id` has committed for `partitions` of `topic`
-    /// (partitions without one are left out), read as an outsider (no
-    /// member id), which a streams group allows.
+    /// The offsets (with their metadata) `group_id` has committed for
+    /// `partitions` of `topic`; partitions without one are left out. Read as
+    /// an outsider (no member id), which a streams group allows.
     pub async fn committed_offsets(
         &self,
         group_id: &str,
         topic: &str,
         partitions: &[i32],
-    ) -> Result<BTreeMap<i32, i64>> {
+    ) -> Result<Vec<CommitOffset>> {
         let mut connection = coordinator::connect(&self.config, group_id).await?;
         let request = OffsetFetchRequestData {
             group_id: group_id.to_owned().into(),
@@ -122,12 +121,23 @@ impl Admin {
             .await?;
         let api = OffsetFetchRequestData::NAME;
         Error::check(api, response.error_code, None)?;
-        let mut offsets = BTreeMap::new();
-        for partition in response.topics.iter().flat_map(|t| t.partitions.iter()) {
-            Error::check(api, partition.error_code, None)?;
-            // -1: nothing committed.
-            if partition.committed_offset >= 0 {
-                offsets.insert(partition.partition_index, partition.committed_offset);
+        let mut offsets = Vec::new();
+        for topic in &response.topics {
+            for partition in &topic.partitions {
+                Error::check(api, partition.error_code, None)?;
+                // -1: nothing committed.
+                if partition.committed_offset >= 0 {
+                    offsets.push(CommitOffset {
+                        topic: topic.name.as_str().to_owned(),
+                        partition: partition.partition_index,
+                        offset: partition.committed_offset,
+                        metadata: partition
+                            .metadata
+                            .as_ref()
+                            .map(|m| m.as_str().to_owned())
+                            .unwrap_or_default(),
+                    });
+                }
             }
         }
         Ok(offsets)

@@ -20,7 +20,7 @@ const NO_LEADER_EPOCH: i32 = -1;
 const DEFAULT_RETENTION: i64 = -1;
 
 /// The next offset to consume of one partition (Kafka commits the offset
-/// after the last processed record).
+/// after the last processed record), with the commit's metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommitOffset {
     /// The topic.
@@ -29,6 +29,21 @@ pub struct CommitOffset {
     pub partition: i32,
     /// The next offset to read.
     pub offset: i64,
+    /// The commit's metadata string (Kafka Streams keeps the partition time
+    /// there); empty for none.
+    pub metadata: String,
+}
+
+impl CommitOffset {
+    /// `offset` of `topic`'s `partition`, without metadata.
+    pub fn new(topic: impl Into<String>, partition: i32, offset: i64) -> CommitOffset {
+        CommitOffset {
+            topic: topic.into(),
+            partition,
+            offset,
+            metadata: String::new(),
+        }
+    }
 }
 
 /// The request committing `offsets` for `member_id` at `epoch`.
@@ -45,7 +60,7 @@ pub(crate) fn request(
             partition_index: offset.partition,
             committed_offset: offset.offset,
             committed_leader_epoch: NO_LEADER_EPOCH,
-            committed_metadata: Some(KafkaString::from(String::new())),
+            committed_metadata: Some(KafkaString::from(offset.metadata.clone())),
             ..Default::default()
         };
         match topics.iter_mut().find(|t| t.name.as_str() == offset.topic) {

@@ -6,7 +6,7 @@
 //! also asks the Java Admin (`describeStreamsGroups`) through
 //! `tests/DescribeStreamsGroup.java`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::io::Write;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -136,7 +136,7 @@ impl App {
     }
 
     /// The input partitions' committed offsets.
-    async fn committed(&self) -> BTreeMap<i32, i64> {
+    async fn committed(&self) -> Vec<CommitOffset> {
         let partitions: Vec<i32> = (0..PARTITIONS).collect();
         self.admin()
             .committed_offsets(&self.id, &self.input, &partitions)
@@ -487,18 +487,13 @@ async fn a_member_commits_offsets_as_the_member_and_not_once_it_left() {
     let offsets = |offset| {
         (0..PARTITIONS)
             .map(|partition| CommitOffset {
-                topic: app.input.clone(),
-                partition,
-                offset: offset + i64::from(partition),
+                metadata: format!("at {offset}"),
+                ..CommitOffset::new(&app.input, partition, offset + i64::from(partition))
             })
             .collect::<Vec<_>>()
     };
     a.commit_offsets(offsets(10)).await.unwrap();
-    let committed = app.committed().await;
-    assert_eq!(
-        committed,
-        (0..PARTITIONS).map(|p| (p, 10 + i64::from(p))).collect()
-    );
+    assert_eq!(app.committed().await, offsets(10), "with their metadata");
 
     // A second member joins: the first still commits at its (new) epoch.
     let mut b = app.member().await;
@@ -519,11 +514,7 @@ async fn a_member_commits_offsets_as_the_member_and_not_once_it_left() {
         Some(25),
         "UNKNOWN_MEMBER_ID: {refused}"
     );
-    let committed = app.committed().await;
-    assert_eq!(
-        committed,
-        (0..PARTITIONS).map(|p| (p, 20 + i64::from(p))).collect()
-    );
+    assert_eq!(app.committed().await, offsets(20));
     b.close().await.unwrap();
     a.close().await.unwrap();
 }
@@ -548,11 +539,7 @@ async fn a_member_on_a_thread_without_a_runtime_joins_commits_and_leaves() {
             assert!(Instant::now() < deadline, "{:#?}", member.snapshot());
             std::thread::sleep(Duration::from_millis(20));
         }
-        let offset = CommitOffset {
-            topic: input,
-            partition: 0,
-            offset: 7,
-        };
+        let offset = CommitOffset::new(input, 0, 7);
         member
             .commit_offsets_blocking(vec![offset], Duration::from_secs(30))
             .unwrap();
@@ -562,8 +549,7 @@ async fn a_member_on_a_thread_without_a_runtime_joins_commits_and_leaves() {
         .await
         .unwrap()
         .expect("the member's thread");
-    let committed = app.committed().await;
-    assert_eq!(committed.get(&0), Some(&7));
+    assert_eq!(app.committed().await, [CommitOffset::new(&app.input, 0, 7)]);
     let described = app.admin().describe_streams_group(&app.id).await.unwrap();
     assert!(described.members.is_empty(), "it left: {described:#?}");
 }
