@@ -6,9 +6,13 @@ use kacrab_protocol::generated::create_topics_request::{CreatableTopic, CreateTo
 use kacrab_protocol::generated::incremental_alter_configs_request::{
     AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequestData,
 };
+use kacrab_protocol::generated::offset_fetch_request::{
+    OffsetFetchRequestData, OffsetFetchRequestTopic,
+};
 use kacrab_protocol::generated::streams_group_describe_request::StreamsGroupDescribeRequestData;
 use kacrab_protocol::generated::streams_group_heartbeat_request::StreamsGroupHeartbeatRequestData;
 
+use crate::commit::CommitOffset;
 use crate::connection::ConnectionConfig;
 use crate::coordinator;
 use crate::description::GroupDescription;
@@ -19,6 +23,9 @@ use crate::wire::Rpc;
 const GROUP_RESOURCE: i8 = 32;
 /// `AlterConfigOp.OpType.SET`.
 const SET: i8 = 0;
+/// OffsetFetch for one group, topics by name (v8 batches groups, v10 names
+/// topics by id).
+const OFFSET_FETCH_VERSION: i16 = 7;
 
 /// Admin calls over short-lived connections (one per call).
 #[derive(Debug, Clone)]
@@ -88,6 +95,52 @@ impl Admin {
                 resource.error_message.as_ref(),
             )
         })
+    }
+
+    /// The offsets (with their metadata) `group_id` has committed for
+    /// `partitions` of `topic`; partitions without one are left out. Read as
+    /// an outsider (no member id), which a streams group allows.
+    pub async fn committed_offsets(
+        &self,
+        group_id: &str,
+        topic: &str,
+        partitions: &[i32],
+    ) -> Result<Vec<CommitOffset>> {
+        let mut connection = coordinator::connect(&self.config, group_id).await?;
+        let request = OffsetFetchRequestData {
+            group_id: group_id.to_owned().into(),
+            topics: Some(vec![OffsetFetchRequestTopic {
+                name: topic.to_owned().into(),
+                partition_indexes: partitions.to_vec(),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        let response = connection
+            .send_version(&request, OFFSET_FETCH_VERSION)
+            .await?;
+        let api = OffsetFetchRequestData::NAME;
+        Error::check(api, response.error_code, None)?;
+        let mut offsets = Vec::new();
+        for topic in &response.topics {
+            for partition in &topic.partitions {
+                Error::check(api, partition.error_code, None)?;
+                // -1: nothing committed.
+                if partition.committed_offset >= 0 {
+                    offsets.push(CommitOffset {
+                        topic: topic.name.as_str().to_owned(),
+                        partition: partition.partition_index,
+                        offset: partition.committed_offset,
+                        metadata: partition
+                            .metadata
+                            .as_ref()
+                            .map(|m| m.as_str().to_owned())
+                            .unwrap_or_default(),
+                    });
+                }
+            }
+        }
+        Ok(offsets)
     }
 
     /// Creates `name` with `partitions` partitions and the brokers' default

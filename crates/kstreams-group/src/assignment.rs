@@ -18,12 +18,24 @@ pub struct Assignment {
     /// Tasks whose state to restore before the broker moves them here as
     /// active (like standbys, until their offsets say they have caught up).
     pub warmup: Tasks,
+    /// Which of the member's assignments this is: it counts up with every
+    /// [`MemberEvent::Assigned`](crate::MemberEvent::Assigned) and with every
+    /// loss of the tasks (fencing, an expired poll deadline), so that a
+    /// [`report_owned`](crate::StreamsGroupMember::report_owned) answering an
+    /// assignment that has since been replaced or lost is ignored, as Kafka
+    /// drops an out-of-date reconciliation. 0 in a group description.
+    pub generation: u64,
 }
 
 impl Assignment {
     /// Whether no task of any kind is assigned.
     pub fn is_empty(&self) -> bool {
         self.active.is_empty() && self.standby.is_empty() && self.warmup.is_empty()
+    }
+
+    /// Whether both hold the same tasks, whatever their generations.
+    pub fn same_tasks(&self, other: &Assignment) -> bool {
+        self.active == other.active && self.standby == other.standby && self.warmup == other.warmup
     }
 }
 

@@ -25,15 +25,29 @@ pub struct MemberConfig {
     /// `client.rack`, for rack-aware assignment.
     pub rack_id: Option<String>,
     /// `application.server`: where this instance answers interactive queries.
-    /// Sent from the first heartbeat whose answer shows the group's topology
-    /// configured (working around a Kafka 4.4.0 coordinator failure, see
-    /// the member's heartbeat), not with the join itself.
+    /// Sent from the heartbeat after the first answer that shows the group's
+    /// topology configured, then with every full heartbeat (rejoins too),
+    /// not with the very first join: Kafka 4.4.0's coordinator fails a
+    /// heartbeat that carries an endpoint while the group's topology is not
+    /// configured yet (a NoSuchElementException in EndpointToPartitionsManager,
+    /// seen on the real broker for a new application's first join).
     pub user_endpoint: Option<Endpoint>,
     /// `client.tag.*`, for rack-aware standby placement.
     pub client_tags: BTreeMap<String, String>,
     /// How long the broker waits for the member to give up revoked tasks
     /// (Kafka Streams sends `max.poll.interval.ms`, 5 minutes by default).
+    /// An application slower than this to
+    /// [`report_owned`](crate::StreamsGroupMember::report_owned) after a
+    /// revocation is fenced: the broker takes all its tasks
+    /// ([`MemberEvent::TasksLost`](crate::MemberEvent::TasksLost)).
     pub rebalance_timeout: Duration,
+    /// `max.poll.interval.ms`: the longest the application may go without
+    /// [`record_poll`](crate::StreamsGroupMember::record_poll) (Kafka's
+    /// consumer poll). Past it the member takes the application for stuck:
+    /// it leaves the group (epoch -1, a static member too, so that the tasks
+    /// move), reports [`MemberEvent::TasksLost`](crate::MemberEvent::TasksLost),
+    /// and joins again at the next `record_poll`. 5 minutes, as Kafka.
+    pub max_poll_interval: Duration,
 }
 
 impl MemberConfig {
@@ -52,6 +66,7 @@ impl MemberConfig {
             user_endpoint: None,
             client_tags: BTreeMap::new(),
             rebalance_timeout: Duration::from_secs(300),
+            max_poll_interval: Duration::from_secs(300),
         }
     }
 }

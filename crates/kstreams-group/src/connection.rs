@@ -122,6 +122,25 @@ impl Connection {
         self.exchange(request, version).await
     }
 
+    /// Sends `request` in `version`, which the broker must serve.
+    pub(crate) async fn send_version<R: Rpc>(
+        &mut self,
+        request: &R,
+        version: i16,
+    ) -> Result<R::Response> {
+        let served = self
+            .versions
+            .get(&R::KEY)
+            .is_some_and(|range| (range.min_version..=range.max_version).contains(&version));
+        if !served {
+            return Err(Error::Unsupported {
+                address: self.address.clone(),
+                api: R::NAME,
+            });
+        }
+        self.exchange(request, version).await
+    }
+
     async fn exchange<R: Rpc>(&mut self, request: &R, version: i16) -> Result<R::Response> {
         let correlation_id = self.next_correlation_id;
         self.next_correlation_id = self.next_correlation_id.wrapping_add(1);

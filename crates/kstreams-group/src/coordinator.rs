@@ -102,3 +102,12 @@ pub(crate) fn retriable(error: &Error) -> bool {
         )
     )
 }
+
+/// Whether a request failed because the connection is not to the group's
+/// coordinator (any more).
+pub(crate) fn moved(error: &Error) -> bool {
+    matches!(
+        error.broker_code().map(ErrorCode::from),
+        Some(ErrorCode::CoordinatorNotAvailable | ErrorCode::NotCoordinator)
+    )
+}

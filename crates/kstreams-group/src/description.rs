@@ -103,6 +103,7 @@ fn assignment_from_wire(assignment: wire::Assignment) -> Assignment {
         active: tasks_from_wire(assignment.active_tasks),
         standby: tasks_from_wire(assignment.standby_tasks),
         warmup: tasks_from_wire(assignment.warmup_tasks),
+        generation: 0,
     }
 }
 

@@ -87,6 +87,14 @@ pub enum Error {
     /// The member's heartbeat task has ended (it was closed, or failed).
     #[error("the group member has stopped")]
     Stopped,
+    /// A blocking close did not see the member leave in time (it keeps
+    /// trying in the background; the broker drops it after its session
+    /// timeout otherwise).
+    #[error("the group member did not leave within {0:?}")]
+    CloseTimedOut(Duration),
+    /// The member's own tokio runtime could not be started.
+    #[error("cannot start the group member's runtime: {0}")]
+    Runtime(std::io::Error),
 }
 
 impl Error {

@@ -4,17 +4,26 @@
 //!
 //! A [`StreamsGroupMember`] registers a [`Topology`] and its identity
 //! ([`MemberConfig`]: process id, endpoint, instance id), heartbeats on a
-//! tokio task, and reports [`MemberEvent`]s: a new [`Assignment`], tasks lost
-//! to fencing, the [`Endpoints`] for interactive queries, group
+//! tokio task (on the caller's runtime, or with
+//! [`StreamsGroupMember::join_blocking`] on a runtime and thread of its own,
+//! for a blocking stream thread), and reports [`MemberEvent`]s: a new
+//! [`Assignment`], tasks lost (to fencing, a missed poll deadline or a fatal
+//! error), the [`Endpoints`] for interactive queries, group
 //! [`GroupStatus`]es. The application answers an assignment with
-//! [`StreamsGroupMember::report_owned`] once it has closed and created tasks.
-//! [`Admin`] describes a group and sets its configs.
+//! [`StreamsGroupMember::report_owned`] once it has closed and created tasks,
+//! shows it is alive with [`StreamsGroupMember::record_poll`] (Kafka's
+//! `max.poll.interval.ms`), and commits offsets as the member with
+//! [`StreamsGroupMember::commit_offsets`] (see there why librdkafka's own
+//! commit does not do). [`Admin`] describes a group, sets its configs and
+//! reads its committed offsets.
 //!
 //! This crate owns:
 //! - the wire connection to brokers and the group coordinator (plaintext; TLS
 //!   and SASL slot in beside it, see [`Security`]);
 //! - the member lifecycle: join with epoch 0 and the topology, epochs,
-//!   fencing and rejoin, leave with epoch -1 (static members -2);
+//!   fencing and rejoin, leave with epoch -1 (static members -2), leave and
+//!   rejoin around a missed poll deadline;
+//! - offset commits as the member (OffsetCommit at its epoch);
 //! - the assignment's and the group description's types.
 //!
 //! ```no_run
@@ -34,6 +43,7 @@
 //! let config = MemberConfig::new(ConnectionConfig::new("localhost:9092"), "orders-app", Uuid::new_v4());
 //! let mut member = StreamsGroupMember::join(config, &topology).await?;
 //! while let Some(event) = member.next_event().await {
+//!     member.record_poll();
 //!     match event {
 //!         MemberEvent::Assigned(assignment) => {
 //!             // Close revoked tasks, create the new ones, then:
@@ -42,7 +52,9 @@
 //!             member.report_owned(assignment)?;
 //!         }
 //!         MemberEvent::TasksLost => { /* drop every task without committing */ }
-//!         MemberEvent::EndpointsChanged(_) | MemberEvent::StatusChanged(_) => {}
+//!         MemberEvent::EndpointsChanged(_)
+//!         | MemberEvent::StatusChanged(_)
+//!         | MemberEvent::TopicAuthorizationFailed(_) => {}
 //!     }
 //! #   break;
 //! }
@@ -91,6 +103,7 @@
 
 mod admin;
 mod assignment;
+mod commit;
 mod config;
 mod connection;
 mod coordinator;
@@ -107,6 +120,7 @@ mod wire;
 
 pub use admin::Admin;
 pub use assignment::{Assignment, Endpoint, EndpointPartitions, Endpoints, TopicPartitions};
+pub use commit::CommitOffset;
 pub use config::MemberConfig;
 pub use connection::ConnectionConfig;
 pub use description::{GroupDescription, MemberDescription};

@@ -1,13 +1,17 @@
 //! A member of a streams group: the heartbeat loop on a tokio task and the
 //! handle the application holds.
 
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kacrab_protocol::generated::streams_group_heartbeat_request::StreamsGroupHeartbeatRequestData;
-use tokio::sync::{mpsc, watch};
-use tokio::task::JoinHandle;
+use tokio::runtime::Handle;
+use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use crate::assignment::Assignment;
+use crate::commit::{self, CommitOffset, OFFSET_COMMIT_VERSION};
 use crate::config::MemberConfig;
 use crate::connection::Connection;
 use crate::coordinator;
@@ -25,57 +29,144 @@ enum Command {
     Owned(Assignment),
     TaskOffsets(Vec<TaskOffset>, Vec<TaskOffset>),
     ShutdownApplication,
+    Commit(Vec<CommitOffset>, oneshot::Sender<Result<()>>),
+}
+
+/// When the application last polled, shared by the handle (which records
+/// polls, many a second, so without a channel message each) and the loop
+/// (which leaves when the polls stop).
+struct PollClock {
+    start: Instant,
+    /// Milliseconds from `start` to the latest poll.
+    last_ms: AtomicU64,
+    /// Set by the loop once it left for a missed poll: only then does a poll
+    /// wake it.
+    stale: AtomicBool,
+    polled: Notify,
+}
+
+impl PollClock {
+    fn new() -> PollClock {
+        PollClock {
+            start: Instant::now(),
+            last_ms: AtomicU64::new(0),
+            stale: AtomicBool::new(false),
+            polled: Notify::new(),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn record(&self) {
+        self.last_ms.store(self.now_ms(), Ordering::Release);
+        if self.stale.load(Ordering::Acquire) {
+            self.polled.notify_one();
+        }
+    }
+
+    fn last(&self) -> Instant {
+        self.start + Duration::from_millis(self.last_ms())
+    }
+
+    fn last_ms(&self) -> u64 {
+        self.last_ms.load(Ordering::Acquire)
+    }
 }
 
 /// One member of a streams group (`group.protocol=streams`): it heartbeats
-/// to the group coordinator on its own tokio task, registers the topology,
-/// and hands out the broker's assignment as [`MemberEvent`]s.
+/// to the group coordinator on a tokio task, registers the topology, and
+/// hands out the broker's assignment as [`MemberEvent`]s.
 ///
 /// The application answers an [`MemberEvent::Assigned`] by closing revoked
-/// tasks, creating new ones and then [`report_owned`](Self::report_owned):
-/// the broker moves a task to another member only once its owner has said
-/// it let go.
+/// tasks, creating new ones and then [`report_owned`](Self::report_owned).
+/// The broker gives a revoked task to its next owner only once this member
+/// has reported that it let go, or once it fences this member for taking
+/// longer than [`MemberConfig::rebalance_timeout`] (then the events say
+/// [`MemberEvent::TasksLost`]).
+///
+/// The application must also call [`record_poll`](Self::record_poll) at
+/// least every [`MemberConfig::max_poll_interval`], as a Kafka consumer
+/// polls: a member whose application stopped polling leaves the group.
+///
+/// # From a blocking thread
+///
+/// [`join_blocking`](Self::join_blocking) gives the member a tokio runtime
+/// of its own on a thread of its own, so that a stream thread without any
+/// runtime can use it: [`try_next_event`](Self::try_next_event) never
+/// blocks, [`close_blocking`](Self::close_blocking) waits a bounded time for
+/// the leave, and dropping the member still leaves the group.
+///
+/// # Committing offsets as the member
+///
+/// A streams group accepts an offset commit only from one of its members at
+/// its current epoch ([`member_epoch`](Self::member_epoch), with
+/// [`member_id`](Self::member_id)); one with member epoch -1 is refused
+/// (UNKNOWN_MEMBER_ID) as long as the group has members. The broker's
+/// `StreamsGroup.validateOffsetCommit` also wants OffsetCommit v9 or newer.
+/// The exception is a transactional commit (TxnOffsetCommit) that names no
+/// member at all, which is accepted unchecked. So:
+/// - under exactly-once, the runtime's producer commits with librdkafka's
+///   `send_offsets_to_transaction` and the group metadata of a consumer that
+///   is not a member (no member id, generation -1) — accepted as is; or
+///   with this member's id and epoch (`rd_kafka_consumer_group_metadata_new_with_genid`),
+///   which the broker then checks;
+/// - under at-least-once, librdkafka's own `commit` on a manually assigned
+///   consumer sends generation -1 and no member id, which the broker
+///   refuses, so the runtime commits through
+///   [`commit_offsets`](Self::commit_offsets), which sends OffsetCommit as
+///   this member at its current epoch.
 pub struct StreamsGroupMember {
     member_id: String,
     commands: mpsc::UnboundedSender<Command>,
-    leave: Option<tokio::sync::oneshot::Sender<()>>,
+    leave: Option<oneshot::Sender<()>>,
     events: mpsc::UnboundedReceiver<MemberEvent>,
     snapshot: watch::Receiver<MemberSnapshot>,
-    task: JoinHandle<Result<()>>,
+    poll: Arc<PollClock>,
+    /// The loop's end and why.
+    done: oneshot::Receiver<Result<()>>,
+    /// Where the loop runs: the caller's runtime, or the member's own.
+    runtime: Handle,
+    /// The thread that drives the member's own runtime (from
+    /// [`join_blocking`](Self::join_blocking)).
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl StreamsGroupMember {
     /// Connects to the group's coordinator, checks that it serves the streams
-    /// group protocol and starts heartbeating (the first heartbeat joins).
+    /// group protocol and starts heartbeating on the caller's tokio runtime
+    /// (the first heartbeat joins).
     ///
     /// Fails at once on a topology the broker would refuse, when no broker
     /// answers, or with [`Error::Unsupported`] on a broker without streams
     /// groups. Must be called inside a tokio runtime.
     pub async fn join(config: MemberConfig, topology: &Topology) -> Result<StreamsGroupMember> {
-        let membership = Membership::new(&config, topology)?;
-        let connection = coordinator::connect(&config.connection, &config.group_id).await?;
-        connection.require::<StreamsGroupHeartbeatRequestData>()?;
-        let member_id = membership.member_id().to_owned();
-        let (commands, command_rx) = mpsc::unbounded_channel();
-        let (leave, leave_rx) = tokio::sync::oneshot::channel();
-        let (event_tx, events) = mpsc::unbounded_channel();
-        let (snapshot_tx, snapshot) = watch::channel(membership.snapshot());
-        let heartbeats = Heartbeats {
-            config,
-            connection: Some(connection),
-            membership,
-            events: event_tx,
-            snapshot: snapshot_tx,
-        };
-        let task = tokio::spawn(heartbeats.run(command_rx, leave_rx));
-        Ok(StreamsGroupMember {
-            member_id,
-            commands,
-            leave: Some(leave),
-            events,
-            snapshot,
-            task,
-        })
+        let heartbeats = Heartbeats::prepare(config, topology).await?;
+        let (member, run) = heartbeats.start(Handle::current());
+        tokio::spawn(run);
+        Ok(member)
+    }
+
+    /// [`join`](Self::join) for a thread without a tokio runtime (a blocking
+    /// stream thread): the member gets a runtime of its own, on a thread of
+    /// its own that ends once the member has left. Blocks until the
+    /// coordinator is connected. Panics inside an async context (use `join`
+    /// there).
+    pub fn join_blocking(config: MemberConfig, topology: &Topology) -> Result<StreamsGroupMember> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(Error::Runtime)?;
+        let name = format!("kstreams-group-{}", config.group_id);
+        let heartbeats = runtime.block_on(Heartbeats::prepare(config, topology))?;
+        let (mut member, run) = heartbeats.start(runtime.handle().clone());
+        let thread = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || runtime.block_on(run))
+            .map_err(Error::Runtime)?;
+        member.thread = Some(thread);
+        Ok(member)
     }
 
     /// The member id this client generated (kept for the member's lifetime).
@@ -83,10 +174,36 @@ impl StreamsGroupMember {
         &self.member_id
     }
 
+    /// The member epoch as of the latest heartbeat answer: what an offset
+    /// commit must carry. 0 while joining, -1 once out of the group (left,
+    /// or stale after a missed poll).
+    pub fn member_epoch(&self) -> i32 {
+        self.snapshot.borrow().epoch
+    }
+
     /// The next event; `None` once the member has stopped (closed, or failed:
     /// [`close`](Self::close) then returns why).
     pub async fn next_event(&mut self) -> Option<MemberEvent> {
         self.events.recv().await
+    }
+
+    /// The next event if one is waiting; never blocks, needs no runtime.
+    /// `Err(Error::Stopped)` once the member has stopped and every event has
+    /// been taken.
+    pub fn try_next_event(&mut self) -> Result<Option<MemberEvent>> {
+        match self.events.try_recv() {
+            Ok(event) => Ok(Some(event)),
+            Err(mpsc::error::TryRecvError::Empty) => Ok(None),
+            Err(mpsc::error::TryRecvError::Disconnected) => Err(Error::Stopped),
+        }
+    }
+
+    /// The application is alive (a Kafka consumer's poll): refreshes the
+    /// [`MemberConfig::max_poll_interval`] deadline, and joins the group
+    /// again when the member left for a missed one. Cheap: no message to the
+    /// heartbeat loop unless it is waiting for this.
+    pub fn record_poll(&self) {
+        self.poll.record();
     }
 
     /// The member as of its latest heartbeat answer.
@@ -100,6 +217,9 @@ impl StreamsGroupMember {
     }
 
     /// The application owns exactly `owned` now; a heartbeat says so at once.
+    /// Pass the [`Assignment`] of the event being answered (or one with its
+    /// [`generation`](Assignment::generation)): a report for an assignment
+    /// that has since been replaced or lost is ignored.
     pub fn report_owned(&self, owned: Assignment) -> Result<()> {
         self.command(Command::Owned(owned))
     }
@@ -115,6 +235,40 @@ impl StreamsGroupMember {
         self.command(Command::TaskOffsets(offsets, end_offsets))
     }
 
+    /// Commits `offsets` for the group as this member at its current epoch
+    /// (OffsetCommit v9, between two heartbeats, on the coordinator
+    /// connection). The broker refuses it with STALE_MEMBER_EPOCH or
+    /// UNKNOWN_MEMBER_ID once the member has been fenced or has left: the
+    /// tasks are someone else's then.
+    pub async fn commit_offsets(&self, offsets: Vec<CommitOffset>) -> Result<()> {
+        let (reply, answer) = oneshot::channel();
+        self.command(Command::Commit(offsets, reply))?;
+        answer.await.unwrap_or(Err(Error::Stopped))
+    }
+
+    /// [`commit_offsets`](Self::commit_offsets) for a thread without a
+    /// runtime, waiting up to `timeout` for the broker's answer
+    /// ([`Error::Timeout`] after that). Panics inside an async context.
+    pub fn commit_offsets_blocking(
+        &self,
+        offsets: Vec<CommitOffset>,
+        timeout: Duration,
+    ) -> Result<()> {
+        let (reply, answer) = oneshot::channel();
+        self.command(Command::Commit(offsets, reply))?;
+        let waited = self
+            .runtime
+            .block_on(async { tokio::time::timeout(timeout, answer).await });
+        match waited {
+            Ok(result) => result.unwrap_or(Err(Error::Stopped)),
+            Err(_) => Err(Error::Timeout {
+                address: "the group coordinator".to_owned(),
+                api: "OffsetCommit",
+                timeout,
+            }),
+        }
+    }
+
     /// Asks every member of the application to shut down.
     pub fn request_application_shutdown(&self) -> Result<()> {
         self.command(Command::ShutdownApplication)
@@ -124,12 +278,42 @@ impl StreamsGroupMember {
     /// its return until the session times out) and stops heartbeating.
     /// Returns the loop's error if it had failed before.
     pub async fn close(mut self) -> Result<()> {
+        self.signal_leave();
+        let result = (&mut self.done).await.unwrap_or(Err(Error::Stopped));
+        self.join_thread();
+        result
+    }
+
+    /// [`close`](Self::close) for a thread without a runtime: waits up to
+    /// `timeout` for the leave heartbeat's answer
+    /// ([`Error::CloseTimedOut`] after that; the member still tries to leave
+    /// in the background). Panics inside an async context.
+    pub fn close_blocking(mut self, timeout: Duration) -> Result<()> {
+        self.signal_leave();
+        let runtime = self.runtime.clone();
+        // The timer is made inside the runtime: it needs its time driver.
+        let done = &mut self.done;
+        let waited = runtime.block_on(async { tokio::time::timeout(timeout, done).await });
+        match waited {
+            Ok(result) => {
+                self.join_thread();
+                result.unwrap_or(Err(Error::Stopped))
+            }
+            Err(_) => Err(Error::CloseTimedOut(timeout)),
+        }
+    }
+
+    fn signal_leave(&mut self) {
         if let Some(leave) = self.leave.take() {
             let _ = leave.send(());
         }
-        match (&mut self.task).await {
-            Ok(result) => result,
-            Err(_) => Err(Error::Stopped),
+    }
+
+    /// The member's own runtime thread ends right after the loop; waiting for
+    /// it leaves no thread behind a closed member.
+    fn join_thread(&mut self) {
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
         }
     }
 
@@ -141,10 +325,10 @@ impl StreamsGroupMember {
 impl Drop for StreamsGroupMember {
     fn drop(&mut self) {
         // The loop leaves the group: a dropped member must not hold its
-        // tasks until its session times out.
-        if let Some(leave) = self.leave.take() {
-            let _ = leave.send(());
-        }
+        // tasks until its session times out. It runs on, on the caller's
+        // runtime or on the member's own thread (not waited for here), until
+        // the leave is answered.
+        self.signal_leave();
     }
 }
 
@@ -155,23 +339,120 @@ struct Heartbeats {
     membership: Membership,
     events: mpsc::UnboundedSender<MemberEvent>,
     snapshot: watch::Sender<MemberSnapshot>,
+    poll: Arc<PollClock>,
+    /// When (on the poll clock) the member left for a missed poll.
+    stale_since_ms: u64,
+}
+
+/// Consecutive failed attempts, for the pause before the next one.
+#[derive(Default)]
+struct Backoff {
+    /// Pauses taken since the last accepted heartbeat.
+    pauses: u32,
+    /// Whether the one attempt without a pause has been used.
+    went_at_once: bool,
+}
+
+impl Backoff {
+    /// The pause before a retry: doubling from [`MIN_BACKOFF`] up to
+    /// [`MAX_BACKOFF`].
+    fn retry(&mut self) -> Duration {
+        let pause = MIN_BACKOFF
+            .saturating_mul(1 << self.pauses.min(5))
+            .min(MAX_BACKOFF);
+        self.pauses += 1;
+        pause
+    }
+
+    /// The pause before joining again or looking for the coordinator again:
+    /// none the first time, as Kafka's client (a fenced member rejoins at
+    /// once; a moved coordinator is looked up at once), but a member fenced
+    /// or sent away again and again backs off rather than spin.
+    fn again(&mut self) -> Duration {
+        if self.went_at_once {
+            self.retry()
+        } else {
+            self.went_at_once = true;
+            Duration::ZERO
+        }
+    }
+
+    fn reset(&mut self) {
+        *self = Backoff::default();
+    }
 }
 
 impl Heartbeats {
+    /// A member's loop with its coordinator connected.
+    async fn prepare(config: MemberConfig, topology: &Topology) -> Result<Heartbeats> {
+        let membership = Membership::new(&config, topology)?;
+        let connection = coordinator::connect(&config.connection, &config.group_id).await?;
+        connection.require::<StreamsGroupHeartbeatRequestData>()?;
+        let (events, _) = mpsc::unbounded_channel();
+        let (snapshot, _) = watch::channel(membership.snapshot());
+        Ok(Heartbeats {
+            config,
+            connection: Some(connection),
+            membership,
+            events,
+            snapshot,
+            poll: Arc::new(PollClock::new()),
+            stale_since_ms: 0,
+        })
+    }
+
+    /// The handle, and the loop to run on `runtime`.
+    fn start(
+        mut self,
+        runtime: Handle,
+    ) -> (
+        StreamsGroupMember,
+        impl Future<Output = ()> + Send + 'static,
+    ) {
+        let (commands, command_rx) = mpsc::unbounded_channel();
+        let (leave, leave_rx) = oneshot::channel();
+        let (event_tx, events) = mpsc::unbounded_channel();
+        let (snapshot_tx, snapshot) = watch::channel(self.membership.snapshot());
+        let (done_tx, done) = oneshot::channel();
+        self.events = event_tx;
+        self.snapshot = snapshot_tx;
+        let member = StreamsGroupMember {
+            member_id: self.membership.member_id().to_owned(),
+            commands,
+            leave: Some(leave),
+            events,
+            snapshot,
+            poll: self.poll.clone(),
+            done,
+            runtime,
+            thread: None,
+        };
+        let run = async move {
+            let result = self.run(command_rx, leave_rx).await;
+            let _ = done_tx.send(result);
+        };
+        (member, run)
+    }
+
     async fn run(
         mut self,
         mut commands: mpsc::UnboundedReceiver<Command>,
-        mut leave: tokio::sync::oneshot::Receiver<()>,
+        mut leave: oneshot::Receiver<()>,
     ) -> Result<()> {
         let mut next = Instant::now();
-        let mut backoff = MIN_BACKOFF;
+        let mut backoff = Backoff::default();
+        let max_poll_interval = self.config.max_poll_interval;
         loop {
-            let wake = tokio::time::sleep_until(next.into());
+            let stale = self.membership.state() == MemberState::Stale;
+            let poll_deadline = self.poll.last() + max_poll_interval;
             tokio::select! {
                 biased;
                 _ = &mut leave => break,
                 command = commands.recv() => {
                     match command {
+                        Some(Command::Commit(offsets, reply)) => {
+                            let _ = reply.send(self.commit(&offsets).await);
+                        }
                         Some(command) => {
                             if self.apply(command) {
                                 next = Instant::now();
@@ -182,45 +463,63 @@ impl Heartbeats {
                     }
                     continue;
                 }
-                _ = wake => {}
+                _ = self.poll.polled.notified(), if stale => {
+                    // A wake-up left over from a poll before the leave is
+                    // not a new poll.
+                    if self.polled_since_stale() {
+                        self.rejoin_after_poll();
+                        next = Instant::now();
+                    }
+                    continue;
+                }
+                _ = tokio::time::sleep_until(poll_deadline.into()), if !stale => {
+                    // A poll may have come in meanwhile: look again.
+                    if self.poll.last() + max_poll_interval <= Instant::now() {
+                        self.leave_stale().await;
+                    }
+                    continue;
+                }
+                _ = tokio::time::sleep_until(next.into()), if !stale => {}
             }
             match self.heartbeat().await {
                 Ok(Reaction::Continue(events)) => {
-                    backoff = MIN_BACKOFF;
+                    backoff.reset();
                     self.publish(events);
                     next = Instant::now() + self.membership.heartbeat_interval();
                 }
                 Ok(Reaction::Rejoin(events)) => {
                     self.publish(events);
-                    next = Instant::now();
+                    next = Instant::now() + backoff.again();
                 }
                 Ok(Reaction::Retry) => {
-                    next = Instant::now() + backoff;
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    next = Instant::now() + backoff.retry();
+                }
+                Ok(Reaction::Report(events)) => {
+                    self.publish(events);
+                    next = Instant::now() + backoff.retry();
                 }
                 Ok(Reaction::Rediscover) => {
                     self.connection = None;
                     log::debug!("streams group {}: coordinator moved", self.config.group_id);
-                    next = Instant::now() + backoff;
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    next = Instant::now() + backoff.again();
                 }
-                Ok(Reaction::Fatal(error)) => {
+                Ok(Reaction::Fatal(error, events)) => {
                     log::error!(
                         "streams group {}: member {} refused: {error}",
                         self.config.group_id,
                         self.membership.member_id()
                     );
-                    self.publish(Vec::new());
+                    self.publish(events);
                     return Err(error);
                 }
                 Err(error) => {
+                    let pause = backoff.retry();
                     log::warn!(
-                        "streams group {}: heartbeat failed: {error}; retrying in {backoff:?}",
+                        "streams group {}: heartbeat failed: {error}; retrying in {pause:?}",
                         self.config.group_id
                     );
                     self.membership.on_request_failed();
-                    next = Instant::now() + backoff;
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    next = Instant::now() + pause;
                 }
             }
         }
@@ -228,13 +527,46 @@ impl Heartbeats {
         Ok(())
     }
 
+    /// The application stopped polling: leave (so that its tasks move) and
+    /// tell it its tasks are lost. Joins again at once if it polled while
+    /// the leave was under way.
+    async fn leave_stale(&mut self) {
+        log::warn!(
+            "streams group {}: member {} saw no poll for {:?} (max poll interval); leaving",
+            self.config.group_id,
+            self.membership.member_id(),
+            self.config.max_poll_interval
+        );
+        // Set before leaving, so that a poll from now on wakes the loop.
+        self.stale_since_ms = self.poll.now_ms();
+        self.poll.stale.store(true, Ordering::Release);
+        let (request, events) = self.membership.leave_stale();
+        self.send_leave(&request).await;
+        self.publish(events);
+        if self.polled_since_stale() {
+            self.rejoin_after_poll();
+        }
+    }
+
+    fn polled_since_stale(&self) -> bool {
+        self.poll.last_ms() >= self.stale_since_ms
+    }
+
+    fn rejoin_after_poll(&mut self) {
+        self.poll.stale.store(false, Ordering::Release);
+        log::info!(
+            "streams group {}: member {} polled again; rejoining",
+            self.config.group_id,
+            self.membership.member_id()
+        );
+        self.membership.rejoin();
+        self.publish(Vec::new());
+    }
+
     /// Applies a command; returns whether a heartbeat should go out now.
     fn apply(&mut self, command: Command) -> bool {
         match command {
-            Command::Owned(owned) => {
-                self.membership.set_owned(owned);
-                self.membership.owned_unreported()
-            }
+            Command::Owned(owned) => self.membership.set_owned(owned),
             Command::TaskOffsets(offsets, end) => {
                 self.membership.set_task_offsets(offsets, end);
                 false
@@ -243,7 +575,33 @@ impl Heartbeats {
                 self.membership.request_shutdown_application();
                 true
             }
+            // Answered in the loop: it waits for the broker.
+            Command::Commit(_, reply) => {
+                let _ = reply.send(Err(Error::Stopped));
+                false
+            }
         }
+    }
+
+    /// One OffsetCommit as the member at its current epoch.
+    async fn commit(&mut self, offsets: &[CommitOffset]) -> Result<()> {
+        let request = commit::request(
+            &self.config.group_id,
+            self.membership.member_id(),
+            self.membership.epoch(),
+            self.config.instance_id.as_deref(),
+            offsets,
+        );
+        let mut connection = self.connect().await?;
+        let response = connection
+            .send_version(&request, OFFSET_COMMIT_VERSION)
+            .await?;
+        let result = commit::check(&response);
+        // A coordinator that moved is looked up again by the next request.
+        if !result.as_ref().is_err_and(coordinator::moved) {
+            self.connection = Some(connection);
+        }
+        result
     }
 
     /// One heartbeat round trip; an error means no answer came.
@@ -272,31 +630,68 @@ impl Heartbeats {
         self.snapshot.send_replace(self.membership.snapshot());
     }
 
-    /// Best effort: a member that cannot say goodbye is dropped by the broker
-    /// after its session timeout.
+    /// Leaves for good on close. Best effort: a member that cannot say
+    /// goodbye is dropped by the broker after its session timeout.
     async fn leave(&mut self) {
-        if matches!(self.membership.state(), MemberState::Failed) {
-            return;
-        }
+        // A failed member is not in the group; a stale one has left already.
+        let state = self.membership.state();
         let request = self.membership.leave();
+        if !matches!(state, MemberState::Failed | MemberState::Stale) {
+            self.send_leave(&request).await;
+        }
+        let _ = self.membership.on_response(Default::default());
+        self.publish(Vec::new());
+    }
+
+    /// Sends a leave heartbeat once; its answer does not matter (the member
+    /// is out whatever the broker says).
+    async fn send_leave(&mut self, request: &StreamsGroupHeartbeatRequestData) {
         let result = match self.connect().await {
-            Ok(mut connection) => connection.send(&request).await.map(drop),
+            Ok(mut connection) => {
+                let sent = connection.send(request).await.map(drop);
+                if sent.is_ok() {
+                    self.connection = Some(connection);
+                }
+                sent
+            }
             Err(error) => Err(error),
         };
         match result {
-            Ok(()) => {
-                log::info!(
-                    "streams group {}: member {} left",
-                    self.config.group_id,
-                    self.membership.member_id()
-                );
-            }
+            Ok(()) => log::info!(
+                "streams group {}: member {} left with epoch {}",
+                self.config.group_id,
+                self.membership.member_id(),
+                request.member_epoch
+            ),
             Err(error) => log::warn!(
                 "streams group {}: leaving failed: {error}",
                 self.config.group_id
             ),
         }
-        let _ = self.membership.on_response(Default::default());
-        self.publish(Vec::new());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_first_rejoin_or_lookup_is_at_once_and_repeated_ones_back_off() {
+        let mut backoff = Backoff::default();
+        assert_eq!(backoff.again(), Duration::ZERO, "Kafka's client: at once");
+        assert_eq!(backoff.again(), MIN_BACKOFF, "no spinning when it repeats");
+        assert_eq!(backoff.again(), MIN_BACKOFF * 2);
+        for _ in 0..10 {
+            backoff.retry();
+        }
+        assert_eq!(backoff.retry(), MAX_BACKOFF);
+        backoff.reset();
+        assert_eq!(
+            backoff.again(),
+            Duration::ZERO,
+            "an accepted heartbeat resets"
+        );
+        backoff.reset();
+        assert_eq!(backoff.retry(), MIN_BACKOFF);
     }
 }

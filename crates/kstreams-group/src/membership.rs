@@ -29,6 +29,10 @@ const LEAVE_EPOCH: i32 = -1;
 /// The epoch with which a static member leaves for a while, keeping its tasks
 /// for its instance id until the session times out.
 const STATIC_LEAVE_EPOCH: i32 = -2;
+/// The endpoint information epoch of a member that has no endpoint picture
+/// yet (Kafka's client starts there too): any group epoch differs from it, so
+/// the first answer carries the picture.
+const NO_ENDPOINT_EPOCH: i32 = -1;
 /// Until the first answer says otherwise (Kafka's default heartbeat interval).
 const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
 
@@ -39,6 +43,11 @@ pub enum MemberState {
     Joining,
     /// A member of the group with a positive epoch.
     Stable,
+    /// The application missed its poll deadline
+    /// ([`MemberConfig::max_poll_interval`](crate::MemberConfig::max_poll_interval)):
+    /// the member left the group (epoch -1) and lost its tasks; it rejoins
+    /// once the application polls again.
+    Stale,
     /// Its last heartbeat left the group.
     Leaving,
     /// It has left.
@@ -54,13 +63,21 @@ pub enum MemberEvent {
     /// it are to be closed (clean), new ones to be created; report what is
     /// then owned so that the broker can move tasks on.
     Assigned(Assignment),
-    /// The member was fenced (or forgotten) by the broker: every task it had
-    /// is someone else's now; close them without committing. It rejoins.
+    /// Every task the member had is someone else's now: close them without
+    /// committing. Comes when the broker fenced (or forgot) the member, which
+    /// then rejoins; when the application missed its poll deadline, the
+    /// member left and rejoins at the next poll; and before the event stream
+    /// ends on a fatal error.
     TasksLost,
     /// Which endpoint serves which partitions, for interactive queries.
     EndpointsChanged(Endpoints),
     /// The group's conditions (missing topics, say); empty when none.
     StatusChanged(Vec<GroupStatus>),
+    /// The broker refused a heartbeat with TOPIC_AUTHORIZATION_FAILED (the
+    /// member may not describe or create a topic of its topology); the
+    /// broker's message. The member stays and heartbeats again after a
+    /// pause, as Kafka's client does, since an ACL change can lift it.
+    TopicAuthorizationFailed(String),
 }
 
 /// What the heartbeat loop does after an answer.
@@ -72,10 +89,13 @@ pub(crate) enum Reaction {
     Retry,
     /// Not (or no longer) the coordinator: find it again.
     Rediscover,
-    /// Fenced: the events say the tasks are lost; join again at once.
+    /// Fenced: the events say the tasks are lost; join again.
     Rejoin(Vec<MemberEvent>),
-    /// Refused for good.
-    Fatal(Error),
+    /// Refused this time, and the application is to hear why; try again
+    /// after a pause.
+    Report(Vec<MemberEvent>),
+    /// Refused for good; the events say the tasks are lost.
+    Fatal(Error, Vec<MemberEvent>),
 }
 
 /// A point-in-time view of a member, for whoever watches it.
@@ -83,7 +103,8 @@ pub(crate) enum Reaction {
 pub struct MemberSnapshot {
     /// The member id this client generated.
     pub member_id: String,
-    /// The member epoch the broker gave (0 before the first answer).
+    /// The member epoch the broker gave (0 before the first answer and
+    /// while rejoining, -1 once out of the group).
     pub epoch: i32,
     /// The lifecycle state.
     pub state: MemberState,
@@ -117,13 +138,16 @@ pub(crate) struct Membership {
     /// Send every field, not only the changed ones: on joining, and after a
     /// failed request (the broker may not have seen the last changes).
     full: bool,
-    /// Whether the latest answer showed the group's topology configured (no
+    /// Whether an answer has shown the group's topology configured (no
     /// missing or mis-partitioned topics).
-    topology_ready: bool,
+    topology_configured: bool,
     /// Whether the broker has the user endpoint.
     endpoint_sent: bool,
     /// What the application reports it owns.
     owned: Assignment,
+    /// The generation of the latest assignment handed out (or lost): a report
+    /// of an older one is out of date.
+    generation: u64,
     /// What the last heartbeat reported as owned.
     sent_owned: Option<Assignment>,
     assignment: Assignment,
@@ -166,12 +190,16 @@ impl Membership {
             state: MemberState::Joining,
             epoch: JOIN_EPOCH,
             full: true,
-            topology_ready: false,
+            topology_configured: false,
             endpoint_sent: false,
             owned: Assignment::default(),
+            generation: 0,
             sent_owned: None,
             assignment: Assignment::default(),
-            endpoints: Endpoints::default(),
+            endpoints: Endpoints {
+                epoch: NO_ENDPOINT_EPOCH,
+                hosts: Vec::new(),
+            },
             statuses: Vec::new(),
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
             task_offset_interval: Duration::ZERO,
@@ -186,6 +214,11 @@ impl Membership {
         &self.member_id
     }
 
+    /// The member epoch as of the latest answer.
+    pub(crate) fn epoch(&self) -> i32 {
+        self.epoch
+    }
+
     pub(crate) fn state(&self) -> MemberState {
         self.state
     }
@@ -196,14 +229,30 @@ impl Membership {
     }
 
     /// The application owns `owned` now (after closing revoked tasks and
-    /// creating assigned ones); the next heartbeat says so.
-    pub(crate) fn set_owned(&mut self, owned: Assignment) {
+    /// creating assigned ones); the next heartbeat says so. A report answering
+    /// an assignment that has since been replaced or lost is dropped, as
+    /// Kafka drops an out-of-date reconciliation: after fencing the broker
+    /// refuses a rejoin that claims tasks. Returns whether the broker has yet
+    /// to hear the report.
+    pub(crate) fn set_owned(&mut self, owned: Assignment) -> bool {
+        if owned.generation < self.generation {
+            log::debug!(
+                "streams group {}: ignoring the ownership report of assignment {} (now {})",
+                self.group_id,
+                owned.generation,
+                self.generation
+            );
+            return false;
+        }
         self.owned = owned;
+        self.owned_unreported()
     }
 
     /// Whether the broker has not yet heard what the application owns.
     pub(crate) fn owned_unreported(&self) -> bool {
-        self.sent_owned.as_ref() != Some(&self.owned)
+        self.sent_owned
+            .as_ref()
+            .is_none_or(|sent| !sent.same_tasks(&self.owned))
     }
 
     /// Offsets to send once the broker's task offset interval has passed.
@@ -230,26 +279,36 @@ impl Membership {
             shutdown_application: self.shutdown_application,
             ..Default::default()
         };
+        // Every heartbeat names the instance, as Kafka's client does: the
+        // broker checks it against the member id of a static member.
+        request.instance_id = self.instance_id.clone().map(KafkaString::from);
         if full {
-            request.instance_id = self.instance_id.clone().map(KafkaString::from);
             request.rack_id = self.rack_id.clone().map(KafkaString::from);
             request.rebalance_timeout_ms = self.rebalance_timeout_ms;
             request.process_id = Some(self.process_id.to_string().into());
             request.client_tags = Some(self.client_tags.clone());
         }
         // Kafka 4.4.0's coordinator fails the whole heartbeat (an unknown
-        // server error, the group not even created) when it has to send the
-        // endpoint picture while the topology is not configured yet, as on a
-        // new application whose internal topics it is about to create. So the
-        // endpoint goes out only once an answer shows the topology ready.
-        if self.topology_ready && (full || !self.endpoint_sent) {
+        // server error from a NoSuchElementException in
+        // EndpointToPartitionsManager; the group not even created) when it
+        // has to send the endpoint picture while the group's topology is not
+        // configured yet, as on a new application whose internal topics it is
+        // about to create. So the endpoint goes out only once an answer has
+        // shown the topology ready; from then on the group has a configured
+        // topology, and every full heartbeat (a rejoin too) carries it.
+        if self.topology_configured && (full || !self.endpoint_sent) {
             request.user_endpoint = self.user_endpoint.clone().map(Box::new);
             self.endpoint_sent = true;
         }
         if joining {
+            // Joining owns nothing, whatever the application said before: the
+            // broker refuses a join that claims tasks (INVALID_REQUEST).
             request.topology = Some(Box::new(self.topology.clone()));
-        }
-        if full || self.owned_unreported() {
+            request.active_tasks = Some(Vec::new());
+            request.standby_tasks = Some(Vec::new());
+            request.warmup_tasks = Some(Vec::new());
+            self.sent_owned = Some(Assignment::default());
+        } else if full || self.owned_unreported() {
             request.active_tasks = Some(tasks_to_wire(&self.owned.active));
             request.standby_tasks = Some(tasks_to_wire(&self.owned.standby));
             request.warmup_tasks = Some(tasks_to_wire(&self.owned.warmup));
@@ -287,6 +346,32 @@ impl Membership {
         }
     }
 
+    /// The application missed its poll deadline: the heartbeat that leaves
+    /// with epoch -1 even for a static member (Kafka's client does the same,
+    /// so that the tasks of a stuck application move at once) and the events
+    /// that lose the tasks. The member is [`MemberState::Stale`] until
+    /// [`rejoin`](Self::rejoin).
+    pub(crate) fn leave_stale(&mut self) -> (StreamsGroupHeartbeatRequestData, Vec<MemberEvent>) {
+        let request = StreamsGroupHeartbeatRequestData {
+            group_id: self.group_id.clone().into(),
+            member_id: self.member_id.clone().into(),
+            member_epoch: LEAVE_EPOCH,
+            instance_id: self.instance_id.clone().map(KafkaString::from),
+            ..Default::default()
+        };
+        self.state = MemberState::Stale;
+        self.epoch = LEAVE_EPOCH;
+        (request, self.lose_tasks())
+    }
+
+    /// The application polls again after [`leave_stale`](Self::leave_stale):
+    /// the next heartbeat joins with epoch 0.
+    pub(crate) fn rejoin(&mut self) {
+        self.state = MemberState::Joining;
+        self.epoch = JOIN_EPOCH;
+        self.on_request_failed();
+    }
+
     /// The heartbeat never got an answer: the broker may have missed what it
     /// said, so the next one says everything again.
     pub(crate) fn on_request_failed(&mut self) {
@@ -302,10 +387,18 @@ impl Membership {
             // Whatever the broker says, this member is gone from its view:
             // left, unknown, or fenced.
             self.state = MemberState::Left;
+            self.epoch = LEAVE_EPOCH;
+            return Reaction::Continue(Vec::new());
+        }
+        if self.state == MemberState::Stale {
+            // The answer to leaving for a missed poll: out, whatever it says.
             return Reaction::Continue(Vec::new());
         }
         match code {
-            ErrorCode::None => Reaction::Continue(self.accept(response)),
+            ErrorCode::None => match self.accept(response) {
+                Ok(events) => Reaction::Continue(events),
+                Err(error) => self.fail(error),
+            },
             ErrorCode::CoordinatorLoadInProgress => {
                 self.on_request_failed();
                 Reaction::Retry
@@ -323,10 +416,21 @@ impl Membership {
                 );
                 Reaction::Rejoin(self.fenced())
             }
-            _ => {
-                self.state = MemberState::Failed;
+            ErrorCode::TopicAuthorizationFailed => {
                 let message = response.error_message.map(|m| m.as_str().to_owned());
-                Reaction::Fatal(Error::broker(
+                log::warn!(
+                    "streams group {}: member {} not authorized for a topic: {}",
+                    self.group_id,
+                    self.member_id,
+                    message.as_deref().unwrap_or("")
+                );
+                self.on_request_failed();
+                let message = message.unwrap_or_else(|| format!("{code:?}"));
+                Reaction::Report(vec![MemberEvent::TopicAuthorizationFailed(message)])
+            }
+            _ => {
+                let message = response.error_message.map(|m| m.as_str().to_owned());
+                self.fail(Error::broker(
                     StreamsGroupHeartbeatRequestData::NAME,
                     response.error_code,
                     message,
@@ -335,7 +439,31 @@ impl Membership {
         }
     }
 
-    fn accept(&mut self, response: StreamsGroupHeartbeatResponseData) -> Vec<MemberEvent> {
+    /// Refused for good: the application hears that its tasks are lost
+    /// before the member stops, as Kafka's client does on a fatal error.
+    fn fail(&mut self, error: Error) -> Reaction {
+        let events = self.lose_tasks();
+        self.state = MemberState::Failed;
+        Reaction::Fatal(error, events)
+    }
+
+    fn accept(&mut self, response: StreamsGroupHeartbeatResponseData) -> Result<Vec<MemberEvent>> {
+        // The broker sends all three task lists or none (none: unchanged);
+        // Kafka's client refuses a mix as a broken answer.
+        let lists = [
+            response.active_tasks.is_some(),
+            response.standby_tasks.is_some(),
+            response.warmup_tasks.is_some(),
+        ];
+        if lists.contains(&true) && lists.contains(&false) {
+            return Err(Error::Protocol {
+                address: "the group coordinator".to_owned(),
+                detail: format!(
+                    "StreamsGroupHeartbeat answered some task lists but not all (active, standby, \
+                     warm-up present: {lists:?})"
+                ),
+            });
+        }
         let mut events = Vec::new();
         if !response.member_id.as_str().is_empty() {
             self.member_id = response.member_id.as_str().to_owned();
@@ -360,8 +488,10 @@ impl Membership {
                 events.push(MemberEvent::StatusChanged(statuses));
             }
         }
-        self.topology_ready = !self.statuses.iter().any(GroupStatus::blocks_topology);
-        // The broker sends the lists when they changed; a null one is unchanged.
+        if !self.statuses.iter().any(GroupStatus::blocks_topology) {
+            self.topology_configured = true;
+        }
+        // The broker sends the lists when they changed; null ones are unchanged.
         let current = &self.assignment;
         let assignment = Assignment {
             active: response
@@ -376,8 +506,14 @@ impl Membership {
                 .warmup_tasks
                 .map(tasks_from_wire)
                 .unwrap_or_else(|| current.warmup.clone()),
+            generation: current.generation,
         };
-        if assignment != self.assignment {
+        if !assignment.same_tasks(&self.assignment) {
+            self.generation += 1;
+            let assignment = Assignment {
+                generation: self.generation,
+                ..assignment
+            };
             self.assignment = assignment.clone();
             events.push(MemberEvent::Assigned(assignment));
         }
@@ -388,19 +524,25 @@ impl Membership {
                 events.push(MemberEvent::EndpointsChanged(endpoints));
             }
         }
-        events
+        Ok(events)
     }
 
     /// Fencing: the tasks are gone, the next heartbeat joins again with the
     /// same member id and epoch 0.
     fn fenced(&mut self) -> Vec<MemberEvent> {
-        let had_tasks = !self.owned.is_empty() || !self.assignment.is_empty();
         self.state = MemberState::Joining;
         self.epoch = JOIN_EPOCH;
-        self.topology_ready = false;
+        self.on_request_failed();
+        self.lose_tasks()
+    }
+
+    /// Forgets the assignment and what the application owns; the event tells
+    /// it, when it had any task.
+    fn lose_tasks(&mut self) -> Vec<MemberEvent> {
+        let had_tasks = !self.owned.is_empty() || !self.assignment.is_empty();
+        self.generation += 1;
         self.owned = Assignment::default();
         self.assignment = Assignment::default();
-        self.on_request_failed();
         if had_tasks {
             vec![MemberEvent::TasksLost]
         } else {

@@ -133,6 +133,7 @@ fn an_assignment_is_an_event_and_its_ownership_is_reported_once() {
         active: tasks(&[0, 1]),
         standby: tasks(&[2]),
         warmup: Tasks::new(),
+        generation: 1,
     };
     assert_eq!(got, [MemberEvent::Assigned(expected.clone())]);
 
@@ -147,17 +148,108 @@ fn an_assignment_is_an_event_and_its_ownership_is_reported_once() {
 
     // The same assignment again is no news; a null list is unchanged.
     assert!(events(member.on_response(assigned(2, &[0, 1], &[2]))).is_empty());
-    let only_active = StreamsGroupHeartbeatResponseData {
-        active_tasks: Some(vec![task_ids("0", &[0])]),
-        ..accepted(3)
-    };
-    let got = events(member.on_response(only_active));
+    let got = events(member.on_response(assigned(3, &[0], &[2])));
     let MemberEvent::Assigned(assignment) = &got[0] else {
         panic!("{got:?}");
     };
     assert_eq!(assignment.active, tasks(&[0]));
-    assert_eq!(assignment.standby, tasks(&[2]), "kept from before");
+    assert_eq!(assignment.standby, tasks(&[2]));
     assert!(member.heartbeat(Instant::now()).active_tasks.is_none());
+    // Null lists are unchanged.
+    assert!(events(member.on_response(accepted(3))).is_empty());
+    assert_eq!(member.snapshot().assignment.active, tasks(&[0]));
+}
+
+#[test]
+fn an_answer_with_some_task_lists_but_not_all_is_refused() {
+    let mut member = member();
+    member.heartbeat(Instant::now());
+    events(member.on_response(assigned(1, &[0], &[])));
+    let only_active = StreamsGroupHeartbeatResponseData {
+        active_tasks: Some(vec![task_ids("0", &[0, 1])]),
+        ..accepted(2)
+    };
+    let Reaction::Fatal(error, lost) = member.on_response(only_active) else {
+        panic!("a mix of null and present task lists is a broken answer");
+    };
+    assert!(matches!(error, Error::Protocol { .. }), "{error}");
+    assert_eq!(lost, [MemberEvent::TasksLost]);
+    assert_eq!(member.state(), MemberState::Failed);
+}
+
+#[test]
+fn a_fatal_refusal_loses_the_tasks_first() {
+    let mut member = member();
+    member.heartbeat(Instant::now());
+    events(member.on_response(assigned(1, &[0], &[])));
+    let Reaction::Fatal(_, lost) = member.on_response(failed(ErrorCode::GroupAuthorizationFailed))
+    else {
+        panic!("expected Fatal");
+    };
+    assert_eq!(lost, [MemberEvent::TasksLost]);
+    assert!(member.snapshot().assignment.is_empty());
+}
+
+#[test]
+fn a_topic_authorization_failure_is_reported_and_the_member_stays() {
+    let mut member = member();
+    member.heartbeat(Instant::now());
+    events(member.on_response(assigned(1, &[0], &[])));
+    let refusal = StreamsGroupHeartbeatResponseData {
+        error_message: Some("not allowed: in".to_owned().into()),
+        ..failed(ErrorCode::TopicAuthorizationFailed)
+    };
+    let Reaction::Report(got) = member.on_response(refusal) else {
+        panic!("not fatal");
+    };
+    assert_eq!(
+        got,
+        [MemberEvent::TopicAuthorizationFailed(
+            "not allowed: in".to_owned()
+        )]
+    );
+    assert_eq!(member.state(), MemberState::Stable);
+    assert_eq!(member.snapshot().assignment.active, tasks(&[0]), "kept");
+    assert_eq!(member.heartbeat(Instant::now()).member_epoch, 1);
+}
+
+#[test]
+fn a_missed_poll_leaves_with_epoch_minus_1_loses_the_tasks_and_rejoins_later() {
+    let mut config = config();
+    config.instance_id = Some("instance-a".to_owned());
+    let mut member = Membership::new(&config, &topology()).unwrap();
+    member.heartbeat(Instant::now());
+    events(member.on_response(assigned(3, &[0], &[])));
+    let (leave, lost) = member.leave_stale();
+    assert_eq!(
+        leave.member_epoch, -1,
+        "even a static member leaves for good"
+    );
+    assert_eq!(leave.instance_id.unwrap().as_str(), "instance-a");
+    assert_eq!(lost, [MemberEvent::TasksLost]);
+    assert_eq!(member.state(), MemberState::Stale);
+    assert_eq!(member.snapshot().epoch, -1, "no commit as a member");
+    assert!(member.snapshot().assignment.is_empty());
+    events(member.on_response(accepted(3)));
+    assert_eq!(member.state(), MemberState::Stale, "the leave's answer");
+
+    member.rejoin();
+    let join = member.heartbeat(Instant::now());
+    assert_eq!(join.member_epoch, 0);
+    assert!(join.topology.is_some());
+    assert_eq!(join.active_tasks, Some(Vec::new()));
+}
+
+#[test]
+fn every_heartbeat_names_the_instance() {
+    let mut config = config();
+    config.instance_id = Some("instance-a".to_owned());
+    let mut member = Membership::new(&config, &topology()).unwrap();
+    member.heartbeat(Instant::now());
+    events(member.on_response(accepted(1)));
+    let next = member.heartbeat(Instant::now());
+    assert!(next.process_id.is_none(), "not a full heartbeat");
+    assert_eq!(next.instance_id.unwrap().as_str(), "instance-a");
 }
 
 #[test]
@@ -186,6 +278,58 @@ fn fencing_loses_the_tasks_and_rejoins_with_epoch_0_and_the_topology() {
 }
 
 #[test]
+fn a_late_ownership_report_after_fencing_is_ignored_and_the_rejoin_claims_nothing() {
+    let mut member = member();
+    member.heartbeat(Instant::now());
+    let got = events(member.on_response(assigned(5, &[0, 1], &[2])));
+    let [MemberEvent::Assigned(first)] = &got[..] else {
+        panic!("{got:?}");
+    };
+    member.heartbeat(Instant::now());
+    let Reaction::Rejoin(_) = member.on_response(failed(ErrorCode::FencedMemberEpoch)) else {
+        panic!("fencing rejoins");
+    };
+    // The application answers the first assignment only now.
+    assert!(!member.set_owned(first.clone()), "out of date");
+    let rejoin = member.heartbeat(Instant::now());
+    assert_eq!(rejoin.member_epoch, 0);
+    assert_eq!(rejoin.active_tasks, Some(Vec::new()));
+    assert_eq!(rejoin.standby_tasks, Some(Vec::new()));
+    assert_eq!(rejoin.warmup_tasks, Some(Vec::new()));
+
+    // Neither does a report of the lost assignment go out once rejoined.
+    let got = events(member.on_response(assigned(6, &[1], &[])));
+    let [MemberEvent::Assigned(second)] = &got[..] else {
+        panic!("{got:?}");
+    };
+    assert!(second.generation > first.generation);
+    assert!(!member.set_owned(first.clone()));
+    assert!(member.heartbeat(Instant::now()).active_tasks.is_none());
+    assert!(
+        member.set_owned(second.clone()),
+        "the current one is reported"
+    );
+    let report = member.heartbeat(Instant::now());
+    assert_eq!(report.active_tasks.unwrap()[0].partitions, [1]);
+}
+
+#[test]
+fn joining_claims_no_task_even_when_the_application_reported_some() {
+    let mut member = member();
+    member.heartbeat(Instant::now());
+    // A report while the join is still unanswered (the application's view of
+    // an earlier life of the member).
+    member.set_owned(Assignment {
+        active: tasks(&[3]),
+        ..Assignment::default()
+    });
+    member.on_request_failed();
+    let join = member.heartbeat(Instant::now());
+    assert_eq!(join.member_epoch, 0);
+    assert_eq!(join.active_tasks, Some(Vec::new()));
+}
+
+#[test]
 fn a_moved_coordinator_is_found_again_and_told_everything() {
     let mut member = member();
     member.heartbeat(Instant::now());
@@ -210,7 +354,7 @@ fn a_moved_coordinator_is_found_again_and_told_everything() {
 fn a_refused_topology_is_fatal_and_named() {
     let mut member = member();
     member.heartbeat(Instant::now());
-    let Reaction::Fatal(error) = member.on_response(failed(ErrorCode::StreamsInvalidTopology))
+    let Reaction::Fatal(error, _) = member.on_response(failed(ErrorCode::StreamsInvalidTopology))
     else {
         panic!("expected Fatal");
     };
@@ -364,4 +508,34 @@ fn an_unusable_config_is_refused_before_joining() {
         Membership::new(&self::config(), &Topology::default()),
         Err(Error::InvalidTopology(_))
     ));
+}
+
+#[test]
+fn once_the_topology_was_ready_the_endpoint_goes_with_every_rejoin() {
+    let mut member = member();
+    let join = member.heartbeat(Instant::now());
+    assert_eq!(
+        join.endpoint_information_epoch, -1,
+        "no picture yet, as Java"
+    );
+    events(member.on_response(accepted(1)));
+    assert!(member.heartbeat(Instant::now()).user_endpoint.is_some());
+    let Reaction::Rejoin(_) = member.on_response(failed(ErrorCode::FencedMemberEpoch)) else {
+        panic!("fencing rejoins");
+    };
+    let rejoin = member.heartbeat(Instant::now());
+    assert_eq!(rejoin.member_epoch, 0);
+    assert_eq!(rejoin.user_endpoint.unwrap().port, 8080);
+    // Even when the answer to the rejoin lists a blocking status again.
+    let missing = StreamsGroupHeartbeatResponseData {
+        status: Some(vec![response::Status {
+            status_code: 3,
+            status_detail: "internal topics are missing".to_owned().into(),
+            ..Default::default()
+        }]),
+        ..accepted(2)
+    };
+    events(member.on_response(missing));
+    member.on_request_failed();
+    assert!(member.heartbeat(Instant::now()).user_endpoint.is_some());
 }

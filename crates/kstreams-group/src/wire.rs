@@ -11,6 +11,10 @@ use kacrab_protocol::generated::find_coordinator_request::FindCoordinatorRequest
 use kacrab_protocol::generated::find_coordinator_response::FindCoordinatorResponseData;
 use kacrab_protocol::generated::incremental_alter_configs_request::IncrementalAlterConfigsRequestData;
 use kacrab_protocol::generated::incremental_alter_configs_response::IncrementalAlterConfigsResponseData;
+use kacrab_protocol::generated::offset_commit_request::OffsetCommitRequestData;
+use kacrab_protocol::generated::offset_commit_response::OffsetCommitResponseData;
+use kacrab_protocol::generated::offset_fetch_request::OffsetFetchRequestData;
+use kacrab_protocol::generated::offset_fetch_response::OffsetFetchResponseData;
 use kacrab_protocol::generated::request_header::RequestHeaderData;
 use kacrab_protocol::generated::response_header::ResponseHeaderData;
 use kacrab_protocol::generated::streams_group_describe_request::StreamsGroupDescribeRequestData;
@@ -58,6 +62,8 @@ rpc!(FindCoordinatorRequestData => FindCoordinatorResponseData, FindCoordinator)
 rpc!(StreamsGroupHeartbeatRequestData => StreamsGroupHeartbeatResponseData, StreamsGroupHeartbeat);
 rpc!(StreamsGroupDescribeRequestData => StreamsGroupDescribeResponseData, StreamsGroupDescribe);
 rpc!(IncrementalAlterConfigsRequestData => IncrementalAlterConfigsResponseData, IncrementalAlterConfigs);
+rpc!(OffsetCommitRequestData => OffsetCommitResponseData, OffsetCommit);
+rpc!(OffsetFetchRequestData => OffsetFetchResponseData, OffsetFetch);
 rpc!(CreateTopicsRequestData => CreateTopicsResponseData, CreateTopics);
 
 /// One request frame, length prefix included.
