@@ -92,15 +92,29 @@ impl InputProducer {
 pub struct Incoming {
     /// The key, as UTF-8.
     pub key: String,
+    /// The key bytes.
+    pub raw_key: Vec<u8>,
     /// The value bytes (`None`: a tombstone).
     pub value: Option<Vec<u8>>,
     /// The record timestamp.
     pub timestamp: i64,
-    /// The headers, values as UTF-8.
-    pub headers: Vec<(String, String)>,
+    /// The headers, with their value bytes.
+    pub headers: Vec<(String, Vec<u8>)>,
 }
 
 impl Incoming {
+    /// The header `name` as an 8-byte big-endian number.
+    pub fn header_i64(&self, name: &str) -> Option<i64> {
+        let (_, bytes) = self.headers.iter().find(|(k, _)| k == name)?;
+        Some(i64::from_be_bytes(bytes.as_slice().try_into().ok()?))
+    }
+
+    /// The header `name` as UTF-8 text.
+    pub fn header_text(&self, name: &str) -> Option<String> {
+        let (_, bytes) = self.headers.iter().find(|(k, _)| k == name)?;
+        Some(String::from_utf8_lossy(bytes).into_owned())
+    }
+
     /// The value as UTF-8 text (empty for a tombstone).
     pub fn text(&self) -> String {
         String::from_utf8_lossy(self.value.as_deref().unwrap_or_default()).into_owned()
@@ -145,15 +159,13 @@ pub fn read_topic(
                     .headers()
                     .map(|hs| {
                         hs.iter()
-                            .map(|h| {
-                                let value = String::from_utf8_lossy(h.value.unwrap_or_default());
-                                (h.key.to_string(), value.into_owned())
-                            })
+                            .map(|h| (h.key.to_string(), h.value.unwrap_or_default().to_vec()))
                             .collect()
                     })
                     .unwrap_or_default();
                 read.push(Incoming {
                     key: String::from_utf8_lossy(message.key().unwrap_or_default()).into_owned(),
+                    raw_key: message.key().unwrap_or_default().to_vec(),
                     value: message.payload().map(<[u8]>::to_vec),
                     timestamp: message.timestamp().to_millis().unwrap_or(-1),
                     headers,
@@ -261,4 +273,79 @@ pub fn create_internal_topics(
         kafka.create_topic(&topic, partitions, 1)?;
     }
     Ok(())
+}
+
+/// Where an example runs: the embedded cluster, or the real broker that
+/// `cargo xtask kafka start` runs when `KSTREAMS_BOOTSTRAP` names it.
+pub enum Cluster {
+    /// librdkafka's mock cluster, in this process.
+    Embedded(EmbeddedKafka),
+    /// A real broker at this address.
+    Broker(String),
+}
+
+impl Cluster {
+    /// The real broker of `KSTREAMS_BOOTSTRAP` if `use_broker` and it is
+    /// set, else a one-broker embedded cluster.
+    pub fn start(use_broker: bool) -> Result<Self, BoxError> {
+        let broker = std::env::var(kstreams::embedded::BOOTSTRAP_ENV)
+            .ok()
+            .filter(|b| use_broker && !b.trim().is_empty());
+        Ok(match broker {
+            Some(bootstrap) => Cluster::Broker(bootstrap),
+            None => Cluster::Embedded(EmbeddedKafka::start(1)?),
+        })
+    }
+
+    /// Its bootstrap servers.
+    pub fn bootstrap_servers(&self) -> String {
+        match self {
+            Cluster::Embedded(kafka) => kafka.bootstrap_servers(),
+            Cluster::Broker(bootstrap) => bootstrap.clone(),
+        }
+    }
+
+    /// A name for a topic or an application id: `name` on the embedded
+    /// cluster (new each run), one no earlier run used on a real broker.
+    pub fn name(&self, name: &str) -> String {
+        match self {
+            Cluster::Embedded(_) => name.to_string(),
+            Cluster::Broker(_) => kstreams::embedded::unique_name(name),
+        }
+    }
+
+    /// Creates a topic.
+    pub fn create_topic(&self, name: &str, partitions: i32) -> Result<(), BoxError> {
+        match self {
+            Cluster::Embedded(kafka) => kafka.create_topic(name, partitions, 1)?,
+            Cluster::Broker(bootstrap) => {
+                kstreams::embedded::create_topic(bootstrap, name, partitions, 1)?
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates the application's internal topics where the application
+    /// cannot (see [`create_internal_topics`]).
+    pub fn prepare_internal_topics(
+        &self,
+        topology: &Topology,
+        application_id: &str,
+        partitions: i32,
+    ) -> Result<(), BoxError> {
+        match self {
+            Cluster::Embedded(kafka) => {
+                create_internal_topics(kafka, topology, application_id, partitions)
+            }
+            Cluster::Broker(_) => Ok(()),
+        }
+    }
+
+    /// Whether exactly-once survives a restart here. librdkafka's mock
+    /// cluster answers TxnOffsetCommit without storing the offsets, so
+    /// under exactly-once a restarted instance there finds no committed
+    /// offset and reads its input again from the beginning.
+    pub fn keeps_transactional_offsets(&self) -> bool {
+        matches!(self, Cluster::Broker(_))
+    }
 }
