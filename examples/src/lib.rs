@@ -100,6 +100,8 @@ pub struct Incoming {
     pub timestamp: i64,
     /// The headers, with their value bytes.
     pub headers: Vec<(String, Vec<u8>)>,
+    /// When this reader got it.
+    pub received: Instant,
 }
 
 impl Incoming {
@@ -169,6 +171,7 @@ pub fn read_topic(
                     value: message.payload().map(<[u8]>::to_vec),
                     timestamp: message.timestamp().to_millis().unwrap_or(-1),
                     headers,
+                    received: Instant::now(),
                 });
             }
             // Once the condition holds, a short quiet spell means the rest
