@@ -110,18 +110,28 @@ fn tick_keys() -> Vec<String> {
 }
 
 fn produce_operations_and_late_contexts(producer: &InputProducer) -> Result<usize, BoxError> {
+    let send = |topic: &str, key: &str, value: &str, timestamp: i64| {
+        let value = Some(value.as_bytes());
+        producer.send(
+            topic,
+            PARTITIONS,
+            Outgoing {
+                key,
+                value,
+                timestamp,
+            },
+        )
+    };
+    // Each burst's contexts go out with the next burst's operations:
+    // stamped before their operations, sent after them.
     let send_contexts = |burst: usize| -> Result<(), BoxError> {
         for i in burst * BURST..(burst + 1) * BURST {
-            let value = format!("context-{i}");
-            producer.send(
+            let stamped = BASE_TS + i as i64 * STEP_MS - 5;
+            send(
                 CONTEXTS,
-                PARTITIONS,
-                Outgoing {
-                    key: &operation_key(i),
-                    value: Some(value.as_bytes()),
-                    // Stamped before its operation, sent after it.
-                    timestamp: BASE_TS + i as i64 * STEP_MS - 5,
-                },
+                &operation_key(i),
+                &format!("context-{i}"),
+                stamped,
             )?;
         }
         Ok(())
@@ -131,15 +141,12 @@ fn produce_operations_and_late_contexts(producer: &InputProducer) -> Result<usiz
             send_contexts(burst - 1)?;
         }
         for i in burst * BURST..(burst + 1) * BURST {
-            let value = format!("operation-{i}");
-            producer.send(
+            let stamped = BASE_TS + i as i64 * STEP_MS;
+            send(
                 OPERATIONS,
-                PARTITIONS,
-                Outgoing {
-                    key: &operation_key(i),
-                    value: Some(value.as_bytes()),
-                    timestamp: BASE_TS + i as i64 * STEP_MS,
-                },
+                &operation_key(i),
+                &format!("operation-{i}"),
+                stamped,
             )?;
         }
         producer.flush()?;
@@ -150,15 +157,7 @@ fn produce_operations_and_late_contexts(producer: &InputProducer) -> Result<usiz
     std::thread::sleep(CONTEXT_DELAY);
     let after_grace = BASE_TS + (BURSTS * BURST) as i64 * STEP_MS + 2 * GRACE.as_millis() as i64;
     for key in tick_keys() {
-        producer.send(
-            OPERATIONS,
-            PARTITIONS,
-            Outgoing {
-                key: &key,
-                value: Some(b"tick"),
-                timestamp: after_grace,
-            },
-        )?;
+        send(OPERATIONS, &key, "tick", after_grace)?;
     }
     producer.flush()?;
     Ok(BURSTS * BURST)
