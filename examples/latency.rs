@@ -302,6 +302,7 @@ fn now_ms() -> i64 {
 }
 
 fn main() -> Result<(), BoxError> {
+    env_logger::init();
     let latency_ms = match std::env::var("SLOW_SERVICE_LATENCY_MS") {
         Ok(ms) => ms
             .parse()

@@ -237,6 +237,7 @@ pub fn run() -> Result<Summary, BoxError> {
 }
 
 fn main() -> Result<(), BoxError> {
+    env_logger::init();
     run().map(|_| ())
 }
 
