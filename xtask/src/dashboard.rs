@@ -72,13 +72,18 @@ pub const MAY_BE_ZERO: &[(&str, &str)] = &[
 pub fn cli(mut args: Args) -> Result<ExitCode> {
     let dashboard = args
         .option::<PathBuf>("dashboard")?
-        .unwrap_or_else(|| paths::repo_root().join(DASHBOARD));
+        .unwrap_or_else(default_path);
     args.finish()?;
     Ok(if check(&dashboard)? {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The repository's dashboard.
+pub fn default_path() -> PathBuf {
+    paths::repo_root().join(DASHBOARD)
 }
 
 /// One panel's queries, with Grafana's variables replaced.
@@ -115,21 +120,18 @@ pub fn check(dashboard: &Path) -> Result<bool> {
     );
     wait_for_scrapes(&server, &app)?;
 
-    let mut pending: Vec<&Panel> = panels.iter().collect();
-    let mut last: Vec<(String, Verdict)> = Vec::new();
+    // Each panel's latest verdict; those without data are asked again
+    // until they have it or the time is up.
+    let mut verdicts: Vec<Option<Verdict>> = panels.iter().map(|_| None).collect();
     let deadline = Instant::now() + SETTLE;
     loop {
-        last.clear();
-        let mut still = Vec::new();
-        for panel in pending {
-            let verdict = evaluate(&server, panel)?;
-            if !matches!(verdict, Verdict::Ok) {
-                still.push(panel);
+        for (panel, verdict) in panels.iter().zip(&mut verdicts) {
+            if !matches!(verdict, Some(Verdict::Ok(_))) {
+                *verdict = Some(evaluate(&server, panel)?);
             }
-            last.push((panel.title.clone(), verdict));
         }
-        pending = still;
-        if pending.is_empty() || Instant::now() >= deadline {
+        let all_ok = verdicts.iter().all(|v| matches!(v, Some(Verdict::Ok(_))));
+        if all_ok || Instant::now() >= deadline {
             break;
         }
         std::thread::sleep(Duration::from_secs(2));
@@ -137,15 +139,18 @@ pub fn check(dashboard: &Path) -> Result<bool> {
     app.stop();
     drop(server);
 
-    for (title, verdict) in &last {
-        if let Verdict::Failed(why) = verdict {
-            eprintln!("dashboard: FAILED panel \"{title}\": {why}");
+    let mut failed = 0;
+    for (panel, verdict) in panels.iter().zip(&verdicts) {
+        let title = &panel.title;
+        match verdict {
+            Some(Verdict::Ok(seen)) => eprintln!("dashboard: ok     {title}: {seen}"),
+            Some(Verdict::Failed(why)) => {
+                failed += 1;
+                eprintln!("dashboard: FAILED panel \"{title}\": {why}");
+            }
+            None => unreachable!("every panel is evaluated at least once"),
         }
     }
-    let failed = last
-        .iter()
-        .filter(|(_, v)| matches!(v, Verdict::Failed(_)))
-        .count();
     eprintln!(
         "dashboard: {} of {} panels have data ({failed} failed) in {}",
         panels.len() - failed,
@@ -157,7 +162,8 @@ pub fn check(dashboard: &Path) -> Result<bool> {
 
 #[derive(Debug)]
 enum Verdict {
-    Ok,
+    /// What its queries returned, in short.
+    Ok(String),
     Failed(String),
 }
 
@@ -165,6 +171,7 @@ enum Verdict {
 /// other than 0 and NaN unless the panel is in [`MAY_BE_ZERO`].
 fn evaluate(server: &Server, panel: &Panel) -> Result<Verdict> {
     let zero_allowed = MAY_BE_ZERO.iter().any(|(title, _)| *title == panel.title);
+    let mut seen = Vec::new();
     for query in &panel.queries {
         let samples = match server.query(query) {
             Ok(samples) => samples,
@@ -173,8 +180,17 @@ fn evaluate(server: &Server, panel: &Panel) -> Result<Verdict> {
         if let Some(verdict) = judge(&samples, zero_allowed, query) {
             return Ok(verdict);
         }
+        let largest = samples
+            .iter()
+            .map(|s| s.value)
+            .filter(|v| !v.is_nan())
+            .fold(f64::NAN, f64::max);
+        seen.push(format!("{} series, max {largest:.3e}", samples.len()));
     }
-    Ok(Verdict::Ok)
+    if zero_allowed {
+        seen.push("(may be 0 here)".to_string());
+    }
+    Ok(Verdict::Ok(seen.join("; ")))
 }
 
 fn judge(samples: &[Sample], zero_allowed: bool, query: &str) -> Option<Verdict> {
@@ -466,7 +482,7 @@ mod tests {
     /// variable known, every exception naming a panel that exists.
     #[test]
     fn the_dashboard_reads() {
-        let panels = read_panels(&paths::repo_root().join(DASHBOARD)).unwrap();
+        let panels = read_panels(&default_path()).unwrap();
         assert!(panels.len() >= 20, "{} panels", panels.len());
         for panel in &panels {
             for query in &panel.queries {

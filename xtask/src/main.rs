@@ -49,8 +49,8 @@ example [NAME]
 ci
     checks the system packages (as `setup --ci` does, installing them as
     root), then: fmt, clippy, cargo-deny, the tests against a broker, the
-    compat scenarios, the chaos scenarios in their short form and a
-    `bench compare --smoke` run
+    compat scenarios, the chaos scenarios in their short form, a
+    `bench compare --smoke` run and the dashboard check (`dashboard`)
 ",
         run: ci::cli,
     },

@@ -203,12 +203,12 @@ fn produce_until(bootstrap: &str, stop: &AtomicBool) -> Result<(), String> {
     while !stop.load(Ordering::Relaxed) {
         let due = started.elapsed().as_millis() as u64 * CLICK_RATE / 1000;
         while sent < due {
-            let user = if sent % 2 == 0 {
+            let user = if sent.is_multiple_of(2) {
                 0
             } else {
                 (sent as usize / 2) % USER_COUNT
             };
-            let timestamp = if sent % 200 == 0 {
+            let timestamp = if sent.is_multiple_of(200) {
                 now_ms() - 120_000
             } else {
                 now_ms()
