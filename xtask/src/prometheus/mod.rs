@@ -48,7 +48,11 @@ pub fn binary() -> Result<PathBuf> {
     let started = Instant::now();
     let mut build = Command::new("go");
     build
-        .args(["install", &format!("{MODULE}@{VERSION}")])
+        // Without the cloud service discoveries (AWS, Azure, GCE,
+        // Kubernetes...: static targets are all the check scrapes), a third
+        // of the CPU time and half the binary: 3.7 CPU-minutes cold here.
+        .args(["install", "-tags", "remove_all_sd"])
+        .arg(format!("{MODULE}@{VERSION}"))
         .env("GOBIN", &partial)
         // A module path@version is built in module mode whatever the
         // current directory holds.
