@@ -18,6 +18,7 @@ import java.util.Arrays;
  * bench WORKLOAD --bootstrap B --app-id A --input T [--table T2] --output O
  *               --threads N --state-dir D [--target N] [--set KEY=VALUE]
  *               (see Bench.java; cargo xtask bench compare runs it)
+ * config-names  (every StreamsConfig name with its type and default; see ConfigNames.java)
  * </pre>
  *
  * Files are the tab-separated records of {@link Tsv}. Exit status 0 means
@@ -51,6 +52,7 @@ public final class Main {
                 case "await-idle" -> AwaitIdle.run(args);
                 case "dump" -> Dump.run(args);
                 case "bench" -> Bench.run(args);
+                case "config-names" -> ConfigNames.run(args);
                 default -> usage();
             }
         } catch (HarnessException e) {
@@ -63,7 +65,7 @@ public final class Main {
 
     private static void usage() {
         System.err.println(
-                "usage: Main create-topics|produce|run|await-idle|dump|bench [options] (see Main.java)");
+                "usage: Main create-topics|produce|run|await-idle|dump|bench|config-names [options] (see Main.java)");
         System.exit(2);
     }
 }
