@@ -250,6 +250,9 @@ pub struct StreamsConfig {
     /// The user's Kafka client settings, by the prefix they came with;
     /// [`StreamsConfig::client_settings`] resolves them per client.
     pub(crate) client_settings: BTreeMap<(ClientPrefix, String), String>,
+    /// `topic.*`: topic configs (without the prefix) for every internal
+    /// topic kstreams creates, as Kafka Streams applies them.
+    pub(crate) internal_topic_configs: BTreeMap<String, String>,
     /// The first mistake [`StreamsConfig::client_config`] met: it cannot
     /// return it, so [`StreamsConfig::validate`] (and so `start()`) does.
     pub(crate) deferred_error: Option<ConfigError>,
@@ -302,6 +305,7 @@ impl StreamsConfig {
             dead_letter_queue: None,
             repartition_purge_interval: Duration::from_secs(30),
             client_settings: BTreeMap::new(),
+            internal_topic_configs: BTreeMap::new(),
             deferred_error: None,
             metrics_recording_level: RecordingLevel::Info,
             poll: Duration::from_millis(100),
@@ -764,6 +768,19 @@ impl StreamsConfig {
                         ))
                     }
                 }
+            }
+            // librdkafka's own topic.* properties (topic.metadata.*) stay
+            // client settings.
+            _ if key.starts_with(TOPIC_PREFIX) && !librdkafka_has_property(key) => {
+                let topic_key = &key[TOPIC_PREFIX.len()..];
+                if topic_key.is_empty() {
+                    return Err(ConfigError::Unknown {
+                        key: key.to_string(),
+                        suggestion: None,
+                    });
+                }
+                self.internal_topic_configs
+                    .insert(topic_key.to_string(), value.to_string());
             }
             _ => {
                 if let Some((prefix, client_key)) = ClientPrefix::split(key) {
@@ -1289,6 +1306,22 @@ const KNOWN_KEYS: &[&str] = &[
     HTTP_ADDRESS,
 ];
 
+/// Kafka Streams' prefix of topic configs for the internal topics.
+const TOPIC_PREFIX: &str = "topic.";
+
+/// Whether librdkafka has a property `key` (whatever the value).
+fn librdkafka_has_property(key: &str) -> bool {
+    !matches!(
+        rdkafka::ClientConfig::new()
+            .set(key, "")
+            .create_native_config(),
+        Err(rdkafka::error::KafkaError::ClientConfig(
+            rdkafka::types::RDKafkaConfRes::RD_KAFKA_CONF_UNKNOWN,
+            ..
+        ))
+    )
+}
+
 /// kstreams' own key (no Kafka Streams config starts with `kstreams.`):
 /// the address of the operator's HTTP endpoints.
 const HTTP_ADDRESS: &str = "kstreams.http.address";
@@ -1297,9 +1330,10 @@ const HTTP_ADDRESS: &str = "kstreams.http.address";
 enum KafkaStreamsOnly {
     /// Accepted and ignored, with a warning saying why.
     NoEffect(&'static str),
-    /// Accepted at the value that means "off"; any other value is an error.
+    /// Accepted at Kafka's default value (the one that means "off" or "the
+    /// way kstreams works"); any other value is an error saying why.
     OnlyOff(&'static str, &'static str),
-    /// Always an error.
+    /// Always an error, saying what to do instead.
     Refused(&'static str),
 }
 
@@ -1323,9 +1357,15 @@ impl KafkaStreamsOnly {
     }
 }
 
-/// Kafka Streams configs that have no counterpart here, and why.
+/// Kafka Streams configs (StreamsConfig's own, not the clients') that
+/// kstreams does not implement, and what it does instead. Together with
+/// [`KNOWN_KEYS`] and the client settings this covers every name of
+/// Kafka Streams' `StreamsConfig.configDef()`: the test in
+/// `config_kafka_names.rs` checks it against the list taken from the jar.
 fn kafka_streams_only(key: &str) -> Option<KafkaStreamsOnly> {
     use KafkaStreamsOnly::{NoEffect, OnlyOff, Refused};
+    const ASSIGNOR: &str =
+        "tasks are placed by the consumer group's range assignor, not by Kafka Streams' task assignor";
     Some(match key {
         "num.standby.replicas" => OnlyOff(
             "0",
@@ -1334,25 +1374,76 @@ fn kafka_streams_only(key: &str) -> Option<KafkaStreamsOnly> {
         ),
         "acceptable.recovery.lag" | "max.warmup.replicas" | "probing.rebalance.interval.ms"
         | "rack.aware.assignment.strategy" | "rack.aware.assignment.tags"
-        | "rack.aware.assignment.non_overlap_cost" | "rack.aware.assignment.traffic_cost" => {
-            NoEffect("tasks are placed by the consumer group's range assignor, not by Kafka Streams' task assignor")
-        }
+        | "rack.aware.assignment.non_overlap_cost" | "rack.aware.assignment.traffic_cost"
+        | "task.assignor.class" => NoEffect(ASSIGNOR),
+        // The tags rack.aware.assignment.tags names.
+        _ if key.starts_with("client.tag.") => NoEffect(ASSIGNOR),
         "topology.optimization" => OnlyOff(
             "none",
             "kstreams builds the topology as Kafka Streams does with topology.optimization=none \
              (describe() is the same); remove it or set none",
         ),
         "default.key.serde" | "default.value.serde" | "default.windowed.key.serde.inner"
-        | "default.windowed.value.serde.inner" | "windowed.inner.class.serde" => Refused(
+        | "default.windowed.value.serde.inner" | "windowed.inner.class.serde"
+        | "default.list.key.serde.inner" | "default.list.key.serde.type"
+        | "default.list.value.serde.inner" | "default.list.value.serde.type" => Refused(
             "serdes are Rust values: give them with Consumed::with, Produced::with, Grouped::with \
              or Materialized::with, or rely on the built-in serde of the type",
         ),
-        "default.dsl.store" | "dsl.store.suppliers.class" => Refused(
-            "choose a store per operator with Materialized::with_store_type (RocksDB is the default)",
+        "window.size.ms" => NoEffect(
+            "it sizes Kafka Streams' windowed deserializer made from properties; serdes are Rust \
+             values, and a windowed serde takes its window size in code",
+        ),
+        "default.dsl.store" => OnlyOff(
+            "rocksDB",
+            "DSL stores are RocksDB unless an operator chooses otherwise with \
+             Materialized::with_store_type; remove it or set rocksDB",
+        ),
+        "dsl.store.suppliers.class" => OnlyOff(
+            "org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$RocksDBDslStoreSuppliers",
+            "DSL stores are RocksDB unless an operator chooses otherwise with \
+             Materialized::with_store_type; remove it or set BuiltInDslStoreSuppliers$RocksDBDslStoreSuppliers",
+        ),
+        "dsl.store.format" => OnlyOff(
+            "DEFAULT",
+            "headers-aware stores (HEADERS) are not implemented: DSL stores keep values (with \
+             timestamps where Kafka Streams' DEFAULT does), not record headers; remove it or set DEFAULT",
+        ),
+        "enable.transactional.statestores" => OnlyOff(
+            "false",
+            "transactional state stores (KIP-892) are not implemented; remove it or set false",
+        ),
+        "statestore.uncommitted.max.bytes" => NoEffect(
+            "it bounds the uncommitted writes of transactional state stores, which kstreams does \
+             not have (enable.transactional.statestores=false)",
+        ),
+        "default.interactive.query.isolation.level" => NoEffect(
+            "kstreams has no interactive queries, and without transactional state stores Kafka \
+             Streams ignores it too",
         ),
         "rocksdb.config.setter" => Refused(
             "RocksDB options are set in code (kstreams_state::RocksDbSettings); the runtime does not \
              take a setter from properties yet",
+        ),
+        "processor.wrapper.class" => OnlyOff(
+            "org.apache.kafka.streams.processor.internals.NoOpProcessorWrapper",
+            "kstreams does not wrap processors (KIP-1112); remove it or set the NoOpProcessorWrapper",
+        ),
+        "default.client.supplier" => OnlyOff(
+            "org.apache.kafka.streams.processor.internals.DefaultKafkaClientSupplier",
+            "kstreams makes its librdkafka clients itself; give client settings with the consumer., \
+             producer. and admin. prefixes. Remove it or set the DefaultKafkaClientSupplier",
+        ),
+        "ensure.explicit.internal.resource.naming" => OnlyOff(
+            "false",
+            "kstreams does not check that internal topics and stores were named explicitly; \
+             remove it or set false (Topology::describe shows the generated names)",
+        ),
+        "windowstore.changelog.additional.retention.ms" => OnlyOff(
+            "86400000",
+            "window and session store changelogs keep the store's retention plus Kafka's default \
+             of 1 day; to keep one longer set retention.ms in its changelog config \
+             (Materialized::with_logging_enabled). Remove it or set 86400000",
         ),
         "group.protocol" => OnlyOff(
             "classic",
@@ -1360,18 +1451,56 @@ fn kafka_streams_only(key: &str) -> Option<KafkaStreamsOnly> {
              consumer.group.protocol=consumer",
         ),
         "upgrade.from" => NoEffect("there is no earlier kstreams version to upgrade from"),
+        "built.in.metrics.version" => OnlyOff(
+            "latest",
+            "latest is the only version; kstreams' metrics are its Prometheus metrics \
+             (KafkaStreams::metrics)",
+        ),
         "metrics.num.samples" | "metrics.sample.window.ms" | "metric.reporters"
         | "auto.include.jmx.reporter" => NoEffect(
             "metrics are Prometheus histograms and counters (KafkaStreams::metrics), not sampled \
              JMX metrics",
         ),
+        "log.summary.interval.ms" => NoEffect(
+            "stream threads log no periodic summary; the metrics count what they process \
+             (kstreams_task_process_total)",
+        ),
+        "topology.description.push.enabled" => NoEffect(
+            "the broker asks for topology descriptions only under the streams rebalance protocol \
+             (group.protocol=streams), which kstreams does not implement",
+        ),
+        "metadata.cluster.check.enable" => NoEffect(
+            "librdkafka's clients send no cluster information when they connect, so a broker \
+             cannot detect a misrouted connection",
+        ),
         "application.server" => NoEffect("interactive queries across instances are not implemented"),
-        "state.cleanup.delay.ms" | "task.timeout.ms" | "window.size.ms" => {
-            NoEffect("kstreams does not use this setting")
-        }
+        "processing.exception.handler.global.enabled" => NoEffect(
+            "global tables are loaded into their stores as the records are, with no processors, \
+             so there is nothing for the processing exception handler to handle",
+        ),
+        "state.cleanup.delay.ms" => NoEffect(
+            "the state directories of tasks this instance no longer owns are kept, not deleted \
+             after a delay",
+        ),
+        "state.cleanup.dir.max.age.ms" => NoEffect(
+            "state directories are not purged by age at startup; delete an application's \
+             directory under state.dir yourself to start it from its changelogs",
+        ),
+        "allow.os.group.write.access" => NoEffect(
+            "state directories are created with the process's umask, where Kafka Streams sets \
+             rwxr-x--- (rwxrwx--- with this true); set the umask to restrict them",
+        ),
+        "task.timeout.ms" => NoEffect(
+            "kstreams does not retry a task after a client timeout: librdkafka retries requests by \
+             its own settings (message.timeout.ms, request.timeout.ms)",
+        ),
         _ => return None,
     })
 }
+
+#[cfg(test)]
+#[path = "config_kafka_names.rs"]
+mod kafka_names;
 
 /// The known key `key` most likely meant: the nearest by edit distance,
 /// if near enough to be a typo.

@@ -1,6 +1,6 @@
 //! The topics an application reads and the internal ones it creates.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use futures_executor::block_on;
@@ -102,7 +102,7 @@ pub(crate) fn prepare_topics(
         .into_iter()
         .collect();
     let changelogs = topology.changelog_topics(&config.application_id);
-    let mut new_topics: Vec<NewTopic<'_>> = internal
+    let mut specs: Vec<(&str, usize, BTreeMap<String, String>)> = internal
         .iter()
         .filter(|t| !partitions.contains_key(t.as_str()))
         .map(|t| {
@@ -114,15 +114,7 @@ pub(crate) fn prepare_topics(
                 .get(t)
                 .copied()
                 .unwrap_or_else(|| count_of(writers.get(t).copied()));
-            NewTopic::new(
-                t,
-                n as i32,
-                TopicReplication::Fixed(config.replication_factor),
-            )
-            // As Kafka Streams: deleted, never by age (a backfill of old
-            // timestamps must survive until read).
-            .set("cleanup.policy", "delete")
-            .set("retention.ms", "-1")
+            (t.as_str(), n, repartition_topic_config(config))
         })
         .collect();
     for changelog in changelogs
@@ -130,16 +122,25 @@ pub(crate) fn prepare_topics(
         .filter(|c| !partitions.contains_key(c.topic.as_str()))
     {
         // One changelog partition per task of the store's sub-topology.
-        let topic = changelog.config.iter().fold(
-            NewTopic::new(
-                &changelog.topic,
-                count_of(Some(changelog.subtopology)) as i32,
-                TopicReplication::Fixed(config.replication_factor),
-            ),
-            |topic, (k, v)| topic.set(k, v),
-        );
-        new_topics.push(topic);
+        specs.push((
+            &changelog.topic,
+            count_of(Some(changelog.subtopology)),
+            changelog_topic_config(config, &changelog.config),
+        ));
     }
+    let new_topics: Vec<NewTopic<'_>> = specs
+        .iter()
+        .map(|(name, partitions, topic_config)| {
+            topic_config.iter().fold(
+                NewTopic::new(
+                    name,
+                    *partitions as i32,
+                    TopicReplication::Fixed(config.replication_factor),
+                ),
+                |topic, (k, v)| topic.set(k, v),
+            )
+        })
+        .collect();
     if new_topics.is_empty() {
         return Ok(());
     }
@@ -153,6 +154,33 @@ pub(crate) fn prepare_topics(
         }
     }
     Ok(())
+}
+
+/// A repartition topic's configs: deleted, never by age (a backfill of
+/// old timestamps must survive until read), with the user's `topic.*`
+/// over them, as Kafka Streams' `RepartitionTopicConfig`.
+fn repartition_topic_config(config: &StreamsConfig) -> BTreeMap<String, String> {
+    let mut topic_config = BTreeMap::from([
+        ("cleanup.policy".to_string(), "delete".to_string()),
+        ("retention.ms".to_string(), "-1".to_string()),
+    ]);
+    topic_config.extend(config.internal_topic_configs.clone());
+    topic_config
+}
+
+/// A changelog topic's configs: the user's `topic.*`, with the store's
+/// changelog configs over them (the store type's own, such as
+/// `cleanup.policy=compact` and a window store's `retention.ms`, and what
+/// the operator set with `Materialized::with_logging_enabled`). Kafka
+/// Streams does the same except that `topic.*` also overrides the store
+/// type's own `cleanup.policy`.
+fn changelog_topic_config(
+    config: &StreamsConfig,
+    store_config: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut topic_config = config.internal_topic_configs.clone();
+    topic_config.extend(store_config.clone());
+    topic_config
 }
 
 /// Fails when topics joined in one task have different partition counts
@@ -248,5 +276,81 @@ fn partition_counts(
     PartitionCounts {
         subtopologies,
         fixed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(properties: &[(&str, &str)]) -> StreamsConfig {
+        let mut config = StreamsConfig::new("app", "b:9092");
+        for (k, v) in properties {
+            config.set(k, v).unwrap();
+        }
+        config
+    }
+
+    fn map(entries: &[(&str, &str)]) -> BTreeMap<String, String> {
+        entries
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn topic_prefixed_configs_reach_every_internal_topic() {
+        let config = config(&[
+            ("topic.min.insync.replicas", "2"),
+            ("topic.segment.bytes", "1048576"),
+        ]);
+        assert_eq!(
+            repartition_topic_config(&config),
+            map(&[
+                ("cleanup.policy", "delete"),
+                ("min.insync.replicas", "2"),
+                ("retention.ms", "-1"),
+                ("segment.bytes", "1048576"),
+            ])
+        );
+        let window_store = map(&[
+            ("cleanup.policy", "compact,delete"),
+            ("retention.ms", "90000000"),
+        ]);
+        assert_eq!(
+            changelog_topic_config(&config, &window_store),
+            map(&[
+                ("cleanup.policy", "compact,delete"),
+                ("min.insync.replicas", "2"),
+                ("retention.ms", "90000000"),
+                ("segment.bytes", "1048576"),
+            ])
+        );
+    }
+
+    #[test]
+    fn the_store_changelog_config_wins_over_topic_prefixed_ones() {
+        let config = config(&[
+            ("topic.retention.ms", "1000"),
+            ("topic.segment.bytes", "1048576"),
+        ]);
+        // Kafka Streams: a window store's retention.ms is its retention plus
+        // the additional day whatever topic.retention.ms says, and the
+        // operator's logging config beats topic.*.
+        let store = map(&[("retention.ms", "90000000"), ("segment.bytes", "2097152")]);
+        let topic = changelog_topic_config(&config, &store);
+        assert_eq!(topic["retention.ms"], "90000000");
+        assert_eq!(topic["segment.bytes"], "2097152");
+        // A repartition topic takes topic.* over kstreams' own defaults.
+        assert_eq!(repartition_topic_config(&config)["retention.ms"], "1000");
+    }
+
+    #[test]
+    fn librdkafka_topic_properties_stay_client_settings() {
+        let config = config(&[("topic.metadata.refresh.interval.ms", "1000")]);
+        assert!(config.internal_topic_configs.is_empty());
+        assert!(config
+            .client_settings(super::super::config::KafkaClient::MainConsumer)
+            .contains_key("topic.metadata.refresh.interval.ms"));
     }
 }

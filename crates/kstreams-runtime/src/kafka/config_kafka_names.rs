@@ -1,0 +1,200 @@
+//! Every config Kafka Streams defines is one `StreamsConfig::set` knows:
+//! a properties file ported from a Kafka Streams application never meets
+//! "unknown config".
+//!
+//! The names come from the real jar, not from a list typed here:
+//! `kafka_streams_configs.tsv` is the output of compat's `config-names`
+//! command (compat/src/main/java/dev/kstreams/compat/ConfigNames.java) for
+//! the Kafka release in compat/pom.xml. After a Kafka upgrade regenerate it,
+//! from compat/:
+//!
+//! ```text
+//! mvn -q compile dependency:build-classpath -Dmdep.outputFile=target/classpath.txt
+//! java -cp target/classes:$(cat target/classpath.txt) dev.kstreams.compat.Main config-names \
+//!     > ../crates/kstreams-runtime/src/kafka/kafka_streams_configs.tsv
+//! ```
+//!
+//! and classify the new names in `kafka_streams_only` (or implement them).
+
+use super::*;
+
+const FIXTURE: &str = include_str!("kafka_streams_configs.tsv");
+
+/// One line of the fixture: a config, or a key prefix (`kind` "prefix").
+struct KafkaConfig {
+    name: &'static str,
+    kind: &'static str,
+    /// Kafka's default as a properties file writes it; `None` when there is
+    /// none or it is null (the key is then unset by default).
+    default: Option<&'static str>,
+}
+
+fn fixture() -> Vec<KafkaConfig> {
+    FIXTURE
+        .lines()
+        .filter(|line| !line.starts_with('#') && !line.is_empty())
+        .map(|line| {
+            let mut fields = line.split('\t');
+            let (kind_or_prefix, name, default) =
+                match (fields.next(), fields.next(), fields.next()) {
+                    (Some("prefix"), Some(prefix), Some(_)) => ("prefix", prefix, None),
+                    (Some(name), Some(kind), Some(default)) => (
+                        kind,
+                        name,
+                        (!matches!(default, "<none>" | "<null>")).then_some(default),
+                    ),
+                    _ => panic!("malformed fixture line {line:?}"),
+                };
+            KafkaConfig {
+                name,
+                kind: kind_or_prefix,
+                default,
+            }
+        })
+        .collect()
+}
+
+fn configs() -> impl Iterator<Item = KafkaConfig> {
+    fixture().into_iter().filter(|c| c.kind != "prefix")
+}
+
+/// A value of the config's type for a key unset by default.
+fn sample_value(config: &KafkaConfig) -> &'static str {
+    config.default.unwrap_or(match config.kind {
+        "CLASS" => "com.example.Custom",
+        "INT" | "LONG" => "1",
+        "BOOLEAN" => "true",
+        _ => "x",
+    })
+}
+
+/// How kstreams takes a Kafka Streams config, for the classification
+/// summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Handling {
+    /// Implemented by kstreams with Kafka's meaning.
+    Implemented,
+    /// A client setting, passed to the librdkafka clients it applies to (or
+    /// ignored with a warning naming librdkafka's counterpart).
+    Client,
+    /// Accepted, with a warning saying why it has no effect.
+    NoEffect,
+    /// Accepted only at its default; other values are refused with why.
+    OnlyDefault,
+    /// Refused whatever the value, saying what to do instead.
+    Refused,
+}
+
+fn handling(key: &str) -> Handling {
+    if KNOWN_KEYS.contains(&key) {
+        return Handling::Implemented;
+    }
+    match kafka_streams_only(key) {
+        Some(KafkaStreamsOnly::NoEffect(_)) => Handling::NoEffect,
+        Some(KafkaStreamsOnly::OnlyOff(..)) => Handling::OnlyDefault,
+        Some(KafkaStreamsOnly::Refused(_)) => Handling::Refused,
+        None => Handling::Client,
+    }
+}
+
+#[test]
+fn the_fixture_is_kafka_streams_own_list() {
+    let configs: Vec<_> = configs().collect();
+    assert!(FIXTURE.starts_with("# Kafka Streams 4.4."), "{FIXTURE:.80}");
+    // A truncated or hand-edited fixture would make the tests below vacuous.
+    assert!(configs.len() >= 75, "{} configs", configs.len());
+    for known in [
+        "application.id",
+        "windowstore.changelog.additional.retention.ms",
+        "dsl.store.format",
+    ] {
+        assert!(configs.iter().any(|c| c.name == known), "{known} missing");
+    }
+    let prefixes: Vec<_> = fixture()
+        .into_iter()
+        .filter(|c| c.kind == "prefix")
+        .map(|c| c.name)
+        .collect();
+    assert!(prefixes.contains(&"client.tag."), "{prefixes:?}");
+}
+
+#[test]
+fn every_kafka_streams_config_is_classified() {
+    let mut summary: BTreeMap<Handling, Vec<&str>> = BTreeMap::new();
+    let mut wrong = Vec::new();
+    for config in configs() {
+        let value = sample_value(&config);
+        let mut streams = StreamsConfig::new("app", "b:9092");
+        let result = streams.set(config.name, value);
+        let handling = handling(config.name);
+        match (&result, handling) {
+            (Err(e @ ConfigError::Unknown { .. }), _) => {
+                wrong.push(format!("{}={value}: {e}", config.name))
+            }
+            (Err(ConfigError::Unsupported { .. }), Handling::Refused | Handling::OnlyDefault)
+                if config.default.is_none() => {}
+            (Err(ConfigError::Unsupported { .. }), _) => wrong.push(format!(
+                "{}={value}: refused though classified {handling:?}",
+                config.name
+            )),
+            // Kafka's default is always taken, whatever kstreams does with it.
+            (Err(e), _) if config.default.is_some() => {
+                wrong.push(format!("{}={value}: {e}", config.name))
+            }
+            _ => {}
+        }
+        summary.entry(handling).or_default().push(config.name);
+    }
+    assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
+    for (handling, names) in &summary {
+        println!("{handling:?} ({}): {}", names.len(), names.join(" "));
+    }
+}
+
+#[test]
+fn every_kafka_streams_prefix_is_taken() {
+    let samples = [
+        ("client.tag.", "zone", "eu-west-1a"),
+        ("topic.", "segment.bytes", "1073741824"),
+        ("consumer.", "fetch.min.bytes", "1"),
+        ("main.consumer.", "fetch.min.bytes", "1"),
+        ("restore.consumer.", "fetch.min.bytes", "1"),
+        ("global.consumer.", "fetch.min.bytes", "1"),
+        ("producer.", "linger.ms", "5"),
+        ("admin.", "retries", "3"),
+    ];
+    for prefix in fixture().into_iter().filter(|c| c.kind == "prefix") {
+        let (_, key, value) = samples
+            .iter()
+            .find(|(p, ..)| *p == prefix.name)
+            .unwrap_or_else(|| panic!("no sample key for Kafka Streams' prefix {}", prefix.name));
+        let key = format!("{}{key}", prefix.name);
+        let mut config = StreamsConfig::new("app", "b:9092");
+        if let Err(e) = config.set(&key, value) {
+            panic!("{key}={value}: {e}");
+        }
+    }
+}
+
+#[test]
+fn a_properties_file_with_every_kafka_streams_default_loads() {
+    let mut text = String::from("application.id=orders\nbootstrap.servers=localhost:9092\n");
+    for config in configs().filter(|c| c.default.is_some()) {
+        let default = config.default.unwrap_or_default();
+        // As Properties#store writes it: a backslash is the only character
+        // of the fixture's defaults that needs escaping.
+        text.push_str(&format!(
+            "{}={}\n",
+            config.name,
+            default.replace('\\', "\\\\")
+        ));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("streams.properties");
+    std::fs::write(&path, &text).unwrap();
+    let config =
+        StreamsConfig::from_properties_file(&path).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(config.application_id(), "orders");
+    assert_eq!(config.num_stream_threads, 1);
+    assert_eq!(config.effective_commit_interval(), Duration::from_secs(30));
+}
