@@ -253,6 +253,9 @@ pub struct StreamsConfig {
     /// `topic.*`: topic configs (without the prefix) for every internal
     /// topic kstreams creates, as Kafka Streams applies them.
     pub(crate) internal_topic_configs: BTreeMap<String, String>,
+    /// The keys of [`DEPRECATED_KEYS`]' new names that were set: the old
+    /// name no longer overrides them.
+    pub(crate) new_names_set: std::collections::BTreeSet<&'static str>,
     /// The first mistake [`StreamsConfig::client_config`] met: it cannot
     /// return it, so [`StreamsConfig::validate`] (and so `start()`) does.
     pub(crate) deferred_error: Option<ConfigError>,
@@ -306,6 +309,7 @@ impl StreamsConfig {
             repartition_purge_interval: Duration::from_secs(30),
             client_settings: BTreeMap::new(),
             internal_topic_configs: BTreeMap::new(),
+            new_names_set: Default::default(),
             deferred_error: None,
             metrics_recording_level: RecordingLevel::Info,
             poll: Duration::from_millis(100),
@@ -639,8 +643,29 @@ impl StreamsConfig {
         Ok(())
     }
 
-    /// Sets one property by its Kafka Streams name.
+    /// Sets one property by its Kafka Streams name. Of a deprecated key and
+    /// the key that replaces it, the new one wins whatever the order, as in
+    /// Kafka Streams.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        if let Some((_, new)) = DEPRECATED_KEYS.iter().find(|(old, _)| *old == key) {
+            if self.new_names_set.contains(new) {
+                // Checked all the same, as Kafka Streams checks both.
+                StreamsConfig::new("app", "b:9092").set_one(key, value)?;
+                log::warn!(
+                    "config {key}={value} is ignored: {new} is set too, and Kafka Streams then \
+                     uses {new}"
+                );
+                return Ok(());
+            }
+        }
+        self.set_one(key, value)?;
+        if let Some((_, new)) = DEPRECATED_KEYS.iter().find(|(_, new)| *new == key) {
+            self.new_names_set.insert(new);
+        }
+        Ok(())
+    }
+
+    fn set_one(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
         let invalid = |expected: &str| ConfigError::Invalid {
             key: key.to_string(),
             value: value.to_string(),
@@ -1304,6 +1329,22 @@ const KNOWN_KEYS: &[&str] = &[
     "metrics.recording.level",
     "poll.ms",
     HTTP_ADDRESS,
+];
+
+/// Deprecated Kafka Streams keys and the keys that replace them: when both
+/// are set Kafka Streams uses the new one (`StreamsConfig`'s
+/// `totalCacheSize`, `deserializationExceptionHandler`,
+/// `productionExceptionHandler`).
+const DEPRECATED_KEYS: [(&str, &str); 3] = [
+    ("cache.max.bytes.buffering", "statestore.cache.max.bytes"),
+    (
+        "default.deserialization.exception.handler",
+        "deserialization.exception.handler",
+    ),
+    (
+        "default.production.exception.handler",
+        "production.exception.handler",
+    ),
 ];
 
 /// Kafka Streams' prefix of topic configs for the internal topics.

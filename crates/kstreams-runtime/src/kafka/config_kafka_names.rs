@@ -198,3 +198,53 @@ fn a_properties_file_with_every_kafka_streams_default_loads() {
     assert_eq!(config.num_stream_threads, 1);
     assert_eq!(config.effective_commit_interval(), Duration::from_secs(30));
 }
+
+#[test]
+fn a_deprecated_key_does_not_override_its_new_name() {
+    for order in [[0, 1], [1, 0]] {
+        let pairs = [
+            ("statestore.cache.max.bytes", "100"),
+            ("cache.max.bytes.buffering", "200"),
+        ];
+        let mut config = StreamsConfig::new("app", "b:9092");
+        for i in order {
+            config.set(pairs[i].0, pairs[i].1).unwrap();
+        }
+        assert_eq!(config.cache_max_bytes, 100, "order {order:?}");
+    }
+    let mut config = StreamsConfig::new("app", "b:9092");
+    config
+        .set(
+            "production.exception.handler",
+            "org.apache.kafka.streams.errors.DefaultProductionExceptionHandler",
+        )
+        .unwrap();
+    config
+        .set(
+            "default.production.exception.handler",
+            "LogAndContinueProductionExceptionHandler",
+        )
+        .unwrap();
+    assert_eq!(config.production, ProductionHandling::Fail);
+    // The ignored key's value is still checked.
+    let err = config
+        .set("default.production.exception.handler", "Nonsense")
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("default.production.exception.handler"),
+        "{err}"
+    );
+    // Alone, the deprecated key still works.
+    let mut config = StreamsConfig::new("app", "b:9092");
+    config
+        .set(
+            "default.deserialization.exception.handler",
+            "LogAndContinueExceptionHandler",
+        )
+        .unwrap();
+    assert_eq!(
+        config.deserialization,
+        DeserializationHandling::LogAndContinue
+    );
+}
