@@ -18,6 +18,7 @@ mod partitioner;
 mod rebalance_listener;
 mod record_collector;
 mod repartition_purge;
+mod streams_group;
 mod task_creator;
 mod task_manager;
 mod thread;
@@ -50,6 +51,10 @@ pub enum RuntimeError {
     /// Metrics could not be registered.
     #[error("metrics: {0}")]
     Metrics(#[from] kstreams_metrics::Error),
+    /// The stream thread's streams group member (`group.protocol=streams`)
+    /// could not join, commit or stay in its group.
+    #[error("streams group: {0}")]
+    StreamsGroup(#[from] kstreams_group::Error),
     /// A thread of the instance could not be started.
     #[error("cannot start thread {name}: {source}")]
     Spawn {

@@ -250,3 +250,104 @@ fn partition_counts(
         fixed,
     }
 }
+
+/// The topology as the streams group protocol registers it with the broker
+/// (KIP-1071): one sub-topology per task group, numbered as Kafka Streams
+/// numbers them, with its user source topics, the internal topics it reads
+/// (repartition sources) and writes (repartition sinks), its stores'
+/// changelogs and the topics its joins co-partition. Called after
+/// [`prepare_topics`], so the internal topics exist and their partition
+/// counts are the broker's.
+pub(crate) fn streams_group_topology(
+    topology: &Topology,
+    config: &StreamsConfig,
+) -> Result<kstreams_group::Topology, RuntimeError> {
+    use kstreams_group::{CopartitionGroup, InternalTopic, Subtopology};
+    let application_id = &config.application_id;
+    let probe: BaseConsumer = super::clients::admin(config).create()?;
+    let metadata = probe.fetch_metadata(None, Duration::from_secs(30))?;
+    let partitions: HashMap<&str, i32> = metadata
+        .topics()
+        .iter()
+        .filter(|t| t.error().is_none())
+        .map(|t| (t.name(), t.partitions().len() as i32))
+        .collect();
+    let internal: Vec<String> = topology
+        .internal_topics()
+        .map(|t| format!("{application_id}-{t}"))
+        .collect();
+    let writers = topology.internal_topic_writers(application_id);
+    let changelogs = topology.changelog_topics(application_id);
+    let groups = topology.copartition_groups(application_id);
+    let replication_factor = i16::try_from(config.replication_factor)
+        .ok()
+        .filter(|n| *n > 0);
+    let mut subtopologies = Vec::new();
+    for sources in topology.source_topics(application_id) {
+        if !sources.patterns.is_empty() {
+            return Err(super::ConfigError::Conflict {
+                key: "group.protocol=streams".to_string(),
+                with: format!("a pattern source in sub-topology {}", sources.id),
+                hint: "kstreams does not register pattern sources with a streams group yet; \
+                       name the source topics, or use group.protocol=classic"
+                    .to_string(),
+            }
+            .into());
+        }
+        let (repartition_sources, user_sources): (Vec<String>, Vec<String>) = sources
+            .topics
+            .iter()
+            .cloned()
+            .partition(|t| internal.contains(t));
+        let repartition_source_topics = repartition_sources
+            .into_iter()
+            .map(|name| InternalTopic {
+                partitions: partitions.get(name.as_str()).copied(),
+                replication_factor,
+                // As prepare_topics creates them.
+                configs: [
+                    ("cleanup.policy".to_string(), "delete".to_string()),
+                    ("retention.ms".to_string(), "-1".to_string()),
+                ]
+                .into(),
+                name,
+            })
+            .collect();
+        let repartition_sink_topics = writers
+            .iter()
+            .filter(|(_, writer)| *writer == sources.id)
+            .map(|(topic, _)| topic.clone())
+            .collect();
+        let changelog_topics = changelogs
+            .iter()
+            .filter(|c| c.subtopology == sources.id)
+            .map(|c| InternalTopic {
+                // The broker gives a changelog one partition per task.
+                partitions: None,
+                replication_factor,
+                configs: c.config.clone(),
+                name: c.topic.clone(),
+            })
+            .collect();
+        let copartition_groups = groups
+            .iter()
+            .filter(|group| group.iter().all(|t| sources.topics.contains(t)))
+            .map(|group| CopartitionGroup {
+                topics: group.clone(),
+            })
+            .collect();
+        subtopologies.push(Subtopology {
+            id: sources.id.to_string(),
+            source_topics: user_sources,
+            source_topic_patterns: Vec::new(),
+            repartition_source_topics,
+            repartition_sink_topics,
+            changelog_topics,
+            copartition_groups,
+        });
+    }
+    Ok(kstreams_group::Topology {
+        epoch: 0,
+        subtopologies,
+    })
+}
