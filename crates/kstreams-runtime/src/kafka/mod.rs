@@ -4,6 +4,9 @@
 //!
 //! Scale-out is Kafka's consumer group: start more instances (or threads)
 //! with the same `application.id` and the partitions spread over them.
+//! With `group.protocol=streams` (KIP-1071, brokers 4.2+) it is a streams
+//! group instead: every stream thread is a member, the broker assigns it
+//! tasks, and its consumer reads the partitions of its active tasks.
 
 mod app;
 mod changelog_reader;

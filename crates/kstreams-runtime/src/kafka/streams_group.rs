@@ -152,8 +152,10 @@ impl GroupMembership {
                     log::debug!("{}: endpoints {endpoints:?}", self.thread)
                 }
                 MemberEvent::StatusChanged(statuses) => {
+                    // Often passing (an assignment delayed, internal topics
+                    // just created and not yet seen by the coordinator).
                     if !statuses.is_empty() {
-                        log::warn!("{}: streams group status: {statuses:?}", self.thread);
+                        log::info!("{}: streams group status: {statuses:?}", self.thread);
                     }
                 }
                 MemberEvent::TopicAuthorizationFailed(message) => {
