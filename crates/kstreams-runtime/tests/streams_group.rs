@@ -4,6 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kstreams_dsl::{Produced, StreamsBuilder};
@@ -46,7 +48,12 @@ struct Run {
     input: String,
     output: String,
     app_id: String,
+    /// Set: the first record keyed `stall` holds its stream thread for
+    /// STALL (longer than the poll interval the test allows).
+    stall: Arc<AtomicBool>,
 }
+
+const STALL: Duration = Duration::from_secs(6);
 
 impl Run {
     fn new(name: &str) -> Option<Run> {
@@ -61,6 +68,7 @@ impl Run {
             input,
             output,
             app_id: unique_name(&format!("{name}-app")),
+            stall: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -77,9 +85,15 @@ impl Run {
             .unwrap();
         let config = configure(config);
         let builder = StreamsBuilder::new();
+        let stall = self.stall.clone();
         builder
             .stream::<String, String>(&self.input)
-            .group_by(|_, value: &String| value.clone())
+            .group_by(move |key: &String, value: &String| {
+                if key == "stall" && stall.swap(false, Ordering::SeqCst) {
+                    std::thread::sleep(STALL);
+                }
+                value.clone()
+            })
             .count()
             .to_stream()
             .to_with(
@@ -92,13 +106,17 @@ impl Run {
 
     /// `n` records from `from` on, values spread over KEYS keys.
     fn produce(&self, from: usize, n: usize) {
+        self.produce_keyed(from, n, |i| format!("r{i}"));
+    }
+
+    fn produce_keyed(&self, from: usize, n: usize, key_of: impl Fn(usize) -> String) {
         let producer: BaseProducer = ClientConfig::new()
             .set("bootstrap.servers", &self.bootstrap)
             .set("linger.ms", "5")
             .create()
             .unwrap();
         for i in from..from + n {
-            let (key, value) = (format!("r{i}"), format!("k{}", i % KEYS));
+            let (key, value) = (key_of(i), format!("k{}", i % KEYS));
             loop {
                 match producer.send(BaseRecord::to(&self.input).key(&key).payload(&value)) {
                     Ok(()) => break,
@@ -287,4 +305,39 @@ fn two_instances_split_the_tasks_and_one_takes_over_when_the_other_closes() {
     run.produce(400, 400);
     assert_eq!(run.counts_reaching(40), exactly(40));
     assert!(first.streams.close(Duration::from_secs(30)));
+}
+
+/// A thread that misses its poll deadline is out of the group: its tasks
+/// are lost, closed without committing (the open transaction aborted), and
+/// it rejoins and runs them again from the last commit, so exactly-once
+/// counts stay exact.
+#[test]
+fn a_thread_that_misses_its_poll_deadline_loses_its_tasks_and_counts_stay_exact() {
+    let Some(run) = Run::new("sg-lost") else {
+        return;
+    };
+    let mut app = run.app("a", |mut c| {
+        // librdkafka wants a session timeout below the poll interval; the
+        // consumer joins no group, so only the member uses the latter.
+        c.set("main.consumer.session.timeout.ms", "2000").unwrap();
+        c.set("main.consumer.max.poll.interval.ms", "3000").unwrap();
+        c.processing_guarantee(ProcessingGuarantee::ExactlyOnceV2)
+    });
+    app.streams.start().unwrap();
+    wait_until_running(&[&app]);
+    run.produce(0, 200);
+    assert_eq!(run.counts_reaching(10), exactly(10));
+    run.stall.store(true, Ordering::SeqCst);
+    // 200 more, one of them keyed "stall" (the 300th: value k0).
+    run.produce_keyed(200, 200, |i| {
+        if i == 300 {
+            "stall".to_string()
+        } else {
+            format!("r{i}")
+        }
+    });
+    assert_eq!(run.counts_reaching(20), exactly(20));
+    assert!(!run.stall.load(Ordering::SeqCst), "the stall happened");
+    run.settled(1);
+    assert!(app.streams.close(Duration::from_secs(30)));
 }

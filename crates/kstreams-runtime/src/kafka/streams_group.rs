@@ -213,6 +213,15 @@ impl GroupMembership {
         Ok(self.member()?.report_owned(owned)?)
     }
 
+    /// Whether the member is in its group at an epoch that owns tasks. A
+    /// transaction's offsets go out with group metadata that names no member,
+    /// which the broker accepts unchecked: this is the thread's own check
+    /// that its tasks are still its own (a member that missed its poll
+    /// deadline has left, and its tasks may run elsewhere).
+    pub fn owns_tasks(&self) -> bool {
+        self.member.as_ref().is_some_and(|m| m.member_epoch() > 0)
+    }
+
     /// Commits `offsets` (with their metadata) as the member at its current
     /// epoch. Returns `false` when the broker refused because the member's
     /// epoch moved on or it is no longer in the group: its tasks may be

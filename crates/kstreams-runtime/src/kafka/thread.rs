@@ -645,6 +645,17 @@ impl ThreadLoop {
                 // Everything the stores logged is acknowledged: checkpoint it.
                 self.write_checkpoints()?;
             }
+            ProcessingGuarantee::ExactlyOnceV2
+                if self.collector.in_transaction()
+                    && self.membership.as_ref().is_some_and(|m| !m.owns_tasks()) =>
+            {
+                log::warn!(
+                    "{}: out of the streams group, so its tasks may run elsewhere: aborting \
+                     and rewinding instead of committing",
+                    self.name
+                );
+                self.abort_and_rewind()?;
+            }
             ProcessingGuarantee::ExactlyOnceV2 if self.collector.in_transaction() => {
                 let group = self.consumer.group_metadata();
                 match self.collector.commit_transaction(&offsets, group) {
