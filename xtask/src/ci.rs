@@ -8,9 +8,10 @@
 //! sources), the workspace tests against a real broker, the compat
 //! scenarios on both sides (Apache Kafka Streams and kstreams), the chaos
 //! scenarios in their short form, and a smoke run of the benchmark
-//! comparison (`bench compare --smoke`). Every step runs even when an
-//! earlier one failed, so one run reports everything; the exit status is 1
-//! if any step failed.
+//! comparison (`bench compare --smoke`), then the Grafana dashboard's
+//! queries against a real Prometheus (`cargo xtask dashboard`). Every step
+//! runs even when an earlier one failed, so one run reports everything; the
+//! exit status is 1 if any step failed.
 
 use std::process::{Command, ExitCode};
 
@@ -20,6 +21,7 @@ use crate::bench;
 use crate::chaos;
 use crate::cli::Args;
 use crate::compat;
+use crate::dashboard;
 use crate::kafka::{Lease, BOOTSTRAP_ENV};
 use crate::paths;
 use crate::process;
@@ -58,6 +60,18 @@ pub fn cli(args: Args) -> Result<ExitCode> {
         ("deny", deny()?),
     ];
     results.extend(broker_steps()?);
+    // The Grafana dashboard against a real Prometheus, on the in-process
+    // cluster (no broker needed); Prometheus is built once, then cached.
+    results.push((
+        "dashboard",
+        match dashboard::check(&dashboard::default_path()) {
+            Ok(passed) => outcome(passed),
+            Err(error) => {
+                eprintln!("ci: dashboard: {error:#}");
+                Outcome::Failed
+            }
+        },
+    ));
 
     let summary: Vec<String> = results
         .iter()

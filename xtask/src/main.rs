@@ -12,11 +12,13 @@ mod chaos;
 mod ci;
 mod cli;
 mod compat;
+mod dashboard;
 mod example;
 mod kafka;
 mod maven;
 mod paths;
 mod process;
+mod prometheus;
 mod registry;
 mod setup;
 
@@ -47,8 +49,8 @@ example [NAME]
 ci
     checks the system packages (as `setup --ci` does, installing them as
     root), then: fmt, clippy, cargo-deny, the tests against a broker, the
-    compat scenarios, the chaos scenarios in their short form and a
-    `bench compare --smoke` run
+    compat scenarios, the chaos scenarios in their short form, a
+    `bench compare --smoke` run and the dashboard check (`dashboard`)
 ",
         run: ci::cli,
     },
@@ -130,6 +132,19 @@ bench compare [WORKLOAD...] [--records N] [--runs R] [--threads 1,2]
     --smoke: one small run of each)
 ",
         run: bench::cli,
+    },
+    Task {
+        name: "dashboard",
+        summary: "check the Grafana dashboard's queries against a real Prometheus",
+        usage: "\
+dashboard [--dashboard PATH]
+    builds Prometheus from its Go module once (cached under
+    ~/.cache/kstreams/prometheus-<version>/), runs the dashboard app of
+    kstreams-http on the in-process Kafka, lets Prometheus scrape it and
+    evaluates every panel query of PATH (default docs/grafana/kstreams.json);
+    fails naming each panel whose queries return no series or only zeros
+",
+        run: dashboard::cli,
     },
 ];
 

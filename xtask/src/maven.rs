@@ -11,12 +11,12 @@ use crate::process;
 
 /// The Apache Kafka release of the test broker and of the Kafka Streams
 /// reference side. Both poms default to it too (checked by a test below).
-pub const KAFKA_VERSION: &str = "4.1.2";
+pub const KAFKA_VERSION: &str = "4.4.0";
 
 /// Runs another Kafka release than [`KAFKA_VERSION`] for one invocation, e.g.
-/// `KSTREAMS_KAFKA_VERSION=4.4.0 cargo xtask kafka start` for the streams group
-/// protocol (KIP-1071), generally available from 4.2. The default stays what
-/// the compat scenarios are pinned to.
+/// `KSTREAMS_KAFKA_VERSION=4.1.2 cargo xtask kafka start` to check a broker
+/// without the streams group protocol (KIP-1071, generally available from
+/// 4.2). The compat scenarios' expectations are those of [`KAFKA_VERSION`].
 pub const KAFKA_VERSION_ENV: &str = "KSTREAMS_KAFKA_VERSION";
 
 /// The Kafka release this invocation uses: [`KAFKA_VERSION_ENV`] when set, else
@@ -75,7 +75,8 @@ pub fn mvn(pom: &Path) -> Command {
 }
 
 /// The runtime classpath of `pom`, resolved once and kept in `cache` until the
-/// pom changes or a jar disappears. The second element tells whether Maven ran.
+/// pom changes, the Kafka release changes or a jar disappears. The second
+/// element tells whether Maven ran.
 pub fn classpath(pom: &Path, cache: &Path) -> Result<(String, bool)> {
     if let Some(cached) = cached_classpath(pom, cache) {
         return Ok((cached, false));
@@ -90,12 +91,13 @@ pub fn classpath(pom: &Path, cache: &Path) -> Result<(String, bool)> {
         "resolving the Kafka jars with Maven",
     )?;
     touch(cache)?;
+    stamp_kafka_version(cache)?;
     let classpath = read_classpath(cache)?;
     Ok((classpath, true))
 }
 
 fn cached_classpath(pom: &Path, cache: &Path) -> Option<String> {
-    if modified(cache)? < modified(pom)? {
+    if modified(cache)? < modified(pom)? || !stamped_with_kafka_version(cache) {
         return None;
     }
     let classpath = read_classpath(cache).ok()?;
@@ -129,6 +131,28 @@ pub fn touch(path: &Path) -> Result<()> {
         .with_context(|| format!("cannot touch {}", path.display()))
 }
 
+/// Records which Kafka release `classpath_file` was resolved for. The pom's
+/// mtime alone misses a release chosen with [`KAFKA_VERSION_ENV`], which
+/// changes no file: the next run would reuse the other release's jars.
+pub fn stamp_kafka_version(classpath_file: &Path) -> Result<()> {
+    let stamp = version_stamp(classpath_file);
+    fs::write(&stamp, kafka_version()?).with_context(|| format!("cannot write {}", stamp.display()))
+}
+
+/// Whether `classpath_file` was resolved for the Kafka release this
+/// invocation uses (false for one written before the stamp existed).
+pub fn stamped_with_kafka_version(classpath_file: &Path) -> bool {
+    let stamped = fs::read_to_string(version_stamp(classpath_file));
+    matches!((stamped, kafka_version()), (Ok(s), Ok(v)) if s.trim() == v)
+}
+
+/// `classpath.txt` -> `classpath.txt.kafka-version`, beside it.
+fn version_stamp(classpath_file: &Path) -> PathBuf {
+    let mut name = classpath_file.file_name().unwrap_or_default().to_owned();
+    name.push(".kafka-version");
+    classpath_file.with_file_name(name)
+}
+
 /// Modification time; `None` when the file does not exist.
 pub fn modified(path: &Path) -> Option<SystemTime> {
     fs::metadata(path).and_then(|m| m.modified()).ok()
@@ -159,10 +183,30 @@ mod tests {
     #[test]
     fn poms_default_to_the_same_kafka_release() {
         let expected = format!("<kafka.version>{KAFKA_VERSION}</kafka.version>");
-        for pom in ["xtask/kafka/pom.xml", "compat/pom.xml"] {
+        for pom in [
+            "xtask/kafka/pom.xml",
+            "compat/pom.xml",
+            "xtask/registry/pom.xml",
+        ] {
             let text = fs::read_to_string(repo_root().join(pom)).unwrap();
             assert!(text.contains(&expected), "{pom} should say {expected}");
         }
+    }
+
+    /// A classpath resolved for one release is not reused for another.
+    #[test]
+    fn a_classpath_stamped_with_another_release_is_stale() {
+        let dir = std::env::temp_dir().join(format!("xtask-stamp-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let classpath_file = dir.join("classpath.txt");
+        fs::write(&classpath_file, "a.jar").unwrap();
+        assert!(!stamped_with_kafka_version(&classpath_file), "no stamp yet");
+        stamp_kafka_version(&classpath_file).unwrap();
+        assert!(stamped_with_kafka_version(&classpath_file));
+        // No release this invocation can be running (the env accepts only x.y.z).
+        fs::write(version_stamp(&classpath_file), "another").unwrap();
+        assert!(!stamped_with_kafka_version(&classpath_file));
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! `describe()` against the text Apache Kafka Streams 4.1 prints for the same
+//! `describe()` against the text Apache Kafka Streams 4.4 prints for the same
 //! programs (fixtures made by compat/topology-describe; see PROGRAMS.md).
 
 use std::time::Duration;

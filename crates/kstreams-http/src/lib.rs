@@ -11,6 +11,7 @@
 //! - the endpoints and their answers;
 //! - the topology as DOT ([`topology_dot`]) and as SVG ([`dot_to_svg`]).
 
+mod client_metrics;
 mod routes;
 mod server;
 mod state_json;

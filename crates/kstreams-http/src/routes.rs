@@ -11,6 +11,7 @@ use kstreams_metrics::MetricsRegistry;
 use kstreams_runtime::kafka::{LocalMetadata, State};
 use serde_json::json;
 
+use crate::client_metrics::ClientGauges;
 use crate::state_json::{state_json, state_name};
 
 /// Reads the application's metadata at the moment of a request.
@@ -36,11 +37,24 @@ pub(crate) struct Served {
 /// The router of every endpoint; those of an application answer 404
 /// when only metrics are served.
 pub(crate) fn router(served: Served) -> Router {
+    // The client's gauges come from its metadata, read at each scrape.
+    let client = served.app.as_ref().and_then(|(metadata, _)| {
+        match ClientGauges::register(&served.registry) {
+            Ok(gauges) => Some((metadata.clone(), Arc::new(gauges))),
+            Err(e) => {
+                log::warn!("/metrics: without the client state gauges: {e}");
+                None
+            }
+        }
+    });
     let mut router = Router::new().route(
         "/metrics",
         get({
             let registry = served.registry.clone();
             move || async move {
+                if let Some((metadata, gauges)) = &client {
+                    gauges.update(&metadata());
+                }
                 (
                     [(header::CONTENT_TYPE, prometheus_text_format())],
                     registry.gather_text(),

@@ -18,7 +18,7 @@ use crate::{dot_to_svg, topology_dot, Error};
 ///
 /// | path | answer |
 /// | --- | --- |
-/// | `/metrics` | the application's metrics, Prometheus text format |
+/// | `/metrics` | the application's metrics, Prometheus text format, with its state (`kstreams_client_state`) and live stream threads (`kstreams_client_alive_stream_threads`) |
 /// | `/health/live` | 200, or 503 once the instance stopped after a failure |
 /// | `/health/ready` | 200 when RUNNING, every stream thread alive, nothing restoring or bootstrapping; else 503 with a JSON reason |
 /// | `/topology` | `Topology::describe()`, as Kafka Streams prints it |

@@ -169,12 +169,22 @@ fn an_application_is_scraped_probed_and_drawn_over_http() {
         reason["reason"].as_str().unwrap().contains("Created"),
         "{reason}"
     );
+    assert!(get(address, "/metrics")
+        .body
+        .contains(r#"kstreams_client_state{state="CREATED"} 1"#));
 
     let bootstrap = kafka.bootstrap_servers();
     produce(&bootstrap, 0, 100);
     app.start().unwrap();
     let ready = wait_for(address, "/health/ready", "readiness", |r| r.status == 200);
     assert_eq!(json(&ready)["state"], "RUNNING");
+    let running = get(address, "/metrics").body;
+    assert!(
+        running.contains(r#"kstreams_client_state{state="RUNNING"} 1"#)
+            && running.contains(r#"kstreams_client_state{state="CREATED"} 0"#)
+            && running.contains("kstreams_client_alive_stream_threads 1"),
+        "{running}"
+    );
 
     // Records flow: the consumed count rises as they come, the lag falls to
     // 0, the end-to-end latency is recorded and above the records' age.

@@ -33,6 +33,7 @@ impl JavaHarness {
                 "building compat/ with Maven",
             )?;
             maven::touch(&classpath_file)?;
+            maven::stamp_kafka_version(&classpath_file)?;
             eprintln!("compat: built the Java harness ({})", secs(began.elapsed()));
         }
         let dependencies = fs::read_to_string(&classpath_file)?;
@@ -160,6 +161,7 @@ fn is_stale(project: &Path, classpath_file: &Path) -> bool {
         .is_ok_and(|classpath| maven::all_exist(classpath.trim()));
     built.is_none()
         || built < sources.max(pom)
+        || !maven::stamped_with_kafka_version(classpath_file)
         || !jars_present
         || !project.join("target/classes").exists()
 }

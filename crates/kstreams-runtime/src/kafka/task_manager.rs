@@ -67,6 +67,9 @@ impl TaskEntry {
 pub(crate) struct ProcessedBatch {
     pub outputs: Vec<ProducedRecord>,
     pub progress: Vec<(Partition, i64)>,
+    /// Whether a task stopped at the end of its slice with records it could
+    /// still process.
+    pub more: bool,
 }
 
 /// A stream thread's tasks.
@@ -373,14 +376,19 @@ impl TaskManager {
 
     /// Runs every task that has all its partitions over what its partition
     /// group allows now (`is_lagging`: KIP-695's partitions known to be
-    /// behind their end).
+    /// behind their end), each for at most `slice` (and at least one
+    /// record): the caller sends the outputs and calls again while `more`,
+    /// so a slow processor's outputs go out as it makes them, not after the
+    /// whole polled batch.
     pub fn process(
         &mut self,
         is_lagging: &dyn Fn(&str, i32) -> bool,
+        slice: Duration,
     ) -> Result<ProcessedBatch, RuntimeError> {
         let max_idle = self.config.max_task_idle;
         let mut outputs = Vec::new();
         let mut progress = Vec::new();
+        let mut more = false;
         for entry in self.tasks.values_mut().filter(|e| e.missing.is_empty()) {
             let now = Instant::now();
             while let Some((record, timestamp)) = entry.group.next(
@@ -390,6 +398,12 @@ impl TaskManager {
                 is_lagging,
             ) {
                 entry.task.process_at(record, timestamp)?;
+                if now.elapsed() >= slice {
+                    // Records left over wait for the next call, whether or
+                    // not the group would give one now.
+                    more = !entry.group.is_empty();
+                    break;
+                }
             }
             progress.extend(
                 entry
@@ -400,7 +414,11 @@ impl TaskManager {
             outputs.extend(entry.task.drain_output());
         }
         outputs.extend(self.creator.changelog().drain());
-        Ok(ProcessedBatch { outputs, progress })
+        Ok(ProcessedBatch {
+            outputs,
+            progress,
+            more,
+        })
     }
 
     /// Notes offsets as processed (their outputs are with the producer).
@@ -657,7 +675,7 @@ mod tests {
         assert_eq!(tasks.buffer(record("left", 1, 7, "c")).unwrap(), Some(1));
         assert_eq!(tasks.buffer(record("other", 0, 0, "x")).unwrap(), None);
 
-        let batch = tasks.process(&|_, _| false).unwrap();
+        let batch = tasks.process(&|_, _| false, Duration::MAX).unwrap();
         let mut values: Vec<Vec<u8>> = batch
             .outputs
             .iter()
@@ -684,6 +702,34 @@ mod tests {
     }
 
     #[test]
+    fn a_task_stops_at_the_end_of_its_slice_and_says_there_is_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut tasks = manager(dir.path());
+        tasks
+            .assign(&[p("left", 0), p("right", 0)], None, |_, _| None)
+            .unwrap();
+        for offset in 0..3 {
+            tasks.buffer(record("left", 0, offset, "a")).unwrap();
+        }
+        // A zero slice: one record per call, its output out at once.
+        let mut outputs = Vec::new();
+        let mut calls = 0;
+        loop {
+            let batch = tasks.process(&|_, _| false, Duration::ZERO).unwrap();
+            calls += 1;
+            assert_eq!(batch.outputs.len(), 1, "call {calls}");
+            assert_eq!(batch.progress, vec![(p("left", 0), calls)]);
+            outputs.extend(batch.outputs);
+            if !batch.more {
+                break;
+            }
+        }
+        assert_eq!(calls, 3);
+        assert_eq!(outputs.len(), 3);
+        assert_eq!(tasks.buffered("left", 0), 0);
+    }
+
+    #[test]
     fn a_task_closes_when_its_last_partition_is_revoked_and_its_offsets_are_forgotten() {
         let dir = tempfile::tempdir().unwrap();
         let mut tasks = manager(dir.path());
@@ -691,7 +737,7 @@ mod tests {
             .assign(&[p("left", 0), p("right", 0)], None, |_, _| None)
             .unwrap();
         tasks.buffer(record("left", 0, 0, "a")).unwrap();
-        let batch = tasks.process(&|_, _| false).unwrap();
+        let batch = tasks.process(&|_, _| false, Duration::MAX).unwrap();
         tasks.record_progress(batch.progress);
 
         tasks

@@ -53,6 +53,13 @@ const CONSUMER_TIMEOUT: Duration = Duration::from_secs(30);
 /// that did not exist.
 const MISSING_SINK_RETRY_BACKOFF: Duration = Duration::from_secs(1);
 
+/// How long a task processes before its outputs go to the producer. Kafka
+/// Streams' sinks send each record as it is written; ours are gathered per
+/// task, and without a bound a slow processor held every output of a polled
+/// batch (up to `buffered.records.per.partition` records) until its end.
+/// The producer's own `linger.ms` (5) batches them again.
+const OUTPUT_SLICE: Duration = Duration::from_millis(5);
+
 /// A stream thread's clients, made before its OS thread starts so that a
 /// bad client setting fails `start()`.
 pub(crate) struct StreamThread {
@@ -600,12 +607,20 @@ impl ThreadLoop {
         let is_lagging = |topic: &str, partition: i32| {
             lagging.iter().any(|(t, p)| *p == partition && t == topic)
         };
-        let batch = self.tasks.process(&is_lagging)?;
-        // Progress counts only once its outputs (and the stores' changelog
-        // records) are with the producer: if sending fails, nothing of this
-        // batch gets committed.
-        self.collector.send_all(batch.outputs)?;
-        Ok(self.tasks.record_progress(batch.progress))
+        loop {
+            let batch = self.tasks.process(&is_lagging, OUTPUT_SLICE)?;
+            // Progress counts only once its outputs (and the stores'
+            // changelog records) are with the producer: if sending fails,
+            // nothing of this batch gets committed.
+            self.collector.send_all(batch.outputs)?;
+            let committable = self.tasks.record_progress(batch.progress);
+            if !batch.more {
+                return Ok(committable);
+            }
+            // A long batch: serve the producer's delivery reports between
+            // slices, as a sink's send would.
+            self.collector.poll();
+        }
     }
 
     /// Flushes stores and outputs, then commits offsets (inside the
