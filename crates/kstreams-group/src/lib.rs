@@ -83,8 +83,7 @@
 //!   status; assignment needs neither). `bytes`-based
 //!   like tokio codecs; with default features off it pulls only `bytes`,
 //!   `base64`, `crc32c`, `thiserror` and `uuid`. MIT OR Apache-2.0. Young and
-//!   by one author; its MSRV (1.95) is above the workspace's 1.89, so this
-//!   crate declares 1.95.
+//!   by one author; its MSRV (1.95) raised the workspace's from 1.89.
 //! - `kafka_wire_protocol` 3.0 (by a Kafka contributor, from a fork of Kafka's
 //!   own generator): the most faithful generation, but of Kafka 4.1.0, where
 //!   the streams RPCs were still early access; `std::io` Read/Write rather

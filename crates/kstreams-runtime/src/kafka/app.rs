@@ -248,6 +248,14 @@ impl KafkaStreams {
             return Err(RuntimeError::IllegalState(state));
         }
         self.config.validate()?;
+        if self.config.application_server.is_some()
+            && self.config.group_protocol() != super::config::GroupProtocol::Streams
+        {
+            log::warn!(
+                "config application.server has no effect without group.protocol=streams: \
+                 only a streams group tells other instances about endpoints"
+            );
+        }
         // Before the broker is asked anything, as Kafka Streams does it in
         // its constructor: a second instance on this state directory fails
         // at once. Kept when a failed start is retried: this instance holds

@@ -124,6 +124,11 @@ pub(crate) fn main_consumer(config: &StreamsConfig, thread: &str, index: usize) 
         GroupProtocol::Classic => {
             client.set("partition.assignment.strategy", "range");
         }
+        // The consumer joins no group: the thread's streams group member
+        // assigns it the partitions of its active tasks. It keeps group.id
+        // for committed offsets (OffsetFetch without a member is accepted)
+        // and the transactions' group metadata.
+        GroupProtocol::Streams => {}
         GroupProtocol::Consumer => {
             client.set("group.remote.assignor", "range");
             match config
@@ -145,6 +150,7 @@ pub(crate) fn main_consumer(config: &StreamsConfig, thread: &str, index: usize) 
     if let Some((_, instance)) = config
         .client_settings(KafkaClient::MainConsumer)
         .get("group.instance.id")
+        .filter(|_| config.group_protocol() != GroupProtocol::Streams)
     {
         // Static membership: one id per thread, as Kafka Streams suffixes
         // it, or the threads would fence each other.

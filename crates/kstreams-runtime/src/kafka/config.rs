@@ -133,6 +133,11 @@ pub(crate) enum GroupProtocol {
     /// default here) and members give up and take partitions
     /// incrementally, so tasks that keep their owner go on processing.
     Consumer,
+    /// KIP-1071 (`group.protocol=streams`, brokers 4.2+): each stream thread
+    /// is a member of a streams group, the broker assigns tasks and the
+    /// consumer reads the partitions of its active tasks by manual
+    /// assignment.
+    Streams,
 }
 
 /// Consumer settings of group membership under the classic protocol that
@@ -206,6 +211,15 @@ pub enum ProcessingGuarantee {
 /// A Kafka Streams application's `.properties` file is read as it is by
 /// [`StreamsConfig::from_properties_file`].
 ///
+/// `group.protocol`: `classic` (the default) makes the stream threads
+/// members of a consumer group (`consumer.group.protocol=consumer` picks
+/// KIP-848 for it); `streams` makes each stream thread a member of a
+/// streams group (KIP-1071, brokers 4.2 and newer): the broker assigns
+/// tasks, and `application.server` (`host:port`) is the endpoint it hands
+/// to the other members. Under `streams` the broker's standby and warm-up
+/// tasks are logged and not run (kstreams has no standby tasks yet), pattern
+/// sources are refused, and the member connects in plaintext only.
+///
 /// `max.task.idle.ms`: -1 never waits for an empty input partition, 0 (the
 /// default) waits only for one known to be behind its end, a positive
 /// value also waits that long for a caught-up one (KIP-695).
@@ -271,6 +285,12 @@ pub struct StreamsConfig {
     /// `kstreams.http.address`: where kstreams-http's server listens when
     /// started from the configuration; `None` (the default) serves nothing.
     pub(crate) http_address: Option<std::net::SocketAddr>,
+    /// `group.protocol=streams` (Kafka Streams' key): the stream threads
+    /// join a streams group (KIP-1071) instead of a consumer group.
+    pub(crate) streams_group_protocol: bool,
+    /// `application.server`: the `host:port` the streams group hands to
+    /// other members as this instance's endpoint.
+    pub(crate) application_server: Option<(String, u16)>,
 }
 
 impl std::fmt::Debug for StreamsConfig {
@@ -316,6 +336,8 @@ impl StreamsConfig {
             metrics: MetricsRegistry::new(),
             local_metadata: Default::default(),
             http_address: None,
+            streams_group_protocol: false,
+            application_server: None,
         }
     }
 
@@ -483,6 +505,28 @@ impl StreamsConfig {
             return Err(e.clone());
         }
         let main = self.client_settings(KafkaClient::MainConsumer);
+        if self.streams_group_protocol {
+            if let Some((prefix, protocol)) = main.get("group.protocol") {
+                return Err(ConfigError::Conflict {
+                    key: format!("{}group.protocol={protocol}", prefix.as_str()),
+                    with: "group.protocol=streams".to_string(),
+                    hint: "the stream threads join a streams group and their consumers are \
+                           assigned partitions by it; remove the consumer's group protocol"
+                        .to_string(),
+                });
+            }
+            if let Some((prefix, security)) = main.get("security.protocol") {
+                if !security.eq_ignore_ascii_case("plaintext") {
+                    return Err(ConfigError::Conflict {
+                        key: format!("{}security.protocol={security}", prefix.as_str()),
+                        with: "group.protocol=streams".to_string(),
+                        hint: "the streams group member connects in plaintext only so far; \
+                               use group.protocol=classic or consumer.group.protocol=consumer"
+                            .to_string(),
+                    });
+                }
+            }
+        }
         if self.group_protocol() == GroupProtocol::Consumer {
             for (key, hint) in CLASSIC_ONLY {
                 if let Some((prefix, _)) = main.get(key) {
@@ -498,8 +542,11 @@ impl StreamsConfig {
         Ok(())
     }
 
-    /// The group protocol the stream threads' consumers use.
+    /// The group protocol the stream threads use.
     pub(crate) fn group_protocol(&self) -> GroupProtocol {
+        if self.streams_group_protocol {
+            return GroupProtocol::Streams;
+        }
         match self
             .client_settings(KafkaClient::MainConsumer)
             .get("group.protocol")
@@ -764,6 +811,28 @@ impl StreamsConfig {
                 } else {
                     Some(value.to_string())
                 };
+            }
+            "group.protocol" => {
+                self.streams_group_protocol = if value.eq_ignore_ascii_case("streams") {
+                    true
+                } else if value.eq_ignore_ascii_case("classic") {
+                    false
+                } else {
+                    return Err(invalid(
+                        "classic (a consumer group; for KIP-848 set consumer.group.protocol=consumer) \
+                         or streams (KIP-1071, brokers 4.2 and newer)",
+                    ));
+                }
+            }
+            "application.server" => {
+                self.application_server = if value.trim().is_empty() {
+                    None
+                } else {
+                    let endpoint = value.trim().rsplit_once(':').and_then(|(host, port)| {
+                        Some((host.to_string(), port.parse::<u16>().ok()?)).filter(|(h, _)| !h.is_empty())
+                    });
+                    Some(endpoint.ok_or_else(|| invalid("host:port, such as 10.0.0.7:8080"))?)
+                }
             }
             "poll.ms" => {
                 self.poll = Duration::from_millis(
@@ -1328,6 +1397,8 @@ const KNOWN_KEYS: &[&str] = &[
     "errors.dead.letter.queue.topic.name",
     "metrics.recording.level",
     "poll.ms",
+    "group.protocol",
+    "application.server",
     HTTP_ADDRESS,
 ];
 
@@ -1486,11 +1557,6 @@ fn kafka_streams_only(key: &str) -> Option<KafkaStreamsOnly> {
              of 1 day; to keep one longer set retention.ms in its changelog config \
              (Materialized::with_logging_enabled). Remove it or set 86400000",
         ),
-        "group.protocol" => OnlyOff(
-            "classic",
-            "the streams rebalance protocol (KIP-1071) is not implemented; for KIP-848 set \
-             consumer.group.protocol=consumer",
-        ),
         "upgrade.from" => NoEffect("there is no earlier kstreams version to upgrade from"),
         "built.in.metrics.version" => OnlyOff(
             "latest",
@@ -1507,14 +1573,13 @@ fn kafka_streams_only(key: &str) -> Option<KafkaStreamsOnly> {
              (kstreams_task_process_total)",
         ),
         "topology.description.push.enabled" => NoEffect(
-            "the broker asks for topology descriptions only under the streams rebalance protocol \
-             (group.protocol=streams), which kstreams does not implement",
+            "kstreams sends the broker no topology descriptions (Kafka Streams sends them only \
+             under group.protocol=streams, when the broker asks)",
         ),
         "metadata.cluster.check.enable" => NoEffect(
             "librdkafka's clients send no cluster information when they connect, so a broker \
              cannot detect a misrouted connection",
         ),
-        "application.server" => NoEffect("interactive queries across instances are not implemented"),
         "processing.exception.handler.global.enabled" => NoEffect(
             "global tables are loaded into their stores as the records are, with no processors, \
              so there is nothing for the processing exception handler to handle",
@@ -1685,7 +1750,7 @@ mod tests {
         .unwrap_err()
         .to_string()
         .contains("Consumed::with"));
-        assert!(set("group.protocol", "streams")
+        assert!(set("group.protocol", "kip848")
             .unwrap_err()
             .to_string()
             .contains("consumer.group.protocol=consumer"));
@@ -1814,6 +1879,35 @@ mod tests {
             err.to_string().starts_with(
                 "config consumer.session.timeout.ms cannot be used with main.consumer.group.protocol=CONSUMER"
             ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_streams_group_protocol_takes_the_endpoint_and_refuses_a_consumer_protocol() {
+        let mut p = base();
+        p.extend([
+            ("group.protocol", "STREAMS"),
+            ("application.server", "host-7:8080"),
+        ]);
+        let c = StreamsConfig::from_properties(p).unwrap();
+        assert_eq!(c.group_protocol(), GroupProtocol::Streams);
+        assert_eq!(c.application_server, Some(("host-7".to_string(), 8080)));
+
+        let mut p = base();
+        p.push(("application.server", "no-port"));
+        let err = StreamsConfig::from_properties(p).unwrap_err();
+        assert!(err.to_string().contains("host:port"), "{err}");
+
+        let mut p = base();
+        p.extend([
+            ("group.protocol", "streams"),
+            ("consumer.group.protocol", "consumer"),
+        ]);
+        let err = StreamsConfig::from_properties(p).unwrap_err();
+        assert!(
+            err.to_string().contains("consumer.group.protocol=consumer")
+                && err.to_string().contains("group.protocol=streams"),
             "{err}"
         );
     }

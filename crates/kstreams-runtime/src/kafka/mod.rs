@@ -4,6 +4,9 @@
 //!
 //! Scale-out is Kafka's consumer group: start more instances (or threads)
 //! with the same `application.id` and the partitions spread over them.
+//! With `group.protocol=streams` (KIP-1071, brokers 4.2+) it is a streams
+//! group instead: every stream thread is a member, the broker assigns it
+//! tasks, and its consumer reads the partitions of its active tasks.
 
 mod app;
 mod changelog_reader;
@@ -18,6 +21,7 @@ mod partitioner;
 mod rebalance_listener;
 mod record_collector;
 mod repartition_purge;
+mod streams_group;
 mod task_creator;
 mod task_manager;
 mod thread;
@@ -50,6 +54,10 @@ pub enum RuntimeError {
     /// Metrics could not be registered.
     #[error("metrics: {0}")]
     Metrics(#[from] kstreams_metrics::Error),
+    /// The stream thread's streams group member (`group.protocol=streams`)
+    /// could not join, commit or stay in its group.
+    #[error("streams group: {0}")]
+    StreamsGroup(#[from] kstreams_group::Error),
     /// A thread of the instance could not be started.
     #[error("cannot start thread {name}: {source}")]
     Spawn {

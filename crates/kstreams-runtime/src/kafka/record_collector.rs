@@ -291,6 +291,12 @@ impl RecordCollector {
     /// the broker aborts it at the transaction timeout anyway.
     pub fn abort_if_in_transaction(&mut self) {
         if std::mem::take(&mut self.in_transaction) {
+            // librdkafka's abort waits for the records in flight, whose
+            // delivery reports only a poll serves: without this it times
+            // out (30 s) whenever outputs are still on their way.
+            if let Err(e) = self.producer.flush(Duration::from_secs(30)) {
+                log::debug!("records in flight before the abort: {e}");
+            }
             if let Err(e) = self.producer.abort_transaction(Duration::from_secs(30)) {
                 log::error!("could not abort the transaction: {e}");
             }

@@ -25,7 +25,7 @@ use rdkafka::producer::{BaseProducer, Producer};
 use rdkafka::Offset;
 
 use super::clients;
-use super::config::{ProcessingGuarantee, StreamsConfig};
+use super::config::{GroupProtocol, ProcessingGuarantee, StreamsConfig};
 use super::consumer_position::{
     consumed, is_fatal_consumer_error, is_rebalance_error, lagging_partitions, PartitionMetrics,
 };
@@ -35,6 +35,7 @@ use super::rebalance_listener::{
 };
 use super::record_collector::{DeliveryContext, RecordCollector};
 use super::repartition_purge::RepartitionPurge;
+use super::streams_group::{GroupMembership, MemberChange};
 use super::task_manager::TaskManager;
 use super::topics::SourceTopicIndex;
 use super::RuntimeError;
@@ -69,6 +70,9 @@ pub(crate) struct StreamThread {
     consumer: BaseConsumer<RebalanceListener>,
     producer: Arc<BaseProducer<DeliveryContext>>,
     rebalance: Arc<RebalanceEvents>,
+    /// Under `group.protocol=streams`: the thread's streams group member,
+    /// which assigns the consumer its partitions (it subscribes to nothing).
+    membership: Option<GroupMembership>,
 }
 
 impl StreamThread {
@@ -104,11 +108,24 @@ impl StreamThread {
         if eos {
             producer.init_transactions(Duration::from_secs(60))?;
         }
-        let mut subscription: Vec<String> = sources.topics().map(str::to_string).collect();
-        subscription.extend(sources.patterns());
-        let subscription: Vec<&str> = subscription.iter().map(String::as_str).collect();
-        consumer.subscribe(&subscription)?;
+        let membership = if config.group_protocol() == GroupProtocol::Streams {
+            let group_topology = super::topics::streams_group_topology(&topology, &config)?;
+            Some(GroupMembership::join(
+                &config,
+                &name,
+                index,
+                process_id,
+                group_topology,
+            )?)
+        } else {
+            let mut subscription: Vec<String> = sources.topics().map(str::to_string).collect();
+            subscription.extend(sources.patterns());
+            let subscription: Vec<&str> = subscription.iter().map(String::as_str).collect();
+            consumer.subscribe(&subscription)?;
+            None
+        };
         Ok(Self {
+            membership,
             name,
             config,
             topology,
@@ -151,6 +168,7 @@ impl StreamThread {
             config: self.config,
             consumer: self.consumer,
             rebalance: self.rebalance,
+            membership: self.membership,
         }
         .run(stop, on_assignment)
     }
@@ -163,6 +181,7 @@ struct ThreadLoop {
     config: StreamsConfig,
     consumer: BaseConsumer<RebalanceListener>,
     rebalance: Arc<RebalanceEvents>,
+    membership: Option<GroupMembership>,
     collector: RecordCollector,
     tasks: TaskManager,
     purge: RepartitionPurge,
@@ -225,7 +244,16 @@ impl ThreadLoop {
         // acknowledged inside the callback: the tasks are closed already.
         self.rebalance.set_deferring(false);
         self.rebalance.acknowledge_pending(&self.consumer);
-        self.consumer.unsubscribe();
+        match &mut self.membership {
+            // After the last commit, which went out as the member.
+            Some(membership) => {
+                membership.close();
+                if let Err(e) = self.consumer.unassign() {
+                    log::debug!("{}: unassign: {e}", self.name);
+                }
+            }
+            None => self.consumer.unsubscribe(),
+        }
         result.and(finish)
     }
 
@@ -265,6 +293,9 @@ impl ThreadLoop {
     /// Polls once with `timeout`, then drains what is already fetched,
     /// buffering records in their tasks' partition groups.
     fn poll_records(&mut self, timeout: Duration) -> Result<(), RuntimeError> {
+        if let Some(membership) = &self.membership {
+            membership.record_poll();
+        }
         let started = Instant::now();
         let mut polled = 0;
         let result = self.poll_into_tasks(timeout, &mut polled);
@@ -420,6 +451,35 @@ impl ThreadLoop {
                 }
             }
         }
+        if let Some(membership) = self.membership.as_mut() {
+            for change in membership.take_changes()? {
+                match change {
+                    MemberChange::Revoke { partitions, lost } => {
+                        self.revoke_partitions(&partitions, lost)?;
+                        let list = partition_list(&partitions);
+                        self.consumer.incremental_unassign(&list)?;
+                        outcome = Some(false);
+                    }
+                    MemberChange::Assign(partitions) => {
+                        // Without offsets: each starts at its committed offset.
+                        self.consumer
+                            .incremental_assign(&partition_list(&partitions))?;
+                        let board = self.config.local_metadata.clone();
+                        board.set_restoring(&self.name, true);
+                        let assigned = self.assign(&partitions);
+                        board.set_restoring(&self.name, false);
+                        assigned?;
+                    }
+                    MemberChange::Report(owned) => {
+                        if let Some(membership) = &self.membership {
+                            membership.report_owned(owned)?;
+                        }
+                        // The thread has its tasks, even if none.
+                        outcome = Some(true);
+                    }
+                }
+            }
+        }
         if outcome.is_some() {
             self.update_missing_partitions();
         }
@@ -439,7 +499,14 @@ impl ThreadLoop {
     /// Kafka Streams' `onPartitionsRevoked`: every task is committed first,
     /// then the revoked ones close, then the revocation is acknowledged.
     fn revoke(&mut self, revoked: &[Partition]) -> Result<(), RuntimeError> {
-        let clean = self.commit_before_revocation()?;
+        let lost = self.consumer.assignment_lost();
+        self.revoke_partitions(revoked, lost)
+    }
+
+    /// [`revoke`](Self::revoke) of partitions whose tasks are `lost` (the
+    /// thread was dropped from the group) or given up.
+    fn revoke_partitions(&mut self, revoked: &[Partition], lost: bool) -> Result<(), RuntimeError> {
+        let clean = self.commit_before_revocation(lost)?;
         for (topic, partition) in revoked {
             self.partition_metrics
                 .remove(&self.config.metrics, topic, *partition);
@@ -507,8 +574,8 @@ impl ThreadLoop {
     /// reprocesses from the last commit.
     /// Returns whether the commit went through, so that the revoked tasks'
     /// stores match their committed changelogs (and may be checkpointed).
-    fn commit_before_revocation(&mut self) -> Result<bool, RuntimeError> {
-        if self.consumer.assignment_lost() {
+    fn commit_before_revocation(&mut self, lost: bool) -> Result<bool, RuntimeError> {
+        if lost {
             log::warn!(
                 "{}: partitions lost (dropped from the group); records since the last commit \
                  will be processed again",
@@ -575,7 +642,11 @@ impl ThreadLoop {
             ProcessingGuarantee::AtLeastOnce => {
                 // Every output of these offsets must be acknowledged.
                 self.collector.flush()?;
-                if offsets.count() > 0 {
+                if let (Some(membership), true) = (&self.membership, offsets.count() > 0) {
+                    if membership.commit(&offsets)? {
+                        self.purge.committed(&offsets);
+                    }
+                } else if offsets.count() > 0 {
                     match self.consumer.commit(&offsets, CommitMode::Sync) {
                         Err(e) if is_rebalance_error(&e) => {
                             log::info!("{}: commit skipped during a rebalance: {e}", self.name)
@@ -588,6 +659,17 @@ impl ThreadLoop {
                 }
                 // Everything the stores logged is acknowledged: checkpoint it.
                 self.write_checkpoints()?;
+            }
+            ProcessingGuarantee::ExactlyOnceV2
+                if self.collector.in_transaction()
+                    && self.membership.as_ref().is_some_and(|m| !m.owns_tasks()) =>
+            {
+                log::warn!(
+                    "{}: out of the streams group, so its tasks may run elsewhere: aborting \
+                     and rewinding instead of committing",
+                    self.name
+                );
+                self.abort_and_rewind()?;
             }
             ProcessingGuarantee::ExactlyOnceV2 if self.collector.in_transaction() => {
                 let group = self.consumer.group_metadata();

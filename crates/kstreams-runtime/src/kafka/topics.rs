@@ -58,20 +58,29 @@ impl SourceTopicIndex {
     }
 }
 
+/// The partition count of every topic the cluster has.
+fn partition_counts_on_broker(
+    config: &StreamsConfig,
+) -> Result<HashMap<String, usize>, RuntimeError> {
+    let probe: BaseConsumer = super::clients::admin(config).create()?;
+    let metadata = probe.fetch_metadata(None, Duration::from_secs(30))?;
+    Ok(metadata
+        .topics()
+        .iter()
+        .filter(|t| t.error().is_none())
+        .map(|t| (t.name().to_string(), t.partitions().len()))
+        .collect())
+}
+
 /// Checks that the user's source topics exist and creates the internal
 /// (repartition) topics, with as many partitions as the widest source topic.
 pub(crate) fn prepare_topics(
     topology: &Topology,
     config: &StreamsConfig,
 ) -> Result<(), RuntimeError> {
-    let probe: BaseConsumer = super::clients::admin(config).create()?;
-    let metadata = probe.fetch_metadata(None, Duration::from_secs(30))?;
-    let partitions: HashMap<&str, usize> = metadata
-        .topics()
-        .iter()
-        .filter(|t| t.error().is_none())
-        .map(|t| (t.name(), t.partitions().len()))
-        .collect();
+    let partitions = partition_counts_on_broker(config)?;
+    let partitions: HashMap<&str, usize> =
+        partitions.iter().map(|(t, n)| (t.as_str(), *n)).collect();
     let internal: Vec<String> = topology
         .internal_topics()
         .map(|t| format!("{}-{t}", config.application_id))
@@ -279,9 +288,181 @@ fn partition_counts(
     }
 }
 
+/// The topology as the streams group protocol registers it with the broker
+/// (KIP-1071): one sub-topology per task group, numbered as Kafka Streams
+/// numbers them, with its user source topics, the internal topics it reads
+/// (repartition sources) and writes (repartition sinks), its stores'
+/// changelogs and the topics its joins co-partition. Called after
+/// [`prepare_topics`], so the internal topics exist and their partition
+/// counts are the broker's.
+pub(crate) fn streams_group_topology(
+    topology: &Topology,
+    config: &StreamsConfig,
+) -> Result<kstreams_group::Topology, RuntimeError> {
+    let partitions = partition_counts_on_broker(config)?;
+    group_topology(topology, config, &partitions)
+}
+
+/// [`streams_group_topology`] given the topics' partition counts.
+fn group_topology(
+    topology: &Topology,
+    config: &StreamsConfig,
+    partitions: &HashMap<String, usize>,
+) -> Result<kstreams_group::Topology, RuntimeError> {
+    use kstreams_group::{CopartitionGroup, InternalTopic, Subtopology};
+    let application_id = &config.application_id;
+    let internal: Vec<String> = topology
+        .internal_topics()
+        .map(|t| format!("{application_id}-{t}"))
+        .collect();
+    let writers = topology.internal_topic_writers(application_id);
+    let changelogs = topology.changelog_topics(application_id);
+    let groups = topology.copartition_groups(application_id);
+    let replication_factor = i16::try_from(config.replication_factor)
+        .ok()
+        .filter(|n| *n > 0);
+    let mut subtopologies = Vec::new();
+    for sources in topology.source_topics(application_id) {
+        if !sources.patterns.is_empty() {
+            return Err(super::ConfigError::Conflict {
+                key: "group.protocol=streams".to_string(),
+                with: format!("a pattern source in sub-topology {}", sources.id),
+                hint: "kstreams does not register pattern sources with a streams group yet; \
+                       name the source topics, or use group.protocol=classic"
+                    .to_string(),
+            }
+            .into());
+        }
+        let (repartition_sources, user_sources): (Vec<String>, Vec<String>) = sources
+            .topics
+            .iter()
+            .cloned()
+            .partition(|t| internal.contains(t));
+        let repartition_source_topics = repartition_sources
+            .into_iter()
+            .map(|name| InternalTopic {
+                partitions: partitions.get(&name).and_then(|n| i32::try_from(*n).ok()),
+                replication_factor,
+                // As prepare_topics creates them.
+                configs: repartition_topic_config(config),
+                name,
+            })
+            .collect();
+        let repartition_sink_topics = writers
+            .iter()
+            .filter(|(_, writer)| *writer == sources.id)
+            .map(|(topic, _)| topic.clone())
+            .collect();
+        let changelog_topics = changelogs
+            .iter()
+            .filter(|c| c.subtopology == sources.id)
+            .map(|c| InternalTopic {
+                // The broker gives a changelog one partition per task.
+                partitions: None,
+                replication_factor,
+                configs: changelog_topic_config(config, &c.config),
+                name: c.topic.clone(),
+            })
+            .collect();
+        let copartition_groups = groups
+            .iter()
+            .filter(|group| group.iter().all(|t| sources.topics.contains(t)))
+            .map(|group| CopartitionGroup {
+                topics: group.clone(),
+            })
+            .collect();
+        subtopologies.push(Subtopology {
+            id: sources.id.to_string(),
+            source_topics: user_sources,
+            source_topic_patterns: Vec::new(),
+            repartition_source_topics,
+            repartition_sink_topics,
+            changelog_topics,
+            copartition_groups,
+        });
+    }
+    Ok(kstreams_group::Topology {
+        epoch: 0,
+        subtopologies,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kstreams_dsl::StreamsBuilder;
+    use kstreams_group::InternalTopic;
+
+    #[test]
+    fn the_streams_group_sees_sub_topologies_with_their_internal_topics_and_joins() {
+        let builder = StreamsBuilder::new();
+        builder
+            .stream::<String, String>("orders")
+            .group_by(|_, value: &String| value.clone())
+            .count();
+        let users = builder.table::<String, String>("users");
+        builder
+            .stream::<String, String>("clicks")
+            .join(&users, |click, user| format!("{click} by {user}"))
+            .to("enriched");
+        let topology = builder.build().unwrap();
+        let mut config = StreamsConfig::new("app", "b:1");
+        config.set("replication.factor", "3").unwrap();
+        let repartition = "app-KSTREAM-AGGREGATE-STATE-STORE-0000000002-repartition";
+        let partitions: HashMap<String, usize> =
+            [("orders", 4), ("users", 2), ("clicks", 2), (repartition, 4)]
+                .into_iter()
+                .map(|(t, n)| (t.to_string(), n))
+                .collect();
+        let group = group_topology(&topology, &config, &partitions).unwrap();
+        let ids: Vec<&str> = group.subtopologies.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["0", "1", "2"], "{group:#?}");
+        let [rekey, count, join] = &group.subtopologies[..] else {
+            unreachable!()
+        };
+
+        assert_eq!(rekey.source_topics, ["orders"]);
+        assert_eq!(rekey.repartition_sink_topics, [repartition]);
+        assert!(rekey.changelog_topics.is_empty());
+
+        assert!(count.source_topics.is_empty());
+        let source = &count.repartition_source_topics[0];
+        assert_eq!(
+            (
+                source.name.as_str(),
+                source.partitions,
+                source.replication_factor
+            ),
+            (repartition, Some(4), Some(3))
+        );
+        let changelog: &InternalTopic = &count.changelog_topics[0];
+        assert_eq!(
+            changelog.name,
+            "app-KSTREAM-AGGREGATE-STATE-STORE-0000000002-changelog"
+        );
+        assert_eq!(changelog.partitions, None, "the broker sizes changelogs");
+        assert_eq!(changelog.configs["cleanup.policy"], "compact");
+
+        let mut sources = join.source_topics.clone();
+        sources.sort();
+        assert_eq!(sources, ["clicks", "users"]);
+        let mut copartitioned = join.copartition_groups[0].topics.clone();
+        copartitioned.sort();
+        assert_eq!(copartitioned, ["clicks", "users"]);
+        assert_eq!(join.changelog_topics.len(), 1, "the table's store");
+    }
+
+    #[test]
+    fn pattern_sources_are_refused_under_the_streams_group_protocol() {
+        let builder = StreamsBuilder::new();
+        builder
+            .stream_pattern::<String, String>("orders-.*", kstreams_dsl::Consumed::default())
+            .to("out");
+        let topology = builder.build().unwrap();
+        let config = StreamsConfig::new("app", "b:1");
+        let err = group_topology(&topology, &config, &HashMap::new()).unwrap_err();
+        assert!(err.to_string().contains("pattern source"), "{err}");
+    }
 
     fn config(properties: &[(&str, &str)]) -> StreamsConfig {
         let mut config = StreamsConfig::new("app", "b:9092");

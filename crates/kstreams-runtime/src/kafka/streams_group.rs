@@ -1,0 +1,355 @@
+//! A stream thread's membership in a streams group (`group.protocol=streams`,
+//! KIP-1071): the broker's task assignment turned into partition changes for
+//! the task manager (the seam the rebalance listener feeds under the consumer
+//! group protocols), and offset commits as the member.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use kstreams_group::{
+    Assignment, CommitOffset, ConnectionConfig, Endpoint, MemberConfig, MemberEvent,
+    StreamsGroupMember, Tasks, Uuid,
+};
+use rdkafka::{Offset, TopicPartitionList};
+
+use super::config::{KafkaClient, StreamsConfig};
+use super::rebalance_listener::Partition;
+use super::RuntimeError;
+
+/// How long a commit as the member may wait for the coordinator's answer.
+const COMMIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long closing waits for the leave heartbeat's answer.
+const LEAVE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the thread must do, in this order, to follow the broker.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum MemberChange {
+    /// Give these partitions up: committed first and closed clean, unless
+    /// `lost` (the tasks are someone else's already: closed dirty).
+    Revoke {
+        partitions: Vec<Partition>,
+        lost: bool,
+    },
+    /// Take these partitions over.
+    Assign(Vec<Partition>),
+    /// The changes before this are applied: tell the broker.
+    Report(Assignment),
+}
+
+/// One stream thread's streams group member.
+pub(crate) struct GroupMembership {
+    thread: String,
+    member: Option<StreamsGroupMember>,
+    topology: kstreams_group::Topology,
+    /// The partitions of the active tasks the thread runs now.
+    owned: BTreeSet<Partition>,
+    /// The standby and warm-up tasks last logged as not run.
+    unrun_logged: (Tasks, Tasks),
+}
+
+impl GroupMembership {
+    /// Joins the application's streams group as the member of stream thread
+    /// `index` (0-based) of process `process_id`.
+    pub fn join(
+        config: &StreamsConfig,
+        thread: &str,
+        index: usize,
+        process_id: &str,
+        topology: kstreams_group::Topology,
+    ) -> Result<Self, RuntimeError> {
+        let process_id = Uuid::parse_str(process_id).map_err(|e| {
+            kstreams_group::Error::Config(format!("process id {process_id} is not a UUID: {e}"))
+        })?;
+        let mut connection = ConnectionConfig::new(config.bootstrap_servers.clone());
+        connection.client_id = format!("{thread}-consumer");
+        let mut member_config =
+            MemberConfig::new(connection, config.application_id.clone(), process_id);
+        member_config.user_endpoint =
+            config
+                .application_server
+                .as_ref()
+                .map(|(host, port)| Endpoint {
+                    host: host.clone(),
+                    port: *port,
+                });
+        let main = config.client_settings(KafkaClient::MainConsumer);
+        if let Some((_, instance)) = main.get("group.instance.id") {
+            // One id per thread, as Kafka Streams suffixes it.
+            member_config.instance_id = Some(format!("{instance}-{}", index + 1));
+        }
+        if let Some(ms) = main
+            .get("max.poll.interval.ms")
+            .and_then(|(_, v)| v.parse::<u64>().ok())
+        {
+            member_config.max_poll_interval = Duration::from_millis(ms);
+            member_config.rebalance_timeout = Duration::from_millis(ms);
+        }
+        let member = StreamsGroupMember::join_blocking(member_config, &topology)?;
+        log::info!(
+            "{thread}: joined streams group {} as member {}",
+            config.application_id,
+            member.member_id()
+        );
+        Ok(Self {
+            thread: thread.to_string(),
+            member: Some(member),
+            topology,
+            owned: BTreeSet::new(),
+            unrun_logged: Default::default(),
+        })
+    }
+
+    fn member(&self) -> Result<&StreamsGroupMember, RuntimeError> {
+        self.member
+            .as_ref()
+            .ok_or(RuntimeError::StreamsGroup(kstreams_group::Error::Stopped))
+    }
+
+    /// The thread is alive (its loop polled): keeps the member in its group.
+    pub fn record_poll(&self) {
+        if let Some(member) = &self.member {
+            member.record_poll();
+        }
+    }
+
+    /// What the member's events since the last call ask of the thread.
+    /// Fails once the member has stopped for good, with why.
+    pub fn take_changes(&mut self) -> Result<Vec<MemberChange>, RuntimeError> {
+        let mut changes = Vec::new();
+        loop {
+            let Some(member) = self.member.as_mut() else {
+                return Err(kstreams_group::Error::Stopped.into());
+            };
+            let event = match member.try_next_event() {
+                Ok(Some(event)) => event,
+                Ok(None) => return Ok(changes),
+                Err(kstreams_group::Error::Stopped) => {
+                    let member = self.member.take().expect("present");
+                    // The member's loop ended on its own: its error says why.
+                    member.close_blocking(LEAVE_TIMEOUT)?;
+                    return Err(kstreams_group::Error::Stopped.into());
+                }
+                Err(e) => return Err(e.into()),
+            };
+            match event {
+                MemberEvent::Assigned(assignment) => self.assigned(assignment, &mut changes),
+                MemberEvent::TasksLost => {
+                    log::warn!(
+                        "{}: the streams group took this thread's tasks (fenced, or a missed \
+                         poll deadline); they are closed without committing",
+                        self.thread
+                    );
+                    let lost = std::mem::take(&mut self.owned);
+                    if !lost.is_empty() {
+                        changes.push(MemberChange::Revoke {
+                            partitions: lost.into_iter().collect(),
+                            lost: true,
+                        });
+                    }
+                }
+                MemberEvent::EndpointsChanged(endpoints) => {
+                    log::debug!("{}: endpoints {endpoints:?}", self.thread)
+                }
+                MemberEvent::StatusChanged(statuses) => {
+                    // Often passing (an assignment delayed, internal topics
+                    // just created and not yet seen by the coordinator).
+                    if !statuses.is_empty() {
+                        log::info!("{}: streams group status: {statuses:?}", self.thread);
+                    }
+                }
+                MemberEvent::TopicAuthorizationFailed(message) => {
+                    log::error!(
+                        "{}: the streams group refused a topic of the topology: {message}",
+                        self.thread
+                    )
+                }
+            }
+        }
+    }
+
+    fn assigned(&mut self, assignment: Assignment, changes: &mut Vec<MemberChange>) {
+        let target: BTreeSet<Partition> = self
+            .topology
+            .input_partitions(&assignment.active)
+            .into_iter()
+            .flat_map(|(topic, partitions)| partitions.into_iter().map(move |p| (topic.clone(), p)))
+            .collect();
+        let revoked: Vec<Partition> = self.owned.difference(&target).cloned().collect();
+        let added: Vec<Partition> = target.difference(&self.owned).cloned().collect();
+        if !revoked.is_empty() {
+            changes.push(MemberChange::Revoke {
+                partitions: revoked,
+                lost: false,
+            });
+        }
+        if !added.is_empty() {
+            changes.push(MemberChange::Assign(added));
+        }
+        self.owned = target;
+        let unrun = (assignment.standby.clone(), assignment.warmup.clone());
+        if unrun != self.unrun_logged && !(unrun.0.is_empty() && unrun.1.is_empty()) {
+            let names = |tasks: &Tasks| tasks.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+            log::warn!(
+                "{}: the broker assigned standby tasks {:?} and warm-up tasks {:?}; kstreams \
+                 has no standby tasks yet, so they are not run (and not reported as owned)",
+                self.thread,
+                names(&unrun.0),
+                names(&unrun.1)
+            );
+        }
+        self.unrun_logged = unrun;
+        // Only what the thread runs is reported as owned.
+        changes.push(MemberChange::Report(Assignment {
+            active: assignment.active,
+            standby: Tasks::new(),
+            warmup: Tasks::new(),
+            generation: assignment.generation,
+        }));
+    }
+
+    /// The thread runs the tasks of `owned` now.
+    pub fn report_owned(&self, owned: Assignment) -> Result<(), RuntimeError> {
+        Ok(self.member()?.report_owned(owned)?)
+    }
+
+    /// Whether the member is in its group at an epoch that owns tasks. A
+    /// transaction's offsets go out with group metadata that names no member,
+    /// which the broker accepts unchecked: this is the thread's own check
+    /// that its tasks are still its own (a member that missed its poll
+    /// deadline has left, and its tasks may run elsewhere).
+    pub fn owns_tasks(&self) -> bool {
+        self.member.as_ref().is_some_and(|m| m.member_epoch() > 0)
+    }
+
+    /// Commits `offsets` (with their metadata) as the member at its current
+    /// epoch. Returns `false` when the broker refused because the member's
+    /// epoch moved on or it is no longer in the group: its tasks may be
+    /// someone else's, and at-least-once processes from the last commit.
+    pub fn commit(&self, offsets: &TopicPartitionList) -> Result<bool, RuntimeError> {
+        let offsets: Vec<CommitOffset> = offsets
+            .elements()
+            .iter()
+            .filter_map(|e| match e.offset() {
+                Offset::Offset(offset) => Some(CommitOffset {
+                    topic: e.topic().to_string(),
+                    partition: e.partition(),
+                    offset,
+                    metadata: e.metadata().to_string(),
+                }),
+                _ => None,
+            })
+            .collect();
+        if offsets.is_empty() {
+            return Ok(true);
+        }
+        match self
+            .member()?
+            .commit_offsets_blocking(offsets, COMMIT_TIMEOUT)
+        {
+            Ok(()) => Ok(true),
+            Err(e) if is_membership_moved_on(&e) => {
+                log::info!("{}: commit refused, the group moved on: {e}", self.thread);
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Leaves the group (after the thread's last commit).
+    pub fn close(&mut self) {
+        if let Some(member) = self.member.take() {
+            if let Err(e) = member.close_blocking(LEAVE_TIMEOUT) {
+                log::warn!("{}: leaving the streams group: {e}", self.thread);
+            }
+        }
+    }
+}
+
+impl Drop for GroupMembership {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// STALE_MEMBER_EPOCH (113), UNKNOWN_MEMBER_ID (25), FENCED_MEMBER_EPOCH
+/// (110), REBALANCE_IN_PROGRESS (27): the commit came from a member the
+/// group has moved past.
+fn is_membership_moved_on(error: &kstreams_group::Error) -> bool {
+    matches!(error.broker_code(), Some(113 | 25 | 110 | 27))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kstreams_group::{InternalTopic, Subtopology, TaskId};
+
+    fn membership() -> GroupMembership {
+        GroupMembership {
+            thread: "t".to_string(),
+            member: None,
+            topology: kstreams_group::Topology {
+                epoch: 0,
+                subtopologies: vec![
+                    Subtopology {
+                        id: "0".to_string(),
+                        source_topics: vec!["words".to_string()],
+                        repartition_sink_topics: vec!["app-by-word-repartition".to_string()],
+                        ..Subtopology::default()
+                    },
+                    Subtopology {
+                        id: "1".to_string(),
+                        repartition_source_topics: vec![InternalTopic::new(
+                            "app-by-word-repartition",
+                        )],
+                        ..Subtopology::default()
+                    },
+                ],
+            },
+            owned: BTreeSet::new(),
+            unrun_logged: Default::default(),
+        }
+    }
+
+    fn assignment(active: &[(&str, i32)], generation: u64) -> Assignment {
+        Assignment {
+            active: active.iter().map(|(s, p)| TaskId::new(*s, *p)).collect(),
+            generation,
+            ..Assignment::default()
+        }
+    }
+
+    fn p(topic: &str, partition: i32) -> Partition {
+        (topic.to_string(), partition)
+    }
+
+    #[test]
+    fn a_new_assignment_revokes_what_left_then_assigns_what_came_then_reports() {
+        let mut m = membership();
+        let mut changes = Vec::new();
+        m.assigned(assignment(&[("0", 0), ("1", 0)], 1), &mut changes);
+        assert_eq!(
+            changes,
+            [
+                MemberChange::Assign(vec![p("app-by-word-repartition", 0), p("words", 0)]),
+                MemberChange::Report(assignment(&[("0", 0), ("1", 0)], 1)),
+            ]
+        );
+        let mut changes = Vec::new();
+        let mut with_standby = assignment(&[("0", 1), ("1", 0)], 2);
+        with_standby.standby = [TaskId::new("0", 0)].into_iter().collect();
+        m.assigned(with_standby, &mut changes);
+        assert_eq!(
+            changes,
+            [
+                MemberChange::Revoke {
+                    partitions: vec![p("words", 0)],
+                    lost: false
+                },
+                MemberChange::Assign(vec![p("words", 1)]),
+                // The standby is not run, so not reported.
+                MemberChange::Report(assignment(&[("0", 1), ("1", 0)], 2)),
+            ]
+        );
+    }
+}

@@ -1,0 +1,343 @@
+//! `group.protocol=streams` (KIP-1071) on a real broker: the stream threads
+//! are members of a streams group and run the tasks the broker assigns.
+//! Skipped without a broker, or on one without streams groups (before 4.2).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kstreams_dsl::{Produced, StreamsBuilder};
+use kstreams_embedded::rdkafka::consumer::{BaseConsumer, Consumer};
+use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use kstreams_embedded::rdkafka::{ClientConfig, Message};
+use kstreams_embedded::{create_topic, test_broker, unique_name};
+use kstreams_group::{Admin, ConnectionConfig, GroupDescription, TaskId};
+use kstreams_record::{I64Serde, Nullable, StringSerde};
+use kstreams_runtime::kafka::{KafkaStreams, ProcessingGuarantee, State, StreamsConfig};
+
+const PARTITIONS: i32 = 4;
+const KEYS: usize = 20;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The test broker, if it serves streams groups.
+fn streams_broker() -> Option<String> {
+    let bootstrap = test_broker()?;
+    let admin = Admin::new(ConnectionConfig::new(&bootstrap));
+    match runtime().block_on(admin.supports_streams_groups()) {
+        Ok(true) => Some(bootstrap),
+        Ok(false) => {
+            let test = std::thread::current().name().unwrap_or("test").to_owned();
+            let line = format!("skipped {test}: the broker has no streams groups (Kafka 4.2+)\n");
+            let _ = std::io::stderr().write_all(line.as_bytes());
+            None
+        }
+        Err(e) => panic!("the broker at {bootstrap} does not answer: {e}"),
+    }
+}
+
+struct Run {
+    bootstrap: String,
+    input: String,
+    output: String,
+    app_id: String,
+    /// Set: the first record keyed `stall` holds its stream thread for
+    /// STALL (longer than the poll interval the test allows).
+    stall: Arc<AtomicBool>,
+}
+
+const STALL: Duration = Duration::from_secs(6);
+
+impl Run {
+    fn new(name: &str) -> Option<Run> {
+        let bootstrap = streams_broker()?;
+        let input = unique_name(&format!("{name}-in"));
+        let output = unique_name(&format!("{name}-out"));
+        create_topic(&bootstrap, &input, PARTITIONS, 1).unwrap();
+        create_topic(&bootstrap, &output, PARTITIONS, 1).unwrap();
+        let _ = env_logger::builder().is_test(true).try_init();
+        Some(Run {
+            bootstrap,
+            input,
+            output,
+            app_id: unique_name(&format!("{name}-app")),
+            stall: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// Counts the input's values: sub-topology 0 re-keys by value into a
+    /// repartition topic, sub-topology 1 counts in a logged store.
+    fn app(&self, instance: &str, configure: impl FnOnce(StreamsConfig) -> StreamsConfig) -> App {
+        let dir = std::env::temp_dir().join(unique_name(&format!("kstreams-sg-{instance}")));
+        let mut config = StreamsConfig::new(&self.app_id, &self.bootstrap)
+            .commit_interval(Duration::from_millis(100))
+            .state_dir(&dir);
+        config.set("group.protocol", "streams").unwrap();
+        config
+            .set("application.server", &format!("{instance}.local:8080"))
+            .unwrap();
+        let config = configure(config);
+        let builder = StreamsBuilder::new();
+        let stall = self.stall.clone();
+        builder
+            .stream::<String, String>(&self.input)
+            .group_by(move |key: &String, value: &String| {
+                if key == "stall" && stall.swap(false, Ordering::SeqCst) {
+                    std::thread::sleep(STALL);
+                }
+                value.clone()
+            })
+            .count()
+            .to_stream()
+            .to_with(
+                &self.output,
+                Produced::with(StringSerde, Nullable(I64Serde)),
+            );
+        let streams = KafkaStreams::new(builder.build().unwrap(), config);
+        App { streams, dir }
+    }
+
+    /// `n` records from `from` on, values spread over KEYS keys.
+    fn produce(&self, from: usize, n: usize) {
+        self.produce_keyed(from, n, |i| format!("r{i}"));
+    }
+
+    fn produce_keyed(&self, from: usize, n: usize, key_of: impl Fn(usize) -> String) {
+        let producer: BaseProducer = ClientConfig::new()
+            .set("bootstrap.servers", &self.bootstrap)
+            .set("linger.ms", "5")
+            .create()
+            .unwrap();
+        for i in from..from + n {
+            let (key, value) = (key_of(i), format!("k{}", i % KEYS));
+            loop {
+                match producer.send(BaseRecord::to(&self.input).key(&key).payload(&value)) {
+                    Ok(()) => break,
+                    Err(_) => producer.poll(Duration::from_millis(50)),
+                }
+            }
+            producer.poll(Duration::ZERO);
+        }
+        producer.flush(Duration::from_secs(30)).unwrap();
+    }
+
+    /// The latest count per key in the output once every key reached
+    /// `each` (or after a timeout), then a few quiet seconds more so that a
+    /// count past it would be seen too.
+    fn counts_reaching(&self, each: i64) -> BTreeMap<String, i64> {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &self.bootstrap)
+            .set("group.id", unique_name("counts-reader"))
+            .set("auto.offset.reset", "earliest")
+            .create()
+            .unwrap();
+        consumer.subscribe(&[&self.output]).unwrap();
+        let mut latest = BTreeMap::new();
+        let done = |latest: &BTreeMap<String, i64>| {
+            latest.len() == KEYS && latest.values().all(|&c| c >= each)
+        };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut quiet_since = Instant::now();
+        while Instant::now() < deadline
+            && (!done(&latest) || quiet_since.elapsed() < Duration::from_secs(3))
+        {
+            if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
+                let key = String::from_utf8(m.key().unwrap().to_vec()).unwrap();
+                let count = i64::from_be_bytes(m.payload().unwrap().try_into().unwrap());
+                latest.insert(key, count);
+                quiet_since = Instant::now();
+            }
+        }
+        latest
+    }
+
+    fn describe(&self) -> GroupDescription {
+        let admin = Admin::new(ConnectionConfig::new(&self.bootstrap));
+        runtime()
+            .block_on(admin.describe_streams_group(&self.app_id))
+            .unwrap()
+    }
+
+    /// Waits until the group has `members` members that own their tasks
+    /// and together run every task once; returns the members' tasks.
+    fn settled(&self, members: usize) -> Vec<BTreeSet<TaskId>> {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            let group = self.describe();
+            let owned: Vec<BTreeSet<TaskId>> = group
+                .members
+                .iter()
+                .map(|m| m.assignment.active.iter().collect())
+                .collect();
+            let all: BTreeSet<TaskId> = owned.iter().flatten().cloned().collect();
+            let total: usize = owned.iter().map(BTreeSet::len).sum();
+            if group.members.len() == members && all == all_tasks() && total == all.len() {
+                return owned;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the group did not settle on {members} members: {group:?}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The group's committed offsets of the input, summed.
+    fn committed_input(&self) -> i64 {
+        let admin = Admin::new(ConnectionConfig::new(&self.bootstrap));
+        let partitions: Vec<i32> = (0..PARTITIONS).collect();
+        runtime()
+            .block_on(admin.committed_offsets(&self.app_id, &self.input, &partitions))
+            .unwrap()
+            .iter()
+            .map(|c| c.offset)
+            .sum()
+    }
+}
+
+/// Both sub-topologies' tasks, one per input partition each.
+fn all_tasks() -> BTreeSet<TaskId> {
+    (0..PARTITIONS)
+        .flat_map(|p| [TaskId::new("0", p), TaskId::new("1", p)])
+        .collect()
+}
+
+struct App {
+    streams: KafkaStreams,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        self.streams.close(Duration::from_secs(30));
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn wait_until_running(apps: &[&App]) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while !apps.iter().all(|a| a.streams.state() == State::Running) {
+        assert!(Instant::now() < deadline, "instances did not reach RUNNING");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn exactly(each: i64) -> BTreeMap<String, i64> {
+    (0..KEYS).map(|k| (format!("k{k}"), each)).collect()
+}
+
+fn counts_end_to_end(guarantee: ProcessingGuarantee) {
+    let Some(run) = Run::new("sg-count") else {
+        return;
+    };
+    let mut app = run.app("a", |c| {
+        c.num_stream_threads(2).processing_guarantee(guarantee)
+    });
+    app.streams.start().unwrap();
+    run.produce(0, 400);
+    assert_eq!(run.counts_reaching(20), exactly(20));
+
+    // The group is a streams group: one member per stream thread, both of
+    // this process, with the endpoint, running every task between them.
+    let owned = run.settled(2);
+    assert!(owned.iter().all(|tasks| !tasks.is_empty()), "{owned:?}");
+    let group = run.describe();
+    assert_eq!(group.state, "Stable", "{group:?}");
+    let processes: BTreeSet<&str> = group
+        .members
+        .iter()
+        .map(|m| m.process_id.as_str())
+        .collect();
+    assert_eq!(processes.len(), 1, "{group:?}");
+    for member in &group.members {
+        let endpoint = member.user_endpoint.as_ref().expect("the endpoint");
+        assert_eq!((endpoint.host.as_str(), endpoint.port), ("a.local", 8080));
+    }
+    // Committed as the members (or in the transaction): every input record.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while run.committed_input() < 400 {
+        assert!(Instant::now() < deadline, "input offsets not committed");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(app.streams.close(Duration::from_secs(30)));
+    // Closing left the group.
+    assert!(run.describe().members.is_empty(), "{:?}", run.describe());
+}
+
+#[test]
+fn a_streams_group_app_counts_end_to_end_and_shows_as_a_streams_group() {
+    counts_end_to_end(ProcessingGuarantee::AtLeastOnce);
+}
+
+/// Under exactly-once the offsets go into the transaction with group
+/// metadata that names no member, which a streams group accepts.
+#[test]
+fn a_streams_group_app_counts_end_to_end_under_exactly_once() {
+    counts_end_to_end(ProcessingGuarantee::ExactlyOnceV2);
+}
+
+#[test]
+fn two_instances_split_the_tasks_and_one_takes_over_when_the_other_closes() {
+    let Some(run) = Run::new("sg-split") else {
+        return;
+    };
+    let mut first = run.app("a", |c| c);
+    let mut second = run.app("b", |c| c);
+    first.streams.start().unwrap();
+    second.streams.start().unwrap();
+    wait_until_running(&[&first, &second]);
+    let owned = run.settled(2);
+    assert!(owned.iter().all(|tasks| !tasks.is_empty()), "{owned:?}");
+    run.produce(0, 400);
+    assert_eq!(run.counts_reaching(20), exactly(20));
+
+    // The second leaves: the first takes its tasks over, their stores
+    // restored from the changelogs, and counts on from the commits.
+    assert!(second.streams.close(Duration::from_secs(30)));
+    run.settled(1);
+    run.produce(400, 400);
+    assert_eq!(run.counts_reaching(40), exactly(40));
+    assert!(first.streams.close(Duration::from_secs(30)));
+}
+
+/// A thread that misses its poll deadline is out of the group: its tasks
+/// are lost, closed without committing (the open transaction aborted), and
+/// it rejoins and runs them again from the last commit, so exactly-once
+/// counts stay exact.
+#[test]
+fn a_thread_that_misses_its_poll_deadline_loses_its_tasks_and_counts_stay_exact() {
+    let Some(run) = Run::new("sg-lost") else {
+        return;
+    };
+    let mut app = run.app("a", |mut c| {
+        // librdkafka wants a session timeout below the poll interval; the
+        // consumer joins no group, so only the member uses the latter.
+        c.set("main.consumer.session.timeout.ms", "2000").unwrap();
+        c.set("main.consumer.max.poll.interval.ms", "3000").unwrap();
+        c.processing_guarantee(ProcessingGuarantee::ExactlyOnceV2)
+    });
+    app.streams.start().unwrap();
+    wait_until_running(&[&app]);
+    run.produce(0, 200);
+    assert_eq!(run.counts_reaching(10), exactly(10));
+    run.stall.store(true, Ordering::SeqCst);
+    // 200 more, one of them keyed "stall" (the 300th: value k0).
+    run.produce_keyed(200, 200, |i| {
+        if i == 300 {
+            "stall".to_string()
+        } else {
+            format!("r{i}")
+        }
+    });
+    assert_eq!(run.counts_reaching(20), exactly(20));
+    assert!(!run.stall.load(Ordering::SeqCst), "the stall happened");
+    run.settled(1);
+    assert!(app.streams.close(Duration::from_secs(30)));
+}
