@@ -1476,8 +1476,9 @@ impl KafkaStreamsOnly {
 /// `config_kafka_names.rs` checks it against the list taken from the jar.
 fn kafka_streams_only(key: &str) -> Option<KafkaStreamsOnly> {
     use KafkaStreamsOnly::{NoEffect, OnlyOff, Refused};
-    const ASSIGNOR: &str =
-        "tasks are placed by the consumer group's range assignor, not by Kafka Streams' task assignor";
+    const ASSIGNOR: &str = "tasks are placed by the consumer group's range assignor \
+                            (group.protocol=classic) or by the broker (group.protocol=streams), \
+                            not by Kafka Streams' client-side task assignor";
     Some(match key {
         "num.standby.replicas" => OnlyOff(
             "0",
