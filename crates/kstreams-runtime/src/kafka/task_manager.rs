@@ -401,7 +401,7 @@ impl TaskManager {
                 if now.elapsed() >= slice {
                     // Records left over wait for the next call, whether or
                     // not the group would give one now.
-                    more = !entry.group.is_empty();
+                    more |= !entry.group.is_empty();
                     break;
                 }
             }
