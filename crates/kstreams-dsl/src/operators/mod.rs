@@ -11,6 +11,7 @@ pub(crate) mod forwarder;
 pub(crate) mod getters;
 pub(crate) mod global_join;
 pub(crate) mod late_records;
+pub(crate) mod outer_join_format;
 pub(crate) mod session_aggregate;
 pub(crate) mod sliding_aggregate;
 pub(crate) mod stateless;

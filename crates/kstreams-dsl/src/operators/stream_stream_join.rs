@@ -12,6 +12,10 @@ use kstreams_record::{Headers, Record, Serde, SharedSerde, Timestamp};
 use kstreams_state::{KeyValueStoreHandle, WindowStoreHandle};
 use kstreams_time::{expiry, JoinWindows};
 
+use crate::operators::outer_join_format::{
+    append_entry, legacy_entry, outer_key, parse_list, parse_outer_key, parse_side_value,
+    side_value,
+};
 use crate::{Processor, ProcessorContext, ProcessorError};
 
 /// A stream-stream joiner over what each side has (`None`: no match).
@@ -85,8 +89,6 @@ pub(crate) struct OpenJoin<K, V1, V2, VR> {
     pub(crate) left: Option<WindowStoreHandle<K, V1>>,
     pub(crate) right: Option<WindowStoreHandle<K, V2>>,
     pub(crate) pending: Option<KeyValueStoreHandle<Vec<u8>, Vec<u8>>>,
-    /// Next sequence number for the outer store's keys.
-    pub(crate) next_seq: std::cell::Cell<u64>,
 }
 
 impl<K, V1, V2, VR> JoinCore<K, V1, V2, VR> {
@@ -97,7 +99,6 @@ impl<K, V1, V2, VR> JoinCore<K, V1, V2, VR> {
             left: None,
             right: None,
             pending: None,
-            next_seq: std::cell::Cell::new(0),
         }
     }
 }
@@ -106,33 +107,6 @@ impl<K, V1, V2, VR> JoinCore<K, V1, V2, VR> {
 pub(crate) enum Either<V1, V2> {
     Left(V1),
     Right(V2),
-}
-
-/// The outer store's key prefix for one record's (timestamp, side, key):
-/// timestamp first, so the store's order is time order, as Kafka Streams'
-/// `TimestampedKeyAndJoinSide`; the key's length keeps prefixes apart.
-pub(crate) fn pending_prefix(timestamp: Timestamp, left: bool, key: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(21 + key.len());
-    out.extend_from_slice(&timestamp.to_be_bytes());
-    out.push(u8::from(left));
-    out.extend_from_slice(&(key.len() as u32).to_be_bytes());
-    out.extend_from_slice(key);
-    out
-}
-
-/// The outer store's key: the prefix and a sequence number, so that
-/// records with the same key and timestamp are all kept (Kafka Streams
-/// keeps a list per key).
-pub(crate) fn pending_key(timestamp: Timestamp, left: bool, key: &[u8], seq: u64) -> Vec<u8> {
-    let mut out = pending_prefix(timestamp, left, key);
-    out.extend_from_slice(&seq.to_be_bytes());
-    out
-}
-
-/// The record key bytes inside an outer store key.
-pub(crate) fn pending_record_key(store_key: &[u8]) -> Option<&[u8]> {
-    let len = u32::from_be_bytes(store_key.get(9..13)?.try_into().ok()?) as usize;
-    store_key.get(13..13 + len)
 }
 
 impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + 'static>
@@ -148,15 +122,7 @@ impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + '
         self.right = Some(lookup.handle(&self.core.right_store)?);
         if let Some(name) = &self.core.outer_store {
             let pending: KeyValueStoreHandle<Vec<u8>, Vec<u8>> = lookup.handle(name)?;
-            // After a restart the store has entries: go on past their numbers.
-            let mut next = 0;
-            for entry in pending.borrow().all()? {
-                let (key, _) = entry?;
-                if let Some(seq) = key.len().checked_sub(8).and_then(|at| key.get(at..)) {
-                    next = next.max(u64::from_be_bytes(seq.try_into()?) + 1);
-                }
-            }
-            self.next_seq.set(next);
+            rewrite_legacy_entries(&pending)?;
             self.pending = Some(pending);
         }
         Ok(())
@@ -189,7 +155,8 @@ impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + '
         let (mut left_open, mut right_open) = (false, false);
         for (index, entry) in pending.borrow().all()?.enumerate() {
             let (key, value) = entry?;
-            let timestamp = i64::from_be_bytes(key[..8].try_into()?);
+            let (timestamp, left, _) =
+                parse_outer_key(&key).ok_or("malformed outer join store key")?;
             // Kafka Streams' `emitNonJoinedOuterRecords` looks at the store
             // only when its earliest entry is past `after` + grace, whatever
             // that entry's side.
@@ -203,7 +170,6 @@ impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + '
             if left_open && right_open {
                 break;
             }
-            let left = key[8] == 1;
             // A left record waits for right records up to `after` later;
             // a right record for left ones up to `before` later. An open
             // entry of one side does not hold back the other side's.
@@ -220,34 +186,46 @@ impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + '
                 }
                 continue;
             }
-            closed.push((key, value, timestamp, left));
+            closed.push((key, value, timestamp));
         }
-        for (store_key, value, timestamp, left) in closed {
+        for (store_key, list, timestamp) in closed {
+            // Kafka Streams drops a key's whole list once it has emitted it.
             pending.borrow_mut().delete(&store_key)?;
+            // An entry of the old layout restored after `init` rewrote the
+            // others is read as it is.
+            let legacy = legacy_entry(&store_key, &list);
+            let (raw_key, entries) = match &legacy {
+                Some((new_key, entry)) => (new_key.get(9..), Some(vec![entry.as_slice()])),
+                None => (store_key.get(9..), parse_list(&list)),
+            };
             let key = self.core.key_serde.deserialize(
                 topic,
                 headers,
-                Some(pending_record_key(&store_key).ok_or("malformed outer join entry")?),
+                Some(raw_key.ok_or("malformed outer join store key")?),
             )?;
-            let result = if left {
-                let v = self
-                    .core
-                    .left_serde
-                    .deserialize(topic, headers, Some(&value))?;
-                (self.core.joiner)(&key, Some(&v), None)
-            } else {
-                let v = self
-                    .core
-                    .right_serde
-                    .deserialize(topic, headers, Some(&value))?;
-                (self.core.joiner)(&key, None, Some(&v))
-            };
-            ctx.forward(Record {
-                key,
-                value: result,
-                timestamp,
-                headers: headers.clone(),
-            })?;
+            for entry in entries.ok_or("malformed outer join store value")? {
+                let (left, value) =
+                    parse_side_value(entry).ok_or("malformed outer join store entry")?;
+                let result = if left {
+                    let v = self
+                        .core
+                        .left_serde
+                        .deserialize(topic, headers, Some(value))?;
+                    (self.core.joiner)(&key, Some(&v), None)
+                } else {
+                    let v = self
+                        .core
+                        .right_serde
+                        .deserialize(topic, headers, Some(value))?;
+                    (self.core.joiner)(&key, None, Some(&v))
+                };
+                ctx.forward(Record {
+                    key: key.clone(),
+                    value: result,
+                    timestamp,
+                    headers: headers.clone(),
+                })?;
+            }
         }
         Ok(())
     }
@@ -354,15 +332,13 @@ impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + '
                 .serialize(topic, &mut Headers::new(), v)?,
         }
         .ok_or("a joined value serialized to null")?;
-        let seq = self.next_seq.get();
-        self.next_seq.set(seq + 1);
-        let store_key = pending_key(
-            timestamp,
-            left,
-            key_bytes.as_deref().unwrap_or_default(),
-            seq,
-        );
-        pending.borrow_mut().put(store_key, bytes)?;
+        let store_key = outer_key(timestamp, left, key_bytes.as_deref().unwrap_or_default());
+        // Kafka Streams' `ListValueStore`: records of one key, side and
+        // timestamp are all kept, in arrival order, in one list.
+        let existing = pending.borrow().get(&store_key)?;
+        let list = append_entry(existing.as_deref(), &side_value(left, &bytes))
+            .ok_or("malformed outer join store value")?;
+        pending.borrow_mut().put(store_key, list)?;
         Ok(())
     }
 
@@ -374,17 +350,39 @@ impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + '
         left: bool,
     ) -> Result<(), ProcessorError> {
         if let (Some(pending), Some(key)) = (&self.pending, key) {
-            let matched: Vec<Vec<u8>> = pending
-                .borrow()
-                .prefix_scan(&pending_prefix(timestamp, left, key))?
-                .map(|entry| entry.map(|(k, _)| k))
-                .collect::<Result<_, _>>()?;
-            for store_key in matched {
+            let store_key = outer_key(timestamp, left, key);
+            // Kafka Streams' `putIfAbsent(key, null)`: a tombstone only for
+            // a key the store has.
+            if pending.borrow().get(&store_key)?.is_some() {
                 pending.borrow_mut().delete(&store_key)?;
             }
         }
         Ok(())
     }
+}
+
+/// Rewrites entries of the layout kstreams 0.1 wrote (restored from an old
+/// changelog) into Kafka Streams' layout, merging records of one key, side
+/// and timestamp into one list in their old order.
+fn rewrite_legacy_entries(
+    pending: &KeyValueStoreHandle<Vec<u8>, Vec<u8>>,
+) -> Result<(), ProcessorError> {
+    let mut legacy = Vec::new();
+    for entry in pending.borrow().all()? {
+        let (key, value) = entry?;
+        if let Some(rewritten) = legacy_entry(&key, &value) {
+            legacy.push((key, rewritten));
+        }
+    }
+    for (old_key, (new_key, entry)) in legacy {
+        let mut store = pending.borrow_mut();
+        store.delete(&old_key)?;
+        let existing = store.get(&new_key)?;
+        let list =
+            append_entry(existing.as_deref(), &entry).ok_or("malformed outer join store value")?;
+        store.put(new_key, list)?;
+    }
+    Ok(())
 }
 
 pub(crate) struct LeftSide<K, V1, V2, VR>(pub(crate) OpenJoin<K, V1, V2, VR>);
