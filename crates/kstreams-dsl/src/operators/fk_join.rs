@@ -11,36 +11,22 @@
 //! `<app>-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-<n>-topic` keyed by the
 //! primary key. The left side joins an answer only if the hash still
 //! matches its current value, so answers to outdated rows are dropped.
-//! The byte layouts of the two topics are our own.
+//! The topics' and the subscription store's bytes are Kafka Streams' (see
+//! `fk_format`).
 
 use std::sync::Arc;
 
-use kstreams_record::{Headers, Record, SharedSerde, Timestamp};
-use kstreams_state::KeyValueStoreHandle;
+use kstreams_record::{Headers, Record, SharedSerde};
+use kstreams_state::{KeyValueStoreHandle, ValueAndTimestamp};
 
 use crate::change::Change;
+use crate::operators::fk_format::{
+    murmur3_hash128, parse_response, parse_subscription, response, subscription, subscription_key,
+    subscription_prefix, DELETE_KEY_AND_PROPAGATE, DELETE_KEY_NO_PROPAGATE,
+    PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE,
+};
 use crate::operators::getters::{GetterFactory, ValueGetter};
 use crate::{Processor, ProcessorContext, ProcessorError};
-
-/// What a subscription asks of the right side.
-pub(crate) const UNSUBSCRIBE: u8 = 0;
-/// Subscribe; answer even without a right row (left join).
-pub(crate) const SUBSCRIBE_ANSWER_ALWAYS: u8 = 1;
-/// Subscribe; answer only with a right row (inner join).
-pub(crate) const SUBSCRIBE_ANSWER_IF_FOUND: u8 = 2;
-/// The left row is gone: unsubscribe and answer so a tombstone follows.
-pub(crate) const UNSUBSCRIBE_AND_ANSWER: u8 = 3;
-
-/// A stable 64-bit hash of a left value's bytes (FNV-1a): how the left side
-/// recognizes answers to its current value.
-pub(crate) fn value_hash(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        hash ^= u64::from(*b);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    hash
-}
 
 pub(crate) fn serialize<T: 'static>(
     serde: &SharedSerde<T>,
@@ -52,56 +38,10 @@ pub(crate) fn serialize<T: 'static>(
         .ok_or("a foreign-key join key or value serialized to null")?)
 }
 
-/// Subscription bytes: instruction, hash flag and hash, primary key.
-pub(crate) fn subscription(instruction: u8, hash: Option<u64>, pk: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(10 + pk.len());
-    out.push(instruction);
-    out.push(u8::from(hash.is_some()));
-    out.extend_from_slice(&hash.unwrap_or(0).to_be_bytes());
-    out.extend_from_slice(pk);
-    out
-}
-
-pub(crate) fn parse_subscription(bytes: &[u8]) -> Option<(u8, Option<u64>, &[u8])> {
-    let instruction = *bytes.first()?;
-    let has_hash = *bytes.get(1)? == 1;
-    let hash = u64::from_be_bytes(bytes.get(2..10)?.try_into().ok()?);
-    Some((instruction, has_hash.then_some(hash), &bytes[10..]))
-}
-
-/// Response bytes: hash flag and hash, right value flag and bytes.
-pub(crate) fn response(hash: Option<u64>, right: Option<&[u8]>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(10 + right.map_or(0, <[u8]>::len));
-    out.push(u8::from(hash.is_some()));
-    out.extend_from_slice(&hash.unwrap_or(0).to_be_bytes());
-    out.push(u8::from(right.is_some()));
-    out.extend_from_slice(right.unwrap_or_default());
-    out
-}
-
-pub(crate) fn parse_response(bytes: &[u8]) -> Option<(Option<u64>, Option<&[u8]>)> {
-    let has_hash = *bytes.first()? == 1;
-    let hash = u64::from_be_bytes(bytes.get(1..9)?.try_into().ok()?);
-    let has_right = *bytes.get(9)? == 1;
-    Some((has_hash.then_some(hash), has_right.then(|| &bytes[10..])))
-}
-
-/// The subscription store's key: foreign key length and bytes, then the
-/// primary key, so one foreign key's subscriptions share a prefix.
-pub(crate) fn subscription_key(fk: &[u8], pk: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4 + fk.len() + pk.len());
-    out.extend_from_slice(&(fk.len() as u32).to_be_bytes());
-    out.extend_from_slice(fk);
-    out.extend_from_slice(pk);
-    out
-}
-
-pub(crate) fn subscription_prefix(fk: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4 + fk.len());
-    out.extend_from_slice(&(fk.len() as u32).to_be_bytes());
-    out.extend_from_slice(fk);
-    out
-}
+/// The subscription store: by `CombinedKey` bytes, each subscription's
+/// bytes as they came with their record's timestamp (Kafka Streams'
+/// timestamped store of `SubscriptionWrapper`s).
+pub(crate) type SubscriptionStore = KeyValueStoreHandle<Vec<u8>, ValueAndTimestamp<Vec<u8>>>;
 
 pub(crate) type ForeignKey<V, KO> = Arc<dyn Fn(&V) -> KO + Send + Sync>;
 pub(crate) type FkJoiner<V, VO, VR> = Arc<dyn Fn(&V, Option<&VO>) -> VR + Send + Sync>;
@@ -127,6 +67,11 @@ impl<K: 'static, V: 'static, KO: PartialEq + 'static> Processor<K, Change<V>, Ve
     ) -> Result<(), ProcessorError> {
         let topic = self.topic.as_str();
         let pk = serialize(&self.key_serde, topic, &record.key)?;
+        // Kafka Streams sends the left record's partition along, for the
+        // response to find its way back.
+        let partition = ctx
+            .record_metadata()
+            .map_or(ctx.task_id().partition, |m| m.partition);
         let change = &record.value;
         let old_fk = change.old_value.as_ref().map(|v| (self.foreign_key)(v));
         let new_fk = change.new_value.as_ref().map(|v| (self.foreign_key)(v));
@@ -142,22 +87,33 @@ impl<K: 'static, V: 'static, KO: PartialEq + 'static> Processor<K, Change<V>, Ve
         match (&new_fk, &change.new_value) {
             (Some(new_fk), Some(new_value)) => {
                 let moved = old_fk.as_ref().is_some_and(|old| old != new_fk);
+                // Every subscription of an update carries the new value's
+                // hash, the one to the old foreign key too.
+                let hash = murmur3_hash128(&serialize(&self.value_serde, topic, new_value)?);
                 if let Some(old_fk) = old_fk.as_ref().filter(|old| *old != new_fk) {
-                    send(old_fk, subscription(UNSUBSCRIBE, None, &pk))?;
+                    send(
+                        old_fk,
+                        subscription(DELETE_KEY_NO_PROPAGATE, Some(&hash), &pk, partition),
+                    )?;
                 }
-                let hash = value_hash(&serialize(&self.value_serde, topic, new_value)?);
                 // A row that moved to another foreign key must hear back even
                 // if that key has no row: its old result is retracted then.
                 let instruction = if self.left_join || moved {
-                    SUBSCRIBE_ANSWER_ALWAYS
+                    PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE
                 } else {
-                    SUBSCRIBE_ANSWER_IF_FOUND
+                    PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE
                 };
-                send(new_fk, subscription(instruction, Some(hash), &pk))?;
+                send(
+                    new_fk,
+                    subscription(instruction, Some(&hash), &pk, partition),
+                )?;
             }
             _ => {
                 if let Some(old_fk) = &old_fk {
-                    send(old_fk, subscription(UNSUBSCRIBE_AND_ANSWER, None, &pk))?;
+                    send(
+                        old_fk,
+                        subscription(DELETE_KEY_AND_PROPAGATE, None, &pk, partition),
+                    )?;
                 }
             }
         }
@@ -169,7 +125,7 @@ impl<K: 'static, V: 'static, KO: PartialEq + 'static> Processor<K, Change<V>, Ve
 /// the right row (keyed by the primary key, back to the left partition).
 pub(crate) struct SubscriptionReceiver<KO, VO> {
     pub(crate) store_name: String,
-    pub(crate) store: Option<KeyValueStoreHandle<Vec<u8>, Vec<u8>>>,
+    pub(crate) store: Option<SubscriptionStore>,
     pub(crate) make: GetterFactory<KO, VO>,
     pub(crate) getter: Option<Box<dyn ValueGetter<KO, VO>>>,
     pub(crate) fk_serde: SharedSerde<KO>,
@@ -201,36 +157,41 @@ impl<KO: 'static, VO: 'static> Processor<Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>>
             .getter
             .as_ref()
             .ok_or("foreign-key join not initialized")?;
-        let (instruction, hash, pk) =
-            parse_subscription(&record.value).ok_or("malformed foreign-key subscription")?;
+        let sub = parse_subscription(&record.value).ok_or("malformed foreign-key subscription")?;
+        let (instruction, pk) = (sub.instruction, sub.primary_key);
         let key = subscription_key(&record.key, pk);
-        if instruction == UNSUBSCRIBE || instruction == UNSUBSCRIBE_AND_ANSWER {
+        if instruction == DELETE_KEY_NO_PROPAGATE || instruction == DELETE_KEY_AND_PROPAGATE {
             store.borrow_mut().delete(&key)?;
         } else {
-            let mut stored = record.value.clone();
-            stored.extend_from_slice(&record.timestamp.to_be_bytes());
-            store.borrow_mut().put(key, stored)?;
+            store.borrow_mut().put(
+                key,
+                ValueAndTimestamp::make(record.value.clone(), record.timestamp),
+            )?;
         }
-        if instruction == UNSUBSCRIBE {
+        if instruction == DELETE_KEY_NO_PROPAGATE {
             return Ok(());
         }
         let fk: KO = self
             .fk_serde
             .deserialize("", &Headers::new(), Some(&record.key))?;
         let right = getter.get(&fk)?;
-        if right.is_none() && instruction == SUBSCRIBE_ANSWER_IF_FOUND {
+        if right.is_none() && instruction == PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE {
             return Ok(());
         }
         let timestamp = right
             .as_ref()
             .map_or(record.timestamp, |r| record.timestamp.max(r.timestamp));
+        // A deleted left row hears back with no value (its result is a
+        // tombstone), although its timestamp counts the right row's.
         let right_bytes = match &right {
-            Some(r) => Some(serialize(&self.right_serde, "", &r.value)?),
-            None => None,
+            Some(r) if instruction != DELETE_KEY_AND_PROPAGATE => {
+                Some(serialize(&self.right_serde, "", &r.value)?)
+            }
+            _ => None,
         };
         ctx.forward(Record {
             key: pk.to_vec(),
-            value: response(hash, right_bytes.as_deref()),
+            value: response(sub.hash.as_ref(), right_bytes.as_deref()),
             timestamp,
             headers: record.headers,
         })?;
@@ -241,7 +202,7 @@ impl<KO: 'static, VO: 'static> Processor<Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>>
 /// Right side: a right row's change answers every subscription to it.
 pub(crate) struct ForeignChangeProcessor<KO, VO> {
     pub(crate) store_name: String,
-    pub(crate) store: Option<KeyValueStoreHandle<Vec<u8>, Vec<u8>>>,
+    pub(crate) store: Option<SubscriptionStore>,
     pub(crate) fk_serde: SharedSerde<KO>,
     pub(crate) right_serde: SharedSerde<VO>,
 }
@@ -276,19 +237,15 @@ impl<KO: 'static, VO: 'static> Processor<KO, Change<VO>, Vec<u8>, Vec<u8>>
             .prefix_scan(&subscription_prefix(&fk))?
             .collect::<Result<Vec<_>, _>>()?;
         for (_, stored) in subscribers {
-            let (_, hash, pk_and_ts) =
-                parse_subscription(&stored).ok_or("malformed foreign-key subscription")?;
-            let Some(split) = pk_and_ts.len().checked_sub(8) else {
-                continue;
-            };
-            let (pk, ts) = pk_and_ts.split_at(split);
-            let subscribed_at = Timestamp::from_be_bytes(ts.try_into()?);
+            let sub =
+                parse_subscription(&stored.value).ok_or("malformed foreign-key subscription")?;
             // Every subscriber hears of the change, a delete included: a
-            // joined row is retracted then.
+            // joined row is retracted then. Kafka Streams stamps the answer
+            // with the right row's timestamp alone.
             ctx.forward(Record {
-                key: pk.to_vec(),
-                value: response(hash, right.as_deref()),
-                timestamp: record.timestamp.max(subscribed_at),
+                key: sub.primary_key.to_vec(),
+                value: response(sub.hash.as_ref(), right.as_deref()),
+                timestamp: record.timestamp,
                 headers: record.headers.clone(),
             })?;
         }
@@ -346,7 +303,11 @@ impl<K: Clone + 'static, V: 'static, VO: 'static, VR: Clone + 'static>
             .deserialize("", &Headers::new(), Some(&record.key))?;
         let current = getter.get(&key)?;
         let current_hash = match &current {
-            Some(c) => Some(value_hash(&serialize(&self.value_serde, "", &c.value)?)),
+            Some(c) => Some(murmur3_hash128(&serialize(
+                &self.value_serde,
+                "",
+                &c.value,
+            )?)),
             None => None,
         };
         if current_hash != hash {

@@ -211,7 +211,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                 );
             s.record(added);
         }
-        let subscriptions = Stores::key_value_store_builder(
+        // Timestamped, as Kafka Streams': the changelog carries each
+        // subscription's bytes with its record's timestamp.
+        let subscriptions = Stores::timestamped_key_value_store_builder(
             Stores::in_memory_key_value_store(&store),
             BytesSerde,
             BytesSerde,
