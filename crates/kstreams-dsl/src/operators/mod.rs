@@ -11,6 +11,8 @@ pub(crate) mod fk_join;
 pub(crate) mod forwarder;
 pub(crate) mod getters;
 pub(crate) mod global_join;
+#[cfg(test)]
+mod kafka_wire_vectors;
 pub(crate) mod late_records;
 pub(crate) mod outer_join_format;
 pub(crate) mod session_aggregate;

@@ -19,6 +19,7 @@ import java.util.Arrays;
  *               --threads N --state-dir D [--target N] [--set KEY=VALUE]
  *               (see Bench.java; cargo xtask bench compare runs it)
  * config-names  (every StreamsConfig name with its type and default; see ConfigNames.java)
+ * wire-vectors  (bytes of Kafka Streams' internal topic layouts; see WireVectors.java)
  * </pre>
  *
  * Files are the tab-separated records of {@link Tsv}. Exit status 0 means
@@ -53,6 +54,7 @@ public final class Main {
                 case "dump" -> Dump.run(args);
                 case "bench" -> Bench.run(args);
                 case "config-names" -> ConfigNames.run(args);
+                case "wire-vectors" -> WireVectors.run(args);
                 default -> usage();
             }
         } catch (HarnessException e) {
@@ -65,7 +67,7 @@ public final class Main {
 
     private static void usage() {
         System.err.println(
-                "usage: Main create-topics|produce|run|await-idle|dump|bench|config-names [options] (see Main.java)");
+                "usage: Main create-topics|produce|run|await-idle|dump|bench|config-names|wire-vectors [options] (see Main.java)");
         System.exit(2);
     }
 }
