@@ -5,8 +5,10 @@
 //! a missing other side only once its window and grace have passed, so no
 //! spurious `(v, null)` precedes a later match.
 
+use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use kstreams_record::{Headers, Record, Serde, SharedSerde, Timestamp};
 use kstreams_state::{KeyValueStoreHandle, WindowStoreHandle};
@@ -16,7 +18,7 @@ use crate::operators::outer_join_format::{
     append_entry, legacy_entry, outer_key, parse_list, parse_outer_key, parse_side_value,
     side_value,
 };
-use crate::{Processor, ProcessorContext, ProcessorError};
+use crate::{Processor, ProcessorContext, ProcessorError, TaskId};
 
 /// A stream-stream joiner over what each side has (`None`: no match).
 pub(crate) type PairJoiner<K, V1, V2, VR> =
@@ -62,7 +64,28 @@ pub(crate) struct JoinCore<K, V1, V2, VR> {
     pub(crate) key_serde: SharedSerde<K>,
     pub(crate) left_serde: SharedSerde<V1>,
     pub(crate) right_serde: SharedSerde<V2>,
+    pub(crate) min_times: SharedMinTimes,
     pub(crate) types: PhantomData<fn() -> VR>,
+}
+
+/// Kafka Streams' `TimeTracker.minTime` of each task, which both join
+/// processors of a task share: a lower bound of the outer store's earliest
+/// timestamp, so a record looks at the store only when something in it may
+/// have closed. It is not stored anywhere: a new task starts unbounded.
+pub(crate) type SharedMinTimes = Arc<Mutex<HashMap<TaskId, Arc<AtomicI64>>>>;
+
+/// The task's shared minimum time, created by whichever processor of the
+/// task opens first. An entry only the map still holds belonged to an
+/// earlier instance of the task, whose processors are gone.
+fn task_min_time(min_times: &SharedMinTimes, task: TaskId) -> Arc<AtomicI64> {
+    let mut map = min_times.lock().unwrap_or_else(|e| e.into_inner());
+    let entry = map
+        .entry(task)
+        .or_insert_with(|| Arc::new(AtomicI64::new(i64::MAX)));
+    if Arc::strong_count(entry) != 2 {
+        *entry = Arc::new(AtomicI64::new(i64::MAX));
+    }
+    entry.clone()
 }
 
 impl<K, V1, V2, VR> Clone for JoinCore<K, V1, V2, VR> {
@@ -76,6 +99,7 @@ impl<K, V1, V2, VR> Clone for JoinCore<K, V1, V2, VR> {
             key_serde: self.key_serde.clone(),
             left_serde: self.left_serde.clone(),
             right_serde: self.right_serde.clone(),
+            min_times: self.min_times.clone(),
             types: PhantomData,
         }
     }
@@ -89,6 +113,8 @@ pub(crate) struct OpenJoin<K, V1, V2, VR> {
     pub(crate) left: Option<WindowStoreHandle<K, V1>>,
     pub(crate) right: Option<WindowStoreHandle<K, V2>>,
     pub(crate) pending: Option<KeyValueStoreHandle<Vec<u8>, Vec<u8>>>,
+    /// This task's share of [`JoinCore::min_times`].
+    pub(crate) min_time: Option<Arc<AtomicI64>>,
 }
 
 impl<K, V1, V2, VR> JoinCore<K, V1, V2, VR> {
@@ -99,6 +125,7 @@ impl<K, V1, V2, VR> JoinCore<K, V1, V2, VR> {
             left: None,
             right: None,
             pending: None,
+            min_time: None,
         }
     }
 }
@@ -124,6 +151,7 @@ impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + '
             let pending: KeyValueStoreHandle<Vec<u8>, Vec<u8>> = lookup.handle(name)?;
             rewrite_legacy_entries(&pending)?;
             self.pending = Some(pending);
+            self.min_time = Some(task_min_time(&self.core.min_times, ctx.task_id()));
         }
         Ok(())
     }
@@ -144,27 +172,31 @@ impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + '
         ctx: &mut ProcessorContext<'_, K, VR>,
         stream_time: Timestamp,
         headers: &Headers,
+        look_ahead: Timestamp,
     ) -> Result<(), ProcessorError> {
-        let Some(pending) = &self.pending else {
+        let (Some(pending), Some(min_time)) = (&self.pending, &self.min_time) else {
             return Ok(());
         };
         let topic = self.core.outer_store.as_deref().unwrap_or_default();
         let grace = self.core.windows.grace_ms();
         let windows = self.core.windows;
+        // Kafka Streams' `emitNonJoinedOuterRecords` looks at the store only
+        // when the tracked minimum is past this side's look-ahead and grace;
+        // its sum wraps as Java's does, so an unbounded minimum (a new task,
+        // or an empty store) always looks.
+        let tracked = min_time.load(Ordering::Relaxed);
+        if tracked.wrapping_add(look_ahead).wrapping_add(grace) >= stream_time {
+            return Ok(());
+        }
+        let mut new_min = i64::MAX;
         let mut closed = Vec::new();
         let (mut left_open, mut right_open) = (false, false);
-        for (index, entry) in pending.borrow().all()?.enumerate() {
+        for entry in pending.borrow().all()? {
             let (key, value) = entry?;
             let (timestamp, left, _) =
                 parse_outer_key(&key).ok_or("malformed outer join store key")?;
-            // Kafka Streams' `emitNonJoinedOuterRecords` looks at the store
-            // only when its earliest entry is past `after` + grace, whatever
-            // that entry's side.
-            if index == 0
-                && !expiry::join_window_closed(timestamp, windows.after_ms(), grace, stream_time)
-            {
-                break;
-            }
+            // The minimum ends as the timestamp of the last entry looked at.
+            new_min = timestamp;
             // Both sides have an entry still open: later entries are later
             // still, so none is closed.
             if left_open && right_open {
@@ -188,6 +220,7 @@ impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + '
             }
             closed.push((key, value, timestamp));
         }
+        min_time.store(new_min, Ordering::Relaxed);
         for (store_key, list, timestamp) in closed {
             // Kafka Streams drops a key's whole list once it has emitted it.
             pending.borrow_mut().delete(&store_key)?;
@@ -257,7 +290,7 @@ impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + '
         // time stands for the time both join processors have seen.
         let stream_time = ctx.current_stream_time();
         if timestamp == stream_time {
-            self.emit_closed(ctx, stream_time, &headers)?;
+            self.emit_closed(ctx, stream_time, &headers, after)?;
         }
         let key_bytes = match &self.pending {
             Some(_) => Some(self.key_bytes(&key)?),
@@ -332,6 +365,9 @@ impl<K: Clone + 'static, V1: Clone + 'static, V2: Clone + 'static, VR: Clone + '
                 .serialize(topic, &mut Headers::new(), v)?,
         }
         .ok_or("a joined value serialized to null")?;
+        if let Some(min_time) = &self.min_time {
+            min_time.fetch_min(timestamp, Ordering::Relaxed);
+        }
         let store_key = outer_key(timestamp, left, key_bytes.as_deref().unwrap_or_default());
         // Kafka Streams' `ListValueStore`: records of one key, side and
         // timestamp are all kept, in arrival order, in one list.

@@ -527,6 +527,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             key_serde: key_serde.clone(),
             left_serde: value_serde.clone(),
             right_serde: other_serde.clone(),
+            min_times: Default::default(),
             types: PhantomData,
         };
         let this_core = core.clone();
