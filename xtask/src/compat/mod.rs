@@ -163,15 +163,20 @@ fn run(
     }
 
     let mut outputs: Vec<(Side, Vec<Record>)> = Vec::new();
+    let mut app_ids: Vec<(Side, String)> = Vec::new();
     for &side in &options.sides {
         let run = topics.app_run(scenario, side, &dir);
         if let Some(output) = run_side(side, &run, java, kstreams, bootstrap, &dir)? {
             outputs.push((side, output));
+            app_ids.push((side, run.app_id));
         }
     }
 
-    let agree =
+    let mut agree =
         compare(scenario, &expected, &outputs) & same_topology(scenario, &topics, &outputs, &dir);
+    if scenario.compares_internal_topics() {
+        agree &= same_internal_topics(scenario, &app_ids, java, bootstrap, &dir)?;
+    }
     eprintln!(
         "compat: {} {} ({}; files in {})",
         scenario.name,
@@ -316,6 +321,80 @@ fn same_topology(
             false
         }
     }
+}
+
+/// Whether both sides wrote the same internal topics (repartition topics
+/// and changelogs, named after each side's application id) with the same
+/// bytes: the same records per partition in the same order, keys and values
+/// compared as raw bytes. This is what lets an application move between
+/// Kafka Streams and kstreams and resume from the other's topics.
+fn same_internal_topics(
+    scenario: &Scenario,
+    app_ids: &[(Side, String)],
+    java: &JavaHarness,
+    bootstrap: &str,
+    dir: &Path,
+) -> Result<bool> {
+    let [(a, a_id), (b, b_id)] = app_ids else {
+        return Ok(true);
+    };
+    let suffixes = |app_id: &str| -> Result<Vec<String>> {
+        let prefix = format!("{app_id}-");
+        let listed = crate::process::output(
+            java.tool("list-topics", bootstrap)
+                .args(["--prefix", &prefix]),
+            "listing the internal topics",
+        )?;
+        Ok(listed
+            .lines()
+            .filter_map(|name| name.strip_prefix(&prefix))
+            .map(str::to_owned)
+            .collect())
+    };
+    let (a_topics, b_topics) = (suffixes(a_id)?, suffixes(b_id)?);
+    if a_topics != b_topics {
+        eprintln!(
+            "compat: {}: the internal topics differ:
+  {}: {a_topics:?}
+  {}: {b_topics:?}",
+            scenario.name,
+            a.name(),
+            b.name()
+        );
+        return Ok(false);
+    }
+    let internal = dir.join("internal");
+    fs::create_dir_all(&internal)
+        .with_context(|| format!("cannot create {}", internal.display()))?;
+    let mut agree = true;
+    for suffix in &a_topics {
+        let mut dumped = Vec::new();
+        for (side, app_id) in [(a, a_id), (b, b_id)] {
+            let file = internal.join(format!("{}-{suffix}.tsv", side.name()));
+            java.dump(
+                bootstrap,
+                &format!("{app_id}-{suffix}"),
+                ("bytes", "bytes"),
+                &file,
+            )?;
+            dumped.push(records::read_dump(&file)?);
+        }
+        match records::diff(a.name(), &dumped[0], b.name(), &dumped[1]) {
+            None => eprintln!(
+                "compat: {}: {suffix}: same bytes on both sides ({} records)",
+                scenario.name,
+                dumped[0].len()
+            ),
+            Some(report) => {
+                eprintln!(
+                    "compat: {}: {suffix}: the sides wrote different bytes:\n{report}",
+                    scenario.name
+                );
+                agree = false;
+            }
+        }
+    }
+    Ok(agree)
 }
 
 /// compat/target/runs/<scenario>/, emptied for this run.

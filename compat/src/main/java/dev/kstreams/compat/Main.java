@@ -9,6 +9,7 @@ import java.util.Arrays;
  *
  * <pre>
  * create-topics --bootstrap B --topic NAME:PARTITIONS [--topic ...]
+ * list-topics   --bootstrap B --prefix P
  * produce       --bootstrap B --topic T --input FILE [--compression C1,C2,...]
  * run SCENARIO  --bootstrap B --app-id A --input T[,T2] --output T --state-dir D
  *               [--timeout-secs S] [--describe-to FILE]
@@ -48,6 +49,7 @@ public final class Main {
         try {
             switch (argv[0]) {
                 case "create-topics" -> Topics.create(args);
+                case "list-topics" -> Topics.list(args);
                 case "produce" -> Produce.run(args);
                 case "run" -> RunApp.run(args);
                 case "await-idle" -> AwaitIdle.run(args);
@@ -67,7 +69,7 @@ public final class Main {
 
     private static void usage() {
         System.err.println(
-                "usage: Main create-topics|produce|run|await-idle|dump|bench|config-names|wire-vectors [options] (see Main.java)");
+                "usage: Main create-topics|list-topics|produce|run|await-idle|dump|bench|config-names|wire-vectors [options] (see Main.java)");
         System.exit(2);
     }
 }

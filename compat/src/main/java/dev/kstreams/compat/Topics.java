@@ -11,7 +11,11 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.common.config.TopicConfig;
 
-/** {@code create-topics}: creates the topics a scenario reads and writes. */
+/**
+ * {@code create-topics}: creates the topics a scenario reads and writes;
+ * {@code list-topics --prefix P}: prints the names of the topics whose names
+ * start with P, sorted (the internal topics of an application id).
+ */
 final class Topics {
     private Topics() {}
 
@@ -31,6 +35,18 @@ final class Topics {
             admin.createTopics(topics).all().get();
         } catch (ExecutionException e) {
             throw new HarnessException("creating topics failed: " + e.getCause());
+        }
+    }
+
+    static void list(Args args) throws Exception {
+        String prefix = args.required("prefix");
+        try (Admin admin = admin(args.required("bootstrap"))) {
+            admin.listTopics().names().get().stream()
+                    .filter(name -> name.startsWith(prefix))
+                    .sorted()
+                    .forEach(System.out::println);
+        } catch (ExecutionException e) {
+            throw new HarnessException("listing topics failed: " + e.getCause());
         }
     }
 
