@@ -438,34 +438,55 @@ impl StreamTask {
     }
 
     /// KIP-1034: the record a handler drops goes to the dead-letter queue
-    /// as it was consumed, with headers saying what failed and where.
+    /// as it was consumed, with the headers Kafka Streams 4.4's
+    /// `ExceptionHandlerUtils.buildDeadLetterQueueRecord` writes: the
+    /// record's own headers first, then `__streams.errors.exception` (the
+    /// exception's Java class name), `.message` (its message), `.stacktrace`
+    /// (what `printStackTrace` prints), `.topic`, `.partition`, `.offset`;
+    /// key, value and timestamp those of the consumed record.
+    ///
+    /// Rust errors have no Java class, so each kind takes the class Kafka
+    /// Streams' handler sees for it: a deserializer's or serializer's
+    /// failure is Kafka's `SerializationException`; a processor's error or
+    /// panic, user code failing, is an unchecked `RuntimeException`. The
+    /// message is the failure's own (as `getMessage()` of the exception a
+    /// handler receives), not kstreams' text around it; the stack trace has
+    /// Java's first line and a `Caused by: ` line per cause, without
+    /// frames, which Rust does not keep.
     fn dead_letter(&mut self, error: &StreamsError, raw: ConsumedRecord) {
+        const SERIALIZATION_EXCEPTION: &str =
+            "org.apache.kafka.common.errors.SerializationException";
+        const RUNTIME_EXCEPTION: &str = "java.lang.RuntimeException";
         let Some(topic) = self.config.dead_letter_queue.clone() else {
             return;
         };
-        let kind = match error {
-            StreamsError::Deserialization { .. } => "DeserializationException",
-            StreamsError::Processing { .. } => "ProcessingException",
-            StreamsError::Panic { .. } => "Panic",
-            StreamsError::Serialization { .. } => "SerializationException",
+        let (class, message, cause): (&str, String, Option<&dyn std::error::Error>) = match error {
+            StreamsError::Deserialization { source, .. }
+            | StreamsError::Serialization { source, .. } => (
+                SERIALIZATION_EXCEPTION,
+                source.to_string(),
+                std::error::Error::source(&**source),
+            ),
+            StreamsError::Processing { source, .. } => (
+                RUNTIME_EXCEPTION,
+                source.to_string(),
+                std::error::Error::source(&**source),
+            ),
+            StreamsError::Panic { message, .. } => (RUNTIME_EXCEPTION, message.clone(), None),
             _ => return,
         };
-        let mut chain = Vec::new();
-        let mut source: Option<&dyn std::error::Error> = Some(error);
-        while let Some(e) = source {
-            chain.push(e.to_string());
-            source = e.source();
+        // `Throwable.toString()` and `printStackTrace`'s line per cause;
+        // Java ends each line with the platform's separator, "\n" here.
+        let mut stacktrace = format!("{class}: {message}\n");
+        let mut cause = cause;
+        while let Some(e) = cause {
+            stacktrace.push_str(&format!("Caused by: {RUNTIME_EXCEPTION}: {e}\n"));
+            cause = e.source();
         }
         let mut headers = raw.headers;
-        headers.add("__streams.errors.exception", Some(kind.as_bytes()));
-        headers.add(
-            "__streams.errors.message",
-            Some(error.to_string().into_bytes()),
-        );
-        headers.add(
-            "__streams.errors.stacktrace",
-            Some(chain.join("\ncaused by: ").into_bytes()),
-        );
+        headers.add("__streams.errors.exception", Some(class.as_bytes()));
+        headers.add("__streams.errors.message", Some(message.into_bytes()));
+        headers.add("__streams.errors.stacktrace", Some(stacktrace.into_bytes()));
         headers.add("__streams.errors.topic", Some(raw.topic.as_bytes()));
         headers.add(
             "__streams.errors.partition",

@@ -60,7 +60,7 @@ fn dropped_records_go_to_the_dead_letter_queue_with_the_failure_in_headers() {
     assert_eq!(bad_bytes.timestamp, 5);
     assert_eq!(
         header(&bad_bytes.headers, "__streams.errors.exception"),
-        "DeserializationException"
+        "org.apache.kafka.common.errors.SerializationException"
     );
     assert_eq!(
         header(&bad_bytes.headers, "__streams.errors.topic"),
@@ -71,14 +71,20 @@ fn dropped_records_go_to_the_dead_letter_queue_with_the_failure_in_headers() {
         "0"
     );
     assert_eq!(header(&bad_bytes.headers, "__streams.errors.offset"), "0");
-    assert!(header(&bad_bytes.headers, "__streams.errors.message").contains("value"));
+    // Kafka Streams' stack trace starts with `Throwable.toString()`.
+    let message = header(&bad_bytes.headers, "__streams.errors.message");
+    assert!(!message.is_empty());
+    assert_eq!(
+        header(&bad_bytes.headers, "__streams.errors.stacktrace"),
+        format!("org.apache.kafka.common.errors.SerializationException: {message}\n")
+    );
 
     let failed = dlq.read_record();
     assert_eq!(failed.key, b"k2".to_vec());
     assert_eq!(failed.value, (-1i64).to_be_bytes().to_vec());
     assert_eq!(
         header(&failed.headers, "__streams.errors.exception"),
-        "Panic"
+        "java.lang.RuntimeException"
     );
     assert_eq!(header(&failed.headers, "__streams.errors.offset"), "1");
     assert!(
@@ -176,7 +182,7 @@ fn a_serialization_failure_under_continue_drops_that_output_only() {
     assert_eq!(failed[0].value, 3i64.to_be_bytes().to_vec());
     assert_eq!(
         header(&failed[0].headers, "__streams.errors.exception"),
-        "SerializationException"
+        "org.apache.kafka.common.errors.SerializationException"
     );
     assert!(header(&failed[0].headers, "__streams.errors.message").contains("3 is odd"));
 }
