@@ -12,6 +12,7 @@
 
 pub(crate) mod java;
 mod kstreams_side;
+mod migrate;
 mod partitioner;
 mod records;
 mod scenario;
@@ -36,13 +37,13 @@ const DEFAULT_SEED: u64 = 42;
 
 /// Which implementation(s) run a scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Side {
+pub(crate) enum Side {
     Java,
     Kstreams,
 }
 
 impl Side {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Side::Java => "java",
             Side::Kstreams => "kstreams",
@@ -51,11 +52,14 @@ impl Side {
 }
 
 /// What the user asked for.
-struct Options {
+pub(crate) struct Options {
     scenarios: Vec<&'static Scenario>,
     sides: Vec<Side>,
     seed: u64,
     records: Option<usize>,
+    /// `--migrate`: move the application from one side to the other
+    /// halfway through the input (see migrate.rs).
+    migrate: Option<(migrate::Direction, migrate::StateDir)>,
 }
 
 pub fn cli(args: Args) -> Result<ExitCode> {
@@ -77,20 +81,27 @@ pub fn run_all_both(bootstrap: &str) -> Result<bool> {
         sides: vec![Side::Java, Side::Kstreams],
         seed: DEFAULT_SEED,
         records: None,
+        migrate: None,
     };
     run_all(&options, bootstrap)
 }
 
 fn run_all(options: &Options, bootstrap: &str) -> Result<bool> {
     let java = JavaHarness::build()?;
-    let kstreams = if options.sides.contains(&Side::Kstreams) {
+    let kstreams = if options.sides.contains(&Side::Kstreams) || options.migrate.is_some() {
         Some(KstreamsSide::build()?)
     } else {
         None
     };
     let mut failed = Vec::new();
     for scenario in &options.scenarios {
-        if !run(scenario, options, &java, kstreams.as_ref(), bootstrap)? {
+        let agree = match (options.migrate, &kstreams) {
+            (Some(migration), Some(kstreams)) => {
+                migrate::run(scenario, options, migration, &java, kstreams, bootstrap)?
+            }
+            _ => run(scenario, options, &java, kstreams.as_ref(), bootstrap)?,
+        };
+        if !agree {
             failed.push(scenario.name);
         }
     }
@@ -110,12 +121,20 @@ fn parse(mut args: Args) -> Result<Options> {
     };
     let seed = args.option("seed")?.unwrap_or(DEFAULT_SEED);
     let records = args.option("records")?;
+    let migrate = match args.option::<String>("migrate")? {
+        Some(direction) => Some((
+            migrate::Direction::parse(&direction)?,
+            migrate::StateDir::parse(args.option::<String>("state")?.as_deref().unwrap_or("same"))?,
+        )),
+        None => None,
+    };
     args.finish()?;
     Ok(Options {
         scenarios: select(&names)?,
         sides,
         seed,
         records,
+        migrate,
     })
 }
 
@@ -189,7 +208,7 @@ fn run(
 
 /// Generates the input into `input.tsv` and returns the expected output,
 /// also written to `expected.tsv` for a look with any diff tool.
-fn write_input_and_expected(
+pub(crate) fn write_input_and_expected(
     scenario: &Scenario,
     options: &Options,
     dir: &Path,
@@ -212,7 +231,7 @@ fn write_input_and_expected(
 }
 
 /// `input.tsv`, or for a scenario reading several topics `input-<topic>.tsv`.
-fn input_file(scenario: &Scenario, suffix: &str) -> String {
+pub(crate) fn input_file(scenario: &Scenario, suffix: &str) -> String {
     match scenario.input_topics() {
         [_] => "input.tsv".to_owned(),
         _ => format!("input-{suffix}.tsv"),
@@ -398,7 +417,7 @@ fn same_internal_topics(
 }
 
 /// compat/target/runs/<scenario>/, emptied for this run.
-fn run_dir(scenario: &Scenario) -> Result<PathBuf> {
+pub(crate) fn run_dir(scenario: &Scenario) -> Result<PathBuf> {
     let dir = paths::repo_root()
         .join("compat/target/runs")
         .join(scenario.name);
@@ -411,14 +430,14 @@ fn run_dir(scenario: &Scenario) -> Result<PathBuf> {
 
 /// Fresh topic and application names for one run, so that runs against a
 /// long-lived broker never see each other's records or committed offsets.
-struct Topics {
-    prefix: String,
+pub(crate) struct Topics {
+    pub(crate) prefix: String,
     /// One topic per [`Scenario::input_topics`], in that order.
-    inputs: Vec<String>,
+    pub(crate) inputs: Vec<String>,
 }
 
 impl Topics {
-    fn new(scenario: &Scenario) -> Self {
+    pub(crate) fn new(scenario: &Scenario) -> Self {
         let millis = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
@@ -434,11 +453,11 @@ impl Topics {
         }
     }
 
-    fn output(&self, side: Side) -> String {
+    pub(crate) fn output(&self, side: Side) -> String {
         format!("{}-output-{}", self.prefix, side.name())
     }
 
-    fn all(&self, scenario: &Scenario, sides: &[Side]) -> Vec<(String, i32)> {
+    pub(crate) fn all(&self, scenario: &Scenario, sides: &[Side]) -> Vec<(String, i32)> {
         self.inputs
             .iter()
             .map(|input| (input.clone(), scenario.input_partitions))
@@ -450,7 +469,7 @@ impl Topics {
             .collect()
     }
 
-    fn app_run(&self, scenario: &'static Scenario, side: Side, dir: &Path) -> AppRun {
+    pub(crate) fn app_run(&self, scenario: &'static Scenario, side: Side, dir: &Path) -> AppRun {
         AppRun {
             scenario: scenario.app(),
             output_serdes: scenario.output_serdes,

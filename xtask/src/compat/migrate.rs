@@ -1,0 +1,196 @@
+//! `cargo xtask compat <scenario> --migrate java-to-kstreams|kstreams-to-java
+//! [--state same|empty]`: an application moves between Kafka Streams and
+//! kstreams in the middle of its input.
+//!
+//! The first side runs the scenario with application id A over the first
+//! half of the input (the first half of the records as generated, each
+//! topic's share), waits until its group has committed the end of it and
+//! stops cleanly. Then the second half is produced and the other side starts
+//! with the same application id A, on the same state directory (`same`: it
+//! reads the checkpoints and task directories the first side left) or on an
+//! empty one (`empty`: it restores every store from the changelogs), and
+//! finishes. The output topic, written by both, must equal the output of one
+//! uninterrupted run (the expected output, which both sides match alone):
+//! a record reprocessed past the first side's last commit would show up as
+//! a duplicate update, a store not resumed as a wrong count.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+
+use super::java::{AppRun, JavaHarness};
+use super::kstreams_side::KstreamsSide;
+use super::records::{self, Record};
+use super::scenario::Scenario;
+use super::{input_file, run_dir, write_input_and_expected, Options, Side, Topics};
+use crate::process::secs;
+
+/// Which way the application moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    JavaToKstreams,
+    KstreamsToJava,
+}
+
+impl Direction {
+    pub fn parse(text: &str) -> Result<Self> {
+        match text {
+            "java-to-kstreams" => Ok(Direction::JavaToKstreams),
+            "kstreams-to-java" => Ok(Direction::KstreamsToJava),
+            other => bail!("--migrate must be java-to-kstreams or kstreams-to-java, not {other}"),
+        }
+    }
+
+    fn sides(self) -> (Side, Side) {
+        match self {
+            Direction::JavaToKstreams => (Side::Java, Side::Kstreams),
+            Direction::KstreamsToJava => (Side::Kstreams, Side::Java),
+        }
+    }
+}
+
+/// Where the second side keeps its state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateDir {
+    /// The directory the first side used.
+    Same,
+    /// A new, empty directory: every store restores from its changelog.
+    Empty,
+}
+
+impl StateDir {
+    pub fn parse(text: &str) -> Result<Self> {
+        match text {
+            "same" => Ok(StateDir::Same),
+            "empty" => Ok(StateDir::Empty),
+            other => bail!("--state must be same or empty, not {other}"),
+        }
+    }
+}
+
+/// Runs one migration; true when the combined output is the expected one.
+pub fn run(
+    scenario: &'static Scenario,
+    options: &Options,
+    (direction, state): (Direction, StateDir),
+    java: &JavaHarness,
+    kstreams: &KstreamsSide,
+    bootstrap: &str,
+) -> Result<bool> {
+    if !kstreams.supports(scenario.app()) {
+        bail!(
+            "the kstreams side cannot run {} yet, so it cannot take it over",
+            scenario.name
+        );
+    }
+    let began = Instant::now();
+    let dir = run_dir(scenario)?;
+    let expected = write_input_and_expected(scenario, options, &dir)?;
+    let records = options.records.unwrap_or(scenario.default_records);
+    let input = scenario.input(options.seed, records);
+    let (first_half, second_half) = input.split_at(input.len() / 2);
+
+    let topics = Topics::new(scenario);
+    // One output topic both sides write, as one application's would be.
+    java.create_topics(bootstrap, &topics.all(scenario, &[Side::Java]))?;
+    let output = topics.output(Side::Java);
+
+    let (from, to) = direction.sides();
+    let mut run = topics.app_run(scenario, Side::Java, &dir);
+    run.app_id = format!("{}-migrated", topics.prefix);
+    run.output = output.clone();
+    run.state_dir = dir.join("state");
+
+    produce_half(
+        scenario, java, bootstrap, &topics, first_half, &dir, "first",
+    )?;
+    run.describe_to = dir.join(format!("{}-topology.txt", from.name()));
+    run_on(from, &run, java, kstreams, bootstrap)?;
+    eprintln!(
+        "compat: {}: {} processed the first half ({} records) and stopped",
+        scenario.name,
+        from.name(),
+        first_half.len()
+    );
+
+    produce_half(
+        scenario,
+        java,
+        bootstrap,
+        &topics,
+        second_half,
+        &dir,
+        "second",
+    )?;
+    if state == StateDir::Empty {
+        run.state_dir = dir.join("state-empty");
+    }
+    run.describe_to = dir.join(format!("{}-topology.txt", to.name()));
+    run_on(to, &run, java, kstreams, bootstrap)?;
+
+    let dump = dir.join("migrated.tsv");
+    java.dump(bootstrap, &output, scenario.output_serdes, &dump)?;
+    let combined = records::read_dump(&dump)?;
+    let agree = match records::diff("expected", &expected, "migrated", &combined) {
+        None => {
+            eprintln!(
+                "compat: {}: {} then {} ({:?} state dir) == expected ({} records)",
+                scenario.name,
+                from.name(),
+                to.name(),
+                state,
+                combined.len()
+            );
+            true
+        }
+        Some(report) => {
+            eprintln!(
+                "compat: {}: {} then {} ({:?} state dir) differs from expected:\n{report}",
+                scenario.name,
+                from.name(),
+                to.name(),
+                state
+            );
+            false
+        }
+    };
+    eprintln!(
+        "compat: {} migration {} ({}; files in {})",
+        scenario.name,
+        if agree { "matches" } else { "DIFFERS" },
+        secs(began.elapsed()),
+        dir.display()
+    );
+    Ok(agree)
+}
+
+fn produce_half(
+    scenario: &Scenario,
+    java: &JavaHarness,
+    bootstrap: &str,
+    topics: &Topics,
+    half: &[Record],
+    dir: &Path,
+    which: &str,
+) -> Result<()> {
+    for ((suffix, records), topic) in scenario.split_input(half).into_iter().zip(&topics.inputs) {
+        let file = dir.join(format!("{which}-{}", input_file(scenario, suffix)));
+        records::write_input(&file, &records)?;
+        java.produce(bootstrap, topic, &file, scenario.input_codecs())?;
+    }
+    Ok(())
+}
+
+fn run_on(
+    side: Side,
+    run: &AppRun,
+    java: &JavaHarness,
+    kstreams: &KstreamsSide,
+    bootstrap: &str,
+) -> Result<()> {
+    match side {
+        Side::Java => java.run_scenario(bootstrap, run),
+        Side::Kstreams => kstreams.run_scenario(bootstrap, run, java),
+    }
+}
