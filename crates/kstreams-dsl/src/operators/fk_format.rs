@@ -73,17 +73,11 @@ pub(crate) fn parse_subscription(bytes: &[u8]) -> Option<Subscription<'_>> {
     if version > SUBSCRIPTION_VERSION {
         return None;
     }
-    let (&instruction, mut rest) = rest.split_first()?;
+    let (&instruction, rest) = rest.split_first()?;
     if instruction > PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE {
         return None;
     }
-    let hash = if first & NO_HASH == 0 {
-        let hash: ValueHash = rest.get(..16)?.try_into().ok()?;
-        rest = &rest[16..];
-        Some(hash)
-    } else {
-        None
-    };
+    let (hash, rest) = take_hash(first, rest)?;
     let (primary_key, primary_partition) = if version > 0 {
         let at = rest.len().checked_sub(4)?;
         let (pk, partition) = rest.split_at(at);
@@ -115,18 +109,22 @@ pub(crate) fn response(hash: Option<&ValueHash>, right: Option<&[u8]>) -> Vec<u8
 /// A response's hash and right value; as in Kafka Streams, no bytes after
 /// the hash is no value.
 pub(crate) fn parse_response(bytes: &[u8]) -> Option<(Option<ValueHash>, Option<&[u8]>)> {
-    let (&first, mut rest) = bytes.split_first()?;
+    let (&first, rest) = bytes.split_first()?;
     if first & 0x7f != RESPONSE_VERSION {
         return None;
     }
-    let hash = if first & NO_HASH == 0 {
-        let hash: ValueHash = rest.get(..16)?.try_into().ok()?;
-        rest = &rest[16..];
-        Some(hash)
-    } else {
-        None
-    };
+    let (hash, rest) = take_hash(first, rest)?;
     Some((hash, (!rest.is_empty()).then_some(rest)))
+}
+
+/// The hash after a version byte `first` whose 0x80 bit says there is
+/// none, and the bytes after it.
+fn take_hash(first: u8, rest: &[u8]) -> Option<(Option<ValueHash>, &[u8])> {
+    if first & NO_HASH != 0 {
+        return Some((None, rest));
+    }
+    let hash: ValueHash = rest.get(..16)?.try_into().ok()?;
+    Some((Some(hash), &rest[16..]))
 }
 
 /// Kafka Streams' `Murmur3.hash128(data)`: MurmurHash3 x64 128-bit with
