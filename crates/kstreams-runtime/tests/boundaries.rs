@@ -502,9 +502,13 @@ fn a_left_join_emits_an_unmatched_record_once_window_and_grace_have_passed() {
 }
 
 /// Before 10, after 0 (`JoinWindows.after(0)`), no grace: a left record
-/// waits only `after` for right records, so an unmatched left record at 5
-/// is emitted at stream time 6, however long `before` is. Kafka Streams
-/// gives each side its own look-ahead (`getOuterJoinLookBackTimeMs`).
+/// waits only `after` for right records (Kafka Streams gives each side its
+/// own look-ahead, `getOuterJoinLookBackTimeMs`), but the store is looked
+/// at only when the record being processed has passed the tracked minimum
+/// by its own processor's look-ahead (`minTime + joinAfterMs + grace <
+/// streamTime`, `joinAfterMs` being `before` on the right side): the right
+/// records at 5 and 6 leave the left record at 5 waiting, the left record
+/// at 7 emits it.
 #[test]
 fn an_asymmetric_left_join_waits_only_for_its_own_side_look_ahead() {
     let windows = JoinWindows::of_time_difference_with_no_grace(ms(10)).after(ms(0));
@@ -514,6 +518,16 @@ fn an_asymmetric_left_join_waits_only_for_its_own_side_look_ahead() {
             ('L', "k", "A", 5),
             ('R', "other", "x", 5),
             ('R', "other", "x", 6),
+        ],
+    );
+    assert_eq!(got, vec![]);
+    let got = run_join(
+        &stream_stream(JoinKind::Left, windows),
+        &[
+            ('L', "k", "A", 5),
+            ('R', "other", "x", 5),
+            ('R', "other", "x", 6),
+            ('L', "third", "y", 7),
         ],
     );
     assert_eq!(got, vec![(s("[A, null]"), 5)]);
