@@ -92,6 +92,9 @@ pub(crate) struct TaskManager {
     start_metadata: HashMap<Partition, PartitionMetadata>,
     task_created: Counter,
     task_closed: Counter,
+    /// The thread's side of async processors: their runtime, the
+    /// thread's in-flight count, the signal of finished calls.
+    async_side: crate::async_runtime::ThreadAsync,
 }
 
 impl TaskManager {
@@ -118,7 +121,52 @@ impl TaskManager {
             start_metadata: HashMap::new(),
             task_created: sensors.task_created.clone(),
             task_closed: sensors.task_closed.clone(),
+            async_side: crate::async_runtime::ThreadAsync::new(
+                config.async_executor.clone(),
+                config.async_limits,
+            )
+            .with_metrics(&config.metrics, thread)?,
         })
+    }
+
+    /// Gives a new task with async processors the thread's async side.
+    fn install_async(
+        async_side: &mut crate::async_runtime::ThreadAsync,
+        task: &mut StreamTask,
+    ) -> Result<(), RuntimeError> {
+        if task.has_async_nodes() {
+            task.install_async_runtime(async_side.for_task()?);
+        }
+        Ok(())
+    }
+
+    /// Records in the tasks' async processors, called or waiting.
+    pub fn async_in_flight(&self) -> usize {
+        self.async_side.in_flight()
+    }
+
+    /// Whether an async call finished since completions were last applied.
+    pub fn async_completion_ready(&self) -> bool {
+        self.async_side.completion_ready()
+    }
+
+    /// Waits up to `timeout` for an async call to finish.
+    pub fn wait_for_async(&self, timeout: Duration) -> bool {
+        self.async_side.wait(timeout)
+    }
+
+    /// Applies the async calls that finished, in every task; returns what
+    /// their results wrote (the changelogs' records included).
+    pub fn apply_async_completions(&mut self) -> Result<Vec<ProducedRecord>, RuntimeError> {
+        let mut outputs = Vec::new();
+        self.async_side.take_ready();
+        for entry in self.tasks.values_mut() {
+            if entry.task.apply_async_completions()? > 0 {
+                outputs.extend(entry.task.drain_output());
+            }
+        }
+        outputs.extend(self.creator.changelog().drain());
+        Ok(outputs)
     }
 
     /// The task reading partition `partition` of `topic`.
@@ -191,7 +239,8 @@ impl TaskManager {
                 continue;
             };
             if !self.tasks.contains_key(&id) {
-                let created = self.creator.create(id)?;
+                let mut created = self.creator.create(id)?;
+                Self::install_async(&mut self.async_side, &mut created.task)?;
                 self.task_created.inc();
                 log::info!("{}: created task {id}", self.thread);
                 let entry = TaskEntry::new(created, PartitionGroup::default());
@@ -389,14 +438,24 @@ impl TaskManager {
         let mut outputs = Vec::new();
         let mut progress = Vec::new();
         let mut more = false;
+        if self.async_side.in_flight() > 0 {
+            self.async_side.take_ready();
+        }
         for entry in self.tasks.values_mut().filter(|e| e.missing.is_empty()) {
             let now = Instant::now();
-            while let Some((record, timestamp)) = entry.group.next(
-                max_idle,
-                now,
-                &entry.task.metrics().enforced_processing,
-                is_lagging,
-            ) {
+            // Finished async calls first: they free room under the bounds.
+            entry.task.apply_async_completions()?;
+            // A task at its async bound takes nothing: its records stay
+            // buffered (and its partitions pause by the buffered bound).
+            while entry.task.admits_records() {
+                let Some((record, timestamp)) = entry.group.next(
+                    max_idle,
+                    now,
+                    &entry.task.metrics().enforced_processing,
+                    is_lagging,
+                ) else {
+                    break;
+                };
                 entry.task.process_at(record, timestamp)?;
                 if now.elapsed() >= slice {
                     // Records left over wait for the next call, whether or
@@ -468,11 +527,16 @@ impl TaskManager {
     pub fn offsets_to_commit(&self) -> Result<TopicPartitionList, RuntimeError> {
         let mut tpl = TopicPartitionList::new();
         for ((topic, partition), offset) in &self.processed {
-            let mut element = tpl.add_partition(topic, *partition);
-            element.set_offset(Offset::Offset(*offset))?;
             let entry = self
                 .task_id(topic, *partition)
                 .and_then(|id| self.tasks.get(&id));
+            // Never past a record still in an async processor: after a
+            // crash it is read again from there.
+            let unfinished =
+                entry.and_then(|e| e.task.lowest_unfinished_offset(topic, *partition));
+            let offset = unfinished.map_or(*offset, |lowest| lowest.min(*offset));
+            let mut element = tpl.add_partition(topic, *partition);
+            element.set_offset(Offset::Offset(offset))?;
             if let Some(entry) = entry {
                 let metadata = PartitionMetadata {
                     partition_time: entry.task.processed_partition_time(topic, *partition),
@@ -529,7 +593,8 @@ impl TaskManager {
             group.clear();
             // The old task's directory lock goes before the new one is taken.
             drop(entry);
-            let created = self.creator.create(id)?;
+            let mut created = self.creator.create(id)?;
+            Self::install_async(&mut self.async_side, &mut created.task)?;
             self.tasks.insert(id, TaskEntry::new(created, group));
         }
         for e in committed.elements() {
