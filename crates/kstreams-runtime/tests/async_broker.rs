@@ -68,7 +68,8 @@ fn produce(
         let first = range.start;
         for i in range {
             if per_second > 0 {
-                let due = start + Duration::from_micros((i - first) as u64 * 1_000_000 / per_second);
+                let due =
+                    start + Duration::from_micros((i - first) as u64 * 1_000_000 / per_second);
                 if let Some(wait) = due.checked_duration_since(Instant::now()) {
                     std::thread::sleep(wait);
                 }
@@ -125,7 +126,11 @@ fn duplicated_and_missing(seen: &[(String, String)], total: usize) -> (Vec<usize
         let n = value.trim_end_matches('+').parse().unwrap();
         *counts.entry(n).or_default() += 1;
     }
-    let duplicated = counts.iter().filter(|(_, &n)| n > 1).map(|(&v, _)| v).collect();
+    let duplicated = counts
+        .iter()
+        .filter(|(_, &n)| n > 1)
+        .map(|(&v, _)| v)
+        .collect();
     let missing = (0..total).filter(|i| !counts.contains_key(i)).collect();
     (duplicated, missing)
 }
@@ -155,6 +160,7 @@ fn records_of_a_key_keep_their_order_through_calls_of_random_latency() {
     let mut app = async_app(&input, &output, config(&bootstrap, &app_id, &state_dir));
     app.start().unwrap();
     wait_for(&seen, total, Duration::from_secs(90));
+    let metrics = app.metrics().gather_text();
     assert!(app.close(Duration::from_secs(30)));
     std::thread::sleep(Duration::from_secs(1));
     stop.store(true, Ordering::Release);
@@ -173,6 +179,22 @@ fn records_of_a_key_keep_their_order_through_calls_of_random_latency() {
         }
     }
     assert_eq!(last.len(), 40);
+    // Every call was timed; none is left in flight.
+    assert_eq!(
+        metric_sum(&metrics, "kstreams_async_call_latency_seconds_count"),
+        total as f64
+    );
+    assert_eq!(metric_sum(&metrics, "kstreams_async_in_flight"), 0.0);
+    assert!(metric_sum(&metrics, "kstreams_async_queue_time_seconds_count") >= total as f64);
+    assert_eq!(metric_sum(&metrics, "kstreams_async_timeouts_total"), 0.0);
+}
+
+/// Sum of a metric family's samples in Prometheus text.
+fn metric_sum(text: &str, family: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{family}{{")))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum()
 }
 
 #[test]
@@ -290,7 +312,10 @@ fn nothing_is_lost_or_duplicated_across_a_sigkill_with_calls_in_flight_under_exa
 
     let mut first = spawn_child(&spec);
     wait_for(&seen, 1_500, Duration::from_secs(60));
-    assert!(seen.lock().unwrap().len() >= 1_500, "progress before the kill");
+    assert!(
+        seen.lock().unwrap().len() >= 1_500,
+        "progress before the kill"
+    );
     // Input keeps arriving: the instance dies with calls in flight and a
     // transaction open.
     first.kill().unwrap();

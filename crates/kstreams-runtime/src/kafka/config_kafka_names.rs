@@ -258,10 +258,16 @@ fn kstreams_own_keys_are_not_kafka_streams_configs_and_are_taken() {
         assert!(KNOWN_KEYS.contains(key), "{key}");
     }
     let mut config = StreamsConfig::new("app", "b:9092");
-    config.set("kstreams.async.max.in.flight.per.task", "8").unwrap();
-    config.set("kstreams.async.max.in.flight.per.thread", "32").unwrap();
+    config
+        .set("kstreams.async.max.in.flight.per.task", "8")
+        .unwrap();
+    config
+        .set("kstreams.async.max.in.flight.per.thread", "32")
+        .unwrap();
     config.set("kstreams.async.worker.threads", "4").unwrap();
-    config.set("kstreams.async.drain.timeout.ms", "1500").unwrap();
+    config
+        .set("kstreams.async.drain.timeout.ms", "1500")
+        .unwrap();
     assert_eq!(config.async_limits.per_task, 8);
     assert_eq!(config.async_limits.per_thread, 32);
     assert_eq!(config.async_limits.workers, 4);

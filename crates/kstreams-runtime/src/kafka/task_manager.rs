@@ -532,8 +532,7 @@ impl TaskManager {
                 .and_then(|id| self.tasks.get(&id));
             // Never past a record still in an async processor: after a
             // crash it is read again from there.
-            let unfinished =
-                entry.and_then(|e| e.task.lowest_unfinished_offset(topic, *partition));
+            let unfinished = entry.and_then(|e| e.task.lowest_unfinished_offset(topic, *partition));
             let offset = unfinished.map_or(*offset, |lowest| lowest.min(*offset));
             let mut element = tpl.add_partition(topic, *partition);
             element.set_offset(Offset::Offset(offset))?;
