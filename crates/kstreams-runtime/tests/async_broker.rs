@@ -67,9 +67,9 @@ fn produce(
         let start = Instant::now();
         let first = range.start;
         for i in range {
-            if per_second > 0 {
-                let due =
-                    start + Duration::from_micros((i - first) as u64 * 1_000_000 / per_second);
+            let offset = ((i - first) as u64 * 1_000_000).checked_div(per_second);
+            if let Some(micros) = offset {
+                let due = start + Duration::from_micros(micros);
                 if let Some(wait) = due.checked_duration_since(Instant::now()) {
                     std::thread::sleep(wait);
                 }
