@@ -36,6 +36,11 @@
 //!   repeat records that finished after the lowest unfinished one; under
 //!   exactly-once the runtime drains every call before committing the
 //!   transaction, so a transaction holds only finished records and offsets.
+//! - **Rebalances and closes wait for calls** (up to
+//!   `kstreams.async.drain.timeout.ms`) before their commit. Past that the
+//!   commit stops at the lowest unfinished offset (exactly-once aborts and
+//!   rewinds instead), closing the task cancels its calls, and whoever owns
+//!   the task next reads those records again.
 //! - **Bounded in flight, backpressure by not taking records.** A task that
 //!   has `max in flight per task` records held (called or waiting behind
 //!   their key), or whose thread has `max in flight per thread`, takes no

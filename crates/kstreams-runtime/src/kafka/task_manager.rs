@@ -766,6 +766,68 @@ mod tests {
     }
 
     #[test]
+    fn a_task_at_its_async_bound_takes_nothing_and_commits_only_past_finished_records() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static ANSWER: AtomicBool = AtomicBool::new(false);
+        let dir = tempfile::tempdir().unwrap();
+        let builder = StreamsBuilder::new();
+        builder
+            .stream::<String, String>("in")
+            .map_values_async(
+                |_key: String, value: String| async move {
+                    while !ANSWER.load(Ordering::Acquire) {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                    Ok::<_, std::io::Error>(value.to_uppercase())
+                },
+                kstreams_dsl::AsyncOptions::new(),
+            )
+            .to("out");
+        let topology = Arc::new(builder.build().unwrap());
+        let config = StreamsConfig::new("app", "127.0.0.1:1")
+            .state_dir(dir.path())
+            .async_max_in_flight_per_task(2);
+        let sources = Arc::new(SourceTopicIndex::new(&topology, "app"));
+        let sensors = config.metrics.thread_sensors("t").unwrap();
+        let mut tasks = TaskManager::new("t", &config, topology, sources, &sensors).unwrap();
+        tasks.assign(&[p("in", 0)], None, |_, _| None).unwrap();
+        for offset in 0..5 {
+            let mut r = record("in", 0, offset, "a");
+            r.key = Some(format!("k{offset}").into_bytes());
+            tasks.buffer(r).unwrap();
+        }
+
+        // Two calls out: the other records stay buffered.
+        let batch = tasks.process(&|_, _| false, Duration::MAX).unwrap();
+        assert!(batch.outputs.is_empty());
+        assert_eq!(tasks.buffered("in", 0), 3);
+        assert_eq!(tasks.async_in_flight(), 2);
+        assert!(tasks.record_progress(batch.progress));
+        let committed = |tasks: &TaskManager| {
+            let offsets = tasks.offsets_to_commit().unwrap();
+            offsets.find_partition("in", 0).unwrap().offset()
+        };
+        assert_eq!(
+            committed(&tasks),
+            Offset::Offset(0),
+            "offsets 0 and 1 are in flight"
+        );
+
+        ANSWER.store(true, Ordering::Release);
+        let mut outputs = 0;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while outputs < 5 {
+            assert!(Instant::now() < deadline, "{outputs} of 5 results");
+            tasks.wait_for_async(Duration::from_millis(100));
+            let batch = tasks.process(&|_, _| false, Duration::MAX).unwrap();
+            outputs += batch.outputs.len();
+            tasks.record_progress(batch.progress);
+        }
+        assert_eq!(tasks.async_in_flight(), 0);
+        assert_eq!(committed(&tasks), Offset::Offset(5));
+    }
+
+    #[test]
     fn a_task_stops_at_the_end_of_its_slice_and_says_there_is_more() {
         let dir = tempfile::tempdir().unwrap();
         let mut tasks = manager(dir.path());
