@@ -237,3 +237,41 @@ impl ThreadAsync {
         self.signal.wait(timeout)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_reports_its_calls_under_the_kstreams_async_names() {
+        let registry = MetricsRegistry::new();
+        let executor = AsyncExecutor::default();
+        let mut side = ThreadAsync::new(executor.clone(), AsyncLimits::default())
+            .with_metrics(&registry, "t-1")
+            .unwrap();
+        let runtime = side.for_task().unwrap();
+        let sensors = &runtime.sensors;
+        for report in [&sensors.timeouts, &sensors.retries] {
+            report.as_ref().unwrap()(2);
+        }
+        sensors.in_flight.as_ref().unwrap()(3);
+        sensors.call_latency.as_ref().unwrap()(0.05);
+        sensors.queue_time.as_ref().unwrap()(0.0);
+        let text = registry.gather_text();
+        for line in [
+            r#"kstreams_async_timeouts_total{thread_id="t-1"} 2"#,
+            r#"kstreams_async_retries_total{thread_id="t-1"} 2"#,
+            r#"kstreams_async_in_flight{thread_id="t-1"} 3"#,
+            r#"kstreams_async_call_latency_seconds_count{thread_id="t-1"} 1"#,
+            r#"kstreams_async_queue_time_seconds_count{thread_id="t-1"} 1"#,
+        ] {
+            assert!(text.contains(line), "{line} not in\n{text}");
+        }
+        assert_eq!(runtime.max_per_task, DEFAULT_MAX_IN_FLIGHT_PER_TASK);
+        // The threads of one instance share its runtime.
+        let mut other = ThreadAsync::new(executor, AsyncLimits::default());
+        other.for_task().unwrap();
+        let (first, second) = (side.runtime.as_ref(), other.runtime.as_ref());
+        assert!(Arc::ptr_eq(first.unwrap(), second.unwrap()));
+    }
+}

@@ -6,7 +6,7 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -119,20 +119,26 @@ fn wait_for(seen: &Seen, count: usize, timeout: Duration) {
     }
 }
 
-/// Sequence numbers seen more than once, and those of `0..total` not seen.
-fn duplicated_and_missing(seen: &[(String, String)], total: usize) -> (Vec<usize>, Vec<usize>) {
+/// Asserts that every sequence number of `0..total` was seen exactly once.
+fn assert_once_each(seen: &[(String, String)], total: usize) {
     let mut counts: BTreeMap<usize, usize> = BTreeMap::new();
     for (_, value) in seen {
         let n = value.trim_end_matches('+').parse().unwrap();
         *counts.entry(n).or_default() += 1;
     }
-    let duplicated = counts
+    let duplicated: Vec<usize> = counts
         .iter()
         .filter(|(_, &n)| n > 1)
         .map(|(&v, _)| v)
         .collect();
-    let missing = (0..total).filter(|i| !counts.contains_key(i)).collect();
-    (duplicated, missing)
+    let missing: Vec<usize> = (0..total).filter(|i| !counts.contains_key(i)).collect();
+    assert!(duplicated.is_empty(), "duplicated: {duplicated:?}");
+    assert!(
+        missing.is_empty(),
+        "{} missing, e.g. {:?}",
+        missing.len(),
+        &missing[..missing.len().min(10)]
+    );
 }
 
 fn config(bootstrap: &str, app_id: &str, state_dir: &std::path::Path) -> StreamsConfig {
@@ -168,9 +174,7 @@ fn records_of_a_key_keep_their_order_through_calls_of_random_latency() {
     let _ = std::fs::remove_dir_all(&state_dir);
 
     let seen = seen.lock().unwrap().clone();
-    let (duplicated, missing) = duplicated_and_missing(&seen, total);
-    assert!(missing.is_empty(), "missing {missing:?}");
-    assert!(duplicated.is_empty(), "duplicated {duplicated:?}");
+    assert_once_each(&seen, total);
     let mut last: BTreeMap<&str, usize> = BTreeMap::new();
     for (key, value) in &seen {
         let n: usize = value.trim_end_matches('+').parse().unwrap();
@@ -234,15 +238,8 @@ fn a_rebalance_with_calls_in_flight_loses_and_repeats_nothing() {
     }
     assert!(both_ran, "both instances were running at the end");
     let seen = seen.lock().unwrap().clone();
-    let (duplicated, missing) = duplicated_and_missing(&seen, total);
-    assert!(
-        missing.is_empty(),
-        "{} missing, e.g. {:?}",
-        missing.len(),
-        &missing[..missing.len().min(10)]
-    );
     // The revocation waited for the calls and committed past them.
-    assert!(duplicated.is_empty(), "duplicated {duplicated:?}");
+    assert_once_each(&seen, total);
 }
 
 fn eos_async_app(spec: &str) -> KafkaStreams {
@@ -266,28 +263,11 @@ fn async_eos_child_process() {
     let Ok(spec) = std::env::var(CHILD_ENV) else {
         return; // only meaningful when started by the SIGKILL test
     };
-    let mut app = eos_async_app(&spec);
-    app.start().unwrap();
-    loop {
-        std::thread::sleep(Duration::from_millis(100));
-        assert_ne!(app.state(), State::Error, "{:?}", app.errors());
-    }
+    common::run_until_killed(eos_async_app(&spec));
 }
 
 fn spawn_child(spec: &str) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "async_eos_child_process",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
-        .env(CHILD_ENV, spec)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap()
+    common::spawn_test_child("async_eos_child_process", CHILD_ENV, spec)
 }
 
 #[test]
@@ -332,14 +312,7 @@ fn nothing_is_lost_or_duplicated_across_a_sigkill_with_calls_in_flight_under_exa
     let _ = std::fs::remove_dir_all(&state_dir);
 
     let seen = seen.lock().unwrap().clone();
-    let (duplicated, missing) = duplicated_and_missing(&seen, total);
-    assert!(duplicated.is_empty(), "duplicated: {duplicated:?}");
-    assert!(
-        missing.is_empty(),
-        "{} missing, e.g. {:?}",
-        missing.len(),
-        &missing[..missing.len().min(10)]
-    );
+    assert_once_each(&seen, total);
     let keys: BTreeSet<&str> = seen.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(keys.len(), 50);
 }
