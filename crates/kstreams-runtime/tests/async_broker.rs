@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::FreshRun;
+use common::{metric_sum, FreshRun};
 use kstreams_dsl::{AsyncOptions, StreamsBuilder};
 use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams_embedded::rdkafka::{ClientConfig, Message};
@@ -191,14 +191,6 @@ fn records_of_a_key_keep_their_order_through_calls_of_random_latency() {
     assert_eq!(metric_sum(&metrics, "kstreams_async_in_flight"), 0.0);
     assert!(metric_sum(&metrics, "kstreams_async_queue_time_seconds_count") >= total as f64);
     assert_eq!(metric_sum(&metrics, "kstreams_async_timeouts_total"), 0.0);
-}
-
-/// Sum of a metric family's samples in Prometheus text.
-fn metric_sum(text: &str, family: &str) -> f64 {
-    text.lines()
-        .filter(|l| l.starts_with(&format!("{family}{{")))
-        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
-        .sum()
 }
 
 #[test]

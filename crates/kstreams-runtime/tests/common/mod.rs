@@ -72,3 +72,11 @@ pub fn run_until_killed(mut app: KafkaStreams) -> ! {
         assert_ne!(app.state(), State::Error, "{:?}", app.errors());
     }
 }
+
+/// Sum of a metric family's samples in Prometheus text.
+pub fn metric_sum(text: &str, family: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{family}{{")))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum()
+}
