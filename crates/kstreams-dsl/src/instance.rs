@@ -38,6 +38,9 @@ pub struct TaskTopology {
     processors: HashMap<usize, Rc<dyn NodeHandle>>,
     /// Processors in graph order, for init.
     init_order: Vec<usize>,
+    /// The async processors, in graph order: their finished calls are
+    /// applied between records.
+    async_nodes: Vec<usize>,
     context: TaskContext,
     /// What the task's stores see: task directory, changelog writer, cache,
     /// and the timestamp of the record being processed.
@@ -143,10 +146,16 @@ impl TaskTopology {
             .copied()
             .filter(|id| processors.contains_key(id))
             .collect();
+        let async_nodes = init_order
+            .iter()
+            .copied()
+            .filter(|id| processors[id].is_async())
+            .collect();
         let mut built = Self {
             sources,
             processors,
             init_order,
+            async_nodes,
             context,
             store_context,
         };
@@ -220,6 +229,23 @@ impl TaskTopology {
         self.store_context.set_record_timestamp(timestamp);
         self.store_context.set_record_headers(&record.headers);
         source.process(record, timestamp, &mut self.context)
+    }
+
+    /// Whether the sub-topology has async processors.
+    pub fn has_async_nodes(&self) -> bool {
+        !self.async_nodes.is_empty()
+    }
+
+    /// Applies one finished async call, from the first async processor
+    /// that has one ready (its result runs through the nodes below it as a
+    /// record would). Returns whether one was applied.
+    pub fn apply_async_completion(&mut self) -> Result<bool, StreamsError> {
+        for id in &self.async_nodes {
+            if self.processors[id].apply_async_completion(&mut self.context, &self.store_context)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Fires every punctuation of `kind` that is due at the task's stream

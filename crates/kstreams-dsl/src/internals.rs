@@ -3,6 +3,7 @@
 //! patterns. Applications need none of it; it is hidden from the docs and
 //! may change without notice.
 
+pub use crate::async_processing::{AsyncRuntime, AsyncSensors, AsyncWork, CompletionSignal};
 pub use crate::graph::TopicPattern;
 pub use crate::instance::TaskTopology;
 pub use crate::task_context::{ConsumedRecord, ProducedRecord, TaskContext};

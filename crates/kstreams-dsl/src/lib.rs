@@ -12,6 +12,7 @@
 
 #![warn(missing_docs)]
 
+pub mod async_processing;
 mod change;
 mod describe;
 mod error;
@@ -43,6 +44,7 @@ pub use error::{ProcessorError, RecordPosition, StreamsError, TopologyError};
 pub use nodes::{RecordContext, TopicNameExtractor};
 pub use task_context::TaskId;
 
+pub use async_processing::{AsyncOptions, AsyncOrder, AsyncTimeout};
 pub use change::Change;
 pub use fixed_key::{FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord};
 pub use global_store::GlobalStore;

@@ -23,6 +23,20 @@ pub(crate) trait NodeHandle {
     ) -> Result<(), StreamsError>;
     fn flush(&self, task: &mut TaskContext) -> Result<(), StreamsError>;
     fn close(&self);
+    /// Whether the node runs async calls (see [`crate::async_processing`]).
+    fn is_async(&self) -> bool {
+        false
+    }
+    /// Applies one finished async call (forwards its result); `false` when
+    /// none is ready to go out.
+    fn apply_async_completion(
+        &self,
+        task: &mut TaskContext,
+        stores: &kstreams_state::StoreContext,
+    ) -> Result<bool, StreamsError> {
+        let _ = (task, stores);
+        Ok(false)
+    }
 }
 
 /// A source node without its types: takes consumed bytes.

@@ -110,6 +110,8 @@ pub struct TaskContext {
     /// The headers of the record the running node processes, shared with
     /// the stores' context: a caching store keeps them with a write.
     pub(crate) record_headers: std::rc::Rc<std::cell::RefCell<kstreams_record::Headers>>,
+    /// Records in the task's async nodes and the offsets they hold.
+    pub(crate) async_work: crate::async_processing::AsyncWork,
 }
 
 impl TaskContext {
@@ -131,6 +133,7 @@ impl TaskContext {
             skipped_errors: Vec::new(),
             processor_metadata: std::collections::BTreeMap::new(),
             record_headers: Default::default(),
+            async_work: Default::default(),
         }
     }
 
@@ -153,6 +156,17 @@ impl TaskContext {
         if let Some(previous) = previous {
             *self.record_headers.borrow_mut() = previous;
         }
+    }
+
+    /// The task's records in async nodes: how many, and the source offsets
+    /// the commit may not pass.
+    pub fn async_work(&self) -> &crate::async_processing::AsyncWork {
+        &self.async_work
+    }
+
+    /// Gives the task's async nodes the runtime their calls run on.
+    pub fn install_async_runtime(&mut self, runtime: crate::async_processing::AsyncRuntime) {
+        self.async_work.runtime = Some(runtime);
     }
 
     /// The task's processor metadata, to commit with its offsets.

@@ -9,6 +9,7 @@
 //! exactly-once) drives the very same tasks, so a test that passes in the
 //! driver exercises the production path.
 
+pub mod async_runtime;
 mod changelog;
 mod clock;
 mod config;

@@ -137,6 +137,9 @@ pub struct StreamTask {
     /// read again after a restart, so they must not count).
     processed_time: Vec<(String, i32, Timestamp)>,
     metrics: TaskMetrics,
+    /// With a dead-letter queue: the consumed records still in async
+    /// processors, for the queue if their call fails.
+    async_raw: Vec<ConsumedRecord>,
 }
 
 impl StreamTask {
@@ -177,6 +180,7 @@ impl StreamTask {
             partition_time: Vec::new(),
             processed_time: Vec::new(),
             metrics: TaskMetrics::default(),
+            async_raw: Vec::new(),
         })
     }
 
@@ -358,7 +362,19 @@ impl StreamTask {
             histogram.observe_since(started);
         }
         match result {
-            Ok(()) => self.metrics.processed.inc(),
+            Ok(()) => {
+                self.metrics.processed.inc();
+                if let Some(raw) = raw {
+                    let held = self.topology.context_view().async_work().holds(
+                        &raw.topic,
+                        raw.partition,
+                        raw.offset,
+                    );
+                    if held {
+                        self.async_raw.push(raw);
+                    }
+                }
+            }
             Err(error) => {
                 // A record that does not deserialize never entered the
                 // task in Kafka Streams (it is dropped while buffered):
@@ -374,6 +390,80 @@ impl StreamTask {
         }
         self.punctuate(PunctuationType::StreamTime)?;
         Ok(())
+    }
+
+    /// Whether the task has async processors.
+    pub fn has_async_nodes(&self) -> bool {
+        self.topology.has_async_nodes()
+    }
+
+    /// Gives the task's async processors the runtime their calls run on.
+    pub fn install_async_runtime(&mut self, runtime: kstreams_dsl::internals::AsyncRuntime) {
+        self.topology.context().install_async_runtime(runtime);
+    }
+
+    /// Records in the task's async processors, taken and not finished.
+    pub fn async_in_flight(&self) -> usize {
+        self.topology.context_view().async_work().in_flight()
+    }
+
+    /// Whether the task may take another record: its async processors
+    /// (and its thread's) are below their in-flight bounds.
+    pub fn admits_records(&self) -> bool {
+        self.topology.context_view().async_work().admits()
+    }
+
+    /// The lowest offset of a partition whose record is still in an async
+    /// processor: the commit of that partition may not pass it.
+    pub fn lowest_unfinished_offset(&self, topic: &str, partition: i32) -> Option<i64> {
+        self.topology
+            .context_view()
+            .async_work()
+            .lowest_held(topic, partition)
+    }
+
+    /// Applies every async call that finished and may go out (its result
+    /// runs through the nodes below as a record would). A failed call goes
+    /// to the processing handler and the dead-letter queue as a failed
+    /// record does. Returns how many were applied.
+    pub fn apply_async_completions(&mut self) -> Result<usize, StreamsError> {
+        if !self.topology.has_async_nodes() {
+            return Ok(0);
+        }
+        let mut applied = 0;
+        loop {
+            let result = self.guarded(|t| t.apply_async_completion());
+            let dropped = self.topology.context().take_dropped_records();
+            self.metrics.dropped.add(dropped);
+            self.skipped_outputs(None);
+            match result {
+                Ok(false) => break,
+                Ok(true) => applied += 1,
+                Err(error) => {
+                    applied += 1;
+                    let position = match &error {
+                        StreamsError::Processing { position, .. }
+                        | StreamsError::Panic { position, .. } => position.clone(),
+                        _ => None,
+                    };
+                    if let Some(p) = position {
+                        if let Some(i) = self.async_raw.iter().position(|r| {
+                            r.offset == p.offset && r.partition == p.partition && r.topic == p.topic
+                        }) {
+                            let raw = self.async_raw.swap_remove(i);
+                            self.dead_letter(&error, raw);
+                        }
+                    }
+                    self.handle(error)?
+                }
+            }
+        }
+        if !self.async_raw.is_empty() {
+            let work = self.topology.context_view().async_work();
+            self.async_raw
+                .retain(|r| work.holds(&r.topic, r.partition, r.offset));
+        }
+        Ok(applied)
     }
 
     /// Moves the wall clock and fires the wall-clock punctuations due.

@@ -87,10 +87,11 @@ pub use kstreams_time as time;
 /// Everything an application usually needs, in one import.
 pub mod prelude {
     pub use kstreams_dsl::{
-        late_headers, Branched, BranchedKStream, BufferConfig, Change, CogroupedKStream, Consumed,
-        FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, GlobalKTable, Grouped, Joined,
-        KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Named, Printed, Processor,
-        ProcessorContext, ProcessorError, Produced, PunctuationId, RecordContext, Repartitioned,
+        late_headers, AsyncOptions, AsyncOrder, AsyncTimeout, Branched, BranchedKStream,
+        BufferConfig, Change, CogroupedKStream, Consumed, FixedKeyProcessor,
+        FixedKeyProcessorContext, FixedKeyRecord, GlobalKTable, Grouped, Joined, KGroupedStream,
+        KGroupedTable, KStream, KTable, Materialized, Named, Printed, Processor, ProcessorContext,
+        ProcessorError, Produced, PunctuationId, RecordContext, Repartitioned,
         SessionWindowedKStream, StoreType, StreamJoined, StreamsBuilder, StreamsError, Suppressed,
         TimeWindowedKStream, TopicNameExtractor, Topology, TopologyError,
     };

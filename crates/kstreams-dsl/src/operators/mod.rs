@@ -6,6 +6,7 @@
 //! `KStreamWindowAggregate`, ...): the same records are dropped, the same old
 //! values sent, the same timestamps kept.
 
+pub(crate) mod async_call;
 pub(crate) mod fk_format;
 pub(crate) mod fk_join;
 pub(crate) mod forwarder;

@@ -7,6 +7,17 @@
 //! written to a topic the topology itself reads (a repartition topic, or a
 //! source topic) is also fed straight to the task that reads it. Keys and values cross the serdes on the way
 //! in and out, as they would through Kafka.
+//!
+//! Async processors run their calls on a tokio runtime of the driver's
+//! own. By default the driver waits after each input until every call it
+//! started has finished and its result went through the topology, so an
+//! output topic read right after `pipe_input` holds everything, as for a
+//! synchronous topology. [`TopologyTestDriver::set_wait_for_async_after_input`]
+//! turns that off: inputs then only start calls (waiting only while the
+//! in-flight bound is reached), finished ones are applied at the next
+//! input, and [`TopologyTestDriver::wait_for_async`] waits for all of them,
+//! so a test can have several calls overlap (order across keys,
+//! backpressure).
 
 mod topics;
 
@@ -25,8 +36,13 @@ use kstreams_state::{ChangelogWriter, KeyValueStoreHandle, StoreContext};
 
 pub use topics::{TestInputTopic, TestOutputTopic};
 
+use crate::async_runtime::{AsyncExecutor, AsyncLimits, ThreadAsync};
 use crate::changelog::ChangelogCollector;
 use crate::{StreamTask, TaskConfig};
+
+/// How long the driver waits for async calls before it fails the input:
+/// a call that never finishes would otherwise hang the test.
+const ASYNC_WAIT_LIMIT: Duration = Duration::from_secs(60);
 
 /// The application id the driver uses unless told otherwise.
 pub const DEFAULT_APPLICATION_ID: &str = "dummy-topology-test-driver-app-id";
@@ -42,6 +58,10 @@ pub(crate) struct DriverState {
     /// Global tables' stores: input to their topics updates them at once,
     /// as the global thread would.
     globals: Vec<Arc<kstreams_dsl::GlobalStore>>,
+    /// The calls of async processors, when the topology has any.
+    async_side: Option<ThreadAsync>,
+    /// Whether each input waits for every call it started.
+    wait_for_async: bool,
 }
 
 impl DriverState {
@@ -63,11 +83,70 @@ impl DriverState {
             .ok_or_else(|| unknown_topic(&record.topic))?;
         record.offset = self.take_offset(&record.topic);
         let mut pending = VecDeque::from([(index, record)]);
-        while let Some((index, record)) = pending.pop_front() {
-            self.tasks[index].process(record)?;
-            self.route_output(index, &mut pending);
-        }
+        self.run(&mut pending, self.wait_for_async)?;
         self.commit()
+    }
+
+    /// Processes `pending` and what it causes; async results are applied
+    /// as they come, and with `drain` until no call is left in flight.
+    fn run(
+        &mut self,
+        pending: &mut VecDeque<(usize, ConsumedRecord)>,
+        drain: bool,
+    ) -> Result<(), StreamsError> {
+        let deadline = std::time::Instant::now() + ASYNC_WAIT_LIMIT;
+        loop {
+            self.apply_async_completions(pending)?;
+            if let Some((index, record)) = pending.pop_front() {
+                if !self.tasks[index].admits_records() {
+                    // Backpressure, as a stream thread applies it: the
+                    // record waits until calls in flight finish.
+                    pending.push_front((index, record));
+                    self.wait_for_completion(deadline)?;
+                    continue;
+                }
+                self.tasks[index].process(record)?;
+                self.route_output(index, pending);
+                continue;
+            }
+            if !drain || self.async_in_flight() == 0 {
+                return Ok(());
+            }
+            self.wait_for_completion(deadline)?;
+        }
+    }
+
+    fn apply_async_completions(
+        &mut self,
+        pending: &mut VecDeque<(usize, ConsumedRecord)>,
+    ) -> Result<(), StreamsError> {
+        let Some(side) = &self.async_side else {
+            return Ok(());
+        };
+        side.take_ready();
+        for index in 0..self.tasks.len() {
+            if self.tasks[index].apply_async_completions()? > 0 {
+                self.route_output(index, pending);
+            }
+        }
+        Ok(())
+    }
+
+    fn wait_for_completion(&self, deadline: std::time::Instant) -> Result<(), StreamsError> {
+        let Some(side) = &self.async_side else {
+            return Ok(());
+        };
+        if !side.wait_until(deadline) && std::time::Instant::now() >= deadline {
+            return Err(StreamsError::Internal(format!(
+                "async calls still in flight after {} s",
+                ASYNC_WAIT_LIMIT.as_secs()
+            )));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn async_in_flight(&self) -> usize {
+        self.tasks.iter().map(StreamTask::async_in_flight).sum()
     }
 
     /// What Kafka Streams' driver does after each input: a commit, which
@@ -79,10 +158,7 @@ impl DriverState {
             self.tasks[index].flush()?;
             self.route_output(index, &mut pending);
         }
-        while let Some((index, record)) = pending.pop_front() {
-            self.tasks[index].process(record)?;
-            self.route_output(index, &mut pending);
-        }
+        self.run(&mut pending, self.wait_for_async)?;
         for record in self.changelog.drain() {
             self.outputs
                 .entry(record.topic.clone())
@@ -141,10 +217,7 @@ impl DriverState {
             self.tasks[index].advance_wall_clock(self.wall_clock)?;
             let mut pending = VecDeque::new();
             self.route_output(index, &mut pending);
-            while let Some((index, record)) = pending.pop_front() {
-                self.tasks[index].process(record)?;
-                self.route_output(index, &mut pending);
-            }
+            self.run(&mut pending, self.wait_for_async)?;
         }
         self.commit()
     }
@@ -225,7 +298,17 @@ impl TopologyTestDriver {
                     .with_thread_cache(cache.clone());
                 StreamTask::with_store_context(&topology, id, config.clone(), wall_clock, stores)
             })
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<StreamTask>, _>>()?;
+        let mut tasks = tasks;
+        let async_side = if tasks.iter().any(StreamTask::has_async_nodes) {
+            let mut side = ThreadAsync::new(AsyncExecutor::default(), AsyncLimits::default());
+            for task in tasks.iter_mut().filter(|t| t.has_async_nodes()) {
+                task.install_async_runtime(side.for_task()?);
+            }
+            Some(side)
+        } else {
+            None
+        };
         Ok(Self {
             state: Rc::new(RefCell::new(DriverState {
                 tasks,
@@ -235,6 +318,8 @@ impl TopologyTestDriver {
                 outputs: HashMap::new(),
                 wall_clock,
                 globals: topology.global_stores().to_vec(),
+                async_side,
+                wait_for_async: true,
             })),
             topology: Arc::new(topology),
             application_id,
@@ -303,6 +388,27 @@ impl TopologyTestDriver {
     /// [`TopologyTestDriver::advance_wall_clock_time`], returning errors.
     pub fn try_advance_wall_clock_time(&self, by: Duration) -> Result<(), StreamsError> {
         self.state.borrow_mut().advance_wall_clock(by)
+    }
+
+    /// Whether each input waits until the async calls it started finished
+    /// and their results went through (the default: `true`). With `false`
+    /// calls overlap across inputs; [`TopologyTestDriver::wait_for_async`]
+    /// waits for them.
+    pub fn set_wait_for_async_after_input(&self, wait: bool) {
+        self.state.borrow_mut().wait_for_async = wait;
+    }
+
+    /// Waits until every async call in flight finished and its result went
+    /// through the topology (then commits, as after an input).
+    pub fn wait_for_async(&self) -> Result<(), StreamsError> {
+        let mut state = self.state.borrow_mut();
+        state.run(&mut VecDeque::new(), true)?;
+        state.commit()
+    }
+
+    /// Records in async processors: called or waiting behind their key.
+    pub fn async_in_flight(&self) -> usize {
+        self.state.borrow().async_in_flight()
     }
 
     /// A handle on a store by name and handle type, if a task has it.

@@ -291,6 +291,15 @@ pub struct StreamsConfig {
     /// `application.server`: the `host:port` the streams group hands to
     /// other members as this instance's endpoint.
     pub(crate) application_server: Option<(String, u16)>,
+    /// `kstreams.async.max.in.flight.per.task`, `...per.thread` and
+    /// `kstreams.async.worker.threads`: async processors' bounds.
+    pub(crate) async_limits: crate::async_runtime::AsyncLimits,
+    /// `kstreams.async.drain.timeout.ms`: how long an exactly-once commit,
+    /// a rebalance or a close waits for async calls in flight.
+    pub(crate) async_drain_timeout: Duration,
+    /// Shared by clones: the instance's runtime for async calls, started
+    /// with the first task that has an async processor.
+    pub(crate) async_executor: crate::async_runtime::AsyncExecutor,
 }
 
 impl std::fmt::Debug for StreamsConfig {
@@ -338,6 +347,9 @@ impl StreamsConfig {
             http_address: None,
             streams_group_protocol: false,
             application_server: None,
+            async_limits: Default::default(),
+            async_drain_timeout: crate::async_runtime::DEFAULT_DRAIN_TIMEOUT,
+            async_executor: Default::default(),
         }
     }
 
@@ -843,6 +855,23 @@ impl StreamsConfig {
                 self.metrics_recording_level =
                     value.parse().map_err(|_| invalid("INFO, DEBUG or TRACE"))?
             }
+            ASYNC_MAX_IN_FLIGHT_PER_TASK => {
+                self.async_limits.per_task = parse_at_least_one(value)
+                    .ok_or_else(|| invalid("a whole number of records, at least 1"))?
+            }
+            ASYNC_MAX_IN_FLIGHT_PER_THREAD => {
+                self.async_limits.per_thread = parse_at_least_one(value)
+                    .ok_or_else(|| invalid("a whole number of records, at least 1"))?
+            }
+            ASYNC_WORKER_THREADS => {
+                self.async_limits.workers = parse_at_least_one(value)
+                    .ok_or_else(|| invalid("a whole number of threads, at least 1"))?
+            }
+            ASYNC_DRAIN_TIMEOUT => {
+                self.async_drain_timeout = Duration::from_millis(
+                    value.trim().parse().map_err(|_| invalid("milliseconds, a whole number >= 0"))?,
+                )
+            }
             HTTP_ADDRESS => {
                 self.http_address = if value.trim().is_empty() {
                     None
@@ -887,6 +916,37 @@ impl StreamsConfig {
             }
         }
         Ok(())
+    }
+
+    /// At most `records` in the async processors of one task
+    /// (`kstreams.async.max.in.flight.per.task`, default 64): a task at the
+    /// bound takes no record from its partitions until a call finishes.
+    pub fn async_max_in_flight_per_task(mut self, records: usize) -> Self {
+        self.async_limits.per_task = records.max(1);
+        self
+    }
+
+    /// At most `records` in the async processors of one stream thread's
+    /// tasks (`kstreams.async.max.in.flight.per.thread`, default 256).
+    pub fn async_max_in_flight_per_thread(mut self, records: usize) -> Self {
+        self.async_limits.per_thread = records.max(1);
+        self
+    }
+
+    /// Worker threads of the instance's tokio runtime for async calls
+    /// (`kstreams.async.worker.threads`, default 2).
+    pub fn async_worker_threads(mut self, threads: usize) -> Self {
+        self.async_limits.workers = threads.max(1);
+        self
+    }
+
+    /// How long a commit under exactly-once, a rebalance or a close waits
+    /// for async calls in flight (`kstreams.async.drain.timeout.ms`, default
+    /// 30 s). Past it the calls are cancelled and their records are read
+    /// again (under exactly-once the transaction is aborted).
+    pub fn async_drain_timeout(mut self, timeout: Duration) -> Self {
+        self.async_drain_timeout = timeout;
+        self
     }
 
     /// Where kstreams-http's `HttpServer::start_configured` listens
@@ -1400,6 +1460,10 @@ const KNOWN_KEYS: &[&str] = &[
     "group.protocol",
     "application.server",
     HTTP_ADDRESS,
+    ASYNC_MAX_IN_FLIGHT_PER_TASK,
+    ASYNC_MAX_IN_FLIGHT_PER_THREAD,
+    ASYNC_WORKER_THREADS,
+    ASYNC_DRAIN_TIMEOUT,
 ];
 
 /// Deprecated Kafka Streams keys and the keys that replace them: when both
@@ -1437,6 +1501,30 @@ fn librdkafka_has_property(key: &str) -> bool {
 /// kstreams' own key (no Kafka Streams config starts with `kstreams.`):
 /// the address of the operator's HTTP endpoints.
 const HTTP_ADDRESS: &str = "kstreams.http.address";
+
+/// kstreams' own keys for async processors (Kafka Streams has none; see
+/// `kstreams_runtime::async_runtime`): records in flight per task and per
+/// stream thread, the workers of the instance's runtime, and how long a
+/// commit under exactly-once, a rebalance or a close waits for calls.
+const ASYNC_MAX_IN_FLIGHT_PER_TASK: &str = "kstreams.async.max.in.flight.per.task";
+const ASYNC_MAX_IN_FLIGHT_PER_THREAD: &str = "kstreams.async.max.in.flight.per.thread";
+const ASYNC_WORKER_THREADS: &str = "kstreams.async.worker.threads";
+const ASYNC_DRAIN_TIMEOUT: &str = "kstreams.async.drain.timeout.ms";
+
+/// kstreams' own keys: none of them is a Kafka Streams config, so a
+/// properties file of a Kafka Streams application never sets one.
+#[cfg(test)]
+pub(crate) const KSTREAMS_ONLY_KEYS: &[&str] = &[
+    HTTP_ADDRESS,
+    ASYNC_MAX_IN_FLIGHT_PER_TASK,
+    ASYNC_MAX_IN_FLIGHT_PER_THREAD,
+    ASYNC_WORKER_THREADS,
+    ASYNC_DRAIN_TIMEOUT,
+];
+
+fn parse_at_least_one(value: &str) -> Option<usize> {
+    value.trim().parse::<usize>().ok().filter(|n| *n >= 1)
+}
 
 /// What kstreams does with a Kafka Streams config it has no use for.
 enum KafkaStreamsOnly {

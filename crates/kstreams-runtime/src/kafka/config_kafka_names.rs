@@ -248,3 +248,32 @@ fn a_deprecated_key_does_not_override_its_new_name() {
         DeserializationHandling::LogAndContinue
     );
 }
+
+#[test]
+fn kstreams_own_keys_are_not_kafka_streams_configs_and_are_taken() {
+    let kafka: Vec<&str> = fixture().into_iter().map(|c| c.name).collect();
+    for key in KSTREAMS_ONLY_KEYS {
+        assert!(key.starts_with("kstreams."), "{key}");
+        assert!(!kafka.contains(key), "{key} is a Kafka Streams config");
+        assert!(KNOWN_KEYS.contains(key), "{key}");
+    }
+    let mut config = StreamsConfig::new("app", "b:9092");
+    config
+        .set("kstreams.async.max.in.flight.per.task", "8")
+        .unwrap();
+    config
+        .set("kstreams.async.max.in.flight.per.thread", "32")
+        .unwrap();
+    config.set("kstreams.async.worker.threads", "4").unwrap();
+    config
+        .set("kstreams.async.drain.timeout.ms", "1500")
+        .unwrap();
+    assert_eq!(config.async_limits.per_task, 8);
+    assert_eq!(config.async_limits.per_thread, 32);
+    assert_eq!(config.async_limits.workers, 4);
+    assert_eq!(config.async_drain_timeout, Duration::from_millis(1500));
+    let err = config
+        .set("kstreams.async.max.in.flight.per.task", "0")
+        .unwrap_err();
+    assert!(err.to_string().contains("at least 1"), "{err}");
+}

@@ -92,6 +92,9 @@ pub(crate) struct TaskManager {
     start_metadata: HashMap<Partition, PartitionMetadata>,
     task_created: Counter,
     task_closed: Counter,
+    /// The thread's side of async processors: their runtime, the
+    /// thread's in-flight count, the signal of finished calls.
+    async_side: crate::async_runtime::ThreadAsync,
 }
 
 impl TaskManager {
@@ -118,7 +121,52 @@ impl TaskManager {
             start_metadata: HashMap::new(),
             task_created: sensors.task_created.clone(),
             task_closed: sensors.task_closed.clone(),
+            async_side: crate::async_runtime::ThreadAsync::new(
+                config.async_executor.clone(),
+                config.async_limits,
+            )
+            .with_metrics(&config.metrics, thread)?,
         })
+    }
+
+    /// Gives a new task with async processors the thread's async side.
+    fn install_async(
+        async_side: &mut crate::async_runtime::ThreadAsync,
+        task: &mut StreamTask,
+    ) -> Result<(), RuntimeError> {
+        if task.has_async_nodes() {
+            task.install_async_runtime(async_side.for_task()?);
+        }
+        Ok(())
+    }
+
+    /// Records in the tasks' async processors, called or waiting.
+    pub fn async_in_flight(&self) -> usize {
+        self.async_side.in_flight()
+    }
+
+    /// Whether an async call finished since completions were last applied.
+    pub fn async_completion_ready(&self) -> bool {
+        self.async_side.completion_ready()
+    }
+
+    /// Waits up to `timeout` for an async call to finish.
+    pub fn wait_for_async(&self, timeout: Duration) -> bool {
+        self.async_side.wait(timeout)
+    }
+
+    /// Applies the async calls that finished, in every task; returns what
+    /// their results wrote (the changelogs' records included).
+    pub fn apply_async_completions(&mut self) -> Result<Vec<ProducedRecord>, RuntimeError> {
+        let mut outputs = Vec::new();
+        self.async_side.take_ready();
+        for entry in self.tasks.values_mut() {
+            if entry.task.apply_async_completions()? > 0 {
+                outputs.extend(entry.task.drain_output());
+            }
+        }
+        outputs.extend(self.creator.changelog().drain());
+        Ok(outputs)
     }
 
     /// The task reading partition `partition` of `topic`.
@@ -191,7 +239,8 @@ impl TaskManager {
                 continue;
             };
             if !self.tasks.contains_key(&id) {
-                let created = self.creator.create(id)?;
+                let mut created = self.creator.create(id)?;
+                Self::install_async(&mut self.async_side, &mut created.task)?;
                 self.task_created.inc();
                 log::info!("{}: created task {id}", self.thread);
                 let entry = TaskEntry::new(created, PartitionGroup::default());
@@ -389,14 +438,24 @@ impl TaskManager {
         let mut outputs = Vec::new();
         let mut progress = Vec::new();
         let mut more = false;
+        if self.async_side.in_flight() > 0 {
+            self.async_side.take_ready();
+        }
         for entry in self.tasks.values_mut().filter(|e| e.missing.is_empty()) {
             let now = Instant::now();
-            while let Some((record, timestamp)) = entry.group.next(
-                max_idle,
-                now,
-                &entry.task.metrics().enforced_processing,
-                is_lagging,
-            ) {
+            // Finished async calls first: they free room under the bounds.
+            entry.task.apply_async_completions()?;
+            // A task at its async bound takes nothing: its records stay
+            // buffered (and its partitions pause by the buffered bound).
+            while entry.task.admits_records() {
+                let Some((record, timestamp)) = entry.group.next(
+                    max_idle,
+                    now,
+                    &entry.task.metrics().enforced_processing,
+                    is_lagging,
+                ) else {
+                    break;
+                };
                 entry.task.process_at(record, timestamp)?;
                 if now.elapsed() >= slice {
                     // Records left over wait for the next call, whether or
@@ -468,11 +527,15 @@ impl TaskManager {
     pub fn offsets_to_commit(&self) -> Result<TopicPartitionList, RuntimeError> {
         let mut tpl = TopicPartitionList::new();
         for ((topic, partition), offset) in &self.processed {
-            let mut element = tpl.add_partition(topic, *partition);
-            element.set_offset(Offset::Offset(*offset))?;
             let entry = self
                 .task_id(topic, *partition)
                 .and_then(|id| self.tasks.get(&id));
+            // Never past a record still in an async processor: after a
+            // crash it is read again from there.
+            let unfinished = entry.and_then(|e| e.task.lowest_unfinished_offset(topic, *partition));
+            let offset = unfinished.map_or(*offset, |lowest| lowest.min(*offset));
+            let mut element = tpl.add_partition(topic, *partition);
+            element.set_offset(Offset::Offset(offset))?;
             if let Some(entry) = entry {
                 let metadata = PartitionMetadata {
                     partition_time: entry.task.processed_partition_time(topic, *partition),
@@ -529,7 +592,8 @@ impl TaskManager {
             group.clear();
             // The old task's directory lock goes before the new one is taken.
             drop(entry);
-            let created = self.creator.create(id)?;
+            let mut created = self.creator.create(id)?;
+            Self::install_async(&mut self.async_side, &mut created.task)?;
             self.tasks.insert(id, TaskEntry::new(created, group));
         }
         for e in committed.elements() {
@@ -699,6 +763,68 @@ mod tests {
         let metadata = PartitionMetadata::decode(left0.metadata()).unwrap();
         assert_eq!(metadata.partition_time, 1_000);
         assert!(offsets.find_partition("left", 1).is_none());
+    }
+
+    #[test]
+    fn a_task_at_its_async_bound_takes_nothing_and_commits_only_past_finished_records() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static ANSWER: AtomicBool = AtomicBool::new(false);
+        let dir = tempfile::tempdir().unwrap();
+        let builder = StreamsBuilder::new();
+        builder
+            .stream::<String, String>("in")
+            .map_values_async(
+                |_key: String, value: String| async move {
+                    while !ANSWER.load(Ordering::Acquire) {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                    Ok::<_, std::io::Error>(value.to_uppercase())
+                },
+                kstreams_dsl::AsyncOptions::new(),
+            )
+            .to("out");
+        let topology = Arc::new(builder.build().unwrap());
+        let config = StreamsConfig::new("app", "127.0.0.1:1")
+            .state_dir(dir.path())
+            .async_max_in_flight_per_task(2);
+        let sources = Arc::new(SourceTopicIndex::new(&topology, "app"));
+        let sensors = config.metrics.thread_sensors("t").unwrap();
+        let mut tasks = TaskManager::new("t", &config, topology, sources, &sensors).unwrap();
+        tasks.assign(&[p("in", 0)], None, |_, _| None).unwrap();
+        for offset in 0..5 {
+            let mut r = record("in", 0, offset, "a");
+            r.key = Some(format!("k{offset}").into_bytes());
+            tasks.buffer(r).unwrap();
+        }
+
+        // Two calls out: the other records stay buffered.
+        let batch = tasks.process(&|_, _| false, Duration::MAX).unwrap();
+        assert!(batch.outputs.is_empty());
+        assert_eq!(tasks.buffered("in", 0), 3);
+        assert_eq!(tasks.async_in_flight(), 2);
+        assert!(tasks.record_progress(batch.progress));
+        let committed = |tasks: &TaskManager| {
+            let offsets = tasks.offsets_to_commit().unwrap();
+            offsets.find_partition("in", 0).unwrap().offset()
+        };
+        assert_eq!(
+            committed(&tasks),
+            Offset::Offset(0),
+            "offsets 0 and 1 are in flight"
+        );
+
+        ANSWER.store(true, Ordering::Release);
+        let mut outputs = 0;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while outputs < 5 {
+            assert!(Instant::now() < deadline, "{outputs} of 5 results");
+            tasks.wait_for_async(Duration::from_millis(100));
+            let batch = tasks.process(&|_, _| false, Duration::MAX).unwrap();
+            outputs += batch.outputs.len();
+            tasks.record_progress(batch.progress);
+        }
+        assert_eq!(tasks.async_in_flight(), 0);
+        assert_eq!(committed(&tasks), Offset::Offset(5));
     }
 
     #[test]

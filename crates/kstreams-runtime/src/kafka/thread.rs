@@ -60,6 +60,10 @@ const MISSING_SINK_RETRY_BACKOFF: Duration = Duration::from_secs(1);
 /// The producer's own `linger.ms` (5) batches them again.
 const OUTPUT_SLICE: Duration = Duration::from_millis(5);
 
+/// How long a poll blocks while async calls are out and none has finished:
+/// a finished call waits at most this long to be applied.
+const ASYNC_POLL: Duration = Duration::from_millis(1);
+
 /// A stream thread's clients, made before its OS thread starts so that a
 /// bad client setting fails `start()`.
 pub(crate) struct StreamThread {
@@ -223,8 +227,11 @@ impl ThreadLoop {
             };
         }
         let finish = match &result {
-            // A clean close checkpoints under exactly-once too.
-            Ok(()) => self.commit().and_then(|()| self.write_checkpoints()),
+            // A clean close checkpoints under exactly-once too; async calls
+            // in flight finish first (up to the drain timeout).
+            Ok(()) => self
+                .commit_draining(true)
+                .and_then(|()| self.write_checkpoints()),
             Err(_) => {
                 self.collector.abort_if_in_transaction();
                 // Offsets of records whose outputs may not have gone out
@@ -260,7 +267,16 @@ impl ThreadLoop {
     /// One pass: poll, apply the assignment, process, punctuate, maybe
     /// commit.
     fn run_once(&mut self, on_assignment: &dyn Fn(bool)) -> Result<(), RuntimeError> {
-        self.poll_records(self.config.poll)?;
+        // With async calls out, the poll must not block for long: their
+        // completions are applied by this loop, not by the consumer.
+        let poll = if self.tasks.async_in_flight() == 0 {
+            self.config.poll
+        } else if self.tasks.async_completion_ready() {
+            Duration::ZERO
+        } else {
+            self.config.poll.min(ASYNC_POLL)
+        };
+        self.poll_records(poll)?;
         if let Some(assigned) = self.apply_assignment_events()? {
             self.publish_metadata();
             on_assignment(assigned);
@@ -587,7 +603,7 @@ impl ThreadLoop {
             return Ok(false);
         }
         self.rewound = false;
-        self.commit()?;
+        self.commit_draining(true)?;
         Ok(!self.rewound && !self.collector.in_transaction())
     }
 
@@ -628,10 +644,61 @@ impl ThreadLoop {
     /// is rebalancing is not an error: at-least-once reprocesses from the
     /// last commit, exactly-once aborts and rewinds to it.
     fn commit(&mut self) -> Result<(), RuntimeError> {
+        // Under exactly-once a transaction holds only finished records: a
+        // result that went out for a record past an unfinished one would be
+        // produced again after a crash, with the offsets before it.
+        let eos = self.config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2;
+        self.commit_draining(eos)
+    }
+
+    /// [`commit`](Self::commit), first waiting for async calls in flight
+    /// when `drain` (exactly-once, a rebalance, a close). If they do not
+    /// finish in `kstreams.async.drain.timeout.ms`, at-least-once commits
+    /// up to the lowest unfinished record (the tasks' close then cancels
+    /// the calls, and whoever runs the task next reads those records
+    /// again); exactly-once aborts and rewinds.
+    fn commit_draining(&mut self, drain: bool) -> Result<(), RuntimeError> {
         let started = Instant::now();
-        let result = self.flush_and_commit();
+        let result = if drain && !self.drain_async()? {
+            log::warn!(
+                "{}: {} async records still in flight after {} ms; they will be processed again",
+                self.name,
+                self.tasks.async_in_flight(),
+                self.config.async_drain_timeout.as_millis()
+            );
+            if self.config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2 {
+                self.abort_and_rewind()
+            } else {
+                self.flush_and_commit()
+            }
+        } else {
+            self.flush_and_commit()
+        };
         self.sensors.commit_latency.observe_since(started);
         result
+    }
+
+    /// Applies async calls as they finish (their outputs go to the
+    /// producer) until none is in flight or the drain timeout passes;
+    /// returns whether all finished. Takes no new record meanwhile.
+    fn drain_async(&mut self) -> Result<bool, RuntimeError> {
+        let deadline = Instant::now() + self.config.async_drain_timeout;
+        loop {
+            if self.tasks.async_in_flight() > 0 || self.tasks.async_completion_ready() {
+                let outputs = self.tasks.apply_async_completions()?;
+                self.collector.send_all(outputs)?;
+            }
+            if self.tasks.async_in_flight() == 0 {
+                return Ok(true);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(false);
+            }
+            self.collector.poll();
+            self.tasks
+                .wait_for_async((deadline - now).min(Duration::from_millis(100)));
+        }
     }
 
     fn flush_and_commit(&mut self) -> Result<(), RuntimeError> {

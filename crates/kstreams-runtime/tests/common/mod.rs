@@ -4,10 +4,13 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 use kstreams_embedded::rdkafka::consumer::{BaseConsumer, Consumer};
 use kstreams_embedded::rdkafka::ClientConfig;
 use kstreams_embedded::{create_topic, unique_name};
+use kstreams_runtime::kafka::{KafkaStreams, State};
 
 /// A consumer of its own new group, subscribed to `topic` from its start,
 /// that sees committed transactions only.
@@ -45,4 +48,35 @@ impl FreshRun {
             state_dir: std::env::temp_dir().join(unique_name(&format!("{name}-state"))),
         }
     }
+}
+
+/// Runs this test binary again as a child process running only the test
+/// `test`, with `env` set to `value` (the child's test reads its part from
+/// there), for a test that kills the child.
+pub fn spawn_test_child(test: &str, env: &str, value: &str) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads", "1"])
+        .env(env, value)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap()
+}
+
+/// The child's side: starts `app` and runs it until the process is
+/// killed, failing if it reaches ERROR first.
+pub fn run_until_killed(mut app: KafkaStreams) -> ! {
+    app.start().unwrap();
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        assert_ne!(app.state(), State::Error, "{:?}", app.errors());
+    }
+}
+
+/// Sum of a metric family's samples in Prometheus text.
+pub fn metric_sum(text: &str, family: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{family}{{")))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum()
 }

@@ -1,6 +1,7 @@
 //! `KStream`: a typed handle on a node of the topology being built, and all
 //! its operations but the joins (see [`joins`]).
 
+mod async_ops;
 mod joins;
 
 use std::collections::HashMap;
