@@ -282,6 +282,9 @@ pub struct StreamsConfig {
     /// Shared by clones, as `metrics`: the stream threads publish their
     /// tasks on it and `KafkaStreams::metadata` reads it.
     pub(crate) local_metadata: super::local_metadata::MetadataBoard,
+    /// Shared by clones, as `metrics`: the application's restore listener
+    /// and the restorations in flight.
+    pub(crate) restore_board: super::restore_progress::RestoreBoard,
     /// `kstreams.http.address`: where kstreams-http's server listens when
     /// started from the configuration; `None` (the default) serves nothing.
     pub(crate) http_address: Option<std::net::SocketAddr>,
@@ -335,6 +338,7 @@ impl StreamsConfig {
             poll: Duration::from_millis(100),
             metrics: MetricsRegistry::new(),
             local_metadata: Default::default(),
+            restore_board: Default::default(),
             http_address: None,
             streams_group_protocol: false,
             application_server: None,
