@@ -288,6 +288,8 @@ pub struct StreamsConfig {
     /// `kstreams.http.address`: where kstreams-http's server listens when
     /// started from the configuration; `None` (the default) serves nothing.
     pub(crate) http_address: Option<std::net::SocketAddr>,
+    /// `kstreams.tracing.*`: the tasks' record tracing (off by default).
+    pub(crate) tracing: crate::TracingConfig,
     /// `group.protocol=streams` (Kafka Streams' key): the stream threads
     /// join a streams group (KIP-1071) instead of a consumer group.
     pub(crate) streams_group_protocol: bool,
@@ -340,6 +342,7 @@ impl StreamsConfig {
             local_metadata: Default::default(),
             restore_board: Default::default(),
             http_address: None,
+            tracing: crate::TracingConfig::default(),
             streams_group_protocol: false,
             application_server: None,
         }
@@ -856,6 +859,26 @@ impl StreamsConfig {
                     })?)
                 }
             }
+            TRACING_ENABLED | TRACING_START_TRACES => {
+                let on = match value.trim() {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err(invalid("true or false")),
+                };
+                if key == TRACING_ENABLED {
+                    self.tracing.enabled = on;
+                } else {
+                    self.tracing.start_traces = on;
+                }
+            }
+            TRACING_SAMPLE_RATIO => {
+                self.tracing.sample_ratio = value
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|r| (0.0..=1.0).contains(r))
+                    .ok_or_else(|| invalid("a number from 0 to 1"))?
+            }
             "processing.exception.handler" => {
                 self.processing = match short_class_name(value) {
                     "LogAndFailProcessingExceptionHandler" => ProcessingHandling::Fail,
@@ -899,6 +922,14 @@ impl StreamsConfig {
     /// hosts.
     pub fn http_address(mut self, address: std::net::SocketAddr) -> Self {
         self.http_address = Some(address);
+        self
+    }
+
+    /// How the tasks trace records (`kstreams.tracing.enabled`,
+    /// `kstreams.tracing.start.traces`, `kstreams.tracing.sample.ratio`):
+    /// see [`TracingConfig`](crate::TracingConfig). Off by default.
+    pub fn tracing(mut self, tracing: crate::TracingConfig) -> Self {
+        self.tracing = tracing;
         self
     }
 
@@ -1038,6 +1069,7 @@ impl StreamsConfig {
             processing: self.processing,
             production: self.production,
             dead_letter_queue: self.dead_letter_queue.clone(),
+            tracing: self.tracing,
             // Kafka Streams splits the budget evenly between the threads.
             cache_max_bytes: (self.cache_max_bytes / self.num_stream_threads.max(1) as u64)
                 .try_into()
@@ -1404,6 +1436,9 @@ const KNOWN_KEYS: &[&str] = &[
     "group.protocol",
     "application.server",
     HTTP_ADDRESS,
+    TRACING_ENABLED,
+    TRACING_START_TRACES,
+    TRACING_SAMPLE_RATIO,
 ];
 
 /// Deprecated Kafka Streams keys and the keys that replace them: when both
@@ -1441,6 +1476,10 @@ fn librdkafka_has_property(key: &str) -> bool {
 /// kstreams' own key (no Kafka Streams config starts with `kstreams.`):
 /// the address of the operator's HTTP endpoints.
 const HTTP_ADDRESS: &str = "kstreams.http.address";
+/// kstreams' own keys: record tracing with W3C `traceparent` headers.
+const TRACING_ENABLED: &str = "kstreams.tracing.enabled";
+const TRACING_START_TRACES: &str = "kstreams.tracing.start.traces";
+const TRACING_SAMPLE_RATIO: &str = "kstreams.tracing.sample.ratio";
 
 /// What kstreams does with a Kafka Streams config it has no use for.
 enum KafkaStreamsOnly {
