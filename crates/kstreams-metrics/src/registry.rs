@@ -306,11 +306,11 @@ impl MetricsRegistry {
         thread_id: &str,
         task_id: &str,
     ) -> Result<RestoreSensors, Error> {
-        let labels = [thread_id, task_id];
-        Ok(RestoreSensors {
-            restored: self.counter(&names::TASK_RESTORE_TOTAL, &labels)?,
-            remaining: self.gauge(&names::TASK_RESTORE_REMAINING_RECORDS, &labels)?,
-        })
+        self.restore_sensors(
+            &names::TASK_RESTORE_TOTAL,
+            &names::TASK_RESTORE_REMAINING_RECORDS,
+            &[thread_id, task_id],
+        )
     }
 
     /// The bootstrap metrics of one task (`kstreams_task_bootstrap_*`):
@@ -320,19 +320,31 @@ impl MetricsRegistry {
         thread_id: &str,
         task_id: &str,
     ) -> Result<RestoreSensors, Error> {
-        let labels = [thread_id, task_id];
-        Ok(RestoreSensors {
-            restored: self.counter(&names::TASK_BOOTSTRAP_TOTAL, &labels)?,
-            remaining: self.gauge(&names::TASK_BOOTSTRAP_REMAINING_RECORDS, &labels)?,
-        })
+        self.restore_sensors(
+            &names::TASK_BOOTSTRAP_TOTAL,
+            &names::TASK_BOOTSTRAP_REMAINING_RECORDS,
+            &[thread_id, task_id],
+        )
     }
 
     /// The load metrics of one global store (`kstreams_global_restore_*`).
     pub fn global_restore_sensors(&self, store: &str) -> Result<RestoreSensors, Error> {
-        let labels = [store];
+        self.restore_sensors(
+            &names::GLOBAL_RESTORE_TOTAL,
+            &names::GLOBAL_RESTORE_REMAINING_RECORDS,
+            &[store],
+        )
+    }
+
+    fn restore_sensors(
+        &self,
+        restored: &MetricDef,
+        remaining: &MetricDef,
+        labels: &[&str],
+    ) -> Result<RestoreSensors, Error> {
         Ok(RestoreSensors {
-            restored: self.counter(&names::GLOBAL_RESTORE_TOTAL, &labels)?,
-            remaining: self.gauge(&names::GLOBAL_RESTORE_REMAINING_RECORDS, &labels)?,
+            restored: self.counter(restored, labels)?,
+            remaining: self.gauge(remaining, labels)?,
         })
     }
 
