@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use kstreams::embedded::rdkafka::consumer::{BaseConsumer, Consumer};
 use kstreams::embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams::embedded::rdkafka::{ClientConfig, Message};
-use kstreams::http::HttpServer;
+use kstreams::http::{HttpServer, RestoreProgressBars};
 use kstreams::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -120,6 +120,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .state_dir(&state_dir);
     let mut app = KafkaStreams::new(topology, config);
     app.set_state_listener(|new, old| println!("state: {old:?} -> {new:?}"));
+    // A restore of 10,000 records or more (a rerun on a long changelog)
+    // draws a progress bar with its rate and time left.
+    app.set_global_state_restore_listener(Arc::new(RestoreProgressBars::new()))?;
     // KSTREAMS_HTTP_ADDR=127.0.0.1:9464 serves /metrics, /health/live,
     // /health/ready, /topology(.dot|.svg) and /state while the example runs;
     // started before the app, so a probe sees it become ready.

@@ -56,12 +56,13 @@ pub const MAY_BE_ZERO: &[(&str, &str)] = &[
         "with the lag at 0 the skew is 0 too",
     ),
     (
-        "Records still to restore, per task",
-        "the app starts with empty changelogs: nothing to restore",
+        "Records still to restore: changelogs, bootstraps, global stores",
+        "the app restores, bootstraps and loads before Prometheus' first scrape: 0 remains",
     ),
     (
-        "Records restored per second, per task",
-        "the app starts with empty changelogs: nothing to restore",
+        "Records restored per second: changelogs, bootstraps, global stores",
+        "the app restores, bootstraps and loads before Prometheus' first scrape: the counters \
+         no longer move (\"Records restored since each instance started\" shows their figures)",
     ),
     (
         "Tasks created and closed per second (rebalances)",

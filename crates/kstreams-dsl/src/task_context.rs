@@ -237,6 +237,12 @@ impl TaskContext {
         self.output.push(record);
     }
 
+    /// The records produced and not drained yet, to amend in place (the
+    /// runtime sets their trace context).
+    pub fn pending_output(&mut self) -> &mut [ProducedRecord] {
+        &mut self.output
+    }
+
     /// Takes the records the sinks wrote since the last call.
     pub fn drain_output(&mut self) -> Vec<ProducedRecord> {
         std::mem::take(&mut self.output)

@@ -4,7 +4,11 @@
 //! cluster, with records flowing until its stdin closes:
 //!
 //! - a count per user in a RocksDB store (store put/get latency, commits);
-//! - a stream-table join of the clicks with a users table;
+//! - a stream-table join of the clicks with a users table, bootstrapped
+//!   (read to its end before the clicks);
+//! - a join with a global table of regions (loaded before the app runs);
+//! - a changelog left by an earlier run, which the count store restores
+//!   at start (every restoration kind shows in the restore panels);
 //! - a windowed count (window store fetches), to which every 200th click
 //!   comes two minutes late (lateness, dropped late records);
 //! - a malformed click every second, dropped to a dead-letter queue;
@@ -23,7 +27,7 @@ use kstreams_dsl::{Consumed, Materialized, Produced, StoreType, StreamsBuilder};
 use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams_embedded::rdkafka::ClientConfig;
 use kstreams_embedded::EmbeddedKafka;
-use kstreams_http::HttpServer;
+use kstreams_http::{HttpServer, RestoreProgressBars};
 use kstreams_metrics::RecordingLevel;
 use kstreams_record::{I64Serde, Nullable, StringSerde};
 use kstreams_runtime::kafka::{KafkaStreams, StreamsConfig};
@@ -33,6 +37,11 @@ use kstreams_time::TimeWindows;
 const APP_ID: &str = "dashboard-check";
 const CLICKS: &str = "clicks";
 const USERS: &str = "users";
+const REGIONS: &str = "regions";
+/// Records of the count store's changelog left by "an earlier run".
+const RESTORED_RECORDS: usize = 3_000;
+/// Regions in the global table.
+const REGION_COUNT: usize = 1_000;
 const DLQ: &str = "clicks-dlq";
 const PARTITIONS: i32 = 3;
 const USER_COUNT: usize = 20;
@@ -64,6 +73,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "click-counts",
         "enriched-clicks",
         "clicks-per-window",
+        "regional-clicks",
+        REGIONS,
         DLQ,
     ] {
         kafka.create_topic(topic, PARTITIONS, 1)?;
@@ -73,7 +84,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let bootstrap = kafka.bootstrap_servers();
 
+    preload(&bootstrap)?;
+
     let mut app = KafkaStreams::new(topology()?, config(&bootstrap));
+    // A bar on a terminal for any restore of 10,000 records or more.
+    app.set_global_state_restore_listener(Arc::new(RestoreProgressBars::new()))?;
     let server = HttpServer::start(&app, address.as_str())?;
     println!("dashboard app: metrics at {}/metrics", server.url());
     app.start()?;
@@ -110,8 +125,13 @@ fn topology() -> Result<kstreams_dsl::Topology, Box<dyn std::error::Error>> {
     let builder = StreamsBuilder::new();
     let users = builder.table_with(
         USERS,
-        Consumed::with(StringSerde, StringSerde),
+        Consumed::with(StringSerde, StringSerde).with_bootstrap(),
         Materialized::as_("users-table"),
+    );
+    let regions = builder.global_table_with::<String, String>(
+        REGIONS,
+        Consumed::with(StringSerde, StringSerde),
+        Materialized::as_("regions-table"),
     );
     let clicks = builder.stream_with(CLICKS, Consumed::with(StringSerde, StringSerde));
     clicks
@@ -130,6 +150,13 @@ fn topology() -> Result<kstreams_dsl::Topology, Box<dyn std::error::Error>> {
             format!("{page} by {}", user.map_or("?", String::as_str))
         })
         .to("enriched-clicks");
+    clicks
+        .left_join_global(
+            &regions,
+            |user: &String, _: &String| format!("region{}", user.len() % 7),
+            |page, region| format!("{page} in {}", region.map_or("?", String::as_str)),
+        )
+        .to("regional-clicks");
     clicks
         .group_by_key()
         .windowed_by(TimeWindows::of_size_and_grace(
@@ -165,6 +192,52 @@ fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// What an earlier run left, before the app starts: the users (a
+/// bootstrap table), the regions (a global table) and the count store's
+/// changelog (restored at start).
+fn preload(bootstrap: &str) -> Result<(), String> {
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("linger.ms", "5")
+        .create()
+        .map_err(|e| e.to_string())?;
+    let changelog = format!("{APP_ID}-clicks-per-user-changelog");
+    let mut records: Vec<(String, String, Vec<u8>)> = Vec::new();
+    for user in 0..USER_COUNT {
+        records.push((
+            USERS.into(),
+            format!("user{user}"),
+            format!("User {user}").into_bytes(),
+        ));
+    }
+    for region in 0..REGION_COUNT {
+        records.push((
+            REGIONS.into(),
+            format!("region{region}"),
+            format!("Region {region}").into_bytes(),
+        ));
+    }
+    // Users of the earlier run, never clicking again: a timestamped
+    // count (8-byte timestamp, then the count) as the store writes it.
+    for i in 0..RESTORED_RECORDS {
+        let value = [now_ms().to_be_bytes(), (i as i64).to_be_bytes()].concat();
+        records.push((changelog.clone(), format!("earlier-user{i}"), value));
+    }
+    for (topic, key, value) in &records {
+        let mut record = BaseRecord::to(topic)
+            .key(key)
+            .payload(value)
+            .timestamp(now_ms());
+        while let Err((_, returned)) = producer.send(record) {
+            producer.poll(Duration::from_millis(10));
+            record = returned;
+        }
+    }
+    producer
+        .flush(Duration::from_secs(30))
+        .map_err(|e| e.to_string())
 }
 
 /// Users first, then clicks at [`CLICK_RATE`] until `stop`: half of them by

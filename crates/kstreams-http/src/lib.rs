@@ -9,15 +9,19 @@
 //! This crate owns:
 //! - the server and its lifecycle ([`HttpServer`]);
 //! - the endpoints and their answers;
-//! - the topology as DOT ([`topology_dot`]) and as SVG ([`dot_to_svg`]).
+//! - the topology as DOT ([`topology_dot`]) and as SVG ([`dot_to_svg`]);
+//! - restore progress bars on a terminal ([`RestoreProgressBars`], a
+//!   restore listener).
 
 mod client_metrics;
+mod progress_bars;
 mod routes;
 mod server;
 mod state_json;
 mod topology_dot;
 mod topology_svg;
 
+pub use progress_bars::RestoreProgressBars;
 pub use server::HttpServer;
 pub use topology_dot::topology_dot;
 pub use topology_svg::dot_to_svg;

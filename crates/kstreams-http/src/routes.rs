@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use kstreams_metrics::MetricsRegistry;
-use kstreams_runtime::kafka::{LocalMetadata, State};
+use kstreams_runtime::kafka::{LocalMetadata, RestoreProgress, State};
 use serde_json::json;
 
 use crate::client_metrics::ClientGauges;
@@ -16,6 +16,9 @@ use crate::state_json::{state_json, state_name};
 
 /// Reads the application's metadata at the moment of a request.
 pub(crate) type MetadataSource = Arc<dyn Fn() -> LocalMetadata + Send + Sync>;
+
+/// Reads the restorations in flight at the moment of a request.
+pub(crate) type RestoreSource = Arc<dyn Fn() -> Vec<RestoreProgress> + Send + Sync>;
 
 /// The topology in its three forms, made once at start: it never changes
 /// while the application runs.
@@ -32,6 +35,8 @@ pub(crate) struct TopologyViews {
 pub(crate) struct Served {
     pub registry: MetricsRegistry,
     pub app: Option<(MetadataSource, Arc<TopologyViews>)>,
+    /// The application's restorations in flight, for `/state`.
+    pub restores: Option<RestoreSource>,
 }
 
 /// The router of every endpoint; those of an application answer 404
@@ -62,6 +67,7 @@ pub(crate) fn router(served: Served) -> Router {
             }
         }),
     );
+    let restores = served.restores.clone();
     if let Some((metadata, topology)) = served.app {
         router = router
             .route(
@@ -82,7 +88,14 @@ pub(crate) fn router(served: Served) -> Router {
                 "/state",
                 get({
                     let (metadata, topology) = (metadata.clone(), topology.clone());
-                    move || async move { json_response(StatusCode::OK, state_json(&metadata(), &topology.stores)) }
+                    let restores = restores.clone();
+                    move || async move {
+                        let restoring = restores.as_ref().map(|r| r()).unwrap_or_default();
+                        json_response(
+                            StatusCode::OK,
+                            state_json(&metadata(), &topology.stores, &restoring),
+                        )
+                    }
                 }),
             )
             .route(

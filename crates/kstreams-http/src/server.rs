@@ -24,7 +24,7 @@ use crate::{dot_to_svg, topology_dot, Error};
 /// | `/topology` | `Topology::describe()`, as Kafka Streams prints it |
 /// | `/topology.dot` | the topology in Graphviz DOT |
 /// | `/topology.svg` | the topology as a picture |
-/// | `/state` | JSON: state, threads, tasks with partitions, lag and stores |
+/// | `/state` | JSON: state, threads, tasks with partitions, lag and stores; the restorations in flight (changelog, global, bootstrap) with offsets, records restored, rate and time left |
 ///
 /// ```no_run
 /// use kstreams_dsl::StreamsBuilder;
@@ -73,6 +73,7 @@ impl HttpServer {
             Served {
                 registry: app.metrics().clone(),
                 app: Some((Arc::new(metadata), Arc::new(views))),
+                restores: Some(Arc::new(app.restore_progress_source())),
             },
             address,
         )
@@ -98,6 +99,7 @@ impl HttpServer {
             Served {
                 registry,
                 app: None,
+                restores: None,
             },
             address,
         )

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use kstreams_dsl::{NodeDescriptionKind, TopologyDescription};
-use kstreams_runtime::kafka::{LocalMetadata, State};
+use kstreams_runtime::kafka::{LocalMetadata, RestoreProgress, State};
 use serde_json::{json, Value};
 
 /// The stores of each sub-topology, by id.
@@ -45,8 +45,31 @@ pub(crate) fn state_name(state: State) -> &'static str {
     }
 }
 
-/// The JSON document of `/state`.
-pub(crate) fn state_json(metadata: &LocalMetadata, stores: &BTreeMap<u32, Vec<String>>) -> Value {
+/// One restoration in flight, as `/state` lists it.
+fn restore_json(r: &RestoreProgress) -> Value {
+    json!({
+        "kind": r.kind.name(),
+        "task_id": r.task_id,
+        "store": r.store,
+        "topic": r.partition.topic,
+        "partition": r.partition.partition,
+        "starting_offset": r.starting_offset,
+        "ending_offset": r.ending_offset,
+        "restored": r.restored,
+        "total": r.total(),
+        "remaining": r.remaining(),
+        "records_per_second": r.rate(),
+        "seconds_left": r.time_left().map(|t| t.as_secs_f64()),
+    })
+}
+
+/// The JSON document of `/state`: `restoring` are the restorations in
+/// flight (the same the restore listener and metrics hear about).
+pub(crate) fn state_json(
+    metadata: &LocalMetadata,
+    stores: &BTreeMap<u32, Vec<String>>,
+    restoring: &[RestoreProgress],
+) -> Value {
     let threads: Vec<Value> = metadata
         .threads
         .iter()
@@ -82,6 +105,7 @@ pub(crate) fn state_json(metadata: &LocalMetadata, stores: &BTreeMap<u32, Vec<St
         "threads_configured": metadata.threads_configured,
         "threads_alive": metadata.threads_alive,
         "threads": threads,
+        "restoring": restoring.iter().map(restore_json).collect::<Vec<_>>(),
     })
 }
 
@@ -112,7 +136,17 @@ mod tests {
             }],
         };
         let stores = BTreeMap::from([(0, vec!["counts".to_string()])]);
-        let state = state_json(&metadata, &stores);
+        let restoring = [RestoreProgress {
+            kind: kstreams_runtime::kafka::RestoreKind::Changelog,
+            task_id: Some("0_1".to_string()),
+            store: "counts".to_string(),
+            partition: kstreams_runtime::kafka::TopicPartition::new("app-counts-changelog", 1),
+            starting_offset: 100,
+            ending_offset: 1100,
+            restored: 250,
+            elapsed: std::time::Duration::from_secs(1),
+        }];
+        let state = state_json(&metadata, &stores, &restoring);
         assert_eq!(state["state"], "RUNNING");
         assert_eq!(state["ready"], true);
         let task = &state["threads"][0]["active_tasks"][0];
@@ -120,5 +154,11 @@ mod tests {
         assert_eq!(task["lag"], 4);
         assert_eq!(task["partitions"][0]["topic"], "in");
         assert_eq!(task["stores"][0], "counts");
+        let restore = &state["restoring"][0];
+        assert_eq!(restore["kind"], "changelog");
+        assert_eq!(restore["task_id"], "0_1");
+        assert_eq!(restore["remaining"], 750);
+        assert_eq!(restore["records_per_second"], 250.0);
+        assert_eq!(restore["seconds_left"], 3.0);
     }
 }

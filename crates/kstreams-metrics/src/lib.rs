@@ -38,7 +38,9 @@ mod registry;
 
 use std::time::{Duration, Instant};
 
-pub use registry::{MetricsRegistry, NodeSensors, PartitionSensors, TaskSensors, ThreadSensors};
+pub use registry::{
+    MetricsRegistry, NodeSensors, PartitionSensors, RestoreSensors, TaskSensors, ThreadSensors,
+};
 
 /// Which metrics are recorded: Kafka Streams' `metrics.recording.level`.
 ///

@@ -121,6 +121,7 @@ const TASK: &[&str] = &[THREAD_ID, TASK_ID];
 const NODE_LABELS: &[&str] = &[THREAD_ID, TASK_ID, NODE];
 const STORE_LABELS: &[&str] = &[STORE_TYPE, STORE, TASK_ID];
 const PARTITION_LABELS: &[&str] = &[TOPIC, PARTITION];
+const GLOBAL_STORE_LABELS: &[&str] = &[STORE];
 
 const fn counter(
     name: &'static str,
@@ -271,6 +272,39 @@ pub const TASK_RESTORE_REMAINING_RECORDS: MetricDef = gauge(
     "Changelog records a task still has to restore before it can process.",
     TASK,
     "stream-task-metrics: restore-remaining-records-total",
+);
+
+/// Records a task read from its bootstrap tables' partitions (kstreams'
+/// table bootstrap; Kafka Streams has none).
+pub const TASK_BOOTSTRAP_TOTAL: MetricDef = counter(
+    "kstreams_task_bootstrap_records_total",
+    "Records a task read from its bootstrap tables' partitions before processing its other partitions.",
+    TASK,
+    "",
+);
+/// Records a bootstrapping task still has to read.
+pub const TASK_BOOTSTRAP_REMAINING_RECORDS: MetricDef = gauge(
+    "kstreams_task_bootstrap_remaining_records",
+    "Records a task still has to read from its bootstrap tables' partitions (offsets up to the \
+     end seen at assignment) before processing its other partitions.",
+    TASK,
+    "",
+);
+/// Records loaded into a global store (Kafka Streams restores global
+/// stores without a metric).
+pub const GLOBAL_RESTORE_TOTAL: MetricDef = counter(
+    "kstreams_global_restore_records_total",
+    "Records the global thread loaded into a global store from its topic before the instance ran.",
+    GLOBAL_STORE_LABELS,
+    "",
+);
+/// Records a global store still has to load.
+pub const GLOBAL_RESTORE_REMAINING_RECORDS: MetricDef = gauge(
+    "kstreams_global_restore_remaining_records",
+    "Records a global store still has to load from its topic (offsets up to the end seen at start) \
+     before the instance runs.",
+    GLOBAL_STORE_LABELS,
+    "",
 );
 
 /// How far behind the task's stream time a record's timestamp was.
@@ -440,6 +474,10 @@ pub const ALL: &[&MetricDef] = &[
     &TASK_ENFORCED_PROCESSING_TOTAL,
     &TASK_RESTORE_TOTAL,
     &TASK_RESTORE_REMAINING_RECORDS,
+    &TASK_BOOTSTRAP_TOTAL,
+    &TASK_BOOTSTRAP_REMAINING_RECORDS,
+    &GLOBAL_RESTORE_TOTAL,
+    &GLOBAL_RESTORE_REMAINING_RECORDS,
     &TASK_RECORD_LATENESS,
     &NODE_PROCESS_TOTAL,
     &RECORD_E2E_LATENCY,

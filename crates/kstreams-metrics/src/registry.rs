@@ -299,6 +299,55 @@ impl MetricsRegistry {
         })
     }
 
+    /// The restore metrics of one task (`kstreams_task_restore_*`, KIP-869):
+    /// its stores restoring from their changelogs.
+    pub fn task_restore_sensors(
+        &self,
+        thread_id: &str,
+        task_id: &str,
+    ) -> Result<RestoreSensors, Error> {
+        self.restore_sensors(
+            &names::TASK_RESTORE_TOTAL,
+            &names::TASK_RESTORE_REMAINING_RECORDS,
+            &[thread_id, task_id],
+        )
+    }
+
+    /// The bootstrap metrics of one task (`kstreams_task_bootstrap_*`):
+    /// its bootstrap tables read to their end before its other partitions.
+    pub fn task_bootstrap_sensors(
+        &self,
+        thread_id: &str,
+        task_id: &str,
+    ) -> Result<RestoreSensors, Error> {
+        self.restore_sensors(
+            &names::TASK_BOOTSTRAP_TOTAL,
+            &names::TASK_BOOTSTRAP_REMAINING_RECORDS,
+            &[thread_id, task_id],
+        )
+    }
+
+    /// The load metrics of one global store (`kstreams_global_restore_*`).
+    pub fn global_restore_sensors(&self, store: &str) -> Result<RestoreSensors, Error> {
+        self.restore_sensors(
+            &names::GLOBAL_RESTORE_TOTAL,
+            &names::GLOBAL_RESTORE_REMAINING_RECORDS,
+            &[store],
+        )
+    }
+
+    fn restore_sensors(
+        &self,
+        restored: &MetricDef,
+        remaining: &MetricDef,
+        labels: &[&str],
+    ) -> Result<RestoreSensors, Error> {
+        Ok(RestoreSensors {
+            restored: self.counter(restored, labels)?,
+            remaining: self.gauge(remaining, labels)?,
+        })
+    }
+
     /// The metrics of one processor node of one task.
     pub fn node_sensors(
         &self,
@@ -364,6 +413,17 @@ pub struct TaskSensors {
     pub restore_remaining_records: Gauge,
     /// `kstreams_task_record_lateness_seconds`.
     pub record_lateness: Histogram,
+}
+
+/// The handles of one restoration scope: a task's restore or bootstrap,
+/// or a global store's load. Kafka's `restore-rate` is
+/// `rate(<restored>[1m])`.
+#[derive(Clone, Debug)]
+pub struct RestoreSensors {
+    /// Records restored (a counter).
+    pub restored: Counter,
+    /// Records still to restore (a gauge).
+    pub remaining: Gauge,
 }
 
 /// A processor node's handles (labels `thread_id`, `task_id`, `node`).

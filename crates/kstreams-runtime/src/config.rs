@@ -59,6 +59,8 @@ pub struct TaskConfig {
     /// The stream thread's cache budget for caching stores
     /// (`statestore.cache.max.bytes`; 0 forwards every update).
     pub cache_max_bytes: usize,
+    /// Record tracing with W3C `traceparent` headers (off by default).
+    pub tracing: crate::TracingConfig,
 }
 
 impl TaskConfig {
@@ -73,6 +75,7 @@ impl TaskConfig {
             production: ProductionHandling::default(),
             dead_letter_queue: None,
             cache_max_bytes: kstreams_state::ThreadCache::DEFAULT_MAX_BYTES,
+            tracing: crate::TracingConfig::default(),
         }
     }
 }

@@ -16,10 +16,12 @@ mod config;
 pub mod driver;
 pub mod kafka;
 mod task;
+pub mod trace_context;
 
 pub use config::{DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig};
 pub use driver::{TestInputTopic, TestOutputTopic, TopologyTestDriver};
 pub(crate) use task::StreamTask;
+pub use trace_context::{TraceParent, TracingConfig};
 
 /// The engine below the public API (one task run directly, without a
 /// driver or a stream thread), for kstreams' own benchmarks and tests. Not

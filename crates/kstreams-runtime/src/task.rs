@@ -354,7 +354,16 @@ impl StreamTask {
             .dead_letter_queue
             .is_some()
             .then(|| record.clone());
+        let trace = crate::trace_context::begin(
+            &self.config.tracing,
+            self.id(),
+            &record,
+            self.topology.context().pending_output().len(),
+        );
         let result = self.guarded(|t| t.process(record, timestamp));
+        if let Some(trace) = trace {
+            trace.finish(self.topology.context().pending_output());
+        }
         let dropped = self.topology.context().take_dropped_records();
         self.metrics.dropped.add(dropped);
         self.skipped_outputs(raw.as_ref());

@@ -24,7 +24,7 @@
 //! - one set of builder options for every store ([`StoreOptions`]: logging
 //!   and its topic configs, caching, metrics), which the DSL's
 //!   `Materialized` reuses;
-//! - restoration from a changelog ([`RestoreListener`]), the state
+//! - restoration from a changelog ([`StateRestoreListener`]), the state
 //!   directory with its per-task locks, `.checkpoint` files and the cleanup
 //!   of tasks no longer owned (the runtime's, in a hidden `internals`
 //!   module).
@@ -79,7 +79,7 @@ pub use key_value::{
     TimestampedKeyValueStore, TimestampedKeyValueStoreHandle,
 };
 pub use options::StoreOptions;
-pub use restore::{NoopRestoreListener, RestoreListener};
+pub use restore::{NoopRestoreListener, StateRestoreListener, TopicPartition};
 #[cfg(feature = "rocksdb")]
 pub use rocks_settings::{RocksDbConfigSetter, RocksDbMemoryBounds, RocksDbSettings};
 pub use session::{ReadOnlySessionStore, SessionStore, SessionStoreBuilder, SessionStoreHandle};

@@ -12,40 +12,71 @@ use std::sync::Arc;
 
 use crate::{ChangelogRecord, Error, StateStore};
 
-/// Hears about restorations: Kafka Streams' `StateRestoreListener`.
-/// Offsets are changelog offsets; `end_offset` is the end (exclusive) the
-/// restoration runs to, so `end_offset - start_offset` bounds the records
-/// to restore (compaction can leave fewer).
-pub trait RestoreListener: Send + Sync {
-    /// A store starts restoring.
+/// A changelog (or global topic) partition: Kafka's `TopicPartition`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicPartition {
+    /// The topic.
+    pub topic: String,
+    /// The partition number.
+    pub partition: i32,
+}
+
+impl TopicPartition {
+    /// `topic`'s partition `partition`.
+    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
+        Self {
+            topic: topic.into(),
+            partition,
+        }
+    }
+}
+
+impl std::fmt::Display for TopicPartition {
+    /// As Kafka prints it: `topic-3`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
+}
+
+/// Hears about restorations: Kafka Streams' `StateRestoreListener`, with
+/// its callbacks and their arguments in Kafka's order.
+///
+/// Offsets are offsets of `partition`; `ending_offset` is the end
+/// (exclusive: the log end offset seen when the restoration began) it runs
+/// to, so `ending_offset - starting_offset` bounds the records to restore
+/// (compaction and transaction markers leave fewer). Callbacks run on the
+/// thread that restores: keep them short.
+pub trait StateRestoreListener: Send + Sync {
+    /// `store` starts restoring `partition` from `starting_offset`.
     fn on_restore_start(
         &self,
+        partition: &TopicPartition,
         store: &str,
-        topic: &str,
-        partition: i32,
-        start_offset: i64,
-        end_offset: i64,
+        starting_offset: i64,
+        ending_offset: i64,
     ) {
-        let _ = (store, topic, partition, start_offset, end_offset);
+        let _ = (partition, store, starting_offset, ending_offset);
     }
-    /// A batch was applied; `batch_end_offset` is its last record's offset.
+    /// A batch was applied; `batch_end_offset` is its last record's offset,
+    /// `num_restored` the records in it.
     fn on_batch_restored(
         &self,
+        partition: &TopicPartition,
         store: &str,
-        topic: &str,
-        partition: i32,
         batch_end_offset: i64,
         num_restored: u64,
     ) {
-        let _ = (store, topic, partition, batch_end_offset, num_restored);
+        let _ = (partition, store, batch_end_offset, num_restored);
     }
-    /// The store is restored.
-    fn on_restore_end(&self, store: &str, topic: &str, partition: i32, total_restored: u64) {
-        let _ = (store, topic, partition, total_restored);
+    /// `store` is restored from `partition`: `total_restored` records in all.
+    fn on_restore_end(&self, partition: &TopicPartition, store: &str, total_restored: u64) {
+        let _ = (partition, store, total_restored);
     }
-    /// The restoration stopped before the end (the task moved away).
-    fn on_restore_suspended(&self, store: &str, topic: &str, partition: i32, total_restored: u64) {
-        let _ = (store, topic, partition, total_restored);
+    /// The restoration stopped before its end (KIP-869: the task was
+    /// closed or moved away, or the restoration failed), after
+    /// `total_restored` records.
+    fn on_restore_suspended(&self, partition: &TopicPartition, store: &str, total_restored: u64) {
+        let _ = (partition, store, total_restored);
     }
 }
 
@@ -53,7 +84,7 @@ pub trait RestoreListener: Send + Sync {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoopRestoreListener;
 
-impl RestoreListener for NoopRestoreListener {}
+impl StateRestoreListener for NoopRestoreListener {}
 
 /// Where to start reading a store's changelog.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,13 +119,12 @@ pub fn restore_start(
 pub struct Restoration {
     store: Rc<RefCell<dyn StateStore>>,
     store_name: String,
-    topic: String,
-    partition: i32,
+    partition: TopicPartition,
     start_offset: i64,
     end_offset: i64,
     restored: u64,
     last_offset: Option<i64>,
-    listener: Arc<dyn RestoreListener>,
+    listener: Arc<dyn StateRestoreListener>,
 }
 
 impl Restoration {
@@ -106,14 +136,14 @@ impl Restoration {
         partition: i32,
         start_offset: i64,
         end_offset: i64,
-        listener: Arc<dyn RestoreListener>,
+        listener: Arc<dyn StateRestoreListener>,
     ) -> Self {
         let store_name = store.borrow().name().to_string();
-        listener.on_restore_start(&store_name, topic, partition, start_offset, end_offset);
+        let partition = TopicPartition::new(topic, partition);
+        listener.on_restore_start(&partition, &store_name, start_offset, end_offset);
         Restoration {
             store,
             store_name,
-            topic: topic.to_string(),
             partition,
             start_offset,
             end_offset,
@@ -133,10 +163,14 @@ impl Restoration {
         self.store.borrow_mut().restore_batch(records)?;
         self.restored += records.len() as u64;
         self.last_offset = Some(batch_end_offset);
+        // An empty batch only moves past transaction markers: Kafka Streams
+        // reports batches of records.
+        if records.is_empty() {
+            return Ok(());
+        }
         self.listener.on_batch_restored(
+            &self.partition,
             &self.store_name,
-            &self.topic,
-            self.partition,
             batch_end_offset,
             records.len() as u64,
         );
@@ -168,18 +202,14 @@ impl Restoration {
     pub fn finish(self) -> Result<u64, Error> {
         self.store.borrow_mut().flush()?;
         self.listener
-            .on_restore_end(&self.store_name, &self.topic, self.partition, self.restored);
+            .on_restore_end(&self.partition, &self.store_name, self.restored);
         Ok(self.restored)
     }
 
     /// Stops before the end; tells the listener.
     pub fn suspend(self) -> u64 {
-        self.listener.on_restore_suspended(
-            &self.store_name,
-            &self.topic,
-            self.partition,
-            self.restored,
-        );
+        self.listener
+            .on_restore_suspended(&self.partition, &self.store_name, self.restored);
         self.restored
     }
 }

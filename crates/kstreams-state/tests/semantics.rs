@@ -442,20 +442,20 @@ fn two_stores_share_the_thread_budget() {
 #[derive(Default)]
 struct Recorder(Mutex<Vec<String>>);
 
-impl RestoreListener for Recorder {
-    fn on_restore_start(&self, store: &str, topic: &str, partition: i32, start: i64, end: i64) {
+impl StateRestoreListener for Recorder {
+    fn on_restore_start(&self, partition: &TopicPartition, store: &str, start: i64, end: i64) {
         self.0
             .lock()
             .unwrap()
-            .push(format!("start {store} {topic}-{partition} {start}..{end}"));
+            .push(format!("start {store} {partition} {start}..{end}"));
     }
-    fn on_batch_restored(&self, store: &str, _: &str, _: i32, end: i64, n: u64) {
+    fn on_batch_restored(&self, _: &TopicPartition, store: &str, end: i64, n: u64) {
         self.0
             .lock()
             .unwrap()
             .push(format!("batch {store} {end} {n}"));
     }
-    fn on_restore_end(&self, store: &str, _: &str, _: i32, total: u64) {
+    fn on_restore_end(&self, _: &TopicPartition, store: &str, total: u64) {
         self.0.lock().unwrap().push(format!("end {store} {total}"));
     }
 }

@@ -102,7 +102,8 @@ pub mod prelude {
         Record, RecordMetadata, Serde, SerdeError, StringSerde, UnitSerde,
     };
     pub use kstreams_runtime::kafka::{
-        KafkaStreams, ProcessingGuarantee, State, StreamThreadExceptionResponse, StreamsConfig,
+        KafkaStreams, ProcessingGuarantee, State, StateRestoreListener,
+        StreamThreadExceptionResponse, StreamsConfig, TopicPartition,
     };
     pub use kstreams_runtime::{
         DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig,

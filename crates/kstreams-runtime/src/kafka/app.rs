@@ -220,6 +220,58 @@ impl KafkaStreams {
             .unwrap_or_else(|p| p.into_inner()) = Some(Box::new(handler));
     }
 
+    /// Sets the listener told about every restoration of this instance's
+    /// state (Kafka Streams' `setGlobalStateRestoreListener`): its tasks'
+    /// stores restoring from their changelogs, the global stores loading,
+    /// and its tasks bootstrapping their tables. Only before
+    /// [`KafkaStreams::start`], as in Kafka Streams; a second call replaces
+    /// the first listener.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use kstreams_dsl::StreamsBuilder;
+    /// use kstreams_runtime::kafka::{KafkaStreams, StateRestoreListener, StreamsConfig, TopicPartition};
+    ///
+    /// struct Log;
+    /// impl StateRestoreListener for Log {
+    ///     fn on_restore_end(&self, partition: &TopicPartition, store: &str, total: u64) {
+    ///         println!("{store} restored {total} records from {partition}");
+    ///     }
+    /// }
+    /// let builder = StreamsBuilder::new();
+    /// builder.stream::<String, String>("in").group_by_key().count();
+    /// let mut app = KafkaStreams::new(builder.build().unwrap(), StreamsConfig::new("app", "localhost:9092"));
+    /// app.set_global_state_restore_listener(Arc::new(Log)).unwrap();
+    /// app.start().unwrap();
+    /// ```
+    pub fn set_global_state_restore_listener(
+        &self,
+        listener: Arc<dyn kstreams_state::StateRestoreListener>,
+    ) -> Result<(), RuntimeError> {
+        match self.state() {
+            State::Created => {
+                self.config.restore_board.set_listener(listener);
+                Ok(())
+            }
+            state => Err(RuntimeError::IllegalState(state)),
+        }
+    }
+
+    /// The restorations in flight now (changelog, global and bootstrap),
+    /// with their offsets and records restored: what `/state` shows.
+    pub fn restore_progress(&self) -> Vec<super::RestoreProgress> {
+        self.config.restore_board.in_progress()
+    }
+
+    /// A function that reads [`KafkaStreams::restore_progress`] from any
+    /// thread, for as long as it is kept.
+    pub fn restore_progress_source(
+        &self,
+    ) -> impl Fn() -> Vec<super::RestoreProgress> + Send + Sync + 'static {
+        let board = self.config.restore_board.clone();
+        move || board.in_progress()
+    }
+
     /// The current state.
     pub fn state(&self) -> State {
         *self.shared.state.lock().unwrap_or_else(|p| p.into_inner())

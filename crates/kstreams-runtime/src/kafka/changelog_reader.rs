@@ -2,18 +2,17 @@
 //! task's logged stores up to the end of their changelog partitions with
 //! the thread's restore consumer, before the task processes anything.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kstreams_dsl::ChangelogTopic;
-use kstreams_metrics::{Counter, Gauge};
-use kstreams_state::{restore_start, ChangelogRecord, Restoration, RestoreListener, RestoreStart};
+use kstreams_state::{restore_start, ChangelogRecord, Restoration, RestoreStart};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{Message, Offset, TopicPartitionList};
 
 use super::clients;
 use super::config::StreamsConfig;
+use super::restore_progress::RestoreKind;
 use super::RuntimeError;
 use crate::StreamTask;
 
@@ -85,14 +84,16 @@ impl ChangelogReader {
         else {
             return Ok(());
         };
+        let task_id = task.id().to_string();
         let sensors = self
             .config
             .metrics
-            .task_sensors(&self.thread, &task.id().to_string())?;
-        let listener = Arc::new(ProgressLog::new(
+            .task_restore_sensors(&self.thread, &task_id)?;
+        let listener = Arc::new(self.config.restore_board.reporter(
+            RestoreKind::Changelog,
             &self.thread,
-            sensors.restore_records,
-            sensors.restore_remaining_records,
+            Some(task_id),
+            sensors,
         ));
         let consumer = self.restore_consumer()?;
         let (low, high) = changelog_watermarks(consumer, &changelog.topic, partition)?;
@@ -105,76 +106,94 @@ impl ChangelogReader {
         consumer.assign(&tpl)?;
         let mut restoration =
             Restoration::start(store, &changelog.topic, partition, low, high, listener);
-        let deadline = Instant::now() + RESTORE_TIMEOUT;
-        // Transaction markers (exactly-once changelogs end with one) are
-        // never handed out as records: the consumer's position says when
-        // the partition is read through.
-        let read_through = |consumer: &BaseConsumer| -> Result<bool, RuntimeError> {
-            Ok(matches!(
-                consumer
-                    .position()?
-                    .find_partition(&changelog.topic, partition)
-                    .map(|e| e.offset()),
-                Some(Offset::Offset(p)) if p >= high
-            ))
-        };
-        while !restoration.is_complete() {
-            if Instant::now() > deadline {
-                return Err(RuntimeError::RestoreTimeout {
-                    store: changelog.store.clone(),
-                    topic: changelog.topic.clone(),
-                    partition,
-                    end: high,
-                    timeout: RESTORE_TIMEOUT,
-                });
-            }
-            let mut batch: Vec<(Vec<u8>, Option<Vec<u8>>, i64)> = Vec::new();
-            let mut last_offset = None;
-            let mut wait = Duration::from_millis(500);
-            while batch.len() < RESTORE_BATCH {
-                let Some(message) = consumer.poll(wait) else {
-                    break;
-                };
-                wait = Duration::ZERO;
-                let message = message?;
-                if message.offset() >= high {
-                    continue; // written after the restore began: processing will see it
-                }
-                batch.push((
-                    message.key().unwrap_or_default().to_vec(),
-                    message.payload().map(<[u8]>::to_vec),
-                    message.timestamp().to_millis().unwrap_or(-1),
-                ));
-                last_offset = Some(message.offset());
-                if message.offset() + 1 >= high {
-                    break;
-                }
-            }
-            let Some(last_offset) = last_offset else {
-                if read_through(consumer)? {
-                    restoration.restore_batch(&[], high - 1)?;
-                }
-                continue;
-            };
-            let records: Vec<ChangelogRecord<'_>> = batch
-                .iter()
-                .map(|(key, value, timestamp)| ChangelogRecord {
-                    topic: &changelog.topic,
-                    partition,
-                    key,
-                    value: value.as_deref(),
-                    timestamp: *timestamp,
-                })
-                .collect();
-            restoration.restore_batch(&records, last_offset)?;
-            if !restoration.is_complete() && read_through(consumer)? {
-                restoration.restore_batch(&[], high - 1)?;
-            }
+        // A restoration that fails part-way is suspended (KIP-869): the
+        // listener hears that it stopped, with what it restored.
+        if let Err(e) = read_changelog(consumer, changelog, partition, high, &mut restoration) {
+            restoration.suspend();
+            return Err(e);
         }
         restoration.finish()?;
         consumer.unassign()?;
         Ok(())
     }
+}
+
+/// Reads `changelog`'s partition `partition` into `restoration` up to
+/// `high` (exclusive), in batches.
+fn read_changelog(
+    consumer: &BaseConsumer,
+    changelog: &ChangelogTopic,
+    partition: i32,
+    high: i64,
+    restoration: &mut Restoration,
+) -> Result<(), RuntimeError> {
+    let deadline = Instant::now() + RESTORE_TIMEOUT;
+    // Transaction markers (exactly-once changelogs end with one) are
+    // never handed out as records: the consumer's position says when
+    // the partition is read through.
+    let read_through = |consumer: &BaseConsumer| -> Result<bool, RuntimeError> {
+        Ok(matches!(
+            consumer
+                .position()?
+                .find_partition(&changelog.topic, partition)
+                .map(|e| e.offset()),
+            Some(Offset::Offset(p)) if p >= high
+        ))
+    };
+    while !restoration.is_complete() {
+        if Instant::now() > deadline {
+            return Err(RuntimeError::RestoreTimeout {
+                store: changelog.store.clone(),
+                topic: changelog.topic.clone(),
+                partition,
+                end: high,
+                timeout: RESTORE_TIMEOUT,
+            });
+        }
+        let mut batch: Vec<(Vec<u8>, Option<Vec<u8>>, i64)> = Vec::new();
+        let mut last_offset = None;
+        let mut wait = Duration::from_millis(500);
+        while batch.len() < RESTORE_BATCH {
+            let Some(message) = consumer.poll(wait) else {
+                break;
+            };
+            wait = Duration::ZERO;
+            let message = message?;
+            if message.offset() >= high {
+                continue; // written after the restore began: processing will see it
+            }
+            batch.push((
+                message.key().unwrap_or_default().to_vec(),
+                message.payload().map(<[u8]>::to_vec),
+                message.timestamp().to_millis().unwrap_or(-1),
+            ));
+            last_offset = Some(message.offset());
+            if message.offset() + 1 >= high {
+                break;
+            }
+        }
+        let Some(last_offset) = last_offset else {
+            if read_through(consumer)? {
+                restoration.restore_batch(&[], high - 1)?;
+            }
+            continue;
+        };
+        let records: Vec<ChangelogRecord<'_>> = batch
+            .iter()
+            .map(|(key, value, timestamp)| ChangelogRecord {
+                topic: &changelog.topic,
+                partition,
+                key,
+                value: value.as_deref(),
+                timestamp: *timestamp,
+            })
+            .collect();
+        restoration.restore_batch(&records, last_offset)?;
+        if !restoration.is_complete() && read_through(consumer)? {
+            restoration.restore_batch(&[], high - 1)?;
+        }
+    }
+    Ok(())
 }
 
 /// A changelog partition's watermarks. A changelog created just before
@@ -204,81 +223,6 @@ fn changelog_watermarks(
     }
 }
 
-/// Logs restoration progress (records restored of the total, rate, an
-/// estimate of the time left) and keeps the task's restore metrics.
-struct ProgressLog {
-    thread: String,
-    /// The task's `restore_records_total` and `restore_remaining_records`.
-    restored_records: Counter,
-    remaining_records: Gauge,
-    began: Mutex<Option<Instant>>,
-    total: AtomicU64,
-    done: AtomicU64,
-}
-
-impl ProgressLog {
-    fn new(thread: &str, restored_records: Counter, remaining_records: Gauge) -> Self {
-        Self {
-            thread: thread.to_string(),
-            restored_records,
-            remaining_records,
-            began: Mutex::default(),
-            total: AtomicU64::default(),
-            done: AtomicU64::default(),
-        }
-    }
-
-    /// Records done so far and their share of the total, in percent.
-    fn progress(&self) -> (u64, f64) {
-        let done = self.done.load(Relaxed);
-        let total = self.total.load(Relaxed).max(1);
-        (done, done as f64 * 100.0 / total as f64)
-    }
-}
-
-impl RestoreListener for ProgressLog {
-    fn on_restore_start(&self, store: &str, topic: &str, partition: i32, start: i64, end: i64) {
-        *self.began.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
-        self.total.store((end - start).max(0) as u64, Relaxed);
-        self.done.store(0, Relaxed);
-        self.remaining_records.set((end - start).max(0));
-        log::info!(
-            "{}: restoring {store} from {topic}-{partition}, offsets {start}..{end} ({} records at most)",
-            self.thread,
-            end - start
-        );
-    }
-
-    fn on_batch_restored(&self, store: &str, _: &str, _: i32, _: i64, restored: u64) {
-        self.done.fetch_add(restored, Relaxed);
-        self.restored_records.add(restored);
-        self.remaining_records.add(-(restored as i64));
-        let (done, percent) = self.progress();
-        let total = self.total.load(Relaxed).max(1);
-        let elapsed = self
-            .began
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .map_or(0.0, |b| b.elapsed().as_secs_f64());
-        let rate = done as f64 / elapsed.max(1e-3);
-        let left = total.saturating_sub(done) as f64 / rate.max(1.0);
-        log::info!(
-            "{}: restoring {store}: {done}/{total} records ({percent:.0}%), {rate:.0} records/s, about {left:.1} s left",
-            self.thread,
-        );
-    }
-
-    fn on_restore_end(&self, store: &str, topic: &str, partition: i32, restored: u64) {
-        // Records past the end marker (transaction markers, compacted
-        // gaps) never arrive as records: the remainder is nothing.
-        self.remaining_records.set(0);
-        log::info!(
-            "{}: restored {store} from {topic}-{partition}: {restored} records",
-            self.thread
-        );
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,26 +241,5 @@ mod tests {
         // Current already, or an empty changelog.
         assert_eq!(restore_range(Some(9), true, 0, 10), None);
         assert_eq!(restore_range(None, true, 0, 0), None);
-    }
-
-    #[test]
-    fn restore_progress_reaches_the_metrics() {
-        let registry = kstreams_metrics::MetricsRegistry::new();
-        let sensors = registry.task_sensors("t", "0_0").unwrap();
-        let log = ProgressLog::new(
-            "t",
-            sensors.restore_records.clone(),
-            sensors.restore_remaining_records.clone(),
-        );
-        log.on_restore_start("s", "app-s-changelog", 0, 10, 110);
-        assert_eq!(sensors.restore_remaining_records.get(), 100);
-        log.on_batch_restored("s", "app-s-changelog", 0, 49, 40);
-        assert_eq!(log.progress(), (40, 40.0));
-        assert_eq!(sensors.restore_remaining_records.get(), 60);
-        log.on_batch_restored("s", "app-s-changelog", 0, 99, 50);
-        assert_eq!(sensors.restore_records.get(), 90);
-        // The rest were markers or compacted away: nothing remains.
-        log.on_restore_end("s", "app-s-changelog", 0, 90);
-        assert_eq!(sensors.restore_remaining_records.get(), 0);
     }
 }

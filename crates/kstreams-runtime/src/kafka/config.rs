@@ -282,9 +282,14 @@ pub struct StreamsConfig {
     /// Shared by clones, as `metrics`: the stream threads publish their
     /// tasks on it and `KafkaStreams::metadata` reads it.
     pub(crate) local_metadata: super::local_metadata::MetadataBoard,
+    /// Shared by clones, as `metrics`: the application's restore listener
+    /// and the restorations in flight.
+    pub(crate) restore_board: super::restore_progress::RestoreBoard,
     /// `kstreams.http.address`: where kstreams-http's server listens when
     /// started from the configuration; `None` (the default) serves nothing.
     pub(crate) http_address: Option<std::net::SocketAddr>,
+    /// `kstreams.tracing.*`: the tasks' record tracing (off by default).
+    pub(crate) tracing: crate::TracingConfig,
     /// `group.protocol=streams` (Kafka Streams' key): the stream threads
     /// join a streams group (KIP-1071) instead of a consumer group.
     pub(crate) streams_group_protocol: bool,
@@ -344,7 +349,9 @@ impl StreamsConfig {
             poll: Duration::from_millis(100),
             metrics: MetricsRegistry::new(),
             local_metadata: Default::default(),
+            restore_board: Default::default(),
             http_address: None,
+            tracing: crate::TracingConfig::default(),
             streams_group_protocol: false,
             application_server: None,
             async_limits: Default::default(),
@@ -881,6 +888,26 @@ impl StreamsConfig {
                     })?)
                 }
             }
+            TRACING_ENABLED | TRACING_START_TRACES => {
+                let on = match value.trim() {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err(invalid("true or false")),
+                };
+                if key == TRACING_ENABLED {
+                    self.tracing.enabled = on;
+                } else {
+                    self.tracing.start_traces = on;
+                }
+            }
+            TRACING_SAMPLE_RATIO => {
+                self.tracing.sample_ratio = value
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|r| (0.0..=1.0).contains(r))
+                    .ok_or_else(|| invalid("a number from 0 to 1"))?
+            }
             "processing.exception.handler" => {
                 self.processing = match short_class_name(value) {
                     "LogAndFailProcessingExceptionHandler" => ProcessingHandling::Fail,
@@ -955,6 +982,14 @@ impl StreamsConfig {
     /// hosts.
     pub fn http_address(mut self, address: std::net::SocketAddr) -> Self {
         self.http_address = Some(address);
+        self
+    }
+
+    /// How the tasks trace records (`kstreams.tracing.enabled`,
+    /// `kstreams.tracing.start.traces`, `kstreams.tracing.sample.ratio`):
+    /// see [`TracingConfig`](crate::TracingConfig). Off by default.
+    pub fn tracing(mut self, tracing: crate::TracingConfig) -> Self {
+        self.tracing = tracing;
         self
     }
 
@@ -1094,6 +1129,7 @@ impl StreamsConfig {
             processing: self.processing,
             production: self.production,
             dead_letter_queue: self.dead_letter_queue.clone(),
+            tracing: self.tracing,
             // Kafka Streams splits the budget evenly between the threads.
             cache_max_bytes: (self.cache_max_bytes / self.num_stream_threads.max(1) as u64)
                 .try_into()
@@ -1464,6 +1500,9 @@ const KNOWN_KEYS: &[&str] = &[
     ASYNC_MAX_IN_FLIGHT_PER_THREAD,
     ASYNC_WORKER_THREADS,
     ASYNC_DRAIN_TIMEOUT,
+    TRACING_ENABLED,
+    TRACING_START_TRACES,
+    TRACING_SAMPLE_RATIO,
 ];
 
 /// Deprecated Kafka Streams keys and the keys that replace them: when both
@@ -1501,6 +1540,10 @@ fn librdkafka_has_property(key: &str) -> bool {
 /// kstreams' own key (no Kafka Streams config starts with `kstreams.`):
 /// the address of the operator's HTTP endpoints.
 const HTTP_ADDRESS: &str = "kstreams.http.address";
+/// kstreams' own keys: record tracing with W3C `traceparent` headers.
+const TRACING_ENABLED: &str = "kstreams.tracing.enabled";
+const TRACING_START_TRACES: &str = "kstreams.tracing.start.traces";
+const TRACING_SAMPLE_RATIO: &str = "kstreams.tracing.sample.ratio";
 
 /// kstreams' own keys for async processors (Kafka Streams has none; see
 /// `kstreams_runtime::async_runtime`): records in flight per task and per

@@ -16,12 +16,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kstreams_dsl::{GlobalStore, Topology};
-use kstreams_state::{Offsets, StateDirectory, TaskDirectory};
+use kstreams_state::{
+    Offsets, StateDirectory, StateRestoreListener, TaskDirectory, TopicPartition,
+};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{Message, Offset, TopicPartitionList};
 
 use super::clients;
 use super::config::StreamsConfig;
+use super::restore_progress::{RestoreKind, RestoreReporter};
 use super::RuntimeError;
 
 /// Records read since the last checkpoint below which a periodic one is
@@ -30,6 +33,43 @@ const CHECKPOINT_MIN_RECORDS: i64 = 10_000;
 
 /// How long loading the global tables at start may take.
 const LOAD_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Records of one partition reported to the restore listener as one batch
+/// at most, while loading.
+const LOAD_BATCH: u64 = 10_000;
+
+/// One global partition being loaded, as the restore listener hears it.
+struct PartitionLoad {
+    partition: TopicPartition,
+    store: String,
+    /// The end offset (exclusive) to load to.
+    end: i64,
+    /// Records loaded, and those not yet reported as a batch.
+    restored: u64,
+    unreported: u64,
+    last_offset: i64,
+    reporter: Arc<RestoreReporter>,
+}
+
+impl PartitionLoad {
+    fn report_batch(&mut self) {
+        if self.unreported > 0 {
+            self.reporter.on_batch_restored(
+                &self.partition,
+                &self.store,
+                self.last_offset,
+                self.unreported,
+            );
+            self.unreported = 0;
+        }
+    }
+
+    fn finish(mut self) {
+        self.report_batch();
+        self.reporter
+            .on_restore_end(&self.partition, &self.store, self.restored);
+    }
+}
 
 /// The global thread's consumer and the stores it feeds, by topic.
 pub(crate) struct GlobalUpdater {
@@ -103,6 +143,8 @@ impl GlobalUpdater {
         let timeout = Duration::from_secs(30);
         let mut tpl = TopicPartitionList::new();
         let mut ends: HashMap<(String, i32), i64> = HashMap::new();
+        let mut loads: Vec<PartitionLoad> = Vec::new();
+        let mut reporters: HashMap<String, Arc<RestoreReporter>> = HashMap::new();
         let mut missing = Vec::new();
         for topic in stores.keys() {
             let metadata = consumer.fetch_metadata(Some(topic), timeout)?;
@@ -135,12 +177,47 @@ impl GlobalUpdater {
                 if high > start {
                     ends.insert((topic.clone(), partition), high);
                 }
+                let store = stores[topic].name().to_string();
+                let reporter = match reporters.get(&store) {
+                    Some(r) => r.clone(),
+                    None => {
+                        let sensors = config.metrics.global_restore_sensors(&store)?;
+                        let thread = format!("{}-GlobalStreamThread", config.application_id);
+                        let r = Arc::new(config.restore_board.reporter(
+                            RestoreKind::GlobalStore,
+                            &thread,
+                            None,
+                            sensors,
+                        ));
+                        reporters.insert(store.clone(), r.clone());
+                        r
+                    }
+                };
+                loads.push(PartitionLoad {
+                    partition: TopicPartition::new(topic.clone(), partition),
+                    store,
+                    end: high.max(start),
+                    restored: 0,
+                    unreported: 0,
+                    last_offset: start - 1,
+                    reporter,
+                });
             }
         }
         if !missing.is_empty() {
             return Err(RuntimeError::MissingSourceTopics(missing));
         }
         consumer.assign(&tpl)?;
+        // As Kafka Streams' global state manager: every partition starts
+        // and ends, even one with nothing to load.
+        for load in &loads {
+            load.reporter.on_restore_start(
+                &load.partition,
+                &load.store,
+                load.last_offset + 1,
+                load.end,
+            );
+        }
         let mut updater = GlobalUpdater {
             consumer,
             stores,
@@ -159,6 +236,11 @@ impl GlobalUpdater {
                     .map(|((t, p), end)| (t.clone(), *p, *end))
                     .collect();
                 left.sort();
+                for mut load in loads {
+                    load.report_batch();
+                    load.reporter
+                        .on_restore_suspended(&load.partition, &load.store, load.restored);
+                }
                 return Err(RuntimeError::GlobalLoadTimeout {
                     timeout: LOAD_TIMEOUT,
                     left,
@@ -174,6 +256,19 @@ impl GlobalUpdater {
                 };
                 updater.apply(&message)?;
                 loaded += 1;
+                if let Some(load) = loads.iter_mut().find(|l| {
+                    l.partition.partition == message.partition()
+                        && l.partition.topic == message.topic()
+                }) {
+                    if message.offset() < load.end {
+                        load.restored += 1;
+                        load.unreported += 1;
+                        load.last_offset = message.offset();
+                        if load.unreported >= LOAD_BATCH {
+                            load.report_batch();
+                        }
+                    }
+                }
                 let key = (message.topic().to_string(), message.partition());
                 if ends
                     .get(&key)
@@ -191,6 +286,13 @@ impl GlobalUpdater {
                     Some(Offset::Offset(p)) if p >= *end
                 )
             });
+            // Partitions read through end their restoration.
+            let (done, going): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut loads).into_iter().partition(|l| {
+                    !ends.contains_key(&(l.partition.topic.clone(), l.partition.partition))
+                });
+            done.into_iter().for_each(PartitionLoad::finish);
+            loads = going;
             if last_log.elapsed() >= Duration::from_secs(5) {
                 log::info!(
                     "global tables: loading, {loaded} records so far ({total} offsets in all)"
@@ -198,6 +300,7 @@ impl GlobalUpdater {
                 last_log = Instant::now();
             }
         }
+        loads.into_iter().for_each(PartitionLoad::finish);
         let secs = began.elapsed().as_secs_f64();
         log::info!(
             "global tables: loaded {loaded} records in {secs:.1} s ({:.0} records/s)",

@@ -9,6 +9,7 @@
 //! tasks, and its consumer reads the partitions of its active tasks.
 
 mod app;
+mod bootstrap_progress;
 mod changelog_reader;
 mod clients;
 mod config;
@@ -21,6 +22,7 @@ mod partitioner;
 mod rebalance_listener;
 mod record_collector;
 mod repartition_purge;
+mod restore_progress;
 mod streams_group;
 mod task_creator;
 mod task_manager;
@@ -30,7 +32,9 @@ mod topics;
 pub use app::{KafkaStreams, State, StreamThreadExceptionResponse};
 pub use clients::STREAM_CLIENT_DEFAULTS;
 pub use config::{ConfigError, ProcessingGuarantee, StreamsConfig};
+pub use kstreams_state::{StateRestoreListener, TopicPartition};
 pub use local_metadata::{LocalMetadata, TaskMetadata, TaskPartition, ThreadMetadata};
+pub use restore_progress::{RestoreKind, RestoreProgress};
 
 use kstreams_dsl::StreamsError;
 use rdkafka::error::KafkaError;

@@ -41,6 +41,8 @@ struct TaskEntry {
     /// When the task began reading its bootstrap partitions, and when it
     /// last logged its progress.
     bootstrap: Option<(Instant, Instant)>,
+    /// The bootstrap as restorations (listener, metrics, /state).
+    bootstrap_progress: Option<super::bootstrap_progress::BootstrapProgress>,
     /// Source partitions of the task this thread was not given (yet): the
     /// task processes nothing until it has them all, so that under an
     /// incremental protocol two members never run halves of one task.
@@ -56,6 +58,7 @@ impl TaskEntry {
             group,
             directory: created.directory,
             bootstrap,
+            bootstrap_progress: None,
             missing: Vec::new(),
         }
     }
@@ -81,6 +84,8 @@ pub(crate) struct TaskManager {
     creator: TaskCreator,
     /// Topics a task reads to their end before its other partitions.
     bootstrap_topics: HashSet<String>,
+    /// The store each bootstrap topic fills.
+    bootstrap_stores: HashMap<String, String>,
     /// Next offset to commit per partition: last processed + 1.
     processed: HashMap<Partition, i64>,
     /// Committed offsets of the assigned partitions, read at assignment:
@@ -113,6 +118,10 @@ impl TaskManager {
                 .bootstrap_topics(&config.application_id)
                 .into_iter()
                 .collect(),
+            bootstrap_stores: super::bootstrap_progress::bootstrap_stores(
+                &topology,
+                &config.application_id,
+            ),
             creator: TaskCreator::new(thread, config, topology)?,
             sources,
             tasks: HashMap::new(),
@@ -218,12 +227,13 @@ impl TaskManager {
     /// Takes partitions over: creates the tasks that read them (restoring
     /// their stores), resumes each partition from what was committed with
     /// its offset (`committed`, when the consumer could say), and reads a
-    /// bootstrap partition up to `bootstrap_end` before the task's others.
+    /// bootstrap partition from and up to `bootstrap_end`'s offsets before
+    /// the task's others.
     pub fn assign(
         &mut self,
         assigned: &[Partition],
         committed: Option<&TopicPartitionList>,
-        mut bootstrap_end: impl FnMut(&str, i32) -> Option<i64>,
+        mut bootstrap_end: impl FnMut(&str, i32) -> Option<(i64, i64)>,
     ) -> Result<(), RuntimeError> {
         for e in committed.map(|c| c.elements()).unwrap_or_default() {
             let key = (e.topic().to_string(), e.partition());
@@ -261,7 +271,14 @@ impl TaskManager {
                 );
             }
             match end {
-                Some(end) => {
+                Some((start, end)) => {
+                    let store = self.bootstrap_stores.get(topic).unwrap_or(topic);
+                    super::bootstrap_progress::BootstrapProgress::start_in(
+                        &mut entry.bootstrap_progress,
+                        (&self.config, &self.thread, &id.to_string()),
+                        (topic, *partition, store),
+                        (start, end),
+                    )?;
                     log::info!(
                         "{}: task {id} bootstraps {topic}-{partition} up to offset {end} \
                          before its other partitions",
@@ -395,6 +412,9 @@ impl TaskManager {
             let pending: Vec<(String, i32, i64)> = entry.group.bootstrap_partitions().to_vec();
             for (topic, partition, _) in &pending {
                 if let Some(at) = position(topic, *partition) {
+                    if let Some(progress) = &mut entry.bootstrap_progress {
+                        progress.position(topic, *partition, at);
+                    }
                     entry.group.bootstrap_position(topic, *partition, at);
                 }
             }
@@ -926,7 +946,7 @@ mod tests {
         tasks.bootstrap_topics.insert("right".to_string());
         tasks
             .assign(&[p("left", 0), p("right", 0)], None, |t, _| {
-                (t == "right").then_some(3)
+                (t == "right").then_some((0, 3))
             })
             .unwrap();
         assert!(tasks.bootstrapping());

@@ -793,13 +793,14 @@ impl ThreadLoop {
     }
 }
 
-/// The end offset a bootstrap partition must be read to: its high
-/// watermark now, unless the committed position is already there.
+/// The offsets a bootstrap partition is read from and up to: from the
+/// committed position, to its high watermark now, unless the committed
+/// position is already there.
 fn bootstrap_end(
     consumer: &BaseConsumer<RebalanceListener>,
     topic: &str,
     partition: i32,
-) -> Result<Option<i64>, RuntimeError> {
+) -> Result<Option<(i64, i64)>, RuntimeError> {
     let (low, high) = consumer.fetch_watermarks(topic, partition, CONSUMER_TIMEOUT)?;
     let committed = consumer
         .committed_offsets(
@@ -814,7 +815,8 @@ fn bootstrap_end(
         .unwrap_or(0);
     // Records before the low watermark are gone (retention, purge): reading
     // starts at the later of the two.
-    Ok((committed.max(low) < high).then_some(high))
+    let start = committed.max(low);
+    Ok((start < high).then_some((start, high)))
 }
 
 /// A transaction error after which only an abort lets the producer go on.
