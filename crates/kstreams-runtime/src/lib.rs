@@ -25,5 +25,6 @@ pub(crate) use task::StreamTask;
 /// a stable interface.
 #[doc(hidden)]
 pub mod internals {
+    pub use crate::kafka::offset_metadata::PartitionMetadata;
     pub use crate::task::{SinkLatency, StreamTask, TaskMetrics};
 }
