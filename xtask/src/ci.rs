@@ -125,7 +125,8 @@ fn broker_steps() -> Result<Vec<(&'static str, Outcome)>> {
     let mut test = cargo(&["test", "--workspace", "--no-fail-fast"]);
     test.env(BOOTSTRAP_ENV, lease.bootstrap())
         .env(registry::REGISTRY_ENV, registry.url())
-        .env(registry::JAVA_PEER_ENV, java_peer);
+        .env(registry::JAVA_PEER_ENV, java_peer)
+        .envs(lease.sasl_ssl_env().iter().map(|(k, v)| (k, v)));
     let tests = outcome(process::status(&mut test, "cargo test")?.success());
     drop(registry);
     let compat = match compat::run_all_both(lease.bootstrap()) {
