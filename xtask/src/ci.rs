@@ -137,14 +137,7 @@ fn broker_steps() -> Result<Vec<(&'static str, Outcome)>> {
         }
     };
     // Short: 3 kills per run, 1k malformed records; about 2 minutes.
-    // broker-restart is left to `cargo xtask chaos broker-restart`: under
-    // CI's load its static member was once fenced after the restart and the
-    // thread stalled (now a fatal error); it is not a reliable pass yet.
-    let scenarios: Vec<String> = chaos::SCENARIOS
-        .iter()
-        .filter(|s| **s != "broker-restart")
-        .map(|s| s.to_string())
-        .collect();
+    let scenarios: Vec<String> = chaos::CI_SCENARIOS.iter().map(|s| s.to_string()).collect();
     let chaos = match chaos::run(lease.bootstrap(), &scenarios, false, None) {
         Ok(passed) => outcome(passed),
         Err(error) => {
