@@ -268,23 +268,22 @@ const WRITER_SCHEMA: &str = r#"{
   ]
 }"#;
 
-const READER_SCHEMA: &str = r#"{
-  "type": "record", "name": "Event", "namespace": "fuzz",
-  "fields": [
-    {"name": "id", "type": "long"},
-    {"name": "name", "type": "string"},
-    {"name": "count", "type": "long"},
-    {"name": "score", "type": ["null", "double"], "default": null},
-    {"name": "tags", "type": {"type": "array", "items": "string"}},
-    {"name": "attrs", "type": {"type": "map", "values": "long"}},
-    {"name": "kind", "type": {"type": "enum", "name": "Kind", "symbols": ["A", "B", "C"]}},
-    {"name": "digest", "type": {"type": "fixed", "name": "Digest", "size": 4}},
-    {"name": "payload", "type": "bytes"},
-    {"name": "inner", "type": {"type": "record", "name": "Inner",
-      "fields": [{"name": "flag", "type": "boolean"}, {"name": "ratio", "type": "float"}]}},
-    {"name": "added", "type": "string", "default": "none"}
-  ]
-}"#;
+/// [`WRITER_SCHEMA`] evolved: `count` promoted to long, a field added with
+/// a default.
+fn reader_schema() -> String {
+    let promoted = WRITER_SCHEMA.replace(
+        r#"{"name": "count", "type": "int"}"#,
+        r#"{"name": "count", "type": "long"}"#,
+    );
+    let end = promoted
+        .rfind(']')
+        .expect("the writer schema's field list ends");
+    format!(
+        r#"{}, {{"name": "added", "type": "string", "default": "none"}}{}"#,
+        &promoted[..end].trim_end(),
+        &promoted[end..]
+    )
+}
 
 struct AvroSerdes {
     writer_only: GenericAvroSerde,
@@ -299,9 +298,10 @@ fn avro_serdes() -> &'static AvroSerdes {
             .add_with_id(SchemaId(1), WRITER_SCHEMA)
             .expect("the writer schema parses");
         registry
-            .add_with_id(SchemaId(2), READER_SCHEMA)
+            .add_with_id(SchemaId(2), &reader_schema())
             .expect("the reader schema parses");
-        let reader = Arc::new(Schema::parse_str(READER_SCHEMA).expect("the reader schema parses"));
+        let reader =
+            Arc::new(Schema::parse_str(&reader_schema()).expect("the reader schema parses"));
         AvroSerdes {
             writer_only: GenericAvroSerde::new(registry.clone()),
             resolving: GenericAvroSerde::new(registry).with_reader_schema(reader),
@@ -312,7 +312,8 @@ fn avro_serdes() -> &'static AvroSerdes {
 /// Avro in the Confluent wire format (magic byte, schema id, Avro binary),
 /// read by `GenericAvroSerde` as written (first byte even) or resolved into
 /// an evolved reader schema (odd). A record it reads must serialize, and
-/// what that writes must read back to the bytes it was written as.
+/// what that writes must read back to the same value. (Not the same bytes:
+/// a map's entries are written in hash order.)
 pub fn avro(data: &[u8]) {
     let Some((&pick, bytes)) = data.split_first() else {
         return;
@@ -332,9 +333,40 @@ pub fn avro(data: &[u8]) {
         let again = serde
             .deserialize(TOPIC, &headers, Some(&written))
             .expect("a written record reads back");
-        let rewritten = serde
-            .serialize(TOPIC, &mut Headers::new(), &again)
-            .expect("a record read back serializes");
-        assert_eq!(rewritten.as_deref(), Some(written.as_slice()));
+        assert!(
+            same_avro(&again.value, &record.value),
+            "{:?} read back as {:?}",
+            record.value,
+            again.value
+        );
+    }
+}
+
+/// Equal Avro values, floats by their bits (a NaN read back is the same
+/// NaN), maps whatever their order.
+fn same_avro(
+    a: &kstreams_avro::apache_avro::types::Value,
+    b: &kstreams_avro::apache_avro::types::Value,
+) -> bool {
+    use kstreams_avro::apache_avro::types::Value;
+    match (a, b) {
+        (Value::Float(x), Value::Float(y)) => x.to_bits() == y.to_bits(),
+        (Value::Double(x), Value::Double(y)) => x.to_bits() == y.to_bits(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_avro(x, y))
+        }
+        (Value::Map(x), Value::Map(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_avro(v, w)))
+        }
+        (Value::Record(x), Value::Record(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((n, v), (m, w))| n == m && same_avro(v, w))
+        }
+        (Value::Union(i, x), Value::Union(j, y)) => i == j && same_avro(x, y),
+        _ => a == b,
     }
 }
