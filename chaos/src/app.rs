@@ -18,6 +18,14 @@ pub enum Mode {
     /// i64 values incremented by one: a value that is not 8 bytes fails to
     /// deserialize and goes to the dead-letter queue.
     Increment,
+    /// The pass-through to the output topic and the count to
+    /// [`counts_topic`] of it, from one source: one run checks both.
+    Both,
+}
+
+/// Where [`Mode::Both`] writes its counts.
+pub fn counts_topic(output: &str) -> String {
+    format!("{output}-counts")
 }
 
 impl Mode {
@@ -26,8 +34,9 @@ impl Mode {
             "passthrough" => Ok(Mode::PassThrough),
             "count" => Ok(Mode::Count),
             "increment" => Ok(Mode::Increment),
+            "both" => Ok(Mode::Both),
             other => Err(format!(
-                "unknown mode {other} (passthrough, count, increment)"
+                "unknown mode {other} (passthrough, count, increment, both)"
             )),
         }
     }
@@ -37,6 +46,7 @@ impl Mode {
             Mode::PassThrough => "passthrough",
             Mode::Count => "count",
             Mode::Increment => "increment",
+            Mode::Both => "both",
         }
     }
 }
@@ -53,7 +63,15 @@ pub struct AppSpec {
     pub cache_bytes: u64,
     pub state_dir: PathBuf,
     pub dead_letter_queue: Option<String>,
+    /// `classic` (none given), `consumer` (KIP-848) or `streams` (KIP-1071).
+    pub group_protocol: Option<String>,
+    /// The static member's `group.instance.id` suffix; none: a dynamic
+    /// member, which leaves the group when it closes.
+    pub static_member: Option<String>,
 }
+
+const USAGE: &str = "usage: kstreams-chaos app BOOTSTRAP APP_ID INPUT OUTPUT MODE eos|alos \
+                     CACHE_BYTES STATE_DIR [dlq=TOPIC] [protocol=P] [member=ID]";
 
 impl AppSpec {
     /// The arguments of `kstreams-chaos app` that make this instance.
@@ -69,7 +87,16 @@ impl AppSpec {
             self.cache_bytes.to_string(),
             self.state_dir.display().to_string(),
         ];
-        args.extend(self.dead_letter_queue.clone());
+        let options = [
+            ("dlq", &self.dead_letter_queue),
+            ("protocol", &self.group_protocol),
+            ("member", &self.static_member),
+        ];
+        for (name, value) in options {
+            if let Some(value) = value {
+                args.push(format!("{name}={value}"));
+            }
+        }
         args
     }
 
@@ -77,12 +104,17 @@ impl AppSpec {
         let [bootstrap, application_id, input, output, mode, guarantee, cache, state_dir, rest @ ..] =
             args
         else {
-            return Err(
-                "usage: kstreams-chaos app BOOTSTRAP APP_ID INPUT OUTPUT MODE eos|alos \
-                        CACHE_BYTES STATE_DIR [DLQ]"
-                    .to_string(),
-            );
+            return Err(USAGE.to_string());
         };
+        let (mut dead_letter_queue, mut group_protocol, mut static_member) = (None, None, None);
+        for option in rest {
+            match option.split_once('=') {
+                Some(("dlq", topic)) => dead_letter_queue = Some(topic.to_string()),
+                Some(("protocol", protocol)) => group_protocol = Some(protocol.to_string()),
+                Some(("member", id)) => static_member = Some(id.to_string()),
+                _ => return Err(format!("unknown option {option}\n{USAGE}")),
+            }
+        }
         Ok(AppSpec {
             bootstrap: bootstrap.clone(),
             application_id: application_id.clone(),
@@ -98,7 +130,9 @@ impl AppSpec {
                 .parse()
                 .map_err(|_| format!("bad cache size {cache}"))?,
             state_dir: PathBuf::from(state_dir),
-            dead_letter_queue: rest.first().cloned(),
+            dead_letter_queue,
+            group_protocol,
+            static_member,
         })
     }
 }
@@ -128,6 +162,18 @@ fn topology(spec: &AppSpec) -> Result<Topology, TopologyError> {
                 .map_values(|v| v + 1)
                 .to_with(&spec.output, Produced::with(StringSerde, I64Serde));
         }
+        Mode::Both => {
+            let input = builder.stream::<String, String>(&spec.input);
+            input.clone().to(&spec.output);
+            input
+                .group_by_key()
+                .count_with(None, Materialized::as_("counts"))
+                .to_stream()
+                .to_with(
+                    &counts_topic(&spec.output),
+                    Produced::with(StringSerde, Nullable(I64Serde)),
+                );
+        }
     }
     builder.build()
 }
@@ -140,15 +186,24 @@ fn config(spec: &AppSpec) -> Result<StreamsConfig, Box<dyn std::error::Error>> {
     };
     let mut config = StreamsConfig::new(&spec.application_id, &spec.bootstrap)
         .processing_guarantee(guarantee)
-        .state_dir(&spec.state_dir)
+        .state_dir(&spec.state_dir);
+    if let Some(member) = &spec.static_member {
         // Static membership: a restarted instance takes its predecessor's
         // place at once, without waiting for the dead member's session to
         // time out, as operators of crash-prone deployments set it up.
-        .client_config(
+        config = config.client_config(
             "consumer.group.instance.id",
-            &format!("{}-member", spec.application_id),
-        )
-        .client_config("consumer.session.timeout.ms", "10000");
+            &format!("{}-{member}", spec.application_id),
+        );
+    }
+    match spec.group_protocol.as_deref() {
+        None | Some("classic") => {
+            config = config.client_config("consumer.session.timeout.ms", "10000");
+        }
+        // The broker decides the session timeout of KIP-848 members.
+        Some("consumer") => config = config.client_config("consumer.group.protocol", "consumer"),
+        Some(protocol) => config.set("group.protocol", protocol)?,
+    }
     config.set("statestore.cache.max.bytes", &spec.cache_bytes.to_string())?;
     if let Some(dlq) = &spec.dead_letter_queue {
         config.set(

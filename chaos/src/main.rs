@@ -16,8 +16,10 @@ mod verify;
 use std::process::ExitCode;
 
 const USAGE: &str =
-    "usage: kstreams-chaos run sigkill|disk|malformed --bootstrap B [--long] [--seed N]
-       kstreams-chaos app BOOTSTRAP APP_ID INPUT OUTPUT MODE eos|alos CACHE_BYTES STATE_DIR [DLQ]";
+    "usage: kstreams-chaos run sigkill|disk|malformed|churn --bootstrap B [--long] [--seed N] [--only NAME]
+       kstreams-chaos run broker-restart --bootstrap B --kafka-dir DIR [--long] [--seed N]
+       kstreams-chaos app BOOTSTRAP APP_ID INPUT OUTPUT MODE eos|alos CACHE_BYTES STATE_DIR \
+                          [dlq=TOPIC] [protocol=P] [member=ID]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -85,6 +87,7 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
         "sigkill" => scenarios::sigkill(&bootstrap, size),
         "disk" => scenarios::disk(&bootstrap, size),
         "malformed" => scenarios::malformed(&bootstrap, size),
+        "churn" => scenarios::churn(&bootstrap, size),
         "broker-restart" => scenarios::broker_restart(
             &bootstrap,
             size,

@@ -135,6 +135,8 @@ impl Run {
             cache_bytes,
             state_dir: dir.join("state"),
             dead_letter_queue: None,
+            group_protocol: None,
+            static_member: Some("member".to_string()),
         };
         Run { dir, spec }
     }
@@ -907,4 +909,162 @@ pub fn broker_restart(bootstrap: &str, size: Size<'_>, kafka_dir: &Path) -> Vec<
         ),
     }
     .print()]
+}
+
+/// The group protocols `churn` runs under, with the `protocol=` each
+/// instance gets (none: classic).
+const GROUP_PROTOCOLS: &[(&str, Option<&str>)] = &[
+    ("classic", None),
+    ("consumer", Some("consumer")),
+    ("streams", Some("streams")),
+];
+
+/// `churn`: three instances of one exactly-once application (a
+/// pass-through and a count from one source, each instance with its own
+/// state directory, dynamic members) under a steady input; in each round
+/// one instance leaves (a clean close) and joins again, so every round is
+/// two rebalances. Once per group protocol. Both outputs must be exactly
+/// once: every record once and in order, every final count exact and no
+/// count repeated.
+pub fn churn(bootstrap: &str, size: Size<'_>) -> Vec<Outcome> {
+    GROUP_PROTOCOLS
+        .iter()
+        .filter(|(name, _)| size.only.is_none_or(|only| name.contains(only)))
+        .map(|&(name, protocol)| churn_one(bootstrap, size, name, protocol).print())
+        .collect()
+}
+
+fn churn_one(bootstrap: &str, size: Size<'_>, name: &str, protocol: Option<&str>) -> Outcome {
+    const INSTANCES: usize = 3;
+    let (rounds, per_second, settle) = if size.long {
+        (10u32, 2_000u64, Duration::from_secs(4))
+    } else {
+        (2, 1_000, Duration::from_secs(2))
+    };
+    let mut random = Random(size.seed ^ 0x2545_f491_4f6c_dd1d ^ name.len() as u64);
+    let mut run = Run::new(
+        bootstrap,
+        &format!("churn-{name}"),
+        Mode::Both,
+        true,
+        10 * 1024 * 1024,
+    );
+    run.spec.group_protocol = protocol.map(str::to_string);
+    run.spec.static_member = None;
+    let counts = crate::app::counts_topic(&run.spec.output);
+    create_topic(bootstrap, &counts, 4, 1).expect("creating the counts topic");
+    let passed_through = Reader::start(bootstrap, &run.spec.output);
+    let counted = Reader::start(bootstrap, &counts);
+    // Each instance is its own machine: its own state directory, so a task
+    // that moves restores from the changelog (or its old directory when it
+    // comes back).
+    let spec_of = |slot: usize| {
+        let mut spec = run.spec.clone();
+        spec.state_dir = run.dir.join(format!("state-{slot}"));
+        spec
+    };
+    let start = |slot: usize| Instance::start(&spec_of(slot), &run.log());
+
+    let stop_producing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let producing = {
+        let (bootstrap, topic) = (bootstrap.to_string(), run.spec.input.clone());
+        let stop = stop_producing.clone();
+        std::thread::spawn(move || {
+            let input = Input::new(&bootstrap, &topic);
+            let mut sequences = Sequences::new(100);
+            let began = Instant::now();
+            let batch = per_second / 10;
+            let mut step = 0;
+            while !stop.load(std::sync::atomic::Ordering::Acquire) {
+                let due = began + Duration::from_millis(step * 100);
+                if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+                sequences.produce(&input, batch, step * batch);
+                step += 1;
+            }
+            input.flush();
+            (step * batch, sequences.next)
+        })
+    };
+
+    let began = Instant::now();
+    let mut instances: Vec<Option<Instance>> =
+        (0..INSTANCES).map(|slot| Some(start(slot))).collect();
+    let mut unclean_exits = 0;
+    let mut died = 0;
+    let mut leave_times = Vec::new();
+    std::thread::sleep(settle * 2);
+    for _ in 0..rounds {
+        let slot = random.below(INSTANCES as u64) as usize;
+        let leaving = instances[slot]
+            .take()
+            .expect("every slot runs between rounds");
+        let left = Instant::now();
+        if leaving.stop(Duration::from_secs(60)) != Some(0) {
+            unclean_exits += 1;
+        }
+        leave_times.push(left.elapsed());
+        std::thread::sleep(settle);
+        instances[slot] = Some(start(slot));
+        std::thread::sleep(settle);
+        for instance in instances.iter_mut().flatten() {
+            if instance.exited() {
+                died += 1;
+            }
+        }
+    }
+    stop_producing.store(true, std::sync::atomic::Ordering::Release);
+    let (records, expected) = producing.join().expect("the producer thread");
+    let caught_up = passed_through.wait_for(Duration::from_secs(180), |seen| {
+        seen.len() as u64 >= records
+    }) && counted.wait_for(Duration::from_secs(120), |seen| {
+        counts_reached(seen, &expected)
+    });
+    // Duplicates would arrive right after: give them the time to.
+    std::thread::sleep(Duration::from_secs(3));
+    for instance in instances.into_iter().flatten() {
+        if instance.stop(Duration::from_secs(60)) != Some(0) {
+            unclean_exits += 1;
+        }
+    }
+    let seen = passed_through.snapshot();
+    let counts_seen = counted.snapshot();
+    drop((passed_through, counted));
+    let through = verify::pass_through(
+        &expected,
+        seen.iter().map(|s| (s.key.as_str(), s.value.as_deref())),
+    );
+    let count = verify::count(
+        &expected,
+        counts_seen.iter().map(|s| (s.key.as_str(), count_of(s))),
+        false,
+    );
+    let slowest_leave = leave_times.iter().max().copied().unwrap_or_default();
+    let passed =
+        through.exactly_once() && count.exact() && caught_up && unclean_exits == 0 && died == 0;
+    if passed {
+        clean_up(&run.dir);
+    }
+    Outcome {
+        name: format!("churn {name}"),
+        passed,
+        figures: format!(
+            "records={records} instances={INSTANCES} rounds={rounds} (a leave and a join \
+             each) seen={} lost={} duplicated={} out_of_order={} foreign={} keys={} \
+             wrong_final={} recounted={} caught_up={caught_up} unclean_exits={unclean_exits} \
+             died={died} slowest_leave={} total={} (log {})",
+            through.seen,
+            through.lost,
+            through.duplicated,
+            through.out_of_order,
+            through.foreign,
+            count.keys,
+            count.wrong.len(),
+            count.not_increasing,
+            secs(slowest_leave),
+            secs(began.elapsed()),
+            run.log().display()
+        ),
+    }
 }

@@ -15,7 +15,14 @@ use crate::paths;
 use crate::process;
 
 /// Every scenario, in the order a bare `cargo xtask chaos` runs them.
-pub const SCENARIOS: &[&str] = &["sigkill", "disk", "malformed", "broker-restart"];
+pub const SCENARIOS: &[&str] = &["sigkill", "disk", "malformed", "churn", "broker-restart"];
+
+/// The scenarios CI runs, in their short form. broker-restart is left to
+/// `cargo xtask chaos broker-restart`: under CI's load its static member was
+/// once fenced after the restart and the thread stalled (now a fatal
+/// error); it is not a reliable pass yet. churn's short form (2 rounds per
+/// group protocol) is not in yet: its time under CI's load is not measured.
+pub const CI_SCENARIOS: &[&str] = &["sigkill", "disk", "malformed"];
 
 pub fn cli(args: Args) -> Result<ExitCode> {
     let mut scenarios = Vec::new();

@@ -3,6 +3,8 @@
 use std::fmt::Write;
 use std::path::PathBuf;
 
+use super::tls::{self, Keys};
+
 /// One combined broker+controller process.
 #[derive(Debug, Clone)]
 pub struct Node {
@@ -11,6 +13,8 @@ pub struct Node {
     pub port: u16,
     /// The KRaft quorum talks here.
     pub controller_port: u16,
+    /// The SASL_SSL listener (SCRAM over TLS), when the cluster has one.
+    pub sasl_ssl_port: Option<u16>,
     /// `.kafka/node-<id>`: config, data, log and pid file.
     pub dir: PathBuf,
 }
@@ -18,6 +22,10 @@ pub struct Node {
 impl Node {
     pub fn address(&self) -> String {
         format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn sasl_ssl_address(&self) -> Option<String> {
+        self.sasl_ssl_port.map(|port| format!("127.0.0.1:{port}"))
     }
 
     pub fn config_file(&self) -> PathBuf {
@@ -53,7 +61,9 @@ pub fn streams_groups(release: Option<(u32, u32, u32)>) -> bool {
     release.is_some_and(|(major, minor, _)| (major, minor) >= (4, 2))
 }
 
-/// server.properties of `node` in a cluster of `nodes.len()` nodes.
+/// server.properties of `node` in a cluster of `nodes.len()` nodes; with
+/// `keys`, the node also listens for SASL_SSL clients (SCRAM-SHA-256) on its
+/// `sasl_ssl_port`, while brokers and controllers talk in plaintext.
 ///
 /// Choices for tests, not production:
 /// - Internal topics are replicated `min(3, nodes)` times, so one broker gives
@@ -72,7 +82,12 @@ pub fn streams_groups(release: Option<(u32, u32, u32)>) -> bool {
 ///   5 s and assign without the initial 3 s delay, so that a test's rebalance
 ///   settles in seconds. Nothing is needed at format time: 4.4's storage
 ///   format finalizes the `streams.version` feature by default.
-pub fn server_properties(node: &Node, nodes: &[Node], release: Option<(u32, u32, u32)>) -> String {
+pub fn server_properties(
+    node: &Node,
+    nodes: &[Node],
+    release: Option<(u32, u32, u32)>,
+    keys: Option<&Keys>,
+) -> String {
     let replication = nodes.len().min(3);
     let min_isr = if replication >= 3 { 2 } else { 1 };
     let mut props = String::new();
@@ -82,23 +97,38 @@ pub fn server_properties(node: &Node, nodes: &[Node], release: Option<(u32, u32,
     set("process.roles", &"broker,controller");
     set("node.id", &node.id);
     set("controller.quorum.voters", &voters(nodes));
-    set(
-        "listeners",
-        &format!(
+    let sasl_ssl = keys.zip(node.sasl_ssl_address());
+    let (mut listeners, mut advertised, mut protocols) = (
+        format!(
             "PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
             node.port, node.controller_port
         ),
+        format!("PLAINTEXT://{}", node.address()),
+        "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT".to_string(),
     );
-    set(
-        "advertised.listeners",
-        &format!("PLAINTEXT://{}", node.address()),
-    );
+    if let Some((_, address)) = &sasl_ssl {
+        listeners.push_str(&format!(",SASL_SSL://{address}"));
+        advertised.push_str(&format!(",SASL_SSL://{address}"));
+        protocols.push_str(",SASL_SSL:SASL_SSL");
+    }
+    set("listeners", &listeners);
+    set("advertised.listeners", &advertised);
     set("controller.listener.names", &"CONTROLLER");
     set("inter.broker.listener.name", &"PLAINTEXT");
-    set(
-        "listener.security.protocol.map",
-        &"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-    );
+    set("listener.security.protocol.map", &protocols);
+    if let Some((keys, _)) = sasl_ssl {
+        set("sasl.enabled.mechanisms", &tls::MECHANISM);
+        set(
+            &format!(
+                "listener.name.sasl_ssl.{}.sasl.jaas.config",
+                tls::MECHANISM.to_ascii_lowercase()
+            ),
+            &"org.apache.kafka.common.security.scram.ScramLoginModule required;",
+        );
+        for (key, value) in keys.broker_settings() {
+            set(&format!("listener.name.sasl_ssl.{key}"), &value);
+        }
+    }
     set("log.dirs", &node.data_dir().display());
 
     set("auto.create.topics.enable", &false);
@@ -147,6 +177,7 @@ mod tests {
                 id,
                 port: 9000 + id as u16,
                 controller_port: 9100 + id as u16,
+                sasl_ssl_port: Some(9200 + id as u16),
                 dir: PathBuf::from(format!("/tmp/node-{id}")),
             })
             .collect()
@@ -155,7 +186,7 @@ mod tests {
     #[test]
     fn single_node_replicates_once() {
         let nodes = cluster(1);
-        let props = server_properties(&nodes[0], &nodes, Some((4, 1, 2)));
+        let props = server_properties(&nodes[0], &nodes, Some((4, 1, 2)), None);
         assert!(props.contains("controller.quorum.voters=1@127.0.0.1:9101\n"));
         assert!(props.contains("offsets.topic.replication.factor=1\n"));
         assert!(props.contains("transaction.state.log.min.isr=1\n"));
@@ -166,7 +197,7 @@ mod tests {
     #[test]
     fn streams_groups_from_kafka_4_2() {
         let nodes = cluster(1);
-        let props = server_properties(&nodes[0], &nodes, Some((4, 4, 0)));
+        let props = server_properties(&nodes[0], &nodes, Some((4, 4, 0)), None);
         assert!(props.contains("group.coordinator.rebalance.protocols=classic,consumer,streams\n"));
         assert!(props.contains("group.streams.heartbeat.interval.ms=1000\n"));
         assert!(!streams_groups(Some((4, 1, 2))));
@@ -176,7 +207,7 @@ mod tests {
     #[test]
     fn three_nodes_replicate_thrice() {
         let nodes = cluster(3);
-        let props = server_properties(&nodes[1], &nodes, Some((4, 1, 2)));
+        let props = server_properties(&nodes[1], &nodes, Some((4, 1, 2)), None);
         assert!(props.contains("node.id=2\n"));
         assert!(props.contains(
             "controller.quorum.voters=1@127.0.0.1:9101,2@127.0.0.1:9102,3@127.0.0.1:9103\n"
@@ -184,5 +215,28 @@ mod tests {
         assert!(props.contains("default.replication.factor=3\n"));
         assert!(props.contains("min.insync.replicas=2\n"));
         assert!(props.contains("advertised.listeners=PLAINTEXT://127.0.0.1:9002\n"));
+        assert!(!props.contains("SASL_SSL"));
+    }
+
+    #[test]
+    fn sasl_ssl_listener_with_keys() {
+        let nodes = cluster(1);
+        let keys = Keys {
+            ca_pem: PathBuf::from("/keys/ca.pem"),
+            keystore: PathBuf::from("/keys/broker.p12"),
+        };
+        let props = server_properties(&nodes[0], &nodes, Some((4, 4, 0)), Some(&keys));
+        assert!(props.contains(
+            "listeners=PLAINTEXT://127.0.0.1:9001,CONTROLLER://127.0.0.1:9101,\
+             SASL_SSL://127.0.0.1:9201\n"
+        ));
+        assert!(props.contains("SASL_SSL:SASL_SSL"));
+        assert!(props.contains("inter.broker.listener.name=PLAINTEXT\n"));
+        assert!(props.contains("sasl.enabled.mechanisms=SCRAM-SHA-256\n"));
+        assert!(props.contains(
+            "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=\
+             org.apache.kafka.common.security.scram.ScramLoginModule required;\n"
+        ));
+        assert!(props.contains("listener.name.sasl_ssl.ssl.keystore.location=/keys/broker.p12\n"));
     }
 }

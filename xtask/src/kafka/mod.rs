@@ -9,6 +9,7 @@
 
 mod config;
 mod probe;
+mod tls;
 
 use std::fs::{self, File};
 use std::hash::{BuildHasher, Hasher};
@@ -27,6 +28,13 @@ use crate::process::{self, secs};
 
 /// The variable through which tests find a real broker.
 pub const BOOTSTRAP_ENV: &str = "KSTREAMS_BOOTSTRAP";
+/// The same cluster's SASL_SSL listeners (SCRAM-SHA-256 over TLS).
+pub const SASL_SSL_BOOTSTRAP_ENV: &str = "KSTREAMS_SASL_SSL_BOOTSTRAP";
+/// The CA certificate (PEM) that signed the brokers' certificates.
+pub const SASL_SSL_CA_ENV: &str = "KSTREAMS_SASL_SSL_CA";
+/// The SCRAM user and its password.
+pub const SASL_USERNAME_ENV: &str = "KSTREAMS_SASL_USERNAME";
+pub const SASL_PASSWORD_ENV: &str = "KSTREAMS_SASL_PASSWORD";
 
 /// How long a fresh cluster may take to answer metadata requests. A cold JVM
 /// on a busy 2-core machine needs ~10 s per node; three nodes start together.
@@ -49,8 +57,8 @@ pub fn cli(mut args: Args) -> Result<ExitCode> {
             let port = args.option::<u16>("port")?;
             args.finish()?;
             let cluster = start(brokers, port, Lifetime::Detached)?;
-            // Stdout carries only this line, so `eval "$(cargo xtask kafka start)"` works.
-            println!("export {BOOTSTRAP_ENV}={}", cluster.bootstrap);
+            // Stdout carries only these lines, so `eval "$(cargo xtask kafka start)"` works.
+            print_exports(&cluster.bootstrap);
             Ok(ExitCode::SUCCESS)
         }
         Some("stop") => {
@@ -74,6 +82,31 @@ pub enum Lifetime {
     /// A [`Lease`]: stopped when the lease drops, and on Linux also when xtask
     /// dies without dropping it (killed, say), so CI never leaks a broker.
     ThisProcess,
+}
+
+/// `export` lines for the cluster's addresses (and its SASL_SSL listener's
+/// keys and user, when it has one).
+fn print_exports(bootstrap: &str) {
+    println!("export {BOOTSTRAP_ENV}={bootstrap}");
+    for (key, value) in sasl_ssl_env() {
+        println!("export {key}={value}");
+    }
+}
+
+/// The variables of the running cluster's SASL_SSL listener, if it has one.
+fn sasl_ssl_env() -> Vec<(&'static str, String)> {
+    let Ok(bootstrap) = fs::read_to_string(sasl_ssl_file()) else {
+        return Vec::new();
+    };
+    let Ok(keys) = tls::keys() else {
+        return Vec::new();
+    };
+    vec![
+        (SASL_SSL_BOOTSTRAP_ENV, bootstrap.trim().to_owned()),
+        (SASL_SSL_CA_ENV, keys.ca_pem.display().to_string()),
+        (SASL_USERNAME_ENV, tls::USER.to_owned()),
+        (SASL_PASSWORD_ENV, tls::PASSWORD.to_owned()),
+    ]
 }
 
 /// A cluster this process started; its children are reaped by [`Lease`].
@@ -111,8 +144,17 @@ pub fn start(brokers: usize, first_port: Option<u16>, lifetime: Lifetime) -> Res
     maven::require_java_and_maven()?;
     let classpath = broker_classpath()?;
     let release = maven::release(&maven::kafka_version()?);
-    let nodes = prepare(brokers, first_port, release)?;
-    format_storage(&nodes, &classpath)?;
+    // The plaintext listener is what tests need; a failure to make keys
+    // leaves the SASL_SSL one out, said here, rather than no broker at all.
+    let keys = match tls::keys() {
+        Ok(keys) => Some(keys),
+        Err(error) => {
+            eprintln!("kafka: no SASL_SSL listener: {error:#}");
+            None
+        }
+    };
+    let nodes = prepare(brokers, first_port, release, keys.as_ref())?;
+    format_storage(&nodes, &classpath, keys.is_some())?;
     launch_and_wait(&nodes, &classpath, lifetime)
 }
 
@@ -169,6 +211,7 @@ pub fn running_bootstrap() -> Option<String> {
 pub struct Lease {
     bootstrap: String,
     started: Option<Started>,
+    sasl_ssl: Vec<(&'static str, String)>,
 }
 
 impl Lease {
@@ -178,6 +221,9 @@ impl Lease {
             return Ok(Lease {
                 bootstrap,
                 started: None,
+                // The caller's own variables, if any, reach the tests as
+                // they are.
+                sasl_ssl: Vec::new(),
             });
         }
         if let Some(bootstrap) = running_bootstrap() {
@@ -185,17 +231,25 @@ impl Lease {
             return Ok(Lease {
                 bootstrap,
                 started: None,
+                sasl_ssl: sasl_ssl_env(),
             });
         }
         let started = start(1, None, Lifetime::ThisProcess)?;
         Ok(Lease {
             bootstrap: started.bootstrap.clone(),
             started: Some(started),
+            sasl_ssl: sasl_ssl_env(),
         })
     }
 
     pub fn bootstrap(&self) -> &str {
         &self.bootstrap
+    }
+
+    /// The variables that point tests at the SASL_SSL listener (none when
+    /// the cluster has none).
+    pub fn sasl_ssl_env(&self) -> &[(&'static str, String)] {
+        &self.sasl_ssl
     }
 }
 
@@ -227,7 +281,7 @@ fn status() -> ExitCode {
                 "kafka: running, {} node(s) at {bootstrap} (pids {pids:?}); {answer}",
                 pids.len()
             );
-            println!("export {BOOTSTRAP_ENV}={bootstrap}");
+            print_exports(&bootstrap);
             ExitCode::SUCCESS
         }
         State::Starting { pids } => {
@@ -288,6 +342,11 @@ fn bootstrap_file() -> PathBuf {
     paths::kafka_dir().join("bootstrap")
 }
 
+/// The SASL_SSL listeners' address list, written when the cluster has them.
+fn sasl_ssl_file() -> PathBuf {
+    paths::kafka_dir().join("sasl_ssl_bootstrap")
+}
+
 /// `.kafka/node-*` directories, in node order.
 fn node_dirs() -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(paths::kafka_dir()) else {
@@ -316,6 +375,7 @@ fn node_at(dir: PathBuf) -> Node {
         id: node_id(&dir).unwrap_or_default(),
         port: 0,
         controller_port: 0,
+        sasl_ssl_port: None,
         dir,
     }
 }
@@ -338,6 +398,7 @@ fn remove_run_files() {
         let _ = fs::remove_file(node_at(dir).pid_file());
     }
     let _ = fs::remove_file(bootstrap_file());
+    let _ = fs::remove_file(sasl_ssl_file());
 }
 
 fn broker_classpath() -> Result<String> {
@@ -365,18 +426,19 @@ fn prepare(
     brokers: usize,
     first_port: Option<u16>,
     release: Option<(u32, u32, u32)>,
+    keys: Option<&tls::Keys>,
 ) -> Result<Vec<Node>> {
     let root = paths::kafka_dir();
     if root.exists() {
         fs::remove_dir_all(&root).with_context(|| format!("cannot clear {}", root.display()))?;
     }
-    let nodes = allocate_nodes(&root, brokers, first_port)?;
+    let nodes = allocate_nodes(&root, brokers, first_port, keys.is_some())?;
     for node in &nodes {
         fs::create_dir_all(node.data_dir())
             .with_context(|| format!("cannot create {}", node.dir.display()))?;
         fs::write(
             node.config_file(),
-            config::server_properties(node, &nodes, release),
+            config::server_properties(node, &nodes, release, keys),
         )?;
     }
     Ok(nodes)
@@ -385,7 +447,12 @@ fn prepare(
 /// Node ids 1..=brokers with a client and a controller port each. Ports are
 /// held open until all are chosen so that no two nodes get the same one; the
 /// short window before the JVMs bind them is accepted.
-fn allocate_nodes(root: &Path, brokers: usize, first_port: Option<u16>) -> Result<Vec<Node>> {
+fn allocate_nodes(
+    root: &Path,
+    brokers: usize,
+    first_port: Option<u16>,
+    sasl_ssl: bool,
+) -> Result<Vec<Node>> {
     let mut held = Vec::new();
     let mut nodes = Vec::new();
     for id in 1..=brokers as u32 {
@@ -399,10 +466,16 @@ fn allocate_nodes(root: &Path, brokers: usize, first_port: Option<u16>) -> Resul
             None => hold_port(&mut held, 0)?,
         };
         let controller_port = hold_port(&mut held, 0)?;
+        let sasl_ssl_port = if sasl_ssl {
+            Some(hold_port(&mut held, 0)?)
+        } else {
+            None
+        };
         nodes.push(Node {
             id,
             port,
             controller_port,
+            sasl_ssl_port,
             dir: root.join(format!("node-{id}")),
         });
     }
@@ -419,8 +492,9 @@ fn hold_port(held: &mut Vec<TcpListener>, port: u16) -> Result<u16> {
     Ok(bound)
 }
 
-/// `kafka-storage format` on every node (in parallel: each is a JVM start).
-fn format_storage(nodes: &[Node], classpath: &str) -> Result<()> {
+/// `kafka-storage format` on every node (in parallel: each is a JVM start),
+/// with the SCRAM user when the nodes have a SASL_SSL listener.
+fn format_storage(nodes: &[Node], classpath: &str, scram_user: bool) -> Result<()> {
     let began = Instant::now();
     let cluster_id = cluster_id();
     std::thread::scope(|scope| {
@@ -429,10 +503,20 @@ fn format_storage(nodes: &[Node], classpath: &str) -> Result<()> {
             .map(|node| {
                 let cluster_id = &cluster_id;
                 scope.spawn(move || {
+                    let mut format = java(classpath);
+                    format
+                        .args(["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c"])
+                        .arg(node.config_file());
+                    if scram_user {
+                        format.arg("--add-scram").arg(format!(
+                            "{}=[name={},password={}]",
+                            tls::MECHANISM,
+                            tls::USER,
+                            tls::PASSWORD
+                        ));
+                    }
                     process::run_captured(
-                        java(classpath)
-                            .args(["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c"])
-                            .arg(node.config_file()),
+                        &mut format,
                         &format!("formatting the storage of node-{}", node.id),
                     )
                 })
@@ -469,6 +553,15 @@ fn launch_and_wait(nodes: &[Node], classpath: &str, lifetime: Lifetime) -> Resul
         .collect::<Vec<_>>()
         .join(",");
     fs::write(bootstrap_file(), &bootstrap)?;
+    let sasl_ssl: Vec<String> = nodes.iter().filter_map(Node::sasl_ssl_address).collect();
+    if !sasl_ssl.is_empty() {
+        fs::write(sasl_ssl_file(), sasl_ssl.join(","))?;
+        eprintln!(
+            "kafka: SASL_SSL ({}) at {}",
+            tls::MECHANISM,
+            sasl_ssl.join(",")
+        );
+    }
     eprintln!(
         "kafka: {} node(s) up at {bootstrap} ({}); logs in {}",
         nodes.len(),

@@ -16,7 +16,9 @@ mod config;
 mod consumer_position;
 mod global;
 mod local_metadata;
-mod offset_metadata;
+// `internals` re-exports its metadata for the fuzz harness: committed
+// metadata is bytes from the broker.
+pub(crate) mod offset_metadata;
 mod partition_group;
 mod partitioner;
 mod rebalance_listener;

@@ -17,7 +17,7 @@ const VERSION: u8 = 2;
 
 /// A partition's committed metadata.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct PartitionMetadata {
+pub struct PartitionMetadata {
     /// The largest timestamp processed from the partition (-1: none).
     pub partition_time: Timestamp,
     /// Operators' values by key (emit-final operators' last emitted close

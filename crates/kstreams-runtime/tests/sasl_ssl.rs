@@ -1,0 +1,159 @@
+//! kstreams on a secured cluster: every client of an exactly-once app
+//! (consumer, transactional producer, admin) connects to the SASL_SSL
+//! listener of `cargo xtask kafka start` (SCRAM-SHA-256 over TLS, the CA
+//! made at the broker's start), with the keys a Kafka Streams user sets:
+//! `security.protocol`, `sasl.mechanism`, `sasl.username`/`sasl.password`
+//! (librdkafka's names for what Java puts in `sasl.jaas.config`) and
+//! `ssl.ca.location`. The password must not show in the logs, the config's
+//! Debug, describe() or the instance's metadata.
+//!
+//! Skipped without KSTREAMS_BOOTSTRAP and KSTREAMS_SASL_SSL_BOOTSTRAP
+//! (`eval "$(cargo xtask kafka start)"` sets both; `cargo xtask ci` passes
+//! them to the tests).
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kstreams_dsl::StreamsBuilder;
+use kstreams_embedded::{test_broker, unique_name};
+use kstreams_runtime::kafka::{KafkaStreams, ProcessingGuarantee, State, StreamsConfig};
+use rdkafka::consumer::BaseConsumer;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::{ClientConfig, Message};
+
+/// Every log line of the test binary, at every level, to search for the
+/// password afterwards.
+struct CapturingLogger(Arc<Mutex<Vec<String>>>);
+
+impl log::Log for CapturingLogger {
+    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record<'_>) {
+        let line = format!("{} {}: {}", record.level(), record.target(), record.args());
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+    }
+    fn flush(&self) {}
+}
+
+struct SecuredCluster {
+    bootstrap: String,
+    ca: String,
+    username: String,
+    password: String,
+}
+
+fn secured_cluster() -> Option<SecuredCluster> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let Some(bootstrap) = var("KSTREAMS_SASL_SSL_BOOTSTRAP") else {
+        eprintln!("skipped: no KSTREAMS_SASL_SSL_BOOTSTRAP (cargo xtask kafka start sets it)");
+        return None;
+    };
+    Some(SecuredCluster {
+        bootstrap,
+        ca: var("KSTREAMS_SASL_SSL_CA").expect("KSTREAMS_SASL_SSL_CA with the bootstrap"),
+        username: var("KSTREAMS_SASL_USERNAME").expect("KSTREAMS_SASL_USERNAME"),
+        password: var("KSTREAMS_SASL_PASSWORD").expect("KSTREAMS_SASL_PASSWORD"),
+    })
+}
+
+#[test]
+fn an_exactly_once_app_runs_end_to_end_over_sasl_ssl_and_keeps_its_password_out_of_sight() {
+    let (Some(plaintext), Some(secured)) = (test_broker(), secured_cluster()) else {
+        return;
+    };
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    log::set_boxed_logger(Box::new(CapturingLogger(lines.clone()))).unwrap();
+    log::set_max_level(log::LevelFilter::Trace);
+
+    // Topics are made through the plaintext listener of the same cluster.
+    let run = common::FreshRun::new(&plaintext, "sasl-ssl");
+    let builder = StreamsBuilder::new();
+    builder
+        .stream::<String, String>(&run.input)
+        .map_values(|v| v.to_uppercase())
+        .to(&run.output);
+    let secured_keys = [
+        ("security.protocol", "SASL_SSL"),
+        ("sasl.mechanism", "SCRAM-SHA-256"),
+        ("sasl.username", secured.username.as_str()),
+        ("sasl.password", secured.password.as_str()),
+        ("ssl.ca.location", secured.ca.as_str()),
+    ];
+    let mut config = StreamsConfig::new(&run.app_id, &secured.bootstrap)
+        .processing_guarantee(ProcessingGuarantee::ExactlyOnceV2)
+        .state_dir(&run.state_dir);
+    for (key, value) in secured_keys {
+        config.set(key, value).unwrap();
+    }
+    let config_debug = format!("{config:?}");
+    let mut app = KafkaStreams::new(builder.build().unwrap(), config);
+    app.start().unwrap();
+
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &plaintext)
+        .create()
+        .unwrap();
+    let records = 200;
+    for i in 0..records {
+        let (key, value) = (format!("k{}", i % 10), format!("value-{i}"));
+        producer
+            .send(BaseRecord::to(&run.input).key(&key).payload(&value))
+            .unwrap();
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+
+    // The output is read over SASL_SSL too, by a plain librdkafka consumer
+    // with the same keys: the listener serves any client, not only ours.
+    let mut reader_config = ClientConfig::new();
+    reader_config
+        .set("bootstrap.servers", &secured.bootstrap)
+        .set("group.id", unique_name("sasl-ssl-reader"))
+        .set("auto.offset.reset", "earliest")
+        .set("isolation.level", "read_committed");
+    for (key, value) in secured_keys {
+        reader_config.set(key, value);
+    }
+    let reader: BaseConsumer = reader_config.create().unwrap();
+    rdkafka::consumer::Consumer::subscribe(&reader, &[run.output.as_str()]).unwrap();
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while seen.len() < records && Instant::now() < deadline {
+        assert_ne!(app.state(), State::Error, "app failed: {:?}", app.errors());
+        if let Some(Ok(message)) = reader.poll(Duration::from_millis(200)) {
+            seen.push(String::from_utf8(message.payload().unwrap().to_vec()).unwrap());
+        }
+    }
+    let metadata = format!("{:?}", app.metadata());
+    let described = app.describe().to_string();
+    let errors = app.errors();
+    assert!(app.close(Duration::from_secs(30)));
+
+    seen.sort();
+    let mut expected: Vec<String> = (0..records).map(|i| format!("VALUE-{i}")).collect();
+    expected.sort();
+    assert_eq!(
+        seen, expected,
+        "every record once, through the SASL_SSL listener"
+    );
+
+    let logged = lines.lock().unwrap().join("\n");
+    assert!(
+        !logged.is_empty(),
+        "the app logged nothing: the check below would be empty"
+    );
+    for (what, text) in [
+        ("the logs", logged.as_str()),
+        ("the config's Debug", config_debug.as_str()),
+        ("the metadata", metadata.as_str()),
+        ("describe()", described.as_str()),
+        ("the errors", &errors.join("\n")),
+    ] {
+        assert!(
+            !text.contains(&secured.password),
+            "the SASL password shows in {what}"
+        );
+    }
+}
