@@ -197,7 +197,10 @@ fn a_timed_out_call_goes_to_the_handler_and_the_dead_letter_queue() {
         let value = dead.headers.last(name).and_then(|h| h.value.clone());
         String::from_utf8(value.unwrap_or_default()).unwrap()
     };
-    assert_eq!(header("__streams.errors.exception"), "ProcessingException");
+    assert_eq!(
+        header("__streams.errors.exception"),
+        "java.lang.RuntimeException"
+    );
     let message = header("__streams.errors.message");
     assert!(
         message.contains("timed out after 20 ms (2 attempts)"),
