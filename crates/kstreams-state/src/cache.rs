@@ -11,7 +11,9 @@
 //! and, when asked, the old value the engine had.
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::Hash;
+use std::ops::RangeBounds;
 use std::rc::Rc;
 
 use crate::Timestamp;
@@ -119,8 +121,7 @@ pub(crate) struct CacheEntry<T> {
     pub(crate) timestamp: Timestamp,
     /// The writing record's headers, kept while dirty.
     headers: kstreams_record::Headers,
-    dirty: Option<u64>,
-    lru: u64,
+    dirty: bool,
     size: usize,
 }
 
@@ -133,23 +134,81 @@ pub(crate) struct DirtyEntry<CK, T> {
     pub(crate) headers: kstreams_record::Headers,
 }
 
+/// The end of a list, or a free slot's "no next".
+const NIL: u32 = u32::MAX;
+
+/// A slot's place in one of the two lists that thread through the slots.
+#[derive(Clone, Copy)]
+struct Link {
+    prev: u32,
+    next: u32,
+}
+
+const UNLINKED: Link = Link {
+    prev: NIL,
+    next: NIL,
+};
+
+/// The ends of a list.
+#[derive(Clone, Copy)]
+struct List {
+    head: u32,
+    tail: u32,
+}
+
+const EMPTY: List = List {
+    head: NIL,
+    tail: NIL,
+};
+
+#[derive(Clone, Copy)]
+enum Order {
+    /// Least recently used first.
+    Recency,
+    /// Dirty entries, least recently written first.
+    Dirty,
+}
+
+struct Slot<CK, T> {
+    key: CK,
+    entry: CacheEntry<T>,
+    recency: Link,
+    dirty: Link,
+}
+
 /// One store's part of its thread's cache.
+///
+/// Entries live in slots found by a hash of their key, so that a read or a
+/// write of a key is one hash lookup (and a write right after the read of
+/// the same key, as every aggregation does, none). Recency and the order of
+/// dirty writes are lists threaded through the slots: moving an entry to
+/// their end neither allocates nor compares keys. The key order that range
+/// queries need is kept only once a range query was asked for (a store that
+/// is only read and written by key never pays for it).
 pub(crate) struct NamedCache<CK, T> {
-    entries: BTreeMap<CK, CacheEntry<T>>,
-    lru: BTreeMap<u64, CK>,
-    dirty: BTreeMap<u64, CK>,
-    next: u64,
+    slots: Vec<Option<Slot<CK, T>>>,
+    free: Vec<u32>,
+    index: HashMap<CK, u32>,
+    recency: List,
+    dirty: List,
+    /// The keys in order, with their slots, from the first range query on.
+    ordered: Option<BTreeMap<CK, u32>>,
+    /// The slot of the last key looked up.
+    hint: Cell<u32>,
     bytes: usize,
     budget: Rc<ThreadCache>,
 }
 
-impl<CK: Ord + Clone, T> NamedCache<CK, T> {
+impl<CK: Ord + Hash + Clone, T> NamedCache<CK, T> {
     pub(crate) fn new(budget: Rc<ThreadCache>) -> Self {
         NamedCache {
-            entries: BTreeMap::new(),
-            lru: BTreeMap::new(),
-            dirty: BTreeMap::new(),
-            next: 0,
+            slots: Vec::new(),
+            free: Vec::new(),
+            index: HashMap::new(),
+            recency: EMPTY,
+            dirty: EMPTY,
+            ordered: None,
+            hint: Cell::new(NIL),
             bytes: 0,
             budget,
         }
@@ -166,50 +225,160 @@ impl<CK: Ord + Clone, T> NamedCache<CK, T> {
         &self.budget
     }
 
-    fn tick(&mut self) -> u64 {
-        self.next += 1;
-        self.next
+    fn slot(&self, i: u32) -> &Slot<CK, T> {
+        self.slots[i as usize]
+            .as_ref()
+            .expect("a linked or indexed slot is occupied")
+    }
+
+    fn slot_mut(&mut self, i: u32) -> &mut Slot<CK, T> {
+        self.slots[i as usize]
+            .as_mut()
+            .expect("a linked or indexed slot is occupied")
+    }
+
+    /// The slot of `key`: the hint if it still holds that key, else the
+    /// index's.
+    fn find(&self, key: &CK) -> Option<u32> {
+        let hint = self.hint.get();
+        if let Some(Some(slot)) = self.slots.get(hint as usize) {
+            if slot.key == *key {
+                return Some(hint);
+            }
+        }
+        let i = *self.index.get(key)?;
+        self.hint.set(i);
+        Some(i)
+    }
+
+    fn list(&mut self, order: Order) -> &mut List {
+        match order {
+            Order::Recency => &mut self.recency,
+            Order::Dirty => &mut self.dirty,
+        }
+    }
+
+    fn link(&mut self, i: u32, order: Order) -> &mut Link {
+        let slot = self.slot_mut(i);
+        match order {
+            Order::Recency => &mut slot.recency,
+            Order::Dirty => &mut slot.dirty,
+        }
+    }
+
+    fn unlink(&mut self, i: u32, order: Order) {
+        let Link { prev, next } = std::mem::replace(self.link(i, order), UNLINKED);
+        if prev == NIL {
+            self.list(order).head = next;
+        } else {
+            self.link(prev, order).next = next;
+        }
+        if next == NIL {
+            self.list(order).tail = prev;
+        } else {
+            self.link(next, order).prev = prev;
+        }
+    }
+
+    fn push_back(&mut self, i: u32, order: Order) {
+        let tail = self.list(order).tail;
+        *self.link(i, order) = Link {
+            prev: tail,
+            next: NIL,
+        };
+        if tail == NIL {
+            self.list(order).head = i;
+        } else {
+            self.link(tail, order).next = i;
+        }
+        self.list(order).tail = i;
+    }
+
+    fn move_to_back(&mut self, i: u32, order: Order) {
+        if self.list(order).tail != i {
+            self.unlink(i, order);
+            self.push_back(i, order);
+        }
+    }
+
+    /// A new slot for `key`, at the end of the recency list.
+    fn insert(&mut self, key: CK, entry: CacheEntry<T>) -> u32 {
+        let slot = Slot {
+            key: key.clone(),
+            entry,
+            recency: UNLINKED,
+            dirty: UNLINKED,
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = Some(slot);
+                i
+            }
+            None => {
+                let i = u32::try_from(self.slots.len()).expect("fewer than 2^32 cached entries");
+                self.slots.push(Some(slot));
+                i
+            }
+        };
+        if let Some(ordered) = &mut self.ordered {
+            ordered.insert(key.clone(), i);
+        }
+        self.index.insert(key, i);
+        self.push_back(i, Order::Recency);
+        self.hint.set(i);
+        i
     }
 
     /// An entry, marked as recently used.
     pub(crate) fn get(&mut self, key: &CK) -> Option<&CacheEntry<T>> {
-        let seq = self.next + 1;
-        let entry = self.entries.get_mut(key)?;
-        self.next = seq;
-        self.lru.remove(&entry.lru);
-        entry.lru = seq;
-        self.lru.insert(seq, key.clone());
-        Some(entry)
+        let i = self.find(key)?;
+        self.move_to_back(i, Order::Recency);
+        Some(&self.slot(i).entry)
     }
 
-    /// A dirty write.
+    /// An entry, its recency untouched.
+    pub(crate) fn peek(&self, key: &CK) -> Option<&CacheEntry<T>> {
+        let i = self.find(key)?;
+        Some(&self.slot(i).entry)
+    }
+
+    /// A dirty write (the key is copied only when new); returns the bytes
+    /// of the dirty value it replaced, for reuse.
     pub(crate) fn put_dirty(
         &mut self,
-        key: CK,
+        key: &CK,
         key_len: usize,
         value: Option<T>,
         bytes: Option<Vec<u8>>,
         timestamp: Timestamp,
         headers: kstreams_record::Headers,
-    ) {
+    ) -> Option<Vec<u8>> {
         let size = key_len + bytes.as_ref().map_or(0, Vec::len) + ENTRY_OVERHEAD;
-        let seq = self.tick();
-        self.remove(&key);
-        self.lru.insert(seq, key.clone());
-        self.dirty.insert(seq, key.clone());
+        let entry = CacheEntry {
+            value,
+            bytes,
+            timestamp,
+            headers,
+            dirty: true,
+            size,
+        };
+        let (i, replaced) = match self.find(key) {
+            Some(i) => {
+                let slot = self.slot_mut(i);
+                let old = std::mem::replace(&mut slot.entry, entry);
+                self.bytes -= old.size;
+                self.budget.sub(old.size);
+                self.move_to_back(i, Order::Recency);
+                if old.dirty {
+                    self.unlink(i, Order::Dirty);
+                }
+                (i, old.bytes)
+            }
+            None => (self.insert(key.clone(), entry), None),
+        };
+        self.push_back(i, Order::Dirty);
         self.add(size);
-        self.entries.insert(
-            key,
-            CacheEntry {
-                value,
-                bytes,
-                timestamp,
-                headers,
-                dirty: Some(seq),
-                lru: seq,
-                size,
-            },
-        );
+        replaced
     }
 
     /// A clean entry read from the engine; kept only if it fits without
@@ -222,26 +391,21 @@ impl<CK: Ord + Clone, T> NamedCache<CK, T> {
         value_len: usize,
     ) {
         let size = key_len + value_len + ENTRY_OVERHEAD;
-        if self.entries.contains_key(&key)
-            || self.budget.size_bytes() + size > self.budget.max_bytes()
-        {
+        if self.budget.size_bytes() + size > self.budget.max_bytes() || self.find(&key).is_some() {
             return;
         }
-        let seq = self.tick();
-        self.lru.insert(seq, key.clone());
-        self.add(size);
-        self.entries.insert(
+        self.insert(
             key,
             CacheEntry {
                 value,
                 bytes: None,
                 timestamp: 0,
                 headers: kstreams_record::Headers::new(),
-                dirty: None,
-                lru: seq,
+                dirty: false,
                 size,
             },
         );
+        self.add(size);
     }
 
     fn add(&mut self, size: usize) {
@@ -250,11 +414,19 @@ impl<CK: Ord + Clone, T> NamedCache<CK, T> {
     }
 
     pub(crate) fn remove(&mut self, key: &CK) -> Option<CacheEntry<T>> {
-        let old = self.entries.remove(key)?;
-        self.lru.remove(&old.lru);
-        if let Some(d) = old.dirty {
-            self.dirty.remove(&d);
+        let i = self.index.remove(key)?;
+        if let Some(ordered) = &mut self.ordered {
+            ordered.remove(key);
         }
+        self.unlink(i, Order::Recency);
+        if self.slot(i).entry.dirty {
+            self.unlink(i, Order::Dirty);
+        }
+        let old = self.slots[i as usize]
+            .take()
+            .expect("an indexed slot is occupied")
+            .entry;
+        self.free.push(i);
         self.bytes -= old.size;
         self.budget.sub(old.size);
         Some(old)
@@ -263,14 +435,16 @@ impl<CK: Ord + Clone, T> NamedCache<CK, T> {
     /// Whether the thread's budget is exceeded while this cache still has
     /// something to evict.
     pub(crate) fn needs_eviction(&self) -> bool {
-        self.budget.over_budget() && !self.entries.is_empty()
+        self.budget.over_budget() && !self.index.is_empty()
     }
 
     /// The least recently used key, and whether it is dirty.
     pub(crate) fn eldest(&self) -> Option<(CK, bool)> {
-        let (_, key) = self.lru.first_key_value()?;
-        let dirty = self.entries.get(key).is_some_and(|e| e.dirty.is_some());
-        Some((key.clone(), dirty))
+        if self.recency.head == NIL {
+            return None;
+        }
+        let slot = self.slot(self.recency.head);
+        Some((slot.key.clone(), slot.entry.dirty))
     }
 
     pub(crate) fn evict(&mut self, key: &CK) {
@@ -279,40 +453,64 @@ impl<CK: Ord + Clone, T> NamedCache<CK, T> {
         }
     }
 
-    pub(crate) fn entries(&self) -> &BTreeMap<CK, CacheEntry<T>> {
-        &self.entries
+    /// The entries whose keys are in `range`, in key order.
+    pub(crate) fn range<'a, R: RangeBounds<CK> + 'a>(
+        &'a mut self,
+        range: R,
+    ) -> impl Iterator<Item = (&'a CK, &'a CacheEntry<T>)> + 'a {
+        let this: &'a Self = &*self.ordered_keys();
+        let ordered = this.ordered.as_ref().expect("just built");
+        ordered
+            .range(range)
+            .map(move |(key, i)| (key, &this.slot(*i).entry))
+    }
+
+    /// Builds the key order on first use.
+    fn ordered_keys(&mut self) -> &mut Self {
+        if self.ordered.is_none() {
+            self.ordered = Some(self.index.iter().map(|(k, i)| (k.clone(), *i)).collect());
+        }
+        self
     }
 
     /// Drops everything without writing (restore, close).
     pub(crate) fn clear(&mut self) {
         self.budget.sub(self.bytes);
         self.bytes = 0;
-        self.entries.clear();
-        self.lru.clear();
-        self.dirty.clear();
+        self.slots.clear();
+        self.free.clear();
+        self.index.clear();
+        if let Some(ordered) = &mut self.ordered {
+            ordered.clear();
+        }
+        self.recency = EMPTY;
+        self.dirty = EMPTY;
+        self.hint.set(NIL);
     }
 }
 
-impl<CK: Ord + Clone, T: Clone> NamedCache<CK, T> {
+impl<CK: Ord + Hash + Clone, T: Clone> NamedCache<CK, T> {
     /// Takes the dirty entries (they stay cached, clean).
     pub(crate) fn take_dirty(&mut self) -> Vec<DirtyEntry<CK, T>> {
-        if self.dirty.is_empty() {
+        if self.dirty.head == NIL {
             return Vec::new();
         }
         self.budget.flushes.set(self.budget.flushes.get() + 1);
-        let dirty = std::mem::take(&mut self.dirty);
-        let mut out = Vec::with_capacity(dirty.len());
-        for (_, key) in dirty {
-            if let Some(e) = self.entries.get_mut(&key) {
-                e.dirty = None;
-                out.push(DirtyEntry {
-                    key,
-                    value: e.value.clone(),
-                    bytes: e.bytes.take(),
-                    timestamp: e.timestamp,
-                    headers: std::mem::take(&mut e.headers),
-                });
-            }
+        let mut out = Vec::new();
+        let mut i = std::mem::replace(&mut self.dirty, EMPTY).head;
+        while i != NIL {
+            let slot = self.slot_mut(i);
+            let next = std::mem::replace(&mut slot.dirty, UNLINKED).next;
+            let e = &mut slot.entry;
+            e.dirty = false;
+            out.push(DirtyEntry {
+                key: slot.key.clone(),
+                value: e.value.clone(),
+                bytes: e.bytes.take(),
+                timestamp: e.timestamp,
+                headers: std::mem::take(&mut e.headers),
+            });
+            i = next;
         }
         out
     }
@@ -334,7 +532,7 @@ mod tests {
         let mut a: NamedCache<Vec<u8>, i32> = NamedCache::new(budget.clone());
         let mut b: NamedCache<Vec<u8>, i32> = NamedCache::new(budget.clone());
         a.put_dirty(
-            b"x".to_vec(),
+            &b"x".to_vec(),
             1,
             Some(1),
             Some(vec![1]),
@@ -342,7 +540,7 @@ mod tests {
             Default::default(),
         );
         b.put_dirty(
-            b"y".to_vec(),
+            &b"y".to_vec(),
             1,
             Some(2),
             Some(vec![2]),
@@ -351,7 +549,7 @@ mod tests {
         );
         assert_eq!(budget.size_bytes(), 2 * (2 + ENTRY_OVERHEAD));
         a.put_dirty(
-            b"z".to_vec(),
+            &b"z".to_vec(),
             1,
             Some(3),
             Some(vec![3]),
@@ -369,5 +567,72 @@ mod tests {
         assert_eq!(a.eldest(), Some((b"z".to_vec(), false)));
         drop(a);
         assert_eq!(budget.size_bytes(), 2 + ENTRY_OVERHEAD);
+    }
+
+    fn put(cache: &mut NamedCache<Vec<u8>, i32>, key: &[u8], value: i32) {
+        cache.put_dirty(
+            &key.to_vec(),
+            key.len(),
+            Some(value),
+            Some(value.to_be_bytes().to_vec()),
+            0,
+            Default::default(),
+        );
+    }
+
+    fn keys_in_range(cache: &mut NamedCache<Vec<u8>, i32>) -> Vec<(Vec<u8>, Option<i32>)> {
+        cache.range(..).map(|(k, e)| (k.clone(), e.value)).collect()
+    }
+
+    #[test]
+    fn a_rewrite_moves_a_key_to_the_end_of_the_flush_and_ranges_follow_every_change() {
+        let mut cache: NamedCache<Vec<u8>, i32> =
+            NamedCache::new(Rc::new(ThreadCache::new(1 << 20)));
+        put(&mut cache, b"c", 1);
+        put(&mut cache, b"a", 2);
+        put(&mut cache, b"b", 3);
+        put(&mut cache, b"c", 4);
+        let replaced = cache.put_dirty(&b"a".to_vec(), 1, None, None, 0, Default::default());
+        assert_eq!(replaced, Some(2i32.to_be_bytes().to_vec()));
+        let flushed: Vec<_> = cache
+            .take_dirty()
+            .into_iter()
+            .map(|d| (d.key, d.value))
+            .collect();
+        assert_eq!(
+            flushed,
+            vec![
+                (b"b".to_vec(), Some(3)),
+                (b"c".to_vec(), Some(4)),
+                (b"a".to_vec(), None)
+            ]
+        );
+        assert!(cache.take_dirty().is_empty());
+        assert_eq!(
+            keys_in_range(&mut cache),
+            vec![
+                (b"a".to_vec(), None),
+                (b"b".to_vec(), Some(3)),
+                (b"c".to_vec(), Some(4))
+            ]
+        );
+        // The key order, once built, follows inserts and removals.
+        cache.evict(&b"b".to_vec());
+        put(&mut cache, b"ab", 5);
+        assert!(cache.peek(&b"b".to_vec()).is_none());
+        assert_eq!(
+            cache
+                .range(b"a".to_vec()..b"c".to_vec())
+                .map(|(k, _)| k.clone())
+                .collect::<Vec<_>>(),
+            vec![b"a".to_vec(), b"ab".to_vec()]
+        );
+        // A freed slot is reused by the next new key.
+        put(&mut cache, b"d", 6);
+        assert_eq!(cache.peek(&b"d".to_vec()).and_then(|e| e.value), Some(6));
+        assert_eq!(cache.eldest(), Some((b"c".to_vec(), false)));
+        cache.clear();
+        assert!(keys_in_range(&mut cache).is_empty());
+        assert_eq!(cache.budget().size_bytes(), 0);
     }
 }

@@ -153,9 +153,8 @@ impl<K: 'static, V: Clone + 'static> LayeredKeyValueStore<K, V> {
         if matches!((&from, &to), (Bound::Excluded(a), Bound::Excluded(b)) if a == b) {
             return Ok(Box::new(std::iter::empty()));
         }
-        let cache = cache.borrow();
+        let mut cache = cache.borrow_mut();
         let mut snapshot: Vec<(Vec<u8>, Option<V>)> = cache
-            .entries()
             .range((from, to))
             .map(|(k, e)| (k.clone(), e.value.clone()))
             .collect();
@@ -179,7 +178,9 @@ impl<K: 'static, V: Clone + 'static> LayeredKeyValueStore<K, V> {
             Ok(scratch) => &mut **scratch,
             Err(_) => &mut own,
         };
-        let Scratch { key: kb, value: vb } = scratch;
+        let Scratch {
+            key: kb, value: vb, ..
+        } = scratch;
         kb.clear();
         vb.clear();
         self.serdes.key_into(key, kb)?;
@@ -234,8 +235,17 @@ impl<K: 'static, V: Clone + 'static> LayeredKeyValueStore<K, V> {
             *self.scratch.get_mut() = scratch;
             return result;
         }
-        let kb = self.serdes.key_to_bytes(&key)?;
-        let vb = self.serdes.value_to_bytes(&value)?;
+        // The key through the reused buffer: the cache copies it only
+        // when the key is new to it.
+        let mut kb = std::mem::take(&mut self.scratch.get_mut().key);
+        kb.clear();
+        let result = self.put_cached(key, value, &mut kb);
+        self.scratch.get_mut().key = kb;
+        result
+    }
+    fn put_cached(&mut self, key: K, value: V, kb: &mut Vec<u8>) -> Result<(), Error> {
+        self.serdes.key_into(&key, kb)?;
+        let vb = self.cached_value_bytes(&value)?;
         let len = kb.len();
         self.write_cached(kb, len, Some(value), vb)
     }
@@ -259,7 +269,7 @@ impl<K: 'static, V: Clone + 'static> LayeredKeyValueStore<K, V> {
         let kb = self.serdes.key_to_bytes(key)?;
         if self.cache.is_some() {
             let len = kb.len();
-            self.write_cached(kb, len, None, None)?;
+            self.write_cached(&kb, len, None, None)?;
         } else {
             let now = self.clock.now();
             self.write_down(&kb, None, now)?;

@@ -34,7 +34,7 @@ pub(crate) trait StoreKind: 'static {
     type Engine: ?Sized + StateStore;
     /// What the cache is keyed by: the key's bytes, with the window for
     /// windowed stores. Uninhabited for stores without a cache.
-    type CacheKey: Ord + Clone;
+    type CacheKey: Ord + std::hash::Hash + Clone;
     /// The key a flush listener is given.
     type ChangeKey;
 
@@ -101,6 +101,24 @@ pub(crate) struct LayeredStore<S: StoreKind, V> {
 pub(crate) struct Scratch {
     pub(crate) key: Vec<u8>,
     pub(crate) value: Vec<u8>,
+    /// Value buffers given back by the cache (replaced or flushed entries)
+    /// for the next cached writes to serialize into.
+    spare_values: Vec<Vec<u8>>,
+}
+
+/// Value buffers kept for reuse: enough for the entries rewritten between
+/// two flushes of a busy store without holding on to a flush's worth.
+const SPARE_VALUES: usize = 256;
+
+impl Scratch {
+    fn give_back(&mut self, bytes: Option<Vec<u8>>) {
+        if let Some(mut bytes) = bytes {
+            if self.spare_values.len() < SPARE_VALUES {
+                bytes.clear();
+                self.spare_values.push(bytes);
+            }
+        }
+    }
 }
 
 impl<S: StoreKind, V: 'static> LayeredStore<S, V> {
@@ -219,6 +237,7 @@ impl<S: StoreKind, V: Clone + 'static> LayeredStore<S, V> {
             let written = self.write_down(&d.key, d.bytes.as_deref(), d.timestamp);
             self.clock.set(previous);
             written?;
+            self.scratch.get_mut().give_back(d.bytes);
             if let Some((listener, send_old)) = &mut self.listener {
                 let key = self.serdes.key_from_bytes(S::key_bytes(&d.key))?;
                 let old_value = match (*send_old, old_bytes) {
@@ -268,7 +287,7 @@ impl<S: StoreKind, V: Clone + 'static> LayeredStore<S, V> {
     /// share of the cache budget.
     pub(crate) fn write_cached(
         &mut self,
-        key: S::CacheKey,
+        key: &S::CacheKey,
         size: usize,
         value: Option<V>,
         bytes: Option<Vec<u8>>,
@@ -277,11 +296,25 @@ impl<S: StoreKind, V: Clone + 'static> LayeredStore<S, V> {
             // A value that serialized to null is a delete.
             let value = if bytes.is_some() { value } else { None };
             let (now, headers) = (self.clock.now(), self.clock.headers());
-            cache
+            let replaced = cache
                 .borrow_mut()
                 .put_dirty(key, size, value, bytes, now, headers);
+            self.scratch.get_mut().give_back(replaced);
         }
         self.maybe_evict()
+    }
+
+    /// A value's bytes for the cache (`None` for a null), serialized into
+    /// a buffer an earlier entry gave back when there is one.
+    pub(crate) fn cached_value_bytes(&mut self, value: &V) -> Result<Option<Vec<u8>>, Error> {
+        let scratch = self.scratch.get_mut();
+        let mut bytes = scratch.spare_values.pop().unwrap_or_default();
+        if self.serdes.value_into(value, &mut bytes)? {
+            Ok(Some(bytes))
+        } else {
+            scratch.give_back(Some(bytes));
+            Ok(None)
+        }
     }
 
     /// A cached value (counting a hit or a miss), without touching the
@@ -289,7 +322,7 @@ impl<S: StoreKind, V: Clone + 'static> LayeredStore<S, V> {
     /// delete.
     pub(crate) fn cached(&self, key: &S::CacheKey) -> Option<Option<V>> {
         let cache = self.cache.as_ref()?.borrow();
-        match cache.entries().get(key) {
+        match cache.peek(key) {
             Some(entry) => {
                 cache.budget().hit();
                 Some(entry.value.clone())

@@ -184,7 +184,7 @@ impl<K: 'static, V: Clone + 'static> LayeredSessionStore<K, V> {
         let hi = key_to.map_or(Bound::Unbounded, |t| {
             Bound::Included((t.to_vec(), i64::MAX, i64::MAX))
         });
-        for ((k, start, end), entry) in cache.borrow().entries().range((lo, hi)) {
+        for ((k, start, end), entry) in cache.borrow_mut().range((lo, hi)) {
             if *end < earliest_end.max(first_live) || *start > latest_start {
                 continue;
             }
@@ -271,7 +271,7 @@ impl<K: 'static, V: Clone + 'static> LayeredSessionStore<K, V> {
             return Ok(());
         }
         let size = kb.len() + 16;
-        self.write_cached((kb, start, end), size, value, bytes)
+        self.write_cached(&(kb, start, end), size, value, bytes)
     }
 
     fn put(&mut self, session: Windowed<K>, value: Option<V>) -> Result<(), Error> {

@@ -202,7 +202,7 @@ impl<K: 'static, V: Clone + 'static> LayeredWindowStore<K, V> {
         let hi = key_to.map_or(Bound::Unbounded, |t| {
             Bound::Included((t.to_vec(), i64::MAX))
         });
-        for ((k, start), entry) in cache.borrow().entries().range((lo, hi)) {
+        for ((k, start), entry) in cache.borrow_mut().range((lo, hi)) {
             if *start < time_from.max(first_live) || *start > time_to {
                 continue;
             }
@@ -258,7 +258,6 @@ impl<K: 'static, V: Clone + 'static> LayeredWindowStore<K, V> {
     }
 
     fn fetch(&self, key: &K, window_start: Timestamp) -> Result<Option<V>, Error> {
-        let kb = self.serdes.key_to_bytes(key)?;
         if self.cache.is_some()
             && self.expired(
                 RetainedTime::WindowStart,
@@ -268,25 +267,70 @@ impl<K: 'static, V: Clone + 'static> LayeredWindowStore<K, V> {
         {
             return Ok(None);
         }
-        let key = (kb, window_start);
-        if let Some(cached) = self.cached(&key) {
+        // The key through the reused buffer (a re-entrant call, none today,
+        // would find it taken and allocate).
+        let mut borrowed = self.scratch.try_borrow_mut();
+        let mut kb = match &mut borrowed {
+            Ok(scratch) => std::mem::take(&mut scratch.key),
+            Err(_) => Vec::new(),
+        };
+        kb.clear();
+        let found = self.fetch_bytes_key(key, window_start, &mut kb);
+        if let Ok(scratch) = &mut borrowed {
+            scratch.key = kb;
+        }
+        found
+    }
+
+    /// [`Self::fetch`] with `kb` as the key's buffer (given back filled).
+    fn fetch_bytes_key(
+        &self,
+        key: &K,
+        window_start: Timestamp,
+        kb: &mut Vec<u8>,
+    ) -> Result<Option<V>, Error> {
+        self.serdes.key_into(key, kb)?;
+        let cache_key = (std::mem::take(kb), window_start);
+        let cached = self.cached(&cache_key);
+        *kb = cache_key.0;
+        if let Some(cached) = cached {
             return Ok(cached);
         }
         self.inner
-            .fetch(&key.0, window_start)?
+            .fetch(kb, window_start)?
             .map(|b| self.serdes.value_from_bytes(&b))
             .transpose()
     }
 
     fn put(&mut self, key: K, value: Option<V>, window_start: Timestamp) -> Result<(), Error> {
-        let kb = self.serdes.key_to_bytes(&key)?;
+        // The key through the reused buffer: the cache copies it only when
+        // the window is new to it.
+        let mut kb = std::mem::take(&mut self.scratch.get_mut().key);
+        kb.clear();
+        let mut cache_key = (kb, window_start);
+        let result = self.put_in(&mut cache_key, key, value);
+        self.scratch.get_mut().key = cache_key.0;
+        result
+    }
+
+    /// [`Self::put`] with `cache_key` holding the window start and an
+    /// empty buffer for the key bytes.
+    fn put_in(
+        &mut self,
+        cache_key: &mut (Vec<u8>, Timestamp),
+        key: K,
+        value: Option<V>,
+    ) -> Result<(), Error> {
+        self.serdes.key_into(&key, &mut cache_key.0)?;
+        let window_start = cache_key.1;
         let vb = match &value {
+            Some(v) if self.cache.is_some() => self.cached_value_bytes(v)?,
             Some(v) => self.serdes.value_to_bytes(v)?,
             None => None,
         };
         if self.cache.is_none() {
             let now = self.clock.now();
-            return self.write_down(&(kb, window_start), vb.as_deref(), now);
+            return self.write_down(cache_key, vb.as_deref(), now);
         }
         self.observed = self.observed.max(window_start);
         if self.expired(
@@ -297,8 +341,8 @@ impl<K: 'static, V: Clone + 'static> LayeredWindowStore<K, V> {
             log::warn!("store {}: skipping record for expired window", self.name);
             return Ok(());
         }
-        let size = kb.len() + 8;
-        self.write_cached((kb, window_start), size, value, vb)
+        let size = cache_key.0.len() + 8;
+        self.write_cached(cache_key, size, value, vb)
     }
 }
 
