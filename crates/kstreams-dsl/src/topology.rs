@@ -1,6 +1,8 @@
 //! `Topology`: the Processor API's graph builder and what the runtime runs.
 
 use std::any::Any;
+use std::future::Future;
+use std::hash::Hash;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -8,6 +10,7 @@ use kstreams_record::{Serde, SharedSerde};
 use kstreams_state::StoreBuilder;
 use kstreams_time::TimestampExtractor;
 
+use crate::async_processing::AsyncOptions;
 use crate::describe::TopologyDescription;
 use crate::forwarding::{Input, Outputs};
 use crate::graph::{
@@ -17,7 +20,8 @@ use crate::graph::{
 use crate::nodes::SharedExtractor;
 use crate::nodes::TopicNameExtractor;
 use crate::nodes::{NodeHandle, ProcessorNode, SinkNode, SinkPartitioning, SinkTarget, SourceNode};
-use crate::{Processor, TopologyError};
+use crate::operators::async_call::{async_node_factory, records_call};
+use crate::{Processor, ProcessorError, TopologyError};
 
 /// A graph of sources, processors, sinks and stores: Kafka Streams'
 /// `Topology`. Build one with the Processor API methods here, or with
@@ -103,6 +107,60 @@ impl Topology {
             name.to_string(),
             Arc::new(supplier),
             parents,
+        )?;
+        Ok(self)
+    }
+
+    /// Adds an async processor under `parents`: each record's `call` runs on
+    /// the application's tokio runtime while the stream thread goes on, and
+    /// the records it returns are forwarded to this node's children when it
+    /// finishes (with the input's timestamp and headers). The Processor-API
+    /// form of `KStream::process_async`: records of one key are called in
+    /// input order, different keys at the same time up to the in-flight
+    /// bounds; failures after `options`' retries go to the processing
+    /// exception handler; offsets are committed only past finished records.
+    ///
+    /// ```
+    /// use kstreams_dsl::{AsyncOptions, Topology};
+    /// use kstreams_record::StringSerde;
+    ///
+    /// let mut topology = Topology::new();
+    /// topology
+    ///     .add_source("orders", &["orders"], StringSerde, StringSerde)?
+    ///     .add_async_processor(
+    ///         "enrich",
+    ///         |key: String, order: String| async move {
+    ///             Ok::<_, std::io::Error>(vec![(key, order.to_uppercase())])
+    ///         },
+    ///         AsyncOptions::new(),
+    ///         &["orders"],
+    ///     )?
+    ///     .add_sink("enriched", "enriched", StringSerde, StringSerde, &["enrich"])?;
+    /// # Ok::<(), kstreams_dsl::TopologyError>(())
+    /// ```
+    pub fn add_async_processor<KIn, VIn, KOut, VOut, F, Fut, E>(
+        &mut self,
+        name: &str,
+        call: F,
+        options: AsyncOptions,
+        parents: &[&str],
+    ) -> Result<&mut Self, TopologyError>
+    where
+        KIn: Clone + Hash + Eq + Send + 'static,
+        VIn: Clone + Send + 'static,
+        KOut: Clone + Send + 'static,
+        VOut: Clone + Send + 'static,
+        F: Fn(KIn, VIn) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<(KOut, VOut)>, E>> + Send + 'static,
+        E: Into<ProcessorError> + 'static,
+    {
+        let factory = async_node_factory(records_call(call), options);
+        self.graph.add_node(
+            name.to_string(),
+            NodeKind::Processor { factory },
+            parents,
+            Some(EdgeType::of::<KIn, VIn>()),
+            Some(EdgeType::of::<KOut, VOut>()),
         )?;
         Ok(self)
     }

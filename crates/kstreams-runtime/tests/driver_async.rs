@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kstreams_dsl::{AsyncOptions, AsyncOrder, StreamsBuilder};
+use kstreams_dsl::{AsyncOptions, AsyncOrder, StreamsBuilder, Topology};
 use kstreams_record::StringSerde;
 use kstreams_runtime::{ProcessingHandling, TaskConfig, TopologyTestDriver};
 
@@ -293,4 +293,82 @@ fn process_async_forwards_any_number_of_records_and_stores_downstream_see_them()
     let counts = output.read_key_values_to_map();
     assert_eq!(counts["x"], "2");
     assert_eq!(counts["y"], "1");
+}
+
+#[test]
+fn a_processor_api_async_processor_keeps_per_key_order_and_may_emit_several_records() {
+    let concurrency = Arc::new(Concurrency::default());
+    let seen = concurrency.clone();
+    let mut topology = Topology::new();
+    topology
+        .add_source("src", &["in"], StringSerde, StringSerde)
+        .unwrap()
+        .add_async_processor(
+            "split",
+            move |key: String, value: String| {
+                let seen = seen.clone();
+                async move {
+                    seen.enter(&key);
+                    let n: u64 = value.parse().unwrap();
+                    tokio::time::sleep(Duration::from_millis(latency_ms(n))).await;
+                    seen.leave(&key);
+                    // The key changes and one input gives two outputs.
+                    Ok::<_, std::io::Error>(vec![
+                        (format!("{key}-a"), value.clone()),
+                        (format!("{key}-b"), value),
+                    ])
+                }
+            },
+            AsyncOptions::new(),
+            &["src"],
+        )
+        .unwrap()
+        .add_sink("sink", "out", StringSerde, StringSerde, &["split"])
+        .unwrap();
+    let driver = TopologyTestDriver::new(topology).unwrap();
+    driver.set_wait_for_async_after_input(false);
+    let input = driver.create_input_topic("in", StringSerde, StringSerde);
+    let output = driver.create_output_topic("out", StringSerde, StringSerde);
+    let inputs = keyed_inputs(120, 6);
+    input.pipe_key_value_list(inputs.clone());
+    driver.wait_for_async().unwrap();
+    assert_eq!(driver.async_in_flight(), 0);
+
+    let out = output.read_key_values_to_list();
+    assert_eq!(out.len(), 2 * inputs.len());
+    for key in (0..6).map(|k| format!("k{k}")) {
+        let expected: Vec<String> = inputs
+            .iter()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, v)| v.clone())
+            .collect();
+        for side in ["a", "b"] {
+            let got: Vec<String> = out
+                .iter()
+                .filter(|(k, _)| *k == format!("{key}-{side}"))
+                .map(|(_, v)| v.clone())
+                .collect();
+            assert_eq!(got, expected, "key {key}-{side}");
+        }
+    }
+    assert_eq!(concurrency.same_key_overlap.load(Ordering::SeqCst), 0);
+    assert!(concurrency.most.load(Ordering::SeqCst) > 1);
+}
+
+#[test]
+fn an_async_processor_under_a_parent_of_other_types_is_refused_at_build_time() {
+    let mut topology = Topology::new();
+    topology
+        .add_source("src", &["in"], StringSerde, StringSerde)
+        .unwrap();
+    let refused = topology.add_async_processor(
+        "typed",
+        |key: u64, value: String| async move { Ok::<_, std::io::Error>(vec![(key, value)]) },
+        AsyncOptions::new(),
+        &["src"],
+    );
+    assert!(
+        refused.is_err(),
+        "a u64-keyed async processor under a String source"
+    );
 }

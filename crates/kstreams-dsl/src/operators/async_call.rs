@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;
 use std::hash::Hash;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::time::Instant;
@@ -18,6 +19,7 @@ use crate::async_processing::{
     AsyncOptions, AsyncOrder, AsyncRuntime, AsyncTimeout, CompletionSignal,
 };
 use crate::forwarding::{Input, NodeInfo, Outputs};
+use crate::graph::ProcessorFactory;
 use crate::nodes::NodeHandle;
 use crate::task_context::TaskContext;
 use crate::{ProcessorError, StreamsError};
@@ -32,6 +34,44 @@ pub(crate) type CallFuture<K, V> = Pin<Box<dyn Future<Output = CallResult<K, V>>
 /// The user's function, shared by the tasks and called again for a retry.
 pub(crate) type SharedCall<KIn, VIn, KOut, VOut> =
     Arc<dyn Fn(KIn, VIn) -> CallFuture<KOut, VOut> + Send + Sync>;
+
+/// A user's record-to-records async function as the node's shared call:
+/// the Processor-API shape (`process_async`, `add_async_processor`).
+pub(crate) fn records_call<KIn, VIn, KOut, VOut, F, Fut, E>(
+    call: F,
+) -> SharedCall<KIn, VIn, KOut, VOut>
+where
+    F: Fn(KIn, VIn) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Vec<(KOut, VOut)>, E>> + Send + 'static,
+    E: Into<ProcessorError> + 'static,
+{
+    Arc::new(move |key, value| {
+        let future = call(key, value);
+        Box::pin(async move { future.await.map_err(Into::into) }) as CallFuture<KOut, VOut>
+    })
+}
+
+/// The factory of an async node, shared by the DSL's `KStream` operators and
+/// the Processor API's `Topology::add_async_processor`: one node per task,
+/// each with its own queues, all calling the same function.
+pub(crate) fn async_node_factory<KIn, VIn, KOut, VOut>(
+    call: SharedCall<KIn, VIn, KOut, VOut>,
+    options: AsyncOptions,
+) -> ProcessorFactory
+where
+    KIn: Clone + Hash + Eq + Send + 'static,
+    VIn: Clone + Send + 'static,
+    KOut: Clone + Send + 'static,
+    VOut: Clone + Send + 'static,
+{
+    Arc::new(move |info, children| {
+        let outputs = Outputs::<KOut, VOut>::from_children(children)?;
+        let node = Rc::new(AsyncNode::new(info, call.clone(), options.clone(), outputs));
+        let input: Rc<dyn Input<KIn, VIn>> = node.clone();
+        let handle: Rc<dyn NodeHandle> = node;
+        Ok((Box::new(input) as Box<dyn std::any::Any>, handle))
+    })
+}
 
 /// Where the record came from, restored when its result is forwarded.
 struct Origin {

@@ -4,15 +4,12 @@
 
 use std::future::Future;
 use std::hash::Hash;
-use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::async_processing::AsyncOptions;
-use crate::forwarding::{Input, Outputs};
-use crate::graph::{EdgeType, NodeKind, ProcessorFactory};
+use crate::graph::{EdgeType, NodeKind};
 use crate::handles::types::KStream;
-use crate::nodes::NodeHandle;
-use crate::operators::async_call::{AsyncNode, CallFuture, SharedCall};
+use crate::operators::async_call::{async_node_factory, records_call, CallFuture, SharedCall};
 use crate::ProcessorError;
 
 impl<K, V> KStream<K, V>
@@ -83,10 +80,7 @@ where
         Fut: Future<Output = Result<Vec<(K2, V2)>, E>> + Send + 'static,
         E: Into<ProcessorError> + 'static,
     {
-        let call: SharedCall<K, V, K2, V2> = Arc::new(move |key, value| {
-            let future = call(key, value);
-            Box::pin(async move { future.await.map_err(Into::into) }) as CallFuture<K2, V2>
-        });
+        let call = records_call(call);
         let out = self.add_async(call, options);
         KStream {
             repartition_required: true,
@@ -105,13 +99,7 @@ where
     {
         let mut state = self.state.borrow_mut();
         let name = state.name_or_generate(options.name.clone(), "KSTREAM-ASYNC-");
-        let factory: ProcessorFactory = Arc::new(move |info, children| {
-            let outputs = Outputs::<K2, V2>::from_children(children)?;
-            let node = Rc::new(AsyncNode::new(info, call.clone(), options.clone(), outputs));
-            let input: Rc<dyn Input<K, V>> = node.clone();
-            let handle: Rc<dyn NodeHandle> = node;
-            Ok((Box::new(input) as Box<dyn std::any::Any>, handle))
-        });
+        let factory = async_node_factory(call, options);
         let added = state.topology.graph.add_node(
             name.clone(),
             NodeKind::Processor { factory },
