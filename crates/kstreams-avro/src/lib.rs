@@ -66,6 +66,7 @@
 
 mod client;
 pub mod config;
+mod datum_bounds;
 mod error;
 mod http;
 mod serde;

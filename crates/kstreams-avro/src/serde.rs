@@ -232,6 +232,8 @@ impl Core {
             },
         };
         let decode_error = || format!("the datum does not decode with its writer schema id {id}");
+        crate::datum_bounds::check(&writer, datum)
+            .map_err(|why| Error::avro(decode_error(), why))?;
         let mut input = EofWatch {
             rest: datum,
             hit_eof: false,

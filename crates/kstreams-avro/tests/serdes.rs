@@ -538,3 +538,28 @@ fn random_bytes_never_panic() {
         let _ = generic.deserialize("users", &Headers::new(), Some(&bytes));
     }
 }
+
+#[test]
+fn a_block_count_past_the_datum_is_an_error_not_an_abort() {
+    // A map of longs whose first block claims 400 M entries in 6 bytes:
+    // apache-avro alone would reserve them all and abort the process.
+    let registry = mock();
+    registry
+        .add_with_id(
+            SchemaId(3),
+            r#"{"type":"record","name":"Tags","fields":[
+                {"name":"attrs","type":{"type":"map","values":"long"}}]}"#,
+        )
+        .unwrap();
+    let record = [0, 0, 0, 0, 3, 0x80, 0x90, 0xbc, 0xfd, 0x02, 2, b'x', 4, 0];
+    let error = GenericAvroSerde::new(registry)
+        .deserialize("tags", &Headers::new(), Some(&record))
+        .unwrap_err();
+    assert!(matches!(error, SerdeError::Custom { .. }), "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("does not decode with its writer schema id 3")
+            && message.contains("map block count 400000000 cannot fit in the 4 bytes left"),
+        "{message}"
+    );
+}
