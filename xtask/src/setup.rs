@@ -100,8 +100,15 @@ const BUILD: &[Requirement] = &[
         needed_for: "librdkafka's SASL GSSAPI (Kerberos), through Cyrus SASL",
         unless: None,
     },
-    // Not libcurl4-openssl-dev: rdkafka-sys builds librdkafka WITH_CURL
-    // only under its `curl` feature, which we do not enable.
+    Requirement {
+        package: "libcurl4-openssl-dev",
+        // rdkafka-sys builds librdkafka WITH_CURL=0 (its `curl` feature is
+        // off), but librdkafka 2.12's config.h then defines
+        // WITH_OAUTHBEARER_OIDC as 0 and rdkafka_conf.c tests it with
+        // #ifdef: the header is included, nothing of libcurl is linked.
+        needed_for: "the curl/curl.h that librdkafka 2.12's rdkafka_conf.c includes",
+        unless: None,
+    },
 ];
 
 const JAVA: &[Requirement] = &[
