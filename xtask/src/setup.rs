@@ -337,7 +337,7 @@ mod tests {
     #[test]
     fn a_package_is_missing_unless_installed_or_replaced() {
         let requirements = Scope::Ci.requirements();
-        let have = installed(&["libssl-dev", "maven"]);
+        let have = installed(&["libssl-dev", "libcurl4-openssl-dev", "maven"]);
         let commands = ["cc", "c++", "make", "pkg-config", "javac"];
         let got = missing(
             &requirements,
@@ -374,7 +374,7 @@ mod tests {
         assert_eq!(
             last,
             "sudo apt-get update && sudo apt-get install -y --no-install-recommends \
-             g++ pkg-config libclang-dev"
+             g++ pkg-config libclang-dev libcurl4-openssl-dev"
         );
         assert!(message.contains("libclang-dev (bindgen"), "{message}");
     }
