@@ -13,6 +13,7 @@ use kstreams::prelude::*;
 use kstreams_benches::send_waiting;
 
 use crate::progress::Progress;
+use crate::scrape::Scraper;
 use crate::workload::{self, Workload, WINDOW_SIZE_MS};
 use crate::{Error, RunArgs};
 
@@ -97,6 +98,10 @@ pub fn run_kstreams(workload: Workload, run: &RunArgs) -> Result<(), Error> {
         }
     });
     let progress = Progress::new(&run.bootstrap, &run.app_id, &run.inputs(), run.target)?;
+    let _scraper = run
+        .scrape_every
+        .map(|every| Scraper::start(&app, every))
+        .transpose()?;
     app.start()?;
     let mut said_ready = false;
     progress.wait_and_report(|| {

@@ -9,6 +9,7 @@
 //! bench-node produce-rate --bootstrap B --topic T --seed S --rate R --seconds D
 //! bench-node kstreams|raw --bootstrap B --workload W --app-id A --input T [--table T2]
 //!                     --output O --threads N --state-dir D [--target N] [--set KEY=VALUE ...]
+//!                     [--scrape-ms N]  (kstreams: /metrics fetched every N ms)
 //! bench-node verify   --bootstrap B --workload W --output O --records N --seed S
 //! bench-node latency  --bootstrap B --output O [--skip 0.1]
 //! bench-node report   --results FILE.tsv --out-dir DIR
@@ -22,6 +23,7 @@ mod apps;
 mod load;
 mod progress;
 mod report;
+mod scrape;
 mod verify;
 mod workload;
 
@@ -87,6 +89,10 @@ pub struct RunArgs {
     pub target: Option<i64>,
     /// `--set KEY=VALUE`: configuration on top of the defaults.
     pub overrides: Vec<(String, String)>,
+    /// `--scrape-ms N`: serve the HTTP endpoints and fetch `/metrics`
+    /// every N ms while the run lasts, as a Prometheus would (kstreams
+    /// only), to measure what being watched costs.
+    pub scrape_every: Option<std::time::Duration>,
 }
 
 impl RunArgs {
@@ -110,6 +116,11 @@ impl RunArgs {
             state_dir: options.required("state-dir")?.to_owned(),
             target: options.optional("target").map(str::parse).transpose()?,
             overrides,
+            scrape_every: options
+                .optional("scrape-ms")
+                .map(str::parse)
+                .transpose()?
+                .map(std::time::Duration::from_millis),
         })
     }
 

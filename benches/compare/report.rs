@@ -128,6 +128,9 @@ fn summarize(rows: &[&Row]) -> Summary {
 }
 
 const IMPLEMENTATIONS: [&str; 3] = ["kstreams", "kafka-streams", "raw"];
+/// kstreams watched (`bench compare --only` names them): DEBUG metrics,
+/// and INFO with /metrics scraped every second. In the table, not the chart.
+const OBSERVED: [&str; 2] = ["kstreams-debug-metrics", "kstreams-scraped"];
 
 type Groups<'a> = BTreeMap<(u32, String), BTreeMap<String, Summary>>;
 
@@ -159,7 +162,7 @@ fn markdown(rows: &[Row], groups: &Groups) -> String {
         "| workload | threads | implementation | runs | wall s (min–max) | records/s | CPU s | records/CPU-s | steady records/CPU-s | peak RSS MiB |\n|---|---|---|---|---|---|---|---|---|---|"
     );
     for ((threads, workload), by_impl) in groups {
-        for name in IMPLEMENTATIONS {
+        for name in IMPLEMENTATIONS.into_iter().chain(OBSERVED) {
             let Some(s) = by_impl.get(name) else { continue };
             let _ = writeln!(
                 out,

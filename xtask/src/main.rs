@@ -129,7 +129,9 @@ bench compare [WORKLOAD...] [--records N] [--runs R] [--threads 1,2]
     kstreams, Apache Kafka Streams and a raw librdkafka loop on the same
     input, outputs checked; results in <target>/bench/compare.{md,svg,tsv}
     (workloads: pass-through, count, window-count, join, pass-through-eos;
-    --smoke: one small run of each)
+    --smoke: one small run of each; --only may also name
+    kstreams-debug-metrics and kstreams-scraped: kstreams with DEBUG
+    metrics, and with /metrics scraped every second)
 ",
         run: bench::cli,
     },

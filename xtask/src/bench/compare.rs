@@ -57,7 +57,8 @@ struct Plan {
     /// `--latency-rate R`: the latency run's rate instead of half of Kafka
     /// Streams' steady rate.
     latency_rate: Option<u64>,
-    /// `--only NAME[,NAME]`: run just these implementations.
+    /// `--only NAME[,NAME]`: run just these implementations (and the
+    /// observed kstreams variants, `OBSERVED`, only when named here).
     only: Option<Vec<String>>,
 }
 
@@ -238,6 +239,7 @@ impl Bench<'_> {
                 for run in 1..=self.plan.runs {
                     let mut order = implementations(workload);
                     if let Some(only) = &self.plan.only {
+                        order.extend(OBSERVED);
                         order.retain(|i| only.iter().any(|o| o == i));
                     }
                     if run % 2 == 0 {
@@ -376,13 +378,25 @@ impl Bench<'_> {
                 command.arg(workload);
                 command
             }
-            "kstreams" | "raw" => {
+            "raw" => {
                 let mut command = self.node.command(implementation);
                 command.args(["--bootstrap", &self.bootstrap, "--workload", workload]);
-                if implementation == "kstreams" {
-                    for setting in &self.plan.kstreams_settings {
-                        command.args(["--set", setting]);
+                command
+            }
+            "kstreams" | "kstreams-debug-metrics" | "kstreams-scraped" => {
+                let mut command = self.node.command("kstreams");
+                command.args(["--bootstrap", &self.bootstrap, "--workload", workload]);
+                for setting in &self.plan.kstreams_settings {
+                    command.args(["--set", setting]);
+                }
+                match implementation {
+                    "kstreams-debug-metrics" => {
+                        command.args(["--set", "metrics.recording.level=DEBUG"]);
                     }
+                    "kstreams-scraped" => {
+                        command.args(["--scrape-ms", "1000"]);
+                    }
+                    _ => {}
                 }
                 command
             }
@@ -532,6 +546,11 @@ impl Bench<'_> {
         Ok(())
     }
 }
+
+/// kstreams as it is watched, run only when `--only` names them: every
+/// metric of `metrics.recording.level=DEBUG`, and the default INFO with the
+/// HTTP endpoints served and /metrics scraped every second.
+const OBSERVED: [&str; 2] = ["kstreams-debug-metrics", "kstreams-scraped"];
 
 fn implementations(workload: &str) -> Vec<&'static str> {
     if workload == "pass-through" {
