@@ -19,14 +19,12 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kstreams::prelude::*;
 use kstreams_examples::{
     histogram_sum_count, read_topic, BoxError, Cluster, InputProducer, Outgoing, StateDir,
 };
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 const PARTITIONS: i32 = 4;
 const CUSTOMERS: usize = 500;
@@ -84,64 +82,6 @@ impl Drop for CustomerService {
     }
 }
 
-type Connection = BufReader<tokio::net::TcpStream>;
-
-/// A minimal async HTTP/1.1 client with kept-alive connections: enough for
-/// the example's GETs, without a client crate.
-#[derive(Clone)]
-struct AsyncClient {
-    address: SocketAddr,
-    idle: Arc<Mutex<Vec<Connection>>>,
-}
-
-impl AsyncClient {
-    fn new(address: SocketAddr) -> Self {
-        Self {
-            address,
-            idle: Arc::default(),
-        }
-    }
-
-    async fn get(&self, path: &str) -> std::io::Result<String> {
-        let idle = self.idle.lock().ok().and_then(|mut idle| idle.pop());
-        let mut connection = match idle {
-            Some(connection) => connection,
-            None => {
-                let stream = tokio::net::TcpStream::connect(self.address).await?;
-                // A request is one small write: without this, Nagle's
-                // algorithm and delayed ACKs add tens of ms to some calls.
-                stream.set_nodelay(true)?;
-                BufReader::new(stream)
-            }
-        };
-        let request = format!("GET {path} HTTP/1.1\r\nHost: {}\r\n\r\n", self.address);
-        connection.get_mut().write_all(request.as_bytes()).await?;
-        let mut length = 0;
-        let mut line = String::new();
-        loop {
-            line.clear();
-            if connection.read_line(&mut line).await? == 0 {
-                return Err(std::io::ErrorKind::UnexpectedEof.into());
-            }
-            let header = line.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse().unwrap_or(0);
-                }
-            }
-        }
-        let mut body = vec![0; length];
-        connection.read_exact(&mut body).await?;
-        if let Ok(mut idle) = self.idle.lock() {
-            idle.push(connection);
-        }
-        String::from_utf8(body).map_err(std::io::Error::other)
-    }
-}
-
 fn enriched(order: &str, tier: &str) -> String {
     format!("{order},tier={tier}")
 }
@@ -174,12 +114,10 @@ fn sync_topology(
 }
 
 /// The same enrichment with the call made by `map_values_async`.
-fn async_topology(
-    orders: &str,
-    output: &str,
-    service: SocketAddr,
-) -> Result<Topology, TopologyError> {
-    let client = AsyncClient::new(service);
+fn async_topology(orders: &str, output: &str, service: SocketAddr) -> Result<Topology, BoxError> {
+    // reqwest keeps connections alive in its pool: a call after the first
+    // ones reuses one.
+    let client = reqwest::Client::builder().tcp_nodelay(true).build()?;
     let builder = StreamsBuilder::new();
     builder
         .stream_with(orders, Consumed::with(StringSerde, StringSerde))
@@ -188,8 +126,14 @@ fn async_topology(
                 let client = client.clone();
                 async move {
                     let customer = order.split(',').next().unwrap_or_default().to_string();
-                    let tier = client.get(&format!("/customer/{customer}")).await?;
-                    Ok::<_, std::io::Error>(enriched(&order, &tier))
+                    let tier = client
+                        .get(format!("http://{service}/customer/{customer}"))
+                        .send()
+                        .await?
+                        .error_for_status()?
+                        .text()
+                        .await?;
+                    Ok::<_, reqwest::Error>(enriched(&order, &tier))
                 }
             },
             AsyncOptions::new()
@@ -197,7 +141,7 @@ fn async_topology(
                 .with_retries(2, Duration::from_millis(50)),
         )
         .to_with(output, Produced::with(StringSerde, StringSerde));
-    builder.build()
+    Ok(builder.build()?)
 }
 
 /// One run's figures.
@@ -232,7 +176,7 @@ fn run_one(
     cluster: &Cluster,
     name: &str,
     orders: usize,
-    topology: impl FnOnce(&str, &str) -> Result<Topology, TopologyError>,
+    topology: impl FnOnce(&str, &str) -> Result<Topology, BoxError>,
 ) -> Result<Run, BoxError> {
     let bootstrap = cluster.bootstrap_servers();
     let input = cluster.name(&format!("{name}-orders"));
@@ -321,7 +265,7 @@ pub fn run(
     );
     let address = service.address;
     let sync = run_one(&cluster, "enrich-sync", sync_orders, |i, o| {
-        sync_topology(i, o, address)
+        Ok(sync_topology(i, o, address)?)
     })?;
     println!(
         "sync  (map_values):       {:>6} orders, {:>8.1} records/s (ceiling 1/latency = {:.1})",

@@ -20,6 +20,7 @@ use kstreams::embedded::rdkafka::consumer::{BaseConsumer, Consumer};
 use kstreams::embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams::embedded::rdkafka::{ClientConfig, Message};
 use kstreams::http::{HttpServer, RestoreProgressBars};
+use kstreams::otlp::OtlpTracing;
 use kstreams::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -118,6 +119,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config = StreamsConfig::new(APP, &bootstrap)
         .commit_interval(Duration::from_millis(200))
         .state_dir(&state_dir);
+    // OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 traces every record
+    // (a `kstreams.process` span per task, W3C traceparent on the outputs)
+    // and exports the spans there over OTLP/HTTP (Jaeger, a collector).
+    let otlp = match std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT") {
+        Ok(endpoint) => {
+            let otlp = OtlpTracing::builder()
+                .endpoint(endpoint.as_str())
+                .service_name(APP)
+                .build()?;
+            otlp.install()?;
+            println!("tracing every record; spans go to {endpoint} (OTLP/HTTP)");
+            Some(otlp)
+        }
+        Err(_) => None,
+    };
+    let config = match &otlp {
+        Some(_) => config.tracing(kstreams::runtime::TracingConfig::enabled()),
+        None => config,
+    };
     let mut app = KafkaStreams::new(topology, config);
     app.set_state_listener(|new, old| println!("state: {old:?} -> {new:?}"));
     // A restore of 10,000 records or more (a rerun on a long changelog)
@@ -165,6 +185,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("  {line}");
     }
     let closed = app.close(Duration::from_secs(30));
+    if let Some(otlp) = otlp {
+        // The spans still batched.
+        otlp.shutdown()?;
+    }
     if let Some(server) = server {
         server.stop();
     }

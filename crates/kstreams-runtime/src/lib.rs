@@ -15,6 +15,8 @@ mod clock;
 mod config;
 pub mod driver;
 pub mod kafka;
+#[cfg(feature = "opentelemetry")]
+mod otel_bridge;
 mod task;
 pub mod trace_context;
 

@@ -320,7 +320,7 @@ impl StreamTask {
     /// stream-time punctuation it made due.
     pub fn process_at(
         &mut self,
-        record: ConsumedRecord,
+        mut record: ConsumedRecord,
         timestamp: Timestamp,
     ) -> Result<(), StreamsError> {
         let stream_time_before = self.stream_time();
@@ -357,7 +357,7 @@ impl StreamTask {
         let trace = crate::trace_context::begin(
             &self.config.tracing,
             self.id(),
-            &record,
+            &mut record,
             self.topology.context().pending_output().len(),
         );
         let result = self.guarded(|t| t.process(record, timestamp));

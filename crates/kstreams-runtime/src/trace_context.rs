@@ -15,6 +15,11 @@
 //! flag (parent-based sampling). Records of a sampled-out trace still
 //! carry the trace on, flagged not sampled, and open no span.
 //!
+//! With the feature `opentelemetry` and a `tracing-opentelemetry` layer in
+//! the application's subscriber, the span is an OpenTelemetry span, child
+//! of the record's `traceparent`, and its ids are what the outputs carry
+//! (see `otel_bridge`); `kstreams::otlp` exports them over OTLP.
+//!
 //! Off (the default), a task asks one boolean per record and nothing else.
 
 use kstreams_dsl::internals::ProducedRecord;
@@ -176,11 +181,15 @@ pub(crate) struct RecordTrace {
 }
 
 /// Starts the trace of a record about to be processed by `task`, or
-/// `None` when tracing is off or the record is not traced.
+/// `None` when tracing is off or the record is not traced. The record's
+/// `traceparent` becomes its span's, as a consumer's instrumentation
+/// injects its own context: what the processors see and every output
+/// they make from the record's headers (an async call's, finished later,
+/// too) continue the trace from this span.
 pub(crate) fn begin(
     config: &TracingConfig,
     task: impl std::fmt::Display,
-    record: &kstreams_dsl::internals::ConsumedRecord,
+    record: &mut kstreams_dsl::internals::ConsumedRecord,
     outputs_before: usize,
 ) -> Option<RecordTrace> {
     if !config.enabled {
@@ -195,24 +204,39 @@ pub(crate) fn begin(
         }
         None => return None,
     };
-    let context = TraceParent {
+    #[allow(unused_mut)] // set from the span under OpenTelemetry
+    let mut context = TraceParent {
         trace_id,
         parent_id: random_bytes::<8>(),
         sampled,
     };
     let span = sampled.then(|| {
-        tracing::info_span!(
+        // A root in `tracing`'s tree: the record's trace is its own (or its
+        // traceparent's), not that of a span the stream thread is in.
+        let span = tracing::info_span!(
+            parent: None,
             "kstreams.process",
+            // OpenTelemetry's messaging conventions, for its backends.
+            otel.kind = "consumer",
+            messaging.system = "kafka",
             task_id = %task,
             topic = record.topic.as_str(),
             partition = record.partition,
             offset = record.offset,
-            trace_id = context.trace_id_hex().as_str(),
-            span_id = hex(&context.parent_id).as_str(),
+            trace_id = tracing::field::Empty,
+            span_id = tracing::field::Empty,
             parent_span_id = parent.map(|p| hex(&p.parent_id)).as_deref(),
-        )
-        .entered()
+        );
+        #[cfg(feature = "opentelemetry")]
+        crate::otel_bridge::adopt(&span, parent.as_ref(), &mut context);
+        span.record("trace_id", context.trace_id_hex().as_str());
+        span.record("span_id", hex(&context.parent_id).as_str());
+        span.entered()
     });
+    record.headers.remove(TRACEPARENT);
+    record
+        .headers
+        .add(TRACEPARENT, Some(context.to_header().as_bytes()));
     Some(RecordTrace {
         context,
         outputs_before,

@@ -46,11 +46,42 @@ impl Concurrency {
         self.running.fetch_sub(1, Ordering::SeqCst);
         *self.per_key.lock().unwrap().get_mut(key).unwrap() -= 1;
     }
+
+    /// A call as a slow service would take: as long as the record's
+    /// latency, counted while it runs.
+    async fn call(&self, key: &str, value: &str) {
+        self.enter(key);
+        let n: u64 = value.parse().unwrap();
+        tokio::time::sleep(Duration::from_millis(latency_ms(n))).await;
+        self.leave(key);
+    }
+
+    /// No two calls of a key ran at once, and calls of different keys did.
+    fn assert_keys_serialized_and_overlapping(&self) {
+        assert_eq!(
+            self.same_key_overlap.load(Ordering::SeqCst),
+            0,
+            "two calls of one key ran at once"
+        );
+        assert!(
+            self.most.load(Ordering::SeqCst) > 1,
+            "calls of different keys never overlapped"
+        );
+    }
 }
 
 fn keyed_inputs(records: usize, keys: usize) -> Vec<(String, String)> {
     (0..records)
         .map(|i| (format!("k{}", i % keys), format!("{i}")))
+        .collect()
+}
+
+/// The values of `key` in `records`, in their order.
+fn values_of(records: &[(String, String)], key: &str) -> Vec<String> {
+    records
+        .iter()
+        .filter(|(k, _)| k == key)
+        .map(|(_, v)| v.clone())
         .collect()
 }
 
@@ -65,10 +96,7 @@ fn records_of_one_key_come_out_in_input_order_while_keys_overlap() {
             move |key: String, value: String| {
                 let seen = seen.clone();
                 async move {
-                    seen.enter(&key);
-                    let n: u64 = value.parse().unwrap();
-                    tokio::time::sleep(Duration::from_millis(latency_ms(n))).await;
-                    seen.leave(&key);
+                    seen.call(&key, &value).await;
                     Ok::<_, std::io::Error>(format!("{value}!"))
                 }
             },
@@ -87,27 +115,13 @@ fn records_of_one_key_come_out_in_input_order_while_keys_overlap() {
     let out = output.read_key_values_to_list();
     assert_eq!(out.len(), inputs.len());
     for key in (0..8).map(|k| format!("k{k}")) {
-        let expected: Vec<String> = inputs
+        let expected: Vec<String> = values_of(&inputs, &key)
             .iter()
-            .filter(|(k, _)| *k == key)
-            .map(|(_, v)| format!("{v}!"))
+            .map(|v| format!("{v}!"))
             .collect();
-        let got: Vec<String> = out
-            .iter()
-            .filter(|(k, _)| *k == key)
-            .map(|(_, v)| v.clone())
-            .collect();
-        assert_eq!(got, expected, "key {key}");
+        assert_eq!(values_of(&out, &key), expected, "key {key}");
     }
-    assert_eq!(
-        concurrency.same_key_overlap.load(Ordering::SeqCst),
-        0,
-        "two calls of one key ran at once"
-    );
-    assert!(
-        concurrency.most.load(Ordering::SeqCst) > 1,
-        "calls of different keys never overlapped"
-    );
+    concurrency.assert_keys_serialized_and_overlapping();
 }
 
 fn slow_and_fast(order: AsyncOrder) -> Vec<String> {
@@ -308,10 +322,7 @@ fn a_processor_api_async_processor_keeps_per_key_order_and_may_emit_several_reco
             move |key: String, value: String| {
                 let seen = seen.clone();
                 async move {
-                    seen.enter(&key);
-                    let n: u64 = value.parse().unwrap();
-                    tokio::time::sleep(Duration::from_millis(latency_ms(n))).await;
-                    seen.leave(&key);
+                    seen.call(&key, &value).await;
                     // The key changes and one input gives two outputs.
                     Ok::<_, std::io::Error>(vec![
                         (format!("{key}-a"), value.clone()),
@@ -337,22 +348,13 @@ fn a_processor_api_async_processor_keeps_per_key_order_and_may_emit_several_reco
     let out = output.read_key_values_to_list();
     assert_eq!(out.len(), 2 * inputs.len());
     for key in (0..6).map(|k| format!("k{k}")) {
-        let expected: Vec<String> = inputs
-            .iter()
-            .filter(|(k, _)| *k == key)
-            .map(|(_, v)| v.clone())
-            .collect();
+        let expected = values_of(&inputs, &key);
         for side in ["a", "b"] {
-            let got: Vec<String> = out
-                .iter()
-                .filter(|(k, _)| *k == format!("{key}-{side}"))
-                .map(|(_, v)| v.clone())
-                .collect();
+            let got = values_of(&out, &format!("{key}-{side}"));
             assert_eq!(got, expected, "key {key}-{side}");
         }
     }
-    assert_eq!(concurrency.same_key_overlap.load(Ordering::SeqCst), 0);
-    assert!(concurrency.most.load(Ordering::SeqCst) > 1);
+    concurrency.assert_keys_serialized_and_overlapping();
 }
 
 #[test]

@@ -157,14 +157,23 @@ impl tracing::Subscriber for SpanRecorder {
     }
     fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
         let mut spans = self.0.lock().unwrap();
-        if span.metadata().name() == "kstreams.process" {
-            let mut fields = SpanFields::new();
-            span.record(&mut FieldVisitor(&mut fields));
-            spans.push(fields);
+        if span.metadata().name() != "kstreams.process" {
+            // Ids above the recorded spans' indexes: nothing to record.
+            return tracing::span::Id::from_u64(u64::MAX);
         }
-        tracing::span::Id::from_u64(spans.len() as u64 + 1)
+        let mut fields = SpanFields::new();
+        span.record(&mut FieldVisitor(&mut fields));
+        spans.push(fields);
+        tracing::span::Id::from_u64(spans.len() as u64)
     }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    // The ids are set once the span exists (from OpenTelemetry when a
+    // layer gives them), so they come here.
+    fn record(&self, id: &tracing::span::Id, values: &tracing::span::Record<'_>) {
+        let mut spans = self.0.lock().unwrap();
+        if let Some(fields) = spans.get_mut((id.into_u64() - 1) as usize) {
+            values.record(&mut FieldVisitor(fields));
+        }
+    }
     fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
     fn event(&self, _: &tracing::Event<'_>) {}
     fn enter(&self, _: &tracing::span::Id) {}

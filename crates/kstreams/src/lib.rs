@@ -61,7 +61,11 @@
 //! the `avro` feature, `avro` (Avro serdes in the Confluent wire format and
 //! a Schema Registry client); with the `http` feature, `http` (the
 //! operator's endpoints: `http::HttpServer::start(&app, address)` serves
-//! metrics, health probes, the topology picture and the instance's state).
+//! metrics, health probes, the topology picture and the instance's state);
+//! with the `otlp` feature, `otlp` (the record spans of
+//! `kstreams.tracing.enabled` as OpenTelemetry spans, exported over
+//! OTLP/HTTP: `otlp::OtlpTracing::builder().build()?.layer()` goes into a
+//! `tracing` subscriber).
 //!
 //! The `rocksdb` feature (on by default) compiles RocksDB, Kafka Streams'
 //! default store engine. Turned off (`default-features = false`), every
@@ -79,6 +83,8 @@ pub use kstreams_embedded as embedded;
 #[cfg(feature = "http")]
 pub use kstreams_http as http;
 pub use kstreams_metrics as metrics;
+#[cfg(feature = "otlp")]
+pub use kstreams_otlp as otlp;
 pub use kstreams_record as record;
 pub use kstreams_runtime as runtime;
 pub use kstreams_state as state;

@@ -78,6 +78,11 @@ struct Origin {
     metadata: Option<RecordMetadata>,
     timestamp: Timestamp,
     headers: Headers,
+    /// The `tracing` span the record was pushed in (the runtime's record
+    /// span when tracing is on): the call runs in it, so spans the call
+    /// opens (an HTTP client's) are its children, even when the call
+    /// starts later, after the key's earlier call.
+    span: tracing::Span,
 }
 
 /// A record whose key has a call out: it starts when that call finishes.
@@ -172,40 +177,44 @@ where
             signal: runtime.signal.clone(),
         };
         let call_key = key.clone();
-        let task = runtime.handle.spawn(async move {
-            let started = Instant::now();
-            let mut attempts = 0u32;
-            let result = loop {
-                attempts += 1;
-                let attempt = call(call_key.clone(), value.clone());
-                let outcome = match options.timeout {
-                    Some(timeout) => match tokio::time::timeout(timeout, attempt).await {
-                        Ok(outcome) => outcome,
-                        Err(_) => {
-                            if let Some(count) = &sensors.timeouts {
+        let span = origin.span.clone();
+        let task = runtime.handle.spawn(tracing::Instrument::instrument(
+            async move {
+                let started = Instant::now();
+                let mut attempts = 0u32;
+                let result = loop {
+                    attempts += 1;
+                    let attempt = call(call_key.clone(), value.clone());
+                    let outcome = match options.timeout {
+                        Some(timeout) => match tokio::time::timeout(timeout, attempt).await {
+                            Ok(outcome) => outcome,
+                            Err(_) => {
+                                if let Some(count) = &sensors.timeouts {
+                                    count(1);
+                                }
+                                Err(Box::new(AsyncTimeout { timeout, attempts }) as ProcessorError)
+                            }
+                        },
+                        None => attempt.await,
+                    };
+                    match outcome {
+                        Ok(records) => break Ok(records),
+                        Err(_) if attempts <= options.retries => {
+                            if let Some(count) = &sensors.retries {
                                 count(1);
                             }
-                            Err(Box::new(AsyncTimeout { timeout, attempts }) as ProcessorError)
+                            tokio::time::sleep(options.backoff_before(attempts)).await;
                         }
-                    },
-                    None => attempt.await,
-                };
-                match outcome {
-                    Ok(records) => break Ok(records),
-                    Err(_) if attempts <= options.retries => {
-                        if let Some(count) = &sensors.retries {
-                            count(1);
-                        }
-                        tokio::time::sleep(options.backoff_before(attempts)).await;
+                        Err(error) => break Err(error),
                     }
-                    Err(error) => break Err(error),
+                };
+                if let Some(observe) = &sensors.call_latency {
+                    observe(started.elapsed().as_secs_f64());
                 }
-            };
-            if let Some(observe) = &sensors.call_latency {
-                observe(started.elapsed().as_secs_f64());
-            }
-            reply.send(result);
-        });
+                reply.send(result);
+            },
+            span,
+        ));
         state.calls.insert(
             seq,
             Call {
@@ -315,6 +324,7 @@ where
             metadata: task.metadata.clone(),
             timestamp: record.timestamp,
             headers: record.headers,
+            span: tracing::Span::current(),
         };
         task.async_work.admit(origin.metadata.as_ref());
         let mut guard = self.state.borrow_mut();
@@ -387,7 +397,10 @@ where
             metadata,
             timestamp,
             headers,
+            span,
         } = call.origin;
+        // Downstream of the call is still the record's processing.
+        let _in_span = span.enter();
         task.async_work.finish(metadata.as_ref());
         // The result runs downstream as the record did: its origin, its
         // timestamp and headers for the stores, this node as the current one.

@@ -85,6 +85,15 @@ impl ChangelogReader {
             return Ok(());
         };
         let task_id = task.id().to_string();
+        let _span = tracing::debug_span!(
+            "kstreams.restore",
+            thread = self.thread.as_str(),
+            task_id = task_id.as_str(),
+            store = changelog.store.as_str(),
+            changelog = changelog.topic.as_str(),
+            partition
+        )
+        .entered();
         let sensors = self
             .config
             .metrics

@@ -101,6 +101,12 @@ impl GlobalUpdater {
         if topology.global_stores().is_empty() {
             return Ok(None);
         }
+        let _span = tracing::debug_span!(
+            "kstreams.restore",
+            thread = "global",
+            stores = topology.global_stores().len()
+        )
+        .entered();
         let stores: HashMap<String, Arc<GlobalStore>> = topology
             .global_stores()
             .iter()

@@ -28,9 +28,6 @@ use super::topics::SourceTopicIndex;
 use super::RuntimeError;
 use crate::StreamTask;
 
-/// How often a bootstrapping task logs its progress.
-const BOOTSTRAP_LOG_INTERVAL: Duration = Duration::from_secs(5);
-
 /// An active task with its input buffers.
 struct TaskEntry {
     task: StreamTask,
@@ -38,9 +35,9 @@ struct TaskEntry {
     /// Held while the task lives: the lock on its state directory
     /// (stateful tasks only).
     directory: Option<TaskDirectory>,
-    /// When the task began reading its bootstrap partitions, and when it
-    /// last logged its progress.
-    bootstrap: Option<(Instant, Instant)>,
+    /// When the task began reading its bootstrap partitions (the
+    /// progress itself is logged by `bootstrap_progress`'s reporter).
+    bootstrap: Option<Instant>,
     /// The bootstrap as restorations (listener, metrics, /state).
     bootstrap_progress: Option<super::bootstrap_progress::BootstrapProgress>,
     /// Source partitions of the task this thread was not given (yet): the
@@ -51,8 +48,7 @@ struct TaskEntry {
 
 impl TaskEntry {
     fn new(created: CreatedTask, group: PartitionGroup) -> Self {
-        let now = Instant::now();
-        let bootstrap = group.bootstrapping().then_some((now, now));
+        let bootstrap = group.bootstrapping().then(Instant::now);
         Self {
             task: created.task,
             group,
@@ -279,14 +275,8 @@ impl TaskManager {
                         (topic, *partition, store),
                         (start, end),
                     )?;
-                    log::info!(
-                        "{}: task {id} bootstraps {topic}-{partition} up to offset {end} \
-                         before its other partitions",
-                        self.thread
-                    );
                     entry.group.add_bootstrap(topic, *partition, end);
-                    let now = Instant::now();
-                    entry.bootstrap.get_or_insert((now, now));
+                    entry.bootstrap.get_or_insert_with(Instant::now);
                 }
                 None => entry.group.add_partition(topic, *partition),
             }
@@ -395,8 +385,8 @@ impl TaskManager {
 
     /// Ends the bootstrap of partitions the consumer has read past their
     /// end (`positions`: transaction markers are never handed out as
-    /// records), and logs bootstrap progress and completion as a restore
-    /// does.
+    /// records); the bootstrap progress reports progress as a restore
+    /// does, and the task's end of bootstrap is logged here.
     pub fn track_bootstrap(&mut self, positions: &TopicPartitionList) {
         let position = |topic: &str, partition: i32| match positions
             .find_partition(topic, partition)
@@ -406,7 +396,7 @@ impl TaskManager {
             _ => None,
         };
         for (id, entry) in &mut self.tasks {
-            let Some((began, last_log)) = entry.bootstrap else {
+            let Some(began) = entry.bootstrap else {
                 continue;
             };
             let pending: Vec<(String, i32, i64)> = entry.group.bootstrap_partitions().to_vec();
@@ -425,20 +415,6 @@ impl TaskManager {
                     began.elapsed().as_secs_f64()
                 );
                 entry.bootstrap = None;
-            } else if last_log.elapsed() >= BOOTSTRAP_LOG_INTERVAL {
-                let left: Vec<String> = entry
-                    .group
-                    .bootstrap_partitions()
-                    .iter()
-                    .map(|(t, p, end)| format!("{t}-{p} at {}/{end}", position(t, *p).unwrap_or(0)))
-                    .collect();
-                log::info!(
-                    "{}: task {id} bootstrapping for {:.0} s: {}",
-                    self.thread,
-                    began.elapsed().as_secs_f64(),
-                    left.join(", ")
-                );
-                entry.bootstrap = Some((began, Instant::now()));
             }
         }
     }

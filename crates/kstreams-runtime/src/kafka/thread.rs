@@ -312,9 +312,16 @@ impl ThreadLoop {
         if let Some(membership) = &self.membership {
             membership.record_poll();
         }
+        let span = tracing::debug_span!(
+            "kstreams.poll",
+            thread = self.name.as_str(),
+            records = tracing::field::Empty
+        )
+        .entered();
         let started = Instant::now();
         let mut polled = 0;
         let result = self.poll_into_tasks(timeout, &mut polled);
+        span.record("records", polled);
         self.sensors.poll_latency.observe_since(started);
         self.sensors.poll_records.add(polled);
         result
@@ -363,6 +370,12 @@ impl ThreadLoop {
                     rdkafka::Message::partition(&message),
                 );
                 if self.paused.insert(tp.clone()) {
+                    log::trace!(
+                        "{}: pausing {}-{} at {bound} buffered records",
+                        self.name,
+                        tp.0,
+                        tp.1
+                    );
                     // Backpressure: stop fetching this partition until the
                     // task has worked its buffer down.
                     self.consumer.pause(&partition_list(&[tp]))?;
@@ -427,12 +440,19 @@ impl ThreadLoop {
         self.abort_and_rewind()
     }
 
+    /// Resumes the paused partitions whose buffers are down to half the
+    /// bound. Not as soon as they are under it: a task that takes records
+    /// slowly (at its async bound, or waiting on another partition) keeps
+    /// its buffer near the bound, and resuming at bound - 1 paused it again
+    /// a few records later. Each pause makes librdkafka drop what it had
+    /// prefetched for the partition, so every such cycle cost a fetch of up
+    /// to `max.partition.fetch.bytes` for a handful of records.
     fn resume_drained_partitions(&mut self) -> Result<(), RuntimeError> {
-        let bound = self.config.buffered_records_per_partition;
+        let low_water = self.config.buffered_records_per_partition / 2;
         let resumable: Vec<Partition> = self
             .paused
             .iter()
-            .filter(|(t, p)| self.tasks.buffered(t, *p) < bound)
+            .filter(|(t, p)| self.tasks.buffered(t, *p) <= low_water)
             .cloned()
             .collect();
         if resumable.is_empty() {
@@ -450,6 +470,17 @@ impl ThreadLoop {
     fn apply_assignment_events(&mut self) -> Result<Option<bool>, RuntimeError> {
         let mut outcome = None;
         for event in self.rebalance.take() {
+            let (kind, partitions) = match &event {
+                AssignmentEvent::Revoked(p) => ("revoked", p.len()),
+                AssignmentEvent::Assigned(p) => ("assigned", p.len()),
+            };
+            let _span = tracing::debug_span!(
+                "kstreams.rebalance",
+                thread = self.name.as_str(),
+                kind,
+                partitions
+            )
+            .entered();
             match event {
                 AssignmentEvent::Revoked(revoked) => {
                     self.revoke(&revoked)?;
@@ -610,6 +641,8 @@ impl ThreadLoop {
     /// Processes what the partition groups allow and sends the outputs.
     /// Returns whether anything can be committed.
     fn process(&mut self) -> Result<bool, RuntimeError> {
+        let _span =
+            tracing::debug_span!("kstreams.process_batch", thread = self.name.as_str()).entered();
         if self.tasks.bootstrapping() {
             let positions = self.consumer.position()?;
             self.tasks.track_bootstrap(&positions);
@@ -658,6 +691,7 @@ impl ThreadLoop {
     /// the calls, and whoever runs the task next reads those records
     /// again); exactly-once aborts and rewinds.
     fn commit_draining(&mut self, drain: bool) -> Result<(), RuntimeError> {
+        let _span = tracing::debug_span!("kstreams.commit", thread = self.name.as_str()).entered();
         let started = Instant::now();
         let result = if drain && !self.drain_async()? {
             log::warn!(
