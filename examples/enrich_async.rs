@@ -157,6 +157,9 @@ pub struct Run {
     pub once_each: bool,
     /// The async calls' mean duration (`kstreams_async_call_latency_seconds`).
     pub call_latency: Option<Duration>,
+    /// The stream thread's commits: how many, and the seconds they took
+    /// (the thread applies no completion while it commits).
+    pub commits: (u64, f64),
 }
 
 /// What the example measured.
@@ -213,6 +216,8 @@ fn run_one(
     let (latency_sum, calls) =
         histogram_sum_count(&metrics, "kstreams_async_call_latency_seconds", &[]);
     let call_latency = (calls > 0).then(|| Duration::from_secs_f64(latency_sum / calls as f64));
+    let (commit_seconds, commit_count) =
+        histogram_sum_count(&metrics, "kstreams_thread_commit_latency_seconds", &[]);
     let per_second = match (read.first(), read.last()) {
         (Some(first), Some(last)) if read.len() > 1 => {
             let span = last.received.duration_since(first.received).as_secs_f64();
@@ -245,6 +250,7 @@ fn run_one(
         enriched,
         once_each,
         call_latency,
+        commits: (commit_count, commit_seconds),
     })
 }
 
@@ -286,6 +292,12 @@ pub fn run(
         asynchronous.per_second,
         100.0 * asynchronous.per_second / ceiling,
         asynchronous.call_latency.unwrap_or_default().as_secs_f64() * 1000.0
+    );
+    let (commits, commit_seconds) = asynchronous.commits;
+    println!(
+        "async: {commits} commits, {:.1} ms each on average, {:.2} s in all",
+        commit_seconds * 1000.0 / commits.max(1) as f64,
+        commit_seconds
     );
     println!(
         "async / sync: {:.0}x; every order enriched once: sync {}, async {}",

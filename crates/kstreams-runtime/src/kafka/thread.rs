@@ -742,7 +742,13 @@ impl ThreadLoop {
         match self.config.processing_guarantee {
             ProcessingGuarantee::AtLeastOnce => {
                 // Every output of these offsets must be acknowledged.
+                let flushing = Instant::now();
                 self.collector.flush()?;
+                log::debug!(
+                    "{}: commit: producer flushed in {:.1} ms",
+                    self.name,
+                    flushing.elapsed().as_secs_f64() * 1e3
+                );
                 if let (Some(membership), true) = (&self.membership, offsets.count() > 0) {
                     if membership.commit(&offsets)? {
                         self.purge.committed(&offsets);
