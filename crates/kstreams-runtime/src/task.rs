@@ -253,6 +253,11 @@ impl StreamTask {
         self.topology.context_view().processor_metadata()
     }
 
+    /// The task's stores by name.
+    pub fn stores(&self) -> &std::collections::HashMap<String, kstreams_state::BuiltStore> {
+        self.topology.context_view().stores()
+    }
+
     /// The task's context (stores, output).
     pub fn context(&mut self) -> &mut TaskContext {
         self.topology.context()

@@ -1,12 +1,16 @@
 //! Damaged local state: a state directory another instance holds, and on a
 //! real broker (`cargo xtask kafka start`, KSTREAMS_BOOTSTRAP; skipped
 //! without it) a garbage checkpoint, a deleted and a corrupted RocksDB
-//! store, each rebuilt from the changelog with the counts exact.
+//! store, each rebuilt from the changelog with the counts exact; a deleted
+//! checkpoint, where the RocksDB stores' own offsets (Kafka Streams 4.4's
+//! `offsets` column family) resume them without a restore.
 
 mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::FreshRun;
@@ -16,6 +20,7 @@ use kstreams_embedded::rdkafka::{ClientConfig, Message};
 use kstreams_embedded::test_broker;
 use kstreams_record::{I64Serde, Nullable, StringSerde};
 use kstreams_runtime::kafka::{KafkaStreams, ProcessingGuarantee, StreamsConfig};
+use kstreams_state::{StateRestoreListener, TopicPartition};
 
 fn counting_app(
     bootstrap: &str,
@@ -141,5 +146,103 @@ fn damaged_local_state_is_rebuilt_from_the_changelog() {
             "after {what}, every key counted {want} times: {counts:?}"
         );
     }
+    let _ = std::fs::remove_dir_all(&state_dir);
+}
+
+/// Counts the changelog records restored.
+#[derive(Default)]
+struct Restored(AtomicU64);
+
+impl StateRestoreListener for Restored {
+    fn on_batch_restored(&self, _: &TopicPartition, _: &str, _: i64, num_restored: u64) {
+        self.0.fetch_add(num_restored, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn without_a_checkpoint_rocksdb_stores_resume_from_their_own_offsets() {
+    let Some(bootstrap) = test_broker() else {
+        return;
+    };
+    let FreshRun {
+        input,
+        output,
+        app_id,
+        state_dir,
+    } = FreshRun::new(&bootstrap, "own-offsets");
+    let (keys, per_round) = (10, 300);
+    for round in 0..2 {
+        if round == 1 {
+            // What Kafka Streams 4.4 leaves: no `.checkpoint`, the offsets
+            // in each store's files.
+            for task in task_dirs(&state_dir, &app_id) {
+                assert!(task.join(".checkpoint").exists(), "{}", task.display());
+                std::fs::remove_file(task.join(".checkpoint")).unwrap();
+            }
+        }
+        produce(&bootstrap, &input, keys, per_round);
+        let restored = Arc::new(Restored::default());
+        let mut app = counting_app(&bootstrap, &app_id, &input, &output, &state_dir);
+        app.set_global_state_restore_listener(restored.clone())
+            .unwrap();
+        app.start().unwrap();
+        let want = ((round + 1) * per_round / keys) as i64;
+        let counts = latest_counts(&bootstrap, &output, keys, want);
+        assert!(app.close(Duration::from_secs(30)));
+        assert!(app.errors().is_empty(), "{:?}", app.errors());
+        assert!(
+            counts.len() == keys && counts.values().all(|&c| c == want),
+            "round {round}: every key counted {want} times: {counts:?}"
+        );
+        // Under exactly-once a store without a valid offset is wiped and
+        // restored in full (`keys` records at least): none was.
+        assert_eq!(restored.0.load(Ordering::SeqCst), 0, "round {round}");
+    }
+    let _ = std::fs::remove_dir_all(&state_dir);
+}
+
+#[test]
+fn in_memory_stores_are_not_checkpointed() {
+    let Some(bootstrap) = test_broker() else {
+        return;
+    };
+    let FreshRun {
+        input,
+        output,
+        app_id,
+        state_dir,
+    } = FreshRun::new(&bootstrap, "in-memory-checkpoint");
+    produce(&bootstrap, &input, 5, 50);
+    let builder = StreamsBuilder::new();
+    let stream = builder.stream::<String, String>(&input);
+    stream
+        .group_by_key()
+        .count_with(None, Materialized::as_("on-disk"))
+        .to_stream()
+        .to_with(&output, Produced::with(StringSerde, Nullable(I64Serde)));
+    stream
+        .group_by_key()
+        .count_with(
+            None,
+            Materialized::as_("in-memory").with_store_type(kstreams_dsl::StoreType::InMemory),
+        )
+        .to_stream()
+        .to_with(&output, Produced::with(StringSerde, Nullable(I64Serde)));
+    let config = StreamsConfig::new(&app_id, &bootstrap).state_dir(&state_dir);
+    let mut app = KafkaStreams::new(builder.build().unwrap(), config);
+    app.start().unwrap();
+    latest_counts(&bootstrap, &output, 5, 10);
+    assert!(app.close(Duration::from_secs(30)));
+    let mut checkpointed = String::new();
+    for task in task_dirs(&state_dir, &app_id) {
+        checkpointed += &std::fs::read_to_string(task.join(".checkpoint")).unwrap_or_default();
+    }
+    assert!(checkpointed.contains("on-disk-changelog"), "{checkpointed}");
+    // Kafka Streams, which may back the store with RocksDB, would take the
+    // in-memory store's offset for its own and restore nothing before it.
+    assert!(
+        !checkpointed.contains("in-memory-changelog"),
+        "{checkpointed}"
+    );
     let _ = std::fs::remove_dir_all(&state_dir);
 }

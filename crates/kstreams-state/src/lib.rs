@@ -312,6 +312,23 @@ pub trait StateStore: 'static {
     fn logging_enabled(&self) -> bool {
         false
     }
+    /// Records, beside the data, the changelog offsets (`topic`,
+    /// `partition`, offset of the last record) that the flushed data
+    /// reaches. Called after a flush with what the task's `.checkpoint`
+    /// gets. Kafka Streams 4.4's RocksDB key-value stores keep them in their
+    /// `offsets` column family (KIP-1035), and kstreams' do too, so that
+    /// either side resumes the other's files; other stores ignore it.
+    fn commit_offsets(&mut self, offsets: &[(&str, i32, i64)]) -> Result<(), Error> {
+        let _ = offsets;
+        Ok(())
+    }
+    /// The changelog offset [`StateStore::commit_offsets`] recorded for a
+    /// partition, if the store keeps offsets and was closed cleanly after
+    /// (a store that crashed may hold data past it, or aborted writes).
+    fn committed_offset(&self, topic: &str, partition: i32) -> Result<Option<i64>, Error> {
+        let _ = (topic, partition);
+        Ok(None)
+    }
 }
 
 /// One store created for one task: a lifecycle view for the engine and a

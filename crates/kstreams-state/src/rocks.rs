@@ -6,22 +6,47 @@
 //! segments are column families that expiry drops whole. Writes skip the
 //! write-ahead log as in Kafka Streams: the changelog is what makes state
 //! durable, and a flush at commit puts the memtables on disk.
+//!
+//! A key-value store has Kafka Streams 4.4's files, so that an application
+//! moved from one to the other on the same state directory resumes its
+//! stores: values in `default` (plain) or `keyValueWithTimestamp`
+//! (timestamped), and the `offsets` column family of KIP-1035 with the
+//! changelog offset the data reaches under `"<topic>-<partition>"` (i64
+//! big-endian) and `"status"` = 1 while open, 0 once closed cleanly. A store
+//! with column families Kafka Streams or kstreams would not have written
+//! for it is refused, and the task rebuilds it from its changelog.
 
 use std::collections::BTreeSet;
 use std::ops::Bound;
 use std::path::PathBuf;
 
+use std::path::Path;
+
 use rocksdb::{
-    ColumnFamilyDescriptor, FlushOptions, IteratorMode, Options, ReadOptions, WriteBatch,
-    WriteOptions, DB,
+    ColumnFamily, ColumnFamilyDescriptor, FlushOptions, IteratorMode, Options, ReadOptions,
+    WriteBatch, WriteOptions, DB,
 };
 
-use crate::engine::backend::{BytesIter, DirLayout, Keyspaces};
+use crate::engine::backend::{BytesIter, DirLayout, Keyspaces, ValueFamily};
 use crate::rocks_settings::RocksDbSettings;
 use crate::{Error, StoreContext};
 
+const DEFAULT_FAMILY: &str = "default";
+/// Kafka Streams' `RocksDBTimestampedStore` column family.
+const TIMESTAMPED_FAMILY: &str = "keyValueWithTimestamp";
+/// Kafka Streams' column family of changelog offsets (KIP-1035).
+const OFFSETS_FAMILY: &str = "offsets";
+/// Kafka Streams 4.4's headers-aware store (KIP-1271): not opened here.
+const HEADERS_FAMILY: &str = "keyValueWithTimestampAndHeaders";
+const STATUS_KEY: &[u8] = b"status";
+const STATUS_OPEN: i64 = 1;
+const STATUS_CLOSED: i64 = 0;
+/// Entries moved per write batch when an earlier layout is converted.
+const MOVE_BATCH: usize = 10_000;
+
 /// A RocksDB instance whose keyspaces are column families (keyspace 0 is
-/// the default family).
+/// the data family: `default`, or `keyValueWithTimestamp` for a
+/// timestamped key-value store).
 pub(crate) struct RocksKeyspaces {
     layout: DirLayout,
     name: String,
@@ -30,6 +55,44 @@ pub(crate) struct RocksKeyspaces {
     write: WriteOptions,
     spaces: BTreeSet<i64>,
     settings: RocksDbSettings,
+    /// Whether the store's last run closed it (its `status` was 0 or
+    /// absent when it was opened): only then do its offsets describe its
+    /// data.
+    closed_cleanly: bool,
+}
+
+/// A keyspace's column family in an open database.
+enum Family<'a> {
+    Default,
+    Named(&'a ColumnFamily),
+    /// A segment keyspace that was never created: it holds nothing.
+    Missing,
+}
+
+/// The partition's key in the offsets family, as Kafka's
+/// `TopicPartition.toString()`.
+fn offsets_key(topic: &str, partition: i32) -> Vec<u8> {
+    format!("{topic}-{partition}").into_bytes()
+}
+
+fn read_i64(bytes: &[u8]) -> Option<i64> {
+    Some(i64::from_be_bytes(bytes.try_into().ok()?))
+}
+
+/// Whether `dir` holds Kafka Streams' segments of `store` (one RocksDB per
+/// segment, in `<store>.<segment start>` directories) and no RocksDB of
+/// its own.
+fn holds_kafka_segments(dir: &Path, store: &str) -> bool {
+    if dir.join("CURRENT").exists() {
+        return false;
+    }
+    let prefix = format!("{store}.");
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            e.file_name().to_string_lossy().starts_with(&prefix)
+                && e.file_type().is_ok_and(|t| t.is_dir())
+        })
+    })
 }
 
 fn cf_name(ks: i64) -> String {
@@ -52,7 +115,142 @@ impl RocksKeyspaces {
             write,
             spaces: BTreeSet::new(),
             settings: RocksDbSettings::default(),
+            closed_cleanly: false,
         }
+    }
+
+    /// A keyspace written to before its column family was made (a bug).
+    fn missing(&self, ks: i64) -> Error {
+        Error::engine(&self.name, format!("no column family for keyspace {ks}"))
+    }
+
+    /// The column family keyspace 0 lives in.
+    fn data_family(&self) -> &'static str {
+        match self.layout {
+            DirLayout::KeyValue(ValueFamily::Timestamped) => TIMESTAMPED_FAMILY,
+            _ => DEFAULT_FAMILY,
+        }
+    }
+
+    /// Whether the layout keeps Kafka Streams' offsets family.
+    fn keeps_offsets(&self) -> bool {
+        matches!(self.layout, DirLayout::KeyValue(_))
+    }
+
+    fn family<'a>(&self, db: &'a DB, ks: i64) -> Family<'a> {
+        let name = if ks == 0 {
+            match self.data_family() {
+                DEFAULT_FAMILY => return Family::Default,
+                named => named.to_string(),
+            }
+        } else {
+            cf_name(ks)
+        };
+        db.cf_handle(&name).map_or(Family::Missing, Family::Named)
+    }
+
+    /// The column families to open besides `default`, after checking that
+    /// the ones on disk are what this store writes. Anything else was
+    /// written by another kind of store (or by Kafka Streams in a layout
+    /// kstreams does not share): an error, and the task rebuilds the store.
+    fn families_to_open(&self, existing: &[String], path: &Path) -> Result<Vec<String>, Error> {
+        let foreign = |family: &str| {
+            Error::engine(
+                &self.name,
+                format!(
+                    "{} holds a column family '{family}' that this store does not write \
+                     (another store type, or Kafka Streams' own layout of it)",
+                    path.display()
+                ),
+            )
+        };
+        let mut open: Vec<String> = Vec::new();
+        for family in existing.iter().filter(|f| f.as_str() != DEFAULT_FAMILY) {
+            let expected = match self.layout {
+                DirLayout::KeyValue(kind) => {
+                    family == OFFSETS_FAMILY
+                        || (kind == ValueFamily::Timestamped && family == TIMESTAMPED_FAMILY)
+                }
+                DirLayout::Versioned | DirLayout::Segmented => parse_cf_name(family).is_some(),
+            };
+            if !expected || family == HEADERS_FAMILY {
+                return Err(foreign(family));
+            }
+            open.push(family.clone());
+        }
+        if self.keeps_offsets() {
+            for family in [self.data_family(), OFFSETS_FAMILY] {
+                if family != DEFAULT_FAMILY && !open.iter().any(|f| f == family) {
+                    open.push(family.to_string());
+                }
+            }
+        }
+        Ok(open)
+    }
+
+    /// A timestamped store whose values are in `default`: the layout of
+    /// kstreams before it wrote Kafka Streams' (only `default` on disk), whose
+    /// values move as they are. Values in `default` beside Kafka Streams'
+    /// families (its pre-2.3 upgrade mode, or an earlier kstreams on its
+    /// files) cannot be told apart: an error, rebuilt from the changelog.
+    fn move_earlier_layout(&self, db: &DB, existing: &[String]) -> Result<(), Error> {
+        if self.data_family() == DEFAULT_FAMILY || db.iterator(IteratorMode::Start).next().is_none()
+        {
+            return Ok(());
+        }
+        if existing.iter().any(|f| f != DEFAULT_FAMILY) {
+            return Err(Error::engine(
+                &self.name,
+                "values in both the default and the keyValueWithTimestamp column families",
+            ));
+        }
+        let target = db
+            .cf_handle(TIMESTAMPED_FAMILY)
+            .ok_or_else(|| self.missing(0))?;
+        let mut moved = 0usize;
+        let mut batch = WriteBatch::default();
+        for item in db.iterator(IteratorMode::Start) {
+            let (key, value) = item.map_err(|e| self.err(e))?;
+            batch.put_cf(target, &key, &value);
+            batch.delete(&key);
+            moved += 1;
+            if batch.len() >= 2 * MOVE_BATCH {
+                db.write_opt(std::mem::take(&mut batch), &self.write)
+                    .map_err(|e| self.err(e))?;
+            }
+        }
+        db.write_opt(batch, &self.write).map_err(|e| self.err(e))?;
+        let mut flush = FlushOptions::default();
+        flush.set_wait(true);
+        db.flush_cf_opt(target, &flush)
+            .and_then(|()| db.flush_opt(&flush))
+            .map_err(|e| self.err(e))?;
+        log::info!(
+            "state store {}: moved {moved} values from the default column family to {TIMESTAMPED_FAMILY}, \
+             as Kafka Streams keeps them",
+            self.name
+        );
+        Ok(())
+    }
+
+    /// Reads the last run's status and marks the store open, on disk at
+    /// once: data flushed later must never sit beside a `closed` status.
+    fn mark_open(&mut self) -> Result<(), Error> {
+        let db = self.db()?;
+        let Some(offsets) = db.cf_handle(OFFSETS_FAMILY) else {
+            return Ok(());
+        };
+        let status = db.get_cf(offsets, STATUS_KEY).map_err(|e| self.err(e))?;
+        let closed_cleanly = status
+            .as_deref()
+            .is_none_or(|s| read_i64(s) == Some(STATUS_CLOSED));
+        db.put_cf_opt(offsets, STATUS_KEY, STATUS_OPEN.to_be_bytes(), &self.write)
+            .map_err(|e| self.err(e))?;
+        let mut flush = FlushOptions::default();
+        flush.set_wait(true);
+        db.flush_cf_opt(offsets, &flush).map_err(|e| self.err(e))?;
+        self.closed_cleanly = closed_cleanly;
+        Ok(())
     }
 
     fn db(&self) -> Result<&DB, Error> {
@@ -103,23 +301,35 @@ impl Keyspaces for RocksKeyspaces {
                 store: store.to_string(),
             })?;
         let path: PathBuf = match self.layout {
-            DirLayout::KeyValue => task_dir.join("rocksdb").join(store),
+            DirLayout::KeyValue(_) | DirLayout::Versioned => task_dir.join("rocksdb").join(store),
             DirLayout::Segmented => task_dir.join(store),
         };
+        if self.layout == DirLayout::Segmented && holds_kafka_segments(&path, store) {
+            return Err(Error::engine(
+                store,
+                format!(
+                    "{} holds Kafka Streams' segments (one RocksDB per segment), not kstreams' \
+                     segmented store",
+                    path.display()
+                ),
+            ));
+        }
         std::fs::create_dir_all(&path).map_err(|e| Error::io("creating", &path, e))?;
         self.settings = context.rocksdb().clone();
         self.options = self.settings.options(store);
+        self.options.create_missing_column_families(true);
         let existing = DB::list_cf(&self.options, &path).unwrap_or_default();
+        let families = self.families_to_open(&existing, &path)?;
         self.spaces = existing.iter().filter_map(|n| parse_cf_name(n)).collect();
-        let descriptors: Vec<ColumnFamilyDescriptor> = existing
+        let descriptors: Vec<ColumnFamilyDescriptor> = families
             .iter()
-            .filter(|n| n.as_str() != "default")
             .map(|n| ColumnFamilyDescriptor::new(n, self.options.clone()))
             .collect();
         let db = DB::open_cf_descriptors(&self.options, &path, descriptors)
             .map_err(|e| Error::engine(store, format!("opening {}: {e}", path.display())))?;
+        self.move_earlier_layout(&db, &existing)?;
         self.db = Some(db);
-        Ok(())
+        self.mark_open()
     }
 
     fn is_open(&self) -> bool {
@@ -135,13 +345,10 @@ impl Keyspaces for RocksKeyspaces {
         let db = self.db()?;
         // A pinned read lends RocksDB's block: one copy into `out`, no
         // allocation once the buffer has grown.
-        let found = if ks == 0 {
-            db.get_pinned(key)
-        } else {
-            match db.cf_handle(&cf_name(ks)) {
-                Some(cf) => db.get_pinned_cf(cf, key),
-                None => return Ok(false),
-            }
+        let found = match self.family(db, ks) {
+            Family::Default => db.get_pinned(key),
+            Family::Named(cf) => db.get_pinned_cf(cf, key),
+            Family::Missing => return Ok(false),
         };
         match found.map_err(|e| self.err(e))? {
             Some(value) => {
@@ -155,24 +362,20 @@ impl Keyspaces for RocksKeyspaces {
     fn put(&mut self, ks: i64, key: &[u8], value: &[u8]) -> Result<(), Error> {
         self.ensure(ks)?;
         let db = self.db()?;
-        let result = if ks == 0 {
-            db.put_opt(key, value, &self.write)
-        } else {
-            let cf = db.cf_handle(&cf_name(ks)).expect("ensured");
-            db.put_cf_opt(cf, key, value, &self.write)
+        let result = match self.family(db, ks) {
+            Family::Default => db.put_opt(key, value, &self.write),
+            Family::Named(cf) => db.put_cf_opt(cf, key, value, &self.write),
+            Family::Missing => return Err(self.missing(ks)),
         };
         result.map_err(|e| self.err(e))
     }
 
     fn delete(&mut self, ks: i64, key: &[u8]) -> Result<(), Error> {
         let db = self.db()?;
-        let result = if ks == 0 {
-            db.delete_opt(key, &self.write)
-        } else {
-            match db.cf_handle(&cf_name(ks)) {
-                Some(cf) => db.delete_cf_opt(cf, key, &self.write),
-                None => return Ok(()),
-            }
+        let result = match self.family(db, ks) {
+            Family::Default => db.delete_opt(key, &self.write),
+            Family::Named(cf) => db.delete_cf_opt(cf, key, &self.write),
+            Family::Missing => return Ok(()),
         };
         result.map_err(|e| self.err(e))
     }
@@ -181,21 +384,24 @@ impl Keyspaces for RocksKeyspaces {
         self.ensure(ks)?;
         let db = self.db()?;
         let mut batch = WriteBatch::default();
-        if ks == 0 {
-            for (k, v) in entries {
-                match v {
-                    Some(v) => batch.put(k, v),
-                    None => batch.delete(k),
+        match self.family(db, ks) {
+            Family::Default => {
+                for (k, v) in entries {
+                    match v {
+                        Some(v) => batch.put(k, v),
+                        None => batch.delete(k),
+                    }
                 }
             }
-        } else {
-            let cf = db.cf_handle(&cf_name(ks)).expect("ensured");
-            for (k, v) in entries {
-                match v {
-                    Some(v) => batch.put_cf(cf, k, v),
-                    None => batch.delete_cf(cf, k),
+            Family::Named(cf) => {
+                for (k, v) in entries {
+                    match v {
+                        Some(v) => batch.put_cf(cf, k, v),
+                        None => batch.delete_cf(cf, k),
+                    }
                 }
             }
+            Family::Missing => return Err(self.missing(ks)),
         }
         db.write_opt(batch, &self.write).map_err(|e| self.err(e))
     }
@@ -235,13 +441,10 @@ impl Keyspaces for RocksKeyspaces {
         } else {
             IteratorMode::Start
         };
-        let iter = if ks == 0 {
-            db.iterator_opt(mode, read)
-        } else {
-            match db.cf_handle(&cf_name(ks)) {
-                Some(cf) => db.iterator_cf_opt(cf, read, mode),
-                None => return Ok(Box::new(std::iter::empty())),
-            }
+        let iter = match self.family(db, ks) {
+            Family::Default => db.iterator_opt(mode, read),
+            Family::Named(cf) => db.iterator_cf_opt(cf, read, mode),
+            Family::Missing => return Ok(Box::new(std::iter::empty())),
         };
         let name = self.name.clone();
         Ok(Box::new(iter.map(move |item| {
@@ -274,13 +477,10 @@ impl Keyspaces for RocksKeyspaces {
     fn approximate_len(&self, ks: i64) -> Result<u64, Error> {
         let db = self.db()?;
         let prop = "rocksdb.estimate-num-keys";
-        let n = if ks == 0 {
-            db.property_int_value(prop)
-        } else {
-            match db.cf_handle(&cf_name(ks)) {
-                Some(cf) => db.property_int_value_cf(cf, prop),
-                None => return Ok(0),
-            }
+        let n = match self.family(db, ks) {
+            Family::Default => db.property_int_value(prop),
+            Family::Named(cf) => db.property_int_value_cf(cf, prop),
+            Family::Missing => return Ok(0),
         };
         Ok(n.map_err(|e| self.err(e))?.unwrap_or(0))
     }
@@ -292,8 +492,12 @@ impl Keyspaces for RocksKeyspaces {
         let mut opts = FlushOptions::default();
         opts.set_wait(true);
         db.flush_opt(&opts).map_err(|e| self.err(e))?;
-        for ks in &self.spaces {
-            if let Some(cf) = db.cf_handle(&cf_name(*ks)) {
+        let named = [TIMESTAMPED_FAMILY, OFFSETS_FAMILY]
+            .into_iter()
+            .map(str::to_string)
+            .chain(self.spaces.iter().map(|ks| cf_name(*ks)));
+        for family in named {
+            if let Some(cf) = db.cf_handle(&family) {
                 db.flush_cf_opt(cf, &opts).map_err(|e| self.err(e))?;
             }
         }
@@ -301,12 +505,52 @@ impl Keyspaces for RocksKeyspaces {
     }
 
     fn close(&mut self) -> Result<(), Error> {
+        if let Some(db) = &self.db {
+            if let Some(offsets) = db.cf_handle(OFFSETS_FAMILY) {
+                let mut flush = FlushOptions::default();
+                flush.set_wait(true);
+                db.put_cf_opt(
+                    offsets,
+                    STATUS_KEY,
+                    STATUS_CLOSED.to_be_bytes(),
+                    &self.write,
+                )
+                .and_then(|()| db.flush_cf_opt(offsets, &flush))
+                .map_err(|e| self.err(e))?;
+            }
+        }
         if self.db.take().is_some() {
             if let Some(setter) = &self.settings.config_setter {
                 setter.close(&self.name);
             }
         }
         Ok(())
+    }
+
+    fn commit_offsets(&mut self, offsets: &[(&str, i32, i64)]) -> Result<(), Error> {
+        let db = self.db()?;
+        let Some(family) = db.cf_handle(OFFSETS_FAMILY) else {
+            return Ok(());
+        };
+        let mut batch = WriteBatch::default();
+        for (topic, partition, offset) in offsets {
+            batch.put_cf(family, offsets_key(topic, *partition), offset.to_be_bytes());
+        }
+        db.write_opt(batch, &self.write).map_err(|e| self.err(e))
+    }
+
+    fn committed_offset(&self, topic: &str, partition: i32) -> Result<Option<i64>, Error> {
+        let db = self.db()?;
+        let Some(family) = db.cf_handle(OFFSETS_FAMILY) else {
+            return Ok(None);
+        };
+        if !self.closed_cleanly {
+            return Ok(None);
+        }
+        let value = db
+            .get_cf(family, offsets_key(topic, partition))
+            .map_err(|e| self.err(e))?;
+        Ok(value.as_deref().and_then(read_i64))
     }
 }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use kstreams_record::Serde;
 
-use crate::engine::backend::DirLayout;
+use crate::engine::backend::{DirLayout, ValueFamily};
 use crate::engine::{
     default_segment_interval, KeyValueBytesStore, KeyValueBytesStoreSupplier, Keyspaces, KvEngine,
     MemoryKeyspaces, SessionBytesStore, SessionBytesStoreSupplier, SessionEngine,
@@ -61,9 +61,9 @@ fn millis(d: Duration) -> Timestamp {
 trait OnBackend {
     /// The engine trait object the supplier hands out.
     type Store: ?Sized;
-    /// Where the RocksDB backend keeps its files.
+    /// Where the RocksDB backend keeps its files, and how.
     #[cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
-    const LAYOUT: DirLayout;
+    fn layout(&self) -> DirLayout;
     fn on<B: Keyspaces>(&self, backend: B) -> Box<Self::Store>;
 }
 
@@ -72,18 +72,21 @@ fn engine_on<S: OnBackend>(supplier: &S, engine: Engine) -> Box<S::Store> {
     match engine {
         Engine::InMemory => supplier.on(MemoryKeyspaces::default()),
         #[cfg(feature = "rocksdb")]
-        Engine::RocksDb => supplier.on(crate::rocks::RocksKeyspaces::new(S::LAYOUT)),
+        Engine::RocksDb => supplier.on(crate::rocks::RocksKeyspaces::new(supplier.layout())),
     }
 }
 
 struct KvSupplier {
     name: String,
     engine: Engine,
+    family: ValueFamily,
 }
 
 impl OnBackend for KvSupplier {
     type Store = dyn KeyValueBytesStore;
-    const LAYOUT: DirLayout = DirLayout::KeyValue;
+    fn layout(&self) -> DirLayout {
+        DirLayout::KeyValue(self.family)
+    }
     fn on<B: Keyspaces>(&self, backend: B) -> Box<Self::Store> {
         Box::new(KvEngine::new(&self.name, backend))
     }
@@ -112,7 +115,9 @@ struct WindowSupplier {
 
 impl OnBackend for WindowSupplier {
     type Store = dyn WindowBytesStore;
-    const LAYOUT: DirLayout = DirLayout::Segmented;
+    fn layout(&self) -> DirLayout {
+        DirLayout::Segmented
+    }
     fn on<B: Keyspaces>(&self, backend: B) -> Box<Self::Store> {
         Box::new(WindowEngine::window(
             &self.name,
@@ -155,7 +160,9 @@ struct SessionSupplier {
 
 impl OnBackend for SessionSupplier {
     type Store = dyn SessionBytesStore;
-    const LAYOUT: DirLayout = DirLayout::Segmented;
+    fn layout(&self) -> DirLayout {
+        DirLayout::Segmented
+    }
     fn on<B: Keyspaces>(&self, backend: B) -> Box<Self::Store> {
         Box::new(SessionEngine::session(
             &self.name,
@@ -189,7 +196,9 @@ struct VersionedSupplier {
 
 impl OnBackend for VersionedSupplier {
     type Store = dyn VersionedBytesStore;
-    const LAYOUT: DirLayout = DirLayout::KeyValue;
+    fn layout(&self) -> DirLayout {
+        DirLayout::Versioned
+    }
     fn on<B: Keyspaces>(&self, backend: B) -> Box<Self::Store> {
         Box::new(VersionedEngine::new(
             &self.name,
@@ -266,25 +275,34 @@ impl Stores {
         Arc::new(KvSupplier {
             name: name.to_string(),
             engine: Engine::InMemory,
+            family: ValueFamily::Plain,
         })
     }
 
-    /// A RocksDB key-value engine.
+    /// A RocksDB key-value engine: its values in the `default` column
+    /// family, as Kafka Streams' `RocksDBStore`.
     #[cfg(feature = "rocksdb")]
     pub fn persistent_key_value_store(name: &str) -> Arc<dyn KeyValueBytesStoreSupplier> {
         Arc::new(KvSupplier {
             name: name.to_string(),
             engine: Engine::RocksDb,
+            family: ValueFamily::Plain,
         })
     }
 
-    /// A RocksDB key-value engine for a timestamped store (the same engine:
-    /// timestamps are part of the value bytes).
+    /// A RocksDB key-value engine for a timestamped store (timestamps are
+    /// part of the value bytes): its values in the `keyValueWithTimestamp`
+    /// column family, as Kafka Streams' `RocksDBTimestampedStore`, so that
+    /// either opens the other's files.
     #[cfg(feature = "rocksdb")]
     pub fn persistent_timestamped_key_value_store(
         name: &str,
     ) -> Arc<dyn KeyValueBytesStoreSupplier> {
-        Self::persistent_key_value_store(name)
+        Arc::new(KvSupplier {
+            name: name.to_string(),
+            engine: Engine::RocksDb,
+            family: ValueFamily::Timestamped,
+        })
     }
 
     /// An in-memory window engine. `retain_duplicates` keeps every put

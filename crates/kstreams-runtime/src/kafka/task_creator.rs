@@ -149,11 +149,10 @@ impl TaskCreator {
             if self.config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2 {
                 // Under exactly-once a checkpoint is valid only as written at
                 // a clean close: it goes now, so a crash while running finds
-                // none; without one, local state may hold aborted writes.
+                // none; without one, local state may hold aborted writes
+                // (unless every store recorded its offset and was closed
+                // cleanly: checked once the stores are open).
                 locked.checkpoint().delete()?;
-                if checkpointed.is_empty() {
-                    locked.wipe_state()?;
-                }
             }
             for changelog in self.changelogs_of(id.subtopology) {
                 let store = &changelog.store;
@@ -171,28 +170,81 @@ impl TaskCreator {
             now_ms(),
             self.store_context(id, directory.as_ref()),
         );
+        let rebuild = |locked: &TaskDirectory,
+                       reason: String,
+                       checkpointed: &mut Offsets|
+         -> Result<StreamTask, RuntimeError> {
+            log::warn!(
+                "{}: task {id}: {reason}; deleting the task's local state and rebuilding it \
+                 from its changelogs",
+                self.thread
+            );
+            locked.wipe_state()?;
+            checkpointed.clear();
+            Ok(StreamTask::with_store_context(
+                &self.topology,
+                id,
+                self.config.task_config(),
+                now_ms(),
+                self.store_context(id, Some(locked)),
+            )?)
+        };
         let mut task = match (built, &directory) {
             (Ok(task), _) => task,
-            (Err(kstreams_dsl::StreamsError::Store(error)), Some(locked)) => {
-                // A store that does not open (files corrupted or half
-                // deleted) is rebuilt from its changelog, once.
-                log::warn!(
-                    "{}: task {id}: a state store did not open ({error}); deleting the task's \
-                     local state and rebuilding it from its changelogs",
-                    self.thread
-                );
-                locked.wipe_state()?;
-                checkpointed.clear();
-                StreamTask::with_store_context(
-                    &self.topology,
-                    id,
-                    self.config.task_config(),
-                    now_ms(),
-                    self.store_context(id, Some(locked)),
-                )?
-            }
+            // A store that does not open (files corrupted or half deleted,
+            // or another layout) is rebuilt from its changelog, once.
+            (Err(kstreams_dsl::StreamsError::Store(error)), Some(locked)) => rebuild(
+                locked,
+                format!("a state store did not open ({error})"),
+                &mut checkpointed,
+            )?,
             (Err(error), _) => return Err(error.into()),
         };
+        // Offsets a checkpoint lacks, from the stores that record their own
+        // (Kafka Streams 4.4 writes no `.checkpoint` for its RocksDB stores).
+        let mut from_stores = Offsets::new();
+        let mut unrecorded = None;
+        for changelog in self.changelogs_of(id.subtopology) {
+            let key = (changelog.topic.clone(), id.partition);
+            let Some(store) = task.stores().get(&changelog.store) else {
+                continue;
+            };
+            let store = store.lifecycle.borrow();
+            if checkpointed.contains_key(&key)
+                || !store.persistent()
+                || !stores_on_disk.contains(&changelog.store)
+            {
+                continue;
+            }
+            match store.committed_offset(&changelog.topic, id.partition)? {
+                Some(offset) => {
+                    log::info!(
+                        "{}: task {id}: state store {} resumes at changelog offset {offset} \
+                         recorded in its files",
+                        self.thread,
+                        changelog.store
+                    );
+                    from_stores.insert(key, offset);
+                }
+                None => unrecorded = Some(changelog.store.clone()),
+            }
+        }
+        if let (Some(store), ProcessingGuarantee::ExactlyOnceV2, Some(locked)) = (
+            unrecorded,
+            self.config.processing_guarantee,
+            directory.as_ref(),
+        ) {
+            // As Kafka Streams: local data without the offset it reaches
+            // may hold writes of an aborted transaction.
+            task.close();
+            task = rebuild(
+                locked,
+                format!("under exactly-once, state store {store} has local data but no offset"),
+                &mut checkpointed,
+            )?;
+        } else {
+            checkpointed.extend(from_stores);
+        }
         task.register_metrics(
             &self.config.metrics,
             self.config.metrics_recording_level,
@@ -227,21 +279,41 @@ impl TaskCreator {
 
     /// Writes the task's checkpoint: for each of its changelog partitions,
     /// the offset of the last record the broker acknowledged (`delivered`).
+    /// Each store gets its own offset too (stores that keep them beside
+    /// their data, as Kafka Streams 4.4's RocksDB stores do, so that Kafka
+    /// Streams resumes them as it resumes its own). Only persistent stores
+    /// are checkpointed, as in Kafka Streams: an in-memory store restores
+    /// its whole changelog, and Kafka Streams, which may back the same store
+    /// with RocksDB, would take an in-memory store's offset for its own and
+    /// restore nothing before it.
     pub fn write_checkpoint(
         &self,
         id: TaskId,
         directory: &TaskDirectory,
+        task: &StreamTask,
         delivered: &HashMap<(String, i32), i64>,
     ) -> Result<(), RuntimeError> {
         let checkpoint = directory.checkpoint();
         let mut offsets = checkpoint.read()?;
         for changelog in self.changelogs_of(id.subtopology) {
             let key = (changelog.topic.clone(), id.partition);
+            let Some(store) = task.stores().get(&changelog.store) else {
+                continue;
+            };
+            let mut store = store.lifecycle.borrow_mut();
+            if !store.persistent() {
+                // Earlier kstreams versions wrote these: they go.
+                offsets.remove(&key);
+                continue;
+            }
             if let Some(&offset) = delivered.get(&key) {
+                store.commit_offsets(&[(&changelog.topic, id.partition, offset)])?;
                 offsets.insert(key, offset);
             }
         }
-        if !offsets.is_empty() {
+        if offsets.is_empty() {
+            checkpoint.delete()?;
+        } else {
             checkpoint.write(&offsets)?;
         }
         Ok(())

@@ -556,7 +556,9 @@ impl TaskManager {
         delivered: &HashMap<Partition, i64>,
     ) -> Result<(), RuntimeError> {
         match &entry.directory {
-            Some(directory) => self.creator.write_checkpoint(id, directory, delivered),
+            Some(directory) => self
+                .creator
+                .write_checkpoint(id, directory, &entry.task, delivered),
             None => Ok(()),
         }
     }

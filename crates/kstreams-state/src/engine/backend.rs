@@ -14,14 +14,32 @@ use crate::{Error, StoreContext};
 /// Key-value pairs from an engine, in the order asked for.
 pub type BytesIter<'a> = Box<dyn Iterator<Item = Result<(Vec<u8>, Vec<u8>), Error>> + 'a>;
 
-/// Where a persistent backend keeps its files inside the task directory.
+/// Where a persistent backend keeps its files inside the task directory,
+/// and how.
 #[cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum DirLayout {
-    /// `<task dir>/rocksdb/<store>`, as Kafka Streams' key-value stores.
-    KeyValue,
-    /// `<task dir>/<store>`, as Kafka Streams' segmented stores.
+    /// `<task dir>/rocksdb/<store>`, Kafka Streams 4.4's key-value store:
+    /// the data in the column family of `ValueFamily`, the changelog
+    /// offsets in `offsets` (KIP-1035). Either side opens the other's.
+    KeyValue(ValueFamily),
+    /// `<task dir>/rocksdb/<store>` with keyspaces as column families
+    /// (versioned stores; not Kafka Streams' layout).
+    Versioned,
+    /// `<task dir>/<store>`, segments as column families of one RocksDB
+    /// (Kafka Streams has one RocksDB per segment there).
     Segmented,
+}
+
+/// Which column family holds a key-value store's data, as in Kafka Streams.
+#[cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ValueFamily {
+    /// `default`: plain values (`RocksDBStore`).
+    Plain,
+    /// `keyValueWithTimestamp`: timestamp and value
+    /// (`RocksDBTimestampedStore`).
+    Timestamped,
 }
 
 pub(crate) trait Keyspaces: 'static {
@@ -65,6 +83,19 @@ pub(crate) trait Keyspaces: 'static {
     fn flush(&mut self) -> Result<(), Error>;
     fn close(&mut self) -> Result<(), Error>;
     fn is_open(&self) -> bool;
+    /// Records the changelog offsets the flushed data reaches, for
+    /// backends that keep them beside the data (Kafka Streams 4.4's RocksDB
+    /// stores do).
+    fn commit_offsets(&mut self, offsets: &[(&str, i32, i64)]) -> Result<(), Error> {
+        let _ = offsets;
+        Ok(())
+    }
+    /// The changelog offset recorded for a partition, if the backend keeps
+    /// offsets and was closed cleanly after recording it.
+    fn committed_offset(&self, topic: &str, partition: i32) -> Result<Option<i64>, Error> {
+        let _ = (topic, partition);
+        Ok(None)
+    }
 }
 
 /// The in-memory backend: one `BTreeMap` per keyspace.

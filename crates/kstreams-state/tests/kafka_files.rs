@@ -1,0 +1,270 @@
+#![cfg(feature = "rocksdb")]
+//! RocksDB key-value stores keep Kafka Streams 4.4's files: values in its
+//! column families, changelog offsets and the open/closed status in
+//! `offsets` (KIP-1035), so either side resumes the other's state
+//! directory. The files are read and written here with the rocksdb crate
+//! directly, as Kafka Streams' RocksDB would.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::context;
+use kstreams_record::{I64Serde, StringSerde};
+use kstreams_state::*;
+use rocksdb::{ColumnFamilyDescriptor, Options, DB};
+
+const CHANGELOG: &str = "app-agg-changelog";
+
+fn timestamped(name: &str) -> KeyValueStoreBuilder<String, ValueAndTimestamp<i64>> {
+    Stores::timestamped_key_value_store_builder(
+        Stores::persistent_timestamped_key_value_store(name),
+        StringSerde,
+        I64Serde,
+    )
+}
+
+/// Kafka Streams' timestamped value: the timestamp, then the value.
+fn kafka_value(value: i64, timestamp: i64) -> Vec<u8> {
+    [timestamp.to_be_bytes(), value.to_be_bytes()].concat()
+}
+
+fn families(path: &Path) -> Vec<String> {
+    let mut names = DB::list_cf(&Options::default(), path).unwrap();
+    names.sort();
+    names
+}
+
+/// Opens the store's files as Kafka Streams does: every family named.
+fn open_raw(path: &Path, create: &[&str]) -> DB {
+    let mut options = Options::default();
+    options.create_if_missing(true);
+    options.create_missing_column_families(true);
+    let mut names = DB::list_cf(&options, path).unwrap_or_default();
+    names.extend(create.iter().map(|n| n.to_string()));
+    names.sort();
+    names.dedup();
+    let descriptors = names
+        .iter()
+        .filter(|n| n.as_str() != "default")
+        .map(|n| ColumnFamilyDescriptor::new(n, Options::default()));
+    DB::open_cf_descriptors(&options, path, descriptors).unwrap()
+}
+
+fn raw_get(db: &DB, family: &str, key: &[u8]) -> Option<Vec<u8>> {
+    match family {
+        "default" => db.get(key).unwrap(),
+        named => db.get_cf(db.cf_handle(named).unwrap(), key).unwrap(),
+    }
+}
+
+#[test]
+fn a_timestamped_store_writes_kafka_streams_families_offsets_and_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ctx, _) = context(dir.path(), 0);
+    let built = timestamped("agg").build();
+    built.init(&ctx).unwrap();
+    let store: TimestampedKeyValueStoreHandle<String, i64> = built.handle().unwrap();
+    store
+        .borrow_mut()
+        .put("a".to_string(), ValueAndTimestamp::make(5, 42))
+        .unwrap();
+    {
+        let mut lifecycle = built.lifecycle.borrow_mut();
+        lifecycle.flush().unwrap();
+        lifecycle.commit_offsets(&[(CHANGELOG, 0, 41)]).unwrap();
+        lifecycle.close().unwrap();
+    }
+    let path = dir.path().join("rocksdb/agg");
+    assert_eq!(
+        families(&path),
+        ["default", "keyValueWithTimestamp", "offsets"]
+    );
+    let db = open_raw(&path, &[]);
+    assert_eq!(db.iterator(rocksdb::IteratorMode::Start).count(), 0);
+    assert_eq!(
+        raw_get(&db, "keyValueWithTimestamp", b"a"),
+        Some(kafka_value(5, 42))
+    );
+    assert_eq!(
+        raw_get(&db, "offsets", b"app-agg-changelog-0"),
+        Some(41i64.to_be_bytes().to_vec())
+    );
+    assert_eq!(
+        raw_get(&db, "offsets", b"status"),
+        Some(0i64.to_be_bytes().to_vec())
+    );
+    drop(db);
+
+    // Opened again after a clean close, the store says where it is.
+    let again = timestamped("agg").build();
+    again.init(&ctx).unwrap();
+    assert_eq!(
+        again
+            .lifecycle
+            .borrow()
+            .committed_offset(CHANGELOG, 0)
+            .unwrap(),
+        Some(41)
+    );
+    assert_eq!(
+        again
+            .lifecycle
+            .borrow()
+            .committed_offset(CHANGELOG, 1)
+            .unwrap(),
+        None
+    );
+    // Dropped without a close (a crash): its offset no longer counts,
+    // since data past it may have been flushed.
+    drop(again);
+    let after_crash = timestamped("agg").build();
+    after_crash.init(&ctx).unwrap();
+    assert_eq!(
+        after_crash
+            .lifecycle
+            .borrow()
+            .committed_offset(CHANGELOG, 0)
+            .unwrap(),
+        None
+    );
+    let store: TimestampedKeyValueStoreHandle<String, i64> = after_crash.handle().unwrap();
+    assert_eq!(
+        store.borrow().get(&"a".to_string()).unwrap(),
+        Some(ValueAndTimestamp::make(5, 42))
+    );
+}
+
+#[test]
+fn files_kafka_streams_wrote_are_read_and_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rocksdb/agg");
+    std::fs::create_dir_all(&path).unwrap();
+    {
+        let db = open_raw(&path, &["keyValueWithTimestamp", "offsets"]);
+        let values = db.cf_handle("keyValueWithTimestamp").unwrap();
+        db.put_cf(values, b"k", kafka_value(9, 1_000)).unwrap();
+        let offsets = db.cf_handle("offsets").unwrap();
+        db.put_cf(offsets, b"app-agg-changelog-0", 77i64.to_be_bytes())
+            .unwrap();
+        db.put_cf(offsets, b"status", 0i64.to_be_bytes()).unwrap();
+        db.flush_cf(values).unwrap();
+        db.flush_cf(offsets).unwrap();
+    }
+    let (ctx, _) = context(dir.path(), 0);
+    let built = timestamped("agg").build();
+    built.init(&ctx).unwrap();
+    let store: TimestampedKeyValueStoreHandle<String, i64> = built.handle().unwrap();
+    assert_eq!(
+        store.borrow().get(&"k".to_string()).unwrap(),
+        Some(ValueAndTimestamp::make(9, 1_000))
+    );
+    assert_eq!(
+        built
+            .lifecycle
+            .borrow()
+            .committed_offset(CHANGELOG, 0)
+            .unwrap(),
+        Some(77)
+    );
+    // While open, the files say so: Kafka Streams under exactly-once
+    // would treat them as corrupted if this process died now.
+    let status = {
+        let options = Options::default();
+        let names = DB::list_cf(&options, &path).unwrap();
+        let db = DB::open_cf_for_read_only(&options, &path, names, false).unwrap();
+        raw_get(&db, "offsets", b"status")
+    };
+    assert_eq!(status, Some(1i64.to_be_bytes().to_vec()));
+}
+
+#[test]
+fn the_earlier_kstreams_layout_moves_into_kafka_streams_family() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rocksdb/agg");
+    std::fs::create_dir_all(&path).unwrap();
+    {
+        let db = open_raw(&path, &[]);
+        for i in 0..25_000i64 {
+            db.put(format!("k{i:05}"), kafka_value(i, 10 + i)).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let (ctx, _) = context(dir.path(), 0);
+    let built = timestamped("agg").build();
+    built.init(&ctx).unwrap();
+    let store: TimestampedKeyValueStoreHandle<String, i64> = built.handle().unwrap();
+    for i in [0i64, 12_345, 24_999] {
+        assert_eq!(
+            store.borrow().get(&format!("k{i:05}")).unwrap(),
+            Some(ValueAndTimestamp::make(i, 10 + i))
+        );
+    }
+    // Nothing recorded an offset: the task restores it from the changelog.
+    assert_eq!(
+        built
+            .lifecycle
+            .borrow()
+            .committed_offset(CHANGELOG, 0)
+            .unwrap(),
+        None
+    );
+    built.lifecycle.borrow_mut().close().unwrap();
+    let db = open_raw(&path, &[]);
+    assert_eq!(db.iterator(rocksdb::IteratorMode::Start).count(), 0);
+    let values = db.cf_handle("keyValueWithTimestamp").unwrap();
+    assert_eq!(
+        db.iterator_cf(values, rocksdb::IteratorMode::Start).count(),
+        25_000
+    );
+}
+
+#[test]
+fn files_of_another_store_type_or_layout_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ctx, _) = context(dir.path(), 0);
+    // A timestamped store's files opened as a plain key-value store.
+    let ts = timestamped("t").build();
+    ts.init(&ctx).unwrap();
+    ts.lifecycle.borrow_mut().close().unwrap();
+    let plain = Stores::key_value_store_builder(
+        Stores::persistent_key_value_store("t"),
+        StringSerde,
+        I64Serde,
+    )
+    .build();
+    let error = plain.init(&ctx).unwrap_err().to_string();
+    assert!(error.contains("keyValueWithTimestamp"), "{error}");
+
+    // Kafka Streams' versioned store (its segments are key prefixes in one
+    // RocksDB with an offsets family): not kstreams' versioned layout.
+    let versioned_path = dir.path().join("rocksdb/v");
+    std::fs::create_dir_all(&versioned_path).unwrap();
+    drop(open_raw(&versioned_path, &["offsets"]));
+    let versioned = Stores::versioned_key_value_store_builder(
+        Stores::persistent_versioned_key_value_store("v", Duration::from_secs(60)),
+        StringSerde,
+        I64Serde,
+    )
+    .build();
+    let error = versioned.init(&ctx).unwrap_err().to_string();
+    assert!(error.contains("'offsets'"), "{error}");
+
+    // Kafka Streams' window store: one RocksDB per segment directory.
+    std::fs::create_dir_all(dir.path().join("w/w.1800000")).unwrap();
+    let window = Stores::window_store_builder(
+        Stores::persistent_window_store(
+            "w",
+            Duration::from_secs(3600),
+            Duration::from_secs(60),
+            false,
+        )
+        .unwrap(),
+        StringSerde,
+        I64Serde,
+    )
+    .build();
+    let error = window.init(&ctx).unwrap_err().to_string();
+    assert!(error.contains("Kafka Streams' segments"), "{error}");
+}
