@@ -9,10 +9,12 @@
 //! so a topic written by kstreams reads the same in Kafka Streams and the
 //! other way round.
 
+mod byte_reader;
 mod headers;
 mod record;
 pub mod serde;
 
+pub use byte_reader::ByteReader;
 pub use headers::{Header, Headers};
 pub use record::{Record, RecordMetadata};
 pub use serde::{

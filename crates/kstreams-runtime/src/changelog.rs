@@ -29,7 +29,13 @@ impl ChangelogWriter for ChangelogCollector {
             key: Some(record.key.to_vec()),
             value: record.value.map(<[u8]>::to_vec),
             timestamp: record.timestamp,
-            headers: Headers::new(),
+            headers: {
+                let mut headers = Headers::new();
+                for (key, value) in record.headers {
+                    headers.add(*key, Some(value.to_vec()));
+                }
+                headers
+            },
             sink: None,
         });
         Ok(())

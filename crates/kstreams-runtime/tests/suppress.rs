@@ -273,3 +273,46 @@ fn suppressed_results_keep_the_headers_of_their_latest_update() {
         Some(b"second".to_vec())
     );
 }
+
+/// The buffer's changelog has Kafka Streams' version-3 records (header
+/// `v` = 3): the record context of the key's latest update, its prior, old
+/// and new value, and the buffer time, so either side restores the other's
+/// buffer.
+#[test]
+fn the_buffer_changelog_has_kafka_streams_version_3_records() {
+    use kstreams_record::BytesSerde;
+    // With the cache off each update reaches the buffer while its record
+    // is processed, with the record's position (a cache's flush has none:
+    // offset and partition -1, no topic).
+    let mut config = TaskConfig::new("app");
+    config.cache_max_bytes = 0;
+    let driver =
+        TopologyTestDriver::with_config(time_limited(BufferConfig::unbounded()), config, 0)
+            .unwrap();
+    let input = driver.create_input_topic("t", StringSerde, Nullable(StringSerde));
+    let changelog = driver.create_output_topic(
+        "app-quiet-store-changelog",
+        StringSerde,
+        Nullable(BytesSerde),
+    );
+    input.pipe_input_at(s("k1"), Some(s("a")), 0);
+    input.pipe_input_at(s("k1"), Some(s("b")), 3);
+    let records = changelog.read_records_to_list();
+    let last = records.last().expect("the buffer logged its entries");
+    assert_eq!(last.key, s("k1"));
+    assert_eq!(
+        last.headers.last("v").and_then(|h| h.value.clone()),
+        Some(vec![3])
+    );
+    let mut want = Vec::new();
+    want.extend_from_slice(&3i64.to_be_bytes()); // the latest update's timestamp
+    want.extend_from_slice(&1i64.to_be_bytes()); // its offset
+    want.extend_from_slice(&[0, 0, 0, 1, b't']); // its topic
+    want.extend_from_slice(&0i32.to_be_bytes()); // its partition
+    want.extend_from_slice(&0i32.to_be_bytes()); // no headers
+    want.extend_from_slice(&(-1i32).to_be_bytes()); // prior: none before "a"
+    want.extend_from_slice(&[0, 0, 0, 1, b'a']); // old
+    want.extend_from_slice(&[0, 0, 0, 1, b'b']); // new
+    want.extend_from_slice(&0i64.to_be_bytes()); // buffer time: the first update's
+    assert_eq!(last.value.as_deref(), Some(&want[..]));
+}

@@ -4,7 +4,9 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use crate::context::{changelog_topic_name, ChangelogRecord, ChangelogWriter, StoreContext};
+use crate::context::{
+    changelog_topic_name, ChangelogHeader, ChangelogRecord, ChangelogWriter, StoreContext,
+};
 use crate::{Error, Timestamp};
 
 /// Sends a store's changelog records. Until `init` attaches a writer it
@@ -14,15 +16,17 @@ pub(crate) struct ChangeLogger {
     topic: String,
     partition: i32,
     writer: Option<Rc<dyn ChangelogWriter>>,
+    headers: &'static [ChangelogHeader],
 }
 
 impl ChangeLogger {
-    pub(crate) fn new(store: &str) -> Self {
+    pub(crate) fn new(store: &str, headers: &'static [ChangelogHeader]) -> Self {
         ChangeLogger {
             store: store.to_string(),
             topic: String::new(),
             partition: 0,
             writer: None,
+            headers,
         }
     }
 
@@ -48,6 +52,7 @@ impl ChangeLogger {
                 key,
                 value,
                 timestamp,
+                headers: self.headers,
             })
             .map_err(|source| Error::Changelog {
                 store: self.store.clone(),

@@ -15,6 +15,10 @@ pub fn changelog_topic_name(application_id: &str, store: &str) -> String {
     format!("{application_id}-{store}-changelog")
 }
 
+/// A header a store puts on every changelog record it writes: constant per
+/// store (Kafka Streams' suppression buffer marks its records `v` = 3).
+pub type ChangelogHeader = (&'static str, &'static [u8]);
+
 /// One changelog record, as a store writes it or as restoration reads it.
 ///
 /// Keys and values are the bytes Kafka Streams writes for the same store:
@@ -33,6 +37,8 @@ pub struct ChangelogRecord<'a> {
     pub value: Option<&'a [u8]>,
     /// The record timestamp.
     pub timestamp: Timestamp,
+    /// The store's changelog headers (restoration reads none).
+    pub headers: &'a [ChangelogHeader],
 }
 
 /// Where changelogging stores send their records. The runtime implements it
@@ -56,6 +62,8 @@ pub struct OwnedChangelogRecord {
     pub value: Option<Vec<u8>>,
     /// The record timestamp.
     pub timestamp: Timestamp,
+    /// The store's changelog headers.
+    pub headers: Vec<ChangelogHeader>,
 }
 
 impl OwnedChangelogRecord {
@@ -67,6 +75,7 @@ impl OwnedChangelogRecord {
             key: &self.key,
             value: self.value.as_deref(),
             timestamp: self.timestamp,
+            headers: &self.headers,
         }
     }
 }
@@ -79,6 +88,7 @@ impl From<&ChangelogRecord<'_>> for OwnedChangelogRecord {
             key: r.key.to_vec(),
             value: r.value.map(<[u8]>::to_vec),
             timestamp: r.timestamp,
+            headers: r.headers.to_vec(),
         }
     }
 }

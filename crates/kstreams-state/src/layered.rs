@@ -135,7 +135,7 @@ impl<S: StoreKind, V: 'static> LayeredStore<S, V> {
             logger: parts
                 .options
                 .logging_enabled()
-                .then(|| ChangeLogger::new(&name)),
+                .then(|| ChangeLogger::new(&name, parts.options.changelog_headers())),
             cache: None,
             name,
             inner,

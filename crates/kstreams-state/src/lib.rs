@@ -67,7 +67,8 @@ use std::rc::Rc;
 
 pub use cache::{CachedChange, FlushListener, ThreadCache};
 pub use context::{
-    changelog_topic_name, ChangelogRecord, ChangelogWriter, OwnedChangelogRecord, StoreContext,
+    changelog_topic_name, ChangelogHeader, ChangelogRecord, ChangelogWriter, OwnedChangelogRecord,
+    StoreContext,
 };
 pub use engine::{
     BytesIter, KeyValueBytesStore, KeyValueBytesStoreSupplier, SessionBytesEntry,

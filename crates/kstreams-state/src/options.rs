@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use kstreams_record::SharedSerde;
 
+use crate::ChangelogHeader;
+
 /// Which layers a store gets over its engine, and the extra configs of its
 /// changelog topic.
 ///
@@ -27,6 +29,7 @@ pub struct StoreOptions {
     log_config: BTreeMap<String, String>,
     caching: bool,
     metrics: bool,
+    changelog_headers: &'static [ChangelogHeader],
 }
 
 impl Default for StoreOptions {
@@ -36,6 +39,7 @@ impl Default for StoreOptions {
             log_config: BTreeMap::new(),
             caching: false,
             metrics: true,
+            changelog_headers: &[],
         }
     }
 }
@@ -72,6 +76,17 @@ impl StoreOptions {
     pub fn with_metrics_disabled(mut self) -> Self {
         self.metrics = false;
         self
+    }
+    /// Headers every changelog record of the store carries, as Kafka
+    /// Streams' stores of some internal layouts mark their records with a
+    /// format version.
+    pub fn with_changelog_headers(mut self, headers: &'static [ChangelogHeader]) -> Self {
+        self.changelog_headers = headers;
+        self
+    }
+    /// The headers of [`StoreOptions::with_changelog_headers`].
+    pub fn changelog_headers(&self) -> &'static [ChangelogHeader] {
+        self.changelog_headers
     }
     /// Whether a changelog topic backs the store.
     pub fn logging_enabled(&self) -> bool {

@@ -479,6 +479,7 @@ fn restoration_reports_start_batches_and_end() {
             key: format!("k{i}").into_bytes(),
             value: Some(i.to_be_bytes().to_vec()),
             timestamp: i,
+            headers: Vec::new(),
         })
         .collect();
     let mut r = Restoration::start(

@@ -23,6 +23,7 @@ pub(crate) mod stream_aggregate;
 pub(crate) mod stream_stream_join;
 pub(crate) mod stream_table_join;
 pub(crate) mod suppress;
+pub(crate) mod suppress_buffer;
 pub(crate) mod table_aggregate;
 pub(crate) mod table_rekey;
 pub(crate) mod table_source;

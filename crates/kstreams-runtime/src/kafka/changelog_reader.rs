@@ -195,6 +195,7 @@ fn read_changelog(
                 key,
                 value: value.as_deref(),
                 timestamp: *timestamp,
+                headers: &[],
             })
             .collect();
         restoration.restore_batch(&records, last_offset)?;

@@ -50,13 +50,13 @@ impl PartitionMetadata {
             return None;
         }
         let decoded = base64_decode(committed).and_then(|bytes| {
-            let mut reader = Reader(&bytes);
+            let mut reader = kstreams_record::ByteReader::new(&bytes);
             let version = reader.take(1)?[0];
             let partition_time = reader.i64()?;
             let mut processor = BTreeMap::new();
             match version {
                 1 => {}
-                2 if reader.0.is_empty() => {}
+                2 if reader.is_empty() => {}
                 2 => {
                     let count = reader.i32()?;
                     for _ in 0..count {
@@ -76,25 +76,6 @@ impl PartitionMetadata {
             log::warn!("unsupported offset metadata {committed:?}: starting without it");
         }
         decoded
-    }
-}
-
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Some(head)
-    }
-    fn i64(&mut self) -> Option<i64> {
-        Some(i64::from_be_bytes(self.take(8)?.try_into().ok()?))
-    }
-    fn i32(&mut self) -> Option<i32> {
-        Some(i32::from_be_bytes(self.take(4)?.try_into().ok()?))
     }
 }
 

@@ -21,8 +21,8 @@ use crate::operators::forwarder::OldValuesFlag;
 use crate::operators::getters::lazy_store_getter;
 use crate::operators::getters::TableGetter;
 use crate::operators::getters::{mapped_getter, store_getter};
-use crate::operators::suppress::BufferedSerde;
 use crate::operators::suppress::SuppressProcessor;
+use crate::operators::suppress_buffer::{BufferedSerde, BUFFER_CHANGELOG_HEADERS};
 use crate::operators::table_rekey::TableRekey;
 use crate::operators::table_source::TableSource;
 use crate::operators::table_to_stream::TableToStream;
@@ -463,9 +463,10 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn suppress(&self, suppressed: Suppressed<K>) -> KTable<K, V> {
-        // The buffer emits the value before its first held-back update as
-        // the old one, so it needs old values from upstream: as in Kafka
-        // Streams, a source table is materialized to have them.
+        // The buffer keeps the value before a key's first held-back update
+        // and emits each update's old value, so it needs old values from
+        // upstream: as in Kafka Streams, a source table is materialized to
+        // have them.
         self.enable_old_values(true);
         let mut s = self.state.borrow_mut();
         let (name, store_name) = match &suppressed.name {
@@ -536,8 +537,11 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             key_serde.clone(),
             BufferedSerde(value_serde.clone()),
         );
-        // Old values pass through: the buffer emits the value before its
-        // first held-back update as the old one.
+        let options = store
+            .options()
+            .clone()
+            .with_changelog_headers(BUFFER_CHANGELOG_HEADERS);
+        let store = store.with_options(options);
         let supplier_store = store_name.clone();
         let time = suppressed.time.clone();
         let buffer = suppressed.buffer;
@@ -558,6 +562,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                     index: BTreeMap::new(),
                     bytes: 0,
                     observed_stream_time: -1,
+                    indexed: false,
                 }),
                 &[self.node.as_str()],
             );
