@@ -397,12 +397,7 @@ impl<S: StoreKind, V: 'static> StateStore for LayeredStore<S, V> {
         }
         Ok(())
     }
-    fn commit_offsets(&mut self, offsets: &[(&str, i32, i64)]) -> Result<(), Error> {
-        self.inner.commit_offsets(offsets)
-    }
-    fn committed_offset(&self, topic: &str, partition: i32) -> Result<Option<i64>, Error> {
-        self.inner.committed_offset(topic, partition)
-    }
+    forward_offsets!(inner);
 }
 
 /// A value found by a query: still bytes from the engine, or typed from

@@ -37,6 +37,26 @@
 
 #![warn(missing_docs)]
 
+/// The offset methods of [`StateStore`] for a store that hands them to the
+/// store or backend in its field `$field` (every layer and engine does).
+macro_rules! forward_offsets {
+    ($field:ident) => {
+        fn commit_offsets(&mut self, offsets: &[(&str, i32, i64)]) -> Result<(), Error> {
+            self.$field.commit_offsets(offsets)
+        }
+        fn committed_offset(
+            &self,
+            topic: &str,
+            partition: i32,
+        ) -> Result<Option<crate::RecordedOffset>, Error> {
+            self.$field.committed_offset(topic, partition)
+        }
+        fn checkpointed_in_task_file(&self) -> bool {
+            self.$field.checkpointed_in_task_file()
+        }
+    };
+}
+
 mod cache;
 mod changelog;
 mod checkpoint;
@@ -324,12 +344,35 @@ pub trait StateStore: 'static {
         Ok(())
     }
     /// The changelog offset [`StateStore::commit_offsets`] recorded for a
-    /// partition, if the store keeps offsets and was closed cleanly after
-    /// (a store that crashed may hold data past it, or aborted writes).
-    fn committed_offset(&self, topic: &str, partition: i32) -> Result<Option<i64>, Error> {
+    /// partition, if the store keeps offsets.
+    fn committed_offset(
+        &self,
+        topic: &str,
+        partition: i32,
+    ) -> Result<Option<RecordedOffset>, Error> {
         let _ = (topic, partition);
         Ok(None)
     }
+    /// Whether the task's `.checkpoint` file holds the store's offset.
+    /// Persistent stores in Kafka Streams' layout: yes (Kafka Streams reads
+    /// the file into its own stores). Stores in kstreams' own layouts keep
+    /// it only in their files: Kafka Streams, finding none, restores its
+    /// own store from the changelog instead of taking our offset for it.
+    fn checkpointed_in_task_file(&self) -> bool {
+        self.persistent()
+    }
+}
+
+/// A changelog offset a store recorded beside its data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordedOffset {
+    /// The offset of the last changelog record the data reaches.
+    pub offset: i64,
+    /// Whether the store was closed cleanly since: if not, data past the
+    /// offset may be on disk (harmless under at-least-once: restoring from
+    /// the offset writes it again) or, under exactly-once, writes of an
+    /// aborted transaction.
+    pub closed_cleanly: bool,
 }
 
 /// One store created for one task: a lifecycle view for the engine and a

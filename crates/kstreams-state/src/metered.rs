@@ -292,10 +292,5 @@ impl<S: StateStore> StateStore for Metered<S> {
     fn restore_batch(&mut self, records: &[ChangelogRecord<'_>]) -> Result<(), Error> {
         self.inner.restore_batch(records)
     }
-    fn commit_offsets(&mut self, offsets: &[(&str, i32, i64)]) -> Result<(), Error> {
-        self.inner.commit_offsets(offsets)
-    }
-    fn committed_offset(&self, topic: &str, partition: i32) -> Result<Option<i64>, Error> {
-        self.inner.committed_offset(topic, partition)
-    }
+    forward_offsets!(inner);
 }

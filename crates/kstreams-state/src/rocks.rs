@@ -1,9 +1,15 @@
 //! The RocksDB backend (its options are in `rocks_settings`).
 //!
 //! One RocksDB instance per store and task, opened at init in the task
-//! directory: `<task dir>/rocksdb/<store>` for key-value and versioned
-//! stores, `<task dir>/<store>` for window and session stores, whose time
-//! segments are column families that expiry drops whole. Writes skip the
+//! directory: `<task dir>/rocksdb/<store>` for key-value stores, as Kafka
+//! Streams; `<task dir>/kstreams/<store>` for versioned, window and session
+//! stores, whose segments are column families that expiry drops whole.
+//! Kafka Streams lays those out otherwise (one RocksDB per window segment
+//! in `<task dir>/<store>/`, versioned segments as key prefixes in
+//! `rocksdb/<store>`), so they live where it does not look, and their
+//! offsets only in their own `offsets` family, not in the task's
+//! `.checkpoint`: Kafka Streams taking over restores them from their
+//! changelogs, and kstreams taking over restores Kafka Streams' ones. Writes skip the
 //! write-ahead log as in Kafka Streams: the changelog is what makes state
 //! durable, and a flush at commit puts the memtables on disk.
 //!
@@ -12,9 +18,10 @@
 //! stores: values in `default` (plain) or `keyValueWithTimestamp`
 //! (timestamped), and the `offsets` column family of KIP-1035 with the
 //! changelog offset the data reaches under `"<topic>-<partition>"` (i64
-//! big-endian) and `"status"` = 1 while open, 0 once closed cleanly. A store
-//! with column families Kafka Streams or kstreams would not have written
-//! for it is refused, and the task rebuilds it from its changelog.
+//! big-endian) and `"status"` = 1 while open, 0 once closed cleanly (every
+//! store here keeps that family). A store with column families Kafka Streams
+//! or kstreams would not have written for it is refused, and the task
+//! rebuilds it from its changelog.
 
 use std::collections::BTreeSet;
 use std::ops::Bound;
@@ -29,7 +36,7 @@ use rocksdb::{
 
 use crate::engine::backend::{BytesIter, DirLayout, Keyspaces, ValueFamily};
 use crate::rocks_settings::RocksDbSettings;
-use crate::{Error, StoreContext};
+use crate::{Error, RecordedOffset, StoreContext};
 
 const DEFAULT_FAMILY: &str = "default";
 /// Kafka Streams' `RocksDBTimestampedStore` column family.
@@ -79,20 +86,13 @@ fn read_i64(bytes: &[u8]) -> Option<i64> {
     Some(i64::from_be_bytes(bytes.try_into().ok()?))
 }
 
-/// Whether `dir` holds Kafka Streams' segments of `store` (one RocksDB per
-/// segment, in `<store>.<segment start>` directories) and no RocksDB of
-/// its own.
-fn holds_kafka_segments(dir: &Path, store: &str) -> bool {
-    if dir.join("CURRENT").exists() {
-        return false;
-    }
-    let prefix = format!("{store}.");
-    std::fs::read_dir(dir).is_ok_and(|entries| {
-        entries.flatten().any(|e| {
-            e.file_name().to_string_lossy().starts_with(&prefix)
-                && e.file_type().is_ok_and(|t| t.is_dir())
-        })
-    })
+/// A directory kstreams' segmented store had at `<task dir>/<store>`
+/// before it moved out of Kafka Streams' way: a RocksDB right there
+/// (Kafka Streams keeps one RocksDB per segment below it, never one at its
+/// top).
+fn earlier_segmented_dir(task_dir: &Path, store: &str) -> Option<PathBuf> {
+    let dir = task_dir.join(store);
+    dir.join("CURRENT").is_file().then_some(dir)
 }
 
 fn cf_name(ks: i64) -> String {
@@ -132,11 +132,6 @@ impl RocksKeyspaces {
         }
     }
 
-    /// Whether the layout keeps Kafka Streams' offsets family.
-    fn keeps_offsets(&self) -> bool {
-        matches!(self.layout, DirLayout::KeyValue(_))
-    }
-
     fn family<'a>(&self, db: &'a DB, ks: i64) -> Family<'a> {
         let name = if ks == 0 {
             match self.data_family() {
@@ -171,18 +166,18 @@ impl RocksKeyspaces {
                     family == OFFSETS_FAMILY
                         || (kind == ValueFamily::Timestamped && family == TIMESTAMPED_FAMILY)
                 }
-                DirLayout::Versioned | DirLayout::Segmented => parse_cf_name(family).is_some(),
+                DirLayout::Versioned | DirLayout::Segmented => {
+                    family == OFFSETS_FAMILY || parse_cf_name(family).is_some()
+                }
             };
             if !expected || family == HEADERS_FAMILY {
                 return Err(foreign(family));
             }
             open.push(family.clone());
         }
-        if self.keeps_offsets() {
-            for family in [self.data_family(), OFFSETS_FAMILY] {
-                if family != DEFAULT_FAMILY && !open.iter().any(|f| f == family) {
-                    open.push(family.to_string());
-                }
+        for family in [self.data_family(), OFFSETS_FAMILY] {
+            if family != DEFAULT_FAMILY && !open.iter().any(|f| f == family) {
+                open.push(family.to_string());
             }
         }
         Ok(open)
@@ -229,6 +224,25 @@ impl RocksKeyspaces {
             "state store {}: moved {moved} values from the default column family to {TIMESTAMPED_FAMILY}, \
              as Kafka Streams keeps them",
             self.name
+        );
+        Ok(())
+    }
+
+    /// Deletes the versioned store kstreams kept at `rocksdb/<store>` before
+    /// it moved under `kstreams/`: Kafka Streams opens that path for its own
+    /// versioned store and fails on kstreams' `ks.N` column families. Only
+    /// kstreams writes those (Kafka Streams' files there are left alone);
+    /// the store restores from its changelog once.
+    fn remove_earlier_versioned(&self, earlier: &Path) -> Result<(), Error> {
+        let families = DB::list_cf(&Options::default(), earlier).unwrap_or_default();
+        if !families.iter().any(|f| parse_cf_name(f).is_some()) {
+            return Ok(());
+        }
+        std::fs::remove_dir_all(earlier).map_err(|e| Error::io("removing", earlier, e))?;
+        log::info!(
+            "state store {}: removed its earlier files at {}; it restores from its changelog",
+            self.name,
+            earlier.display()
         );
         Ok(())
     }
@@ -301,18 +315,25 @@ impl Keyspaces for RocksKeyspaces {
                 store: store.to_string(),
             })?;
         let path: PathBuf = match self.layout {
-            DirLayout::KeyValue(_) | DirLayout::Versioned => task_dir.join("rocksdb").join(store),
-            DirLayout::Segmented => task_dir.join(store),
+            DirLayout::KeyValue(_) => task_dir.join("rocksdb").join(store),
+            DirLayout::Versioned | DirLayout::Segmented => task_dir.join("kstreams").join(store),
         };
-        if self.layout == DirLayout::Segmented && holds_kafka_segments(&path, store) {
-            return Err(Error::engine(
-                store,
-                format!(
-                    "{} holds Kafka Streams' segments (one RocksDB per segment), not kstreams' \
-                     segmented store",
-                    path.display()
-                ),
-            ));
+        if let Some(earlier) = earlier_segmented_dir(task_dir, store)
+            .filter(|_| self.layout == DirLayout::Segmented && !path.exists())
+        {
+            // Its segments move as they are; its offsets were in the
+            // task's `.checkpoint`, which still has them this once.
+            let parent = task_dir.join("kstreams");
+            std::fs::create_dir_all(&parent).map_err(|e| Error::io("creating", &parent, e))?;
+            std::fs::rename(&earlier, &path).map_err(|e| Error::io("moving", &earlier, e))?;
+            log::info!(
+                "state store {store}: moved {} to {}",
+                earlier.display(),
+                path.display()
+            );
+        }
+        if self.layout == DirLayout::Versioned {
+            self.remove_earlier_versioned(&task_dir.join("rocksdb").join(store))?;
         }
         std::fs::create_dir_all(&path).map_err(|e| Error::io("creating", &path, e))?;
         self.settings = context.rocksdb().clone();
@@ -539,18 +560,29 @@ impl Keyspaces for RocksKeyspaces {
         db.write_opt(batch, &self.write).map_err(|e| self.err(e))
     }
 
-    fn committed_offset(&self, topic: &str, partition: i32) -> Result<Option<i64>, Error> {
+    fn committed_offset(
+        &self,
+        topic: &str,
+        partition: i32,
+    ) -> Result<Option<RecordedOffset>, Error> {
         let db = self.db()?;
         let Some(family) = db.cf_handle(OFFSETS_FAMILY) else {
             return Ok(None);
         };
-        if !self.closed_cleanly {
-            return Ok(None);
-        }
         let value = db
             .get_cf(family, offsets_key(topic, partition))
             .map_err(|e| self.err(e))?;
-        Ok(value.as_deref().and_then(read_i64))
+        Ok(value
+            .as_deref()
+            .and_then(read_i64)
+            .map(|offset| RecordedOffset {
+                offset,
+                closed_cleanly: self.closed_cleanly,
+            }))
+    }
+
+    fn checkpointed_in_task_file(&self) -> bool {
+        matches!(self.layout, DirLayout::KeyValue(_))
     }
 }
 

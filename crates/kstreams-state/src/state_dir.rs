@@ -3,8 +3,9 @@
 //!
 //! Inside a task directory: `.lock` (held while a stream thread owns the
 //! task), `.checkpoint` ([`OffsetCheckpoint`]), `rocksdb/<store>` for
-//! key-value and versioned stores and `<store>/` for window and session
-//! stores, as Kafka Streams lays them out.
+//! key-value stores as Kafka Streams lays them out, and `kstreams/<store>`
+//! for versioned, window and session stores, whose layouts are kstreams'
+//! own (out of the way of Kafka Streams' `<store>/` segments).
 //!
 //! In the application directory: `.lock` (held while an instance runs) and
 //! `kafka-streams-process-metadata`, the instance's process id, kept across

@@ -106,7 +106,10 @@ fn a_timestamped_store_writes_kafka_streams_families_offsets_and_status() {
             .borrow()
             .committed_offset(CHANGELOG, 0)
             .unwrap(),
-        Some(41)
+        Some(RecordedOffset {
+            offset: 41,
+            closed_cleanly: true
+        })
     );
     assert_eq!(
         again
@@ -116,8 +119,8 @@ fn a_timestamped_store_writes_kafka_streams_families_offsets_and_status() {
             .unwrap(),
         None
     );
-    // Dropped without a close (a crash): its offset no longer counts,
-    // since data past it may have been flushed.
+    // Dropped without a close (a crash): the offset says so, since data
+    // past it may have been flushed.
     drop(again);
     let after_crash = timestamped("agg").build();
     after_crash.init(&ctx).unwrap();
@@ -127,7 +130,10 @@ fn a_timestamped_store_writes_kafka_streams_families_offsets_and_status() {
             .borrow()
             .committed_offset(CHANGELOG, 0)
             .unwrap(),
-        None
+        Some(RecordedOffset {
+            offset: 41,
+            closed_cleanly: false
+        })
     );
     let store: TimestampedKeyValueStoreHandle<String, i64> = after_crash.handle().unwrap();
     assert_eq!(
@@ -166,7 +172,10 @@ fn files_kafka_streams_wrote_are_read_and_resumed() {
             .borrow()
             .committed_offset(CHANGELOG, 0)
             .unwrap(),
-        Some(77)
+        Some(RecordedOffset {
+            offset: 77,
+            closed_cleanly: true
+        })
     );
     // While open, the files say so: Kafka Streams under exactly-once
     // would treat them as corrupted if this process died now.
@@ -221,7 +230,7 @@ fn the_earlier_kstreams_layout_moves_into_kafka_streams_family() {
 }
 
 #[test]
-fn files_of_another_store_type_or_layout_are_refused() {
+fn files_of_another_store_type_are_refused_and_kafka_streams_other_layouts_left_alone() {
     let dir = tempfile::tempdir().unwrap();
     let (ctx, _) = context(dir.path(), 0);
     // A timestamped store's files opened as a plain key-value store.
@@ -238,7 +247,9 @@ fn files_of_another_store_type_or_layout_are_refused() {
     assert!(error.contains("keyValueWithTimestamp"), "{error}");
 
     // Kafka Streams' versioned store (its segments are key prefixes in one
-    // RocksDB with an offsets family): not kstreams' versioned layout.
+    // RocksDB at `rocksdb/<store>`) and window store (one RocksDB per
+    // segment in `<store>/`) are not kstreams' layouts: kstreams keeps its
+    // own under `kstreams/` and leaves theirs alone.
     let versioned_path = dir.path().join("rocksdb/v");
     std::fs::create_dir_all(&versioned_path).unwrap();
     drop(open_raw(&versioned_path, &["offsets"]));
@@ -248,14 +259,22 @@ fn files_of_another_store_type_or_layout_are_refused() {
         I64Serde,
     )
     .build();
-    let error = versioned.init(&ctx).unwrap_err().to_string();
-    assert!(error.contains("'offsets'"), "{error}");
+    versioned.init(&ctx).unwrap();
+    assert!(!versioned.lifecycle.borrow().checkpointed_in_task_file());
+    assert!(dir.path().join("kstreams/v/CURRENT").exists());
+    assert_eq!(families(&versioned_path), ["default", "offsets"]);
 
-    // Kafka Streams' window store: one RocksDB per segment directory.
     std::fs::create_dir_all(dir.path().join("w/w.1800000")).unwrap();
-    let window = Stores::window_store_builder(
+    let window = window_store("w").build();
+    window.init(&ctx).unwrap();
+    assert!(dir.path().join("kstreams/w/CURRENT").exists());
+    assert!(dir.path().join("w/w.1800000").is_dir());
+}
+
+fn window_store(name: &str) -> WindowStoreBuilder<String, i64> {
+    Stores::window_store_builder(
         Stores::persistent_window_store(
-            "w",
+            name,
             Duration::from_secs(3600),
             Duration::from_secs(60),
             false,
@@ -264,7 +283,84 @@ fn files_of_another_store_type_or_layout_are_refused() {
         StringSerde,
         I64Serde,
     )
-    .build();
-    let error = window.init(&ctx).unwrap_err().to_string();
-    assert!(error.contains("Kafka Streams' segments"), "{error}");
+}
+
+#[test]
+fn window_stores_keep_their_offsets_in_their_files_and_move_out_of_kafka_streams_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ctx, _) = context(dir.path(), 0);
+    let built = window_store("w").build();
+    built.init(&ctx).unwrap();
+    let store: WindowStoreHandle<String, i64> = built.handle().unwrap();
+    store
+        .borrow_mut()
+        .put("a".to_string(), Some(3), 60_000)
+        .unwrap();
+    {
+        let mut lifecycle = built.lifecycle.borrow_mut();
+        assert!(!lifecycle.checkpointed_in_task_file());
+        lifecycle.flush().unwrap();
+        lifecycle
+            .commit_offsets(&[("app-w-changelog", 0, 9)])
+            .unwrap();
+        lifecycle.close().unwrap();
+    }
+    // Where kstreams kept it before: `<task dir>/<store>`, Kafka Streams'
+    // segments directory. Opened, it moves under `kstreams/`.
+    std::fs::rename(dir.path().join("kstreams/w"), dir.path().join("w")).unwrap();
+    let again = window_store("w").build();
+    again.init(&ctx).unwrap();
+    assert!(!dir.path().join("w").exists());
+    let store: WindowStoreHandle<String, i64> = again.handle().unwrap();
+    assert_eq!(
+        store.borrow().fetch(&"a".to_string(), 60_000).unwrap(),
+        Some(3)
+    );
+    assert_eq!(
+        again
+            .lifecycle
+            .borrow()
+            .committed_offset("app-w-changelog", 0)
+            .unwrap(),
+        Some(RecordedOffset {
+            offset: 9,
+            closed_cleanly: true
+        })
+    );
+}
+
+#[test]
+fn a_versioned_store_kstreams_kept_in_kafka_streams_path_is_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ctx, _) = context(dir.path(), 0);
+    let versioned = || {
+        Stores::versioned_key_value_store_builder(
+            Stores::persistent_versioned_key_value_store("v", Duration::from_secs(60)),
+            StringSerde,
+            I64Serde,
+        )
+        .build()
+    };
+    let built = versioned();
+    built.init(&ctx).unwrap();
+    let store: VersionedKeyValueStoreHandle<String, i64> = built.handle().unwrap();
+    for ts in [10, 20, 30] {
+        store
+            .borrow_mut()
+            .put("a".to_string(), Some(ts), ts)
+            .unwrap();
+    }
+    built.lifecycle.borrow_mut().close().unwrap();
+    // Where kstreams kept it before: Kafka Streams' versioned store path,
+    // which Kafka Streams could not open (kstreams' ks.N families).
+    std::fs::create_dir_all(dir.path().join("rocksdb")).unwrap();
+    std::fs::rename(dir.path().join("kstreams/v"), dir.path().join("rocksdb/v")).unwrap();
+    assert!(families(&dir.path().join("rocksdb/v"))
+        .iter()
+        .any(|f| f.starts_with("ks.")));
+    let again = versioned();
+    again.init(&ctx).unwrap();
+    assert!(!dir.path().join("rocksdb/v").exists());
+    let store: VersionedKeyValueStoreHandle<String, i64> = again.handle().unwrap();
+    assert_eq!(store.borrow().get(&"a".to_string()).unwrap(), None);
 }

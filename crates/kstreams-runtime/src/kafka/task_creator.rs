@@ -157,7 +157,15 @@ impl TaskCreator {
             for changelog in self.changelogs_of(id.subtopology) {
                 let store = &changelog.store;
                 let path = locked.path();
-                if path.join("rocksdb").join(store).exists() || path.join(store).exists() {
+                // Where kstreams keeps a store: `rocksdb/` (key-value, as
+                // Kafka Streams) or `kstreams/` (its own layouts, and before
+                // those moved, the store's name). Kafka Streams' window
+                // segments there are not kstreams' store.
+                let earlier = path.join(store).join("CURRENT").is_file();
+                if path.join("rocksdb").join(store).exists()
+                    || path.join("kstreams").join(store).exists()
+                    || earlier
+                {
                     stores_on_disk.insert(store.clone());
                 }
             }
@@ -216,8 +224,14 @@ impl TaskCreator {
             {
                 continue;
             }
+            let exactly_once =
+                self.config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2;
             match store.committed_offset(&changelog.topic, id.partition)? {
-                Some(offset) => {
+                // As Kafka Streams: at-least-once restores from a recorded
+                // offset even after a crash (what is past it is written
+                // again); exactly-once only after a clean close.
+                Some(recorded) if recorded.closed_cleanly || !exactly_once => {
+                    let offset = recorded.offset;
                     log::info!(
                         "{}: task {id}: state store {} resumes at changelog offset {offset} \
                          recorded in its files",
@@ -226,7 +240,7 @@ impl TaskCreator {
                     );
                     from_stores.insert(key, offset);
                 }
-                None => unrecorded = Some(changelog.store.clone()),
+                _ => unrecorded = Some(changelog.store.clone()),
             }
         }
         if let (Some(store), ProcessingGuarantee::ExactlyOnceV2, Some(locked)) = (
@@ -301,14 +315,17 @@ impl TaskCreator {
                 continue;
             };
             let mut store = store.lifecycle.borrow_mut();
-            if !store.persistent() {
-                // Earlier kstreams versions wrote these: they go.
-                offsets.remove(&key);
-                continue;
-            }
-            if let Some(&offset) = delivered.get(&key) {
+            if let Some(&offset) = delivered.get(&key).filter(|_| store.persistent()) {
                 store.commit_offsets(&[(&changelog.topic, id.partition, offset)])?;
-                offsets.insert(key, offset);
+                if store.checkpointed_in_task_file() {
+                    offsets.insert(key, offset);
+                    continue;
+                }
+            }
+            if !store.checkpointed_in_task_file() {
+                // In-memory stores, and stores whose offsets live in their
+                // own files only (earlier kstreams versions listed both).
+                offsets.remove(&key);
             }
         }
         if offsets.is_empty() {

@@ -23,11 +23,11 @@ pub(crate) enum DirLayout {
     /// the data in the column family of `ValueFamily`, the changelog
     /// offsets in `offsets` (KIP-1035). Either side opens the other's.
     KeyValue(ValueFamily),
-    /// `<task dir>/rocksdb/<store>` with keyspaces as column families
+    /// `<task dir>/kstreams/<store>` with keyspaces as column families
     /// (versioned stores; not Kafka Streams' layout).
     Versioned,
-    /// `<task dir>/<store>`, segments as column families of one RocksDB
-    /// (Kafka Streams has one RocksDB per segment there).
+    /// `<task dir>/kstreams/<store>`, segments as column families of one
+    /// RocksDB (Kafka Streams has one RocksDB per segment in `<store>/`).
     Segmented,
 }
 
@@ -91,10 +91,19 @@ pub(crate) trait Keyspaces: 'static {
         Ok(())
     }
     /// The changelog offset recorded for a partition, if the backend keeps
-    /// offsets and was closed cleanly after recording it.
-    fn committed_offset(&self, topic: &str, partition: i32) -> Result<Option<i64>, Error> {
+    /// offsets.
+    fn committed_offset(
+        &self,
+        topic: &str,
+        partition: i32,
+    ) -> Result<Option<crate::RecordedOffset>, Error> {
         let _ = (topic, partition);
         Ok(None)
+    }
+    /// Whether the task's `.checkpoint` holds the store's offset (Kafka
+    /// Streams' layouts) rather than only the backend.
+    fn checkpointed_in_task_file(&self) -> bool {
+        self.persistent()
     }
 }
 

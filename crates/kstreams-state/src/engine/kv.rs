@@ -42,12 +42,7 @@ impl<B: Keyspaces> StateStore for KvEngine<B> {
             records.iter().map(|r| (r.key, r.value)).collect();
         self.backend.write_all(KS, &entries)
     }
-    fn commit_offsets(&mut self, offsets: &[(&str, i32, i64)]) -> Result<(), Error> {
-        self.backend.commit_offsets(offsets)
-    }
-    fn committed_offset(&self, topic: &str, partition: i32) -> Result<Option<i64>, Error> {
-        self.backend.committed_offset(topic, partition)
-    }
+    forward_offsets!(backend);
 }
 
 impl<B: Keyspaces> KeyValueBytesStore for KvEngine<B> {

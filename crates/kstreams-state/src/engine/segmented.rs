@@ -109,6 +109,7 @@ impl<B: Keyspaces, L> Segmented<B, L> {
 }
 
 impl<B: Keyspaces, L: SegmentLayout> StateStore for Segmented<B, L> {
+    forward_offsets!(backend);
     fn name(&self) -> &str {
         &self.name
     }

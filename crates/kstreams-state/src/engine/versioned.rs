@@ -243,6 +243,7 @@ impl<B: Keyspaces> VersionedEngine<B> {
 }
 
 impl<B: Keyspaces> StateStore for VersionedEngine<B> {
+    forward_offsets!(backend);
     fn name(&self) -> &str {
         &self.name
     }
