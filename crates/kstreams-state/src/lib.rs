@@ -338,7 +338,9 @@ pub trait StateStore: 'static {
     /// reaches. Called after a flush with what the task's `.checkpoint`
     /// gets. Kafka Streams 4.4's RocksDB key-value stores keep them in their
     /// `offsets` column family (KIP-1035), and kstreams' do too, so that
-    /// either side resumes the other's files; other stores ignore it.
+    /// either side resumes the other's files; other stores ignore it. An
+    /// empty list forgets every offset recorded (Kafka Streams' commit of an
+    /// empty map).
     fn commit_offsets(&mut self, offsets: &[(&str, i32, i64)]) -> Result<(), Error> {
         let _ = offsets;
         Ok(())

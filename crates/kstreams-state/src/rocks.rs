@@ -554,6 +554,15 @@ impl Keyspaces for RocksKeyspaces {
             return Ok(());
         };
         let mut batch = WriteBatch::default();
+        if offsets.is_empty() {
+            // Forget them all (Kafka Streams' commit of an empty map).
+            for item in db.iterator_cf(family, IteratorMode::Start) {
+                let (key, _) = item.map_err(|e| self.err(e))?;
+                if &*key != STATUS_KEY {
+                    batch.delete_cf(family, &key);
+                }
+            }
+        }
         for (topic, partition, offset) in offsets {
             batch.put_cf(family, offsets_key(topic, *partition), offset.to_be_bytes());
         }

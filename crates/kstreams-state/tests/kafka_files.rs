@@ -140,6 +140,27 @@ fn a_timestamped_store_writes_kafka_streams_families_offsets_and_status() {
         store.borrow().get(&"a".to_string()).unwrap(),
         Some(ValueAndTimestamp::make(5, 42))
     );
+    // An empty commit forgets every offset (what exactly-once does at
+    // open); the status stays.
+    after_crash
+        .lifecycle
+        .borrow_mut()
+        .commit_offsets(&[])
+        .unwrap();
+    assert_eq!(
+        after_crash
+            .lifecycle
+            .borrow()
+            .committed_offset(CHANGELOG, 0)
+            .unwrap(),
+        None
+    );
+    after_crash.lifecycle.borrow_mut().close().unwrap();
+    let db = open_raw(&dir.path().join("rocksdb/agg"), &[]);
+    assert_eq!(
+        raw_get(&db, "offsets", b"status"),
+        Some(0i64.to_be_bytes().to_vec())
+    );
 }
 
 #[test]

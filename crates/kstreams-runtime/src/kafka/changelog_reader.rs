@@ -68,21 +68,23 @@ impl ChangelogReader {
 
     /// Restores `task`'s store of `changelog` from its partition
     /// `partition`, after the `checkpointed` offset if there is one, up to
-    /// the end offset seen now.
+    /// the end offset seen now. Returns the offset of the last changelog
+    /// record the store then reaches (`None` for an empty changelog), what
+    /// its checkpoint says until it writes again.
     pub fn restore(
         &mut self,
         task: &mut StreamTask,
         changelog: &ChangelogTopic,
         partition: i32,
         checkpointed: Option<i64>,
-    ) -> Result<(), RuntimeError> {
+    ) -> Result<Option<i64>, RuntimeError> {
         let Some(store) = task
             .context()
             .stores()
             .get(&changelog.store)
             .map(|b| b.lifecycle.clone())
         else {
-            return Ok(());
+            return Ok(None);
         };
         let task_id = task.id().to_string();
         let _span = tracing::debug_span!(
@@ -107,8 +109,9 @@ impl ChangelogReader {
         let consumer = self.restore_consumer()?;
         let (low, high) = changelog_watermarks(consumer, &changelog.topic, partition)?;
         let persistent = store.borrow().persistent();
+        let reached = (high > 0).then_some(high - 1);
         let Some((low, high)) = restore_range(checkpointed, persistent, low, high) else {
-            return Ok(());
+            return Ok(checkpointed.or(reached).filter(|_| persistent));
         };
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition_offset(&changelog.topic, partition, Offset::Offset(low))?;
@@ -123,7 +126,7 @@ impl ChangelogReader {
         }
         restoration.finish()?;
         consumer.unassign()?;
-        Ok(())
+        Ok(reached)
     }
 }
 

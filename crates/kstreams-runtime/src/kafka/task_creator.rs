@@ -51,6 +51,10 @@ pub(crate) struct TaskCreator {
     /// The thread's cache, shared by the caching stores of all its tasks.
     thread_cache: Rc<kstreams_state::ThreadCache>,
     reader: ChangelogReader,
+    /// Per changelog partition of the thread's tasks, the offset its store
+    /// reached when restored: what a checkpoint records for a store that
+    /// has not written since.
+    restored: HashMap<(String, i32), i64>,
 }
 
 impl TaskCreator {
@@ -72,6 +76,7 @@ impl TaskCreator {
                 config.task_config().cache_max_bytes,
             )),
             reader: ChangelogReader::new(thread, config),
+            restored: HashMap::new(),
         })
     }
 
@@ -259,6 +264,19 @@ impl TaskCreator {
         } else {
             checkpointed.extend(from_stores);
         }
+        if self.config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2 {
+            // As the `.checkpoint` above: under exactly-once a recorded
+            // offset is valid only as written at a clean close. Forgotten
+            // now, so a task closed after an abort (a rewind, lost tasks)
+            // finds none and is rebuilt, instead of restoring from an old
+            // offset onto writes of the aborted transaction.
+            for store in task.stores().values() {
+                let mut store = store.lifecycle.borrow_mut();
+                if store.persistent() {
+                    store.commit_offsets(&[])?;
+                }
+            }
+        }
         task.register_metrics(
             &self.config.metrics,
             self.config.metrics_recording_level,
@@ -285,8 +303,13 @@ impl TaskCreator {
                 );
                 after = None;
             }
-            self.reader
+            let reached = self
+                .reader
                 .restore(&mut task, &changelog, id.partition, after)?;
+            match reached {
+                Some(offset) => self.restored.insert(key, offset),
+                None => self.restored.remove(&key),
+            };
         }
         Ok(CreatedTask { task, directory })
     }
@@ -315,7 +338,8 @@ impl TaskCreator {
                 continue;
             };
             let mut store = store.lifecycle.borrow_mut();
-            if let Some(&offset) = delivered.get(&key).filter(|_| store.persistent()) {
+            let offset = delivered.get(&key).or_else(|| self.restored.get(&key));
+            if let Some(&offset) = offset.filter(|_| store.persistent()) {
                 store.commit_offsets(&[(&changelog.topic, id.partition, offset)])?;
                 if store.checkpointed_in_task_file() {
                     offsets.insert(key, offset);
