@@ -246,3 +246,60 @@ fn in_memory_stores_are_not_checkpointed() {
     );
     let _ = std::fs::remove_dir_all(&state_dir);
 }
+
+#[test]
+fn under_exactly_once_a_store_with_an_empty_changelog_does_not_rebuild_its_task() {
+    use kstreams_dsl::Consumed;
+    let Some(bootstrap) = test_broker() else {
+        return;
+    };
+    let FreshRun {
+        input,
+        output,
+        app_id,
+        state_dir,
+    } = FreshRun::new(&bootstrap, "empty-store");
+    // A table nobody writes to, joined in the same task as the count: its
+    // store's changelog stays empty.
+    let empty = kstreams_embedded::unique_name("empty-table-in");
+    kstreams_embedded::create_topic(&bootstrap, &empty, 2, 1).unwrap();
+    let app = || {
+        let builder = StreamsBuilder::new();
+        let table = builder.table_with(
+            &empty,
+            Consumed::with(StringSerde, StringSerde),
+            Materialized::as_("empty-table"),
+        );
+        builder
+            .stream::<String, String>(&input)
+            .left_join(&table, |value: &String, _: Option<&String>| value.clone())
+            .group_by_key()
+            .count_with(None, Materialized::as_("counts"))
+            .to_stream()
+            .to_with(&output, Produced::with(StringSerde, Nullable(I64Serde)));
+        let config = StreamsConfig::new(&app_id, &bootstrap)
+            .processing_guarantee(ProcessingGuarantee::ExactlyOnceV2)
+            .state_dir(&state_dir);
+        KafkaStreams::new(builder.build().unwrap(), config)
+    };
+    let (keys, per_round) = (10, 200);
+    for round in 0..2 {
+        produce(&bootstrap, &input, keys, per_round);
+        let restored = Arc::new(Restored::default());
+        let mut app = app();
+        app.set_global_state_restore_listener(restored.clone())
+            .unwrap();
+        app.start().unwrap();
+        let want = ((round + 1) * per_round / keys) as i64;
+        let counts = latest_counts(&bootstrap, &output, keys, want);
+        assert!(app.close(Duration::from_secs(30)));
+        assert!(app.errors().is_empty(), "{:?}", app.errors());
+        assert!(
+            counts.len() == keys && counts.values().all(|&c| c == want),
+            "round {round}: every key counted {want} times: {counts:?}"
+        );
+        // A rebuilt task would restore the counts' changelog.
+        assert_eq!(restored.0.load(Ordering::SeqCst), 0, "round {round}");
+    }
+    let _ = std::fs::remove_dir_all(&state_dir);
+}

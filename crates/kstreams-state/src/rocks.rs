@@ -526,6 +526,8 @@ impl Keyspaces for RocksKeyspaces {
     }
 
     fn close(&mut self) -> Result<(), Error> {
+        // The data on disk before the status says "closed".
+        self.flush()?;
         if let Some(db) = &self.db {
             if let Some(offsets) = db.cf_handle(OFFSETS_FAMILY) {
                 let mut flush = FlushOptions::default();

@@ -147,7 +147,10 @@ impl TaskCreator {
         let mut checkpointed = Offsets::new();
         // Stores that had a directory before they were opened: a store
         // opened without one is new and empty, whatever a checkpoint says.
-        let mut stores_on_disk = HashSet::new();
+        // Stores whose files exist, where each layout keeps them (which one
+        // a store has is known once it is built).
+        let (mut kv_on_disk, mut own_on_disk, mut moved_earlier) =
+            (HashSet::new(), HashSet::new(), HashSet::new());
         if self.topology.subtopology_has_stores(id.subtopology) {
             let locked = self.state_dir.lock_task(&id.to_string())?;
             checkpointed = self.read_checkpoint(id, &locked)?;
@@ -163,15 +166,20 @@ impl TaskCreator {
                 let store = &changelog.store;
                 let path = locked.path();
                 // Where kstreams keeps a store: `rocksdb/` (key-value, as
-                // Kafka Streams) or `kstreams/` (its own layouts, and before
-                // those moved, the store's name). Kafka Streams' window
-                // segments there are not kstreams' store.
+                // Kafka Streams) or `kstreams/` (its own layouts; before
+                // they moved there, window and session stores were a
+                // RocksDB at `<store>/`, where Kafka Streams keeps its
+                // segments).
+                let own = path.join("kstreams").join(store).exists();
                 let earlier = path.join(store).join("CURRENT").is_file();
-                if path.join("rocksdb").join(store).exists()
-                    || path.join("kstreams").join(store).exists()
-                    || earlier
-                {
-                    stores_on_disk.insert(store.clone());
+                if path.join("rocksdb").join(store).exists() {
+                    kv_on_disk.insert(store.clone());
+                }
+                if own || earlier {
+                    own_on_disk.insert(store.clone());
+                }
+                if earlier && !own {
+                    moved_earlier.insert(store.clone());
                 }
             }
             directory = Some(locked);
@@ -206,13 +214,39 @@ impl TaskCreator {
             (Ok(task), _) => task,
             // A store that does not open (files corrupted or half deleted,
             // or another layout) is rebuilt from its changelog, once.
-            (Err(kstreams_dsl::StreamsError::Store(error)), Some(locked)) => rebuild(
-                locked,
-                format!("a state store did not open ({error})"),
-                &mut checkpointed,
-            )?,
+            (Err(kstreams_dsl::StreamsError::Store(error)), Some(locked)) => {
+                (kv_on_disk, own_on_disk) = (HashSet::new(), HashSet::new());
+                rebuild(
+                    locked,
+                    format!("a state store did not open ({error})"),
+                    &mut checkpointed,
+                )?
+            }
             (Err(error), _) => return Err(error.into()),
         };
+        let mut stores_on_disk = HashSet::new();
+        for changelog in self.changelogs_of(id.subtopology) {
+            let Some(store) = task.stores().get(&changelog.store) else {
+                continue;
+            };
+            let name = &changelog.store;
+            if store.lifecycle.borrow().checkpointed_in_task_file() {
+                if kv_on_disk.contains(name) {
+                    stores_on_disk.insert(name.clone());
+                }
+                continue;
+            }
+            if own_on_disk.contains(name) {
+                stores_on_disk.insert(name.clone());
+            }
+            if !moved_earlier.contains(name) {
+                // Not this store's offset: its own files hold that. An entry
+                // here is Kafka Streams' (its downgrade checkpoint lists its
+                // own window stores) or an earlier kstreams' for files that
+                // are gone (its versioned stores at `rocksdb/`).
+                checkpointed.remove(&(changelog.topic.clone(), id.partition));
+            }
+        }
         // Offsets a checkpoint lacks, from the stores that record their own
         // (Kafka Streams 4.4 writes no `.checkpoint` for its RocksDB stores).
         let mut from_stores = Offsets::new();
@@ -338,8 +372,16 @@ impl TaskCreator {
                 continue;
             };
             let mut store = store.lifecycle.borrow_mut();
-            let offset = delivered.get(&key).or_else(|| self.restored.get(&key));
-            if let Some(&offset) = offset.filter(|_| store.persistent()) {
+            // A store that neither wrote nor restored anything (an empty
+            // changelog) records "unknown", as Kafka Streams: it restores
+            // from the start next time, and under exactly-once its task is
+            // not rebuilt for want of an offset.
+            let offset = delivered
+                .get(&key)
+                .or_else(|| self.restored.get(&key))
+                .copied()
+                .unwrap_or(kstreams_state::OffsetCheckpoint::OFFSET_UNKNOWN);
+            if store.persistent() {
                 store.commit_offsets(&[(&changelog.topic, id.partition, offset)])?;
                 if store.checkpointed_in_task_file() {
                     offsets.insert(key, offset);
