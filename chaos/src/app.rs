@@ -68,10 +68,12 @@ pub struct AppSpec {
     /// The static member's `group.instance.id` suffix; none: a dynamic
     /// member, which leaves the group when it closes.
     pub static_member: Option<String>,
+    /// `num.standby.replicas` (streams protocol only).
+    pub standby_replicas: Option<String>,
 }
 
 const USAGE: &str = "usage: kstreams-chaos app BOOTSTRAP APP_ID INPUT OUTPUT MODE eos|alos \
-                     CACHE_BYTES STATE_DIR [dlq=TOPIC] [protocol=P] [member=ID]";
+                     CACHE_BYTES STATE_DIR [dlq=TOPIC] [protocol=P] [member=ID] [standby=N]";
 
 impl AppSpec {
     /// The arguments of `kstreams-chaos app` that make this instance.
@@ -91,6 +93,7 @@ impl AppSpec {
             ("dlq", &self.dead_letter_queue),
             ("protocol", &self.group_protocol),
             ("member", &self.static_member),
+            ("standby", &self.standby_replicas),
         ];
         for (name, value) in options {
             if let Some(value) = value {
@@ -107,11 +110,13 @@ impl AppSpec {
             return Err(USAGE.to_string());
         };
         let (mut dead_letter_queue, mut group_protocol, mut static_member) = (None, None, None);
+        let mut standby_replicas = None;
         for option in rest {
             match option.split_once('=') {
                 Some(("dlq", topic)) => dead_letter_queue = Some(topic.to_string()),
                 Some(("protocol", protocol)) => group_protocol = Some(protocol.to_string()),
                 Some(("member", id)) => static_member = Some(id.to_string()),
+                Some(("standby", n)) => standby_replicas = Some(n.to_string()),
                 _ => return Err(format!("unknown option {option}\n{USAGE}")),
             }
         }
@@ -133,6 +138,7 @@ impl AppSpec {
             dead_letter_queue,
             group_protocol,
             static_member,
+            standby_replicas,
         })
     }
 }
@@ -203,6 +209,9 @@ fn config(spec: &AppSpec) -> Result<StreamsConfig, Box<dyn std::error::Error>> {
         // The broker decides the session timeout of KIP-848 members.
         Some("consumer") => config = config.client_config("consumer.group.protocol", "consumer"),
         Some(protocol) => config.set("group.protocol", protocol)?,
+    }
+    if let Some(replicas) = &spec.standby_replicas {
+        config.set("num.standby.replicas", replicas)?;
     }
     config.set("statestore.cache.max.bytes", &spec.cache_bytes.to_string())?;
     if let Some(dlq) = &spec.dead_letter_queue {

@@ -137,6 +137,7 @@ impl Run {
             dead_letter_queue: None,
             group_protocol: None,
             static_member: Some("member".to_string()),
+            standby_replicas: None,
         };
         Run { dir, spec }
     }
@@ -917,6 +918,9 @@ const GROUP_PROTOCOLS: &[(&str, Option<&str>)] = &[
     ("classic", None),
     ("consumer", Some("consumer")),
     ("streams", Some("streams")),
+    // The streams group with one standby replica of each task: a task that
+    // moves goes to the member keeping its standby, promoted.
+    ("streams-standby", Some("streams")),
 ];
 
 /// `churn`: three instances of one exactly-once application (a
@@ -951,6 +955,9 @@ fn churn_one(bootstrap: &str, size: Size<'_>, name: &str, protocol: Option<&str>
     );
     run.spec.group_protocol = protocol.map(str::to_string);
     run.spec.static_member = None;
+    if name.ends_with("-standby") {
+        run.spec.standby_replicas = Some("1".to_string());
+    }
     let counts = crate::app::counts_topic(&run.spec.output);
     create_topic(bootstrap, &counts, 4, 1).expect("creating the counts topic");
     let passed_through = Reader::start(bootstrap, &run.spec.output);

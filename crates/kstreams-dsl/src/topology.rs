@@ -295,6 +295,29 @@ impl Topology {
             })
     }
 
+    /// The sub-topology whose tasks hold state store `store` (one instance
+    /// per task), or `None` when no stream processor uses a store of that
+    /// name (a global store included): where interactive queries look for
+    /// it.
+    pub fn store_subtopology(&self, store: &str) -> Option<u32> {
+        self.store_subtopologies().remove(store)
+    }
+
+    /// Every state store of the stream sub-topologies (global stores
+    /// aside), with the sub-topology whose tasks hold it.
+    pub fn store_subtopologies(&self) -> std::collections::BTreeMap<String, u32> {
+        let ids = self.graph.subtopology_ids();
+        let mut stores = std::collections::BTreeMap::new();
+        for (members, id) in self.graph.subtopologies().iter().zip(ids) {
+            for &n in members {
+                for store in &self.graph.nodes[n].stores {
+                    stores.entry(store.clone()).or_insert(id);
+                }
+            }
+        }
+        stores
+    }
+
     /// The changelog topics of the logged stores: for each, the
     /// sub-topology that owns the store, the store name, the topic name
     /// `<application.id>-<store>-changelog` and its topic configs.

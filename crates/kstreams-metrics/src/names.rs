@@ -204,6 +204,13 @@ pub const THREAD_TASK_CREATED_TOTAL: MetricDef = counter(
     THREAD,
     "stream-thread-metrics: task-created-rate, task-created-total",
 );
+/// Changelog records applied to standby tasks' stores.
+pub const THREAD_STANDBY_UPDATES_TOTAL: MetricDef = counter(
+    "kstreams_thread_standby_updates_total",
+    "Changelog records a stream thread applied to its standby tasks' stores to keep them current.",
+    THREAD,
+    "stream-task-metrics: update-rate, update-total (KIP-869), summed per thread",
+);
 /// Tasks closed.
 pub const THREAD_TASK_CLOSED_TOTAL: MetricDef = counter(
     "kstreams_thread_task_closed_total",
@@ -466,6 +473,7 @@ pub const ALL: &[&MetricDef] = &[
     &THREAD_COMMIT_LATENCY,
     &THREAD_TASK_CREATED_TOTAL,
     &THREAD_TASK_CLOSED_TOTAL,
+    &THREAD_STANDBY_UPDATES_TOTAL,
     &TASK_PROCESS_TOTAL,
     &TASK_PROCESS_LATENCY,
     &TASK_DROPPED_RECORDS_TOTAL,

@@ -282,6 +282,11 @@ impl MetricsRegistry {
         })
     }
 
+    /// Changelog records a stream thread applied to its standby tasks.
+    pub fn standby_updates(&self, thread_id: &str) -> Result<Counter, Error> {
+        self.counter(&names::THREAD_STANDBY_UPDATES_TOTAL, &[thread_id])
+    }
+
     /// The metrics of one task on one stream thread.
     pub fn task_sensors(&self, thread_id: &str, task_id: &str) -> Result<TaskSensors, Error> {
         let labels = [thread_id, task_id];

@@ -4,18 +4,22 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use kstreams_dsl::{Produced, StreamsBuilder};
+use kstreams_dsl::{Materialized, Produced, StreamsBuilder};
 use kstreams_embedded::rdkafka::consumer::{BaseConsumer, Consumer};
 use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams_embedded::rdkafka::{ClientConfig, Message};
 use kstreams_embedded::{create_topic, test_broker, unique_name};
 use kstreams_group::{Admin, ConnectionConfig, GroupDescription, TaskId};
 use kstreams_record::{I64Serde, Nullable, StringSerde};
-use kstreams_runtime::kafka::{KafkaStreams, ProcessingGuarantee, State, StreamsConfig};
+use kstreams_runtime::kafka::{
+    HostInfo, KafkaStreams, ProcessingGuarantee, QueryableStoreTypes, StandbyUpdateListener, State,
+    StateRestoreListener, StoreQueryParameters, StreamsConfig, SuspendReason, TopicPartition,
+};
 
 const PARTITIONS: i32 = 4;
 const KEYS: usize = 20;
@@ -94,7 +98,7 @@ impl Run {
                 }
                 value.clone()
             })
-            .count()
+            .count_with(None, Materialized::as_("counts"))
             .to_stream()
             .to_with(
                 &self.output,
@@ -304,6 +308,238 @@ fn two_instances_split_the_tasks_and_one_takes_over_when_the_other_closes() {
     run.settled(1);
     run.produce(400, 400);
     assert_eq!(run.counts_reaching(40), exactly(40));
+    assert!(first.streams.close(Duration::from_secs(30)));
+}
+
+/// Interactive queries across instances: the endpoints the group sends
+/// name, for every key, the instance whose active task holds it, and that
+/// instance's local store has the key's count while the other's has not.
+#[test]
+fn key_queries_find_the_instance_that_holds_the_key_from_the_group_endpoints() {
+    let Some(run) = Run::new("sg-iq") else {
+        return;
+    };
+    let mut first = run.app("a", |c| c);
+    let mut second = run.app("b", |c| c);
+    first.streams.start().unwrap();
+    second.streams.start().unwrap();
+    wait_until_running(&[&first, &second]);
+    run.settled(2);
+    run.produce(0, 400);
+    assert_eq!(run.counts_reaching(20), exactly(20));
+
+    let host = |name: &str| HostInfo {
+        host: format!("{name}.local"),
+        port: 8080,
+    };
+    // The endpoints arrive with a heartbeat after the assignment settled.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let clients = loop {
+        let clients = first.streams.metadata_for_all_streams_clients();
+        if let Ok(clients) = &clients {
+            let stores = clients
+                .iter()
+                .filter(|c| c.state_store_names.contains("counts"));
+            if clients.len() == 2 && stores.count() == 2 {
+                break clients.clone();
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no endpoints for both instances: {clients:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let hosts: BTreeSet<HostInfo> = clients.iter().map(|c| c.host_info.clone()).collect();
+    assert_eq!(hosts, BTreeSet::from([host("a"), host("b")]));
+    let by_store = second.streams.streams_metadata_for_store("counts").unwrap();
+    assert_eq!(by_store.len(), 2, "{by_store:?}");
+
+    let local = |app: &App, partition: i32| {
+        app.streams
+            .store(
+                StoreQueryParameters::from_name_and_type(
+                    "counts",
+                    QueryableStoreTypes::key_value_store::<String, i64>(),
+                )
+                .with_partition(partition),
+            )
+            .unwrap()
+    };
+    let mut answered_by = BTreeSet::new();
+    for k in 0..KEYS {
+        let key = format!("k{k}");
+        let metadata = first
+            .streams
+            .query_metadata_for_key("counts", &key, &StringSerde)
+            .unwrap();
+        assert_eq!(
+            second
+                .streams
+                .query_metadata_for_key("counts", &key, &StringSerde)
+                .unwrap(),
+            metadata
+        );
+        let (holder, other) = if metadata.active_host == host("a") {
+            (&first, &second)
+        } else {
+            (&second, &first)
+        };
+        assert_eq!(
+            local(holder, metadata.partition).get(&key).unwrap(),
+            Some(20),
+            "{key}"
+        );
+        let elsewhere = local(other, metadata.partition).get(&key);
+        assert!(
+            elsewhere.is_err(),
+            "{key} also on the other instance: {elsewhere:?}"
+        );
+        answered_by.insert(metadata.active_host);
+    }
+    assert_eq!(answered_by.len(), 2, "every key on one instance");
+    assert!(second.streams.close(Duration::from_secs(30)));
+    assert!(first.streams.close(Duration::from_secs(30)));
+}
+
+/// What an instance's standby tasks and restorations did.
+#[derive(Default)]
+struct StandbyLog {
+    /// Changelog records applied to standby stores.
+    applied: AtomicU64,
+    /// Standby stores that became active ones, and where they were.
+    promoted: Mutex<Vec<(String, i32, i64)>>,
+    /// Changelog records restored when active tasks were created.
+    restored: AtomicU64,
+}
+
+impl StandbyUpdateListener for StandbyLog {
+    fn on_update_start(&self, _: &TopicPartition, _: &str, _: i64) {}
+    fn on_batch_loaded(&self, _: &TopicPartition, _: &str, _: &str, _: i64, n: u64, _: i64) {
+        self.applied.fetch_add(n, Ordering::SeqCst);
+    }
+    fn on_update_suspended(
+        &self,
+        p: &TopicPartition,
+        _: &str,
+        at: i64,
+        _: i64,
+        reason: SuspendReason,
+    ) {
+        if reason == SuspendReason::Promoted {
+            self.promoted
+                .lock()
+                .unwrap()
+                .push((p.topic.clone(), p.partition, at));
+        }
+    }
+}
+
+impl StateRestoreListener for StandbyLog {
+    fn on_restore_start(&self, _: &TopicPartition, _: &str, _: i64, _: i64) {}
+    fn on_batch_restored(&self, _: &TopicPartition, _: &str, _: i64, n: u64) {
+        self.restored.fetch_add(n, Ordering::SeqCst);
+    }
+    fn on_restore_end(&self, _: &TopicPartition, _: &str, _: u64) {}
+}
+
+/// `num.standby.replicas=1`: each instance keeps the other's count stores
+/// current from their changelogs; when one leaves, the other promotes its
+/// standbys and restores (almost) nothing, and counts go on exactly.
+#[test]
+fn standby_tasks_keep_copies_current_and_are_promoted_without_a_full_restore() {
+    let Some(run) = Run::new("sg-standby") else {
+        return;
+    };
+    let with_standby = |mut c: StreamsConfig| {
+        c.set("num.standby.replicas", "1").unwrap();
+        // Every count update is a changelog record: 400 of them over the
+        // four counting tasks.
+        c.set("statestore.cache.max.bytes", "0").unwrap();
+        c
+    };
+    let mut first = run.app("a", with_standby);
+    let mut second = run.app("b", with_standby);
+    let log = Arc::new(StandbyLog::default());
+    first
+        .streams
+        .set_standby_update_listener(log.clone())
+        .unwrap();
+    first
+        .streams
+        .set_global_state_restore_listener(log.clone())
+        .unwrap();
+    first.streams.start().unwrap();
+    second.streams.start().unwrap();
+    wait_until_running(&[&first, &second]);
+    run.settled(2);
+    // The broker places one standby of each counting task (sub-topology 1,
+    // the stateful one) on the member without its active task.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let group = run.describe();
+        let standby: BTreeSet<TaskId> = group
+            .members
+            .iter()
+            .flat_map(|m| m.assignment.standby.iter())
+            .collect();
+        let counting: BTreeSet<TaskId> = (0..PARTITIONS).map(|p| TaskId::new("1", p)).collect();
+        if standby == counting {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no standbys placed: {group:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    run.produce(0, 400);
+    assert_eq!(run.counts_reaching(20), exactly(20));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while log.applied.load(Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "the standbys applied nothing");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // A standby is readable as a stale store: the counts of the second
+    // instance's partitions, from the first one's standby copies.
+    let stale = first
+        .streams
+        .store(
+            StoreQueryParameters::from_name_and_type(
+                "counts",
+                QueryableStoreTypes::key_value_store::<String, i64>(),
+            )
+            .enable_stale_stores(),
+        )
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let all: BTreeMap<String, i64> = stale.all().unwrap_or_default().into_iter().collect();
+        if all == exactly(20) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "stale reads: {all:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    let restored_before = log.restored.load(Ordering::SeqCst);
+    assert!(second.streams.close(Duration::from_secs(30)));
+    run.settled(1);
+    run.produce(400, 400);
+    assert_eq!(run.counts_reaching(40), exactly(40));
+    let promoted = log.promoted.lock().unwrap().clone();
+    assert!(!promoted.is_empty(), "no standby was promoted");
+    // The promoted stores restored at most what the second instance wrote
+    // after the standby's last update (its final commit), not their whole
+    // changelogs (the standbys held every record up to `at`).
+    let restored = log.restored.load(Ordering::SeqCst) - restored_before;
+    let held: i64 = promoted.iter().map(|(_, _, at)| at + 1).sum();
+    eprintln!("promoted {promoted:?}: the standbys held {held} records, {restored} restored");
+    assert!(
+        held >= 20,
+        "the promoted standbys held {held} records: {promoted:?}"
+    );
+    assert!(
+        restored < 20,
+        "{restored} records restored after promotion ({promoted:?})"
+    );
     assert!(first.streams.close(Duration::from_secs(30)));
 }
 

@@ -108,8 +108,10 @@ pub mod prelude {
         Record, RecordMetadata, Serde, SerdeError, StringSerde, UnitSerde,
     };
     pub use kstreams_runtime::kafka::{
-        KafkaStreams, ProcessingGuarantee, State, StateRestoreListener,
-        StreamThreadExceptionResponse, StreamsConfig, TopicPartition,
+        HostInfo, KafkaStreams, KeyQueryMetadata, ProcessingGuarantee, QueryError,
+        QueryableStoreTypes, ReadOnlyKeyValueView, ReadOnlySessionView, ReadOnlyVersionedView,
+        ReadOnlyWindowView, State, StateRestoreListener, StoreQueryParameters,
+        StreamThreadExceptionResponse, StreamsConfig, StreamsMetadata, TopicPartition,
     };
     pub use kstreams_runtime::{
         DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig,

@@ -153,6 +153,10 @@ pub fn server_properties(
         );
         set("group.streams.min.heartbeat.interval.ms", &500);
         set("group.streams.heartbeat.interval.ms", &1000);
+        // Lets a group lower its `streams.session.timeout.ms` (45 s by
+        // default, and the broker's minimum) so that failover after a
+        // SIGKILL is measured in seconds (benches/standby_failover.rs).
+        set("group.streams.min.session.timeout.ms", &6000);
         // Unknown before 4.4 (the broker warns and goes on), like the classic
         // group's delay above.
         set("group.streams.initial.rebalance.delay.ms", &0);

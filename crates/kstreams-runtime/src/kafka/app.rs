@@ -121,6 +121,9 @@ pub struct KafkaStreams {
     /// The process id and the application directory's lock, held from
     /// `start` until the threads are stopped.
     process: Option<ProcessIdentity>,
+    /// Tasks (partitions) per stream sub-topology, from `start`: where
+    /// interactive queries find a key's partition.
+    tasks_per_subtopology: std::collections::BTreeMap<u32, usize>,
 }
 
 /// Who this instance is across restarts: Kafka Streams' process id.
@@ -196,6 +199,7 @@ impl KafkaStreams {
             threads: Vec::new(),
             global: None,
             process: None,
+            tasks_per_subtopology: Default::default(),
         }
     }
 
@@ -315,7 +319,10 @@ impl KafkaStreams {
         if self.process.is_none() {
             self.process = Some(ProcessIdentity::initialize(&self.topology, &self.config)?);
         }
-        prepare_topics(&self.topology, &self.config)?;
+        self.tasks_per_subtopology = prepare_topics(&self.topology, &self.config)?;
+        if self.config.num_standby_replicas > 0 {
+            set_standby_replicas(&self.config)?;
+        }
         let sources = Arc::new(SourceTopicIndex::new(
             &self.topology,
             &self.config.application_id,
@@ -638,6 +645,49 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a panic without a message".to_string())
 }
 
+/// Asks the streams group for `num.standby.replicas` standby copies of
+/// each stateful task. Under KIP-1071 the broker places standbys by the
+/// group's `streams.num.standby.replicas` config (0 by default, at most the
+/// broker's `group.streams.max.standby.replicas`), not by a client
+/// setting; kstreams sets it, so that the key works as in Kafka Streams'
+/// client-side assignor. Validation made sure the protocol is streams.
+fn set_standby_replicas(config: &StreamsConfig) -> Result<(), RuntimeError> {
+    let admin = kstreams_group::Admin::new(kstreams_group::ConnectionConfig::new(
+        config.bootstrap_servers.clone(),
+    ));
+    let replicas = config.num_standby_replicas.to_string();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| RuntimeError::Spawn {
+            name: "standby replicas group config".to_string(),
+            source,
+        })?;
+    runtime.block_on(admin.set_group_configs(
+        &config.application_id,
+        &[("streams.num.standby.replicas", &replicas)],
+    ))?;
+    log::info!(
+        "streams group {}: streams.num.standby.replicas set to {replicas}",
+        config.application_id
+    );
+    Ok(())
+}
+
+/// Whether the application can be queried now, as Kafka Streams checks
+/// before every interactive query: started, and running or rebalancing.
+fn query_state_check(
+    shared: Arc<Shared>,
+) -> Arc<dyn Fn() -> Result<(), super::QueryError> + Send + Sync> {
+    Arc::new(
+        move || match *shared.state.lock().unwrap_or_else(|p| p.into_inner()) {
+            State::Running | State::Rebalancing => Ok(()),
+            State::Created => Err(super::QueryError::NotStarted),
+            state => Err(super::QueryError::NotRunning { state }),
+        },
+    )
+}
+
 fn shutdown_client(shared: &Shared) {
     shared.transition(State::PendingError);
     shared.stop.store(true, Ordering::Release);
@@ -672,6 +722,159 @@ impl KafkaStreams {
             threads_alive: shared.threads_alive.load(Ordering::Acquire),
             threads: board.threads(),
         }
+    }
+
+    /// Sets the listener of standby tasks' updates (Kafka Streams'
+    /// `setStandbyUpdateListener`). Only before `start`.
+    pub fn set_standby_update_listener(
+        &mut self,
+        listener: Arc<dyn super::StandbyUpdateListener>,
+    ) -> Result<(), RuntimeError> {
+        let state = self.state();
+        if state != State::Created {
+            return Err(RuntimeError::IllegalState(state));
+        }
+        self.config.standby_listener = Some(listener);
+        Ok(())
+    }
+
+    /// A read-only view of a state store of this instance's tasks: Kafka
+    /// Streams' `KafkaStreams#store`.
+    ///
+    /// The view reads every local instance of the store (or the one
+    /// partition asked for) on the stream threads that own them, through
+    /// the record cache, so it sees every record processed so far. Other
+    /// instances' partitions are not read: find their holder with
+    /// [`KafkaStreams::query_metadata_for_key`]. Allowed while RUNNING or
+    /// REBALANCING; a store whose task is not current (still loading a
+    /// bootstrap table) answers only with stale stores enabled.
+    ///
+    /// ```no_run
+    /// # use kstreams_runtime::kafka::*;
+    /// # fn counts(app: &KafkaStreams) -> Result<(), QueryError> {
+    /// let counts = app.store(StoreQueryParameters::from_name_and_type(
+    ///     "counts",
+    ///     QueryableStoreTypes::key_value_store::<String, i64>(),
+    /// ))?;
+    /// println!("{:?}", counts.get(&"alice".to_string())?);
+    /// # Ok(()) }
+    /// ```
+    pub fn store<T: super::QueryableStoreType>(
+        &self,
+        parameters: super::StoreQueryParameters<T>,
+    ) -> Result<T::View, super::QueryError> {
+        let check_state = query_state_check(self.shared.clone());
+        check_state()?;
+        if self
+            .topology
+            .store_subtopology(&parameters.store_name)
+            .is_none()
+        {
+            return Err(super::queries::unknown_store(
+                &self.topology,
+                &parameters.store_name,
+            ));
+        }
+        self.config.store_queries.mark_in_use();
+        Ok(parameters.store_type.view(super::queries::LocalQuery {
+            router: self.config.store_queries.clone(),
+            threads: self.config.local_metadata.clone(),
+            store: parameters.store_name.into(),
+            partition: parameters.partition,
+            stale: parameters.stale_stores,
+            check_state,
+        }))
+    }
+
+    /// Which instance holds `key` of store `store` (its active task), which
+    /// ones have standby copies, and its partition: Kafka Streams'
+    /// `queryMetadataForKey` with the default partitioner (the key's bytes
+    /// hashed as Kafka's producer does). Needs `group.protocol=streams` and
+    /// `application.server` on the instances; see
+    /// [`QueryError::MetadataUnavailable`](super::QueryError::MetadataUnavailable).
+    pub fn query_metadata_for_key<K: 'static>(
+        &self,
+        store: &str,
+        key: &K,
+        serializer: &dyn kstreams_record::Serde<K>,
+    ) -> Result<super::KeyQueryMetadata, super::QueryError> {
+        let topic = self.store_source_topic(store);
+        let bytes = serializer
+            .serialize(&topic, &mut kstreams_record::Headers::new(), key)
+            .map_err(|e| super::QueryError::Store {
+                store: store.to_string(),
+                message: format!("serializing the key: {e}"),
+            })?
+            .ok_or_else(|| super::QueryError::Store {
+                store: store.to_string(),
+                message: "the key serialized to null, which has no partition".to_string(),
+            })?;
+        self.query_metadata_for_key_with_partitioner(store, |partitions| {
+            super::partitioner::partition_for_key(&bytes, partitions)
+        })
+    }
+
+    /// [`KafkaStreams::query_metadata_for_key`] for a key partitioned by the
+    /// application itself: `partitioner` gets the store's number of
+    /// partitions and returns the key's (Kafka Streams' variant with a
+    /// `StreamPartitioner`).
+    pub fn query_metadata_for_key_with_partitioner(
+        &self,
+        store: &str,
+        partitioner: impl FnOnce(i32) -> i32,
+    ) -> Result<super::KeyQueryMetadata, super::QueryError> {
+        query_state_check(self.shared.clone())()?;
+        self.metadata_of_group().for_key(store, partitioner)
+    }
+
+    /// The instances whose tasks (active or standby) hold store `store`:
+    /// Kafka Streams' `streamsMetadataForStore`.
+    pub fn streams_metadata_for_store(
+        &self,
+        store: &str,
+    ) -> Result<Vec<super::StreamsMetadata>, super::QueryError> {
+        query_state_check(self.shared.clone())()?;
+        self.metadata_of_group().for_store(store)
+    }
+
+    /// Every instance of the application with its stores and partitions:
+    /// Kafka Streams' `metadataForAllStreamsClients`.
+    pub fn metadata_for_all_streams_clients(
+        &self,
+    ) -> Result<Vec<super::StreamsMetadata>, super::QueryError> {
+        query_state_check(self.shared.clone())()?;
+        self.metadata_of_group().all_clients()
+    }
+
+    fn metadata_of_group(&self) -> super::queries::MetadataSource<'_> {
+        let endpoints = if self.config.group_protocol() == super::config::GroupProtocol::Streams {
+            Ok(&self.config.endpoints)
+        } else {
+            Err(
+                "the classic and KIP-848 consumer protocols carry no endpoints through \
+                 librdkafka: set group.protocol=streams (Kafka 4.2+ brokers) and \
+                 application.server to find other instances' stores; local stores can be \
+                 read with store()",
+            )
+        };
+        super::queries::MetadataSource {
+            topology: &self.topology,
+            application_id: &self.config.application_id,
+            tasks: &self.tasks_per_subtopology,
+            endpoints,
+        }
+    }
+
+    /// A source topic of the store's sub-topology, for the key serializer
+    /// (serdes may look at the topic, as Kafka's `Serializer` may).
+    fn store_source_topic(&self, store: &str) -> String {
+        let subtopology = self.topology.store_subtopology(store);
+        self.topology
+            .source_topics(&self.config.application_id)
+            .into_iter()
+            .find(|s| Some(s.id) == subtopology)
+            .and_then(|s| s.topics.into_iter().next())
+            .unwrap_or_default()
     }
 
     /// Where the operator's HTTP endpoints are to listen

@@ -285,6 +285,17 @@ pub struct StreamsConfig {
     /// Shared by clones, as `metrics`: the application's restore listener
     /// and the restorations in flight.
     pub(crate) restore_board: super::restore_progress::RestoreBoard,
+    /// `num.standby.replicas`: standby copies of each stateful task the
+    /// streams group is asked to place (`group.protocol=streams` only).
+    pub(crate) num_standby_replicas: u32,
+    /// Hears of standby tasks' updates.
+    pub(crate) standby_listener: Option<Arc<dyn super::StandbyUpdateListener>>,
+    /// Shared by clones, as `metrics`: the stream threads' inboxes for
+    /// interactive queries.
+    pub(crate) store_queries: super::queries::QueryRouter,
+    /// Shared by clones, as `metrics`: the streams group's latest
+    /// endpoints, for the interactive query metadata calls.
+    pub(crate) endpoints: super::queries::EndpointBoard,
     /// `kstreams.http.address`: where kstreams-http's server listens when
     /// started from the configuration; `None` (the default) serves nothing.
     pub(crate) http_address: Option<std::net::SocketAddr>,
@@ -350,6 +361,10 @@ impl StreamsConfig {
             metrics: MetricsRegistry::new(),
             local_metadata: Default::default(),
             restore_board: Default::default(),
+            store_queries: Default::default(),
+            num_standby_replicas: 0,
+            standby_listener: None,
+            endpoints: Default::default(),
             http_address: None,
             tracing: crate::TracingConfig::default(),
             streams_group_protocol: false,
@@ -545,6 +560,19 @@ impl StreamsConfig {
                     });
                 }
             }
+        }
+        if self.num_standby_replicas > 0 && !self.streams_group_protocol {
+            let protocol = main
+                .get("group.protocol")
+                .map_or("classic".to_string(), |(_, p)| p.clone());
+            return Err(ConfigError::Conflict {
+                key: format!("num.standby.replicas={}", self.num_standby_replicas),
+                with: format!("group.protocol={protocol}"),
+                hint: "standby tasks are placed by the broker of a streams group: set \
+                       group.protocol=streams (Kafka 4.2+ brokers), or num.standby.replicas=0; \
+                       the classic and KIP-848 consumer protocols cannot carry them"
+                    .to_string(),
+            });
         }
         if self.group_protocol() == GroupProtocol::Consumer {
             for (key, hint) in CLASSIC_ONLY {
@@ -852,6 +880,11 @@ impl StreamsConfig {
                     });
                     Some(endpoint.ok_or_else(|| invalid("host:port, such as 10.0.0.7:8080"))?)
                 }
+            }
+            "num.standby.replicas" => {
+                self.num_standby_replicas = value.trim().parse().map_err(|_| {
+                    invalid("a whole number of standby copies per task, 0 or more (0: none)")
+                })?
             }
             "poll.ms" => {
                 self.poll = Duration::from_millis(
@@ -1493,6 +1526,7 @@ const KNOWN_KEYS: &[&str] = &[
     "errors.dead.letter.queue.topic.name",
     "metrics.recording.level",
     "poll.ms",
+    "num.standby.replicas",
     "group.protocol",
     "application.server",
     HTTP_ADDRESS,
@@ -1611,11 +1645,6 @@ fn kafka_streams_only(key: &str) -> Option<KafkaStreamsOnly> {
                             (group.protocol=classic) or by the broker (group.protocol=streams), \
                             not by Kafka Streams' client-side task assignor";
     Some(match key {
-        "num.standby.replicas" => OnlyOff(
-            "0",
-            "standby replicas are not implemented; a task that moves restores its stores from \
-             the changelog (kstreams_task_restore_remaining_records shows the progress). Remove it or set 0",
-        ),
         "acceptable.recovery.lag" | "max.warmup.replicas" | "probing.rebalance.interval.ms"
         | "rack.aware.assignment.strategy" | "rack.aware.assignment.tags"
         | "rack.aware.assignment.non_overlap_cost" | "rack.aware.assignment.traffic_cost"
@@ -1856,20 +1885,27 @@ mod tests {
     }
 
     #[test]
+    fn standby_replicas_need_the_streams_group_protocol() {
+        let mut config = StreamsConfig::new("app", "b:1");
+        config.set("num.standby.replicas", "1").unwrap();
+        let text = config.validate().unwrap_err().to_string();
+        assert!(text.contains("num.standby.replicas=1"), "{text}");
+        assert!(text.contains("group.protocol=streams"), "{text}");
+        config.set("group.protocol", "streams").unwrap();
+        assert_eq!(config.validate(), Ok(()));
+        assert!(config.set("num.standby.replicas", "-1").is_err());
+        assert!(StreamsConfig::new("app", "b:1")
+            .set("num.standby.replicas", "0")
+            .is_ok());
+    }
+
+    #[test]
     fn kafka_streams_configs_without_a_counterpart_say_why() {
         let set = |key: &str, value: &str| {
             let mut config = StreamsConfig::new("app", "b:1");
             config.set(key, value)
         };
         // Off is fine; anything else names the key, the value and the way out.
-        assert_eq!(set("num.standby.replicas", "0"), Ok(()));
-        let err = set("num.standby.replicas", "1").unwrap_err();
-        assert!(matches!(err, ConfigError::Unsupported { .. }));
-        let text = err.to_string();
-        assert!(
-            text.starts_with("config num.standby.replicas=1 is not supported: standby replicas"),
-            "{text}"
-        );
         assert_eq!(set("topology.optimization", "none"), Ok(()));
         assert!(set("topology.optimization", "all")
             .unwrap_err()

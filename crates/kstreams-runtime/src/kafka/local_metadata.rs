@@ -133,6 +133,15 @@ impl MetadataBoard {
             .restoring = restoring;
     }
 
+    /// The threads creating tasks and restoring their stores now.
+    pub fn restoring_threads(&self) -> Vec<String> {
+        self.lock()
+            .values()
+            .filter(|t| t.restoring)
+            .map(|t| t.thread_name.clone())
+            .collect()
+    }
+
     /// Forgets a thread that ended.
     pub fn remove(&self, thread_name: &str) {
         self.lock().remove(thread_name);

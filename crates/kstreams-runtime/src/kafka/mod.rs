@@ -21,10 +21,13 @@ mod local_metadata;
 pub(crate) mod offset_metadata;
 mod partition_group;
 mod partitioner;
+mod queries;
 mod rebalance_listener;
 mod record_collector;
 mod repartition_purge;
 mod restore_progress;
+mod standby_listener;
+mod standby_tasks;
 mod streams_group;
 mod task_creator;
 mod task_manager;
@@ -36,7 +39,15 @@ pub use clients::STREAM_CLIENT_DEFAULTS;
 pub use config::{ConfigError, ProcessingGuarantee, StreamsConfig};
 pub use kstreams_state::{StateRestoreListener, TopicPartition};
 pub use local_metadata::{LocalMetadata, TaskMetadata, TaskPartition, ThreadMetadata};
+pub use queries::{
+    HostInfo, KeyQueryMetadata, KeyValueStoreType, QueryError, QueryableStoreType,
+    QueryableStoreTypes, ReadOnlyKeyValueView, ReadOnlySessionView, ReadOnlyVersionedView,
+    ReadOnlyWindowView, SessionStoreType, StoreQueryParameters, StreamsMetadata,
+    TimestampedKeyValueStoreType, TimestampedWindowStoreType, VersionedKeyValueStoreType,
+    WindowStoreType,
+};
 pub use restore_progress::{RestoreKind, RestoreProgress};
+pub use standby_listener::{StandbyUpdateListener, SuspendReason};
 
 use kstreams_dsl::StreamsError;
 use rdkafka::error::KafkaError;

@@ -31,8 +31,17 @@ pub(crate) enum MemberChange {
         partitions: Vec<Partition>,
         lost: bool,
     },
+    /// Close these standby tasks, checkpointed: `promoted` ones become
+    /// active tasks of the thread next (their stores restore only the rest).
+    RemoveStandbys {
+        tasks: Vec<kstreams_dsl::TaskId>,
+        promoted: bool,
+    },
     /// Take these partitions over.
     Assign(Vec<Partition>),
+    /// Keep these tasks' stores current from their changelogs (standby and
+    /// warm-up tasks).
+    AddStandbys(Vec<kstreams_dsl::TaskId>),
     /// The changes before this are applied: tell the broker.
     Report(Assignment),
 }
@@ -44,8 +53,10 @@ pub(crate) struct GroupMembership {
     topology: kstreams_group::Topology,
     /// The partitions of the active tasks the thread runs now.
     owned: BTreeSet<Partition>,
-    /// The standby and warm-up tasks last logged as not run.
-    unrun_logged: (Tasks, Tasks),
+    /// The standby and warm-up tasks the thread keeps.
+    standbys: BTreeSet<kstreams_group::TaskId>,
+    /// Where the group's endpoints go for interactive queries.
+    endpoints: super::queries::EndpointBoard,
 }
 
 impl GroupMembership {
@@ -96,7 +107,8 @@ impl GroupMembership {
             member: Some(member),
             topology,
             owned: BTreeSet::new(),
-            unrun_logged: Default::default(),
+            standbys: BTreeSet::new(),
+            endpoints: config.endpoints.clone(),
         })
     }
 
@@ -149,7 +161,8 @@ impl GroupMembership {
                     }
                 }
                 MemberEvent::EndpointsChanged(endpoints) => {
-                    log::debug!("{}: endpoints {endpoints:?}", self.thread)
+                    log::debug!("{}: endpoints {endpoints:?}", self.thread);
+                    self.endpoints.update(endpoints);
                 }
                 MemberEvent::StatusChanged(statuses) => {
                     // Often passing (an assignment delayed, internal topics
@@ -183,29 +196,49 @@ impl GroupMembership {
                 lost: false,
             });
         }
+        // Standbys first give up what is no longer theirs (a promoted one
+        // before its active task opens the same directory), new ones after
+        // the active tasks are made.
+        let wanted: BTreeSet<kstreams_group::TaskId> = assignment
+            .standby
+            .iter()
+            .chain(assignment.warmup.iter())
+            .filter(|t| !assignment.active.contains(t))
+            .filter(|t| dsl_task(t).is_some())
+            .collect();
+        let (promoted, migrated): (Vec<_>, Vec<_>) = self
+            .standbys
+            .difference(&wanted)
+            .cloned()
+            .partition(|t| assignment.active.contains(t));
+        for (tasks, promoted) in [(migrated, false), (promoted, true)] {
+            if !tasks.is_empty() {
+                changes.push(MemberChange::RemoveStandbys {
+                    tasks: tasks.iter().filter_map(dsl_task).collect(),
+                    promoted,
+                });
+            }
+        }
         if !added.is_empty() {
             changes.push(MemberChange::Assign(added));
         }
-        self.owned = target;
-        let unrun = (assignment.standby.clone(), assignment.warmup.clone());
-        if unrun != self.unrun_logged && !(unrun.0.is_empty() && unrun.1.is_empty()) {
-            let names = |tasks: &Tasks| tasks.iter().map(|t| t.to_string()).collect::<Vec<_>>();
-            log::warn!(
-                "{}: the broker assigned standby tasks {:?} and warm-up tasks {:?}; kstreams \
-                 has no standby tasks yet, so they are not run (and not reported as owned)",
-                self.thread,
-                names(&unrun.0),
-                names(&unrun.1)
-            );
+        let new: Vec<kstreams_dsl::TaskId> = wanted
+            .difference(&self.standbys)
+            .filter_map(dsl_task)
+            .collect();
+        if !new.is_empty() {
+            changes.push(MemberChange::AddStandbys(new));
         }
-        self.unrun_logged = unrun;
-        // Only what the thread runs is reported as owned.
+        self.owned = target;
+        let owned_of =
+            |tasks: &Tasks| -> Tasks { tasks.iter().filter(|t| wanted.contains(t)).collect() };
         changes.push(MemberChange::Report(Assignment {
+            standby: owned_of(&assignment.standby),
+            warmup: owned_of(&assignment.warmup),
             active: assignment.active,
-            standby: Tasks::new(),
-            warmup: Tasks::new(),
             generation: assignment.generation,
         }));
+        self.standbys = wanted;
     }
 
     /// The thread runs the tasks of `owned` now.
@@ -272,6 +305,15 @@ impl Drop for GroupMembership {
     }
 }
 
+/// A task of the streams group as the runtime numbers it (the topology
+/// registers sub-topologies by their number).
+fn dsl_task(task: &kstreams_group::TaskId) -> Option<kstreams_dsl::TaskId> {
+    Some(kstreams_dsl::TaskId {
+        subtopology: task.subtopology.parse().ok()?,
+        partition: task.partition,
+    })
+}
+
 /// STALE_MEMBER_EPOCH (113), UNKNOWN_MEMBER_ID (25), FENCED_MEMBER_EPOCH
 /// (110), REBALANCE_IN_PROGRESS (27): the commit came from a member the
 /// group has moved past.
@@ -307,7 +349,8 @@ mod tests {
                 ],
             },
             owned: BTreeSet::new(),
-            unrun_logged: Default::default(),
+            standbys: BTreeSet::new(),
+            endpoints: Default::default(),
         }
     }
 
@@ -338,7 +381,12 @@ mod tests {
         let mut changes = Vec::new();
         let mut with_standby = assignment(&[("0", 1), ("1", 0)], 2);
         with_standby.standby = [TaskId::new("0", 0)].into_iter().collect();
-        m.assigned(with_standby, &mut changes);
+        with_standby.warmup = [TaskId::new("1", 1)].into_iter().collect();
+        m.assigned(with_standby.clone(), &mut changes);
+        let dsl = |s: u32, p: i32| kstreams_dsl::TaskId {
+            subtopology: s,
+            partition: p,
+        };
         assert_eq!(
             changes,
             [
@@ -347,8 +395,29 @@ mod tests {
                     lost: false
                 },
                 MemberChange::Assign(vec![p("words", 1)]),
-                // The standby is not run, so not reported.
-                MemberChange::Report(assignment(&[("0", 1), ("1", 0)], 2)),
+                // Standby and warm-up tasks are run, and reported as owned.
+                MemberChange::AddStandbys(vec![dsl(0, 0), dsl(1, 1)]),
+                MemberChange::Report(with_standby),
+            ]
+        );
+        // The warm-up task becomes active here: its standby closes first
+        // (promoted), then its partitions are assigned; the standby that is
+        // no longer asked for goes too.
+        let mut changes = Vec::new();
+        m.assigned(assignment(&[("0", 1), ("1", 0), ("1", 1)], 3), &mut changes);
+        assert_eq!(
+            changes,
+            [
+                MemberChange::RemoveStandbys {
+                    tasks: vec![dsl(0, 0)],
+                    promoted: false
+                },
+                MemberChange::RemoveStandbys {
+                    tasks: vec![dsl(1, 1)],
+                    promoted: true
+                },
+                MemberChange::Assign(vec![p("app-by-word-repartition", 1)]),
+                MemberChange::Report(assignment(&[("0", 1), ("1", 0), ("1", 1)], 3)),
             ]
         );
     }

@@ -85,8 +85,15 @@ impl TaskCreator {
         &self.changelog_collector
     }
 
+    /// The offset of the last record of changelog partition `key` that its
+    /// store reached when its task was last created (`None`: an empty
+    /// changelog, or an in-memory store that restored nothing).
+    pub fn restored_offset(&self, key: &(String, i32)) -> Option<i64> {
+        self.restored.get(key).copied()
+    }
+
     /// The changelog topics of the tasks of sub-topology `subtopology`.
-    fn changelogs_of(&self, subtopology: u32) -> impl Iterator<Item = &ChangelogTopic> {
+    pub fn changelogs_of(&self, subtopology: u32) -> impl Iterator<Item = &ChangelogTopic> {
         self.changelogs
             .iter()
             .filter(move |c| c.subtopology == subtopology)

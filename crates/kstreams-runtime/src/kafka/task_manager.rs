@@ -22,7 +22,10 @@ use super::config::StreamsConfig;
 use super::local_metadata::{TaskMetadata, TaskPartition};
 use super::offset_metadata::PartitionMetadata;
 use super::partition_group::PartitionGroup;
+use super::queries::{LocalStores, StoreInstance};
 use super::rebalance_listener::Partition;
+use super::standby_listener::SuspendReason;
+use super::standby_tasks::StandbyTasks;
 use super::task_creator::{CreatedTask, TaskCreator};
 use super::topics::SourceTopicIndex;
 use super::RuntimeError;
@@ -57,6 +60,30 @@ impl TaskEntry {
             bootstrap_progress: None,
             missing: Vec::new(),
         }
+    }
+}
+
+/// A thread's tasks, as an interactive query reads their stores.
+pub(crate) struct TaskStores<'a> {
+    tasks: &'a HashMap<TaskId, TaskEntry>,
+    standbys: &'a StandbyTasks,
+}
+
+impl LocalStores for TaskStores<'_> {
+    fn instances(&self, store: &str) -> Vec<StoreInstance<'_>> {
+        let mut found: Vec<StoreInstance<'_>> = self
+            .tasks
+            .iter()
+            .filter_map(|(id, entry)| {
+                entry.task.stores().get(store).map(|built| StoreInstance {
+                    task: *id,
+                    store: built,
+                    current: !entry.group.bootstrapping() && entry.missing.is_empty(),
+                })
+            })
+            .collect();
+        self.standbys.instances(store, &mut found);
+        found
     }
 }
 
@@ -96,6 +123,8 @@ pub(crate) struct TaskManager {
     /// The thread's side of async processors: their runtime, the
     /// thread's in-flight count, the signal of finished calls.
     async_side: crate::async_runtime::ThreadAsync,
+    /// Standby (and warm-up) tasks the streams group gave the thread.
+    standbys: StandbyTasks,
 }
 
 impl TaskManager {
@@ -119,6 +148,7 @@ impl TaskManager {
                 &config.application_id,
             ),
             creator: TaskCreator::new(thread, config, topology)?,
+            standbys: StandbyTasks::new(thread, config)?,
             sources,
             tasks: HashMap::new(),
             processed: HashMap::new(),
@@ -132,6 +162,49 @@ impl TaskManager {
             )
             .with_metrics(&config.metrics, thread)?,
         })
+    }
+
+    /// The thread's tasks as interactive queries read them.
+    pub fn local_stores(&self) -> TaskStores<'_> {
+        TaskStores {
+            tasks: &self.tasks,
+            standbys: &self.standbys,
+        }
+    }
+
+    /// Makes standby tasks `ids` (those not active here already): their
+    /// stores caught up with the changelogs, then kept current.
+    pub fn add_standbys(&mut self, ids: &[TaskId]) -> Result<(), RuntimeError> {
+        for id in ids {
+            if !self.tasks.contains_key(id) {
+                self.standbys.add(*id, &mut self.creator)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes standby tasks `ids`, checkpointed: `promoted` when they are
+    /// to be active tasks of this thread next.
+    pub fn remove_standbys(&mut self, ids: &[TaskId], promoted: bool) -> Result<(), RuntimeError> {
+        let why = if promoted {
+            SuspendReason::Promoted
+        } else {
+            SuspendReason::Migrated
+        };
+        for id in ids {
+            self.standbys.remove(*id, why, &self.creator)?;
+        }
+        Ok(())
+    }
+
+    /// Applies the standby tasks' changelog records fetched so far.
+    pub fn update_standbys(&mut self) -> Result<usize, RuntimeError> {
+        self.standbys.update()
+    }
+
+    /// At a commit: checkpoints the standbys that moved on enough.
+    pub fn checkpoint_standbys(&mut self) -> Result<(), RuntimeError> {
+        self.standbys.maybe_checkpoint(&self.creator)
     }
 
     /// Gives a new task with async processors the thread's async side.
@@ -615,6 +688,7 @@ impl TaskManager {
 
     /// Closes every task (the thread ends).
     pub fn close_all(&mut self) {
+        self.standbys.close_all(&self.creator);
         for (id, mut entry) in self.tasks.drain() {
             entry.task.close();
             self.config.metrics.remove_task(&id.to_string());

@@ -30,6 +30,7 @@ use super::consumer_position::{
     consumed, is_fatal_consumer_error, is_rebalance_error, lagging_partitions, PartitionMetrics,
 };
 use super::local_metadata::ThreadMetadata;
+use super::queries::{QueryInbox, QUERY_POLL};
 use super::rebalance_listener::{
     partition_list, AssignmentEvent, Partition, RebalanceEvents, RebalanceListener,
 };
@@ -157,6 +158,7 @@ impl StreamThread {
             &sensors,
         )?;
         ThreadLoop {
+            queries: self.config.store_queries.register(&self.name),
             purge: RepartitionPurge::new(&self.topology, &self.config),
             collector: RecordCollector::new(self.producer, self.config.processing_guarantee),
             tasks,
@@ -202,6 +204,8 @@ struct ThreadLoop {
     lags: HashMap<Partition, i64>,
     /// Missing sink topics already logged as errors: retries log quietly.
     missing_sink_reported: HashSet<String>,
+    /// Interactive queries for this thread's stores.
+    queries: Arc<QueryInbox>,
 }
 
 impl Drop for ThreadLoop {
@@ -240,6 +244,7 @@ impl ThreadLoop {
                 Ok(())
             }
         };
+        self.config.store_queries.unregister(&self.name);
         self.tasks.close_all();
         self.config.local_metadata.remove(&self.name);
         self.config.local_metadata.record_skew(&self.config.metrics);
@@ -284,7 +289,9 @@ impl ThreadLoop {
         // After the poll: a revocation inside it may have committed the
         // transaction, and outputs below need an open one.
         self.collector.begin_transaction_if_needed()?;
+        self.serve_queries();
         let committable = self.process()?;
+        self.tasks.update_standbys()?;
         let punctuated = self.tasks.punctuate(now_ms())?;
         self.collector.send_all(punctuated)?;
         self.collector.poll();
@@ -340,7 +347,8 @@ impl ThreadLoop {
                 // Revoked tasks are committed before anything else.
                 break;
             }
-            let Some(result) = self.consumer.poll(wait) else {
+            let queries = self.config.store_queries.in_use().then_some(&*self.queries);
+            let Some(result) = poll_consumer(&self.consumer, wait, queries) else {
                 break;
             };
             wait = Duration::ZERO;
@@ -383,6 +391,14 @@ impl ThreadLoop {
             }
         }
         Ok(())
+    }
+
+    /// Answers the interactive queries posted since the last pass, on this
+    /// thread's stores.
+    fn serve_queries(&self) {
+        if self.queries.has_reads() {
+            super::queries::serve(&self.name, &self.queries, &self.tasks.local_stores());
+        }
     }
 
     /// The assigned partitions the group has no committed offset for, to
@@ -516,6 +532,18 @@ impl ThreadLoop {
                         let assigned = self.assign(&partitions);
                         board.set_restoring(&self.name, false);
                         assigned?;
+                    }
+                    MemberChange::RemoveStandbys { tasks, promoted } => {
+                        self.tasks.remove_standbys(&tasks, promoted)?;
+                    }
+                    MemberChange::AddStandbys(tasks) => {
+                        // Caught up with their changelogs first, as tasks
+                        // are created: the thread processes nothing meanwhile.
+                        let board = self.config.local_metadata.clone();
+                        board.set_restoring(&self.name, true);
+                        let added = self.tasks.add_standbys(&tasks);
+                        board.set_restoring(&self.name, false);
+                        added?;
                     }
                     MemberChange::Report(owned) => {
                         if let Some(membership) = &self.membership {
@@ -794,6 +822,7 @@ impl ThreadLoop {
             }
             ProcessingGuarantee::ExactlyOnceV2 => {}
         }
+        self.tasks.checkpoint_standbys()?;
         self.last_commit = Instant::now();
         self.purge.maybe_purge(&self.name);
         Ok(())
@@ -864,5 +893,35 @@ fn requires_abort(error: &KafkaError) -> bool {
     match error {
         KafkaError::Transaction(e) => e.txn_requires_abort(),
         _ => false,
+    }
+}
+
+/// One poll of the consumer. While interactive queries are in use
+/// (`queries`), a blocking poll waits in steps of [`QUERY_POLL`] and
+/// returns early when a query is posted, so that an idle thread answers at
+/// once.
+fn poll_consumer<'c>(
+    consumer: &'c BaseConsumer<RebalanceListener>,
+    wait: Duration,
+    queries: Option<&QueryInbox>,
+) -> Option<rdkafka::error::KafkaResult<rdkafka::message::BorrowedMessage<'c>>> {
+    let Some(queries) = queries.filter(|_| wait > QUERY_POLL) else {
+        return consumer.poll(wait);
+    };
+    let deadline = Instant::now() + wait;
+    loop {
+        let step = deadline
+            .saturating_duration_since(Instant::now())
+            .min(QUERY_POLL);
+        let started = Instant::now();
+        if let Some(result) = consumer.poll(step) {
+            return Some(result);
+        }
+        // Returning before its time means the poll served an event (a
+        // rebalance): the caller handles it, as after a plain poll.
+        let early = started.elapsed() < step;
+        if early || queries.has_reads() || Instant::now() >= deadline {
+            return None;
+        }
     }
 }

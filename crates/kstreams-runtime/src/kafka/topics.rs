@@ -74,10 +74,12 @@ fn partition_counts_on_broker(
 
 /// Checks that the user's source topics exist and creates the internal
 /// (repartition) topics, with as many partitions as the widest source topic.
+/// Returns each stream sub-topology's number of tasks (its partitions),
+/// which interactive queries need to find the partition of a key.
 pub(crate) fn prepare_topics(
     topology: &Topology,
     config: &StreamsConfig,
-) -> Result<(), RuntimeError> {
+) -> Result<BTreeMap<u32, usize>, RuntimeError> {
     let partitions = partition_counts_on_broker(config)?;
     let partitions: HashMap<&str, usize> =
         partitions.iter().map(|(t, n)| (t.as_str(), *n)).collect();
@@ -137,6 +139,11 @@ pub(crate) fn prepare_topics(
             changelog_topic_config(config, &changelog.config),
         ));
     }
+    let tasks_per_subtopology: BTreeMap<u32, usize> = topology
+        .subtopology_ids()
+        .into_iter()
+        .map(|id| (id, count_of(Some(id))))
+        .collect();
     let new_topics: Vec<NewTopic<'_>> = specs
         .iter()
         .map(|(name, partitions, topic_config)| {
@@ -151,7 +158,7 @@ pub(crate) fn prepare_topics(
         })
         .collect();
     if new_topics.is_empty() {
-        return Ok(());
+        return Ok(tasks_per_subtopology);
     }
     let admin: AdminClient<DefaultClientContext> = super::clients::admin(config).create()?;
     let results = block_on(admin.create_topics(&new_topics, &AdminOptions::new()))?;
@@ -162,7 +169,7 @@ pub(crate) fn prepare_topics(
             Err((name, code)) => return Err(RuntimeError::CreateTopic { topic: name, code }),
         }
     }
-    Ok(())
+    Ok(tasks_per_subtopology)
 }
 
 /// A repartition topic's configs: deleted, never by age (a backfill of

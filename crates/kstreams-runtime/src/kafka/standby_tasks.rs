@@ -1,0 +1,332 @@
+//! Standby tasks (Kafka Streams' `StandbyTask`, with the changelog reader's
+//! standby mode): copies of other instances' task state, kept current from
+//! the changelogs, so that when the broker moves a task here its stores
+//! restore only what the copy lacks instead of their whole changelogs.
+//!
+//! A standby task has the task's stores in the task's directory (locked as
+//! an active task's), made and caught up by the task creator exactly as an
+//! active task's are. From then on one consumer of the thread's (a restore
+//! consumer, `read_committed` under exactly-once) reads every standby
+//! changelog partition from where its store is, and each pass of the stream
+//! thread's loop applies what it fetched, without blocking. The standby's
+//! checkpoint is written when it closes (given up, or promoted: the active
+//! task then restores from it) and, as Kafka Streams does, at commits once
+//! it has applied 10 000 records since its last one.
+//!
+//! Standby tasks exist only under `group.protocol=streams`, where the
+//! broker assigns them (`streams.num.standby.replicas`); warm-up tasks are
+//! run the same way until the broker makes them active.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kstreams_dsl::TaskId;
+use kstreams_metrics::Counter;
+use kstreams_state::{ChangelogRecord, TaskDirectory, TopicPartition};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::{Message, Offset, TopicPartitionList};
+
+use super::clients;
+use super::config::StreamsConfig;
+use super::consumer_position::is_fatal_consumer_error;
+use super::queries::StoreInstance;
+use super::rebalance_listener::Partition;
+use super::standby_listener::{StandbyUpdateListener, SuspendReason};
+use super::task_creator::TaskCreator;
+use super::RuntimeError;
+use crate::StreamTask;
+
+/// Changelog records applied per pass of the thread's loop at most, so
+/// that standbys catching up do not hold the active tasks back.
+const UPDATE_BATCH: usize = 5_000;
+
+/// Records applied to a standby since its last checkpoint that make a
+/// commit write it again (Kafka Streams' `OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT`):
+/// each checkpoint flushes the stores, too costly at every commit.
+const CHECKPOINT_DELTA: u64 = 10_000;
+
+/// One standby task.
+struct Standby {
+    task: StreamTask,
+    directory: Option<TaskDirectory>,
+    /// Per changelog partition, the offset of the last record applied.
+    reached: HashMap<Partition, i64>,
+    /// Records applied since the last checkpoint.
+    since_checkpoint: u64,
+}
+
+/// A stream thread's standby tasks and the consumer that updates them.
+pub(crate) struct StandbyTasks {
+    thread: String,
+    config: StreamsConfig,
+    tasks: HashMap<TaskId, Standby>,
+    /// Changelog partition → its standby task and store.
+    partitions: HashMap<Partition, (TaskId, String)>,
+    /// Made with the first standby.
+    consumer: Option<BaseConsumer>,
+    listener: Option<Arc<dyn StandbyUpdateListener>>,
+    updates: Counter,
+}
+
+impl StandbyTasks {
+    pub fn new(thread: &str, config: &StreamsConfig) -> Result<Self, RuntimeError> {
+        Ok(Self {
+            thread: thread.to_string(),
+            config: config.clone(),
+            tasks: HashMap::new(),
+            partitions: HashMap::new(),
+            consumer: None,
+            listener: config.standby_listener.clone(),
+            updates: config.metrics.standby_updates(thread)?,
+        })
+    }
+
+    fn consumer(&mut self) -> Result<&BaseConsumer, RuntimeError> {
+        if self.consumer.is_none() {
+            let name = format!("{}-standby", self.thread);
+            self.consumer = Some(clients::restore_consumer(&self.config, &name).create()?);
+        }
+        Ok(self.consumer.as_ref().expect("just made"))
+    }
+
+    /// Makes standby task `id`: its stores opened in its directory and
+    /// caught up with their changelogs (as an active task's), then read on
+    /// from there by the standby consumer.
+    pub fn add(&mut self, id: TaskId, creator: &mut TaskCreator) -> Result<(), RuntimeError> {
+        if self.tasks.contains_key(&id) {
+            return Ok(());
+        }
+        let created = creator.create(id)?;
+        let mut reached = HashMap::new();
+        let mut positions = TopicPartitionList::new();
+        for changelog in creator.changelogs_of(id.subtopology) {
+            let key = (changelog.topic.clone(), id.partition);
+            // A negative offset is "unknown" (a store that never wrote nor
+            // restored anything): read from the start.
+            let start = match creator.restored_offset(&key).filter(|o| *o >= 0) {
+                Some(offset) => {
+                    reached.insert(key.clone(), offset);
+                    Offset::Offset(offset + 1)
+                }
+                None => Offset::Beginning,
+            };
+            positions.add_partition_offset(&changelog.topic, id.partition, start)?;
+            if let Some(listener) = &self.listener {
+                let from = reached.get(&key).map_or(-1, |o| *o);
+                listener.on_update_start(&tp(&key), &changelog.store, from);
+            }
+            self.partitions.insert(key, (id, changelog.store.clone()));
+        }
+        if positions.count() > 0 {
+            self.consumer()?.incremental_assign(&positions)?;
+        }
+        log::info!("{}: created standby task {id}", self.thread);
+        self.tasks.insert(
+            id,
+            Standby {
+                task: created.task,
+                directory: created.directory,
+                reached,
+                since_checkpoint: 0,
+            },
+        );
+        Ok(())
+    }
+
+    /// Closes standby task `id` (to be made active here, or given up):
+    /// its stores flushed and checkpointed at what they reached, so that
+    /// whoever opens them next restores only the rest.
+    pub fn remove(
+        &mut self,
+        id: TaskId,
+        why: SuspendReason,
+        creator: &TaskCreator,
+    ) -> Result<(), RuntimeError> {
+        let Some(mut standby) = self.tasks.remove(&id) else {
+            return Ok(());
+        };
+        let mut positions = TopicPartitionList::new();
+        let owned: Vec<Partition> = self
+            .partitions
+            .iter()
+            .filter(|(_, (task, _))| *task == id)
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in &owned {
+            let (_, store) = self.partitions.remove(key).expect("listed");
+            positions.add_partition(&key.0, key.1);
+            if let Some(listener) = &self.listener {
+                let at = standby.reached.get(key).map_or(-1, |o| *o);
+                let end = end_offset(self.consumer.as_ref(), key);
+                listener.on_update_suspended(&tp(key), &store, at, end, why);
+            }
+        }
+        if let (Some(consumer), true) = (&self.consumer, positions.count() > 0) {
+            consumer.incremental_unassign(&positions)?;
+        }
+        let checkpointed = checkpoint(creator, id, &mut standby);
+        standby.task.close();
+        self.config.metrics.remove_task(&id.to_string());
+        log::info!("{}: closed standby task {id} ({why:?})", self.thread);
+        checkpointed
+    }
+
+    /// Applies what the standby consumer has fetched, without waiting, up
+    /// to [`UPDATE_BATCH`] records. Returns how many were applied.
+    pub fn update(&mut self) -> Result<usize, RuntimeError> {
+        let Some(consumer) = &self.consumer else {
+            return Ok(0);
+        };
+        if self.tasks.is_empty() {
+            return Ok(0);
+        }
+        type Fetched = Vec<(Vec<u8>, Option<Vec<u8>>, i64, i64)>;
+        let mut fetched: HashMap<Partition, Fetched> = HashMap::new();
+        let mut count = 0;
+        while count < UPDATE_BATCH {
+            let message = match consumer.poll(Duration::ZERO) {
+                None => break,
+                Some(Ok(message)) => message,
+                Some(Err(e)) if is_fatal_consumer_error(&e) => return Err(e.into()),
+                Some(Err(e)) => {
+                    log::debug!("{}: standby consumer: {e}", self.thread);
+                    continue;
+                }
+            };
+            fetched
+                .entry((message.topic().to_string(), message.partition()))
+                .or_default()
+                .push((
+                    message.key().unwrap_or_default().to_vec(),
+                    message.payload().map(<[u8]>::to_vec),
+                    message.timestamp().to_millis().unwrap_or(-1),
+                    message.offset(),
+                ));
+            count += 1;
+        }
+        for (key, records) in fetched {
+            let Some((id, store)) = self.partitions.get(&key) else {
+                continue; // unassigned since it was fetched
+            };
+            let Some(standby) = self.tasks.get_mut(id) else {
+                continue;
+            };
+            let Some(built) = standby.task.stores().get(store) else {
+                continue;
+            };
+            let batch: Vec<ChangelogRecord<'_>> = records
+                .iter()
+                .map(|(k, v, timestamp, _)| ChangelogRecord {
+                    topic: &key.0,
+                    partition: key.1,
+                    key: k,
+                    value: v.as_deref(),
+                    timestamp: *timestamp,
+                    headers: &[],
+                })
+                .collect();
+            built.lifecycle.borrow_mut().restore_batch(&batch)?;
+            let last = records.last().map_or(-1, |r| r.3);
+            standby.reached.insert(key.clone(), last);
+            standby.since_checkpoint += records.len() as u64;
+            self.updates.add(records.len() as u64);
+            if let Some(listener) = &self.listener {
+                listener.on_batch_loaded(
+                    &tp(&key),
+                    store,
+                    &id.to_string(),
+                    last,
+                    records.len() as u64,
+                    end_offset(Some(consumer), &key),
+                );
+            }
+        }
+        Ok(count)
+    }
+
+    /// At a commit: checkpoints the standbys that applied enough since
+    /// their last checkpoint.
+    pub fn maybe_checkpoint(&mut self, creator: &TaskCreator) -> Result<(), RuntimeError> {
+        for (id, standby) in &mut self.tasks {
+            if standby.since_checkpoint >= CHECKPOINT_DELTA {
+                checkpoint(creator, *id, standby)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes every standby (the thread ends), checkpointed.
+    pub fn close_all(&mut self, creator: &TaskCreator) {
+        let ids: Vec<TaskId> = self.tasks.keys().copied().collect();
+        for id in ids {
+            if let Err(e) = self.remove(id, SuspendReason::Migrated, creator) {
+                log::warn!("{}: closing standby task {id}: {e}", self.thread);
+            }
+        }
+    }
+
+    /// The standbys' instances of `store`, for interactive queries with
+    /// stale stores enabled.
+    pub fn instances<'a>(&'a self, store: &str, out: &mut Vec<StoreInstance<'a>>) {
+        for (id, standby) in &self.tasks {
+            if let Some(built) = standby.task.stores().get(store) {
+                out.push(StoreInstance {
+                    task: *id,
+                    store: built,
+                    current: false,
+                });
+            }
+        }
+    }
+}
+
+/// Flushes a standby's stores and writes its checkpoint.
+fn checkpoint(
+    creator: &TaskCreator,
+    id: TaskId,
+    standby: &mut Standby,
+) -> Result<(), RuntimeError> {
+    let Some(directory) = &standby.directory else {
+        return Ok(());
+    };
+    for built in standby.task.stores().values() {
+        built.lifecycle.borrow_mut().flush()?;
+    }
+    creator.write_checkpoint(id, directory, &standby.task, &standby.reached)?;
+    standby.since_checkpoint = 0;
+    Ok(())
+}
+
+/// The end offset the consumer last saw for a partition, from the fetch
+/// responses librdkafka keeps (no request); -1 when none came yet.
+/// rust-rdkafka offers only `fetch_watermarks`, a request to the broker
+/// per call, too slow for every batch.
+fn end_offset(consumer: Option<&BaseConsumer>, (topic, partition): &Partition) -> i64 {
+    let (Some(consumer), Ok(topic)) = (consumer, std::ffi::CString::new(topic.as_str())) else {
+        return -1;
+    };
+    let (mut low, mut high) = (-1i64, -1i64);
+    // SAFETY: `native_ptr` is the consumer's live `rd_kafka_t` (the
+    // borrowed consumer outlives the call); `topic` is a NUL-terminated
+    // string that lives through the call; `low` and `high` are valid,
+    // writable i64s. librdkafka documents the call as thread-safe: it only
+    // reads its cached watermarks under the topic's lock.
+    let err = unsafe {
+        rdkafka::bindings::rd_kafka_get_watermark_offsets(
+            consumer.client().native_ptr(),
+            topic.as_ptr(),
+            *partition,
+            &mut low,
+            &mut high,
+        )
+    };
+    match err {
+        rdkafka::bindings::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR => high,
+        _ => -1,
+    }
+}
+
+fn tp((topic, partition): &Partition) -> TopicPartition {
+    TopicPartition::new(topic.clone(), *partition)
+}
