@@ -25,11 +25,11 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use kstreams::embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use kstreams::embedded::rdkafka::types::RDKafkaErrorCode;
+use kstreams::embedded::rdkafka::ClientConfig;
 use kstreams::prelude::*;
-use kstreams_examples::{
-    create_internal_topics, wait_until_running, BoxError, Cluster, InputProducer, Outgoing,
-    StateDir,
-};
+use kstreams_examples::{create_internal_topics, wait_until_running, BoxError, Cluster, StateDir};
 
 const CLICKS: &str = "clicks";
 const APP: &str = "count-service";
@@ -42,10 +42,10 @@ const CLICKS_SENT: usize = 1_200;
 /// send a request back and forth.
 const FORWARDED: &str = "x-kstreams-forwarded";
 
-fn topology() -> Result<Topology, BoxError> {
+fn topology(clicks: &str) -> Result<Topology, BoxError> {
     let builder = StreamsBuilder::new();
     builder
-        .stream::<String, String>(CLICKS)
+        .stream::<String, String>(clicks)
         .group_by_key()
         .count_with(None, Materialized::as_(STORE));
     Ok(builder.build()?)
@@ -235,7 +235,12 @@ struct Instance {
 }
 
 impl Instance {
-    fn start(cluster: &Cluster, app_id: &str, streams_protocol: bool) -> Result<Self, BoxError> {
+    fn start(
+        cluster: &Cluster,
+        clicks: &str,
+        app_id: &str,
+        streams_protocol: bool,
+    ) -> Result<Self, BoxError> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let address = listener.local_addr()?;
         let dir = StateDir::new(APP);
@@ -246,7 +251,7 @@ impl Instance {
             config.set("group.protocol", "streams")?;
             config.set("application.server", &address.to_string())?;
         }
-        let topology = topology()?;
+        let topology = topology(clicks)?;
         if let Cluster::Embedded(kafka) = cluster {
             create_internal_topics(kafka, &topology, app_id, PARTITIONS)?;
         }
@@ -314,33 +319,48 @@ fn run(cluster: Cluster) -> Result<(Report, String), BoxError> {
     let clicks = cluster.name(CLICKS);
     cluster.create_topic(&clicks, PARTITIONS)?;
     let app_id = cluster.name(APP);
-    let mut instances = vec![Instance::start(&cluster, &app_id, streams_protocol)?];
+    let mut instances = vec![Instance::start(
+        &cluster,
+        &clicks,
+        &app_id,
+        streams_protocol,
+    )?];
     if streams_protocol {
-        instances.push(Instance::start(&cluster, &app_id, streams_protocol)?);
+        instances.push(Instance::start(
+            &cluster,
+            &clicks,
+            &app_id,
+            streams_protocol,
+        )?);
     }
     for instance in &instances {
         wait_until_running(&instance.served.app, Duration::from_secs(90))?;
     }
-    let producer = InputProducer::new(&cluster.bootstrap_servers())?;
+    // Partitioned as Kafka's producers do by default (murmur2 of the key),
+    // which `query_metadata_for_key` assumes; input partitioned otherwise
+    // needs `query_metadata_for_key_with_partitioner`.
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", cluster.bootstrap_servers())
+        .set("partitioner", "murmur2_random")
+        .create()?;
     let mut expected = BTreeMap::new();
     for i in 0..CLICKS_SENT {
         // User u{n} clicks n + 1 times per round of the users, so every
         // count is different.
         let user = format!("u{}", i % USERS);
         for _ in 0..=i % USERS {
-            producer.send(
-                &clicks,
-                PARTITIONS,
-                Outgoing {
-                    key: &user,
-                    value: Some(b"/home"),
-                    timestamp: 1_000 + i as i64,
-                },
-            )?;
+            let mut record = BaseRecord::to(&clicks).key(&user).payload("/home");
+            while let Err((e, back)) = producer.send(record) {
+                if e.rdkafka_error_code() != Some(RDKafkaErrorCode::QueueFull) {
+                    return Err(e.into());
+                }
+                producer.poll(Duration::from_millis(10));
+                record = back;
+            }
             *expected.entry(user.clone()).or_insert(0i64) += 1;
         }
     }
-    producer.flush()?;
+    producer.flush(Duration::from_secs(30))?;
 
     // Every user asked of the first instance, until the answers are the
     // counts of everything sent.

@@ -320,8 +320,11 @@ impl KafkaStreams {
             self.process = Some(ProcessIdentity::initialize(&self.topology, &self.config)?);
         }
         self.tasks_per_subtopology = prepare_topics(&self.topology, &self.config)?;
-        if self.config.num_standby_replicas > 0 {
-            set_standby_replicas(&self.config)?;
+        if let (Some(replicas), super::config::GroupProtocol::Streams) = (
+            self.config.num_standby_replicas,
+            self.config.group_protocol(),
+        ) {
+            set_standby_replicas(&self.config, replicas)?;
         }
         let sources = Arc::new(SourceTopicIndex::new(
             &self.topology,
@@ -649,13 +652,14 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 /// each stateful task. Under KIP-1071 the broker places standbys by the
 /// group's `streams.num.standby.replicas` config (0 by default, at most the
 /// broker's `group.streams.max.standby.replicas`), not by a client
-/// setting; kstreams sets it, so that the key works as in Kafka Streams'
-/// client-side assignor. Validation made sure the protocol is streams.
-fn set_standby_replicas(config: &StreamsConfig) -> Result<(), RuntimeError> {
+/// setting; kstreams sets it when the key is set (0 included, which turns
+/// standbys off again), so that the key works as in Kafka Streams' classic
+/// assignor. Unset, the group's config is left as it is.
+fn set_standby_replicas(config: &StreamsConfig, replicas: u32) -> Result<(), RuntimeError> {
     let admin = kstreams_group::Admin::new(kstreams_group::ConnectionConfig::new(
         config.bootstrap_servers.clone(),
     ));
-    let replicas = config.num_standby_replicas.to_string();
+    let replicas = replicas.to_string();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

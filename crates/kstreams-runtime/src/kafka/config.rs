@@ -285,9 +285,9 @@ pub struct StreamsConfig {
     /// Shared by clones, as `metrics`: the application's restore listener
     /// and the restorations in flight.
     pub(crate) restore_board: super::restore_progress::RestoreBoard,
-    /// `num.standby.replicas`: standby copies of each stateful task the
-    /// streams group is asked to place (`group.protocol=streams` only).
-    pub(crate) num_standby_replicas: u32,
+    /// `num.standby.replicas`, when set: standby copies of each stateful
+    /// task the streams group is asked to place (`group.protocol=streams`).
+    pub(crate) num_standby_replicas: Option<u32>,
     /// Hears of standby tasks' updates.
     pub(crate) standby_listener: Option<Arc<dyn super::StandbyUpdateListener>>,
     /// Shared by clones, as `metrics`: the stream threads' inboxes for
@@ -362,7 +362,7 @@ impl StreamsConfig {
             local_metadata: Default::default(),
             restore_board: Default::default(),
             store_queries: Default::default(),
-            num_standby_replicas: 0,
+            num_standby_replicas: None,
             standby_listener: None,
             endpoints: Default::default(),
             http_address: None,
@@ -561,12 +561,13 @@ impl StreamsConfig {
                 }
             }
         }
-        if self.num_standby_replicas > 0 && !self.streams_group_protocol {
+        let standby_replicas = self.num_standby_replicas.unwrap_or(0);
+        if standby_replicas > 0 && !self.streams_group_protocol {
             let protocol = main
                 .get("group.protocol")
                 .map_or("classic".to_string(), |(_, p)| p.clone());
             return Err(ConfigError::Conflict {
-                key: format!("num.standby.replicas={}", self.num_standby_replicas),
+                key: format!("num.standby.replicas={standby_replicas}"),
                 with: format!("group.protocol={protocol}"),
                 hint: "standby tasks are placed by the broker of a streams group: set \
                        group.protocol=streams (Kafka 4.2+ brokers), or num.standby.replicas=0; \
@@ -882,9 +883,9 @@ impl StreamsConfig {
                 }
             }
             "num.standby.replicas" => {
-                self.num_standby_replicas = value.trim().parse().map_err(|_| {
+                self.num_standby_replicas = Some(value.trim().parse().map_err(|_| {
                     invalid("a whole number of standby copies per task, 0 or more (0: none)")
-                })?
+                })?)
             }
             "poll.ms" => {
                 self.poll = Duration::from_millis(

@@ -159,6 +159,17 @@ impl GroupMembership {
                             lost: true,
                         });
                     }
+                    // The standbys go too (checkpointed: their state is
+                    // committed data): the member owns nothing now, and the
+                    // broker may give one of them to another thread of this
+                    // process, which needs the task directory's lock.
+                    let standbys = std::mem::take(&mut self.standbys);
+                    if !standbys.is_empty() {
+                        changes.push(MemberChange::RemoveStandbys {
+                            tasks: standbys.iter().filter_map(dsl_task).collect(),
+                            promoted: false,
+                        });
+                    }
                 }
                 MemberEvent::EndpointsChanged(endpoints) => {
                     log::debug!("{}: endpoints {endpoints:?}", self.thread);

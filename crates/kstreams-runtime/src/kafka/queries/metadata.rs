@@ -134,23 +134,40 @@ impl MetadataSource<'_> {
             .collect()
     }
 
+    /// Each instance's active and standby partitions. The group sends an
+    /// entry per member, that is per stream thread: an instance's threads
+    /// are merged under its endpoint, as Kafka Streams shows one
+    /// `StreamsMetadata` per instance.
+    fn hosts(&self) -> Result<BTreeMap<HostInfo, (TopicPartitions, TopicPartitions)>, QueryError> {
+        let mut hosts: BTreeMap<HostInfo, (TopicPartitions, TopicPartitions)> = BTreeMap::new();
+        for member in self.endpoints()?.hosts {
+            let host = HostInfo {
+                host: member.endpoint.host,
+                port: member.endpoint.port,
+            };
+            let (active, standby) = hosts.entry(host).or_default();
+            for (into, from) in [(active, member.active), (standby, member.standby)] {
+                for (topic, partitions) in from {
+                    into.entry(topic).or_default().extend(partitions);
+                }
+            }
+        }
+        Ok(hosts)
+    }
+
     /// Every instance of the application: Kafka Streams'
     /// `metadataForAllStreamsClients`.
     pub fn all_clients(&self) -> Result<Vec<StreamsMetadata>, QueryError> {
-        let endpoints = self.endpoints()?;
         let sources = self.sources();
-        Ok(endpoints
-            .hosts
-            .iter()
-            .map(|host| StreamsMetadata {
-                host_info: HostInfo {
-                    host: host.endpoint.host.clone(),
-                    port: host.endpoint.port,
-                },
-                state_store_names: self.stores_reading(&host.active, &sources),
-                topic_partitions: flatten(&host.active),
-                standby_state_store_names: self.stores_reading(&host.standby, &sources),
-                standby_topic_partitions: flatten(&host.standby),
+        Ok(self
+            .hosts()?
+            .into_iter()
+            .map(|(host_info, (active, standby))| StreamsMetadata {
+                host_info,
+                state_store_names: self.stores_reading(&active, &sources),
+                topic_partitions: flatten(&active),
+                standby_state_store_names: self.stores_reading(&standby, &sources),
+                standby_topic_partitions: flatten(&standby),
             })
             .collect())
     }
@@ -182,33 +199,27 @@ impl MetadataSource<'_> {
             )
         })?;
         let partition = key_partition(tasks as i32);
-        let endpoints = self.endpoints()?;
+        let hosts = self.hosts()?;
         let topics = self.sources().remove(&subtopology).unwrap_or_default();
         let holds = |partitions: &TopicPartitions| {
             partitions
                 .iter()
                 .any(|(t, ps)| topics.contains(t) && ps.contains(&partition))
         };
-        let host = |h: &kstreams_group::EndpointPartitions| HostInfo {
-            host: h.endpoint.host.clone(),
-            port: h.endpoint.port,
-        };
-        let active_host = endpoints
-            .hosts
+        let active_host = hosts
             .iter()
-            .find(|h| holds(&h.active))
-            .map(host)
+            .find(|(_, (active, _))| holds(active))
+            .map(|(host, _)| host.clone())
             .ok_or_else(|| {
                 QueryError::MetadataUnavailable(format!(
                     "no instance runs the task of partition {partition} of store {store} now \
                      (the group is rebalancing)"
                 ))
             })?;
-        let standby_hosts = endpoints
-            .hosts
+        let standby_hosts = hosts
             .iter()
-            .filter(|h| holds(&h.standby))
-            .map(host)
+            .filter(|(_, (_, standby))| holds(standby))
+            .map(|(host, _)| host.clone())
             .collect();
         Ok(KeyQueryMetadata {
             active_host,

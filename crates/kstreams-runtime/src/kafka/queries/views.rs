@@ -57,10 +57,11 @@ impl LocalQuery {
         let read = Arc::new(read);
         let restoring = self.threads.restoring_threads();
         let (answers, received) = mpsc::channel::<Vec<Answer<R>>>();
-        let mut asked = 0;
+        let (mut asked, mut skipped) = (0, Vec::new());
         for (thread, inbox) in self.router.inboxes() {
             if restoring.contains(&thread) {
                 // Busy creating and restoring tasks: it answers only after.
+                skipped.push(thread);
                 continue;
             }
             let (read, answers) = (read.clone(), answers.clone());
@@ -71,7 +72,7 @@ impl LocalQuery {
                     .into_iter()
                     .filter(|i| partition.is_none_or(|p| p == i.task.partition))
                     .map(|i| match i.current || stale {
-                        true => Answer::Read(i.task, read(i.store)),
+                        true => Answer::Read(i.task, read_caught(&*read, &store, i.store)),
                         false => Answer::NotCurrent(i.task),
                     })
                     .collect();
@@ -84,9 +85,11 @@ impl LocalQuery {
         let deadline = Instant::now() + QUERY_TIMEOUT;
         let mut found = Vec::new();
         let mut not_current = Vec::new();
-        for _ in 0..asked {
+        let mut answered = 0;
+        while answered < asked {
             match received.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
                 Ok(answers) => {
+                    answered += 1;
                     for answer in answers {
                         match answer {
                             Answer::Read(task, result) => found.push((task, result?)),
@@ -99,18 +102,29 @@ impl LocalQuery {
                         "a stream thread did not answer within {QUERY_TIMEOUT:?}"
                     )))
                 }
-                // Every thread answered or dropped the read (it stopped).
+                // A thread stopped with the read unanswered.
                 Err(RecvTimeoutError::Disconnected) => break,
             }
         }
+        // Stores that could not be read make any answer incomplete (a key
+        // not found may be in them), unless the one partition asked for was
+        // read: as Kafka Streams fails a query while a thread is not running.
+        let complete = skipped.is_empty() && answered == asked;
+        if !complete && !(self.partition.is_some() && !found.is_empty()) {
+            let reason = match skipped.first() {
+                Some(thread) => format!("stream thread {thread} is restoring its tasks' stores"),
+                None => "a stream thread stopped before it answered".to_string(),
+            };
+            return Err(self.not_available(reason));
+        }
         if found.is_empty() {
-            return Err(self.not_found(&not_current, !restoring.is_empty()));
+            return Err(self.not_found(&not_current));
         }
         found.sort_by_key(|(task, _)| *task);
         Ok(found.into_iter().map(|(_, r)| r).collect())
     }
 
-    fn not_found(&self, not_current: &[TaskId], restoring: bool) -> QueryError {
+    fn not_found(&self, not_current: &[TaskId]) -> QueryError {
         let what = match self.partition {
             Some(p) => format!("partition {p} of it"),
             None => "it".to_string(),
@@ -120,8 +134,6 @@ impl LocalQuery {
                 "task {task} holds {what} but is not current yet (loading a bootstrap table or \
                  waiting for its partitions); enable stale stores to read it anyway"
             )
-        } else if restoring {
-            format!("no running task of this instance holds {what}; a stream thread is restoring")
         } else {
             format!("no task of this instance holds {what}")
         };
@@ -134,6 +146,21 @@ impl LocalQuery {
             reason,
         }
     }
+}
+
+/// Runs a read on the stream thread; a panic in it (a user's serde, say)
+/// becomes the read's error instead of ending the thread.
+fn read_caught<R>(
+    read: &(dyn Fn(&BuiltStore) -> Result<R, QueryError> + Send + Sync),
+    store: &str,
+    built: &BuiltStore,
+) -> Result<R, QueryError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(built))).unwrap_or_else(|_| {
+        Err(QueryError::Store {
+            store: store.to_string(),
+            message: "the read panicked (see the stream thread's log)".to_string(),
+        })
+    })
 }
 
 fn store_error(built: &BuiltStore, error: StoreError) -> QueryError {
