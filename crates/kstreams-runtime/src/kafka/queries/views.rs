@@ -110,7 +110,8 @@ impl LocalQuery {
         // not found may be in them), unless the one partition asked for was
         // read: as Kafka Streams fails a query while a thread is not running.
         let complete = skipped.is_empty() && answered == asked;
-        if !complete && !(self.partition.is_some() && !found.is_empty()) {
+        let asked_partition_read = self.partition.is_some() && !found.is_empty();
+        if !complete && !asked_partition_read {
             let reason = match skipped.first() {
                 Some(thread) => format!("stream thread {thread} is restoring its tasks' stores"),
                 None => "a stream thread stopped before it answered".to_string(),
