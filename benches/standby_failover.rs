@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! eval "$(cargo xtask kafka start)"
-//! cargo bench -p kstreams-benches --bench standby_failover -- [--keys N (1000000)] [--standby 0|1] [--session-ms MS (6000)]
+//! cargo run --release -p kstreams-benches --example standby_failover -- [--keys N (1000000)] [--standby 0|1] [--session-ms MS (6000)]
 //! ```
 //!
 //! Each run counts N distinct keys (RocksDB store, so N changelog records
@@ -126,7 +126,11 @@ fn instance(
         })
         .group_by_key()
         .count_with(None, Materialized::as_("counts"));
-    let mut config = StreamsConfig::new(&settings.app_id, &settings.bootstrap).state_dir(dir);
+    // Commits every second: what B processed is committed before it dies,
+    // so A's time after the takeover is the takeover, not reprocessing.
+    let mut config = StreamsConfig::new(&settings.app_id, &settings.bootstrap)
+        .state_dir(dir)
+        .commit_interval(Duration::from_secs(1));
     config.set("group.protocol", "streams")?;
     config.set("num.standby.replicas", &settings.standby.to_string())?;
     Ok(KafkaStreams::new(builder.build()?, config))
@@ -307,17 +311,34 @@ fn run(bootstrap: &str, keys: u64, standby: u32, session_ms: u64) -> Result<(), 
                 .get(p)
                 .is_some_and(|t| *t > killed)
         };
-        wait_for(
-            "A to process B's partitions",
-            Duration::from_secs(600),
-            || b_partitions.iter().all(resumed),
-        )?;
+        // Detected: A starts creating B's tasks (its thread says it is
+        // restoring, or already runs them).
+        let mut detected_at = None;
+        let deadline = killed + Duration::from_secs(600);
+        while !b_partitions.iter().all(resumed) {
+            if detected_at.is_none() {
+                let metadata = app.metadata();
+                let taking = metadata.threads.iter().any(|t| {
+                    t.restoring
+                        || t.active_tasks
+                            .iter()
+                            .any(|task| b_partitions.contains(&task.partition))
+                });
+                if taking {
+                    detected_at = Some(Instant::now());
+                }
+            }
+            if Instant::now() > deadline {
+                return Err("A did not take B's partitions over".into());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
         let resumed_after = killed.elapsed();
         stop.store(true, Ordering::SeqCst);
         let _ = trickle.join();
         let started = restores.started.lock().unwrap()[restores_before..].to_vec();
         let ended = restores.ended.lock().unwrap().clone();
-        let detected = started.first().map(|t| t.duration_since(killed));
+        let detected = detected_at.map(|t| t.duration_since(killed));
         let restore_span = match (started.first(), ended.last()) {
             (Some(s), Some(e)) if e > s => e.duration_since(*s),
             _ => Duration::ZERO,
