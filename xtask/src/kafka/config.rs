@@ -73,7 +73,12 @@ pub fn streams_groups(release: Option<(u32, u32, u32)>) -> bool {
 ///   topics itself and expects source topics to exist; a typo in a test should
 ///   fail rather than create a topic.
 /// - `log.retention.ms=-1`: tests use fixed timestamps far in the past, which
-///   time-based retention would otherwise delete.
+///   time-based retention would otherwise delete. Topics with a retention of
+///   their own (windowed changelogs: window + grace + 1 day) still would, at
+///   the retention check every 5 minutes (the active segment included): a
+///   compat run once lost the first records of Kafka Streams' side of a join
+///   store changelog that way, between writing and comparing them. So the
+///   check runs once a day (`log.retention.check.interval.ms`).
 /// - `group.initial.rebalance.delay.ms=0` and few internal-topic partitions make
 ///   the first group join and the first transaction fast.
 /// - Small segments (1 MiB, the minimum) give compaction something to do.
@@ -164,6 +169,7 @@ pub fn server_properties(
 
     set("log.segment.bytes", &(1024 * 1024));
     set("log.retention.ms", &-1);
+    set("log.retention.check.interval.ms", &86_400_000);
     // A 2-core machine: Kafka's defaults (3 network, 8 I/O threads) per node
     // only add context switches.
     set("num.network.threads", &2);
@@ -195,6 +201,9 @@ mod tests {
         assert!(props.contains("offsets.topic.replication.factor=1\n"));
         assert!(props.contains("transaction.state.log.min.isr=1\n"));
         assert!(props.contains("log.dirs=/tmp/node-1/data\n"));
+        // Old fixed timestamps are never deleted by time during a run.
+        assert!(props.contains("log.retention.ms=-1\n"));
+        assert!(props.contains("log.retention.check.interval.ms=86400000\n"));
         assert!(!props.contains("group.streams."));
     }
 
