@@ -216,9 +216,10 @@ pub enum ProcessingGuarantee {
 /// KIP-848 for it); `streams` makes each stream thread a member of a
 /// streams group (KIP-1071, brokers 4.2 and newer): the broker assigns
 /// tasks, and `application.server` (`host:port`) is the endpoint it hands
-/// to the other members. Under `streams` the broker's standby and warm-up
-/// tasks are logged and not run (kstreams has no standby tasks yet), pattern
-/// sources are refused, and the member connects in plaintext only.
+/// to the other members (interactive queries find other instances' stores
+/// by it). Under `streams` the broker's standby and warm-up tasks are run
+/// (`num.standby.replicas` sets the group's `streams.num.standby.replicas`),
+/// pattern sources are refused, and the member connects in plaintext only.
 ///
 /// `max.task.idle.ms`: -1 never waits for an empty input partition, 0 (the
 /// default) waits only for one known to be behind its end, a positive
