@@ -912,6 +912,23 @@ pub fn broker_restart(bootstrap: &str, size: Size<'_>, kafka_dir: &Path) -> Vec<
     .print()]
 }
 
+/// The streams group's session timeout in the `-sigkill` churn: the
+/// lowest the xtask broker allows (`group.streams.min.session.timeout.ms`).
+const STREAMS_SESSION_TIMEOUT: Duration = Duration::from_secs(6);
+
+/// Sets `streams.session.timeout.ms` on the group before any member joins
+/// (a group config of the streams protocol, not a client setting).
+fn set_streams_session_timeout(bootstrap: &str, group: &str) -> Result<(), String> {
+    let admin = kstreams_group::Admin::new(kstreams_group::ConnectionConfig::new(bootstrap));
+    let millis = STREAMS_SESSION_TIMEOUT.as_millis().to_string();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?
+        .block_on(admin.set_group_configs(group, &[("streams.session.timeout.ms", &millis)]))
+        .map_err(|e| e.to_string())
+}
+
 /// The group protocols `churn` runs under, with the `protocol=` each
 /// instance gets (none: classic).
 const GROUP_PROTOCOLS: &[(&str, Option<&str>)] = &[
@@ -921,13 +938,18 @@ const GROUP_PROTOCOLS: &[(&str, Option<&str>)] = &[
     // The streams group with one standby replica of each task: a task that
     // moves goes to the member keeping its standby, promoted.
     ("streams-standby", Some("streams")),
+    // As streams-standby, but the leaving instance is killed with SIGKILL:
+    // its open transactions are fenced, its tasks move to the standbys
+    // once its session times out (6 s, set on the group), and it comes
+    // back on its old state directory.
+    ("streams-standby-sigkill", Some("streams")),
 ];
 
 /// `churn`: three instances of one exactly-once application (a
 /// pass-through and a count from one source, each instance with its own
 /// state directory, dynamic members) under a steady input; in each round
-/// one instance leaves (a clean close) and joins again, so every round is
-/// two rebalances. Once per group protocol. Both outputs must be exactly
+/// one instance leaves (a clean close, or SIGKILL for the `-sigkill` run)
+/// and joins again, so every round is two rebalances. Once per group protocol. Both outputs must be exactly
 /// once: every record once and in order, every final count exact and no
 /// count repeated.
 pub fn churn(bootstrap: &str, size: Size<'_>) -> Vec<Outcome> {
@@ -955,9 +977,24 @@ fn churn_one(bootstrap: &str, size: Size<'_>, name: &str, protocol: Option<&str>
     );
     run.spec.group_protocol = protocol.map(str::to_string);
     run.spec.static_member = None;
-    if name.ends_with("-standby") {
+    if name.contains("-standby") {
         run.spec.standby_replicas = Some("1".to_string());
     }
+    let sigkill = name.ends_with("-sigkill");
+    // A killed member keeps its tasks until its session times out: wait
+    // that out (and a rebalance) before it comes back.
+    let after_leave = if sigkill {
+        if let Err(e) = set_streams_session_timeout(bootstrap, &run.spec.application_id) {
+            return Outcome {
+                name: format!("churn {name}"),
+                passed: false,
+                figures: format!("could not set the group's session timeout: {e}"),
+            };
+        }
+        STREAMS_SESSION_TIMEOUT + settle
+    } else {
+        settle
+    };
     let counts = crate::app::counts_topic(&run.spec.output);
     create_topic(bootstrap, &counts, 4, 1).expect("creating the counts topic");
     let passed_through = Reader::start(bootstrap, &run.spec.output);
@@ -1008,11 +1045,13 @@ fn churn_one(bootstrap: &str, size: Size<'_>, name: &str, protocol: Option<&str>
             .take()
             .expect("every slot runs between rounds");
         let left = Instant::now();
-        if leaving.stop(Duration::from_secs(60)) != Some(0) {
+        if sigkill {
+            leaving.kill();
+        } else if leaving.stop(Duration::from_secs(60)) != Some(0) {
             unclean_exits += 1;
         }
         leave_times.push(left.elapsed());
-        std::thread::sleep(settle);
+        std::thread::sleep(after_leave);
         instances[slot] = Some(start(slot));
         std::thread::sleep(settle);
         for instance in instances.iter_mut().flatten() {

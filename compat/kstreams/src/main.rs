@@ -3,6 +3,8 @@
 //! ```text
 //! kstreams-compat run <scenario> --bootstrap B --app-id A --input I --output O
 //!                     [--state-dir DIR] [--describe-to FILE]
+//!                     [--cache-max-bytes N] [--dlq TOPIC]
+//! kstreams-compat supported
 //! ```
 //!
 //! Runs the scenario's topology until SIGTERM or SIGINT, then closes the
@@ -10,6 +12,18 @@
 //! starts it, waits from the outside until its group has committed the end
 //! of its input, stops it and diffs its output against the expected one and
 //! against Apache Kafka Streams'.
+//!
+//! Each topology mirrors compat/src/main/java/dev/kstreams/compat/Scenarios.java
+//! operator for operator, in the same order and with the same explicit
+//! names, so that both sides' `describe()` texts are equal. The topologies
+//! live by kind: [`stateless`], [`aggregations`], [`windows`], [`joins`]
+//! and [`processors`] (the Processor API).
+
+mod aggregations;
+mod joins;
+mod processors;
+mod stateless;
+mod windows;
 
 use std::collections::HashMap;
 use std::process::ExitCode;
@@ -25,9 +39,39 @@ const FILTER_CHAR: char = 'a';
 /// Mirrors `Scenarios.WINDOW_SIZE` and `Scenarios.WINDOW_GRACE`.
 const WINDOW_SIZE: Duration = Duration::from_secs(10);
 const WINDOW_GRACE: Duration = Duration::from_secs(5);
-/// Mirrors `Scenarios.JOIN_DIFFERENCE` and `Scenarios.JOIN_GRACE`.
+/// Mirrors `Scenarios.JOIN_DIFFERENCE` and `Scenarios.JOIN_GRACE`
+/// (stream-stream-join and stream-stream-outer-join).
 const JOIN_DIFFERENCE: Duration = Duration::from_secs(3);
 const JOIN_GRACE: Duration = Duration::from_secs(2);
+/// Mirrors `Scenarios.COGROUP_LEFT_STEP` and `Scenarios.COGROUP_RIGHT_STEP`:
+/// what a left and a right record add to the key's cogroup total, so that
+/// the output tells the two inputs' contributions apart.
+const COGROUP_LEFT_STEP: i64 = 1;
+const COGROUP_RIGHT_STEP: i64 = 1000;
+/// Mirrors `Scenarios.SESSION_GAP` and `Scenarios.SESSION_GRACE`: the
+/// inactivity gap that ends a session, and the grace period.
+const SESSION_GAP: Duration = Duration::from_secs(5);
+const SESSION_GRACE: Duration = Duration::from_secs(2);
+/// Mirrors `Scenarios.SLIDING_DIFFERENCE` and `Scenarios.SLIDING_GRACE`;
+/// the difference is also the window size the output key serde is told.
+const SLIDING_DIFFERENCE: Duration = Duration::from_secs(5);
+const SLIDING_GRACE: Duration = Duration::from_secs(2);
+/// Mirrors `Scenarios.SUPPRESS_TIME_LIMIT` and
+/// `Scenarios.SUPPRESS_MAX_RECORDS`: how long (stream time) each key's
+/// latest count is held, for at most this many keys.
+const SUPPRESS_TIME_LIMIT: Duration = Duration::from_secs(5);
+const SUPPRESS_MAX_RECORDS: u64 = 1000;
+/// Mirrors `Scenarios.VERSIONED_STORE`, `Scenarios.VERSIONED_HISTORY` and
+/// `Scenarios.VERSIONED_JOIN_GRACE`: the customers table's versioned store,
+/// its history retention, and how long (stream time) the join holds each
+/// order back.
+const VERSIONED_STORE: &str = "customers-versioned";
+const VERSIONED_HISTORY: Duration = Duration::from_secs(5 * 60);
+const VERSIONED_JOIN_GRACE: Duration = Duration::from_secs(3);
+/// Mirrors `Scenarios.PUNCTUATED_STORE` and `Scenarios.PUNCTUATE_INTERVAL`:
+/// punctuation's store, and how often (stream time) every count goes out.
+const PUNCTUATED_STORE: &str = "punctuated-counts";
+const PUNCTUATE_INTERVAL: Duration = Duration::from_secs(10);
 
 /// The scenarios this side can run today.
 const SUPPORTED: &[&str] = &[
@@ -39,10 +83,23 @@ const SUPPORTED: &[&str] = &[
     "table-table-join",
     "table-table-outer-join",
     "stream-stream-join",
+    "cogroup",
+    "session-windows",
+    "sliding-windows",
+    "foreign-key-join",
+    "global-table-join",
+    "suppress-time-limit",
+    "versioned-join-grace",
+    "table-table-join-cached",
+    "punctuation",
+    "dead-letter-queue",
+    "branch-merge",
+    "stream-stream-outer-join",
 ];
 
 fn main() -> ExitCode {
-    // windowed-count drops late records on purpose; each draws a warning.
+    // windowed-count, session-windows and sliding-windows drop late records
+    // on purpose; each draws a warning.
     env_logger::Builder::from_env(
         env_logger::Env::default().default_filter_or("warn,kstreams_dsl::windowed=error"),
     )
@@ -60,56 +117,30 @@ fn main() -> ExitCode {
 /// compat/src/main/java/dev/kstreams/compat/Scenarios.java.
 fn topology(scenario: &str, input: &str, output: &str) -> Result<Topology, String> {
     let builder = StreamsBuilder::new();
+    let two = || two_topics(scenario, input);
     match scenario {
-        "filter-map" => builder
-            .stream_with(input, Consumed::with(StringSerde, StringSerde))
-            .filter(|_, value| value.contains(FILTER_CHAR))
-            // Java's toUpperCase(Locale.ROOT) and Rust's to_uppercase agree
-            // on the generated (ASCII) sentences.
-            .map_values(|value| value.to_uppercase())
-            .to_with(output, Produced::with(StringSerde, StringSerde)),
-        // The input has null keys, hence the nullable key serde.
-        "wordcount" => builder
-            .stream_with(input, Consumed::with(Nullable(StringSerde), StringSerde))
-            .flat_map_values(|line| java_split_non_word(&line.to_lowercase()))
-            .group_by_with(
-                |_, word| word.clone(),
-                Grouped::with(StringSerde, StringSerde),
-            )
-            .count_with(None, Materialized::as_("counts"))
-            .to_stream()
-            .to_with(output, Produced::with(StringSerde, Nullable(I64Serde))),
-        "windowed-count" => builder
-            .stream_with(input, Consumed::with(StringSerde, StringSerde))
-            .group_by_key()
-            .windowed_by(TimeWindows::of_size_and_grace(WINDOW_SIZE, WINDOW_GRACE))
-            .count()
-            .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
-            .to_stream()
-            .to_with(
-                output,
-                Produced::with(
-                    TimeWindowedSerde::new(StringSerde, WINDOW_SIZE.as_millis() as i64),
-                    Nullable(I64Serde),
-                ),
-            ),
-        "table-aggregate" => builder
-            .table_with(
-                input,
-                Consumed::with(StringSerde, StringSerde),
-                Materialized::new(),
-            )
-            .group_by_with(
-                |_user, region| (region.clone(), region),
-                Grouped::with(StringSerde, StringSerde),
-            )
-            .count()
-            .to_stream()
-            .to_with(output, Produced::with(StringSerde, Nullable(I64Serde))),
-        "stream-table-join"
-        | "table-table-join"
-        | "table-table-outer-join"
-        | "stream-stream-join" => join(&builder, scenario, input, output)?,
+        "filter-map" => stateless::filter_map(&builder, input, output),
+        "dead-letter-queue" => stateless::dead_letter_queue(&builder, input, output),
+        "branch-merge" => stateless::branch_merge(&builder, input, output),
+        "wordcount" => aggregations::wordcount(&builder, input, output),
+        "table-aggregate" => aggregations::table_aggregate(&builder, input, output),
+        "cogroup" => aggregations::cogroup(&builder, two()?, output),
+        "suppress-time-limit" => aggregations::suppress_time_limit(&builder, input, output),
+        "windowed-count" => windows::windowed_count(&builder, input, output),
+        "session-windows" => windows::session_windows(&builder, input, output),
+        "sliding-windows" => windows::sliding_windows(&builder, input, output),
+        "stream-table-join" => joins::stream_table_join(&builder, two()?, output),
+        // The cached variant differs only in its config (--cache-max-bytes).
+        "table-table-join" | "table-table-join-cached" => {
+            joins::table_table_join(&builder, two()?, output)
+        }
+        "table-table-outer-join" => joins::table_table_outer_join(&builder, two()?, output),
+        "stream-stream-join" => joins::stream_stream_join(&builder, two()?, output),
+        "stream-stream-outer-join" => joins::stream_stream_outer_join(&builder, two()?, output),
+        "foreign-key-join" => joins::foreign_key_join(&builder, two()?, output),
+        "global-table-join" => joins::global_table_join(&builder, two()?, output),
+        "versioned-join-grace" => joins::versioned_join_grace(&builder, two()?, output),
+        "punctuation" => processors::punctuation(&builder, input, output),
         other => {
             return Err(format!(
                 "unknown scenario {other} ({})",
@@ -120,73 +151,12 @@ fn topology(scenario: &str, input: &str, output: &str) -> Result<Topology, Strin
     builder.build().map_err(|e| e.to_string())
 }
 
-/// The join scenarios: two input topics, given as `--input FIRST,SECOND`.
-fn join(builder: &StreamsBuilder, scenario: &str, input: &str, output: &str) -> Result<(), String> {
-    let Some((first, second)) = input.split_once(',') else {
-        return Err(format!(
-            "{scenario} reads two topics, --input FIRST,SECOND; got {input}"
-        ));
-    };
-    let strings = || Consumed::with(StringSerde, StringSerde);
-    let produced = || Produced::with(StringSerde, StringSerde);
-    let or_null = |value: Option<&String>| value.map_or("null", String::as_str).to_owned();
-    match scenario {
-        "stream-table-join" => {
-            let customers = builder.table_with(first, strings(), Materialized::new());
-            builder
-                .stream_with(second, strings())
-                .left_join(&customers, move |order, name| {
-                    format!("{order}|{}", or_null(name))
-                })
-                .to_with(output, produced());
-        }
-        "table-table-join" | "table-table-outer-join" => {
-            let left = builder.table_with(first, strings(), Materialized::new());
-            let right = builder.table_with(second, strings(), Materialized::new());
-            let joined = if scenario == "table-table-join" {
-                left.join(&right, |l, r| format!("{l}|{r}"))
-            } else {
-                left.outer_join(&right, move |l, r| format!("{}|{}", or_null(l), or_null(r)))
-            };
-            joined
-                .to_stream()
-                .to_with(output, Produced::with(StringSerde, Nullable(StringSerde)));
-        }
-        _ => {
-            let left = builder.stream_with(first, strings());
-            let right = builder.stream_with(second, strings());
-            left.left_join_windowed_with(
-                &right,
-                move |l, r| format!("{l}|{}", or_null(r)),
-                JoinWindows::of_time_difference_and_grace(JOIN_DIFFERENCE, JOIN_GRACE),
-                StreamJoined::with(StringSerde, StringSerde, StringSerde),
-            )
-            .to_with(output, produced());
-        }
-    }
-    Ok(())
-}
-
-/// Java's `line.split("\\W+")`: the pieces between runs of non-word
-/// characters (`\w` is `[a-zA-Z_0-9]`), trailing empty pieces dropped but a
-/// leading one kept; a line without separators is one piece, even if empty.
-fn java_split_non_word(line: &str) -> Vec<String> {
-    let separator = |c: char| !(c.is_ascii_alphanumeric() || c == '_');
-    if !line.contains(separator) {
-        return vec![line.to_owned()];
-    }
-    // Rust splits at each separator, Java at each run of them: only the piece
-    // before the first run may be empty.
-    let mut words: Vec<String> = line
-        .split(separator)
-        .enumerate()
-        .filter(|(i, word)| *i == 0 || !word.is_empty())
-        .map(|(_, word)| word.to_owned())
-        .collect();
-    if words.iter().all(String::is_empty) {
-        words.clear();
-    }
-    words
+/// The two input topics of a scenario that reads two, given as
+/// `--input FIRST,SECOND` (Java's `Scenarios.inputs`).
+fn two_topics<'a>(scenario: &str, input: &'a str) -> Result<(&'a str, &'a str), String> {
+    input
+        .split_once(',')
+        .ok_or_else(|| format!("{scenario} reads two topics, --input FIRST,SECOND; got {input}"))
 }
 
 fn run(args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
@@ -213,13 +183,24 @@ fn run(args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(path) = options.get("describe-to") {
         std::fs::write(path, topology.describe().to_string())?;
     }
-    // As the Java side (RunApp.config): no record cache, so every update is
-    // forwarded; one thread (the default); a short commit interval.
+    // As the Java side (RunApp.config): no record cache unless
+    // --cache-max-bytes asks for one (table-table-join-cached), so every
+    // update is forwarded; one thread (the default); a short commit interval.
     let mut config =
         StreamsConfig::new(app_id, bootstrap).commit_interval(Duration::from_millis(100));
-    config.set("statestore.cache.max.bytes", "0")?;
+    let cache_max_bytes = options.get("cache-max-bytes").map_or("0", String::as_str);
+    config.set("statestore.cache.max.bytes", cache_max_bytes)?;
     if let Some(dir) = options.get("state-dir") {
         config = config.state_dir(dir);
+    }
+    // dead-letter-queue: a record whose value does not deserialize is
+    // logged, skipped and written to the DLQ topic instead of stopping the
+    // application, as Java's LogAndContinueExceptionHandler with
+    // errors.dead.letter.queue.topic.name.
+    if let Some(topic) = options.get("dlq") {
+        config = config
+            .dead_letter_queue(topic)
+            .deserialization_handling(DeserializationHandling::LogAndContinue);
     }
     let mut app = KafkaStreams::new(topology, config);
     let stop = Arc::new(AtomicBool::new(false));
@@ -254,22 +235,4 @@ fn options(args: &[String]) -> Result<HashMap<String, String>, String> {
         options.insert(key.to_string(), value.clone());
     }
     Ok(options)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::java_split_non_word as split;
-
-    #[test]
-    fn splits_like_java_on_non_word_runs() {
-        // Expected values are what Java's "...".split("\\W+") returns.
-        assert_eq!(split("hello, kafka world!"), ["hello", "kafka", "world"]);
-        assert_eq!(split("snake_case x9"), ["snake_case", "x9"]);
-        assert_eq!(split(", leading"), ["", "leading"]);
-        assert_eq!(split("trailing.."), ["trailing"]);
-        assert_eq!(split("word"), ["word"]);
-        assert_eq!(split(""), [""]);
-        assert!(split("!?, ").is_empty());
-        assert_eq!(split("caf\u{e9} ol\u{e9}"), ["caf", "ol"]);
-    }
 }

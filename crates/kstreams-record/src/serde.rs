@@ -65,6 +65,47 @@ pub enum SerdeError {
     },
 }
 
+impl SerdeError {
+    /// The message Kafka's own serde throws for the same failure, as a
+    /// Kafka Streams handler sees it in `getMessage()` (and as the
+    /// `__streams.errors.message` header of a dead letter carries it):
+    /// `Size of data received by IntegerDeserializer is not 4` for a
+    /// fixed-width number of the wrong size; otherwise this error's text
+    /// without the topic, which Kafka's messages do not name.
+    pub fn kafka_message(&self) -> String {
+        match self {
+            SerdeError::WrongSize {
+                type_name,
+                expected,
+                ..
+            } => match java_deserializer(type_name) {
+                Some(class) => format!("Size of data received by {class} is not {expected}"),
+                None => format!("a {type_name} needs exactly {expected} bytes"),
+            },
+            SerdeError::InvalidUtf8 { source, .. } => {
+                format!("bytes are not valid UTF-8: {source}")
+            }
+            SerdeError::UnexpectedNull { type_name, .. } => {
+                format!("got a null (tombstone) for non-nullable type {type_name}")
+            }
+            SerdeError::Json {
+                type_name, source, ..
+            } => format!("JSON for {type_name}: {source}"),
+            SerdeError::Custom { message, .. } => message.clone(),
+        }
+    }
+}
+
+/// Kafka's deserializer class for a fixed-width type of the built-in serdes.
+fn java_deserializer(type_name: &str) -> Option<&'static str> {
+    match type_name {
+        "i32" => Some("IntegerDeserializer"),
+        "i64" => Some("LongDeserializer"),
+        "f64" => Some("DoubleDeserializer"),
+        _ => None,
+    }
+}
+
 /// Serializes and deserializes one type for a Kafka topic.
 ///
 /// Both directions see the topic and the record headers, as Kafka's

@@ -554,7 +554,8 @@ impl StreamTask {
     /// failure is Kafka's `SerializationException`; a processor's error or
     /// panic, user code failing, is an unchecked `RuntimeException`. The
     /// message is the failure's own (as `getMessage()` of the exception a
-    /// handler receives), not kstreams' text around it; the stack trace has
+    /// handler receives, Kafka's own text for its serdes' failures), not
+    /// kstreams' text around it; the stack trace has
     /// Java's first line and a `Caused by: ` line per cause, without
     /// frames, which Rust does not keep.
     fn dead_letter(&mut self, error: &StreamsError, raw: ConsumedRecord) {
@@ -568,7 +569,7 @@ impl StreamTask {
             StreamsError::Deserialization { source, .. }
             | StreamsError::Serialization { source, .. } => (
                 SERIALIZATION_EXCEPTION,
-                source.to_string(),
+                source.kafka_message(),
                 std::error::Error::source(&**source),
             ),
             StreamsError::Processing { source, .. } => (

@@ -73,23 +73,9 @@ impl JavaHarness {
 
     /// Runs `scenario` on Kafka Streams until it has processed its input.
     pub fn run_scenario(&self, bootstrap: &str, run: &AppRun) -> Result<()> {
-        process::run(
-            self.tool("run", bootstrap)
-                .arg(run.scenario)
-                .args([
-                    "--app-id",
-                    &run.app_id,
-                    "--input",
-                    &run.input,
-                    "--output",
-                    &run.output,
-                ])
-                .arg("--state-dir")
-                .arg(&run.state_dir)
-                .arg("--describe-to")
-                .arg(&run.describe_to),
-            "the Kafka Streams reference app",
-        )
+        let mut command = self.tool("run", bootstrap);
+        command.arg(run.scenario).args(run.app_args());
+        process::run(&mut command, "the Kafka Streams reference app")
     }
 
     /// Waits until `group` has committed the end offsets of `topics` (and of
@@ -115,14 +101,34 @@ impl JavaHarness {
         serdes: (&str, &str),
         out: &Path,
     ) -> Result<()> {
-        process::run(
-            self.tool("dump", bootstrap)
-                .args([
-                    "--topic", topic, "--key", serdes.0, "--value", serdes.1, "--out",
-                ])
-                .arg(out),
-            "reading the output topic",
-        )
+        self.dump_topic(bootstrap, topic, serdes, out, false)
+    }
+
+    /// As [`JavaHarness::dump`], with each record's headers in a sixth field.
+    pub fn dump_with_headers(
+        &self,
+        bootstrap: &str,
+        topic: &str,
+        serdes: (&str, &str),
+        out: &Path,
+    ) -> Result<()> {
+        self.dump_topic(bootstrap, topic, serdes, out, true)
+    }
+
+    fn dump_topic(
+        &self,
+        bootstrap: &str,
+        topic: &str,
+        (key, value): (&str, &str),
+        out: &Path,
+        headers: bool,
+    ) -> Result<()> {
+        let mut command = self.tool("dump", bootstrap);
+        command.args(["--topic", topic, "--key", key, "--value", value]);
+        if headers {
+            command.args(["--headers", "true"]);
+        }
+        process::run(command.arg("--out").arg(out), "reading a topic")
     }
 
     /// A `java` command running tool `name` of compat/'s Main.
@@ -145,12 +151,44 @@ pub struct AppRun {
     pub app_id: String,
     /// The input topics, comma-separated (two for the joins).
     pub input: String,
+    /// The input topics the application's group consumes and commits (all
+    /// but a global table's).
+    pub group_inputs: Vec<String>,
     pub output: String,
     /// Key and value serdes of the output topic, as `dump` names them.
     pub output_serdes: (&'static str, &'static str),
     pub state_dir: PathBuf,
     /// Where the side writes its `Topology#describe()` text.
     pub describe_to: PathBuf,
+    /// `statestore.cache.max.bytes` (0: every update forwarded).
+    pub cache_max_bytes: u64,
+    /// The dead-letter queue, which also turns on the log-and-continue
+    /// deserialization handler.
+    pub dead_letter_queue: Option<String>,
+}
+
+impl AppRun {
+    /// The arguments both sides' `run` commands take after the scenario name.
+    pub fn app_args(&self) -> Vec<std::ffi::OsString> {
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "--app-id".into(),
+            self.app_id.clone().into(),
+            "--input".into(),
+            self.input.clone().into(),
+            "--output".into(),
+            self.output.clone().into(),
+            "--state-dir".into(),
+            self.state_dir.clone().into(),
+            "--describe-to".into(),
+            self.describe_to.clone().into(),
+            "--cache-max-bytes".into(),
+            self.cache_max_bytes.to_string().into(),
+        ];
+        if let Some(topic) = &self.dead_letter_queue {
+            args.extend(["--dlq".into(), topic.into()]);
+        }
+        args
+    }
 }
 
 fn is_stale(project: &Path, classpath_file: &Path) -> bool {

@@ -57,15 +57,10 @@ impl KstreamsSide {
     pub fn run_scenario(&self, bootstrap: &str, run: &AppRun, java: &JavaHarness) -> Result<()> {
         let mut child = Command::new(&self.binary)
             .args(["run", run.scenario, "--bootstrap", bootstrap])
-            .args(["--app-id", &run.app_id, "--input", &run.input])
-            .args(["--output", &run.output])
-            .arg("--state-dir")
-            .arg(&run.state_dir)
-            .arg("--describe-to")
-            .arg(&run.describe_to)
+            .args(run.app_args())
             .spawn()
             .with_context(|| format!("cannot start {}", self.binary.display()))?;
-        let inputs: Vec<&str> = run.input.split(',').collect();
+        let inputs: Vec<&str> = run.group_inputs.iter().map(String::as_str).collect();
         let idle = java.await_idle(bootstrap, &run.app_id, &inputs);
         let stopped = stop(&mut child);
         idle?;

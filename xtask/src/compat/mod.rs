@@ -10,6 +10,7 @@
 //!
 //! The files of the last run stay in compat/target/runs/<scenario>/.
 
+mod dead_letters;
 pub(crate) mod java;
 mod kstreams_side;
 mod migrate;
@@ -191,10 +192,14 @@ fn run(
         }
     }
 
-    let mut agree =
-        compare(scenario, &expected, &outputs) & same_topology(scenario, &topics, &outputs, &dir);
+    let mut agree = compare(scenario, expected.as_deref(), &outputs)
+        & same_topology(scenario, &topics, &outputs, &dir);
     if scenario.compares_internal_topics() {
         agree &= same_internal_topics(scenario, &app_ids, java, bootstrap, &dir)?;
+    }
+    if scenario.has_dead_letter_queue() {
+        let sides: Vec<Side> = outputs.iter().map(|(side, _)| *side).collect();
+        agree &= dead_letters::compare(scenario, options, &topics, &sides, java, bootstrap, &dir)?;
     }
     eprintln!(
         "compat: {} {} ({}; files in {})",
@@ -207,27 +212,40 @@ fn run(
 }
 
 /// Generates the input into `input.tsv` and returns the expected output,
-/// also written to `expected.tsv` for a look with any diff tool.
+/// also written to `expected.tsv` for a look with any diff tool; `None` for
+/// a scenario whose only reference is Kafka Streams.
 pub(crate) fn write_input_and_expected(
     scenario: &Scenario,
     options: &Options,
     dir: &Path,
-) -> Result<Vec<Record>> {
-    let records = options.records.unwrap_or(scenario.default_records);
-    let input = scenario.input(options.seed, records);
+) -> Result<Option<Vec<Record>>> {
+    let input = scenario_input(scenario, options);
     let expected = scenario.expected(&input);
     for (suffix, records) in scenario.split_input(&input) {
         records::write_input(&dir.join(input_file(scenario, suffix)), &records)?;
     }
-    records::write_dump(&dir.join("expected.tsv"), &expected)?;
+    let described = match &expected {
+        Some(expected) => {
+            records::write_dump(&dir.join("expected.tsv"), expected)?;
+            format!("{} expected output records", expected.len())
+        }
+        None => "Kafka Streams' output is the reference".to_owned(),
+    };
     eprintln!(
-        "compat: {} with seed {}: {} input records, {} expected output records",
+        "compat: {} with seed {}: {} input records, {described}",
         scenario.name,
         options.seed,
         input.len(),
-        expected.len()
     );
     Ok(expected)
+}
+
+/// The input of a run: the scenario's generator with the run's seed and size.
+pub(crate) fn scenario_input(scenario: &Scenario, options: &Options) -> Vec<Record> {
+    scenario.input(
+        options.seed,
+        options.records.unwrap_or(scenario.default_records),
+    )
 }
 
 /// `input.tsv`, or for a scenario reading several topics `input-<topic>.tsv`.
@@ -267,8 +285,23 @@ fn run_side(
     records::read_dump(&dump).map(Some)
 }
 
-/// Diffs each side against the expected output, and the sides against each other.
-fn compare(scenario: &Scenario, expected: &[Record], outputs: &[(Side, Vec<Record>)]) -> bool {
+/// Diffs each side against the expected output, and the sides against each
+/// other: record by record, or by final values where the scenario says so.
+fn compare(
+    scenario: &Scenario,
+    expected: Option<&[Record]>,
+    outputs: &[(Side, Vec<Record>)],
+) -> bool {
+    let reduced: Vec<(Side, Vec<Record>)>;
+    let outputs = if scenario.compares_final_values() {
+        reduced = outputs
+            .iter()
+            .map(|(side, output)| (*side, records::final_values(output)))
+            .collect();
+        &reduced[..]
+    } else {
+        outputs
+    };
     let mut agree = true;
     let mut check = |left: &str, l: &[Record], right: &str, r: &[Record]| match records::diff(
         left, l, right, r,
@@ -286,8 +319,10 @@ fn compare(scenario: &Scenario, expected: &[Record], outputs: &[(Side, Vec<Recor
             agree = false;
         }
     };
-    for (side, output) in outputs {
-        check("expected", expected, side.name(), output);
+    if let Some(expected) = expected {
+        for (side, output) in outputs {
+            check("expected", expected, side.name(), output);
+        }
     }
     if let [(a, a_out), (b, b_out)] = outputs {
         check(a.name(), a_out, b.name(), b_out);
@@ -457,6 +492,16 @@ impl Topics {
         format!("{}-output-{}", self.prefix, side.name())
     }
 
+    /// A side's dead-letter queue, for a scenario that has one.
+    pub(crate) fn dead_letter_queue(&self, scenario: &Scenario, side: Side) -> Option<String> {
+        scenario
+            .has_dead_letter_queue()
+            .then(|| format!("{}-dlq-{}", self.prefix, side.name()))
+    }
+
+    /// Every topic a run needs, with its partition count: the inputs, and
+    /// each side's output and dead-letter queue (one partition: the
+    /// producer picks a dead letter's partition from its key).
     pub(crate) fn all(&self, scenario: &Scenario, sides: &[Side]) -> Vec<(String, i32)> {
         self.inputs
             .iter()
@@ -465,6 +510,12 @@ impl Topics {
                 sides
                     .iter()
                     .map(|&side| (self.output(side), scenario.output_partitions)),
+            )
+            .chain(
+                sides
+                    .iter()
+                    .filter_map(|&side| self.dead_letter_queue(scenario, side))
+                    .map(|topic| (topic, 1)),
             )
             .collect()
     }
@@ -475,9 +526,18 @@ impl Topics {
             output_serdes: scenario.output_serdes,
             app_id: format!("{}-{}", self.prefix, side.name()),
             input: self.inputs.join(","),
+            group_inputs: scenario
+                .input_topics()
+                .iter()
+                .zip(&self.inputs)
+                .filter(|(suffix, _)| !scenario.global_input_topics().contains(suffix))
+                .map(|(_, topic)| topic.clone())
+                .collect(),
             output: self.output(side),
             state_dir: dir.join(format!("{}-state", side.name())),
             describe_to: dir.join(format!("{}-topology.txt", side.name())),
+            cache_max_bytes: scenario.cache_max_bytes(),
+            dead_letter_queue: self.dead_letter_queue(scenario, side),
         }
     }
 }

@@ -98,12 +98,78 @@ fn parse_dump_line(line: &str) -> Result<Record> {
     let [partition, _offset, timestamp, key, value] = fields[..] else {
         bail!("expected 5 tab-separated fields, got {}", fields.len());
     };
+    parse_record(partition, timestamp, key, value)
+}
+
+fn parse_record(partition: &str, timestamp: &str, key: &str, value: &str) -> Result<Record> {
     Ok(Record {
         partition: partition.parse()?,
         timestamp: timestamp.parse()?,
         key: unescape(key)?,
         value: unescape(value)?,
     })
+}
+
+/// A record's headers, in order: name and value (`None`: a null value).
+pub type Headers = Vec<(String, Option<Vec<u8>>)>;
+
+/// Reads a dump written by `dump --headers true`: the five fields, then
+/// the headers as `name=HEX` (a null value: `name` alone), comma-separated.
+pub fn read_dump_with_headers(path: &Path) -> Result<Vec<(Record, Headers)>> {
+    let text =
+        fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .map(|(n, line)| {
+            parse_headers_line(line)
+                .with_context(|| format!("{}:{}: bad record line", path.display(), n + 1))
+        })
+        .collect()
+}
+
+fn parse_headers_line(line: &str) -> Result<(Record, Headers)> {
+    let fields: Vec<&str> = line.split('\t').collect();
+    let [partition, _offset, timestamp, key, value, headers] = fields[..] else {
+        bail!("expected 6 tab-separated fields, got {}", fields.len());
+    };
+    let record = parse_record(partition, timestamp, key, value)?;
+    let headers = headers
+        .split(',')
+        .filter(|h| !h.is_empty())
+        .map(|header| match header.split_once('=') {
+            Some((name, hex)) => Ok((name.to_owned(), Some(decode_hex(hex)?))),
+            None => Ok((header.to_owned(), None)),
+        })
+        .collect::<Result<_>>()?;
+    Ok((record, headers))
+}
+
+fn decode_hex(hex: &str) -> Result<Vec<u8>> {
+    if !hex.len().is_multiple_of(2) {
+        bail!("odd-length hex {hex:?}");
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).with_context(|| format!("bad hex {hex:?}")))
+        .collect()
+}
+
+/// The table an output topic stands for: per partition, the last value
+/// written for each key, keys whose last record is a tombstone left out,
+/// in key order. Timestamps are zeroed: which update came last, and so its
+/// timestamp, may depend on timing where only the values are fixed.
+pub fn final_values(records: &[Record]) -> Vec<Record> {
+    let mut last: BTreeMap<(i32, Option<String>), &Record> = BTreeMap::new();
+    for record in records {
+        last.insert((record.partition, record.key.clone()), record);
+    }
+    last.into_values()
+        .filter(|r| r.value.is_some())
+        .map(|r| Record {
+            timestamp: 0,
+            ..r.clone()
+        })
+        .collect()
 }
 
 fn escape(field: Option<&str>) -> String {
@@ -257,6 +323,38 @@ mod tests {
         let read = read_dump(&path).unwrap();
         fs::remove_file(&path).unwrap();
         assert_eq!(read, vec![records[1].clone(), records[0].clone()]);
+    }
+
+    #[test]
+    fn final_values_keep_the_last_live_value_per_key() {
+        let mut tombstone = rec(0, 4, "b", "x");
+        tombstone.value = None;
+        let records = vec![
+            rec(0, 1, "a", "1"),
+            rec(0, 2, "b", "1"),
+            rec(1, 3, "a", "9"),
+            rec(0, 3, "a", "2"),
+            tombstone,
+        ];
+        assert_eq!(
+            final_values(&records),
+            vec![rec(0, 0, "a", "2"), rec(1, 0, "a", "9")]
+        );
+    }
+
+    #[test]
+    fn header_lines_parse() {
+        let (record, headers) =
+            parse_headers_line("0\t5\t7\tk\tv\tcount=3132,empty=,gone").unwrap();
+        assert_eq!(record, rec(0, 7, "k", "v"));
+        assert_eq!(
+            headers,
+            vec![
+                ("count".to_owned(), Some(b"12".to_vec())),
+                ("empty".to_owned(), Some(Vec::new())),
+                ("gone".to_owned(), None)
+            ]
+        );
     }
 
     #[test]

@@ -121,26 +121,20 @@ impl<K: 'static, V: 'static, KO: PartialEq + 'static> Processor<K, Change<V>, Ve
     }
 }
 
-/// Right side: keeps subscriptions by foreign key and answers them with
-/// the right row (keyed by the primary key, back to the left partition).
-pub(crate) struct SubscriptionReceiver<KO, VO> {
+/// Right side: keeps subscriptions by foreign key (Kafka Streams'
+/// `SubscriptionReceiveProcessorSupplier`) and passes each on to be
+/// answered.
+pub(crate) struct SubscriptionStoreReceiver {
     pub(crate) store_name: String,
     pub(crate) store: Option<SubscriptionStore>,
-    pub(crate) make: GetterFactory<KO, VO>,
-    pub(crate) getter: Option<Box<dyn ValueGetter<KO, VO>>>,
-    pub(crate) fk_serde: SharedSerde<KO>,
-    pub(crate) right_serde: SharedSerde<VO>,
 }
 
-impl<KO: 'static, VO: 'static> Processor<Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>>
-    for SubscriptionReceiver<KO, VO>
-{
+impl Processor<Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>> for SubscriptionStoreReceiver {
     fn init(
         &mut self,
         ctx: &mut ProcessorContext<'_, Vec<u8>, Vec<u8>>,
     ) -> Result<(), ProcessorError> {
         self.store = Some(ctx.get_state_store(&self.store_name)?);
-        self.getter = Some((self.make)(&ctx.store_lookup())?);
         Ok(())
     }
 
@@ -153,14 +147,10 @@ impl<KO: 'static, VO: 'static> Processor<Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>>
             .store
             .as_ref()
             .ok_or("foreign-key join not initialized")?;
-        let getter = self
-            .getter
-            .as_ref()
-            .ok_or("foreign-key join not initialized")?;
         let sub = parse_subscription(&record.value).ok_or("malformed foreign-key subscription")?;
-        let (instruction, pk) = (sub.instruction, sub.primary_key);
-        let key = subscription_key(&record.key, pk);
-        if instruction == DELETE_KEY_NO_PROPAGATE || instruction == DELETE_KEY_AND_PROPAGATE {
+        let key = subscription_key(&record.key, sub.primary_key);
+        if sub.instruction == DELETE_KEY_NO_PROPAGATE || sub.instruction == DELETE_KEY_AND_PROPAGATE
+        {
             store.borrow_mut().delete(&key)?;
         } else {
             store.borrow_mut().put(
@@ -168,6 +158,43 @@ impl<KO: 'static, VO: 'static> Processor<Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>>
                 ValueAndTimestamp::make(record.value.clone(), record.timestamp),
             )?;
         }
+        ctx.forward(record)?;
+        Ok(())
+    }
+}
+
+/// Right side: answers a subscription with the right row (keyed by the
+/// primary key, back to the left partition); Kafka Streams'
+/// `SubscriptionJoinProcessorSupplier`.
+pub(crate) struct SubscriptionJoinForeign<KO, VO> {
+    pub(crate) make: GetterFactory<KO, VO>,
+    pub(crate) getter: Option<Box<dyn ValueGetter<KO, VO>>>,
+    pub(crate) fk_serde: SharedSerde<KO>,
+    pub(crate) right_serde: SharedSerde<VO>,
+}
+
+impl<KO: 'static, VO: 'static> Processor<Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>>
+    for SubscriptionJoinForeign<KO, VO>
+{
+    fn init(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, Vec<u8>, Vec<u8>>,
+    ) -> Result<(), ProcessorError> {
+        self.getter = Some((self.make)(&ctx.store_lookup())?);
+        Ok(())
+    }
+
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, Vec<u8>, Vec<u8>>,
+        record: Record<Vec<u8>, Vec<u8>>,
+    ) -> Result<(), ProcessorError> {
+        let getter = self
+            .getter
+            .as_ref()
+            .ok_or("foreign-key join not initialized")?;
+        let sub = parse_subscription(&record.value).ok_or("malformed foreign-key subscription")?;
+        let (instruction, pk) = (sub.instruction, sub.primary_key);
         if instruction == DELETE_KEY_NO_PROPAGATE {
             return Ok(());
         }
@@ -254,12 +281,11 @@ impl<KO: 'static, VO: 'static> Processor<KO, Change<VO>, Vec<u8>, Vec<u8>>
 }
 
 /// Left side: joins an answer with the left row if the answer is about the
-/// row's current value; a stale answer is dropped.
-pub(crate) struct ResponseJoiner<K, V, VO, VR> {
-    /// The result table's store, when results have a serde.
-    pub(crate) store_name: Option<String>,
-    pub(crate) send_old: crate::operators::forwarder::OldValuesFlag,
-    pub(crate) results: Option<crate::operators::table_source::TableStore<K, VR>>,
+/// row's current value; a stale answer is dropped (Kafka Streams'
+/// `SubscriptionResolverJoinProcessorSupplier`). The result (`None`: a
+/// delete) goes to the join's output node, a table source that keeps it
+/// in a store only when something needs one.
+pub(crate) struct SubscriptionResolver<K, V, VO, VR> {
     pub(crate) make: GetterFactory<K, V>,
     pub(crate) getter: Option<Box<dyn ValueGetter<K, V>>>,
     pub(crate) key_serde: SharedSerde<K>,
@@ -270,26 +296,19 @@ pub(crate) struct ResponseJoiner<K, V, VO, VR> {
 }
 
 impl<K: Clone + 'static, V: 'static, VO: 'static, VR: Clone + 'static>
-    Processor<Vec<u8>, Vec<u8>, K, Change<VR>> for ResponseJoiner<K, V, VO, VR>
+    Processor<Vec<u8>, Vec<u8>, K, Option<VR>> for SubscriptionResolver<K, V, VO, VR>
 {
     fn init(
         &mut self,
-        ctx: &mut ProcessorContext<'_, K, Change<VR>>,
+        ctx: &mut ProcessorContext<'_, K, Option<VR>>,
     ) -> Result<(), ProcessorError> {
         self.getter = Some((self.make)(&ctx.store_lookup())?);
-        if let Some(name) = &self.store_name {
-            self.results = Some(crate::operators::table_source::TableStore::open(
-                ctx,
-                name,
-                crate::operators::forwarder::sends_old(&self.send_old),
-            )?);
-        }
         Ok(())
     }
 
     fn process(
         &mut self,
-        ctx: &mut ProcessorContext<'_, K, Change<VR>>,
+        ctx: &mut ProcessorContext<'_, K, Option<VR>>,
         record: Record<Vec<u8>, Vec<u8>>,
     ) -> Result<(), ProcessorError> {
         let getter = self
@@ -326,17 +345,9 @@ impl<K: Clone + 'static, V: 'static, VO: 'static, VR: Clone + 'static>
             }
             _ => None,
         };
-        let old = match &self.results {
-            Some(results) => {
-                let old = results.get(&key)?.map(|o| o.value);
-                results.put(ctx, key.clone(), result.clone(), record.timestamp)?;
-                old.filter(|_| crate::operators::forwarder::sends_old(&self.send_old))
-            }
-            None => None,
-        };
         ctx.forward(Record {
             key,
-            value: Change::new(result, old),
+            value: result,
             timestamp: record.timestamp,
             headers: record.headers,
         })?;

@@ -96,7 +96,7 @@ impl<B: Keyspaces> SessionBytesStore for SessionEngine<B> {
         start: Timestamp,
         end: Timestamp,
     ) -> Result<Option<Vec<u8>>, Error> {
-        if self.expired(end) {
+        if end < self.first_visible(end) {
             return Ok(None);
         }
         self.backend

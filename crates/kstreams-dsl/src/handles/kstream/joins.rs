@@ -213,16 +213,19 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         s.topology
             .graph
             .copartition(&[name.as_str(), table.node.as_str()]);
+        // The buffer first, then the table's stores: Kafka Streams'
+        // StreamTableJoinNode adds them in this order, and describe()
+        // lists a node's stores in that order where their hashes collide.
+        if let Some((_, _, _, builder)) = buffer {
+            let added = add_store(&mut s.topology, builder, &name);
+            s.record(added);
+        }
         let stores: Vec<&str> = getter.stores.iter().map(String::as_str).collect();
         let connected = s
             .topology
             .connect_processor_and_state_stores(&name, &stores)
             .map(|_| ());
         s.record(connected);
-        if let Some((_, _, _, builder)) = buffer {
-            let added = add_store(&mut s.topology, builder, &name);
-            s.record(added);
-        }
         let mut out = out;
         out.key_serde = self.key_serde.clone();
         out

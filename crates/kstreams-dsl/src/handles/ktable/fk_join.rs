@@ -2,23 +2,23 @@
 //! the two trips through internal topics (see
 //! [`crate::operators::fk_join`] for the processors and the byte layouts).
 
-use std::marker::PhantomData;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use kstreams_record::{BytesSerde, SharedSerde};
 use kstreams_state::Stores;
 
 use crate::change::Change;
 use crate::graph::SourceTopics;
-use crate::handles::types::{KTable, OldValues};
-use crate::materialized::add_store;
+use crate::handles::types::KTable;
+use crate::materialized::{add_store, Materialized, StoreSpec};
 use crate::nodes::SinkPartitioning;
 use crate::operators::fk_join::FkJoiner;
 use crate::operators::fk_join::ForeignChangeProcessor;
 use crate::operators::fk_join::ForeignKey;
-use crate::operators::fk_join::ResponseJoiner;
-use crate::operators::fk_join::SubscriptionReceiver;
+use crate::operators::fk_join::SubscriptionJoinForeign;
+use crate::operators::fk_join::SubscriptionResolver;
 use crate::operators::fk_join::SubscriptionSender;
+use crate::operators::fk_join::SubscriptionStoreReceiver;
 use crate::topology::SinkTopic;
 use crate::TopologyError;
 
@@ -65,50 +65,52 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         self.enable_old_values(true);
         let left_getter = (self.getter)();
         let right_getter = (other.getter)();
-        let mut s = self.state.borrow_mut();
-        let sender = s.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-");
-        let subscription_topic = format!("{sender}-topic");
-        let subscription_sink = s.new_name("KTABLE-SINK-");
-        let subscription_source = s.new_name("KTABLE-SOURCE-");
-        let store = s.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-");
-        let subscription_processor = s.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-");
-        let foreign_processor = s.new_name("KTABLE-FK-JOIN-FOREIGN-PROCESSOR-");
-        let response_name = s.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-");
-        let response_topic = format!("{response_name}-topic");
-        let response_sink = s.new_name("KTABLE-SINK-");
-        let response_sink_2 = s.new_name("KTABLE-SINK-");
-        let response_source = s.new_name("KTABLE-SOURCE-");
-        let result = s.new_name("KTABLE-FK-JOIN-OUTPUT-");
-        let flag: crate::operators::forwarder::OldValuesFlag = Arc::default();
-        let store_cell = Arc::new(OnceLock::new());
-        // With a serde for the results they are kept in a store, which
-        // gives the result table old values and lookups (Kafka Streams
-        // materializes it too); without one it has neither.
+        // Kafka Streams 4.4's names, drawn in its order (KTableImpl's
+        // doJoinOnForeignKey): they name the internal topics and the
+        // subscription store's changelog, so an application can move
+        // between the two.
+        let names = {
+            let mut s = self.state.borrow_mut();
+            FkJoinNames::draw(&mut s)
+        };
+        let key_serde = self
+            .key_serde
+            .clone()
+            .or_else(kstreams_record::builtin_serde::<K>);
         let result_serde = kstreams_record::builtin_serde::<VR>();
-        let (old_values, getter) = if result_serde.is_some() {
-            (
-                OldValues::own(flag.clone()),
-                crate::operators::getters::lazy_store_getter(&store_cell),
-            )
-        } else {
-            let no: OldValues = OldValues {
-                enable: std::rc::Rc::new(|_| false),
-            };
-            (no, crate::operators::getters::no_getter())
+        // The output is a table source: its store (Kafka Streams'
+        // KTABLE-FK-JOIN-OUTPUT-STATE-STORE-<n>, named whether or not it is
+        // made) is added only when a downstream join or old values need it.
+        let spec = StoreSpec::settle(
+            Materialized::new(),
+            || names.result_store.clone(),
+            key_serde.clone(),
+            result_serde.clone(),
+        );
+        let (state, result, resolver) = (
+            self.state.clone(),
+            names.result.clone(),
+            names.resolver.clone(),
+        );
+        let output_key_serde = key_serde.clone();
+        // Added last, under the resolver (or alone when the join is
+        // invalid, which the recorded error reports at build).
+        let output = move || {
+            let mut table = KTable::<K, VR>::source::<K, Option<VR>>(
+                &state,
+                &resolver,
+                result,
+                spec,
+                false,
+                (Some, |v| v),
+            );
+            table.key_serde = output_key_serde;
+            table.value_serde = result_serde;
+            table
         };
-        let table = KTable {
-            state: self.state.clone(),
-            node: result.clone(),
-            store: store_cell.clone(),
-            key_serde: self.key_serde.clone(),
-            value_serde: result_serde.clone(),
-            old_values,
-            getter,
-            window: None,
-            types: PhantomData,
-        };
+        let mut s = self.state.borrow_mut();
         let invalid = |message: &str| TopologyError::InvalidOperator {
-            operator: format!("foreign-key join {result}"),
+            operator: format!("foreign-key join {}", names.result),
             message: message.to_string(),
         };
         let (Some(left_getter), Some(right_getter)) = (left_getter, right_getter) else {
@@ -116,12 +118,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                 "both tables must be readable by a join (not windowed or suppressed, with \
                  serdes for their stores)",
             )));
-            return table;
+            drop(s);
+            return output();
         };
-        let key_serde = self
-            .key_serde
-            .clone()
-            .or_else(kstreams_record::builtin_serde::<K>);
         let value_serde = self
             .value_serde
             .clone()
@@ -141,10 +140,25 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                 "the keys and values of both tables need serdes: read them with serdes \
                  or materialize them with Materialized::with_key_serde/with_value_serde",
             )));
-            return table;
+            drop(s);
+            return output();
         };
         let bytes: SharedSerde<Vec<u8>> = Arc::new(BytesSerde);
-        let key_serde_for_store = key_serde.clone();
+        let FkJoinNames {
+            subscription_topic,
+            sender,
+            subscription_sink,
+            subscription_source,
+            store,
+            receiver,
+            join_foreign,
+            foreign_processor,
+            response_topic,
+            response_sink,
+            response_source,
+            resolver,
+            ..
+        } = names;
 
         // Left: changes of the left table become subscriptions.
         {
@@ -190,22 +204,16 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         );
         s.record(added);
 
-        // Right: subscriptions are kept by foreign key and answered.
+        // Right: subscriptions are kept by foreign key ...
         {
-            let make = right_getter.make.clone();
-            let (store_name, right_serde, fk_serde) =
-                (store.clone(), right_serde.clone(), fk_serde.clone());
+            let store_name = store.clone();
             let added = s
                 .topology
                 .add_typed_processor::<Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>, _>(
-                    subscription_processor.clone(),
-                    Arc::new(move || SubscriptionReceiver::<KO, VO> {
+                    receiver.clone(),
+                    Arc::new(move || SubscriptionStoreReceiver {
                         store_name: store_name.clone(),
                         store: None,
-                        make: make.clone(),
-                        getter: None,
-                        fk_serde: fk_serde.clone(),
-                        right_serde: right_serde.clone(),
                     }),
                     &[subscription_source.as_str()],
                 );
@@ -218,12 +226,30 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             BytesSerde,
             BytesSerde,
         );
-        let added = add_store(&mut s.topology, subscriptions, &subscription_processor);
+        let added = add_store(&mut s.topology, subscriptions, &receiver);
         s.record(added);
+        // ... answered with the right row ...
+        {
+            let make = right_getter.make.clone();
+            let (right_serde, fk_serde) = (right_serde.clone(), fk_serde.clone());
+            let added = s
+                .topology
+                .add_typed_processor::<Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>, _>(
+                    join_foreign.clone(),
+                    Arc::new(move || SubscriptionJoinForeign::<KO, VO> {
+                        make: make.clone(),
+                        getter: None,
+                        fk_serde: fk_serde.clone(),
+                        right_serde: right_serde.clone(),
+                    }),
+                    &[receiver.as_str()],
+                );
+            s.record(added);
+        }
         let stores: Vec<&str> = right_getter.stores.iter().map(String::as_str).collect();
         let connected = s
             .topology
-            .connect_processor_and_state_stores(&subscription_processor, &stores)
+            .connect_processor_and_state_stores(&join_foreign, &stores)
             .map(|_| ());
         s.record(connected);
         // ... and answered again whenever the right row changes.
@@ -249,20 +275,16 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             .connect_processor_and_state_stores(&foreign_processor, &[store.as_str()])
             .map(|_| ());
         s.record(connected);
-        for (sink, parent) in [
-            (response_sink, &subscription_processor),
-            (response_sink_2, &foreign_processor),
-        ] {
-            let added = s.topology.add_typed_sink(
-                sink,
-                SinkTopic::Fixed(response_topic.clone()),
-                bytes.clone(),
-                bytes.clone(),
-                SinkPartitioning::WholeKey,
-                &[parent.as_str()],
-            );
-            s.record(added);
-        }
+        // One sink for both kinds of answers, as Kafka Streams'.
+        let added = s.topology.add_typed_sink(
+            response_sink,
+            SinkTopic::Fixed(response_topic.clone()),
+            bytes.clone(),
+            bytes.clone(),
+            SinkPartitioning::WholeKey,
+            &[join_foreign.as_str(), foreign_processor.as_str()],
+        );
+        s.record(added);
         s.topology.mark_internal_topic(&response_topic);
         let added = s.topology.add_typed_source(
             response_source.clone(),
@@ -273,21 +295,15 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         );
         s.record(added);
 
-        // Left again: answers to the current value are joined.
+        // Left again: answers to the current value are joined, and the
+        // results go to the output node (added above, under the resolver).
         {
             let make = left_getter.make.clone();
-            let store_name = result_serde
-                .as_ref()
-                .map(|_| format!("{result}-STATE-STORE"));
-            let flag = flag.clone();
             let added = s
                 .topology
-                .add_typed_processor::<Vec<u8>, Vec<u8>, K, Change<VR>, _>(
-                    result.clone(),
-                    Arc::new(move || ResponseJoiner::<K, V, VO, VR> {
-                        store_name: store_name.clone(),
-                        send_old: flag.clone(),
-                        results: None,
+                .add_typed_processor::<Vec<u8>, Vec<u8>, K, Option<VR>, _>(
+                    resolver.clone(),
+                    Arc::new(move || SubscriptionResolver::<K, V, VO, VR> {
                         make: make.clone(),
                         getter: None,
                         key_serde: key_serde.clone(),
@@ -303,21 +319,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         let stores: Vec<&str> = left_getter.stores.iter().map(String::as_str).collect();
         let connected = s
             .topology
-            .connect_processor_and_state_stores(&result, &stores)
+            .connect_processor_and_state_stores(&resolver, &stores)
             .map(|_| ());
         s.record(connected);
-        if let Some(result_serde) = result_serde {
-            let name = format!("{result}-STATE-STORE");
-            let results = Stores::timestamped_key_value_store_builder(
-                Stores::in_memory_key_value_store(&name),
-                key_serde_for_store,
-                result_serde,
-            )
-            .with_caching_disabled();
-            let added = add_store(&mut s.topology, results, &result);
-            s.record(added);
-            let _ = store_cell.set(name);
-        }
         // The subscriptions go to the right table's partitions, the answers
         // to the left table's.
         s.topology
@@ -326,6 +330,65 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         s.topology
             .graph
             .copartition(&[response_source.as_str(), self.node.as_str()]);
-        table
+        drop(s);
+        output()
+    }
+}
+
+/// The names a foreign-key join draws, in Kafka Streams' order.
+struct FkJoinNames {
+    subscription_topic: String,
+    sender: String,
+    subscription_sink: String,
+    subscription_source: String,
+    store: String,
+    receiver: String,
+    join_foreign: String,
+    foreign_processor: String,
+    response_topic: String,
+    response_sink: String,
+    response_source: String,
+    resolver: String,
+    result: String,
+    result_store: String,
+}
+
+impl FkJoinNames {
+    fn draw(s: &mut crate::handles::state::BuilderState) -> Self {
+        const PROCESSOR: &str = "KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-";
+        const REGISTRATION: &str = "KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-";
+        let subscription_topic = format!("{}-topic", s.new_name(REGISTRATION));
+        let sender = s.new_name(REGISTRATION);
+        let subscription_sink = s.new_name("KTABLE-SINK-");
+        let subscription_source = s.new_name("KTABLE-SOURCE-");
+        let store = s.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-");
+        let receiver = s.new_name(PROCESSOR);
+        let join_foreign = s.new_name(PROCESSOR);
+        let foreign_processor = s.new_name(PROCESSOR);
+        let response_topic = format!(
+            "{}-topic",
+            s.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-")
+        );
+        let response_sink = s.new_name("KTABLE-SINK-");
+        let response_source = s.new_name("KTABLE-SOURCE-");
+        let resolver = s.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-");
+        let result = s.new_name("KTABLE-FK-JOIN-OUTPUT-");
+        let result_store = s.new_name("KTABLE-FK-JOIN-OUTPUT-STATE-STORE-");
+        FkJoinNames {
+            subscription_topic,
+            sender,
+            subscription_sink,
+            subscription_source,
+            store,
+            receiver,
+            join_foreign,
+            foreign_processor,
+            response_topic,
+            response_sink,
+            response_source,
+            resolver,
+            result,
+            result_store,
+        }
     }
 }

@@ -19,8 +19,10 @@ import org.apache.kafka.common.TopicPartition;
  * its input, judged from the outside so that it works for either side.
  *
  * <p>The application is idle when its group has committed, for every partition
- * of its source topics and of its repartition topics ({@code <group>-*-repartition}),
- * the end offset of that partition. A committed input offset means the output of
+ * of its source topics, of its repartition topics ({@code <group>-*-repartition})
+ * and of the other internal topics it reads ({@code <group>-*-topic}: a
+ * foreign-key join's subscription registration and response topics), the end
+ * offset of that partition. A committed input offset means the output of
  * those records was flushed first (at-least-once commits flush the producer), so
  * idle means the output is complete. Two checks in a row must agree, because a
  * repartition topic can grow between reading its end offset and the group's.
@@ -66,7 +68,7 @@ final class AwaitIdle {
     private static String lag(Admin admin, String group, List<String> sourceTopics) throws Exception {
         List<String> topics = new ArrayList<>(sourceTopics);
         admin.listTopics().names().get().stream()
-                .filter(t -> t.startsWith(group + "-") && t.endsWith("-repartition"))
+                .filter(t -> t.startsWith(group + "-") && (t.endsWith("-repartition") || t.endsWith("-topic")))
                 .forEach(topics::add);
         Map<TopicPartition, OffsetSpec> latest = admin.describeTopics(topics).allTopicNames().get().values().stream()
                 .flatMap(d -> d.partitions().stream().map(p -> new TopicPartition(d.name(), p.partition())))

@@ -16,12 +16,15 @@ import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
  * {@code dump}: reads a topic from the beginning to the end offsets seen at
  * start (read_committed) and writes its records, partition by partition in
- * offset order, decoded with the named serdes.
+ * offset order, decoded with the named serdes. With {@code --headers true}
+ * each line has a sixth field, the record's headers (see {@link #headers}).
  */
 final class Dump {
     private static final Duration TIMEOUT = Duration.ofSeconds(60);
@@ -32,6 +35,7 @@ final class Dump {
         String topic = args.required("topic");
         String keySerde = args.optional("key", "string");
         String valueSerde = args.optional("value", "string");
+        boolean withHeaders = Boolean.parseBoolean(args.optional("headers", "false"));
         List<ConsumerRecord<byte[], byte[]>> records = read(args.required("bootstrap"), topic);
         records.sort(Comparator.<ConsumerRecord<byte[], byte[]>>comparingInt(ConsumerRecord::partition)
                 .thenComparingLong(ConsumerRecord::offset));
@@ -39,7 +43,8 @@ final class Dump {
             for (ConsumerRecord<byte[], byte[]> r : records) {
                 out.write(r.partition() + "\t" + r.offset() + "\t" + r.timestamp() + "\t"
                         + Tsv.escape(decode(r.key(), keySerde)) + "\t"
-                        + Tsv.escape(decode(r.value(), valueSerde)) + "\n");
+                        + Tsv.escape(decode(r.value(), valueSerde))
+                        + (withHeaders ? "\t" + Tsv.escape(headers(r.headers())) : "") + "\n");
             }
         }
         System.err.println("compat: dumped " + records.size() + " records from " + topic);
@@ -92,9 +97,29 @@ final class Dump {
             }
             case "bytes" -> HexFormat.of().formatHex(bytes);
             case "windowed-string" -> windowedString(bytes);
+            case "session-string" -> sessionString(bytes);
             default -> throw new HarnessException(
-                    "unknown serde " + serde + " (string, long, bytes, windowed-string)");
+                    "unknown serde " + serde + " (string, long, bytes, windowed-string, session-string)");
         };
+    }
+
+    /**
+     * A record's headers in order, each {@code name=HEX} (the value's bytes in
+     * lower-case hex) or just {@code name} for a null value, joined with
+     * {@code ,}; empty without headers.
+     */
+    static String headers(Headers headers) {
+        StringBuilder out = new StringBuilder();
+        for (Header header : headers) {
+            if (out.length() > 0) {
+                out.append(',');
+            }
+            out.append(header.key());
+            if (header.value() != null) {
+                out.append('=').append(HexFormat.of().formatHex(header.value()));
+            }
+        }
+        return out.toString();
     }
 
     /**
@@ -109,5 +134,21 @@ final class Dump {
         int keyLength = bytes.length - Long.BYTES;
         long start = ByteBuffer.wrap(bytes, keyLength, Long.BYTES).getLong();
         return new String(bytes, 0, keyLength, StandardCharsets.UTF_8) + "@" + start;
+    }
+
+    /**
+     * A session-windowed String key as {@code SessionWindowedSerializer}
+     * writes it (the key's bytes, then the session end, then its start, each
+     * 8 bytes big-endian), shown as {@code key@start-end}.
+     */
+    private static String sessionString(byte[] bytes) throws HarnessException {
+        if (bytes.length < 2 * Long.BYTES) {
+            throw new HarnessException("a session-windowed key needs at least 16 bytes, got " + bytes.length);
+        }
+        int keyLength = bytes.length - 2 * Long.BYTES;
+        ByteBuffer window = ByteBuffer.wrap(bytes, keyLength, 2 * Long.BYTES);
+        long end = window.getLong();
+        long start = window.getLong();
+        return new String(bytes, 0, keyLength, StandardCharsets.UTF_8) + "@" + start + "-" + end;
     }
 }

@@ -12,10 +12,10 @@ import java.util.Arrays;
  * list-topics   --bootstrap B --prefix P
  * produce       --bootstrap B --topic T --input FILE [--compression C1,C2,...]
  * run SCENARIO  --bootstrap B --app-id A --input T[,T2] --output T --state-dir D
- *               [--timeout-secs S] [--describe-to FILE]
+ *               [--timeout-secs S] [--describe-to FILE] [--cache-max-bytes N] [--dlq TOPIC]
  * await-idle    --bootstrap B --group G --topics T1,T2 [--timeout-secs S]
- * dump          --bootstrap B --topic T --key SERDE --value SERDE --out FILE
- *               (SERDE: string, long, bytes, windowed-string)
+ * dump          --bootstrap B --topic T --key SERDE --value SERDE --out FILE [--headers true]
+ *               (SERDE: string, long, bytes, windowed-string, session-string)
  * bench WORKLOAD --bootstrap B --app-id A --input T [--table T2] --output O
  *               --threads N --state-dir D [--target N] [--set KEY=VALUE]
  *               (see Bench.java; cargo xtask bench compare runs it)
@@ -37,11 +37,16 @@ public final class Main {
         // the client's warnings about them not existing yet are expected.
         System.setProperty("org.slf4j.simpleLogger.log.org.apache.kafka.clients.NetworkClient", "error");
         // Inputs with out-of-order table updates and late records are made
-        // on purpose (table-aggregate, windowed-count); each draws a warning.
-        for (String quiet : new String[] {"KTableSource", "KStreamWindowAggregate"}) {
+        // on purpose (table-aggregate, windowed-count, session-windows,
+        // sliding-windows); each draws a warning.
+        for (String quiet : new String[] {"KTableSource", "KStreamWindowAggregate", "KStreamSessionWindowAggregate",
+                "KStreamSlidingWindowAggregate"}) {
             System.setProperty("org.slf4j.simpleLogger.log.org.apache.kafka.streams.kstream.internals." + quiet,
                     "error");
         }
+        // So are values that fail to deserialize (dead-letter-queue).
+        System.setProperty("org.slf4j.simpleLogger.log.org.apache.kafka.streams.errors.LogAndContinueExceptionHandler",
+                "error");
         if (argv.length == 0) {
             usage();
         }

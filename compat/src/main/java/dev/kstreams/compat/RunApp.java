@@ -4,14 +4,19 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Properties;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.TopologyDescription;
+import org.apache.kafka.streams.errors.LogAndContinueExceptionHandler;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse;
 
 /**
@@ -43,11 +48,23 @@ final class RunApp {
                 return StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
             });
             streams.start();
-            AwaitIdle.await(admin, appId, List.of(input.split(",")), timeout, () -> failure(streams, died));
+            AwaitIdle.await(admin, appId, groupInputs(topology, input), timeout, () -> failure(streams, died));
             streams.close(Duration.ofSeconds(30));
         }
         System.err.printf("compat: %s processed its input in %d ms%n", scenario,
                 Duration.ofNanos(System.nanoTime() - started).toMillis());
+    }
+
+    /**
+     * The input topics the group consumes: all but those of global stores,
+     * which the global thread reads without a group (so it commits nothing).
+     */
+    static List<String> groupInputs(Topology topology, String input) {
+        Set<String> global = new HashSet<>();
+        for (TopologyDescription.GlobalStore store : topology.describe().globalStores()) {
+            global.addAll(store.source().topicSet());
+        }
+        return Arrays.stream(input.split(",")).filter(topic -> !global.contains(topic)).toList();
     }
 
     private static Optional<String> failure(KafkaStreams streams, AtomicReference<Throwable> died) {
@@ -65,13 +82,17 @@ final class RunApp {
     /**
      * Settings that make the output a deterministic function of the input:
      * no record cache (every update is forwarded, none merged between commits)
+     * unless {@code --cache-max-bytes} asks for one (table-table-join-cached),
      * and one thread; a short commit interval only makes the run quicker.
+     * {@code --dlq TOPIC} (dead-letter-queue) skips records that fail to
+     * deserialize and sends them to that topic.
      */
     private static Properties config(Args args, String bootstrap, String appId) {
         Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG,
+                Long.parseLong(args.optional("cache-max-bytes", "0")));
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
         props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
         props.put(StreamsConfig.STATE_DIR_CONFIG, args.optional("state-dir", System.getProperty("java.io.tmpdir")));
@@ -81,6 +102,12 @@ final class RunApp {
         props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX, 0L);
         props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
                 args.optional("processing-guarantee", StreamsConfig.AT_LEAST_ONCE));
+        String dlq = args.optional("dlq", null);
+        if (dlq != null) {
+            props.put(StreamsConfig.ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG, dlq);
+            props.put(StreamsConfig.DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG,
+                    LogAndContinueExceptionHandler.class);
+        }
         return props;
     }
 }

@@ -2,25 +2,35 @@ package dev.kstreams.compat;
 
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.Joined;
+import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.Stores;
 
 /**
  * The reference topologies. Each one is mirrored by a scenario of the same name
@@ -36,6 +46,33 @@ final class Scenarios {
     /** stream-stream-join's window: the largest time difference and the grace period. */
     static final Duration JOIN_DIFFERENCE = Duration.ofSeconds(3);
     static final Duration JOIN_GRACE = Duration.ofSeconds(2);
+    /** cogroup's aggregators: what a left and a right record add to the key's total. */
+    static final long COGROUP_LEFT_STEP = 1;
+    static final long COGROUP_RIGHT_STEP = 1000;
+    /** session-windows' sessions: the inactivity gap that ends one and the grace period. */
+    static final Duration SESSION_GAP = Duration.ofSeconds(5);
+    static final Duration SESSION_GRACE = Duration.ofSeconds(2);
+    /** sliding-windows' windows: the largest time difference (also the window size) and the grace period. */
+    static final Duration SLIDING_DIFFERENCE = Duration.ofSeconds(5);
+    static final Duration SLIDING_GRACE = Duration.ofSeconds(2);
+    /** suppress-time-limit holds each key's latest count this long (stream time), for at most this many keys. */
+    static final Duration SUPPRESS_TIME_LIMIT = Duration.ofSeconds(5);
+    static final long SUPPRESS_MAX_RECORDS = 1000;
+    /** versioned-join-grace: the customers store, its history retention and the join's grace period. */
+    static final String VERSIONED_STORE = "customers-versioned";
+    static final Duration VERSIONED_HISTORY = Duration.ofMinutes(5);
+    static final Duration VERSIONED_JOIN_GRACE = Duration.ofSeconds(3);
+    /** punctuation's store, and how often (stream time) it writes out every count. */
+    static final String PUNCTUATED_STORE = "punctuated-counts";
+    static final Duration PUNCTUATE_INTERVAL = Duration.ofSeconds(10);
+
+    /** Every scenario name, in the order of {@link #build}. */
+    static final List<String> NAMES = List.of(
+            "wordcount", "filter-map", "windowed-count", "table-aggregate", "stream-table-join",
+            "table-table-join", "table-table-outer-join", "stream-stream-join", "cogroup", "session-windows",
+            "sliding-windows", "foreign-key-join", "global-table-join", "suppress-time-limit",
+            "versioned-join-grace", "table-table-join-cached", "punctuation", "dead-letter-queue",
+            "branch-merge", "stream-stream-outer-join");
 
     private Scenarios() {}
 
@@ -46,12 +83,23 @@ final class Scenarios {
             case "windowed-count" -> windowedCount(input, output);
             case "table-aggregate" -> tableAggregate(input, output);
             case "stream-table-join" -> streamTableJoin(inputs(input, name), output);
-            case "table-table-join" -> tableTableJoin(inputs(input, name), output, false);
+            // table-table-join-cached differs only in its run: with the record cache on.
+            case "table-table-join", "table-table-join-cached" -> tableTableJoin(inputs(input, name), output, false);
             case "table-table-outer-join" -> tableTableJoin(inputs(input, name), output, true);
-            case "stream-stream-join" -> streamStreamJoin(inputs(input, name), output);
-            default -> throw new HarnessException("unknown scenario " + name + " (wordcount, filter-map, "
-                    + "windowed-count, table-aggregate, stream-table-join, table-table-join, "
-                    + "table-table-outer-join, stream-stream-join)");
+            case "stream-stream-join" -> streamStreamJoin(inputs(input, name), output, false);
+            case "cogroup" -> cogroup(inputs(input, name), output);
+            case "session-windows" -> sessionWindows(input, output);
+            case "sliding-windows" -> slidingWindows(input, output);
+            case "foreign-key-join" -> foreignKeyJoin(inputs(input, name), output);
+            case "global-table-join" -> globalTableJoin(inputs(input, name), output);
+            case "suppress-time-limit" -> suppressTimeLimit(input, output);
+            case "versioned-join-grace" -> versionedJoinGrace(inputs(input, name), output);
+            case "punctuation" -> punctuation(input, output);
+            case "dead-letter-queue" -> deadLetterQueue(input, output);
+            case "branch-merge" -> branchMerge(input, output);
+            case "stream-stream-outer-join" -> streamStreamJoin(inputs(input, name), output, true);
+            default -> throw new HarnessException(
+                    "unknown scenario " + name + " (" + String.join(", ", NAMES) + ")");
         };
     }
 
@@ -117,18 +165,23 @@ final class Scenarios {
     }
 
     /**
-     * Two streams left-joined within {@link #JOIN_DIFFERENCE} and a grace of
-     * {@link #JOIN_GRACE}: {@code left|right}, and {@code left|null} once the
-     * window of a left record without a match has closed.
+     * Two streams joined within {@link #JOIN_DIFFERENCE} and a grace of
+     * {@link #JOIN_GRACE}. Left join: {@code left|right}, and {@code left|null}
+     * once the window of a left record without a match has closed. Outer join:
+     * the same, plus {@code null|right} for a right record without a match, so
+     * the outer join store holds both sides' unmatched records.
      */
-    static Topology streamStreamJoin(String[] inputs, String output) {
+    static Topology streamStreamJoin(String[] inputs, String output, boolean outer) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> left = builder.stream(inputs[0], Consumed.with(Serdes.String(), Serdes.String()));
         KStream<String, String> right = builder.stream(inputs[1], Consumed.with(Serdes.String(), Serdes.String()));
-        left.leftJoin(right, (l, r) -> l + "|" + orNull(r),
-                        JoinWindows.ofTimeDifferenceAndGrace(JOIN_DIFFERENCE, JOIN_GRACE),
-                        StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String()))
-                .to(output, Produced.with(Serdes.String(), Serdes.String()));
+        JoinWindows windows = JoinWindows.ofTimeDifferenceAndGrace(JOIN_DIFFERENCE, JOIN_GRACE);
+        StreamJoined<String, String, String> serdes =
+                StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String());
+        KStream<String, String> joined = outer
+                ? left.outerJoin(right, (l, r) -> orNull(l) + "|" + orNull(r), windows, serdes)
+                : left.leftJoin(right, (l, r) -> l + "|" + orNull(r), windows, serdes);
+        joined.to(output, Produced.with(Serdes.String(), Serdes.String()));
         return builder.build();
     }
 
@@ -165,6 +218,188 @@ final class Scenarios {
                 .count()
                 .toStream()
                 .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+        return builder.build();
+    }
+
+    /**
+     * Two grouped streams aggregated into one table per key (KIP-150): a left
+     * record adds {@link #COGROUP_LEFT_STEP}, a right one
+     * {@link #COGROUP_RIGHT_STEP}, so the total tells which side each update
+     * came from. One named store ({@code cogrouped}) serves both inputs.
+     */
+    static Topology cogroup(String[] inputs, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        KGroupedStream<String, String> left =
+                builder.stream(inputs[0], Consumed.with(Serdes.String(), Serdes.String())).groupByKey();
+        KGroupedStream<String, String> right =
+                builder.stream(inputs[1], Consumed.with(Serdes.String(), Serdes.String())).groupByKey();
+        left.<Long>cogroup((key, value, total) -> total + COGROUP_LEFT_STEP)
+                .cogroup(right, (key, value, total) -> total + COGROUP_RIGHT_STEP)
+                .aggregate(() -> 0L, Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("cogrouped")
+                        .withKeySerde(Serdes.String())
+                        .withValueSerde(Serdes.Long()))
+                .toStream()
+                .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+        return builder.build();
+    }
+
+    /**
+     * Events per key counted in session windows ({@link #SESSION_GAP},
+     * grace {@link #SESSION_GRACE}). A record that bridges two sessions merges
+     * them: the old sessions are retracted (a tombstone for each windowed key)
+     * before the merged one's count is written.
+     */
+    static Topology sessionWindows(String input, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .groupByKey()
+                .windowedBy(SessionWindows.ofInactivityGapAndGrace(SESSION_GAP, SESSION_GRACE))
+                .count()
+                .toStream()
+                .to(output, Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+        return builder.build();
+    }
+
+    /**
+     * Events per key counted in sliding windows ({@link #SLIDING_DIFFERENCE},
+     * grace {@link #SLIDING_GRACE}): each record creates and updates the
+     * windows it falls in, every update written (cache off).
+     */
+    static Topology slidingWindows(String input, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .groupByKey()
+                .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(SLIDING_DIFFERENCE, SLIDING_GRACE))
+                .count()
+                .toStream()
+                .to(output, Produced.with(
+                        WindowedSerdes.timeWindowedSerdeFrom(String.class, SLIDING_DIFFERENCE.toMillis()),
+                        Serdes.Long()));
+        return builder.build();
+    }
+
+    /**
+     * The orders table (value: a customer id) left-joined with the customers
+     * table on that foreign key (KIP-213): {@code customerId|name-or-null}.
+     * Exercises the subscription and response topics and their wire layouts.
+     */
+    static Topology foreignKeyJoin(String[] inputs, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> customers = builder.table(inputs[0], Consumed.with(Serdes.String(), Serdes.String()));
+        KTable<String, String> orders = builder.table(inputs[1], Consumed.with(Serdes.String(), Serdes.String()));
+        orders.leftJoin(customers, customerId -> customerId,
+                        (customerId, name) -> customerId + "|" + orNull(name))
+                .toStream()
+                .to(output, Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build();
+    }
+
+    /**
+     * Orders (value: a customer id) left-joined with a global customers table
+     * looked up by that id: {@code customerId|name-or-null}. The global table
+     * is read in full before processing starts, so no co-partitioning is needed.
+     */
+    static Topology globalTableJoin(String[] inputs, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        GlobalKTable<String, String> customers =
+                builder.globalTable(inputs[0], Consumed.with(Serdes.String(), Serdes.String()));
+        builder.stream(inputs[1], Consumed.with(Serdes.String(), Serdes.String()))
+                .leftJoin(customers, (orderId, customerId) -> customerId,
+                        (customerId, name) -> customerId + "|" + orNull(name))
+                .to(output, Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build();
+    }
+
+    /**
+     * Counts per key, each key's latest count held back until
+     * {@link #SUPPRESS_TIME_LIMIT} of stream time has passed since its first
+     * buffered update; a full buffer ({@link #SUPPRESS_MAX_RECORDS} keys)
+     * emits its oldest early rather than failing.
+     */
+    static Topology suppressTimeLimit(String input, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .groupByKey()
+                .count()
+                .suppress(Suppressed.untilTimeLimit(SUPPRESS_TIME_LIMIT,
+                        BufferConfig.maxRecords(SUPPRESS_MAX_RECORDS).emitEarlyWhenFull()))
+                .toStream()
+                .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+        return builder.build();
+    }
+
+    /**
+     * Orders left-joined with a versioned customers table (history
+     * {@link #VERSIONED_HISTORY}) with a grace period of
+     * {@link #VERSIONED_JOIN_GRACE} (KIP-923): orders wait in a buffer until
+     * stream time passes them plus the grace, then each joins the customer's
+     * name as of the order's timestamp, so out-of-order customer updates
+     * still count. A join grace period requires the versioned store.
+     */
+    static Topology versionedJoinGrace(String[] inputs, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> customers = builder.table(inputs[0], Consumed.with(Serdes.String(), Serdes.String()),
+                Materialized.<String, String>as(
+                                Stores.persistentVersionedKeyValueStore(VERSIONED_STORE, VERSIONED_HISTORY))
+                        .withKeySerde(Serdes.String())
+                        .withValueSerde(Serdes.String()));
+        builder.stream(inputs[1], Consumed.with(Serdes.String(), Serdes.String()))
+                .leftJoin(customers, (order, name) -> order + "|" + orNull(name),
+                        Joined.<String, String, String>with(Serdes.String(), Serdes.String(), Serdes.String())
+                                .withGracePeriod(VERSIONED_JOIN_GRACE))
+                .to(output, Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build();
+    }
+
+    /**
+     * The Processor API inside the DSL: {@link PunctuatedCount} counts per key
+     * in the store {@link #PUNCTUATED_STORE} and writes every count out on a
+     * stream-time punctuation every {@link #PUNCTUATE_INTERVAL}.
+     */
+    static Topology punctuation(String input, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.addStateStore(Stores.keyValueStoreBuilder(
+                Stores.persistentKeyValueStore(PUNCTUATED_STORE), Serdes.String(), Serdes.Long()));
+        builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .process(PunctuatedCount::new, PUNCTUATED_STORE)
+                .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+        return builder.build();
+    }
+
+    /**
+     * Integer values written back as text. A value that is not exactly four
+     * bytes fails the source's deserializer; the run sets the log-and-continue
+     * handler and a dead letter queue (KIP-1034), so the record is skipped and
+     * sent to the DLQ topic instead of stopping the application.
+     */
+    static Topology deadLetterQueue(String input, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream(input, Consumed.with(Serdes.String(), Serdes.Integer()))
+                .mapValues(value -> Integer.toString(value))
+                .to(output, Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build();
+    }
+
+    /**
+     * A stream split three ways by value length modulo 3 (KIP-418), two
+     * branches mapped, and merged back: exercises the branch names
+     * ({@code split-three}, {@code split-one}, {@code split-other}) and the
+     * processor names they give.
+     */
+    static Topology branchMerge(String input, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        Map<String, KStream<String, String>> branches = builder
+                .stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .split(Named.as("split-"))
+                .branch((key, value) -> value.length() % 3 == 0,
+                        Branched.withFunction(s -> s.mapValues(value -> "three:" + value), "three"))
+                .branch((key, value) -> value.length() % 3 == 1, Branched.as("one"))
+                .defaultBranch(Branched.withFunction(
+                        s -> s.mapValues(value -> value.toUpperCase(Locale.ROOT)), "other"));
+        branches.get("split-three")
+                .merge(branches.get("split-one"))
+                .merge(branches.get("split-other"))
+                .to(output, Produced.with(Serdes.String(), Serdes.String()));
         return builder.build();
     }
 }

@@ -1,0 +1,75 @@
+//! The scenarios without state: filter-map, branch-merge and
+//! dead-letter-queue.
+
+use kstreams::prelude::*;
+
+use crate::FILTER_CHAR;
+
+/// filter-map: `filter(value contains 'a')`, `mapValues(uppercase)`, `to`.
+pub fn filter_map(builder: &StreamsBuilder, input: &str, output: &str) {
+    builder
+        .stream_with(input, Consumed::with(StringSerde, StringSerde))
+        .filter(|_, value| value.contains(FILTER_CHAR))
+        // Java's toUpperCase(Locale.ROOT) and Rust's to_uppercase agree
+        // on the generated (ASCII) sentences.
+        .map_values(|value| value.to_uppercase())
+        .to_with(output, Produced::with(StringSerde, StringSerde));
+}
+
+/// branch-merge: `split(Named.as("split-"))` into `split-three` (length
+/// divisible by 3, prefixed), `split-one` (length 1 modulo 3, unchanged)
+/// and the default `split-other` (upper-cased), merged back in that order.
+pub fn branch_merge(builder: &StreamsBuilder, input: &str, output: &str) {
+    let mut branches = builder
+        .stream_with(input, Consumed::with(StringSerde, StringSerde))
+        .split_named("split-")
+        .branch(
+            |_, value| java_length(value).is_multiple_of(3),
+            Branched::with_function(|s: KStream<String, String>| {
+                s.map_values(|value| format!("three:{value}"))
+            })
+            .with_name("three"),
+        )
+        .branch(
+            |_, value| java_length(value) % 3 == 1,
+            Branched::named("one"),
+        )
+        .default_branch(
+            Branched::with_function(|s: KStream<String, String>| {
+                // As in filter-map: toUpperCase(Locale.ROOT) on ASCII.
+                s.map_values(|value| value.to_uppercase())
+            })
+            .with_name("other"),
+        );
+    let mut branch = |name: &str| {
+        branches
+            .remove(name)
+            .unwrap_or_else(|| panic!("split names a branch {name}"))
+    };
+    let (three, one, other) = (
+        branch("split-three"),
+        branch("split-one"),
+        branch("split-other"),
+    );
+    three
+        .merge(&one)
+        .merge(&other)
+        .to_with(output, Produced::with(StringSerde, StringSerde));
+}
+
+/// Java's `String.length()`: UTF-16 code units, not UTF-8 bytes, so that a
+/// non-ASCII value lands in the same branch on both sides.
+fn java_length(value: &str) -> usize {
+    value.encode_utf16().count()
+}
+
+/// dead-letter-queue: values read as Integers (4 bytes big-endian) and
+/// written back as their decimal text. A value of any other size fails to
+/// deserialize; `run --dlq` makes that a skipped record sent to the dead
+/// letter queue rather than a failed task.
+pub fn dead_letter_queue(builder: &StreamsBuilder, input: &str, output: &str) {
+    builder
+        .stream_with(input, Consumed::with(StringSerde, I32Serde))
+        .map_values(|value| value.to_string())
+        .to_with(output, Produced::with(StringSerde, StringSerde));
+}

@@ -1,0 +1,144 @@
+//! Stateless stream scenarios: branches merged back, and records that do
+//! not deserialize sent to a dead-letter queue.
+
+use super::{generate_keyed_sentences, Expect, Rng, Scenario};
+use crate::compat::partitioner::partition_for_key;
+use crate::compat::records::Record;
+
+/// Keyed sentences split in three branches by length modulo 3 (one maps
+/// its values to `three:<value>`, one passes them, the default branch
+/// upper-cases them) and merged back into one stream.
+pub const BRANCH_MERGE: Scenario = Scenario {
+    name: "branch-merge",
+    input_partitions: 3,
+    output_partitions: 3,
+    output_serdes: ("string", "string"),
+    default_records: 1000,
+    generate: generate_keyed_sentences,
+    expect: Expect::Records(expect_branch_merge),
+};
+
+/// Values read with Kafka's Integer serde (exactly 4 bytes, big-endian)
+/// and written back as decimal text. One value in six has another length:
+/// the log-and-continue handler drops it and the dead-letter queue gets it,
+/// as consumed, with the failure in its headers (KIP-1034); both sides'
+/// dead-letter records are compared too.
+pub const DEAD_LETTER_QUEUE: Scenario = Scenario {
+    name: "dead-letter-queue",
+    input_partitions: 3,
+    output_partitions: 3,
+    output_serdes: ("string", "string"),
+    default_records: 1000,
+    generate: generate_ints_and_garbage,
+    expect: Expect::Records(expect_decoded_ints),
+};
+
+fn expect_branch_merge(input: &[Record], partitions: i32) -> Vec<Record> {
+    input
+        .iter()
+        .map(|record| {
+            let value = record.value.clone().unwrap_or_default();
+            // Java's String.length() counts UTF-16 units; the sentences are ASCII.
+            let value = match value.len() % 3 {
+                0 => format!("three:{value}"),
+                1 => value,
+                _ => value.to_ascii_uppercase(),
+            };
+            let key = record.key.clone().unwrap_or_default();
+            Record {
+                partition: partition_for_key(key.as_bytes(), partitions),
+                timestamp: record.timestamp,
+                key: Some(key),
+                value: Some(value),
+            }
+        })
+        .collect()
+}
+
+/// Keys `user-0` to `user-19`; values of four ASCII characters, or, one in
+/// six, of 0 to 9 characters but never 4 (a failed deserialization).
+fn generate_ints_and_garbage(rng: &mut Rng, records: usize, partitions: i32) -> Vec<Record> {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    (0..records)
+        .map(|i| {
+            let key = format!("user-{}", rng.below(20));
+            let len = match rng.below(6) {
+                0 => [0, 1, 2, 3, 5, 6, 7, 8, 9][rng.below(9)],
+                _ => 4,
+            };
+            let value: String = (0..len)
+                .map(|_| ALPHABET[rng.below(ALPHABET.len())] as char)
+                .collect();
+            Record {
+                partition: partition_for_key(key.as_bytes(), partitions),
+                timestamp: super::timestamp(i),
+                key: Some(key),
+                value: Some(value),
+            }
+        })
+        .collect()
+}
+
+/// Whether Kafka's IntegerDeserializer reads `value`: exactly 4 bytes.
+pub fn is_int(value: Option<&str>) -> bool {
+    value.is_some_and(|v| v.len() == 4)
+}
+
+fn expect_decoded_ints(input: &[Record], partitions: i32) -> Vec<Record> {
+    input
+        .iter()
+        .filter(|r| is_int(r.value.as_deref()))
+        .map(|record| {
+            let bytes: [u8; 4] = record
+                .value
+                .as_deref()
+                .unwrap_or_default()
+                .as_bytes()
+                .try_into()
+                .expect("is_int checked the length");
+            let key = record.key.clone().unwrap_or_default();
+            Record {
+                partition: partition_for_key(key.as_bytes(), partitions),
+                timestamp: record.timestamp,
+                key: Some(key),
+                value: Some(i32::from_be_bytes(bytes).to_string()),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ints_decode_big_endian_and_garbage_is_dropped() {
+        let rec = |value: &str| Record {
+            partition: 0,
+            timestamp: 1,
+            key: Some("k".into()),
+            value: Some(value.into()),
+        };
+        let out = expect_decoded_ints(&[rec("\0\0\u{1}\u{2}"), rec("abc"), rec("")], 1);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].value.as_deref(), Some("258"));
+        let input = DEAD_LETTER_QUEUE.input(42, 600);
+        let bad = input.iter().filter(|r| !is_int(r.value.as_deref())).count();
+        assert!((50..150).contains(&bad), "{bad} malformed of 600");
+    }
+
+    #[test]
+    fn branches_by_length() {
+        let rec = |value: &str| Record {
+            partition: 0,
+            timestamp: 1,
+            key: Some("k".into()),
+            value: Some(value.into()),
+        };
+        let out: Vec<_> = expect_branch_merge(&[rec("abc"), rec("abcd"), rec("ab")], 1)
+            .into_iter()
+            .map(|r| r.value.unwrap())
+            .collect();
+        assert_eq!(out, ["three:abc", "abcd", "AB"]);
+    }
+}
