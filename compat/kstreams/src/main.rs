@@ -73,7 +73,16 @@ const VERSIONED_JOIN_GRACE: Duration = Duration::from_secs(3);
 const PUNCTUATED_STORE: &str = "punctuated-counts";
 const PUNCTUATE_INTERVAL: Duration = Duration::from_secs(10);
 
-/// The scenarios this side can run today.
+/// The scenarios this side can run today. Not session-windows: kstreams'
+/// session stores still return a session ending exactly at
+/// `observed - retention` (one rule for every layer, see
+/// kstreams_time::expiry), where Kafka Streams' default key-first session
+/// store with the cache off reads from one past it (`getActualFrom`), so a
+/// late record merges with a session Kafka Streams no longer finds (seed
+/// 42: user-5@1700000905143). Kafka Streams itself differs by layer there
+/// (its cache and its time-ordered store for emit-on-window-close still
+/// return it), so the fix is a rule per store kind, not a new single one.
+/// The topology is kept (`run session-windows` works) for that work.
 const SUPPORTED: &[&str] = &[
     "wordcount",
     "filter-map",
@@ -84,7 +93,6 @@ const SUPPORTED: &[&str] = &[
     "table-table-outer-join",
     "stream-stream-join",
     "cogroup",
-    "session-windows",
     "sliding-windows",
     "foreign-key-join",
     "global-table-join",
@@ -192,6 +200,10 @@ fn run(args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
     config.set("statestore.cache.max.bytes", cache_max_bytes)?;
     if let Some(dir) = options.get("state-dir") {
         config = config.state_dir(dir);
+    }
+    // A killed migration runs both sides under exactly_once_v2.
+    if let Some(guarantee) = options.get("processing-guarantee") {
+        config.set("processing.guarantee", guarantee)?;
     }
     // dead-letter-queue: a record whose value does not deserialize is
     // logged, skipped and written to the DLQ topic instead of stopping the

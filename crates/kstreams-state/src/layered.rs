@@ -185,11 +185,6 @@ impl<S: StoreKind, V: 'static> LayeredStore<S, V> {
         retained.first_live(self.observed, retention)
     }
 
-    /// The first time a read of such a store returns (the engine's rule).
-    pub(crate) fn first_readable(&self, retained: RetainedTime, retention: Timestamp) -> Timestamp {
-        retained.first_readable(self.observed, retention)
-    }
-
     /// Whether `time` has expired for the cache of such a store.
     pub(crate) fn expired(
         &self,

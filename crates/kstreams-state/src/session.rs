@@ -173,8 +173,7 @@ impl<K: 'static, V: Clone + 'static> LayeredSessionStore<K, V> {
                 .map(|e| (e.key, Window::new(e.start, e.end), Found::Bytes(e.value)))
                 .collect());
         };
-        let first_live =
-            self.first_readable(RetainedTime::SessionEnd, self.inner.retention_period());
+        let first_live = self.first_live(RetainedTime::SessionEnd, self.inner.retention_period());
         let mut merged: BTreeMap<(Timestamp, Vec<u8>, Timestamp), Option<Found<V>>> = engine
             .into_iter()
             .filter(|e| e.end >= first_live)
@@ -236,7 +235,7 @@ impl<K: 'static, V: Clone + 'static> LayeredSessionStore<K, V> {
     fn fetch_session(&self, key: &K, start: Timestamp, end: Timestamp) -> Result<Option<V>, Error> {
         let kb = self.serdes.key_to_bytes(key)?;
         if self.cache.is_some()
-            && end < self.first_readable(RetainedTime::SessionEnd, self.inner.retention_period())
+            && self.expired(RetainedTime::SessionEnd, end, self.inner.retention_period())
         {
             return Ok(None);
         }

@@ -385,11 +385,8 @@ fn run_session(engine: Engine, cache_bytes: Option<usize>, ops: &[SesOp]) {
     let mut model: BTreeMap<(i64, String, i64), i64> = BTreeMap::new();
     let mut observed: Option<i64> = None;
     // A session ending exactly `retention` behind the store's stream time is
-    // still written (its processor accepts it) but no read returns it: Kafka
-    // Streams' session stores read from one past the horizon (see
-    // kstreams_time::expiry).
+    // kept: its processor accepts it (see kstreams_time::expiry).
     let horizon = |o: Option<i64>| o.map_or(i64::MIN, |o| o - S_RETENTION as i64);
-    let readable = |e: i64, o: Option<i64>| o.is_none() || e > horizon(o);
     for (i, op) in ops.iter().enumerate() {
         ctx.set_record_timestamp(i as i64);
         match op {
@@ -412,7 +409,7 @@ fn run_session(engine: Engine, cache_bytes: Option<usize>, ops: &[SesOp]) {
                 }
             }
             SesOp::FetchSession(k, s, e) => {
-                let want = if readable(*e, observed) {
+                let want = if *e >= horizon(observed) {
                     model.get(&(*e, k.clone(), *s)).copied()
                 } else {
                     None
@@ -448,15 +445,14 @@ fn run_session(engine: Engine, cache_bytes: Option<usize>, ops: &[SesOp]) {
                 }
                 .unwrap();
                 let got: Vec<(Windowed<String>, i64)> = it.map(Result::unwrap).collect();
+                let h = horizon(observed);
                 let mut want: Vec<(Windowed<String>, i64)> = if matches!((kf, kt), (Some(x), Some(y)) if x > y)
                 {
                     vec![]
                 } else {
                     model
                         .iter()
-                        .filter(|((e, _, s), _)| {
-                            readable(*e, observed) && e >= earliest_end && s <= latest_start
-                        })
+                        .filter(|((e, _, s), _)| *e >= h && e >= earliest_end && s <= latest_start)
                         .filter(|((_, k, _), _)| kf.as_ref().is_none_or(|f| k >= f))
                         .filter(|((_, k, _), _)| kt.as_ref().is_none_or(|f| k <= f))
                         .map(|((e, k, s), v)| (Windowed::new(k.clone(), Window::new(*s, *e)), *v))
@@ -471,9 +467,10 @@ fn run_session(engine: Engine, cache_bytes: Option<usize>, ops: &[SesOp]) {
         }
     }
     built.lifecycle.borrow_mut().flush().unwrap();
+    let h = horizon(observed);
     let want: Vec<(Windowed<String>, i64)> = model
         .iter()
-        .filter(|((e, _, _), _)| readable(*e, observed))
+        .filter(|((e, _, _), _)| *e >= h)
         .map(|((e, k, s), v)| (Windowed::new(k.clone(), Window::new(*s, *e)), *v))
         .collect();
     let got: Vec<_> = store

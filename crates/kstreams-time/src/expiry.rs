@@ -102,19 +102,6 @@ impl RetainedTime {
         }
     }
 
-    /// The earliest time a read of such a store still returns. Kafka
-    /// Streams' segmented stores read from `observed - retention + 1`
-    /// (`getActualFrom`, and the in-memory stores' `minLiveTime`) for
-    /// windows and sessions alike, although a session ending exactly at
-    /// the horizon is still written ([`RetainedTime::first_live`]): a
-    /// later record cannot merge with it.
-    pub fn first_readable(self, observed: Timestamp, retention: Timestamp) -> Timestamp {
-        if observed == i64::MIN {
-            return i64::MIN;
-        }
-        retention_horizon(observed, retention).saturating_add(1)
-    }
-
     /// Whether `time` has expired from such a store.
     pub fn expired(self, time: Timestamp, observed: Timestamp, retention: Timestamp) -> bool {
         time < self.first_live(observed, retention)
@@ -207,10 +194,6 @@ mod tests {
         let s = RetainedTime::SessionEnd;
         assert!(!s.expired(15_000, 20_000, 5_000));
         assert!(s.expired(14_999, 20_000, 5_000));
-        // ... but a read no longer returns it: Kafka Streams' session
-        // stores read from one past the horizon.
-        assert_eq!(s.first_readable(20_000, 5_000), 15_001);
-        assert_eq!(w.first_readable(20_000, 5_000), w.first_live(20_000, 5_000));
         // Nothing expires before the first put.
         assert!(!w.expired(i64::MIN, i64::MIN, 0));
         assert!(!s.expired(i64::MIN, i64::MIN, 0));

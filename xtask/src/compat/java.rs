@@ -78,6 +78,25 @@ impl JavaHarness {
         process::run(&mut command, "the Kafka Streams reference app")
     }
 
+    /// Runs `scenario` on Kafka Streams until its group has committed the
+    /// end of its input, then kills the JVM with SIGKILL: no close, no
+    /// final checkpoint, the group not left.
+    pub fn run_scenario_and_kill(&self, bootstrap: &str, run: &AppRun) -> Result<()> {
+        let mut command = self.tool("run", bootstrap);
+        command
+            .arg(run.scenario)
+            .args(run.app_args())
+            .args(["--hold", "true"]);
+        let mut child = command
+            .spawn()
+            .map_err(|e| anyhow::anyhow!("cannot start the Kafka Streams reference app: {e}"))?;
+        let inputs: Vec<&str> = run.group_inputs.iter().map(String::as_str).collect();
+        let idle = self.await_idle(bootstrap, &run.app_id, &inputs);
+        let _ = child.kill();
+        let _ = child.wait();
+        idle
+    }
+
     /// Waits until `group` has committed the end offsets of `topics` (and of
     /// its repartition topics): the app has processed its whole input.
     pub fn await_idle(&self, bootstrap: &str, group: &str, topics: &[&str]) -> Result<()> {
@@ -165,6 +184,8 @@ pub struct AppRun {
     /// The dead-letter queue, which also turns on the log-and-continue
     /// deserialization handler.
     pub dead_letter_queue: Option<String>,
+    /// `processing.guarantee` when not the default at_least_once.
+    pub processing_guarantee: Option<&'static str>,
 }
 
 impl AppRun {
@@ -186,6 +207,9 @@ impl AppRun {
         ];
         if let Some(topic) = &self.dead_letter_queue {
             args.extend(["--dlq".into(), topic.into()]);
+        }
+        if let Some(guarantee) = self.processing_guarantee {
+            args.extend(["--processing-guarantee".into(), guarantee.into()]);
         }
         args
     }

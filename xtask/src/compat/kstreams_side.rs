@@ -55,6 +55,27 @@ impl KstreamsSide {
     /// input, then stops it with SIGTERM (a clean close) and checks it
     /// exited well.
     pub fn run_scenario(&self, bootstrap: &str, run: &AppRun, java: &JavaHarness) -> Result<()> {
+        self.run_until_idle(bootstrap, run, java, false)
+    }
+
+    /// Runs the scenario until its group has committed the end of its
+    /// input, then kills it with SIGKILL: no close, no final checkpoint.
+    pub fn run_scenario_and_kill(
+        &self,
+        bootstrap: &str,
+        run: &AppRun,
+        java: &JavaHarness,
+    ) -> Result<()> {
+        self.run_until_idle(bootstrap, run, java, true)
+    }
+
+    fn run_until_idle(
+        &self,
+        bootstrap: &str,
+        run: &AppRun,
+        java: &JavaHarness,
+        kill: bool,
+    ) -> Result<()> {
         let mut child = Command::new(&self.binary)
             .args(["run", run.scenario, "--bootstrap", bootstrap])
             .args(run.app_args())
@@ -62,6 +83,11 @@ impl KstreamsSide {
             .with_context(|| format!("cannot start {}", self.binary.display()))?;
         let inputs: Vec<&str> = run.group_inputs.iter().map(String::as_str).collect();
         let idle = java.await_idle(bootstrap, &run.app_id, &inputs);
+        if kill {
+            let _ = child.kill();
+            let _ = child.wait();
+            return idle;
+        }
         let stopped = stop(&mut child);
         idle?;
         stopped

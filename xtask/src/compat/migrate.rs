@@ -1,6 +1,12 @@
 //! `cargo xtask compat <scenario> --migrate java-to-kstreams|kstreams-to-java
-//! [--state same|empty]`: an application moves between Kafka Streams and
-//! kstreams in the middle of its input.
+//! [--state same|empty] [--kill]`: an application moves between Kafka Streams
+//! and kstreams in the middle of its input.
+//!
+//! With `--kill` both sides run under exactly_once_v2 and the first one is
+//! killed with SIGKILL once its group has committed the end of its half
+//! instead of closing: it leaves no final checkpoint (under exactly-once a
+//! store on disk is trusted only after a clean close), holds its state
+//! directory's locks and stays in the group until its session times out.
 //!
 //! The first side runs the scenario with application id A over the first
 //! half of the input (the first half of the records as generated, each
@@ -26,6 +32,10 @@ use super::scenario::Scenario;
 use super::{input_file, run_dir, write_input_and_expected, Options, Side, Topics};
 use crate::process::secs;
 
+/// How long a killed first side's group member outlives it: the default
+/// `session.timeout.ms` (45 s) of both sides' consumers, and a margin.
+const KILLED_SESSION_WAIT: std::time::Duration = std::time::Duration::from_secs(50);
+
 /// Which way the application moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
@@ -48,6 +58,27 @@ impl Direction {
             Direction::KstreamsToJava => (Side::Kstreams, Side::Java),
         }
     }
+}
+
+/// How the first side hands over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// A clean close (SIGTERM for kstreams; Kafka Streams' `close()`).
+    Clean,
+    /// SIGKILL once its group has committed the end of its half: no close,
+    /// no final checkpoint, the group not left. Both sides then run under
+    /// exactly_once_v2, as an application that must survive a crash would,
+    /// and the second side must restore what it cannot trust on disk.
+    Kill,
+}
+
+/// One migration: which way, on which state directory, how the first side
+/// stops.
+#[derive(Debug, Clone, Copy)]
+pub struct Migration {
+    pub direction: Direction,
+    pub state: StateDir,
+    pub stop: Stop,
 }
 
 /// Where the second side keeps its state.
@@ -73,7 +104,11 @@ impl StateDir {
 pub fn run(
     scenario: &'static Scenario,
     options: &Options,
-    (direction, state): (Direction, StateDir),
+    Migration {
+        direction,
+        state,
+        stop,
+    }: Migration,
     java: &JavaHarness,
     kstreams: &KstreamsSide,
     bootstrap: &str,
@@ -107,19 +142,43 @@ pub fn run(
     run.app_id = format!("{}-migrated", topics.prefix);
     run.output = output.clone();
     run.state_dir = dir.join("state");
+    if stop == Stop::Kill {
+        run.processing_guarantee = Some("exactly_once_v2");
+    }
 
     produce_half(
         scenario, java, bootstrap, &topics, first_half, &dir, "first",
     )?;
     run.describe_to = dir.join(format!("{}-topology.txt", from.name()));
-    run_on(from, &run, java, kstreams, bootstrap)?;
+    match (stop, from) {
+        (Stop::Clean, _) => run_on(from, &run, java, kstreams, bootstrap)?,
+        (Stop::Kill, Side::Java) => java.run_scenario_and_kill(bootstrap, &run)?,
+        (Stop::Kill, Side::Kstreams) => kstreams.run_scenario_and_kill(bootstrap, &run, java)?,
+    }
     eprintln!(
-        "compat: {}: {} processed the first half ({} records) and stopped",
+        "compat: {}: {} processed the first half ({} records) and {}",
         scenario.name,
         from.name(),
-        first_half.len()
+        first_half.len(),
+        match stop {
+            Stop::Clean => "stopped",
+            Stop::Kill => "was killed with SIGKILL",
+        }
     );
 
+    if stop == Stop::Kill {
+        // The killed member stays in the (classic) group until its session
+        // times out, and the two sides' assignors differ: Kafka Streams
+        // takes the mismatch (InconsistentGroupProtocol) as fatal, so the
+        // second side starts once the session (45 s by default on both
+        // sides) is over.
+        eprintln!(
+            "compat: {}: waiting {} for the killed member's session to end",
+            scenario.name,
+            secs(KILLED_SESSION_WAIT)
+        );
+        std::thread::sleep(KILLED_SESSION_WAIT);
+    }
     produce_half(
         scenario,
         java,
@@ -144,22 +203,24 @@ pub fn run(
     let agree = match records::diff("expected", &expected, "migrated", &combined) {
         None => {
             eprintln!(
-                "compat: {}: {} then {} ({:?} state dir) == expected ({} records)",
+                "compat: {}: {} then {} ({:?} state dir, {:?} stop) == expected ({} records)",
                 scenario.name,
                 from.name(),
                 to.name(),
                 state,
+                stop,
                 combined.len()
             );
             true
         }
         Some(report) => {
             eprintln!(
-                "compat: {}: {} then {} ({:?} state dir) differs from expected:\n{report}",
+                "compat: {}: {} then {} ({:?} state dir, {:?} stop) differs from expected:\n{report}",
                 scenario.name,
                 from.name(),
                 to.name(),
-                state
+                state,
+                stop
             );
             false
         }

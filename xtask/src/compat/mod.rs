@@ -60,7 +60,7 @@ pub(crate) struct Options {
     records: Option<usize>,
     /// `--migrate`: move the application from one side to the other
     /// halfway through the input (see migrate.rs).
-    migrate: Option<(migrate::Direction, migrate::StateDir)>,
+    migrate: Option<migrate::Migration>,
 }
 
 pub fn cli(args: Args) -> Result<ExitCode> {
@@ -113,6 +113,7 @@ fn run_all(options: &Options, bootstrap: &str) -> Result<bool> {
 }
 
 fn parse(mut args: Args) -> Result<Options> {
+    let kill = args.flag("kill");
     let names = std::iter::from_fn(|| args.next()).collect::<Vec<_>>();
     let sides = match args.option::<String>("side")?.as_deref() {
         None | Some("java") => vec![Side::Java],
@@ -123,10 +124,18 @@ fn parse(mut args: Args) -> Result<Options> {
     let seed = args.option("seed")?.unwrap_or(DEFAULT_SEED);
     let records = args.option("records")?;
     let migrate = match args.option::<String>("migrate")? {
-        Some(direction) => Some((
-            migrate::Direction::parse(&direction)?,
-            migrate::StateDir::parse(args.option::<String>("state")?.as_deref().unwrap_or("same"))?,
-        )),
+        Some(direction) => Some(migrate::Migration {
+            direction: migrate::Direction::parse(&direction)?,
+            state: migrate::StateDir::parse(
+                args.option::<String>("state")?.as_deref().unwrap_or("same"),
+            )?,
+            stop: if kill {
+                migrate::Stop::Kill
+            } else {
+                migrate::Stop::Clean
+            },
+        }),
+        None if kill => bail!("--kill goes with --migrate: it kills the side that hands over"),
         None => None,
     };
     args.finish()?;
@@ -538,6 +547,7 @@ impl Topics {
             describe_to: dir.join(format!("{}-topology.txt", side.name())),
             cache_max_bytes: scenario.cache_max_bytes(),
             dead_letter_queue: self.dead_letter_queue(scenario, side),
+            processing_guarantee: None,
         }
     }
 }

@@ -73,9 +73,9 @@ impl<B: Keyspaces, L> Segmented<B, L> {
         self.retained.expired(time, self.observed, self.retention)
     }
 
-    /// `time_from`, or the first time a read still returns if that is later.
+    /// `time_from`, or the first time not expired if that is later.
     pub(crate) fn first_visible(&self, time_from: Timestamp) -> Timestamp {
-        time_from.max(self.retained.first_readable(self.observed, self.retention))
+        time_from.max(self.retained.first_live(self.observed, self.retention))
     }
 
     /// The segment keyspaces, ascending, without the metadata keyspace.

@@ -96,7 +96,7 @@ impl<B: Keyspaces> SessionBytesStore for SessionEngine<B> {
         start: Timestamp,
         end: Timestamp,
     ) -> Result<Option<Vec<u8>>, Error> {
-        if end < self.first_visible(end) {
+        if self.expired(end) {
             return Ok(None);
         }
         self.backend

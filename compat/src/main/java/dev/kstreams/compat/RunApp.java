@@ -49,6 +49,13 @@ final class RunApp {
             });
             streams.start();
             AwaitIdle.await(admin, appId, groupInputs(topology, input), timeout, () -> failure(streams, died));
+            if (Boolean.parseBoolean(args.optional("hold", "false"))) {
+                // A killed migration: the harness kills this process with
+                // SIGKILL once it sees the group idle; no close, no final
+                // checkpoint, the group not left.
+                System.err.println("compat: " + scenario + " idle, holding until killed");
+                Thread.sleep(Long.MAX_VALUE);
+            }
             streams.close(Duration.ofSeconds(30));
         }
         System.err.printf("compat: %s processed its input in %d ms%n", scenario,
