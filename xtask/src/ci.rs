@@ -27,6 +27,11 @@ use crate::paths;
 use crate::process;
 use crate::registry;
 use crate::setup::{self, Scope};
+use crate::test_failures;
+
+/// The steps that share the broker, with how each ended, and the digest
+/// of the failing tests.
+type BrokerSteps = (Vec<(&'static str, Outcome)>, Vec<String>);
 
 /// How a step ended.
 enum Outcome {
@@ -59,7 +64,8 @@ pub fn cli(args: Args) -> Result<ExitCode> {
         ),
         ("deny", deny()?),
     ];
-    results.extend(broker_steps()?);
+    let (broker_results, failed_tests) = broker_steps()?;
+    results.extend(broker_results);
     // The Grafana dashboard against a real Prometheus, on the in-process
     // cluster (no broker needed); Prometheus is built once, then cached.
     results.push((
@@ -82,6 +88,10 @@ pub fn cli(args: Args) -> Result<ExitCode> {
         })
         .collect();
     eprintln!("ci: {}", summary.join(", "));
+    // Last, so that a log read from its end names what failed.
+    for line in &failed_tests {
+        eprintln!("ci: failed test: {line}");
+    }
     let failed = results.iter().any(|(_, o)| matches!(o, Outcome::Failed));
     Ok(if failed {
         ExitCode::FAILURE
@@ -94,15 +104,15 @@ pub fn cli(args: Args) -> Result<ExitCode> {
 /// also get a schema registry. Both are started only after the tests
 /// compiled, and stopped (when ci started them) when their leases drop,
 /// whatever happened.
-fn broker_steps() -> Result<Vec<(&'static str, Outcome)>> {
+fn broker_steps() -> Result<BrokerSteps> {
     if let Outcome::Failed = cargo_step(&["test", "--workspace", "--no-run"])? {
-        return Ok(vec![("test", Outcome::Failed)]);
+        return Ok((vec![("test", Outcome::Failed)], Vec::new()));
     }
     let lease = match Lease::acquire() {
         Ok(lease) => lease,
         Err(error) => {
             eprintln!("ci: no broker: {error:#}");
-            return Ok(vec![("broker", Outcome::Failed)]);
+            return Ok((vec![("broker", Outcome::Failed)], Vec::new()));
         }
     };
     // The Avro tests' Schema Registry and Java peer: without them those
@@ -111,14 +121,14 @@ fn broker_steps() -> Result<Vec<(&'static str, Outcome)>> {
         Ok(registry) => registry,
         Err(error) => {
             eprintln!("ci: no schema registry: {error:#}");
-            return Ok(vec![("registry", Outcome::Failed)]);
+            return Ok((vec![("registry", Outcome::Failed)], Vec::new()));
         }
     };
     let java_peer = match registry::java_peer_classpath() {
         Ok(classpath) => classpath,
         Err(error) => {
             eprintln!("ci: no Java Avro peer: {error:#}");
-            return Ok(vec![("registry", Outcome::Failed)]);
+            return Ok((vec![("registry", Outcome::Failed)], Vec::new()));
         }
     };
     // --no-fail-fast: one failing test binary must not hide the others' results.
@@ -127,7 +137,8 @@ fn broker_steps() -> Result<Vec<(&'static str, Outcome)>> {
         .env(registry::REGISTRY_ENV, registry.url())
         .env(registry::JAVA_PEER_ENV, java_peer)
         .envs(lease.sasl_ssl_env().iter().map(|(k, v)| (k, v)));
-    let tests = outcome(process::status(&mut test, "cargo test")?.success());
+    let (passed, failed_tests) = test_failures::run(&mut test)?;
+    let tests = outcome(passed);
     drop(registry);
     let compat = match compat::run_all_both(lease.bootstrap()) {
         Ok(agree) => outcome(agree),
@@ -155,12 +166,15 @@ fn broker_steps() -> Result<Vec<(&'static str, Outcome)>> {
             Outcome::Failed
         }
     };
-    Ok(vec![
-        ("test", tests),
-        ("compat", compat),
-        ("chaos", chaos),
-        ("bench", bench),
-    ])
+    Ok((
+        vec![
+            ("test", tests),
+            ("compat", compat),
+            ("chaos", chaos),
+            ("bench", bench),
+        ],
+        failed_tests,
+    ))
 }
 
 /// cargo-deny without the advisories check: that one fetches the RustSec

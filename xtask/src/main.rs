@@ -21,6 +21,7 @@ mod process;
 mod prometheus;
 mod registry;
 mod setup;
+mod test_failures;
 
 use std::process::ExitCode;
 

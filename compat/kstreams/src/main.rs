@@ -73,20 +73,12 @@ const VERSIONED_JOIN_GRACE: Duration = Duration::from_secs(3);
 const PUNCTUATED_STORE: &str = "punctuated-counts";
 const PUNCTUATE_INTERVAL: Duration = Duration::from_secs(10);
 
-/// The scenarios this side can run today. Not session-windows: kstreams'
-/// session stores still return a session ending exactly at
-/// `observed - retention` (one rule for every layer, see
-/// kstreams_time::expiry), where Kafka Streams' default key-first session
-/// store with the cache off reads from one past it (`getActualFrom`), so a
-/// late record merges with a session Kafka Streams no longer finds (seed
-/// 42: user-5@1700000905143). Kafka Streams itself differs by layer there
-/// (its cache and its time-ordered store for emit-on-window-close still
-/// return it), so the fix is a rule per store kind, not a new single one.
-/// The topology is kept (`run session-windows` works) for that work.
+/// The scenarios this side can run: all of them.
 const SUPPORTED: &[&str] = &[
     "wordcount",
     "filter-map",
     "windowed-count",
+    "session-windows",
     "table-aggregate",
     "stream-table-join",
     "table-table-join",

@@ -10,10 +10,9 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use kstreams_record::Serde;
-use kstreams_time::expiry::RetainedTime;
 
 use crate::cache::FlushListener;
-use crate::engine::{SessionBytesStore, SessionBytesStoreSupplier};
+use crate::engine::{SessionBytesEntry, SessionBytesStore, SessionBytesStoreSupplier};
 use crate::format::session_key;
 use crate::key_value::KeyValueIter;
 use crate::layered::{Found, LayeredStore, StoreKind};
@@ -25,8 +24,10 @@ use crate::{BuiltStore, Error, StateStore, StoreBuilder, Timestamp, Window, Wind
 /// Reads of a session store: Kafka Streams' `ReadOnlySessionStore`.
 ///
 /// Sessions come in (end, key bytes, start) order, backward variants in the
-/// exact reverse. Only sessions that ended after `stream time - retention`
-/// are seen (stream time being the largest session end put).
+/// exact reverse. The store finds only sessions that ended after `stream
+/// time - retention` (stream time being the largest session end put), as
+/// Kafka Streams' session stores do; with caching, a session still in the
+/// cache is found whatever its end, as in Kafka Streams' caching layer.
 pub trait ReadOnlySessionStore<K, V> {
     /// The value of one session.
     fn fetch_session(&self, key: &K, start: Timestamp, end: Timestamp) -> Result<Option<V>, Error>;
@@ -167,16 +168,43 @@ impl<K: 'static, V: Clone + 'static> LayeredSessionStore<K, V> {
         let engine =
             self.inner
                 .find_sessions(key_from, key_to, earliest_end, latest_start, reverse)?;
+        let ends = (earliest_end, i64::MAX);
+        Ok(self.merge_cache(engine, key_from, key_to, ends, latest_start, reverse))
+    }
+
+    /// The sessions of every key ending in `[earliest_end, latest_end]`:
+    /// the engine's scan by end time, and the cache.
+    fn collect_ending_in(
+        &self,
+        earliest_end: Timestamp,
+        latest_end: Timestamp,
+    ) -> Result<Vec<FoundSession<V>>, Error> {
+        let engine = self.inner.sessions_ending_in(earliest_end, latest_end)?;
+        let ends = (earliest_end, latest_end);
+        Ok(self.merge_cache(engine, None, None, ends, i64::MAX, false))
+    }
+
+    /// `engine`'s sessions overlaid with the cache's for the same keys,
+    /// ends and starts. As in Kafka Streams' `CachingSessionStore`, the
+    /// cache shows what it holds without a retention bound of its own: the
+    /// engine alone decides what it still finds.
+    fn merge_cache(
+        &self,
+        engine: Vec<SessionBytesEntry>,
+        key_from: Option<&[u8]>,
+        key_to: Option<&[u8]>,
+        (min_end, max_end): (Timestamp, Timestamp),
+        latest_start: Timestamp,
+        reverse: bool,
+    ) -> Vec<FoundSession<V>> {
         let Some(cache) = &self.cache else {
-            return Ok(engine
+            return engine
                 .into_iter()
                 .map(|e| (e.key, Window::new(e.start, e.end), Found::Bytes(e.value)))
-                .collect());
+                .collect();
         };
-        let first_live = self.first_live(RetainedTime::SessionEnd, self.inner.retention_period());
         let mut merged: BTreeMap<(Timestamp, Vec<u8>, Timestamp), Option<Found<V>>> = engine
             .into_iter()
-            .filter(|e| e.end >= first_live)
             .map(|e| ((e.end, e.key, e.start), Some(Found::Bytes(e.value))))
             .collect();
         // The cache is ordered by (key, start, end): only the keys asked for.
@@ -185,7 +213,7 @@ impl<K: 'static, V: Clone + 'static> LayeredSessionStore<K, V> {
             Bound::Included((t.to_vec(), i64::MAX, i64::MAX))
         });
         for ((k, start, end), entry) in cache.borrow_mut().range((lo, hi)) {
-            if *end < earliest_end.max(first_live) || *start > latest_start {
+            if !(min_end..=max_end).contains(end) || *start > latest_start {
                 continue;
             }
             merged.insert(
@@ -196,11 +224,11 @@ impl<K: 'static, V: Clone + 'static> LayeredSessionStore<K, V> {
         let out = merged
             .into_iter()
             .filter_map(|((end, k, start), v)| v.map(|v| (k, Window::new(start, end), v)));
-        Ok(if reverse {
+        if reverse {
             out.rev().collect()
         } else {
             out.collect()
-        })
+        }
     }
 
     fn find(
@@ -223,23 +251,30 @@ impl<K: 'static, V: Clone + 'static> LayeredSessionStore<K, V> {
             latest_start,
             reverse,
         )?;
-        Ok(Box::new(found.into_iter().map(move |(k, window, v)| {
+        Ok(self.typed(found))
+    }
+
+    fn find_ending_in(
+        &self,
+        earliest_end: Timestamp,
+        latest_end: Timestamp,
+    ) -> Result<KeyValueIter<'_, Windowed<K>, V>, Error> {
+        Ok(self.typed(self.collect_ending_in(earliest_end, latest_end)?))
+    }
+
+    /// Found sessions as typed records, deserialized as they are read.
+    fn typed(&self, found: Vec<FoundSession<V>>) -> KeyValueIter<'_, Windowed<K>, V> {
+        Box::new(found.into_iter().map(move |(k, window, v)| {
             let value = v.value(&self.serdes)?;
             Ok((
                 Windowed::new(self.serdes.key_from_bytes(&k)?, window),
                 value,
             ))
-        })))
+        }))
     }
 
     fn fetch_session(&self, key: &K, start: Timestamp, end: Timestamp) -> Result<Option<V>, Error> {
-        let kb = self.serdes.key_to_bytes(key)?;
-        if self.cache.is_some()
-            && self.expired(RetainedTime::SessionEnd, end, self.inner.retention_period())
-        {
-            return Ok(None);
-        }
-        let key = (kb, start, end);
+        let key = (self.serdes.key_to_bytes(key)?, start, end);
         if let Some(cached) = self.cached(&key) {
             return Ok(cached);
         }
@@ -249,27 +284,22 @@ impl<K: 'static, V: Clone + 'static> LayeredSessionStore<K, V> {
             .transpose()
     }
 
-    /// Puts (`Some`) or removes a session; `warn` says whether a write
-    /// into an expired session is worth a warning.
+    /// Puts (`Some`) or removes a session.
     fn write(
         &mut self,
         kb: Vec<u8>,
         Window { start, end }: Window,
         value: Option<V>,
         bytes: Option<Vec<u8>>,
-        warn: bool,
     ) -> Result<(), Error> {
         if self.cache.is_none() {
             let now = self.clock.now();
             return self.write_down(&(kb, start, end), bytes.as_deref(), now);
         }
+        // No retention check here: as Kafka Streams' `CachingSessionStore`,
+        // the cache takes every put; the engine drops an expired one when
+        // it is flushed down.
         self.observed = self.observed.max(end);
-        if self.expired(RetainedTime::SessionEnd, end, self.inner.retention_period()) {
-            if warn {
-                log::warn!("store {}: skipping record for expired session", self.name);
-            }
-            return Ok(());
-        }
         let size = kb.len() + 16;
         self.write_cached(&(kb, start, end), size, value, bytes)
     }
@@ -280,12 +310,12 @@ impl<K: 'static, V: Clone + 'static> LayeredSessionStore<K, V> {
             Some(v) => self.serdes.value_to_bytes(v)?,
             None => None,
         };
-        self.write(kb, session.window, value, bytes, true)
+        self.write(kb, session.window, value, bytes)
     }
 
     fn remove(&mut self, session: &Windowed<K>) -> Result<(), Error> {
         let kb = self.serdes.key_to_bytes(&session.key)?;
-        self.write(kb, session.window, None, None, false)
+        self.write(kb, session.window, None, None)
     }
 }
 
@@ -340,6 +370,17 @@ impl<K: 'static, V: Clone + 'static> ReadOnlySessionStore<K, V>
         self.timed_iter(Op::Fetch, |s| {
             s.find(key_from, key_to, earliest_end, latest_start, true)
         })
+    }
+    fn find_sessions_ending_in(
+        &self,
+        earliest_end: Timestamp,
+        latest_end: Timestamp,
+    ) -> Result<KeyValueIter<'_, Windowed<K>, V>, Error>
+    where
+        K: 'static,
+        V: 'static,
+    {
+        self.timed_iter(Op::Fetch, |s| s.find_ending_in(earliest_end, latest_end))
     }
 }
 

@@ -62,13 +62,13 @@ pub fn session_closed(session_end: Timestamp, close_time: Timestamp) -> bool {
 ///   retentionPeriod + 1`.
 /// - A session store (retention at least gap + grace) keeps a session
 ///   ending exactly at `observed - retention`, since the processor accepts
-///   a session ending at the close time; emit-on-close reads it before the
-///   put that moves the store's time on. Kafka Streams' time-ordered
-///   session store keeps it (it reads from `observedStreamTime -
-///   retentionPeriod`), and so does its caching layer; its key-first
-///   RocksDB session store hides it from reads and its in-memory one drops
-///   it, so that there a session accepted and forwarded at the close time
-///   is gone from the store when caching is off. We do not copy that split.
+///   a session ending at the close time; emit-on-close reads it (Kafka
+///   Streams' `fetchSessions` by end time has no retention bound) before
+///   the put that moves the store's time on. Lookups by key do not see it:
+///   Kafka Streams' session stores answer `findSessions` and
+///   `fetchSession` only from `observedStreamTime - retentionPeriod + 1`
+///   (`getActualFrom`), see [`RetainedTime::first_readable`]. Its caching
+///   layer has no such bound: a session still in the cache is found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetainedTime {
     /// Retention counts from a window's start (window stores, and the
@@ -100,6 +100,19 @@ impl RetainedTime {
             RetainedTime::WindowStart => horizon.saturating_add(1),
             RetainedTime::SessionEnd => horizon,
         }
+    }
+
+    /// The earliest time a lookup by key still sees in such a store:
+    /// Kafka Streams' `getActualFrom`, `observed - retention + 1`, for
+    /// window and session stores alike. For a session store this is one
+    /// after what it keeps ([`RetainedTime::first_live`]): a session ending
+    /// exactly at the horizon is kept for emit-on-close but not found by a
+    /// later record of its key.
+    pub fn first_readable(self, observed: Timestamp, retention: Timestamp) -> Timestamp {
+        if observed == i64::MIN {
+            return i64::MIN;
+        }
+        retention_horizon(observed, retention).saturating_add(1)
     }
 
     /// Whether `time` has expired from such a store.
@@ -194,6 +207,11 @@ mod tests {
         let s = RetainedTime::SessionEnd;
         assert!(!s.expired(15_000, 20_000, 5_000));
         assert!(s.expired(14_999, 20_000, 5_000));
+        // ... but a lookup by key sees only sessions ending after it; for
+        // windows what is kept and what is read are the same.
+        assert_eq!(s.first_readable(20_000, 5_000), 15_001);
+        assert_eq!(w.first_readable(100, 15), w.first_live(100, 15));
+        assert_eq!(s.first_readable(i64::MIN, 5_000), i64::MIN);
         // Nothing expires before the first put.
         assert!(!w.expired(i64::MIN, i64::MIN, 0));
         assert!(!s.expired(i64::MIN, i64::MIN, 0));

@@ -84,7 +84,10 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> SessionAggregat
         let store = self.store.as_ref().ok_or("session store not open")?;
         let mut closed = store
             .borrow()
-            .find_sessions_key_range(None, None, last_close.max(0), close_time)?
+            // By end time, as Kafka Streams' `fetchSessions`: a session
+            // ending exactly at the store's retention horizon is still
+            // emitted, though a lookup by key would no longer find it.
+            .find_sessions_ending_in(last_close.max(0), close_time.saturating_sub(1))?
             .collect::<Result<Vec<_>, _>>()?;
         closed.retain(|(w, _)| {
             w.window.end >= last_close && expiry::session_closed(w.window.end, close_time)

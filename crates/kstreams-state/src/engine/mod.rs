@@ -138,7 +138,8 @@ pub struct SessionBytesEntry {
 /// A session store of bytes (Kafka Streams' `SessionStore<Bytes, byte[]>`).
 ///
 /// Results come in (end, key bytes, start) order on every engine. Sessions
-/// that ended at or before `observed stream time - retention` are gone.
+/// that ended before `observed stream time - retention` are gone; one that
+/// ended exactly then is kept but no longer found by key.
 pub trait SessionBytesStore: StateStore {
     /// How long sessions are kept, measured from the store's stream time.
     fn retention_period(&self) -> Timestamp;
@@ -158,8 +159,20 @@ pub trait SessionBytesStore: StateStore {
         start: Timestamp,
         end: Timestamp,
     ) -> Result<Option<Vec<u8>>, Error>;
+    /// Sessions of every key that end in `[earliest_end, latest_end]`,
+    /// for emitting closed sessions (KIP-825): Kafka Streams'
+    /// `fetchSessions` by end time, which sees every session still kept,
+    /// including one ending exactly at `observed stream time - retention`
+    /// that [`SessionBytesStore::find_sessions`] no longer shows.
+    fn sessions_ending_in(
+        &self,
+        earliest_end: Timestamp,
+        latest_end: Timestamp,
+    ) -> Result<Vec<SessionBytesEntry>, Error>;
     /// Sessions of keys in `[key_from, key_to]` that end at or after
-    /// `earliest_end` and start at or before `latest_start`.
+    /// `earliest_end` and start at or before `latest_start`. Like Kafka
+    /// Streams' session stores (`getActualFrom`), only sessions ending
+    /// after `observed stream time - retention` are found.
     fn find_sessions(
         &self,
         key_from: Option<&[u8]>,

@@ -73,8 +73,15 @@ impl<B: Keyspaces, L> Segmented<B, L> {
         self.retained.expired(time, self.observed, self.retention)
     }
 
-    /// `time_from`, or the first time not expired if that is later.
+    /// `time_from`, or the first time a lookup still sees if that is later
+    /// ([`RetainedTime::first_readable`]).
     pub(crate) fn first_visible(&self, time_from: Timestamp) -> Timestamp {
+        time_from.max(self.retained.first_readable(self.observed, self.retention))
+    }
+
+    /// `time_from`, or the first time not expired if that is later: what
+    /// a scan by time (emit-on-close) still sees.
+    pub(crate) fn first_kept(&self, time_from: Timestamp) -> Timestamp {
         time_from.max(self.retained.first_live(self.observed, self.retention))
     }
 

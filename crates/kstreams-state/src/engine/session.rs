@@ -96,7 +96,7 @@ impl<B: Keyspaces> SessionBytesStore for SessionEngine<B> {
         start: Timestamp,
         end: Timestamp,
     ) -> Result<Option<Vec<u8>>, Error> {
-        if self.expired(end) {
+        if end < self.first_visible(end) {
             return Ok(None);
         }
         self.backend
@@ -110,26 +110,51 @@ impl<B: Keyspaces> SessionBytesStore for SessionEngine<B> {
         latest_start: Timestamp,
         reverse: bool,
     ) -> Result<Vec<SessionBytesEntry>, Error> {
-        let min_end = self.first_visible(earliest_end);
-        let mut out = Vec::new();
         if let (Some(a), Some(b)) = (key_from, key_to) {
             if a > b {
-                return Ok(out);
+                return Ok(Vec::new());
             }
         }
+        let ends = (self.first_visible(earliest_end), i64::MAX);
+        self.scan(key_from, key_to, ends, latest_start, reverse)
+    }
+    fn sessions_ending_in(
+        &self,
+        earliest_end: Timestamp,
+        latest_end: Timestamp,
+    ) -> Result<Vec<SessionBytesEntry>, Error> {
+        let ends = (self.first_kept(earliest_end), latest_end);
+        self.scan(None, None, ends, i64::MAX, false)
+    }
+}
+
+impl<B: Keyspaces> SessionEngine<B> {
+    /// Sessions of keys in `[key_from, key_to]` ending in `ends` (both
+    /// inclusive) and starting at or before `latest_start`, in (end, key,
+    /// start) order.
+    fn scan(
+        &self,
+        key_from: Option<&[u8]>,
+        key_to: Option<&[u8]>,
+        (min_end, max_end): (Timestamp, Timestamp),
+        latest_start: Timestamp,
+        reverse: bool,
+    ) -> Result<Vec<SessionBytesEntry>, Error> {
+        let mut out = Vec::new();
         let lo = key_from.map(ordered_key);
         let hi = key_to.and_then(|k| prefix_successor(&ordered_key(k)));
         let lo_bound = lo.as_deref().map_or(Bound::Unbounded, Bound::Included);
         let hi_bound = hi.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-        let first_segment = self.segment(min_end);
+        let (first_segment, last_segment) = (self.segment(min_end), self.segment(max_end));
         for ks in self.segment_keyspaces() {
-            if keyspace_segment(ks) < first_segment {
+            let segment = keyspace_segment(ks);
+            if segment < first_segment || segment > last_segment {
                 continue;
             }
             for item in self.backend.range(ks, lo_bound, hi_bound, false)? {
                 let (k, value) = item?;
                 if let Some((key, start, end)) = parse_layout(&k) {
-                    if end >= min_end && start <= latest_start {
+                    if (min_end..=max_end).contains(&end) && start <= latest_start {
                         out.push(SessionBytesEntry {
                             key,
                             start,
