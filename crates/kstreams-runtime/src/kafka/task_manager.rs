@@ -616,6 +616,46 @@ impl TaskManager {
         Ok(tpl)
     }
 
+    /// Moves the offsets to commit up to the consumer's `positions` where a
+    /// task has nothing of its partition left to process: what lies
+    /// between is not records but control records (transaction markers),
+    /// which the consumer skips. Kafka Streams commits the consumer's
+    /// position there too (`StreamTask#committableOffsetsAndMetadata`);
+    /// otherwise a group reading transactional input (a repartition topic
+    /// under exactly-once) keeps a lag of 1 after the last marker, and an
+    /// application taking over would count it as unread.
+    pub fn advance_to_positions(&mut self, positions: &TopicPartitionList) {
+        for e in positions.elements() {
+            let Offset::Offset(position) = e.offset() else {
+                continue;
+            };
+            let key = (e.topic().to_string(), e.partition());
+            let Some(done) = self
+                .processed
+                .get(&key)
+                .or_else(|| self.start_offsets.get(&key))
+                .copied()
+            else {
+                continue;
+            };
+            if position > done && self.active_and_drained(e.topic(), e.partition()) {
+                self.processed.insert(key, position);
+            }
+        }
+    }
+
+    /// Whether an active task reads the partition and holds none of its
+    /// records, buffered or in an async processor.
+    fn active_and_drained(&self, topic: &str, partition: i32) -> bool {
+        self.task_id(topic, partition)
+            .and_then(|id| self.tasks.get(&id))
+            .is_some_and(|e| {
+                e.group.has_partition(topic, partition)
+                    && e.group.buffered(topic, partition) == 0
+                    && e.task.lowest_unfinished_offset(topic, partition).is_none()
+            })
+    }
+
     /// Forgets what was processed since the last commit: those offsets must
     /// never be committed (their outputs may not have gone out).
     pub fn forget_processed(&mut self) {
@@ -835,6 +875,53 @@ mod tests {
         let metadata = PartitionMetadata::decode(left0.metadata()).unwrap();
         assert_eq!(metadata.partition_time, 1_000);
         assert!(offsets.find_partition("left", 1).is_none());
+    }
+
+    /// A transaction marker after the last record: the consumer's position
+    /// passes it, and so does the commit of a partition with nothing left
+    /// to process; a partition still holding a record, or one no task
+    /// reads, keeps its processed offset.
+    #[test]
+    fn commits_follow_the_consumer_past_transaction_markers_once_drained() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut tasks = manager(dir.path());
+        tasks
+            .assign(&[p("left", 0), p("right", 0)], None, |_, _| None)
+            .unwrap();
+        tasks.update_missing_partitions(&HashMap::from([
+            ("left".to_string(), 1),
+            ("right".to_string(), 1),
+        ]));
+        tasks.buffer(record("left", 0, 3, "a")).unwrap();
+        tasks.buffer(record("right", 0, 3, "b")).unwrap();
+        let batch = tasks.process(&|_, _| false, Duration::MAX).unwrap();
+        assert!(tasks.record_progress(batch.progress));
+        // left-0: its marker at 4 was read past; right-0 has a record
+        // buffered at 6 (a marker at 4, an aborted one at 5).
+        tasks.buffer(record("right", 0, 6, "c")).unwrap();
+        let mut positions = TopicPartitionList::new();
+        for (topic, partition, position) in [("left", 0, 5), ("right", 0, 7), ("other", 0, 9)] {
+            positions
+                .add_partition_offset(topic, partition, Offset::Offset(position))
+                .unwrap();
+        }
+        tasks.advance_to_positions(&positions);
+        let offsets = tasks.offsets_to_commit().unwrap();
+        let offset = |topic: &str| offsets.find_partition(topic, 0).map(|e| e.offset());
+        assert_eq!(offset("left"), Some(Offset::Offset(5)));
+        assert_eq!(offset("right"), Some(Offset::Offset(4)));
+        assert_eq!(offset("other"), None);
+        // A position behind what was processed never moves a commit back.
+        let mut behind = TopicPartitionList::new();
+        behind
+            .add_partition_offset("left", 0, Offset::Offset(2))
+            .unwrap();
+        tasks.advance_to_positions(&behind);
+        let offsets = tasks.offsets_to_commit().unwrap();
+        assert_eq!(
+            offsets.find_partition("left", 0).map(|e| e.offset()),
+            Some(Offset::Offset(5))
+        );
     }
 
     #[test]

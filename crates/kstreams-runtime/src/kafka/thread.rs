@@ -766,6 +766,9 @@ impl ThreadLoop {
     fn flush_and_commit(&mut self) -> Result<(), RuntimeError> {
         let flushed = self.tasks.flush()?;
         self.collector.send_all(flushed)?;
+        if let Ok(positions) = self.consumer.position() {
+            self.tasks.advance_to_positions(&positions);
+        }
         let offsets = self.tasks.offsets_to_commit()?;
         match self.config.processing_guarantee {
             ProcessingGuarantee::AtLeastOnce => {
