@@ -100,8 +100,11 @@ registry stop|status
         summary: "run a scenario on Apache Kafka Streams and kstreams, diff them",
         usage: "\
 compat <scenario|all> [--side java|kstreams|both] [--seed N] [--records N]
-    run a reference scenario and diff its output (scenarios: wordcount,
-    filter-map)
+    run a reference scenario and diff its output (`compat list` of compat/README.md)
+compat <scenario> --migrate java-to-kstreams|kstreams-to-java [--state same|empty] [--kill]
+    move the application between the two halfway through its input
+compat <scenario> --mixed
+    run Kafka Streams and kstreams in one streams group, sharing the tasks
 ",
         run: compat::cli,
     },

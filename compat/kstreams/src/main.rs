@@ -197,6 +197,14 @@ fn run(args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(guarantee) = options.get("processing-guarantee") {
         config.set("processing.guarantee", guarantee)?;
     }
+    // A mixed group (Kafka Streams and kstreams sharing one streams group):
+    // the streams protocol, and each side's endpoint names it.
+    if let Some(protocol) = options.get("group-protocol") {
+        config.set("group.protocol", protocol)?;
+    }
+    if let Some(server) = options.get("application-server") {
+        config.set("application.server", server)?;
+    }
     // dead-letter-queue: a record whose value does not deserialize is
     // logged, skipped and written to the DLQ topic instead of stopping the
     // application, as Java's LogAndContinueExceptionHandler with

@@ -370,6 +370,25 @@ impl Topology {
             .collect()
     }
 
+    /// Each named source topic (internal ones with the application id
+    /// prefix) with the name of the source node that reads it.
+    pub fn source_nodes(&self, application_id: &str) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for def in &self.graph.nodes {
+            if let NodeKind::Source {
+                topics: crate::graph::SourceTopics::Names(names),
+                ..
+            } = &def.kind
+            {
+                for topic in names {
+                    let topic = crate::graph::resolve_topic(&self.graph, application_id, topic);
+                    out.push((topic, def.name.clone()));
+                }
+            }
+        }
+        out
+    }
+
     /// Repartition topics (with the application id prefix) whose partition
     /// count the user set with `Repartitioned::with_partitions`.
     pub fn repartition_partitions(&self, application_id: &str) -> Vec<(String, i32)> {

@@ -111,7 +111,7 @@ impl Topology {
             ));
         }
         let mut ids = BTreeSet::new();
-        let subtopologies = self
+        let mut subtopologies = self
             .subtopologies
             .iter()
             .map(|subtopology| {
@@ -124,6 +124,9 @@ impl Topology {
                 subtopology.to_wire()
             })
             .collect::<Result<Vec<_>>>()?;
+        // Kafka's client sorts sub-topologies by id (as strings: "10"
+        // before "2"); the broker compares topologies in list order.
+        subtopologies.sort_by(|a, b| a.subtopology_id.as_str().cmp(b.subtopology_id.as_str()));
         Ok(wire::Topology {
             epoch: self.epoch,
             subtopologies,
@@ -133,7 +136,23 @@ impl Topology {
 }
 
 impl Subtopology {
+    /// The sub-topology as Kafka's client sends it: source, sink and
+    /// internal topics sorted by name, configs by key (a member that lists
+    /// them in another order registers another topology). Co-partition
+    /// groups keep the order given: Kafka Streams hands them over as Java
+    /// sets, which the caller orders as such.
     fn to_wire(&self) -> Result<wire::Subtopology> {
+        let mut sorted = self.clone();
+        sorted.source_topics.sort();
+        sorted.repartition_sink_topics.sort();
+        sorted
+            .repartition_source_topics
+            .sort_by(|a, b| a.name.cmp(&b.name));
+        sorted.changelog_topics.sort_by(|a, b| a.name.cmp(&b.name));
+        sorted.sorted_to_wire()
+    }
+
+    fn sorted_to_wire(&self) -> Result<wire::Subtopology> {
         if self.source_topics.is_empty()
             && self.source_topic_patterns.is_empty()
             && self.repartition_source_topics.is_empty()

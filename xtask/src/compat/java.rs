@@ -2,7 +2,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command};
 use std::time::Instant;
 
 use anyhow::Result;
@@ -82,19 +82,47 @@ impl JavaHarness {
     /// end of its input, then kills the JVM with SIGKILL: no close, no
     /// final checkpoint, the group not left.
     pub fn run_scenario_and_kill(&self, bootstrap: &str, run: &AppRun) -> Result<()> {
-        let mut command = self.tool("run", bootstrap);
-        command
-            .arg(run.scenario)
-            .args(run.app_args())
-            .args(["--hold", "true"]);
-        let mut child = command
-            .spawn()
-            .map_err(|e| anyhow::anyhow!("cannot start the Kafka Streams reference app: {e}"))?;
+        let mut child = self.start_held(bootstrap, run)?;
         let inputs: Vec<&str> = run.group_inputs.iter().map(String::as_str).collect();
         let idle = self.await_idle(bootstrap, &run.app_id, &inputs);
         let _ = child.kill();
         let _ = child.wait();
         idle
+    }
+
+    /// Starts the scenario's app, which runs until killed (`--hold true`:
+    /// once idle it neither closes nor leaves its group).
+    pub fn start_held(&self, bootstrap: &str, run: &AppRun) -> Result<Child> {
+        let mut command = self.tool("run", bootstrap);
+        command
+            .arg(run.scenario)
+            .args(run.app_args())
+            .args(["--hold", "true"]);
+        command
+            .spawn()
+            .map_err(|e| anyhow::anyhow!("cannot start the Kafka Streams reference app: {e}"))
+    }
+
+    /// Waits until streams group `group` is stable with at least `members`
+    /// members, each running active tasks; returns one line per member:
+    /// its endpoint host and its active tasks, tab-separated.
+    pub fn streams_group_members(
+        &self,
+        bootstrap: &str,
+        group: &str,
+        members: usize,
+    ) -> Result<String> {
+        process::output(
+            self.tool("streams-group-members", bootstrap).args([
+                "--group",
+                group,
+                "--members",
+                &members.to_string(),
+                "--timeout-secs",
+                "120",
+            ]),
+            "describing the streams group",
+        )
     }
 
     /// Waits until `group` has committed the end offsets of `topics` (and of
@@ -164,6 +192,7 @@ impl JavaHarness {
 }
 
 /// One run of a scenario's app on one side.
+#[derive(Clone)]
 pub struct AppRun {
     /// The topology to run ([`Scenario::app`](super::scenario::Scenario::app)).
     pub scenario: &'static str,
@@ -186,6 +215,11 @@ pub struct AppRun {
     pub dead_letter_queue: Option<String>,
     /// `processing.guarantee` when not the default at_least_once.
     pub processing_guarantee: Option<&'static str>,
+    /// `group.protocol` when not the default classic.
+    pub group_protocol: Option<&'static str>,
+    /// `application.server` (host:port), which a streams group shows for
+    /// each member.
+    pub application_server: Option<String>,
 }
 
 impl AppRun {
@@ -210,6 +244,12 @@ impl AppRun {
         }
         if let Some(guarantee) = self.processing_guarantee {
             args.extend(["--processing-guarantee".into(), guarantee.into()]);
+        }
+        if let Some(protocol) = self.group_protocol {
+            args.extend(["--group-protocol".into(), protocol.into()]);
+        }
+        if let Some(server) = &self.application_server {
+            args.extend(["--application-server".into(), server.into()]);
         }
         args
     }

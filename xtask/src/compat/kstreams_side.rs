@@ -69,6 +69,15 @@ impl KstreamsSide {
         self.run_until_idle(bootstrap, run, java, true)
     }
 
+    /// Starts the scenario's app; it runs until [`stop`]ped.
+    pub fn start(&self, bootstrap: &str, run: &AppRun) -> Result<Child> {
+        Command::new(&self.binary)
+            .args(["run", run.scenario, "--bootstrap", bootstrap])
+            .args(run.app_args())
+            .spawn()
+            .with_context(|| format!("cannot start {}", self.binary.display()))
+    }
+
     fn run_until_idle(
         &self,
         bootstrap: &str,
@@ -76,11 +85,7 @@ impl KstreamsSide {
         java: &JavaHarness,
         kill: bool,
     ) -> Result<()> {
-        let mut child = Command::new(&self.binary)
-            .args(["run", run.scenario, "--bootstrap", bootstrap])
-            .args(run.app_args())
-            .spawn()
-            .with_context(|| format!("cannot start {}", self.binary.display()))?;
+        let mut child = self.start(bootstrap, run)?;
         let inputs: Vec<&str> = run.group_inputs.iter().map(String::as_str).collect();
         let idle = java.await_idle(bootstrap, &run.app_id, &inputs);
         if kill {
@@ -94,7 +99,9 @@ impl KstreamsSide {
     }
 }
 
-fn stop(child: &mut Child) -> Result<()> {
+/// Stops a kstreams app started with [`KstreamsSide::start`] as a user
+/// would (SIGTERM: it closes), and waits for it.
+pub(crate) fn stop(child: &mut Child) -> Result<()> {
     process::signal(child.id() as i32, libc::SIGTERM);
     let mut status = None;
     process::wait_until(Duration::from_secs(40), || {

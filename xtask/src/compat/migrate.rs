@@ -194,12 +194,13 @@ pub fn run(
     run.describe_to = dir.join(format!("{}-topology.txt", to.name()));
     run_on(to, &run, java, kstreams, bootstrap)?;
 
-    let dump = dir.join("migrated.tsv");
-    java.dump(bootstrap, &output, scenario.output_serdes, &dump)?;
-    let mut combined = records::read_dump(&dump)?;
-    if scenario.compares_final_values() {
-        combined = records::final_values(&combined);
-    }
+    let combined = shared_output(
+        scenario,
+        java,
+        bootstrap,
+        &output,
+        &dir.join("migrated.tsv"),
+    )?;
     let agree = match records::diff("expected", &expected, "migrated", &combined) {
         None => {
             eprintln!(
@@ -235,7 +236,26 @@ pub fn run(
     Ok(agree)
 }
 
-fn produce_half(
+/// The output topic one application wrote from two sides, as the
+/// scenario compares it (record by record, or its final values); dumped to
+/// `dump`.
+pub(super) fn shared_output(
+    scenario: &Scenario,
+    java: &JavaHarness,
+    bootstrap: &str,
+    output: &str,
+    dump: &Path,
+) -> Result<Vec<Record>> {
+    java.dump(bootstrap, output, scenario.output_serdes, dump)?;
+    let combined = records::read_dump(dump)?;
+    Ok(if scenario.compares_final_values() {
+        records::final_values(&combined)
+    } else {
+        combined
+    })
+}
+
+pub(super) fn produce_half(
     scenario: &Scenario,
     java: &JavaHarness,
     bootstrap: &str,

@@ -14,6 +14,7 @@ mod dead_letters;
 pub(crate) mod java;
 mod kstreams_side;
 mod migrate;
+mod mixed;
 mod partitioner;
 mod records;
 mod scenario;
@@ -61,6 +62,9 @@ pub(crate) struct Options {
     /// `--migrate`: move the application from one side to the other
     /// halfway through the input (see migrate.rs).
     migrate: Option<migrate::Migration>,
+    /// `--mixed`: Kafka Streams and kstreams in one streams group, sharing
+    /// the tasks (see mixed.rs).
+    mixed: bool,
 }
 
 pub fn cli(args: Args) -> Result<ExitCode> {
@@ -83,22 +87,27 @@ pub fn run_all_both(bootstrap: &str) -> Result<bool> {
         seed: DEFAULT_SEED,
         records: None,
         migrate: None,
+        mixed: false,
     };
     run_all(&options, bootstrap)
 }
 
 fn run_all(options: &Options, bootstrap: &str) -> Result<bool> {
     let java = JavaHarness::build()?;
-    let kstreams = if options.sides.contains(&Side::Kstreams) || options.migrate.is_some() {
-        Some(KstreamsSide::build()?)
-    } else {
-        None
-    };
+    let kstreams =
+        if options.sides.contains(&Side::Kstreams) || options.migrate.is_some() || options.mixed {
+            Some(KstreamsSide::build()?)
+        } else {
+            None
+        };
     let mut failed = Vec::new();
     for scenario in &options.scenarios {
         let agree = match (options.migrate, &kstreams) {
             (Some(migration), Some(kstreams)) => {
                 migrate::run(scenario, options, migration, &java, kstreams, bootstrap)?
+            }
+            (None, Some(kstreams)) if options.mixed => {
+                mixed::run(scenario, options, &java, kstreams, bootstrap)?
             }
             _ => run(scenario, options, &java, kstreams.as_ref(), bootstrap)?,
         };
@@ -114,6 +123,7 @@ fn run_all(options: &Options, bootstrap: &str) -> Result<bool> {
 
 fn parse(mut args: Args) -> Result<Options> {
     let kill = args.flag("kill");
+    let mixed = args.flag("mixed");
     let names = std::iter::from_fn(|| args.next()).collect::<Vec<_>>();
     let sides = match args.option::<String>("side")?.as_deref() {
         None | Some("java") => vec![Side::Java],
@@ -138,6 +148,9 @@ fn parse(mut args: Args) -> Result<Options> {
         None if kill => bail!("--kill goes with --migrate: it kills the side that hands over"),
         None => None,
     };
+    if mixed && migrate.is_some() {
+        bail!("--mixed and --migrate are two different runs: choose one");
+    }
     args.finish()?;
     Ok(Options {
         scenarios: select(&names)?,
@@ -145,6 +158,7 @@ fn parse(mut args: Args) -> Result<Options> {
         seed,
         records,
         migrate,
+        mixed,
     })
 }
 
@@ -548,6 +562,8 @@ impl Topics {
             cache_max_bytes: scenario.cache_max_bytes(),
             dead_letter_queue: self.dead_letter_queue(scenario, side),
             processing_guarantee: None,
+            group_protocol: None,
+            application_server: None,
         }
     }
 }

@@ -57,12 +57,14 @@ pub(crate) struct SubscriptionSender<K, V, KO> {
     pub(crate) left_join: bool,
 }
 
-impl<K: 'static, V: 'static, KO: PartialEq + 'static> Processor<K, Change<V>, Vec<u8>, Vec<u8>>
-    for SubscriptionSender<K, V, KO>
+impl<K: 'static, V: 'static, KO: PartialEq + 'static>
+    Processor<K, Change<V>, Option<Vec<u8>>, Vec<u8>> for SubscriptionSender<K, V, KO>
 {
+    /// Kafka Streams' `SubscriptionSendProcessorSupplier`, instruction for
+    /// instruction: the subscription topic's records are the same.
     fn process(
         &mut self,
-        ctx: &mut ProcessorContext<'_, Vec<u8>, Vec<u8>>,
+        ctx: &mut ProcessorContext<'_, Option<Vec<u8>>, Vec<u8>>,
         record: Record<K, Change<V>>,
     ) -> Result<(), ProcessorError> {
         let topic = self.topic.as_str();
@@ -75,49 +77,51 @@ impl<K: 'static, V: 'static, KO: PartialEq + 'static> Processor<K, Change<V>, Ve
         let change = &record.value;
         let old_fk = change.old_value.as_ref().map(|v| (self.foreign_key)(v));
         let new_fk = change.new_value.as_ref().map(|v| (self.foreign_key)(v));
-        let mut send = |fk: &KO, value: Vec<u8>| -> Result<(), ProcessorError> {
+        // Every subscription of a change carries the new value's hash (none
+        // for a delete), the one to the old foreign key too.
+        let hash = match &change.new_value {
+            Some(v) => Some(murmur3_hash128(&serialize(&self.value_serde, topic, v)?)),
+            None => None,
+        };
+        let mut send = |fk: Option<&KO>, instruction: u8| -> Result<(), ProcessorError> {
+            let key = fk
+                .map(|fk| serialize(&self.fk_serde, topic, fk))
+                .transpose()?;
             ctx.forward(Record {
-                key: serialize(&self.fk_serde, topic, fk)?,
-                value,
+                key,
+                value: subscription(instruction, hash.as_ref(), &pk, partition),
                 timestamp: record.timestamp,
                 headers: record.headers.clone(),
             })?;
             Ok(())
         };
-        match (&new_fk, &change.new_value) {
-            (Some(new_fk), Some(new_value)) => {
-                let moved = old_fk.as_ref().is_some_and(|old| old != new_fk);
-                // Every subscription of an update carries the new value's
-                // hash, the one to the old foreign key too.
-                let hash = murmur3_hash128(&serialize(&self.value_serde, topic, new_value)?);
-                if let Some(old_fk) = old_fk.as_ref().filter(|old| *old != new_fk) {
-                    send(
-                        old_fk,
-                        subscription(DELETE_KEY_NO_PROPAGATE, Some(&hash), &pk, partition),
-                    )?;
-                }
-                // A row that moved to another foreign key must hear back even
-                // if that key has no row: its old result is retracted then.
-                let instruction = if self.left_join || moved {
-                    PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE
-                } else {
-                    PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE
-                };
-                send(
-                    new_fk,
-                    subscription(instruction, Some(&hash), &pk, partition),
-                )?;
+        let moved = old_fk.is_some() && old_fk != new_fk;
+        if self.left_join {
+            if change.old_value.is_none() && change.new_value.is_none() {
+                return Ok(()); // deleting what was never there
             }
-            _ => {
-                if let Some(old_fk) = &old_fk {
-                    send(
-                        old_fk,
-                        subscription(DELETE_KEY_AND_PROPAGATE, None, &pk, partition),
-                    )?;
-                }
+            if moved {
+                send(old_fk.as_ref(), DELETE_KEY_NO_PROPAGATE)?;
             }
+            // Always, a delete included: a left row must hear back to emit
+            // its result. A delete's subscription has no foreign key (a
+            // null key); the right side answers it without a lookup.
+            return send(new_fk.as_ref(), PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE);
         }
-        Ok(())
+        match &new_fk {
+            Some(new_fk) => {
+                // A row that moved to another foreign key must hear back
+                // even if that key has no row: its old result is retracted.
+                if moved {
+                    send(old_fk.as_ref(), DELETE_KEY_NO_PROPAGATE)?;
+                    send(Some(new_fk), PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
+                } else {
+                    send(Some(new_fk), PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
+                }
+            }
+            None if old_fk.is_some() => send(old_fk.as_ref(), DELETE_KEY_AND_PROPAGATE),
+            None => Ok(()),
+        }
     }
 }
 
@@ -129,10 +133,10 @@ pub(crate) struct SubscriptionStoreReceiver {
     pub(crate) store: Option<SubscriptionStore>,
 }
 
-impl Processor<Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>> for SubscriptionStoreReceiver {
+impl Processor<Option<Vec<u8>>, Vec<u8>, Option<Vec<u8>>, Vec<u8>> for SubscriptionStoreReceiver {
     fn init(
         &mut self,
-        ctx: &mut ProcessorContext<'_, Vec<u8>, Vec<u8>>,
+        ctx: &mut ProcessorContext<'_, Option<Vec<u8>>, Vec<u8>>,
     ) -> Result<(), ProcessorError> {
         self.store = Some(ctx.get_state_store(&self.store_name)?);
         Ok(())
@@ -140,15 +144,23 @@ impl Processor<Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>> for SubscriptionStoreReceiver
 
     fn process(
         &mut self,
-        ctx: &mut ProcessorContext<'_, Vec<u8>, Vec<u8>>,
-        record: Record<Vec<u8>, Vec<u8>>,
+        ctx: &mut ProcessorContext<'_, Option<Vec<u8>>, Vec<u8>>,
+        record: Record<Option<Vec<u8>>, Vec<u8>>,
     ) -> Result<(), ProcessorError> {
         let store = self
             .store
             .as_ref()
             .ok_or("foreign-key join not initialized")?;
         let sub = parse_subscription(&record.value).ok_or("malformed foreign-key subscription")?;
-        let key = subscription_key(&record.key, sub.primary_key);
+        let Some(foreign_key) = &record.key else {
+            // A left join's deleted row: nothing to keep, only an answer
+            // to give. Any other instruction without a key is dropped.
+            if sub.instruction == PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE {
+                ctx.forward(record)?;
+            }
+            return Ok(());
+        };
+        let key = subscription_key(foreign_key, sub.primary_key);
         if sub.instruction == DELETE_KEY_NO_PROPAGATE || sub.instruction == DELETE_KEY_AND_PROPAGATE
         {
             store.borrow_mut().delete(&key)?;
@@ -173,7 +185,7 @@ pub(crate) struct SubscriptionJoinForeign<KO, VO> {
     pub(crate) right_serde: SharedSerde<VO>,
 }
 
-impl<KO: 'static, VO: 'static> Processor<Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>>
+impl<KO: 'static, VO: 'static> Processor<Option<Vec<u8>>, Vec<u8>, Vec<u8>, Vec<u8>>
     for SubscriptionJoinForeign<KO, VO>
 {
     fn init(
@@ -187,7 +199,7 @@ impl<KO: 'static, VO: 'static> Processor<Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>>
     fn process(
         &mut self,
         ctx: &mut ProcessorContext<'_, Vec<u8>, Vec<u8>>,
-        record: Record<Vec<u8>, Vec<u8>>,
+        record: Record<Option<Vec<u8>>, Vec<u8>>,
     ) -> Result<(), ProcessorError> {
         let getter = self
             .getter
@@ -198,10 +210,14 @@ impl<KO: 'static, VO: 'static> Processor<Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>>
         if instruction == DELETE_KEY_NO_PROPAGATE {
             return Ok(());
         }
-        let fk: KO = self
-            .fk_serde
-            .deserialize("", &Headers::new(), Some(&record.key))?;
-        let right = getter.get(&fk)?;
+        // No foreign key (a left join's deleted row): no right row.
+        let right = match &record.key {
+            Some(key) => {
+                let fk: KO = self.fk_serde.deserialize("", &Headers::new(), Some(key))?;
+                getter.get(&fk)?
+            }
+            None => None,
+        };
         if right.is_none() && instruction == PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE {
             return Ok(());
         }

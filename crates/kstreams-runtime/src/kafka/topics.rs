@@ -12,6 +12,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::types::RDKafkaErrorCode;
 
 use super::config::StreamsConfig;
+use super::java_hash_order::java_hash_set_order;
 use super::RuntimeError;
 
 /// Which sub-topology reads which topic.
@@ -173,12 +174,20 @@ pub(crate) fn prepare_topics(
 }
 
 /// A repartition topic's configs: deleted, never by age (a backfill of
-/// old timestamps must survive until read), with the user's `topic.*`
-/// over them, as Kafka Streams' `RepartitionTopicConfig`.
+/// old timestamps must survive until read), 50 MB segments so that purged
+/// records go soon, the producer's timestamps; the user's `topic.*` over
+/// them. Kafka Streams' `RepartitionTopicConfig` defaults, key for key: a
+/// streams group keeps the topology its first member registered and
+/// refuses a member whose topology differs in any config.
 fn repartition_topic_config(config: &StreamsConfig) -> BTreeMap<String, String> {
     let mut topic_config = BTreeMap::from([
         ("cleanup.policy".to_string(), "delete".to_string()),
+        (
+            "message.timestamp.type".to_string(),
+            "CreateTime".to_string(),
+        ),
         ("retention.ms".to_string(), "-1".to_string()),
+        ("segment.bytes".to_string(), "52428800".to_string()),
     ]);
     topic_config.extend(config.internal_topic_configs.clone());
     topic_config
@@ -190,13 +199,56 @@ fn repartition_topic_config(config: &StreamsConfig) -> BTreeMap<String, String> 
 /// the operator set with `Materialized::with_logging_enabled`). Kafka
 /// Streams does the same except that `topic.*` also overrides the store
 /// type's own `cleanup.policy`.
+///
+/// Under them all, as Kafka Streams' changelog topic configs have it, the
+/// producer's timestamps (`message.timestamp.type=CreateTime`).
 fn changelog_topic_config(
     config: &StreamsConfig,
     store_config: &BTreeMap<String, String>,
 ) -> BTreeMap<String, String> {
-    let mut topic_config = config.internal_topic_configs.clone();
+    let mut topic_config = BTreeMap::from([(
+        "message.timestamp.type".to_string(),
+        "CreateTime".to_string(),
+    )]);
+    topic_config.extend(config.internal_topic_configs.clone());
     topic_config.extend(store_config.clone());
     topic_config
+}
+
+/// The co-partition groups in the order Kafka Streams hands them to the
+/// streams group protocol (`InternalTopologyBuilder#copartitionGroups`):
+/// Java `HashSet`s of `HashSet`s. Topics in one hash bucket keep the order
+/// they were added in, which follows the `HashSet` of the source nodes
+/// that read them.
+fn copartition_groups_in_java_order(topology: &Topology, application_id: &str) -> Vec<Vec<String>> {
+    let nodes = topology.source_nodes(application_id);
+    let node_of = |topic: &String| {
+        nodes
+            .iter()
+            .find(|(t, _)| t == topic)
+            .map_or_else(String::new, |(_, node)| node.clone())
+    };
+    let groups = topology
+        .copartition_groups(application_id)
+        .into_iter()
+        .map(|group| {
+            let by_node: Vec<(String, String)> =
+                group.into_iter().map(|t| (node_of(&t), t)).collect();
+            let mut node_names: Vec<String> = Vec::new();
+            for (node, _) in &by_node {
+                if !node_names.contains(node) {
+                    node_names.push(node.clone());
+                }
+            }
+            let added: Vec<String> = java_hash_set_order(node_names)
+                .iter()
+                .flat_map(|n| by_node.iter().filter(move |(node, _)| node == n))
+                .map(|(_, t)| t.clone())
+                .collect();
+            java_hash_set_order(added)
+        })
+        .collect();
+    java_hash_set_order(groups)
 }
 
 /// Fails when topics joined in one task have different partition counts
@@ -299,22 +351,13 @@ fn partition_counts(
 /// (KIP-1071): one sub-topology per task group, numbered as Kafka Streams
 /// numbers them, with its user source topics, the internal topics it reads
 /// (repartition sources) and writes (repartition sinks), its stores'
-/// changelogs and the topics its joins co-partition. Called after
-/// [`prepare_topics`], so the internal topics exist and their partition
-/// counts are the broker's.
+/// changelogs and the topics its joins co-partition. Every field as Kafka
+/// Streams 4.4 fills it (`StreamThread#initBrokerTopology`), so that
+/// kstreams and Kafka Streams members can share one group: the broker
+/// keeps the first member's topology and refuses any other.
 pub(crate) fn streams_group_topology(
     topology: &Topology,
     config: &StreamsConfig,
-) -> Result<kstreams_group::Topology, RuntimeError> {
-    let partitions = partition_counts_on_broker(config)?;
-    group_topology(topology, config, &partitions)
-}
-
-/// [`streams_group_topology`] given the topics' partition counts.
-fn group_topology(
-    topology: &Topology,
-    config: &StreamsConfig,
-    partitions: &HashMap<String, usize>,
 ) -> Result<kstreams_group::Topology, RuntimeError> {
     use kstreams_group::{CopartitionGroup, InternalTopic, Subtopology};
     let application_id = &config.application_id;
@@ -324,10 +367,17 @@ fn group_topology(
         .collect();
     let writers = topology.internal_topic_writers(application_id);
     let changelogs = topology.changelog_topics(application_id);
-    let groups = topology.copartition_groups(application_id);
-    let replication_factor = i16::try_from(config.replication_factor)
-        .ok()
-        .filter(|n| *n > 0);
+    let groups = copartition_groups_in_java_order(topology, application_id);
+    // As Kafka Streams sends it: the configured value, -1 (the broker's
+    // default) included.
+    let replication_factor = i16::try_from(config.replication_factor).ok();
+    // Only counts the user fixed (`Repartitioned::with_partitions`): the
+    // broker derives the others from the source topics, as for Kafka
+    // Streams, which sends no count for them.
+    let fixed: HashMap<String, i32> = topology
+        .repartition_partitions(application_id)
+        .into_iter()
+        .collect();
     let mut subtopologies = Vec::new();
     for sources in topology.source_topics(application_id) {
         if !sources.patterns.is_empty() {
@@ -348,7 +398,7 @@ fn group_topology(
         let repartition_source_topics = repartition_sources
             .into_iter()
             .map(|name| InternalTopic {
-                partitions: partitions.get(&name).and_then(|n| i32::try_from(*n).ok()),
+                partitions: fixed.get(&name).copied(),
                 replication_factor,
                 // As prepare_topics creates them.
                 configs: repartition_topic_config(config),
@@ -416,12 +466,7 @@ mod tests {
         let mut config = StreamsConfig::new("app", "b:1");
         config.set("replication.factor", "3").unwrap();
         let repartition = "app-KSTREAM-AGGREGATE-STATE-STORE-0000000002-repartition";
-        let partitions: HashMap<String, usize> =
-            [("orders", 4), ("users", 2), ("clicks", 2), (repartition, 4)]
-                .into_iter()
-                .map(|(t, n)| (t.to_string(), n))
-                .collect();
-        let group = group_topology(&topology, &config, &partitions).unwrap();
+        let group = streams_group_topology(&topology, &config).unwrap();
         let ids: Vec<&str> = group.subtopologies.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["0", "1", "2"], "{group:#?}");
         let [rekey, count, join] = &group.subtopologies[..] else {
@@ -440,7 +485,21 @@ mod tests {
                 source.partitions,
                 source.replication_factor
             ),
-            (repartition, Some(4), Some(3))
+            (repartition, None, Some(3)),
+            "no count was fixed: the broker derives it"
+        );
+        // Kafka Streams 4.4 registers exactly these (RepartitionTopicConfig,
+        // UnwindowedUnversionedChangelogTopicConfig).
+        let configs = |c: &BTreeMap<String, String>| {
+            c.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        assert_eq!(
+            configs(&source.configs),
+            "cleanup.policy=delete,message.timestamp.type=CreateTime,retention.ms=-1,\
+             segment.bytes=52428800"
         );
         let changelog: &InternalTopic = &count.changelog_topics[0];
         assert_eq!(
@@ -448,7 +507,10 @@ mod tests {
             "app-KSTREAM-AGGREGATE-STATE-STORE-0000000002-changelog"
         );
         assert_eq!(changelog.partitions, None, "the broker sizes changelogs");
-        assert_eq!(changelog.configs["cleanup.policy"], "compact");
+        assert_eq!(
+            configs(&changelog.configs),
+            "cleanup.policy=compact,message.timestamp.type=CreateTime"
+        );
 
         let mut sources = join.source_topics.clone();
         sources.sort();
@@ -467,7 +529,7 @@ mod tests {
             .to("out");
         let topology = builder.build().unwrap();
         let config = StreamsConfig::new("app", "b:1");
-        let err = group_topology(&topology, &config, &HashMap::new()).unwrap_err();
+        let err = streams_group_topology(&topology, &config).unwrap_err();
         assert!(err.to_string().contains("pattern source"), "{err}");
     }
 
@@ -496,6 +558,7 @@ mod tests {
             repartition_topic_config(&config),
             map(&[
                 ("cleanup.policy", "delete"),
+                ("message.timestamp.type", "CreateTime"),
                 ("min.insync.replicas", "2"),
                 ("retention.ms", "-1"),
                 ("segment.bytes", "1048576"),
@@ -509,6 +572,7 @@ mod tests {
             changelog_topic_config(&config, &window_store),
             map(&[
                 ("cleanup.policy", "compact,delete"),
+                ("message.timestamp.type", "CreateTime"),
                 ("min.insync.replicas", "2"),
                 ("retention.ms", "90000000"),
                 ("segment.bytes", "1048576"),

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use kstreams_record::{BytesSerde, SharedSerde};
+use kstreams_record::{BytesSerde, Nullable, SharedSerde};
 use kstreams_state::Stores;
 
 use crate::change::Change;
@@ -144,6 +144,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             return output();
         };
         let bytes: SharedSerde<Vec<u8>> = Arc::new(BytesSerde);
+        // A left join's subscription for a deleted row has no foreign key:
+        // Kafka Streams writes it with a null key.
+        let foreign_key_bytes: SharedSerde<Option<Vec<u8>>> = Arc::new(Nullable(BytesSerde));
         let FkJoinNames {
             subscription_topic,
             sender,
@@ -171,7 +174,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             let topic = subscription_topic.clone();
             let added = s
                 .topology
-                .add_typed_processor::<K, Change<V>, Vec<u8>, Vec<u8>, _>(
+                .add_typed_processor::<K, Change<V>, Option<Vec<u8>>, Vec<u8>, _>(
                     sender.clone(),
                     Arc::new(move || SubscriptionSender {
                         foreign_key: foreign_key.clone(),
@@ -188,7 +191,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         let added = s.topology.add_typed_sink(
             subscription_sink,
             SinkTopic::Fixed(subscription_topic.clone()),
-            bytes.clone(),
+            foreign_key_bytes.clone(),
             bytes.clone(),
             SinkPartitioning::WholeKey,
             &[sender.as_str()],
@@ -198,7 +201,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         let added = s.topology.add_typed_source(
             subscription_source.clone(),
             SourceTopics::Names(vec![subscription_topic.clone()]),
-            bytes.clone(),
+            foreign_key_bytes,
             bytes.clone(),
             None,
         );
@@ -209,7 +212,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             let store_name = store.clone();
             let added = s
                 .topology
-                .add_typed_processor::<Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>, _>(
+                .add_typed_processor::<Option<Vec<u8>>, Vec<u8>, Option<Vec<u8>>, Vec<u8>, _>(
                     receiver.clone(),
                     Arc::new(move || SubscriptionStoreReceiver {
                         store_name: store_name.clone(),
@@ -234,7 +237,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             let (right_serde, fk_serde) = (right_serde.clone(), fk_serde.clone());
             let added = s
                 .topology
-                .add_typed_processor::<Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>, _>(
+                .add_typed_processor::<Option<Vec<u8>>, Vec<u8>, Vec<u8>, Vec<u8>, _>(
                     join_foreign.clone(),
                     Arc::new(move || SubscriptionJoinForeign::<KO, VO> {
                         make: make.clone(),

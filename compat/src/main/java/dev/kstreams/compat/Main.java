@@ -13,7 +13,10 @@ import java.util.Arrays;
  * produce       --bootstrap B --topic T --input FILE [--compression C1,C2,...]
  * run SCENARIO  --bootstrap B --app-id A --input T[,T2] --output T --state-dir D
  *               [--timeout-secs S] [--describe-to FILE] [--cache-max-bytes N] [--dlq TOPIC]
+ *               [--processing-guarantee G] [--group-protocol P] [--application-server H:P]
+ *               [--hold true]
  * await-idle    --bootstrap B --group G --topics T1,T2 [--timeout-secs S]
+ * streams-group-members --bootstrap B --group G --members N [--timeout-secs S]
  * dump          --bootstrap B --topic T --key SERDE --value SERDE --out FILE [--headers true]
  *               (SERDE: string, long, bytes, windowed-string, session-string)
  * bench WORKLOAD --bootstrap B --app-id A --input T [--table T2] --output O
@@ -58,6 +61,7 @@ public final class Main {
                 case "produce" -> Produce.run(args);
                 case "run" -> RunApp.run(args);
                 case "await-idle" -> AwaitIdle.run(args);
+                case "streams-group-members" -> StreamsGroupMembers.run(args);
                 case "dump" -> Dump.run(args);
                 case "bench" -> Bench.run(args);
                 case "config-names" -> ConfigNames.run(args);

@@ -109,6 +109,16 @@ final class RunApp {
         props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX, 0L);
         props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
                 args.optional("processing-guarantee", StreamsConfig.AT_LEAST_ONCE));
+        // A mixed group (Kafka Streams and kstreams sharing one streams
+        // group): the streams protocol, and each side's endpoint names it.
+        String groupProtocol = args.optional("group-protocol", null);
+        if (groupProtocol != null) {
+            props.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, groupProtocol);
+        }
+        String server = args.optional("application-server", null);
+        if (server != null) {
+            props.put(StreamsConfig.APPLICATION_SERVER_CONFIG, server);
+        }
         String dlq = args.optional("dlq", null);
         if (dlq != null) {
             props.put(StreamsConfig.ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG, dlq);
