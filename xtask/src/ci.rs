@@ -6,7 +6,8 @@
 //!
 //! Steps: rustfmt, clippy (warnings are errors), cargo-deny (licenses, bans,
 //! sources), the workspace tests against a real broker, the compat
-//! scenarios on both sides (Apache Kafka Streams and kstreams), the chaos
+//! scenarios on both sides (Apache Kafka Streams and kstreams) and some
+//! with both in one streams group (`compat --mixed`), the chaos
 //! scenarios in their short form, and a smoke run of the benchmark
 //! comparison (`bench compare --smoke`), then the Grafana dashboard's
 //! queries against a real Prometheus (`cargo xtask dashboard`). Every step
@@ -147,6 +148,14 @@ fn broker_steps() -> Result<BrokerSteps> {
             Outcome::Failed
         }
     };
+    // Kafka Streams and kstreams sharing one streams group: about a minute.
+    let mixed = match compat::run_mixed_ci(lease.bootstrap()) {
+        Ok(agree) => outcome(agree),
+        Err(error) => {
+            eprintln!("ci: compat --mixed: {error:#}");
+            Outcome::Failed
+        }
+    };
     // Short: 3 kills per run, 1k malformed records; about 2 minutes.
     let scenarios: Vec<String> = chaos::CI_SCENARIOS.iter().map(|s| s.to_string()).collect();
     let chaos = match chaos::run(lease.bootstrap(), &scenarios, false, None) {
@@ -170,6 +179,7 @@ fn broker_steps() -> Result<BrokerSteps> {
         vec![
             ("test", tests),
             ("compat", compat),
+            ("mixed", mixed),
             ("chaos", chaos),
             ("bench", bench),
         ],

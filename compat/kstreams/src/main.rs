@@ -205,6 +205,9 @@ fn run(args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(server) = options.get("application-server") {
         config.set("application.server", server)?;
     }
+    if let Some(idle) = options.get("max-task-idle-ms") {
+        config.set("max.task.idle.ms", idle)?;
+    }
     // dead-letter-queue: a record whose value does not deserialize is
     // logged, skipped and written to the DLQ topic instead of stopping the
     // application, as Java's LogAndContinueExceptionHandler with

@@ -71,6 +71,25 @@ impl JavaHarness {
         process::run(&mut command, "producing the compat input")
     }
 
+    /// Writes each `(topic, file)` in one transaction: a read_committed
+    /// application sees all of it at once.
+    pub fn produce_atomically(&self, bootstrap: &str, inputs: &[(String, PathBuf)]) -> Result<()> {
+        let topics: Vec<&str> = inputs.iter().map(|(t, _)| t.as_str()).collect();
+        let files: Vec<String> = inputs
+            .iter()
+            .map(|(_, f)| f.display().to_string())
+            .collect();
+        process::run(
+            self.tool("produce-atomically", bootstrap).args([
+                "--topics",
+                &topics.join(","),
+                "--inputs",
+                &files.join(","),
+            ]),
+            "producing the compat input in one transaction",
+        )
+    }
+
     /// Runs `scenario` on Kafka Streams until it has processed its input.
     pub fn run_scenario(&self, bootstrap: &str, run: &AppRun) -> Result<()> {
         let mut command = self.tool("run", bootstrap);
@@ -220,6 +239,8 @@ pub struct AppRun {
     /// `application.server` (host:port), which a streams group shows for
     /// each member.
     pub application_server: Option<String>,
+    /// `max.task.idle.ms` when not the default 0.
+    pub max_task_idle_ms: Option<u64>,
 }
 
 impl AppRun {
@@ -250,6 +271,9 @@ impl AppRun {
         }
         if let Some(server) = &self.application_server {
             args.extend(["--application-server".into(), server.into()]);
+        }
+        if let Some(idle) = self.max_task_idle_ms {
+            args.extend(["--max-task-idle-ms".into(), idle.to_string().into()]);
         }
         args
     }

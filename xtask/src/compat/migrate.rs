@@ -255,7 +255,7 @@ pub(super) fn shared_output(
     })
 }
 
-pub(super) fn produce_half(
+fn produce_half(
     scenario: &Scenario,
     java: &JavaHarness,
     bootstrap: &str,

@@ -92,6 +92,23 @@ pub fn run_all_both(bootstrap: &str) -> Result<bool> {
     run_all(&options, bootstrap)
 }
 
+/// [`mixed::CI_SCENARIOS`], each with Kafka Streams and kstreams in one
+/// streams group, as `cargo xtask ci` runs them; true when all match.
+pub fn run_mixed_ci(bootstrap: &str) -> Result<bool> {
+    let options = Options {
+        scenarios: mixed::CI_SCENARIOS
+            .iter()
+            .map(|name| scenario::find(name).with_context(|| format!("no scenario {name}")))
+            .collect::<Result<_>>()?,
+        sides: vec![Side::Java, Side::Kstreams],
+        seed: DEFAULT_SEED,
+        records: None,
+        migrate: None,
+        mixed: true,
+    };
+    run_all(&options, bootstrap)
+}
+
 fn run_all(options: &Options, bootstrap: &str) -> Result<bool> {
     let java = JavaHarness::build()?;
     let kstreams =
@@ -564,6 +581,7 @@ impl Topics {
             processing_guarantee: None,
             group_protocol: None,
             application_server: None,
+            max_task_idle_ms: None,
         }
     }
 }

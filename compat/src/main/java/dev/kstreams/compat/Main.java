@@ -11,9 +11,11 @@ import java.util.Arrays;
  * create-topics --bootstrap B --topic NAME:PARTITIONS [--topic ...]
  * list-topics   --bootstrap B --prefix P
  * produce       --bootstrap B --topic T --input FILE [--compression C1,C2,...]
+ * produce-atomically --bootstrap B --topics T1,T2 --inputs FILE1,FILE2 (one transaction)
  * run SCENARIO  --bootstrap B --app-id A --input T[,T2] --output T --state-dir D
  *               [--timeout-secs S] [--describe-to FILE] [--cache-max-bytes N] [--dlq TOPIC]
  *               [--processing-guarantee G] [--group-protocol P] [--application-server H:P]
+ *               [--max-task-idle-ms MS]
  *               [--hold true]
  * await-idle    --bootstrap B --group G --topics T1,T2 [--timeout-secs S]
  * streams-group-members --bootstrap B --group G --members N [--timeout-secs S]
@@ -59,6 +61,7 @@ public final class Main {
                 case "create-topics" -> Topics.create(args);
                 case "list-topics" -> Topics.list(args);
                 case "produce" -> Produce.run(args);
+                case "produce-atomically" -> Produce.runAtomically(args);
                 case "run" -> RunApp.run(args);
                 case "await-idle" -> AwaitIdle.run(args);
                 case "streams-group-members" -> StreamsGroupMembers.run(args);

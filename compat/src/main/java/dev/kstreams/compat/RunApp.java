@@ -115,6 +115,10 @@ final class RunApp {
         if (groupProtocol != null) {
             props.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, groupProtocol);
         }
+        String idle = args.optional("max-task-idle-ms", null);
+        if (idle != null) {
+            props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, Long.parseLong(idle));
+        }
         String server = args.optional("application-server", null);
         if (server != null) {
             props.put(StreamsConfig.APPLICATION_SERVER_CONFIG, server);
