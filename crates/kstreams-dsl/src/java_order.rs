@@ -59,6 +59,25 @@ pub(crate) fn hash_set_order<T: AsRef<str> + Clone>(items: &[T]) -> Vec<T> {
     hash_order(items, copy_capacity(items.len()))
 }
 
+/// Iteration order of `new HashSet<>(sets)` for a collection of `n`
+/// members holding `sets` (sets of strings, each hashing as
+/// `AbstractSet.hashCode`: the sum of its members' hashes).
+pub(crate) fn hash_set_of_sets_order(sets: Vec<Vec<String>>, n: usize) -> Vec<Vec<String>> {
+    let cap = copy_capacity(n) as u32;
+    let mut keyed: Vec<(u32, usize, Vec<String>)> = sets
+        .into_iter()
+        .enumerate()
+        .map(|(i, set)| {
+            let hash = set
+                .iter()
+                .fold(0u32, |sum, s| sum.wrapping_add(java_string_hash(s)));
+            (spread(hash) & (cap - 1), i, set)
+        })
+        .collect();
+    keyed.sort_by_key(|&(bucket, i, _)| (bucket, i));
+    keyed.into_iter().map(|(_, _, set)| set).collect()
+}
+
 /// `String.compareTo`: lexicographic over UTF-16 code units.
 pub(crate) fn java_string_compare(a: &str, b: &str) -> Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
@@ -265,6 +284,23 @@ mod tests {
         // Seen from Java: new HashSet<>(List.of(zeta, alpha, input-b, input-a)).
         let got = hash_set_order(&["zeta", "alpha", "input-b", "input-a"]);
         assert_eq!(got, ["zeta", "alpha", "input-a", "input-b"]);
+    }
+
+    #[test]
+    fn a_set_of_sets_orders_by_the_sum_of_member_hashes() {
+        let set = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // Seen from Java: new HashSet<>(List.of(Set.of("b"), Set.of("a")))
+        // prints [[a], [b]].
+        let got = hash_set_of_sets_order(vec![set(&["b"]), set(&["a"])], 2);
+        assert_eq!(got, vec![set(&["a"]), set(&["b"])]);
+        // Twenty members: a table of 32 buckets; Java prints new
+        // HashSet<>(app-topic-0 .. app-topic-19) in this order.
+        let many: Vec<String> = (0..20).map(|i| format!("app-topic-{i}")).collect();
+        let order = [
+            0, 1, 19, 17, 18, 8, 9, 6, 7, 4, 5, 2, 3, 15, 16, 13, 14, 11, 12, 10,
+        ];
+        let expected: Vec<String> = order.iter().map(|i| format!("app-topic-{i}")).collect();
+        assert_eq!(hash_set_order(&many), expected);
     }
 
     #[test]

@@ -17,6 +17,7 @@ use crate::graph::{
     EdgeType, NodeKind, ProcessorFactory, SinkFactory, SinkTopicDescription, SourceFactory,
     SourceTopics, TopicPattern, TopologyGraph,
 };
+use crate::java_order;
 use crate::nodes::SharedExtractor;
 use crate::nodes::TopicNameExtractor;
 use crate::nodes::{NodeHandle, ProcessorNode, SinkNode, SinkPartitioning, SinkTarget, SourceNode};
@@ -370,23 +371,50 @@ impl Topology {
             .collect()
     }
 
-    /// Each named source topic (internal ones with the application id
-    /// prefix) with the name of the source node that reads it.
-    pub fn source_nodes(&self, application_id: &str) -> Vec<(String, String)> {
-        let mut out = Vec::new();
-        for def in &self.graph.nodes {
-            if let NodeKind::Source {
-                topics: crate::graph::SourceTopics::Names(names),
-                ..
-            } = &def.kind
-            {
-                for topic in names {
-                    let topic = crate::graph::resolve_topic(&self.graph, application_id, topic);
-                    out.push((topic, def.name.clone()));
+    /// [`Topology::copartition_groups`] in the order Kafka Streams hands
+    /// them to the streams group protocol (`InternalTopologyBuilder#
+    /// copartitionGroups`): a `HashSet` of `HashSet`s of topics, each
+    /// group's topics added in the `HashSet` order of the source nodes that
+    /// read them. The heartbeat carries them as lists, and the broker
+    /// refuses a member whose topology differs from the first member's, in
+    /// order too.
+    pub fn copartition_groups_as_registered(&self, application_id: &str) -> Vec<Vec<String>> {
+        let node_of = |topic: &str| {
+            self.graph.nodes.iter().find_map(|def| match &def.kind {
+                NodeKind::Source {
+                    topics: crate::graph::SourceTopics::Names(names),
+                    ..
+                } if names.iter().any(|n| n == topic) => Some(def.name.clone()),
+                _ => None,
+            })
+        };
+        let mut topic_count = 0;
+        let groups: Vec<Vec<String>> = self
+            .graph
+            .copartition_groups
+            .iter()
+            .map(|group| {
+                let mut nodes: Vec<String> = Vec::new();
+                for topic in group {
+                    let node = node_of(topic).unwrap_or_default();
+                    if !nodes.contains(&node) {
+                        nodes.push(node);
+                    }
                 }
-            }
-        }
-        out
+                let added: Vec<String> = java_order::hash_set_order(&nodes)
+                    .iter()
+                    .flat_map(|node| {
+                        group
+                            .iter()
+                            .filter(move |t| node_of(t).unwrap_or_default() == *node)
+                    })
+                    .map(|t| crate::graph::resolve_topic(&self.graph, application_id, t))
+                    .collect();
+                topic_count += added.len();
+                java_order::hash_order(&added, java_order::grown_capacity(added.len()))
+            })
+            .collect();
+        java_order::hash_set_of_sets_order(groups, topic_count)
     }
 
     /// Repartition topics (with the application id prefix) whose partition

@@ -92,9 +92,18 @@ fn stream_aggregations(caching: bool) -> Topology {
             "sliding-out",
             Produced::with(TimeWindowedSerde::new(StringSerde, 10), Nullable(I64Serde)),
         );
+    // A retention longer than any run's span of time (at most 40 records
+    // 8 ms apart) rather than the default gap + grace: a lookup reaching
+    // the retention horizon finds a session Kafka Streams' caching session
+    // store still holds and its engine no longer shows (boundaries.rs pins
+    // both), so there caching on and off rightly differ. Everywhere else
+    // they must agree.
     grouped
         .windowed_by_session(SessionWindows::of_inactivity_gap_and_grace(ms(5), ms(2)))
-        .count_with(None, materialized("session", caching))
+        .count_with(
+            None,
+            materialized("session", caching).with_retention(ms(1000)),
+        )
         .to_stream()
         .to_with(
             "session-out",

@@ -15,7 +15,6 @@ mod clients;
 mod config;
 mod consumer_position;
 mod global;
-mod java_hash_order;
 mod local_metadata;
 // `internals` re-exports its metadata for the fuzz harness: committed
 // metadata is bytes from the broker.

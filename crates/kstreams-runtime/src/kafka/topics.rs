@@ -12,7 +12,6 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::types::RDKafkaErrorCode;
 
 use super::config::StreamsConfig;
-use super::java_hash_order::java_hash_set_order;
 use super::RuntimeError;
 
 /// Which sub-topology reads which topic.
@@ -215,42 +214,6 @@ fn changelog_topic_config(
     topic_config
 }
 
-/// The co-partition groups in the order Kafka Streams hands them to the
-/// streams group protocol (`InternalTopologyBuilder#copartitionGroups`):
-/// Java `HashSet`s of `HashSet`s. Topics in one hash bucket keep the order
-/// they were added in, which follows the `HashSet` of the source nodes
-/// that read them.
-fn copartition_groups_in_java_order(topology: &Topology, application_id: &str) -> Vec<Vec<String>> {
-    let nodes = topology.source_nodes(application_id);
-    let node_of = |topic: &String| {
-        nodes
-            .iter()
-            .find(|(t, _)| t == topic)
-            .map_or_else(String::new, |(_, node)| node.clone())
-    };
-    let groups = topology
-        .copartition_groups(application_id)
-        .into_iter()
-        .map(|group| {
-            let by_node: Vec<(String, String)> =
-                group.into_iter().map(|t| (node_of(&t), t)).collect();
-            let mut node_names: Vec<String> = Vec::new();
-            for (node, _) in &by_node {
-                if !node_names.contains(node) {
-                    node_names.push(node.clone());
-                }
-            }
-            let added: Vec<String> = java_hash_set_order(node_names)
-                .iter()
-                .flat_map(|n| by_node.iter().filter(move |(node, _)| node == n))
-                .map(|(_, t)| t.clone())
-                .collect();
-            java_hash_set_order(added)
-        })
-        .collect();
-    java_hash_set_order(groups)
-}
-
 /// Fails when topics joined in one task have different partition counts
 /// (internal topics not created yet are made to match).
 fn check_copartitioning(
@@ -367,7 +330,7 @@ pub(crate) fn streams_group_topology(
         .collect();
     let writers = topology.internal_topic_writers(application_id);
     let changelogs = topology.changelog_topics(application_id);
-    let groups = copartition_groups_in_java_order(topology, application_id);
+    let groups = topology.copartition_groups_as_registered(application_id);
     // As Kafka Streams sends it: the configured value, -1 (the broker's
     // default) included.
     let replication_factor = i16::try_from(config.replication_factor).ok();
@@ -519,6 +482,30 @@ mod tests {
         copartitioned.sort();
         assert_eq!(copartitioned, ["clicks", "users"]);
         assert_eq!(join.changelog_topics.len(), 1, "the table's store");
+    }
+
+    /// What Kafka Streams 4.4 registered for compat's table-table join
+    /// (decoded from the broker's StreamsGroupTopology record): the
+    /// co-partition group lists the right table before the left one, as
+    /// its `HashSet` iterates them (both topics hash into one bucket, so
+    /// the source nodes' order decides).
+    #[test]
+    fn copartition_groups_are_registered_in_kafka_streams_order() {
+        let (left, right) = (
+            "compat-table-table-join-cached-1796221367334-left",
+            "compat-table-table-join-cached-1796221367334-right",
+        );
+        let builder = StreamsBuilder::new();
+        let l = builder.table::<String, String>(left);
+        let r = builder.table::<String, String>(right);
+        l.join(&r, |a, b| format!("{a}{b}")).to_stream().to("out");
+        let topology = builder.build().unwrap();
+        let config = StreamsConfig::new("app", "b:1");
+        let group = streams_group_topology(&topology, &config).unwrap();
+        assert_eq!(
+            group.subtopologies[0].copartition_groups[0].topics,
+            [right, left]
+        );
     }
 
     #[test]
