@@ -624,18 +624,17 @@ impl TaskManager {
     /// otherwise a group reading transactional input (a repartition topic
     /// under exactly-once) keeps a lag of 1 after the last marker, and an
     /// application taking over would count it as unread.
+    ///
+    /// Only partitions with a record processed since the tasks were last
+    /// (re)built move: after a rewind the consumer's position is trusted
+    /// once a record read from the rewound position went through.
     pub fn advance_to_positions(&mut self, positions: &TopicPartitionList) {
         for e in positions.elements() {
             let Offset::Offset(position) = e.offset() else {
                 continue;
             };
             let key = (e.topic().to_string(), e.partition());
-            let Some(done) = self
-                .processed
-                .get(&key)
-                .or_else(|| self.start_offsets.get(&key))
-                .copied()
-            else {
+            let Some(&done) = self.processed.get(&key) else {
                 continue;
             };
             if position > done && self.active_and_drained(e.topic(), e.partition()) {
@@ -922,6 +921,11 @@ mod tests {
             offsets.find_partition("left", 0).map(|e| e.offset()),
             Some(Offset::Offset(5))
         );
+        // After a rewind nothing moves until a record went through again:
+        // the position may still be the one before the seek.
+        tasks.forget_processed();
+        tasks.advance_to_positions(&positions);
+        assert_eq!(tasks.offsets_to_commit().unwrap().count(), 0);
     }
 
     #[test]
