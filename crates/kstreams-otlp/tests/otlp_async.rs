@@ -63,8 +63,7 @@ fn an_async_calls_spans_and_outputs_continue_the_records_trace() {
     input.pipe_record(order("order-1", FIRST));
     input.pipe_record(order("order-2", SECOND));
     driver.wait_for_async().unwrap();
-    otlp.force_flush().unwrap();
-    let spans = receiver.spans();
+    let spans = exported_spans(&otlp, &receiver, &[FIRST, SECOND]);
 
     for (id, incoming) in [("order-1", FIRST), ("order-2", SECOND)] {
         let incoming = TraceParent::parse(incoming.as_bytes()).unwrap();
@@ -84,4 +83,36 @@ fn an_async_calls_spans_and_outputs_continue_the_records_trace() {
         assert_eq!(lookup.parent_span_id, record_span.span_id, "{id}");
     }
     otlp.shutdown().unwrap();
+}
+
+/// The spans the receiver got once both of each trace's spans are there.
+/// A call's future (which holds its record's span) is dropped on a tokio
+/// worker just after its result reached the task, so a span may end, and
+/// be exported, a moment after `wait_for_async` returns: flush until it
+/// arrives rather than read once.
+fn exported_spans(
+    otlp: &OtlpTracing,
+    receiver: &Receiver,
+    traces: &[&str],
+) -> Vec<common::ReceivedSpan> {
+    let traces: Vec<TraceParent> = traces
+        .iter()
+        .map(|t| TraceParent::parse(t.as_bytes()).unwrap())
+        .collect();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        otlp.force_flush().unwrap();
+        let spans = receiver.spans();
+        let complete = traces.iter().all(|trace| {
+            ["kstreams.process", "lookup-customer"].iter().all(|name| {
+                spans
+                    .iter()
+                    .any(|s| s.name == *name && s.trace_id == trace.trace_id)
+            })
+        });
+        if complete || std::time::Instant::now() >= deadline {
+            return spans;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
