@@ -7,7 +7,8 @@
 //! Steps: rustfmt, clippy (warnings are errors), cargo-deny (licenses, bans,
 //! sources), the workspace tests against a real broker, the compat
 //! scenarios on both sides (Apache Kafka Streams and kstreams) and some
-//! with both in one streams group (`compat --mixed`), the chaos
+//! with both in one streams group (`compat --mixed`) or moved from one to
+//! the other mid-input (`compat --migrate`), the chaos
 //! scenarios in their short form, and a smoke run of the benchmark
 //! comparison (`bench compare --smoke`), then the Grafana dashboard's
 //! queries against a real Prometheus (`cargo xtask dashboard`). Every step
@@ -156,6 +157,15 @@ fn broker_steps() -> Result<BrokerSteps> {
             Outcome::Failed
         }
     };
+    // An application moved between Kafka Streams and kstreams, both ways:
+    // about 3 minutes.
+    let migrate = match compat::run_migrations_ci(lease.bootstrap()) {
+        Ok(agree) => outcome(agree),
+        Err(error) => {
+            eprintln!("ci: compat --migrate: {error:#}");
+            Outcome::Failed
+        }
+    };
     // Short: 3 kills per run, 1k malformed records; about 2 minutes.
     let scenarios: Vec<String> = chaos::CI_SCENARIOS.iter().map(|s| s.to_string()).collect();
     let chaos = match chaos::run(lease.bootstrap(), &scenarios, false, None) {
@@ -180,6 +190,7 @@ fn broker_steps() -> Result<BrokerSteps> {
             ("test", tests),
             ("compat", compat),
             ("mixed", mixed),
+            ("migrate", migrate),
             ("chaos", chaos),
             ("bench", bench),
         ],

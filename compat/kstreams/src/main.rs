@@ -3,7 +3,7 @@
 //! ```text
 //! kstreams-compat run <scenario> --bootstrap B --app-id A --input I --output O
 //!                     [--state-dir DIR] [--describe-to FILE]
-//!                     [--cache-max-bytes N] [--dlq TOPIC]
+//!                     [--cache-max-bytes N] [--dlq TOPIC] [--consumed-to FILE]
 //! kstreams-compat supported
 //! ```
 //!
@@ -20,6 +20,7 @@
 //! and [`processors`] (the Processor API).
 
 mod aggregations;
+mod consumed;
 mod joins;
 mod processors;
 mod stateless;
@@ -93,6 +94,7 @@ const SUPPORTED: &[&str] = &[
     "table-table-join-cached",
     "punctuation",
     "dead-letter-queue",
+    "processing-dead-letters",
     "branch-merge",
     "stream-stream-outer-join",
 ];
@@ -121,6 +123,7 @@ fn topology(scenario: &str, input: &str, output: &str) -> Result<Topology, Strin
     match scenario {
         "filter-map" => stateless::filter_map(&builder, input, output),
         "dead-letter-queue" => stateless::dead_letter_queue(&builder, input, output),
+        "processing-dead-letters" => stateless::processing_dead_letters(&builder, input, output),
         "branch-merge" => stateless::branch_merge(&builder, input, output),
         "wordcount" => aggregations::wordcount(&builder, input, output),
         "table-aggregate" => aggregations::table_aggregate(&builder, input, output),
@@ -179,7 +182,8 @@ fn run(args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
             .ok_or_else(|| format!("--{key} is required"))
     };
     let (bootstrap, app_id) = (required("bootstrap")?, required("app-id")?);
-    let topology = topology(scenario, &required("input")?, &required("output")?)?;
+    let input = required("input")?;
+    let topology = topology(scenario, &input, &required("output")?)?;
     if let Some(path) = options.get("describe-to") {
         std::fs::write(path, topology.describe().to_string())?;
     }
@@ -208,23 +212,35 @@ fn run(args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(idle) = options.get("max-task-idle-ms") {
         config.set("max.task.idle.ms", idle)?;
     }
-    // dead-letter-queue: a record whose value does not deserialize is
-    // logged, skipped and written to the DLQ topic instead of stopping the
-    // application, as Java's LogAndContinueExceptionHandler with
+    // dead-letter-queue and processing-dead-letters: a record whose value
+    // does not deserialize, or that a processor fails on, is logged,
+    // skipped and written to the DLQ topic instead of stopping the
+    // application, as Java's LogAndContinueExceptionHandler and
+    // LogAndContinueProcessingExceptionHandler with
     // errors.dead.letter.queue.topic.name.
     if let Some(topic) = options.get("dlq") {
         config = config
             .dead_letter_queue(topic)
-            .deserialization_handling(DeserializationHandling::LogAndContinue);
+            .deserialization_handling(DeserializationHandling::LogAndContinue)
+            .processing_handling(ProcessingHandling::Continue);
     }
     let mut app = KafkaStreams::new(topology, config);
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(signal, stop.clone())?;
     }
+    let mut consumed = options
+        .get("consumed-to")
+        .map(|file| consumed::ConsumedCounts::new(file.into(), &input));
     app.start()?;
     while !stop.load(Ordering::Relaxed) && app.state() != State::Error {
+        if let Some(consumed) = consumed.as_mut() {
+            consumed.update(app.metrics())?;
+        }
         std::thread::sleep(Duration::from_millis(50));
+    }
+    if let Some(consumed) = consumed.as_mut() {
+        consumed.update(app.metrics())?;
     }
     let closed = app.close(Duration::from_secs(30));
     if app.state() == State::Error || !closed {

@@ -1,5 +1,5 @@
-//! The scenarios without state: filter-map, branch-merge and
-//! dead-letter-queue.
+//! The scenarios without state: filter-map, branch-merge,
+//! dead-letter-queue and processing-dead-letters.
 
 use kstreams::prelude::*;
 
@@ -72,4 +72,34 @@ pub fn dead_letter_queue(builder: &StreamsBuilder, input: &str, output: &str) {
         .stream_with(input, Consumed::with(StringSerde, I32Serde))
         .map_values(|value| value.to_string())
         .to_with(output, Produced::with(StringSerde, StringSerde));
+}
+
+/// processing-dead-letters: numbers as decimal text doubled by
+/// [`DoubleOrReject`]; `run --dlq` makes its failure on a multiple of seven
+/// a skipped record sent to the dead-letter queue rather than a failed task.
+pub fn processing_dead_letters(builder: &StreamsBuilder, input: &str, output: &str) {
+    builder
+        .stream_with(input, Consumed::with(StringSerde, StringSerde))
+        .process(|| DoubleOrReject, &[])
+        .to_with(output, Produced::with(StringSerde, StringSerde));
+}
+
+/// Doubles a number written as decimal text and fails on a multiple of
+/// seven, as user code does: with an error, which the processing handler
+/// gets (Java's `DoubleOrReject`, which throws a `RuntimeException`).
+struct DoubleOrReject;
+
+impl Processor<String, String, String, String> for DoubleOrReject {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, String>,
+        record: Record<String, String>,
+    ) -> Result<(), ProcessorError> {
+        let n: i64 = record.value.parse()?;
+        if n % 7 == 0 {
+            return Err(format!("cannot process {}: a multiple of seven", record.value).into());
+        }
+        ctx.forward(record.with_value((2 * n).to_string()))?;
+        Ok(())
+    }
 }

@@ -39,7 +39,8 @@ mod registry;
 use std::time::{Duration, Instant};
 
 pub use registry::{
-    MetricsRegistry, NodeSensors, PartitionSensors, RestoreSensors, TaskSensors, ThreadSensors,
+    MetricsRegistry, NodeSensors, PartitionSensors, RestoreSensors, Sample, TaskSensors,
+    ThreadSensors,
 };
 
 /// Which metrics are recorded: Kafka Streams' `metrics.recording.level`.

@@ -260,6 +260,45 @@ impl MetricsRegistry {
         self.remove_matching(names::TASK_ID, task_id)
     }
 
+    /// Every series of `def` as it stands: its labels and value (a
+    /// counter's or gauge's value, a histogram's number of samples), as
+    /// Kafka Streams' `KafkaStreams#metrics()` lets a program read its
+    /// own metrics without a scrape. Empty when nothing created the family.
+    ///
+    /// ```
+    /// use kstreams_metrics::{names, MetricsRegistry};
+    ///
+    /// let registry = MetricsRegistry::new();
+    /// let consumed = &names::CONSUMER_RECORDS_CONSUMED_TOTAL;
+    /// registry.counter(consumed, &["clicks", "0"]).unwrap().add(3);
+    /// let samples = registry.samples(consumed);
+    /// assert_eq!(samples.len(), 1);
+    /// assert_eq!(samples[0].label("topic"), Some("clicks"));
+    /// assert_eq!(samples[0].value, 3.0);
+    /// ```
+    pub fn samples(&self, def: &MetricDef) -> Vec<Sample> {
+        let Some(vec) = self.lock().get(def.name).map(|family| family.vec.clone()) else {
+            return Vec::new();
+        };
+        vec.collector()
+            .collect()
+            .iter()
+            .flat_map(|family| family.get_metric())
+            .map(|metric| Sample {
+                labels: metric
+                    .get_label()
+                    .iter()
+                    .map(|pair| (pair.name().to_owned(), pair.value().to_owned()))
+                    .collect(),
+                value: match &vec {
+                    FamilyVec::Counter(_) => metric.get_counter().get_value(),
+                    FamilyVec::Gauge(_) => metric.get_gauge().get_value(),
+                    FamilyVec::Histogram(_) => metric.get_histogram().get_sample_count() as f64,
+                },
+            })
+            .collect()
+    }
+
     /// Everything, in the Prometheus text exposition format (version 0.0.4).
     pub fn gather_text(&self) -> String {
         let mut out = Vec::new();
@@ -613,5 +652,24 @@ mod tests {
         // Asking again starts over.
         let again = registry.task_sensors("t", "0_0").unwrap();
         assert_eq!(again.process.get(), 0);
+    }
+}
+
+/// One series of a metric, as [`MetricsRegistry::samples`] reads it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    /// Label names and values, the registry's constant labels included.
+    pub labels: Vec<(String, String)>,
+    /// A counter's or gauge's value; a histogram's number of samples.
+    pub value: f64,
+}
+
+impl Sample {
+    /// The value of label `name`, if the series has it.
+    pub fn label(&self, name: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
     }
 }

@@ -1,6 +1,7 @@
 //! The dead-letter queues of a scenario run with one (KIP-1034): each
 //! side's dead letters are read with their headers and compared with the
-//! records that could not be deserialized, and with each other.
+//! records that could not be deserialized or processed, and with each
+//! other.
 //!
 //! A dead letter is the consumed record as it was (key, value, timestamp)
 //! with `__streams.errors.*` headers: the exception's class, its message,
@@ -15,7 +16,7 @@ use anyhow::Result;
 
 use super::java::JavaHarness;
 use super::records::{self, Headers, Record};
-use super::scenario::streams::is_int;
+use super::scenario::streams::{is_int, rejection};
 use super::scenario::Scenario;
 use super::{scenario_input, Options, Side, Topics};
 
@@ -30,6 +31,7 @@ const HEADERS: [&str; 6] = [
     "offset",
 ];
 const SERIALIZATION_EXCEPTION: &str = "org.apache.kafka.common.errors.SerializationException";
+const RUNTIME_EXCEPTION: &str = "java.lang.RuntimeException";
 
 /// A dead letter reduced to what must match: where it came from, the
 /// record, and the failure's class, message and first stack-trace line.
@@ -80,7 +82,24 @@ pub fn compare(
     Ok(agree)
 }
 
-/// The records of the input that do not deserialize, keyed by their input
+/// How the scenario fails on a record, if it does: the headers naming the
+/// failure whose values are known here (the exception's class, and the
+/// message where it is the scenario's own rather than a serde's).
+fn failure(scenario: &Scenario, record: &Record) -> Option<Vec<(String, String)>> {
+    let header = |name: &str, value: &str| (name.to_owned(), value.to_owned());
+    match scenario.name {
+        "processing-dead-letters" => rejection(record.value.as_deref()).map(|message| {
+            vec![
+                header("exception", RUNTIME_EXCEPTION),
+                header("message", &message),
+            ]
+        }),
+        _ => (!is_int(record.value.as_deref()))
+            .then(|| vec![header("exception", SERIALIZATION_EXCEPTION)]),
+    }
+}
+
+/// The records of the input the scenario fails on, keyed by their input
 /// partition and offset (the producer writes each partition's records in
 /// order from offset 0), with the headers whose values are known here.
 fn expected(scenario: &Scenario, options: &Options, input_topic: &str) -> Letters {
@@ -90,15 +109,14 @@ fn expected(scenario: &Scenario, options: &Options, input_topic: &str) -> Letter
         let offset = offsets.entry(record.partition).or_default();
         let at = (record.partition, *offset);
         *offset += 1;
-        if is_int(record.value.as_deref()) {
+        let Some(mut headers) = failure(scenario, &record) else {
             continue;
-        }
-        let headers = vec![
-            ("exception".to_owned(), SERIALIZATION_EXCEPTION.to_owned()),
+        };
+        headers.extend([
             ("topic".to_owned(), input_topic.to_owned()),
             ("partition".to_owned(), at.0.to_string()),
             ("offset".to_owned(), at.1.to_string()),
-        ];
+        ]);
         let record = Record {
             partition: 0,
             ..record

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 
+use super::consumed;
 use crate::maven;
 use crate::paths;
 use crate::process::{self, secs};
@@ -104,6 +105,9 @@ impl JavaHarness {
         let mut child = self.start_held(bootstrap, run)?;
         let inputs: Vec<&str> = run.group_inputs.iter().map(String::as_str).collect();
         let idle = self.await_idle(bootstrap, &run.app_id, &inputs);
+        if let Some(file) = &run.consumed_to {
+            consumed::await_settled(file);
+        }
         let _ = child.kill();
         let _ = child.wait();
         idle
@@ -241,6 +245,9 @@ pub struct AppRun {
     pub application_server: Option<String>,
     /// `max.task.idle.ms` when not the default 0.
     pub max_task_idle_ms: Option<u64>,
+    /// Where the side writes how many records it consumed from each input
+    /// topic ([`consumed`](super::consumed)).
+    pub consumed_to: Option<PathBuf>,
 }
 
 impl AppRun {
@@ -274,6 +281,9 @@ impl AppRun {
         }
         if let Some(idle) = self.max_task_idle_ms {
             args.extend(["--max-task-idle-ms".into(), idle.to_string().into()]);
+        }
+        if let Some(file) = &self.consumed_to {
+            args.extend(["--consumed-to".into(), file.into()]);
         }
         args
     }

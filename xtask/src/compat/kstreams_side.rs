@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use super::consumed;
 use super::java::{AppRun, JavaHarness};
 use crate::paths;
 use crate::process::{self, secs};
@@ -89,6 +90,9 @@ impl KstreamsSide {
         let inputs: Vec<&str> = run.group_inputs.iter().map(String::as_str).collect();
         let idle = java.await_idle(bootstrap, &run.app_id, &inputs);
         if kill {
+            if let Some(file) = &run.consumed_to {
+                consumed::await_settled(file);
+            }
             let _ = child.kill();
             let _ = child.wait();
             return idle;

@@ -27,8 +27,8 @@ use super::kstreams_side::{self, KstreamsSide};
 use super::migrate::shared_output;
 use super::records;
 use super::scenario::Scenario;
+use super::verdict;
 use super::{input_file, run_dir, write_input_and_expected, Options, Side, Topics};
-use crate::process::secs;
 
 /// Each side's `application.server`; the host names the side in the
 /// group's description. Nothing listens there: the run makes no query.
@@ -81,17 +81,13 @@ pub fn run(
     }
     let began = Instant::now();
     let dir = run_dir(scenario)?;
-    let Some(expected) = write_input_and_expected(scenario, options, &dir)? else {
+    let (input, Some(expected)) = write_input_and_expected(scenario, options, &dir)? else {
         bail!(
             "{} has no expected output of its own (Kafka Streams is its reference), \
              so a mixed run has nothing to be compared with",
             scenario.name
         );
     };
-    let input = scenario.input(
-        options.seed,
-        options.records.unwrap_or(scenario.default_records),
-    );
     let topics = Topics::new(scenario);
     // One output topic both sides write, as one application's would be.
     java.create_topics(bootstrap, &topics.all(scenario, &[Side::Java]))?;
@@ -142,30 +138,13 @@ pub fn run(
     apps.stop()?;
 
     let combined = shared_output(scenario, java, bootstrap, &output, &dir.join("mixed.tsv"))?;
-    let agree = match records::diff("expected", &expected, "mixed", &combined) {
-        None => {
-            eprintln!(
-                "compat: {}: java and kstreams in one streams group == expected ({} records)",
-                scenario.name,
-                combined.len()
-            );
-            true
-        }
-        Some(report) => {
-            eprintln!(
-                "compat: {}: java and kstreams in one streams group differ from expected:\n{report}",
-                scenario.name
-            );
-            false
-        }
-    };
-    eprintln!(
-        "compat: {} mixed group {} ({}; files in {})",
-        scenario.name,
-        if agree { "matches" } else { "DIFFERS" },
-        secs(began.elapsed()),
-        dir.display()
+    let agree = verdict::against_expected(
+        scenario,
+        "java and kstreams in one streams group",
+        &expected,
+        &combined,
     );
+    verdict::conclude(scenario, "mixed group", agree, began, &dir);
     Ok(agree)
 }
 

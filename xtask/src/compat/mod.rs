@@ -10,6 +10,7 @@
 //!
 //! The files of the last run stay in compat/target/runs/<scenario>/.
 
+mod consumed;
 mod dead_letters;
 pub(crate) mod java;
 mod kstreams_side;
@@ -18,6 +19,7 @@ mod mixed;
 mod partitioner;
 mod records;
 mod scenario;
+mod verdict;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -33,7 +35,6 @@ use self::scenario::{Scenario, SCENARIOS};
 use crate::cli::Args;
 use crate::kafka::Lease;
 use crate::paths;
-use crate::process::secs;
 
 const DEFAULT_SEED: u64 = 42;
 
@@ -107,6 +108,25 @@ pub fn run_mixed_ci(bootstrap: &str) -> Result<bool> {
         mixed: true,
     };
     run_all(&options, bootstrap)
+}
+
+/// [`migrate::CI_MIGRATIONS`], as `cargo xtask ci` runs them; true when
+/// every combined output is the expected one and each side consumed
+/// exactly its half.
+pub fn run_migrations_ci(bootstrap: &str) -> Result<bool> {
+    let mut all_agree = true;
+    for (name, migration) in migrate::CI_MIGRATIONS {
+        let options = Options {
+            scenarios: vec![scenario::find(name).with_context(|| format!("no scenario {name}"))?],
+            sides: vec![Side::Java, Side::Kstreams],
+            seed: DEFAULT_SEED,
+            records: None,
+            migrate: Some(*migration),
+            mixed: false,
+        };
+        all_agree &= run_all(&options, bootstrap)?;
+    }
+    Ok(all_agree)
 }
 
 fn run_all(options: &Options, bootstrap: &str) -> Result<bool> {
@@ -210,7 +230,7 @@ fn run(
 ) -> Result<bool> {
     let began = Instant::now();
     let dir = run_dir(scenario)?;
-    let expected = write_input_and_expected(scenario, options, &dir)?;
+    let (_, expected) = write_input_and_expected(scenario, options, &dir)?;
     let topics = Topics::new(scenario);
     java.create_topics(bootstrap, &topics.all(scenario, &options.sides))?;
     for (suffix, topic) in scenario.input_topics().iter().zip(&topics.inputs) {
@@ -241,24 +261,18 @@ fn run(
         let sides: Vec<Side> = outputs.iter().map(|(side, _)| *side).collect();
         agree &= dead_letters::compare(scenario, options, &topics, &sides, java, bootstrap, &dir)?;
     }
-    eprintln!(
-        "compat: {} {} ({}; files in {})",
-        scenario.name,
-        if agree { "matches" } else { "DIFFERS" },
-        secs(began.elapsed()),
-        dir.display()
-    );
+    verdict::conclude(scenario, "", agree, began, &dir);
     Ok(agree)
 }
 
-/// Generates the input into `input.tsv` and returns the expected output,
-/// also written to `expected.tsv` for a look with any diff tool; `None` for
-/// a scenario whose only reference is Kafka Streams.
+/// Generates the input into `input.tsv` and returns it with the expected
+/// output, also written to `expected.tsv` for a look with any diff tool;
+/// `None` for a scenario whose only reference is Kafka Streams.
 pub(crate) fn write_input_and_expected(
     scenario: &Scenario,
     options: &Options,
     dir: &Path,
-) -> Result<Option<Vec<Record>>> {
+) -> Result<(Vec<Record>, Option<Vec<Record>>)> {
     let input = scenario_input(scenario, options);
     let expected = scenario.expected(&input);
     for (suffix, records) in scenario.split_input(&input) {
@@ -277,7 +291,7 @@ pub(crate) fn write_input_and_expected(
         options.seed,
         input.len(),
     );
-    Ok(expected)
+    Ok((input, expected))
 }
 
 /// The input of a run: the scenario's generator with the run's seed and size.
@@ -582,6 +596,7 @@ impl Topics {
             group_protocol: None,
             application_server: None,
             max_task_idle_ms: None,
+            consumed_to: None,
         }
     }
 }

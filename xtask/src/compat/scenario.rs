@@ -136,11 +136,11 @@ impl Scenario {
         }
     }
 
-    /// Whether the sides run with a dead-letter queue (KIP-1034) and a
-    /// log-and-continue deserialization handler, and their dead-letter
-    /// records are compared too.
+    /// Whether the sides run with a dead-letter queue (KIP-1034) and
+    /// log-and-continue deserialization and processing handlers, and their
+    /// dead-letter records are compared too.
     pub fn has_dead_letter_queue(&self) -> bool {
-        self.name == "dead-letter-queue"
+        matches!(self.name, "dead-letter-queue" | "processing-dead-letters")
     }
 
     /// The topology both sides run: the scenario's own, or for a scenario
@@ -207,6 +207,7 @@ pub const SCENARIOS: &[Scenario] = &[
     joins::TABLE_TABLE_JOIN_CACHED,
     joins::STREAM_STREAM_OUTER_JOIN,
     streams::DEAD_LETTER_QUEUE,
+    streams::PROCESSING_DEAD_LETTERS,
     streams::BRANCH_MERGE,
 ];
 

@@ -1,5 +1,5 @@
-//! Stateless stream scenarios: branches merged back, and records that do
-//! not deserialize sent to a dead-letter queue.
+//! Stateless stream scenarios: branches merged back, records that do not
+//! deserialize and records a processor rejects sent to a dead-letter queue.
 
 use super::{generate_keyed_sentences, Expect, Rng, Scenario};
 use crate::compat::partitioner::partition_for_key;
@@ -32,6 +32,62 @@ pub const DEAD_LETTER_QUEUE: Scenario = Scenario {
     generate: generate_ints_and_garbage,
     expect: Expect::Records(expect_decoded_ints),
 };
+
+/// Numbers as decimal text through a processor (the Processor API) that
+/// doubles them and fails on a multiple of seven: a `RuntimeException`
+/// thrown in Kafka Streams, an error returned in kstreams. The
+/// log-and-continue processing handler drops the record and the
+/// dead-letter queue gets the consumed record with the failure in its
+/// headers (KIP-1034); both sides' dead letters are compared.
+pub const PROCESSING_DEAD_LETTERS: Scenario = Scenario {
+    name: "processing-dead-letters",
+    input_partitions: 3,
+    output_partitions: 3,
+    output_serdes: ("string", "string"),
+    default_records: 1000,
+    generate: generate_numbers,
+    expect: Expect::Records(expect_doubled),
+};
+
+/// The message of the exception the processor of processing-dead-letters
+/// fails with for `value`, or `None` when it doubles it.
+pub fn rejection(value: Option<&str>) -> Option<String> {
+    let value = value.unwrap_or_default();
+    let n: i64 = value.parse().ok()?;
+    (n % 7 == 0).then(|| format!("cannot process {value}: a multiple of seven"))
+}
+
+/// Keys `user-0` to `user-19`; values 0 to 999 as decimal text.
+fn generate_numbers(rng: &mut Rng, records: usize, partitions: i32) -> Vec<Record> {
+    (0..records)
+        .map(|i| {
+            let key = format!("user-{}", rng.below(20));
+            Record {
+                partition: partition_for_key(key.as_bytes(), partitions),
+                timestamp: super::timestamp(i),
+                value: Some(rng.below(1000).to_string()),
+                key: Some(key),
+            }
+        })
+        .collect()
+}
+
+fn expect_doubled(input: &[Record], partitions: i32) -> Vec<Record> {
+    input
+        .iter()
+        .filter(|r| rejection(r.value.as_deref()).is_none())
+        .map(|record| {
+            let n: i64 = record.value.as_deref().unwrap_or("0").parse().unwrap_or(0);
+            let key = record.key.clone().unwrap_or_default();
+            Record {
+                partition: partition_for_key(key.as_bytes(), partitions),
+                timestamp: record.timestamp,
+                key: Some(key),
+                value: Some((2 * n).to_string()),
+            }
+        })
+        .collect()
+}
 
 fn expect_branch_merge(input: &[Record], partitions: i32) -> Vec<Record> {
     input
@@ -125,6 +181,29 @@ mod tests {
         let input = DEAD_LETTER_QUEUE.input(42, 600);
         let bad = input.iter().filter(|r| !is_int(r.value.as_deref())).count();
         assert!((50..150).contains(&bad), "{bad} malformed of 600");
+    }
+
+    #[test]
+    fn multiples_of_seven_are_rejected_and_the_rest_doubled() {
+        let rec = |value: &str| Record {
+            partition: 0,
+            timestamp: 1,
+            key: Some("k".into()),
+            value: Some(value.into()),
+        };
+        let out = expect_doubled(&[rec("14"), rec("15"), rec("0"), rec("999")], 1);
+        let values: Vec<_> = out.into_iter().map(|r| r.value.unwrap()).collect();
+        assert_eq!(values, ["30", "1998"]);
+        assert_eq!(
+            rejection(Some("14")).as_deref(),
+            Some("cannot process 14: a multiple of seven")
+        );
+        let input = PROCESSING_DEAD_LETTERS.input(42, 700);
+        let rejected = input
+            .iter()
+            .filter(|r| rejection(r.value.as_deref()).is_some())
+            .count();
+        assert!((60..150).contains(&rejected), "{rejected} rejected of 700");
     }
 
     #[test]

@@ -3,20 +3,26 @@ package dev.kstreams.compat;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyDescription;
 import org.apache.kafka.streams.errors.LogAndContinueExceptionHandler;
+import org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse;
 
 /**
@@ -48,7 +54,12 @@ final class RunApp {
                 return StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
             });
             streams.start();
-            AwaitIdle.await(admin, appId, groupInputs(topology, input), timeout, () -> failure(streams, died));
+            List<String> groupInputs = groupInputs(topology, input);
+            AwaitIdle.await(admin, appId, groupInputs, timeout, () -> failure(streams, died));
+            String consumedTo = args.optional("consumed-to", null);
+            if (consumedTo != null) {
+                writeConsumed(streams, groupInputs, Path.of(consumedTo));
+            }
             if (Boolean.parseBoolean(args.optional("hold", "false"))) {
                 // A killed migration: the harness kills this process with
                 // SIGKILL once it sees the group idle; no close, no final
@@ -74,6 +85,40 @@ final class RunApp {
         return Arrays.stream(input.split(",")).filter(topic -> !global.contains(topic)).toList();
     }
 
+    /**
+     * {@code --consumed-to FILE}: how many records this instance's consumers
+     * took from each input topic the group reads (the consumers'
+     * {@code records-consumed-total}, which names a topic with its dots as
+     * underscores), as {@code topic<TAB>count} lines; written once the group
+     * has committed the end of the input, so the counts are final. A
+     * migration checks with them that no input was read twice.
+     */
+    static void writeConsumed(KafkaStreams streams, List<String> topics, Path file) throws Exception {
+        Map<String, Long> counts = new TreeMap<>();
+        for (String topic : topics) {
+            counts.put(topic, 0L);
+        }
+        for (Map.Entry<MetricName, ? extends Metric> metric : streams.metrics().entrySet()) {
+            MetricName name = metric.getKey();
+            String tagged = name.tags().get("topic");
+            if (!name.name().equals("records-consumed-total")
+                    || !name.group().equals("consumer-fetch-manager-metrics") || tagged == null) {
+                continue;
+            }
+            for (String topic : topics) {
+                if (topic.replace('.', '_').equals(tagged)) {
+                    long value = ((Number) metric.getValue().metricValue()).longValue();
+                    counts.merge(topic, value, Long::sum);
+                }
+            }
+        }
+        StringBuilder text = new StringBuilder();
+        counts.forEach((topic, count) -> text.append(topic).append('\t').append(count).append('\n'));
+        Path written = Path.of(file + ".tmp");
+        Files.writeString(written, text, StandardCharsets.UTF_8);
+        Files.move(written, file, StandardCopyOption.ATOMIC_MOVE);
+    }
+
     private static Optional<String> failure(KafkaStreams streams, AtomicReference<Throwable> died) {
         if (died.get() != null) {
             return Optional.of("the Streams application died: " + died.get());
@@ -91,8 +136,9 @@ final class RunApp {
      * no record cache (every update is forwarded, none merged between commits)
      * unless {@code --cache-max-bytes} asks for one (table-table-join-cached),
      * and one thread; a short commit interval only makes the run quicker.
-     * {@code --dlq TOPIC} (dead-letter-queue) skips records that fail to
-     * deserialize and sends them to that topic.
+     * {@code --dlq TOPIC} (dead-letter-queue, processing-dead-letters) skips
+     * records that fail to deserialize or to be processed and sends them to
+     * that topic.
      */
     private static Properties config(Args args, String bootstrap, String appId) {
         Properties props = new Properties();
@@ -128,6 +174,8 @@ final class RunApp {
             props.put(StreamsConfig.ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG, dlq);
             props.put(StreamsConfig.DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG,
                     LogAndContinueExceptionHandler.class);
+            props.put(StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG,
+                    LogAndContinueProcessingExceptionHandler.class);
         }
         return props;
     }

@@ -71,7 +71,7 @@ final class Scenarios {
             "wordcount", "filter-map", "windowed-count", "table-aggregate", "stream-table-join",
             "table-table-join", "table-table-outer-join", "stream-stream-join", "cogroup", "session-windows",
             "sliding-windows", "foreign-key-join", "global-table-join", "suppress-time-limit",
-            "versioned-join-grace", "table-table-join-cached", "punctuation", "dead-letter-queue",
+            "versioned-join-grace", "table-table-join-cached", "punctuation", "dead-letter-queue", "processing-dead-letters",
             "branch-merge", "stream-stream-outer-join");
 
     private Scenarios() {}
@@ -96,6 +96,7 @@ final class Scenarios {
             case "versioned-join-grace" -> versionedJoinGrace(inputs(input, name), output);
             case "punctuation" -> punctuation(input, output);
             case "dead-letter-queue" -> deadLetterQueue(input, output);
+            case "processing-dead-letters" -> processingDeadLetters(input, output);
             case "branch-merge" -> branchMerge(input, output);
             case "stream-stream-outer-join" -> streamStreamJoin(inputs(input, name), output, true);
             default -> throw new HarnessException(
@@ -376,6 +377,20 @@ final class Scenarios {
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream(input, Consumed.with(Serdes.String(), Serdes.Integer()))
                 .mapValues(value -> Integer.toString(value))
+                .to(output, Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build();
+    }
+
+    /**
+     * Numbers as text doubled by a processor that throws on a multiple of
+     * seven; the run sets the log-and-continue processing handler and a dead
+     * letter queue (KIP-1034), so the record is skipped and sent to the DLQ
+     * topic with the exception in its headers.
+     */
+    static Topology processingDeadLetters(String input, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .process(DoubleOrReject::new)
                 .to(output, Produced.with(Serdes.String(), Serdes.String()));
         return builder.build();
     }
