@@ -1,5 +1,5 @@
 //! The windowed counts: windowed-count (tumbling, suppressed to final
-//! results), session-windows and sliding-windows.
+//! results), windowed-count-histogram, session-windows and sliding-windows.
 
 use kstreams::prelude::*;
 
@@ -23,6 +23,25 @@ pub fn windowed_count(builder: &StreamsBuilder, input: &str, output: &str) {
                 Nullable(I64Serde),
             ),
         );
+}
+
+/// windowed-count-histogram: windowed-count's counts (without the
+/// suppression) regrouped by count (`groupBy((window, count) -> (count,
+/// user))`) and counted: how many (user, window) pairs have each count. A
+/// window's first update carries the initial count 0 as its old value.
+pub fn windowed_count_histogram(builder: &StreamsBuilder, input: &str, output: &str) {
+    builder
+        .stream_with(input, Consumed::with(StringSerde, StringSerde))
+        .group_by_key()
+        .windowed_by(TimeWindows::of_size_and_grace(WINDOW_SIZE, WINDOW_GRACE))
+        .count()
+        .group_by_with(
+            |window: &Windowed<String>, count: i64| (count.to_string(), window.key.clone()),
+            Grouped::with(StringSerde, StringSerde),
+        )
+        .count()
+        .to_stream()
+        .to_with(output, Produced::with(StringSerde, Nullable(I64Serde)));
 }
 
 /// session-windows: `groupByKey`, sessions of 5 s inactivity with 2 s

@@ -336,6 +336,7 @@ impl Topology {
                             store: store.clone(),
                             topic: kstreams_state::changelog_topic_name(application_id, store),
                             config: builder.log_config(),
+                            windowed_retention: builder.windowed_changelog_retention(),
                         });
                     }
                 }
@@ -578,6 +579,10 @@ pub struct ChangelogTopic {
     pub topic: String,
     /// Topic configs (compacted; windowed stores also delete by retention).
     pub config: std::collections::BTreeMap<String, String>,
+    /// A window or session store's retention period, when the changelog's
+    /// `retention.ms` is that plus `windowstore.changelog.additional.retention.ms`
+    /// ([`StoreBuilder::windowed_changelog_retention`](kstreams_state::StoreBuilder::windowed_changelog_retention)).
+    pub windowed_retention: Option<i64>,
 }
 
 /// The topics one sub-topology reads.

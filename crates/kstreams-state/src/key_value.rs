@@ -96,7 +96,6 @@ impl<K: 'static> StoreKind for KeyValueKind<K> {
     type Engine = dyn KeyValueBytesStore;
     type CacheKey = Vec<u8>;
     type ChangeKey = K;
-    const FORWARDS_UNKNOWN_DELETES_WRITING_THROUGH: bool = true;
 
     fn engine_value(engine: &Self::Engine, key: &Vec<u8>) -> Result<Option<Vec<u8>>, Error> {
         engine.get(key)

@@ -38,11 +38,6 @@ pub(crate) trait StoreKind: 'static {
     /// The key a flush listener is given.
     type ChangeKey;
 
-    /// Whether a cache that writes through (a zero budget) forwards the
-    /// delete of a key the engine never had. Kafka Streams' key-value cache
-    /// forwards every update then; its window and session caches do not.
-    const FORWARDS_UNKNOWN_DELETES_WRITING_THROUGH: bool = false;
-
     /// The engine's value for a cached key.
     fn engine_value(engine: &Self::Engine, key: &Self::CacheKey) -> Result<Option<Vec<u8>>, Error>;
 
@@ -215,10 +210,7 @@ impl<S: StoreKind, V: Clone + 'static> LayeredStore<S, V> {
         let Some(cache) = &self.cache else {
             return Ok(());
         };
-        let (dirty, write_through) = {
-            let mut cache = cache.borrow_mut();
-            (cache.take_dirty(), cache.budget().max_bytes() == 0)
-        };
+        let dirty = cache.borrow_mut().take_dirty();
         for d in dirty {
             let send_old = self.listener.as_ref().map(|(_, s)| *s);
             let old_bytes = match send_old {
@@ -227,10 +219,9 @@ impl<S: StoreKind, V: Clone + 'static> LayeredStore<S, V> {
                 }
                 _ => None,
             };
-            // Deleted a key the engine never had: nothing to say (see
-            // `FORWARDS_UNKNOWN_DELETES_WRITING_THROUGH`).
-            let forwards = write_through && S::FORWARDS_UNKNOWN_DELETES_WRITING_THROUGH;
-            if send_old.is_some() && d.bytes.is_none() && old_bytes.is_none() && !forwards {
+            // Deleted a key the engine never had: nothing to write or say,
+            // as Kafka Streams' caching stores skip it.
+            if send_old.is_some() && d.bytes.is_none() && old_bytes.is_none() {
                 continue;
             }
             let previous = self.clock.set(d.timestamp);
@@ -364,8 +355,16 @@ impl<S: StoreKind, V: 'static> StateStore for LayeredStore<S, V> {
         }
         self.serdes.topic = crate::changelog_topic_name(context.application_id(), &self.name);
         self.clock.attach(context);
-        if let Some(cache) = &self.cache {
-            cache.borrow_mut().attach(context.thread_cache().clone());
+        let thread_cache = context.thread_cache();
+        if thread_cache.max_bytes() == 0 {
+            // Kafka Streams turns every store's caching off when
+            // statestore.cache.max.bytes is 0 (InternalTopologyBuilder#
+            // rewriteTopology): each update goes to the engine and the
+            // processor forwards it itself, old values as it computed them.
+            self.cache = None;
+            self.flush_dirty = |_| Ok(());
+        } else if let Some(cache) = &self.cache {
+            cache.borrow_mut().attach(thread_cache.clone());
         }
         Ok(())
     }

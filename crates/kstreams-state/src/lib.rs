@@ -428,6 +428,15 @@ pub trait StoreBuilder: Send + Sync + 'static {
     fn log_config(&self) -> std::collections::BTreeMap<String, String> {
         std::collections::BTreeMap::new()
     }
+    /// For a window or session store whose logging config does not set
+    /// `retention.ms` itself: the store's retention period, to which the
+    /// application's `windowstore.changelog.additional.retention.ms` (a day
+    /// by default, as [`log_config`](Self::log_config) assumes) is added for
+    /// the changelog's `retention.ms`, as Kafka Streams'
+    /// `WindowedChangelogTopicConfig` does. `None` for other stores.
+    fn windowed_changelog_retention(&self) -> Option<Timestamp> {
+        None
+    }
     /// A fresh store for one task. It still needs [`BuiltStore::init`].
     fn build(&self) -> BuiltStore;
 }

@@ -403,12 +403,30 @@ fn cache_over_budget_evicts_and_flushes_dirty_entries_in_write_order() {
     assert!(ctx.thread_cache().size_bytes() <= 250);
     // Evicted data is still there, from the engine.
     assert_eq!(store.borrow().get(&s("a")).unwrap(), Some(0));
-    // A zero budget writes through at once.
-    let dir2 = tempfile::tempdir().unwrap();
-    let (_b2, store2, log2, changes2, _) = cached_kv(dir2.path(), 0);
-    store2.borrow_mut().put(s("x"), 1).unwrap();
-    assert_eq!(changes2.borrow().len(), 1);
-    assert_eq!(log2.borrow().len(), 1);
+}
+
+/// Kafka Streams turns every store's caching off when
+/// `statestore.cache.max.bytes` is 0: the store takes no flush listener
+/// (its processor forwards each update itself) and writes through.
+#[test]
+fn a_zero_budget_turns_caching_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ctx, log) = context(dir.path(), 0);
+    let built = Stores::key_value_store_builder(
+        Stores::in_memory_key_value_store("c"),
+        StringSerde,
+        I64Serde,
+    )
+    .with_caching_enabled()
+    .build();
+    built.init(&ctx).unwrap();
+    let store: KeyValueStoreHandle<String, i64> = built.handle().unwrap();
+    assert!(!store
+        .borrow_mut()
+        .set_flush_listener(Box::new(|_| {}), true));
+    store.borrow_mut().put(s("x"), 1).unwrap();
+    assert_eq!(log.borrow().len(), 1);
+    assert_eq!(ctx.thread_cache().size_bytes(), 0);
 }
 
 #[test]

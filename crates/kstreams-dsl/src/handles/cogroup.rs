@@ -26,7 +26,7 @@ use crate::operators::session_aggregate::{SessionFns, SessionInitializer};
 use crate::operators::stateless::PassThrough;
 use crate::operators::stream_aggregate::StreamAggregate;
 use crate::operators::window_output::WindowedSetup;
-use crate::operators::{aggregate_fold, Fold};
+use crate::operators::{aggregate_fold, Fold, WindowFold};
 use crate::options::IntoName;
 use crate::{Materialized, Named, TopologyError};
 
@@ -98,7 +98,10 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> CogroupInput<K,
                 &mut s.topology,
                 name,
                 parent,
-                fold,
+                WindowFold {
+                    fold,
+                    initial: Some(initializer.clone()),
+                },
                 cogroup_setup(store_name, flag),
             ),
             CogroupKind::Session(windows, merge) => windows.add_processor(

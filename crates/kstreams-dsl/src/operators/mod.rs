@@ -45,6 +45,68 @@ pub(crate) type LazyStoreName = Arc<OnceLock<String>>;
 /// one of these.
 pub(crate) type Fold<K, V, A> = Arc<dyn Fn(&K, V, Option<A>) -> A + Send + Sync>;
 
+/// A time-windowed aggregation's functions (fixed and sliding windows):
+/// the fold, and what a window's aggregate starts from. Kafka Streams'
+/// `KStreamWindowAggregate` and `KStreamSlidingWindowAggregate` start a new
+/// window at `initializer()` and forward that as the old value of the
+/// window's first update (`count`: 0; `aggregate`: the user's initializer;
+/// `reduce`: null, its initializer returning null), which a table
+/// aggregation downstream takes back out.
+pub(crate) struct WindowFold<K, V, A> {
+    pub(crate) fold: Fold<K, V, A>,
+    pub(crate) initial: Option<Arc<dyn Fn() -> A + Send + Sync>>,
+}
+
+// Not derived: the functions are shared, whatever K, V and A are.
+impl<K, V, A> Clone for WindowFold<K, V, A> {
+    fn clone(&self) -> Self {
+        WindowFold {
+            fold: self.fold.clone(),
+            initial: self.initial.clone(),
+        }
+    }
+}
+
+impl<K, V, A> WindowFold<K, V, A> {
+    /// `count`'s functions.
+    pub(crate) fn count() -> WindowFold<K, V, i64> {
+        WindowFold {
+            fold: count_fold(),
+            initial: Some(Arc::new(|| 0)),
+        }
+    }
+
+    /// `reduce`'s functions: no initial aggregate.
+    pub(crate) fn reduce(reducer: Reducer<V>) -> WindowFold<K, V, V>
+    where
+        V: 'static,
+    {
+        WindowFold {
+            fold: reduce_fold(reducer),
+            initial: None,
+        }
+    }
+
+    /// `aggregate`'s functions.
+    pub(crate) fn aggregate(
+        initializer: impl Fn() -> A + Send + Sync + 'static,
+        aggregator: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
+    ) -> Self {
+        let initializer = Arc::new(initializer);
+        let init = initializer.clone();
+        WindowFold {
+            fold: aggregate_fold(move || init(), aggregator),
+            initial: Some(initializer),
+        }
+    }
+
+    /// The aggregate a record folds into: the window's `current` one, or
+    /// for a new window the initial aggregate (`None` for reduce).
+    pub(crate) fn start(&self, current: Option<A>) -> Option<A> {
+        current.or_else(|| self.initial.as_ref().map(|initial| initial()))
+    }
+}
+
 /// How a table aggregation takes an old value back out.
 pub(crate) type Unfold<K, V, A> = Arc<dyn Fn(&K, V, A) -> A + Send + Sync>;
 

@@ -17,13 +17,13 @@ use kstreams_time::{expiry, SlidingWindows};
 use crate::change::Change;
 use crate::operators::forwarder::timestamped_change;
 use crate::operators::window_output::{WindowedOutput, WindowedSetup};
-use crate::operators::Fold;
+use crate::operators::WindowFold;
 use crate::{Processor, ProcessorContext, ProcessorError};
 
 type Ctx<'a, 'b, K, A> = &'a mut ProcessorContext<'b, Windowed<K>, Change<A>>;
 
 pub(crate) struct SlidingAggregate<K, V, A> {
-    fold: Fold<K, V, A>,
+    fns: WindowFold<K, V, A>,
     windows: SlidingWindows,
     output: WindowedOutput<K, V, A, ValueAndTimestamp<A>>,
     store: Option<TimestampedWindowStoreHandle<K, A>>,
@@ -54,12 +54,12 @@ impl<A> Default for Found<A> {
 
 impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> SlidingAggregate<K, V, A> {
     pub(crate) fn new(
-        fold: Fold<K, V, A>,
+        fns: WindowFold<K, V, A>,
         windows: SlidingWindows,
         setup: WindowedSetup<K, V>,
     ) -> Self {
         SlidingAggregate {
-            fold,
+            fns,
             windows,
             output: WindowedOutput::new(setup, timestamped_change),
             store: None,
@@ -114,11 +114,14 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> SlidingAggregat
                 .reject_late(ctx, record, window, self.windows.grace_ms());
         }
         let timestamp = record.timestamp;
-        let (old, new_timestamp) = match current {
+        let (current, new_timestamp) = match current {
             Some(c) => (Some(c.value), timestamp.max(c.timestamp)),
             None => (None, timestamp),
         };
-        let new = (self.fold)(&record.key, record.value.clone(), old.clone());
+        // A new window starts at the initial aggregate and forwards it as
+        // the old value, as Kafka Streams makes new windows.
+        let old = self.fns.start(current);
+        let new = (self.fns.fold)(&record.key, record.value.clone(), old.clone());
         self.put_and_forward(
             ctx,
             &record.key,

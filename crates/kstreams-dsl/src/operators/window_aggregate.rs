@@ -8,14 +8,14 @@ use kstreams_time::{expiry, FixedSizeWindows};
 use crate::change::Change;
 use crate::operators::forwarder::timestamped_change;
 use crate::operators::window_output::{WindowedOutput, WindowedSetup};
-use crate::operators::Fold;
+use crate::operators::WindowFold;
 use crate::{Processor, ProcessorContext, ProcessorError};
 
 /// Kafka Streams' `KStreamWindowAggregate`: each record updates every
 /// window it falls into that has not closed (window end + grace after
 /// stream time); records for closed windows are late.
 pub(crate) struct WindowAggregate<K, V, A> {
-    fold: Fold<K, V, A>,
+    fns: WindowFold<K, V, A>,
     windows: FixedSizeWindows,
     output: WindowedOutput<K, V, A, ValueAndTimestamp<A>>,
     store: Option<TimestampedWindowStoreHandle<K, A>>,
@@ -23,12 +23,12 @@ pub(crate) struct WindowAggregate<K, V, A> {
 
 impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> WindowAggregate<K, V, A> {
     pub(crate) fn new(
-        fold: Fold<K, V, A>,
+        fns: WindowFold<K, V, A>,
         windows: FixedSizeWindows,
         setup: WindowedSetup<K, V>,
     ) -> Self {
         WindowAggregate {
-            fold,
+            fns,
             windows,
             output: WindowedOutput::new(setup, timestamped_change),
             store: None,
@@ -100,11 +100,14 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
                 continue;
             }
             let old = store.borrow().fetch(&record.key, start)?;
-            let (old_agg, new_ts) = match old {
+            let (current, new_ts) = match old {
                 Some(o) => (Some(o.value), timestamp.max(o.timestamp)),
                 None => (None, timestamp),
             };
-            let new_agg = (self.fold)(&record.key, record.value.clone(), old_agg.clone());
+            // A new window's old value is its initial aggregate, as Kafka
+            // Streams forwards it.
+            let old_agg = self.fns.start(current);
+            let new_agg = (self.fns.fold)(&record.key, record.value.clone(), old_agg.clone());
             store.borrow_mut().put(
                 record.key.clone(),
                 Some(ValueAndTimestamp::make(new_agg.clone(), new_ts)),

@@ -262,6 +262,9 @@ pub struct StreamsConfig {
     pub(crate) production: ProductionHandling,
     pub(crate) dead_letter_queue: Option<String>,
     pub(crate) repartition_purge_interval: Duration,
+    /// `windowstore.changelog.additional.retention.ms`: what a window or
+    /// session store's changelog keeps beyond the store's retention.
+    pub(crate) window_store_changelog_additional_retention_ms: i64,
     /// The user's Kafka client settings, by the prefix they came with;
     /// [`StreamsConfig::client_settings`] resolves them per client.
     pub(crate) client_settings: BTreeMap<(ClientPrefix, String), String>,
@@ -353,6 +356,9 @@ impl StreamsConfig {
             production: ProductionHandling::Fail,
             dead_letter_queue: None,
             repartition_purge_interval: Duration::from_secs(30),
+            // Kafka Streams' default: a day, for clock drift between the
+            // application and the brokers.
+            window_store_changelog_additional_retention_ms: 24 * 60 * 60 * 1000,
             client_settings: BTreeMap::new(),
             internal_topic_configs: BTreeMap::new(),
             new_names_set: Default::default(),
@@ -853,6 +859,13 @@ impl StreamsConfig {
                 self.repartition_purge_interval = Duration::from_millis(
                     value.parse().map_err(|_| invalid("milliseconds, a whole number >= 0"))?,
                 )
+            }
+            // Kafka Streams takes any long: a negative value shortens the
+            // changelog's retention below the store's, which the broker
+            // refuses at topic creation unless the sum is still >= -1.
+            "windowstore.changelog.additional.retention.ms" => {
+                self.window_store_changelog_additional_retention_ms =
+                    value.parse().map_err(|_| invalid("milliseconds, a whole number"))?
             }
             "errors.dead.letter.queue.topic.name" => {
                 self.dead_letter_queue = if value.is_empty() {
@@ -1525,6 +1538,7 @@ const KNOWN_KEYS: &[&str] = &[
     "default.production.exception.handler",
     "processing.exception.handler",
     "repartition.purge.interval.ms",
+    "windowstore.changelog.additional.retention.ms",
     "errors.dead.letter.queue.topic.name",
     "metrics.recording.level",
     "poll.ms",
@@ -1713,12 +1727,6 @@ fn kafka_streams_only(key: &str) -> Option<KafkaStreamsOnly> {
             "false",
             "kstreams does not check that internal topics and stores were named explicitly; \
              remove it or set false (Topology::describe shows the generated names)",
-        ),
-        "windowstore.changelog.additional.retention.ms" => OnlyOff(
-            "86400000",
-            "window and session store changelogs keep the store's retention plus Kafka's default \
-             of 1 day; to keep one longer set retention.ms in its changelog config \
-             (Materialized::with_logging_enabled). Remove it or set 86400000",
         ),
         "upgrade.from" => NoEffect("there is no earlier kstreams version to upgrade from"),
         "built.in.metrics.version" => OnlyOff(

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures_executor::block_on;
 use kstreams_dsl::internals::TopicPattern;
-use kstreams_dsl::Topology;
+use kstreams_dsl::{ChangelogTopic, Topology};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -136,7 +136,7 @@ pub(crate) fn prepare_topics(
         specs.push((
             &changelog.topic,
             count_of(Some(changelog.subtopology)),
-            changelog_topic_config(config, &changelog.config),
+            changelog_topic_config(config, changelog),
         ));
     }
     let tasks_per_subtopology: BTreeMap<u32, usize> = topology
@@ -201,16 +201,25 @@ fn repartition_topic_config(config: &StreamsConfig) -> BTreeMap<String, String> 
 ///
 /// Under them all, as Kafka Streams' changelog topic configs have it, the
 /// producer's timestamps (`message.timestamp.type=CreateTime`).
+///
+/// A window or session store's changelog keeps records for the store's
+/// retention plus `windowstore.changelog.additional.retention.ms`, unless
+/// the store's own logging config set `retention.ms` (Kafka Streams'
+/// `WindowedChangelogTopicConfig`; a sum past `i64::MAX` is `i64::MAX`).
 fn changelog_topic_config(
     config: &StreamsConfig,
-    store_config: &BTreeMap<String, String>,
+    changelog: &ChangelogTopic,
 ) -> BTreeMap<String, String> {
     let mut topic_config = BTreeMap::from([(
         "message.timestamp.type".to_string(),
         "CreateTime".to_string(),
     )]);
     topic_config.extend(config.internal_topic_configs.clone());
-    topic_config.extend(store_config.clone());
+    topic_config.extend(changelog.config.clone());
+    if let Some(retention) = changelog.windowed_retention {
+        let kept = retention.saturating_add(config.window_store_changelog_additional_retention_ms);
+        topic_config.insert("retention.ms".to_string(), kept.to_string());
+    }
     topic_config
 }
 
@@ -380,7 +389,7 @@ pub(crate) fn streams_group_topology(
                 // The broker gives a changelog one partition per task.
                 partitions: None,
                 replication_factor,
-                configs: changelog_topic_config(config, &c.config),
+                configs: changelog_topic_config(config, c),
                 name: c.topic.clone(),
             })
             .collect();
@@ -551,10 +560,13 @@ mod tests {
                 ("segment.bytes", "1048576"),
             ])
         );
-        let window_store = map(&[
-            ("cleanup.policy", "compact,delete"),
-            ("retention.ms", "90000000"),
-        ]);
+        let window_store = changelog(
+            &[
+                ("cleanup.policy", "compact,delete"),
+                ("retention.ms", "90000000"),
+            ],
+            Some(3_600_000),
+        );
         assert_eq!(
             changelog_topic_config(&config, &window_store),
             map(&[
@@ -576,12 +588,66 @@ mod tests {
         // Kafka Streams: a window store's retention.ms is its retention plus
         // the additional day whatever topic.retention.ms says, and the
         // operator's logging config beats topic.*.
-        let store = map(&[("retention.ms", "90000000"), ("segment.bytes", "2097152")]);
+        let store = changelog(
+            &[("retention.ms", "90000000"), ("segment.bytes", "2097152")],
+            Some(3_600_000),
+        );
         let topic = changelog_topic_config(&config, &store);
         assert_eq!(topic["retention.ms"], "90000000");
         assert_eq!(topic["segment.bytes"], "2097152");
         // A repartition topic takes topic.* over kstreams' own defaults.
         assert_eq!(repartition_topic_config(&config)["retention.ms"], "1000");
+    }
+
+    #[test]
+    fn a_windowed_changelog_keeps_the_store_retention_plus_the_additional_retention() {
+        let store = |windowed| {
+            changelog(
+                &[
+                    ("cleanup.policy", "compact,delete"),
+                    ("retention.ms", "90000000"),
+                ],
+                windowed,
+            )
+        };
+        let hour = Some(3_600_000);
+        let two_days = config(&[("windowstore.changelog.additional.retention.ms", "172800000")]);
+        assert_eq!(
+            changelog_topic_config(&two_days, &store(hour))["retention.ms"],
+            "176400000"
+        );
+        // retention.ms from the store's own logging config stays as it is.
+        assert_eq!(
+            changelog_topic_config(&two_days, &store(None))["retention.ms"],
+            "90000000"
+        );
+        let huge = config(&[(
+            "windowstore.changelog.additional.retention.ms",
+            "9223372036854775807",
+        )]);
+        assert_eq!(
+            changelog_topic_config(&huge, &store(hour))["retention.ms"],
+            i64::MAX.to_string()
+        );
+        let mut bad = StreamsConfig::new("app", "b:1");
+        let error = bad
+            .set("windowstore.changelog.additional.retention.ms", "a day")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("windowstore.changelog.additional.retention.ms"),
+            "{error}"
+        );
+    }
+
+    fn changelog(config: &[(&str, &str)], windowed_retention: Option<i64>) -> ChangelogTopic {
+        ChangelogTopic {
+            subtopology: 0,
+            store: "store".to_string(),
+            topic: "app-store-changelog".to_string(),
+            config: map(config),
+            windowed_retention,
+        }
     }
 
     #[test]

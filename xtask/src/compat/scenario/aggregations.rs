@@ -34,6 +34,21 @@ pub const SESSION_WINDOWS: Scenario = Scenario {
     expect: Expect::KafkaStreams,
 };
 
+/// windowed-count's counts (tumbling windows, no suppression) regrouped by
+/// count and counted: how many (user, window) pairs have each count. Kafka
+/// Streams forwards a window's first update with the initializer's 0 as
+/// the old value, which the regrouping takes out of count "0". One input
+/// partition, so that the repartition topic's order is the input's.
+pub const WINDOWED_COUNT_HISTOGRAM: Scenario = Scenario {
+    name: "windowed-count-histogram",
+    input_partitions: 1,
+    output_partitions: 3,
+    output_serdes: ("string", "long"),
+    default_records: 1000,
+    generate: generate_user_events,
+    expect: Expect::KafkaStreams,
+};
+
 /// User events counted in sliding windows (time difference 5 s, grace
 /// 2 s): a record updates every window it falls in and creates the windows
 /// that start or end at it.

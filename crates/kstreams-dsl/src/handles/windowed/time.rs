@@ -13,7 +13,7 @@ use crate::materialized::StoreSpec;
 use crate::operators::sliding_aggregate::SlidingAggregate;
 use crate::operators::window_aggregate::WindowAggregate;
 use crate::operators::window_output::WindowedSetup;
-use crate::operators::{aggregate_fold, count_fold, reduce_fold, Fold, Reducer};
+use crate::operators::{Reducer, WindowFold};
 use crate::options::IntoName;
 use crate::{Materialized, Topology, TopologyError};
 
@@ -28,7 +28,7 @@ impl TimeWindowing {
 }
 
 impl WindowKind for TimeWindowing {
-    type Fns<K: 'static, V: 'static, A: 'static> = Fold<K, V, A>;
+    type Fns<K: 'static, V: 'static, A: 'static> = WindowFold<K, V, A>;
     type Store<K: 'static, A: Clone + 'static> = WindowStoreBuilder<K, ValueAndTimestamp<A>>;
 
     fn grace_ms(&self) -> i64 {
@@ -61,12 +61,12 @@ impl WindowKind for TimeWindowing {
         Arc::new(TimeWindowedSerde::shared(key_serde, self.size_ms()))
     }
 
-    fn count<K: 'static, V: 'static>() -> Fold<K, V, i64> {
-        count_fold()
+    fn count<K: 'static, V: 'static>() -> WindowFold<K, V, i64> {
+        WindowFold::<K, V, i64>::count()
     }
 
-    fn reduce<K: 'static, V: 'static>(reducer: Reducer<V>) -> Fold<K, V, V> {
-        reduce_fold(reducer)
+    fn reduce<K: 'static, V: 'static>(reducer: Reducer<V>) -> WindowFold<K, V, V> {
+        WindowFold::<K, V, V>::reduce(reducer)
     }
 
     fn add_processor<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>(
@@ -74,20 +74,20 @@ impl WindowKind for TimeWindowing {
         topology: &mut Topology,
         name: String,
         parent: &str,
-        fold: Fold<K, V, A>,
+        fns: WindowFold<K, V, A>,
         setup: WindowedSetup<K, V>,
     ) -> Result<usize, TopologyError> {
         match *self {
             TimeWindowing::Fixed(windows) => topology
                 .add_typed_processor::<K, V, Windowed<K>, Change<A>, _>(
                     name,
-                    Arc::new(move || WindowAggregate::new(fold.clone(), windows, setup.clone())),
+                    Arc::new(move || WindowAggregate::new(fns.clone(), windows, setup.clone())),
                     &[parent],
                 ),
             TimeWindowing::Sliding(windows) => topology
                 .add_typed_processor::<K, V, Windowed<K>, Change<A>, _>(
                     name,
-                    Arc::new(move || SlidingAggregate::new(fold.clone(), windows, setup.clone())),
+                    Arc::new(move || SlidingAggregate::new(fns.clone(), windows, setup.clone())),
                     &[parent],
                 ),
         }
@@ -120,8 +120,8 @@ impl<K: Clone + 'static, V: Clone + 'static> TimeWindowedKStream<K, V> {
         named: impl IntoName,
         materialized: Materialized<K, A>,
     ) -> KTable<Windowed<K>, A> {
-        let fold: Fold<K, V, A> = aggregate_fold(initializer, aggregator);
+        let fns = WindowFold::aggregate(initializer, aggregator);
         self.windowed
-            .aggregate("KSTREAM-AGGREGATE-", fold, named, materialized, None)
+            .aggregate("KSTREAM-AGGREGATE-", fns, named, materialized, None)
     }
 }

@@ -30,6 +30,9 @@ import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThr
  * input, then closes it.
  */
 final class RunApp {
+    /** A hundred years: see {@link #config}. */
+    static final long WINDOWED_CHANGELOG_EXTRA_RETENTION_MS = 100L * 365 * 24 * 60 * 60 * 1000;
+
     private RunApp() {}
 
     static void run(Args args) throws Exception {
@@ -169,6 +172,11 @@ final class RunApp {
         if (server != null) {
             props.put(StreamsConfig.APPLICATION_SERVER_CONFIG, server);
         }
+        // The generators stamp their records in 2023: with the default extra
+        // day a windowed changelog's records are past retention at once and
+        // the broker's cleaner deletes them while the run compares them.
+        props.put(StreamsConfig.WINDOW_STORE_CHANGE_LOG_ADDITIONAL_RETENTION_MS_CONFIG,
+                WINDOWED_CHANGELOG_EXTRA_RETENTION_MS);
         String dlq = args.optional("dlq", null);
         if (dlq != null) {
             props.put(StreamsConfig.ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG, dlq);

@@ -68,7 +68,7 @@ final class Scenarios {
 
     /** Every scenario name, in the order of {@link #build}. */
     static final List<String> NAMES = List.of(
-            "wordcount", "filter-map", "windowed-count", "table-aggregate", "stream-table-join",
+            "wordcount", "filter-map", "windowed-count", "windowed-count-histogram", "table-aggregate", "stream-table-join",
             "table-table-join", "table-table-outer-join", "stream-stream-join", "cogroup", "session-windows",
             "sliding-windows", "foreign-key-join", "global-table-join", "suppress-time-limit",
             "versioned-join-grace", "table-table-join-cached", "punctuation", "dead-letter-queue", "processing-dead-letters",
@@ -81,6 +81,7 @@ final class Scenarios {
             case "wordcount" -> wordcount(input, output);
             case "filter-map" -> filterMap(input, output);
             case "windowed-count" -> windowedCount(input, output);
+            case "windowed-count-histogram" -> windowedCountHistogram(input, output);
             case "table-aggregate" -> tableAggregate(input, output);
             case "stream-table-join" -> streamTableJoin(inputs(input, name), output);
             // table-table-join-cached differs only in its run: with the record cache on.
@@ -202,6 +203,26 @@ final class Scenarios {
                 .to(output, Produced.with(
                         WindowedSerdes.timeWindowedSerdeFrom(String.class, WINDOW_SIZE.toMillis()),
                         Serdes.Long()));
+        return builder.build();
+    }
+
+    /**
+     * How many (user, window) pairs have each count: the windowed counts of
+     * windowed-count, regrouped by count and counted. A window's first
+     * update carries the initializer's 0 as its old value, which the
+     * regrouping takes out of count "0" (a tombstone, as nothing is there).
+     */
+    static Topology windowedCountHistogram(String input, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .groupByKey()
+                .windowedBy(TimeWindows.ofSizeAndGrace(WINDOW_SIZE, WINDOW_GRACE))
+                .count()
+                .groupBy((window, count) -> KeyValue.pair(Long.toString(count), window.key()),
+                        Grouped.with(Serdes.String(), Serdes.String()))
+                .count()
+                .toStream()
+                .to(output, Produced.with(Serdes.String(), Serdes.Long()));
         return builder.build();
     }
 
