@@ -20,6 +20,24 @@ impl fmt::Display for TaskId {
     }
 }
 
+impl TaskId {
+    /// Reads the `<subtopology>_<partition>` form [`Display`](fmt::Display)
+    /// writes (a task directory's name); `None` for anything else.
+    ///
+    /// ```
+    /// use kstreams_dsl::TaskId;
+    /// assert_eq!(TaskId::parse("1_2"), Some(TaskId { subtopology: 1, partition: 2 }));
+    /// assert_eq!(TaskId::parse("1-2"), None);
+    /// ```
+    pub fn parse(text: &str) -> Option<TaskId> {
+        let (subtopology, partition) = text.split_once('_')?;
+        Some(TaskId {
+            subtopology: subtopology.parse().ok()?,
+            partition: partition.parse().ok()?,
+        })
+    }
+}
+
 /// A record as consumed, before its source deserializes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConsumedRecord {

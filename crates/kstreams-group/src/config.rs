@@ -48,6 +48,12 @@ pub struct MemberConfig {
     /// move), reports [`MemberEvent::TasksLost`](crate::MemberEvent::TasksLost),
     /// and joins again at the next `record_poll`. 5 minutes, as Kafka.
     pub max_poll_interval: Duration,
+    /// The offset sums of the tasks whose state this member has at hand
+    /// (on disk, from their checkpoints), sent with the join as Kafka
+    /// Streams does, so that the broker's assignor can prefer this member
+    /// for them; later ones go with
+    /// [`report_task_offsets`](crate::StreamsGroupMember::report_task_offsets).
+    pub task_offsets: Vec<crate::TaskOffset>,
 }
 
 impl MemberConfig {
@@ -67,6 +73,7 @@ impl MemberConfig {
             client_tags: BTreeMap::new(),
             rebalance_timeout: Duration::from_secs(300),
             max_poll_interval: Duration::from_secs(300),
+            task_offsets: Vec::new(),
         }
     }
 }

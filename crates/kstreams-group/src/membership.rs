@@ -204,7 +204,9 @@ impl Membership {
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
             task_offset_interval: Duration::ZERO,
             acceptable_recovery_lag: 0,
-            pending_offsets: None,
+            // With the join, if there is state at hand: no end offsets yet.
+            pending_offsets: (!config.task_offsets.is_empty())
+                .then(|| (config.task_offsets.clone(), Vec::new())),
             offsets_sent_at: None,
             shutdown_application: false,
         })

@@ -415,6 +415,30 @@ fn task_offsets_go_out_once_per_broker_interval() {
 }
 
 #[test]
+fn the_join_carries_the_offsets_of_the_state_at_hand() {
+    let mut config = config();
+    config.task_offsets = vec![TaskOffset {
+        task: TaskId::new("1", 2),
+        offset: 42,
+    }];
+    let mut joining = Membership::new(&config, &topology()).unwrap();
+    let join = joining.heartbeat(Instant::now());
+    let offsets = join.task_offsets.expect("offsets with the join");
+    assert_eq!(
+        (
+            offsets[0].subtopology_id.to_string(),
+            offsets[0].partition,
+            offsets[0].offset
+        ),
+        ("1".to_string(), 2, 42)
+    );
+    assert_eq!(join.task_end_offsets.map(|e| e.len()), Some(0));
+    // Without state at hand the join leaves them out.
+    let join = member().heartbeat(Instant::now());
+    assert!(join.task_offsets.is_none());
+}
+
+#[test]
 fn endpoints_and_statuses_are_decoded_and_reported_when_they_change() {
     let mut member = member();
     member.heartbeat(Instant::now());

@@ -472,6 +472,13 @@ fn standby_tasks_keep_copies_current_and_are_promoted_without_a_full_restore() {
         c.set("statestore.cache.max.bytes", "0").unwrap();
         c
     };
+    // The broker takes task offsets at most this often (15 s is its least).
+    let admin = Admin::new(ConnectionConfig::new(&run.bootstrap));
+    runtime()
+        .block_on(
+            admin.set_group_configs(&run.app_id, &[("streams.task.offset.interval.ms", "15000")]),
+        )
+        .unwrap();
     let mut first = run.app("a", with_standby);
     let mut second = run.app("b", with_standby);
     let log = Arc::new(StandbyLog::default());
@@ -531,6 +538,34 @@ fn standby_tasks_keep_copies_current_and_are_promoted_without_a_full_restore() {
         }
         assert!(Instant::now() < deadline, "stale reads: {all:?}");
         std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // Each member reports its standbys' changelog positions and ends (the
+    // offsets the broker's assignor weighs), as Kafka Streams does.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let group = run.describe();
+        let reported = group.members.iter().all(|member| {
+            let standbys: BTreeSet<TaskId> = member.assignment.standby.iter().collect();
+            let at = |offsets: &[kstreams_group::TaskOffset], task: &TaskId| {
+                offsets.iter().find(|o| &o.task == task).map(|o| o.offset)
+            };
+            !standbys.is_empty()
+                && standbys.iter().all(|task| {
+                    matches!(
+                        (at(&member.task_offsets, task), at(&member.task_end_offsets, task)),
+                        (Some(offset), Some(end)) if offset > 0 && end > offset
+                    )
+                })
+        });
+        if reported {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no standby offsets reported: {group:?}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
     }
 
     let restored_before = log.restored.load(Ordering::SeqCst);

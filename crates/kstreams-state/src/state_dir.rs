@@ -116,6 +116,35 @@ impl StateDirectory {
         Ok(ids)
     }
 
+    /// Each task directory's checkpointed changelog offsets, summed: Kafka
+    /// Streams' task offset sums, which a member of a streams group reports
+    /// so that the broker's assignor prefers the members with a task's
+    /// state at hand. A directory without a readable checkpoint is left out
+    /// (a corrupt one is logged); an offset that is no position (Kafka's
+    /// `OFFSET_UNKNOWN`) adds nothing; a sum past `i64::MAX` stays there.
+    /// Read without the task locks: checkpoints are replaced whole.
+    pub fn task_offset_sums(&self) -> Result<Vec<(String, i64)>, Error> {
+        let mut sums = Vec::new();
+        for id in self.task_ids_on_disk()? {
+            let checkpoint =
+                OffsetCheckpoint::new(self.task_directory_path(&id).join(CHECKPOINT_FILE_NAME));
+            let offsets = match checkpoint.read() {
+                Ok(offsets) if !offsets.is_empty() => offsets,
+                Ok(_) => continue,
+                Err(e) => {
+                    log::warn!("task {id}: its offsets are not reported: {e}");
+                    continue;
+                }
+            };
+            let sum = offsets
+                .values()
+                .filter(|offset| **offset >= 0)
+                .fold(0i64, |sum, offset| sum.saturating_add(*offset));
+            sums.push((id, sum));
+        }
+        Ok(sums)
+    }
+
     /// Deletes the directories of tasks not in `owned` whose lock is free
     /// and that were not modified for `min_age` (Kafka Streams'
     /// `state.cleanup.delay.ms`). Returns the task ids removed.
@@ -281,6 +310,31 @@ fn lock_exclusive_nonblocking(file: &File) -> std::io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn task_offset_sums_add_each_task_directorys_checkpointed_offsets() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = StateDirectory::new(root.path(), "app").unwrap();
+        let write = |task: &str, text: &str| {
+            let path = dir.task_directory_path(task);
+            std::fs::create_dir_all(&path).unwrap();
+            std::fs::write(path.join(CHECKPOINT_FILE_NAME), text).unwrap();
+        };
+        write("0_1", "0\n2\napp-a-changelog 1 40\napp-b-changelog 1 2\n");
+        // OFFSET_UNKNOWN adds nothing.
+        write("1_0", "0\n2\napp-a-changelog 0 7\napp-b-changelog 0 -4\n");
+        write("1_1", "0\n1\napp-a-changelog 1 9223372036854775807\n");
+        write("2_0", "garbage");
+        std::fs::create_dir_all(dir.task_directory_path("2_1")).unwrap();
+        assert_eq!(
+            dir.task_offset_sums().unwrap(),
+            vec![
+                ("0_1".to_string(), 42),
+                ("1_0".to_string(), 7),
+                ("1_1".to_string(), i64::MAX),
+            ]
+        );
+    }
 
     #[test]
     fn task_directories_follow_kafka_streams_layout_and_lock() {

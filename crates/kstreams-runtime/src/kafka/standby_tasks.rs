@@ -245,6 +245,32 @@ impl StandbyTasks {
         Ok(count)
     }
 
+    /// Each standby's changelog position and end, summed over its changelog
+    /// partitions (Kafka Streams' task offset sums): the offsets of the last
+    /// records applied, and the high watermarks librdkafka last saw (`None`
+    /// until one is known for every partition).
+    pub fn offset_sums(&self) -> Vec<(TaskId, i64, Option<i64>)> {
+        let consumer = self.consumer.as_ref();
+        let mut sums: HashMap<TaskId, (i64, Option<i64>)> = HashMap::new();
+        for (key, (id, _)) in &self.partitions {
+            let Some(standby) = self.tasks.get(id) else {
+                continue;
+            };
+            let (offset, end) = sums.entry(*id).or_insert((0, Some(0)));
+            if let Some(reached) = standby.reached.get(key).filter(|o| **o >= 0) {
+                *offset = offset.saturating_add(*reached);
+            }
+            let high = end_offset(consumer, key);
+            *end = end.and_then(|sum| (high >= 0).then(|| sum.saturating_add(high)));
+        }
+        let mut sums: Vec<_> = sums
+            .into_iter()
+            .map(|(id, (offset, end))| (id, offset, end))
+            .collect();
+        sums.sort_by_key(|(id, _, _)| *id);
+        sums
+    }
+
     /// At a commit: checkpoints the standbys that applied enough since
     /// their last checkpoint.
     pub fn maybe_checkpoint(&mut self, creator: &TaskCreator) -> Result<(), RuntimeError> {

@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use kstreams_group::{
     Assignment, CommitOffset, ConnectionConfig, Endpoint, MemberConfig, MemberEvent,
-    StreamsGroupMember, Tasks, Uuid,
+    StreamsGroupMember, TaskOffset, Tasks, Uuid,
 };
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::config::{KafkaClient, StreamsConfig};
 use super::rebalance_listener::Partition;
+use super::task_manager::TaskOffsetSums;
 use super::RuntimeError;
 
 /// How long a commit as the member may wait for the coordinator's answer.
@@ -89,6 +90,9 @@ impl GroupMembership {
             // One id per thread, as Kafka Streams suffixes it.
             member_config.instance_id = Some(format!("{instance}-{}", index + 1));
         }
+        // The state at hand from an earlier run, sent with the join as
+        // Kafka Streams does (every thread of the process offers it).
+        member_config.task_offsets = on_disk_task_offsets(config);
         if let Some(ms) = main
             .get("max.poll.interval.ms")
             .and_then(|(_, v)| v.parse::<u64>().ok())
@@ -116,6 +120,22 @@ impl GroupMembership {
         self.member
             .as_ref()
             .ok_or(RuntimeError::StreamsGroup(kstreams_group::Error::Stopped))
+    }
+
+    /// Hands the member the thread's task offset sums, which it sends at
+    /// the broker's task offset interval.
+    pub fn report_task_offsets(&self, sums: TaskOffsetSums) -> Result<(), RuntimeError> {
+        let wire = |sums: Vec<(kstreams_dsl::TaskId, i64)>| {
+            sums.into_iter()
+                .map(|(id, offset)| TaskOffset {
+                    task: group_task(id),
+                    offset,
+                })
+                .collect()
+        };
+        self.member()?
+            .report_task_offsets(wire(sums.offsets), wire(sums.ends))?;
+        Ok(())
     }
 
     /// The thread is alive (its loop polled): keeps the member in its group.
@@ -314,6 +334,33 @@ impl Drop for GroupMembership {
     fn drop(&mut self) {
         self.close();
     }
+}
+
+/// The offset sums of the task directories the state directory holds, for
+/// the join; none if it cannot be read (logged: the join goes on).
+fn on_disk_task_offsets(config: &StreamsConfig) -> Vec<TaskOffset> {
+    let sums = kstreams_state::StateDirectory::new(&config.state_dir, &config.application_id)
+        .and_then(|dir| dir.task_offset_sums());
+    match sums {
+        Ok(sums) => sums
+            .into_iter()
+            .filter_map(|(id, offset)| {
+                Some(TaskOffset {
+                    task: group_task(kstreams_dsl::TaskId::parse(&id)?),
+                    offset,
+                })
+            })
+            .collect(),
+        Err(e) => {
+            log::warn!("the state directory's task offsets are not reported: {e}");
+            Vec::new()
+        }
+    }
+}
+
+/// A runtime task as the streams group names it.
+fn group_task(id: kstreams_dsl::TaskId) -> kstreams_group::TaskId {
+    kstreams_group::TaskId::new(id.subtopology.to_string(), id.partition)
 }
 
 /// A task of the streams group as the runtime numbers it (the topology

@@ -80,6 +80,18 @@ impl TaskCreator {
         })
     }
 
+    /// The offset sums of the task directories on disk, by task (Kafka
+    /// Streams' task offset sums); directories not named like a task are
+    /// left out.
+    pub fn offset_sums_on_disk(&self) -> Result<Vec<(TaskId, i64)>, RuntimeError> {
+        Ok(self
+            .state_dir
+            .task_offset_sums()?
+            .into_iter()
+            .filter_map(|(id, sum)| Some((TaskId::parse(&id)?, sum)))
+            .collect())
+    }
+
     /// The changelog records the stores wrote since the last drain.
     pub fn changelog(&self) -> &ChangelogCollector {
         &self.changelog_collector

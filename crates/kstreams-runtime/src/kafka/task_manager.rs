@@ -8,7 +8,7 @@
 //! offsets, positions, end offsets) is handed in by the stream thread, so
 //! everything here runs in unit tests without a broker.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -96,6 +96,14 @@ pub(crate) struct ProcessedBatch {
     /// Whether a task stopped at the end of its slice with records it could
     /// still process.
     pub more: bool,
+}
+
+/// Offset sums by task: where the local state is, and how far its
+/// changelogs reach.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct TaskOffsetSums {
+    pub offsets: Vec<(TaskId, i64)>,
+    pub ends: Vec<(TaskId, i64)>,
 }
 
 /// A stream thread's tasks.
@@ -205,6 +213,31 @@ impl TaskManager {
     /// At a commit: checkpoints the standbys that moved on enough.
     pub fn checkpoint_standbys(&mut self) -> Result<(), RuntimeError> {
         self.standbys.maybe_checkpoint(&self.creator)
+    }
+
+    /// What the thread tells its streams group about the state it has at
+    /// hand, for the broker's assignment (Kafka Streams' `TaskManager#
+    /// maybeUpdateTaskOffsetSumSnapshot`): the offset sums of the tasks on
+    /// disk, the thread's running active tasks left out and its standbys at
+    /// their live positions; and the standbys' changelog end sums.
+    pub fn task_offset_sums(&self) -> Result<TaskOffsetSums, RuntimeError> {
+        let mut offsets: BTreeMap<TaskId, i64> = self
+            .creator
+            .offset_sums_on_disk()?
+            .into_iter()
+            .filter(|(id, _)| !self.tasks.contains_key(id))
+            .collect();
+        let mut ends = Vec::new();
+        for (id, offset, end) in self.standbys.offset_sums() {
+            offsets.insert(id, offset);
+            if let Some(end) = end {
+                ends.push((id, end));
+            }
+        }
+        Ok(TaskOffsetSums {
+            offsets: offsets.into_iter().collect(),
+            ends,
+        })
     }
 
     /// Gives a new task with async processors the thread's async side.

@@ -61,6 +61,11 @@ const MISSING_SINK_RETRY_BACKOFF: Duration = Duration::from_secs(1);
 /// The producer's own `linger.ms` (5) batches them again.
 const OUTPUT_SLICE: Duration = Duration::from_millis(5);
 
+/// How often a stream thread of a streams group recomputes its task offset
+/// sums (reading the checkpoints on disk); the broker takes them at its
+/// `streams.task.offset.interval.ms` (a minute by default, 15 s at least).
+const TASK_OFFSETS_EVERY: Duration = Duration::from_secs(10);
+
 /// How long a poll blocks while async calls are out and none has finished:
 /// a finished call waits at most this long to be applied.
 const ASYNC_POLL: Duration = Duration::from_millis(1);
@@ -169,6 +174,7 @@ impl StreamThread {
             missing_sink_reported: HashSet::new(),
             paused: HashSet::new(),
             last_commit: Instant::now(),
+            offsets_reported: Instant::now(),
             rewound: false,
             name: self.name,
             config: self.config,
@@ -194,6 +200,8 @@ struct ThreadLoop {
     /// Partitions paused for backpressure.
     paused: HashSet<Partition>,
     last_commit: Instant,
+    /// When the task offsets were last handed to the streams group member.
+    offsets_reported: Instant,
     /// Set when the last commit ended in an abort and rewind.
     rewound: bool,
     sensors: ThreadSensors,
@@ -828,7 +836,24 @@ impl ThreadLoop {
         self.tasks.checkpoint_standbys()?;
         self.last_commit = Instant::now();
         self.purge.maybe_purge(&self.name);
+        self.report_task_offsets()?;
         Ok(())
+    }
+
+    /// Under the streams protocol, at most every [`TASK_OFFSETS_EVERY`]:
+    /// tells the group the offsets of the state the thread has at hand
+    /// (standbys, task directories on disk), which the broker's assignor
+    /// weighs when it places standbys (and warm-ups, where the broker
+    /// makes them). The member sends them at the broker's own interval.
+    fn report_task_offsets(&mut self) -> Result<(), RuntimeError> {
+        let Some(membership) = &self.membership else {
+            return Ok(());
+        };
+        if self.offsets_reported.elapsed() < TASK_OFFSETS_EVERY {
+            return Ok(());
+        }
+        self.offsets_reported = Instant::now();
+        membership.report_task_offsets(self.tasks.task_offset_sums()?)
     }
 
     fn write_checkpoints(&self) -> Result<(), RuntimeError> {
