@@ -6,7 +6,8 @@
 //!   scenario, verified from outside under read_committed; one line of
 //!   figures per run, exit status 1 if any failed. `broker-restart` kills
 //!   and restarts the nodes of the cluster `cargo xtask kafka` runs, found
-//!   in `--kafka-dir`.
+//!   in `--kafka-dir`; `leader-failover` kills one node of a three-node
+//!   cluster at a time (`cargo xtask kafka start --brokers 3`).
 
 mod app;
 mod kafka_io;
@@ -17,7 +18,7 @@ use std::process::ExitCode;
 
 const USAGE: &str =
     "usage: kstreams-chaos run sigkill|disk|malformed|churn --bootstrap B [--long] [--seed N] [--only NAME]
-       kstreams-chaos run broker-restart --bootstrap B --kafka-dir DIR [--long] [--seed N]
+       kstreams-chaos run broker-restart|leader-failover --bootstrap B --kafka-dir DIR [--long] [--seed N]
        kstreams-chaos app BOOTSTRAP APP_ID INPUT OUTPUT MODE eos|alos CACHE_BYTES STATE_DIR \
                           [dlq=TOPIC] [protocol=P] [member=ID]";
 
@@ -88,10 +89,17 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
         "disk" => scenarios::disk(&bootstrap, size),
         "malformed" => scenarios::malformed(&bootstrap, size),
         "churn" => scenarios::churn(&bootstrap, size),
-        "broker-restart" => scenarios::broker_restart(
+        "broker-restart" => scenarios::broker_faults(
             &bootstrap,
             size,
             &kafka_dir.ok_or("broker-restart needs --kafka-dir")?,
+            scenarios::BrokerFault::RestartAll,
+        ),
+        "leader-failover" => scenarios::broker_faults(
+            &bootstrap,
+            size,
+            &kafka_dir.ok_or("leader-failover needs --kafka-dir")?,
+            scenarios::BrokerFault::LeaderFailover,
         ),
         other => return Err(format!("unknown scenario {other}")),
     };

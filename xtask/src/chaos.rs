@@ -17,6 +17,10 @@ use crate::process;
 /// Every scenario, in the order a bare `cargo xtask chaos` runs them.
 pub const SCENARIOS: &[&str] = &["sigkill", "disk", "malformed", "churn", "broker-restart"];
 
+/// Scenarios run only when named: `leader-failover` needs a cluster of
+/// three brokers (`cargo xtask kafka start --brokers 3` before it).
+pub const NAMED_ONLY: &[&str] = &["leader-failover"];
+
 /// The scenarios CI runs, in their short form. broker-restart is left to
 /// `cargo xtask chaos broker-restart`: under CI's load its static member was
 /// once fenced after the restart and the thread stalled (now a fatal
@@ -37,10 +41,13 @@ pub fn cli(args: Args) -> Result<ExitCode> {
                 Some(value) => seed = Some(value),
                 None => bail!("--seed needs a value"),
             },
-            name if SCENARIOS.contains(&name) => scenarios.push(name.to_string()),
+            name if SCENARIOS.contains(&name) || NAMED_ONLY.contains(&name) => {
+                scenarios.push(name.to_string())
+            }
             other => bail!(
-                "unknown chaos scenario or option `{other}` (scenarios: {})",
-                SCENARIOS.join(", ")
+                "unknown chaos scenario or option `{other}` (scenarios: {}, {})",
+                SCENARIOS.join(", "),
+                NAMED_ONLY.join(", ")
             ),
         }
     }
@@ -85,7 +92,7 @@ pub fn run(bootstrap: &str, scenarios: &[String], long: bool, seed: Option<&str>
         if long {
             command.arg("--long");
         }
-        if scenario == "broker-restart" {
+        if scenario == "broker-restart" || scenario == "leader-failover" {
             // It restarts the nodes of the cluster xtask runs, from their
             // run files (a broker of KSTREAMS_BOOTSTRAP's it cannot restart).
             command.arg("--kafka-dir").arg(paths::kafka_dir());
