@@ -405,7 +405,8 @@ fn run(
     (outputs, contents)
 }
 
-/// A cache budget: writing through, a few entries, or everything.
+/// A cache budget: none (0 turns caching off, as in Kafka Streams), a few
+/// entries (1 byte: every update written through), or everything.
 fn cache_bytes() -> impl Strategy<Value = usize> {
     prop_oneof![Just(0usize), 1usize..3000, Just(10usize << 20)]
 }
@@ -431,8 +432,8 @@ proptest! {
         prop_assert_eq!(&committed_once, &uncached);
     }
 
-    /// Budgets that write through or never evict between commits. With a
-    /// budget that evicts, one table's eviction can forward a join result
+    /// Budgets of 0 (caching off) or that never evict between commits. With
+    /// a budget that evicts, one table's eviction can forward a join result
     /// that read the other table's uncommitted cached value through its
     /// getter; when that value is then deleted before the commit, the
     /// cache drops the delete of a key its store never had, and the

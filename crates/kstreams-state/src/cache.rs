@@ -33,7 +33,9 @@ impl ThreadCache {
     /// Kafka Streams' default `statestore.cache.max.bytes` (10 MiB).
     pub const DEFAULT_MAX_BYTES: usize = 10 * 1024 * 1024;
 
-    /// A budget of `max_bytes` (0 turns caching into write-through).
+    /// A budget of `max_bytes`. 0 turns the stores' caching off when they
+    /// open, as Kafka Streams' `statestore.cache.max.bytes=0` does; a budget
+    /// smaller than any entry writes every update through.
     pub fn new(max_bytes: usize) -> Self {
         ThreadCache {
             max_bytes: Cell::new(max_bytes),

@@ -26,7 +26,7 @@ use crate::operators::session_aggregate::{SessionFns, SessionInitializer};
 use crate::operators::stateless::PassThrough;
 use crate::operators::stream_aggregate::StreamAggregate;
 use crate::operators::window_output::WindowedSetup;
-use crate::operators::{aggregate_fold, Fold, WindowFold};
+use crate::operators::{aggregate_fold, AggregateFold, Fold};
 use crate::options::IntoName;
 use crate::{Materialized, Named, TopologyError};
 
@@ -70,6 +70,13 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> CogroupInput<K,
             move || init(),
             move |key, value, agg| aggregator(key, value, agg),
         );
+        // By key or in time windows, a first update's old value is the
+        // initializer's (Kafka Streams' KStreamAggregate and
+        // KStreamWindowAggregate).
+        let fns = AggregateFold {
+            fold: fold.clone(),
+            initial: Some(initializer.clone()),
+        };
         let store_name = store.to_string();
         let added = match kind.clone() {
             CogroupKind::Plain => {
@@ -78,7 +85,7 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> CogroupInput<K,
                 s.topology.add_typed_processor::<K, V, K, Change<A>, _>(
                     name,
                     Arc::new(move || StreamAggregate {
-                        fold: fold.clone(),
+                        fns: fns.clone(),
                         store_name: store_name.clone(),
                         send_old: flag.clone(),
                         is_null_key: {
@@ -98,10 +105,7 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> CogroupInput<K,
                 &mut s.topology,
                 name,
                 parent,
-                WindowFold {
-                    fold,
-                    initial: Some(initializer.clone()),
-                },
+                fns,
                 cogroup_setup(store_name, flag),
             ),
             CogroupKind::Session(windows, merge) => windows.add_processor(

@@ -13,8 +13,7 @@ use crate::handles::types::{KGroupedStream, KTable, OldValues, TimeWindowing, Wi
 use crate::materialized::{add_store, StoreSpec};
 use crate::operators::forwarder::OldValuesFlag;
 use crate::operators::stream_aggregate::StreamAggregate;
-use crate::operators::Fold;
-use crate::operators::{aggregate_fold, count_fold, reduce_fold};
+use crate::operators::AggregateFold;
 use crate::options::IntoName;
 use crate::CogroupedKStream;
 use crate::SessionWindowedKStream;
@@ -33,10 +32,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
         named: impl IntoName,
         materialized: Materialized<K, i64>,
     ) -> KTable<K, i64> {
-        let fold: Fold<K, V, i64> = count_fold();
         self.aggregate_into(
             "KSTREAM-AGGREGATE-",
-            fold,
+            AggregateFold::<K, V, i64>::count(),
             named,
             materialized,
             Some(Arc::new(I64Serde)),
@@ -56,9 +54,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
         named: impl IntoName,
         materialized: Materialized<K, V>,
     ) -> KTable<K, V> {
-        let fold: Fold<K, V, V> = reduce_fold(Arc::new(reducer));
+        let fns = AggregateFold::<K, V, V>::reduce(Arc::new(reducer));
         let value_serde = self.value_serde.clone();
-        self.aggregate_into("KSTREAM-REDUCE-", fold, named, materialized, value_serde)
+        self.aggregate_into("KSTREAM-REDUCE-", fns, named, materialized, value_serde)
     }
 
     /// Folds the values of a key into an aggregate that starts at
@@ -85,8 +83,8 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
         named: impl IntoName,
         materialized: Materialized<K, A>,
     ) -> KTable<K, A> {
-        let fold: Fold<K, V, A> = aggregate_fold(initializer, aggregator);
-        self.aggregate_into("KSTREAM-AGGREGATE-", fold, named, materialized, None)
+        let fns = AggregateFold::aggregate(initializer, aggregator);
+        self.aggregate_into("KSTREAM-AGGREGATE-", fns, named, materialized, None)
     }
 
     /// The input of an aggregation named `processor`: this stream, or the
@@ -150,7 +148,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
     fn aggregate_into<A: Clone + 'static>(
         &self,
         prefix: &str,
-        fold: Fold<K, V, A>,
+        fns: AggregateFold<K, V, A>,
         named: impl IntoName,
         materialized: Materialized<K, A>,
         default_value_serde: Option<SharedSerde<A>>,
@@ -194,7 +192,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KGroupedStream<K, V> {
         let added = s.topology.add_typed_processor::<K, V, K, Change<A>, _>(
             name.clone(),
             Arc::new(move || StreamAggregate {
-                fold: fold.clone(),
+                fns: fns.clone(),
                 store_name: store_name.clone(),
                 send_old: flag.clone(),
                 is_null_key: {

@@ -45,43 +45,44 @@ pub(crate) type LazyStoreName = Arc<OnceLock<String>>;
 /// one of these.
 pub(crate) type Fold<K, V, A> = Arc<dyn Fn(&K, V, Option<A>) -> A + Send + Sync>;
 
-/// A time-windowed aggregation's functions (fixed and sliding windows):
-/// the fold, and what a window's aggregate starts from. Kafka Streams'
-/// `KStreamWindowAggregate` and `KStreamSlidingWindowAggregate` start a new
-/// window at `initializer()` and forward that as the old value of the
-/// window's first update (`count`: 0; `aggregate`: the user's initializer;
-/// `reduce`: null, its initializer returning null), which a table
-/// aggregation downstream takes back out.
-pub(crate) struct WindowFold<K, V, A> {
+/// A stream aggregation's functions (by key, and in fixed or sliding
+/// windows): the fold, and what a key's (or window's) aggregate starts
+/// from. Kafka Streams' `KStreamAggregate`, `KStreamWindowAggregate` and
+/// `KStreamSlidingWindowAggregate` start at `initializer()` and, without a
+/// record cache, forward that as the old value of the first update
+/// (`count`: 0; `aggregate`: the user's initializer; `reduce`: null, its
+/// initializer returning null), which a table aggregation downstream
+/// takes back out.
+pub(crate) struct AggregateFold<K, V, A> {
     pub(crate) fold: Fold<K, V, A>,
     pub(crate) initial: Option<Arc<dyn Fn() -> A + Send + Sync>>,
 }
 
 // Not derived: the functions are shared, whatever K, V and A are.
-impl<K, V, A> Clone for WindowFold<K, V, A> {
+impl<K, V, A> Clone for AggregateFold<K, V, A> {
     fn clone(&self) -> Self {
-        WindowFold {
+        AggregateFold {
             fold: self.fold.clone(),
             initial: self.initial.clone(),
         }
     }
 }
 
-impl<K, V, A> WindowFold<K, V, A> {
+impl<K, V, A> AggregateFold<K, V, A> {
     /// `count`'s functions.
-    pub(crate) fn count() -> WindowFold<K, V, i64> {
-        WindowFold {
+    pub(crate) fn count() -> AggregateFold<K, V, i64> {
+        AggregateFold {
             fold: count_fold(),
             initial: Some(Arc::new(|| 0)),
         }
     }
 
     /// `reduce`'s functions: no initial aggregate.
-    pub(crate) fn reduce(reducer: Reducer<V>) -> WindowFold<K, V, V>
+    pub(crate) fn reduce(reducer: Reducer<V>) -> AggregateFold<K, V, V>
     where
         V: 'static,
     {
-        WindowFold {
+        AggregateFold {
             fold: reduce_fold(reducer),
             initial: None,
         }
@@ -94,14 +95,14 @@ impl<K, V, A> WindowFold<K, V, A> {
     ) -> Self {
         let initializer = Arc::new(initializer);
         let init = initializer.clone();
-        WindowFold {
+        AggregateFold {
             fold: aggregate_fold(move || init(), aggregator),
             initial: Some(initializer),
         }
     }
 
-    /// The aggregate a record folds into: the window's `current` one, or
-    /// for a new window the initial aggregate (`None` for reduce).
+    /// The aggregate a record folds into: the key's (or window's) `current`
+    /// one, or else the initial aggregate (`None` for reduce).
     pub(crate) fn start(&self, current: Option<A>) -> Option<A> {
         current.or_else(|| self.initial.as_ref().map(|initial| initial()))
     }

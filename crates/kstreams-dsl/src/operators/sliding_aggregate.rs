@@ -17,13 +17,13 @@ use kstreams_time::{expiry, SlidingWindows};
 use crate::change::Change;
 use crate::operators::forwarder::timestamped_change;
 use crate::operators::window_output::{WindowedOutput, WindowedSetup};
-use crate::operators::WindowFold;
+use crate::operators::AggregateFold;
 use crate::{Processor, ProcessorContext, ProcessorError};
 
 type Ctx<'a, 'b, K, A> = &'a mut ProcessorContext<'b, Windowed<K>, Change<A>>;
 
 pub(crate) struct SlidingAggregate<K, V, A> {
-    fns: WindowFold<K, V, A>,
+    fns: AggregateFold<K, V, A>,
     windows: SlidingWindows,
     output: WindowedOutput<K, V, A, ValueAndTimestamp<A>>,
     store: Option<TimestampedWindowStoreHandle<K, A>>,
@@ -54,7 +54,7 @@ impl<A> Default for Found<A> {
 
 impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> SlidingAggregate<K, V, A> {
     pub(crate) fn new(
-        fns: WindowFold<K, V, A>,
+        fns: AggregateFold<K, V, A>,
         windows: SlidingWindows,
         setup: WindowedSetup<K, V>,
     ) -> Self {

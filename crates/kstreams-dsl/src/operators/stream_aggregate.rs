@@ -8,7 +8,7 @@ use kstreams_record::Record;
 use crate::operators::forwarder::sends_old;
 use crate::operators::forwarder::OldValuesFlag;
 use crate::operators::table_source::TableStore;
-use crate::operators::Fold;
+use crate::operators::AggregateFold;
 use crate::Change;
 use crate::{Processor, ProcessorContext, ProcessorError};
 
@@ -17,7 +17,7 @@ use crate::{Processor, ProcessorContext, ProcessorError};
 /// are dropped (counted); the result's timestamp is the largest of the
 /// key's records.
 pub(crate) struct StreamAggregate<K, V, A> {
-    pub fold: Fold<K, V, A>,
+    pub fns: AggregateFold<K, V, A>,
     pub store_name: String,
     pub send_old: OldValuesFlag,
     pub is_null_key: Arc<dyn Fn(&K) -> bool + Send + Sync>,
@@ -60,11 +60,15 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> Processor<K, V,
             headers,
         } = record;
         let old = table.get(&key)?;
-        let (old_value, timestamp) = match old {
+        let (current, timestamp) = match old {
             Some(o) => (Some(o.value), timestamp.max(o.timestamp)),
             None => (None, timestamp),
         };
-        let new_value = (self.fold)(&key, value, old_value.clone());
+        // A key's first update carries the initial aggregate as its old
+        // value, as Kafka Streams' KStreamAggregate forwards it (a cache,
+        // when on, forwards the store's old value instead: none).
+        let old_value = self.fns.start(current);
+        let new_value = (self.fns.fold)(&key, value, old_value.clone());
         if table.put(ctx, key.clone(), Some(new_value.clone()), timestamp)? {
             let old_value = if sends_old(&self.send_old) {
                 old_value

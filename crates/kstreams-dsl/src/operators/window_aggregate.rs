@@ -8,14 +8,14 @@ use kstreams_time::{expiry, FixedSizeWindows};
 use crate::change::Change;
 use crate::operators::forwarder::timestamped_change;
 use crate::operators::window_output::{WindowedOutput, WindowedSetup};
-use crate::operators::WindowFold;
+use crate::operators::AggregateFold;
 use crate::{Processor, ProcessorContext, ProcessorError};
 
 /// Kafka Streams' `KStreamWindowAggregate`: each record updates every
 /// window it falls into that has not closed (window end + grace after
 /// stream time); records for closed windows are late.
 pub(crate) struct WindowAggregate<K, V, A> {
-    fns: WindowFold<K, V, A>,
+    fns: AggregateFold<K, V, A>,
     windows: FixedSizeWindows,
     output: WindowedOutput<K, V, A, ValueAndTimestamp<A>>,
     store: Option<TimestampedWindowStoreHandle<K, A>>,
@@ -23,7 +23,7 @@ pub(crate) struct WindowAggregate<K, V, A> {
 
 impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> WindowAggregate<K, V, A> {
     pub(crate) fn new(
-        fns: WindowFold<K, V, A>,
+        fns: AggregateFold<K, V, A>,
         windows: FixedSizeWindows,
         setup: WindowedSetup<K, V>,
     ) -> Self {

@@ -1179,9 +1179,16 @@ impl StreamsConfig {
             dead_letter_queue: self.dead_letter_queue.clone(),
             tracing: self.tracing,
             // Kafka Streams splits the budget evenly between the threads.
-            cache_max_bytes: (self.cache_max_bytes / self.num_stream_threads.max(1) as u64)
-                .try_into()
-                .unwrap_or(usize::MAX),
+            // Only a total of 0 turns caching off (a thread's share of 0
+            // would too): a share that rounds to 0 is a byte, which writes
+            // through as Kafka's tiny caches do.
+            cache_max_bytes: match self.cache_max_bytes {
+                0 => 0,
+                total => (total / self.num_stream_threads.max(1) as u64)
+                    .max(1)
+                    .try_into()
+                    .unwrap_or(usize::MAX),
+            },
         }
     }
 }

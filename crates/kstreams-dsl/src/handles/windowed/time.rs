@@ -13,7 +13,7 @@ use crate::materialized::StoreSpec;
 use crate::operators::sliding_aggregate::SlidingAggregate;
 use crate::operators::window_aggregate::WindowAggregate;
 use crate::operators::window_output::WindowedSetup;
-use crate::operators::{Reducer, WindowFold};
+use crate::operators::{AggregateFold, Reducer};
 use crate::options::IntoName;
 use crate::{Materialized, Topology, TopologyError};
 
@@ -28,7 +28,7 @@ impl TimeWindowing {
 }
 
 impl WindowKind for TimeWindowing {
-    type Fns<K: 'static, V: 'static, A: 'static> = WindowFold<K, V, A>;
+    type Fns<K: 'static, V: 'static, A: 'static> = AggregateFold<K, V, A>;
     type Store<K: 'static, A: Clone + 'static> = WindowStoreBuilder<K, ValueAndTimestamp<A>>;
 
     fn grace_ms(&self) -> i64 {
@@ -61,12 +61,12 @@ impl WindowKind for TimeWindowing {
         Arc::new(TimeWindowedSerde::shared(key_serde, self.size_ms()))
     }
 
-    fn count<K: 'static, V: 'static>() -> WindowFold<K, V, i64> {
-        WindowFold::<K, V, i64>::count()
+    fn count<K: 'static, V: 'static>() -> AggregateFold<K, V, i64> {
+        AggregateFold::<K, V, i64>::count()
     }
 
-    fn reduce<K: 'static, V: 'static>(reducer: Reducer<V>) -> WindowFold<K, V, V> {
-        WindowFold::<K, V, V>::reduce(reducer)
+    fn reduce<K: 'static, V: 'static>(reducer: Reducer<V>) -> AggregateFold<K, V, V> {
+        AggregateFold::<K, V, V>::reduce(reducer)
     }
 
     fn add_processor<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>(
@@ -74,7 +74,7 @@ impl WindowKind for TimeWindowing {
         topology: &mut Topology,
         name: String,
         parent: &str,
-        fns: WindowFold<K, V, A>,
+        fns: AggregateFold<K, V, A>,
         setup: WindowedSetup<K, V>,
     ) -> Result<usize, TopologyError> {
         match *self {
@@ -120,7 +120,7 @@ impl<K: Clone + 'static, V: Clone + 'static> TimeWindowedKStream<K, V> {
         named: impl IntoName,
         materialized: Materialized<K, A>,
     ) -> KTable<Windowed<K>, A> {
-        let fns = WindowFold::aggregate(initializer, aggregator);
+        let fns = AggregateFold::aggregate(initializer, aggregator);
         self.windowed
             .aggregate("KSTREAM-AGGREGATE-", fns, named, materialized, None)
     }
