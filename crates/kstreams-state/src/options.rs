@@ -106,6 +106,17 @@ impl StoreOptions {
         self.metrics
     }
 
+    /// A windowed store's retention, to which the changelog adds
+    /// `windowstore.changelog.additional.retention.ms`; `None` when the
+    /// user's logging config sets `retention.ms` itself (Kafka Streams'
+    /// `WindowedChangelogTopicConfig`).
+    pub(crate) fn windowed_changelog_retention(
+        &self,
+        retention: crate::Timestamp,
+    ) -> Option<crate::Timestamp> {
+        (!self.log_config.contains_key("retention.ms")).then_some(retention)
+    }
+
     /// The changelog topic configs: the store type's `defaults`, overridden
     /// by the user's.
     pub(crate) fn changelog_config<const N: usize>(

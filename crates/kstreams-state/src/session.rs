@@ -440,8 +440,9 @@ impl<K: 'static, V: Clone + 'static> StoreBuilder for SessionStoreBuilder<K, V> 
         ])
     }
     fn windowed_changelog_retention(&self) -> Option<crate::Timestamp> {
-        let set_by_user = self.parts.options.log_config().contains_key("retention.ms");
-        (!set_by_user).then(|| self.parts.supplier.retention_period())
+        self.parts
+            .options
+            .windowed_changelog_retention(self.parts.supplier.retention_period())
     }
     fn build(&self) -> BuiltStore {
         let inner = self.parts.supplier.get();

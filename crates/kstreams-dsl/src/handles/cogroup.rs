@@ -26,7 +26,7 @@ use crate::operators::session_aggregate::{SessionFns, SessionInitializer};
 use crate::operators::stateless::PassThrough;
 use crate::operators::stream_aggregate::StreamAggregate;
 use crate::operators::window_output::WindowedSetup;
-use crate::operators::{aggregate_fold, AggregateFold, Fold};
+use crate::operators::AggregateFold;
 use crate::options::IntoName;
 use crate::{Materialized, Named, TopologyError};
 
@@ -66,17 +66,14 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> CogroupInput<K,
     ) {
         let aggregator = self.aggregator.clone();
         let init = initializer.clone();
-        let fold: Fold<K, V, A> = aggregate_fold(
+        // By key or in time windows, a first update's old value is the
+        // initializer's (Kafka Streams' KStreamAggregate and
+        // KStreamWindowAggregate); sessions take the fold alone.
+        let fns = AggregateFold::aggregate(
             move || init(),
             move |key, value, agg| aggregator(key, value, agg),
         );
-        // By key or in time windows, a first update's old value is the
-        // initializer's (Kafka Streams' KStreamAggregate and
-        // KStreamWindowAggregate).
-        let fns = AggregateFold {
-            fold: fold.clone(),
-            initial: Some(initializer.clone()),
-        };
+        let fold = fns.fold.clone();
         let store_name = store.to_string();
         let added = match kind.clone() {
             CogroupKind::Plain => {

@@ -340,15 +340,14 @@ impl Drop for GroupMembership {
 /// the join; none if it cannot be read (logged: the join goes on).
 fn on_disk_task_offsets(config: &StreamsConfig) -> Vec<TaskOffset> {
     let sums = kstreams_state::StateDirectory::new(&config.state_dir, &config.application_id)
-        .and_then(|dir| dir.task_offset_sums());
+        .map_err(RuntimeError::from)
+        .and_then(|dir| super::task_creator::offset_sums_on_disk(&dir));
     match sums {
         Ok(sums) => sums
             .into_iter()
-            .filter_map(|(id, offset)| {
-                Some(TaskOffset {
-                    task: group_task(kstreams_dsl::TaskId::parse(&id)?),
-                    offset,
-                })
+            .map(|(id, offset)| TaskOffset {
+                task: group_task(id),
+                offset,
             })
             .collect(),
         Err(e) => {

@@ -84,12 +84,7 @@ impl TaskCreator {
     /// Streams' task offset sums); directories not named like a task are
     /// left out.
     pub fn offset_sums_on_disk(&self) -> Result<Vec<(TaskId, i64)>, RuntimeError> {
-        Ok(self
-            .state_dir
-            .task_offset_sums()?
-            .into_iter()
-            .filter_map(|(id, sum)| Some((TaskId::parse(&id)?, sum)))
-            .collect())
+        offset_sums_on_disk(&self.state_dir)
     }
 
     /// The changelog records the stores wrote since the last drain.
@@ -420,4 +415,17 @@ impl TaskCreator {
         }
         Ok(())
     }
+}
+
+/// The offset sums of the task directories in `state_dir`, by task (Kafka
+/// Streams' task offset sums); directories not named like a task are left
+/// out.
+pub(crate) fn offset_sums_on_disk(
+    state_dir: &StateDirectory,
+) -> Result<Vec<(TaskId, i64)>, RuntimeError> {
+    Ok(state_dir
+        .task_offset_sums()?
+        .into_iter()
+        .filter_map(|(id, sum)| Some((TaskId::parse(&id)?, sum)))
+        .collect())
 }
