@@ -30,6 +30,5 @@ pub use trace_context::{TraceParent, TracingConfig};
 /// a stable interface.
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::kafka::offset_metadata::PartitionMetadata;
     pub use crate::task::{SinkLatency, StreamTask, TaskMetrics};
 }

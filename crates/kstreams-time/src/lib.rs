@@ -8,15 +8,18 @@
 //! [`UnlimitedWindows`], [`EmitStrategy`]), and the window instances
 //! windowed results carry ([`Window`], [`Windowed`]), and every expiry
 //! rule: when windows and sessions close and what a store's retention keeps
-//! ([`expiry`]).
+//! ([`expiry`]), and the partition time a task commits beside each offset
+//! ([`PartitionMetadata`], Kafka Streams' `TopicPartitionMetadata`).
 
 #![warn(missing_docs)]
 
 use std::time::Duration;
 
 pub mod expiry;
+mod partition_metadata;
 mod windowed;
 mod windows;
+pub use partition_metadata::PartitionMetadata;
 pub use windowed::{Window, Windowed};
 pub use windows::{
     duration_ms, EmitStrategy, FixedSizeWindows, JoinWindows, SessionWindows, SlidingWindows,

@@ -36,7 +36,6 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("serdes", serdes),
     ("store_formats", store_formats),
     ("state_files", state_files),
-    #[cfg(feature = "runtime")]
     ("offset_metadata", offset_metadata),
     ("avro", avro),
 ];
@@ -237,9 +236,8 @@ pub fn state_files(data: &[u8]) {
 /// The metadata committed beside each offset (Kafka Streams'
 /// `TopicPartitionMetadata`, base64), as the broker returns it; what
 /// decodes must encode to a string that decodes to the same metadata.
-#[cfg(feature = "runtime")]
 pub fn offset_metadata(data: &[u8]) {
-    use kstreams_runtime::internals::PartitionMetadata;
+    use kstreams_time::PartitionMetadata;
 
     let committed = String::from_utf8_lossy(data);
     if let Some(metadata) = PartitionMetadata::decode(&committed) {

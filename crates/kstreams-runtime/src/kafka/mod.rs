@@ -18,7 +18,6 @@ mod global;
 mod local_metadata;
 // `internals` re-exports its metadata for the fuzz harness: committed
 // metadata is bytes from the broker.
-pub(crate) mod offset_metadata;
 mod partition_group;
 mod partitioner;
 mod queries;

@@ -20,7 +20,6 @@ use rdkafka::{Offset, TopicPartitionList};
 
 use super::config::StreamsConfig;
 use super::local_metadata::{TaskMetadata, TaskPartition};
-use super::offset_metadata::PartitionMetadata;
 use super::partition_group::PartitionGroup;
 use super::queries::{LocalStores, StoreInstance};
 use super::rebalance_listener::Partition;
@@ -30,6 +29,7 @@ use super::task_creator::{CreatedTask, TaskCreator};
 use super::topics::SourceTopicIndex;
 use super::RuntimeError;
 use crate::StreamTask;
+use kstreams_time::PartitionMetadata;
 
 /// An active task with its input buffers.
 struct TaskEntry {
