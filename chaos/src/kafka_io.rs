@@ -20,10 +20,16 @@ pub struct Seen {
     pub value: Option<Vec<u8>>,
     pub headers: Vec<(String, Vec<u8>)>,
     pub arrived: Instant,
+    /// Where it is in the topic: a record the app wrote twice has two
+    /// places, one the reader read twice only one.
+    pub partition: i32,
+    pub offset: i64,
 }
 
 /// A consumer of a topic that keeps everything it reads, from the start,
-/// under read_committed, until dropped.
+/// under read_committed, until dropped. A record read again (the reader's
+/// own group rebalanced under a broker fault and it went back to the
+/// start) is kept once: the verdicts are about the topic, not the reader.
 pub struct Reader {
     seen: Arc<Mutex<Vec<Seen>>>,
     stop: Arc<AtomicBool>,
@@ -47,10 +53,16 @@ impl Reader {
         let stop = Arc::new(AtomicBool::new(false));
         let (sink, stopping) = (seen.clone(), stop.clone());
         let thread = std::thread::spawn(move || {
+            let mut places = std::collections::HashSet::new();
+            let mut read_again = 0u64;
             while !stopping.load(Ordering::Acquire) {
                 let Some(Ok(m)) = consumer.poll(Duration::from_millis(50)) else {
                     continue;
                 };
+                if !places.insert((m.partition(), m.offset())) {
+                    read_again += 1;
+                    continue;
+                }
                 let headers = m
                     .headers()
                     .map(|h| {
@@ -64,8 +76,13 @@ impl Reader {
                     value: m.payload().map(<[u8]>::to_vec),
                     headers,
                     arrived: Instant::now(),
+                    partition: m.partition(),
+                    offset: m.offset(),
                 };
                 sink.lock().unwrap_or_else(|p| p.into_inner()).push(record);
+            }
+            if read_again > 0 {
+                eprintln!("chaos: the reader read {read_again} record(s) again (kept once)");
             }
         });
         Reader {

@@ -10,7 +10,7 @@ use std::process::{Command, ExitCode};
 use anyhow::{bail, Result};
 
 use crate::cli::Args;
-use crate::kafka::Lease;
+use crate::kafka::{self, Lease};
 use crate::paths;
 use crate::process;
 
@@ -18,16 +18,19 @@ use crate::process;
 pub const SCENARIOS: &[&str] = &["sigkill", "disk", "malformed", "churn", "broker-restart"];
 
 /// Scenarios run only when named: `leader-failover` needs a cluster of
-/// three brokers (`cargo xtask kafka start --brokers 3` before it).
+/// three brokers: the one running (`cargo xtask kafka start --brokers 3`),
+/// or, when none runs, one it starts and stops.
 pub const NAMED_ONLY: &[&str] = &["leader-failover"];
 
-/// The scenarios CI runs, in their short form. broker-restart is left to
-/// `cargo xtask chaos broker-restart`: under CI's load its static member was
-/// once fenced after the restart and the thread stalled (now a fatal
-/// error); it is not a reliable pass yet. churn's short form (2 rounds per
-/// group protocol, the streams protocol with a standby and with SIGKILLs
-/// included) took 1 min 48 s beside a build on this machine.
-pub const CI_SCENARIOS: &[&str] = &["sigkill", "disk", "malformed", "churn"];
+/// The scenarios CI runs, in their short form, on its single broker:
+/// churn's short form (2 rounds per group protocol, the streams protocol
+/// with a standby and with SIGKILLs included) took 1 min 48 s beside a
+/// build on this machine, broker-restart (one restart) about 45 s. Not
+/// leader-failover: its short form passed 4 runs of 4, but its long form
+/// failed 2 of 4 (once 130 records written twice, once the output stalled
+/// and the app did not close), a bug not found yet; CI would fail on it at
+/// random.
+pub const CI_SCENARIOS: &[&str] = &["sigkill", "disk", "malformed", "churn", "broker-restart"];
 
 pub fn cli(args: Args) -> Result<ExitCode> {
     let mut scenarios = Vec::new();
@@ -54,7 +57,14 @@ pub fn cli(args: Args) -> Result<ExitCode> {
     if scenarios.is_empty() {
         scenarios = SCENARIOS.iter().map(|s| s.to_string()).collect();
     }
-    let lease = Lease::acquire()?;
+    let three_brokers = scenarios.iter().all(|s| NAMED_ONLY.contains(&s.as_str()));
+    let lease = if three_brokers && kafka::running_bootstrap().is_none() {
+        // Nothing running: leader-failover starts the three brokers it
+        // needs (and stops them after), as CI runs it.
+        Lease::cluster(3)?
+    } else {
+        Lease::acquire()?
+    };
     let passed = run(lease.bootstrap(), &scenarios, long, seed.as_deref())?;
     Ok(if passed {
         ExitCode::SUCCESS

@@ -167,7 +167,7 @@ fn broker_steps() -> Result<BrokerSteps> {
         }
     };
     // Short: 3 kills per run, 1k malformed records, 2 churn rounds per group
-    // protocol; about 4 minutes.
+    // protocol, one broker restart; about 5 minutes.
     let scenarios: Vec<String> = chaos::CI_SCENARIOS.iter().map(|s| s.to_string()).collect();
     let chaos = match chaos::run(lease.bootstrap(), &scenarios, false, None) {
         Ok(passed) => outcome(passed),

@@ -114,9 +114,12 @@ compat <scenario> --mixed
         usage: "\
 chaos [SCENARIO...] [--long] [--seed N]
     chaos scenarios on a broker, verified under read_committed (sigkill, disk,
-    malformed, broker-restart: it restarts the cluster `kafka start` runs;
-    default all; --long: 20 kills over 1M records, 10k malformed, 3 broker
-    restarts)
+    malformed, churn, broker-restart: it restarts the cluster `kafka start`
+    runs; default all; --long: 20 kills over 1M records, 10k malformed, 10
+    churn rounds, 3 broker restarts)
+chaos leader-failover [--long]
+    on three brokers (the running cluster of three, else its own), one at
+    a time killed for 15 s (--long: each of the three)
 ",
         run: chaos::cli,
     },

@@ -242,6 +242,20 @@ impl Lease {
         })
     }
 
+    /// A cluster of `brokers` nodes started now and stopped on drop, or the
+    /// xtask cluster of that size already running (left running). Not
+    /// `KSTREAMS_BOOTSTRAP`: the scenarios that need a size also restart its
+    /// nodes, which only a cluster of xtask's can.
+    pub fn cluster(brokers: usize) -> Result<Lease> {
+        let started = start(brokers, None, Lifetime::ThisProcess)?;
+        Ok(Lease {
+            bootstrap: started.bootstrap.clone(),
+            // Empty: the running cluster was found, not started here.
+            started: (!started.children.is_empty()).then_some(started),
+            sasl_ssl: sasl_ssl_env(),
+        })
+    }
+
     pub fn bootstrap(&self) -> &str {
         &self.bootstrap
     }

@@ -363,7 +363,21 @@ impl ThreadLoop {
             let message = match result {
                 Ok(m) => m,
                 // The thread's failure is logged once, where it ends.
-                Err(e) if is_fatal_consumer_error(&e) => return Err(e.into()),
+                Err(e) if is_fatal_consumer_error(&e) => {
+                    if e.rdkafka_error_code() == Some(RDKafkaErrorCode::FencedInstanceId) {
+                        // librdkafka's message names no cause; the two
+                        // seen in practice have different fixes.
+                        log::error!(
+                            "{}: this static member (group.instance.id) was fenced: another \
+                             instance runs with the same consumer.group.instance.id, or the \
+                             member's session ran out while the group coordinator was \
+                             unreachable (then raise consumer.session.timeout.ms above the \
+                             longest broker outage to ride it out)",
+                            self.name
+                        );
+                    }
+                    return Err(e.into());
+                }
                 Err(KafkaError::MessageConsumption(RDKafkaErrorCode::AutoOffsetReset)) => {
                     return Err(RuntimeError::NoCommittedOffset {
                         partitions: self.partitions_without_committed_offset(),
