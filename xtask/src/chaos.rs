@@ -26,7 +26,7 @@ pub const NAMED_ONLY: &[&str] = &["leader-failover"];
 /// churn's short form (2 rounds per group protocol, the streams protocol
 /// with a standby and with SIGKILLs included) took 1 min 48 s beside a
 /// build on this machine, broker-restart (one restart) about 45 s. Not
-/// leader-failover: its short form passed 4 runs of 4, but its long form
+/// leader-failover: its short form passed 3 runs of 3, but its long form
 /// failed 2 of 4 (once 130 records written twice, once the output stalled
 /// and the app did not close), a bug not found yet; CI would fail on it at
 /// random.
