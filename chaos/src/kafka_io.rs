@@ -1,15 +1,17 @@
 //! The scenarios' own Kafka clients: a producer of the input, a
 //! read_committed reader of the output, and the topics.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use kstreams::embedded::rdkafka::consumer::{BaseConsumer, Consumer};
 use kstreams::embedded::rdkafka::message::Headers as _;
-use kstreams::embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use kstreams::embedded::rdkafka::{ClientConfig, Message};
+use kstreams::embedded::rdkafka::producer::{
+    BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext,
+};
+use kstreams::embedded::rdkafka::{ClientConfig, ClientContext, Message};
 
 pub use kstreams::embedded::{create_topic, unique_name};
 
@@ -145,10 +147,32 @@ impl Drop for Reader {
 }
 
 /// A producer of the scenarios' input (Java's partitioner, as kstreams'
-/// sinks use).
+/// sinks use). Idempotent: the broker faults make it retry, and a retried
+/// batch must not land twice, or the input itself would hold duplicates
+/// that the verifier would blame on the app.
 pub struct Input {
-    producer: BaseProducer,
+    producer: BaseProducer<Deliveries>,
     topic: String,
+}
+
+/// Counts the input records the broker never acknowledged.
+#[derive(Default)]
+struct Deliveries {
+    failed: AtomicU64,
+}
+
+impl ClientContext for Deliveries {}
+
+impl ProducerContext for Deliveries {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        if let Err((error, _)) = result {
+            if self.failed.fetch_add(1, Ordering::Relaxed) == 0 {
+                eprintln!("chaos: an input record was not delivered: {error}");
+            }
+        }
+    }
 }
 
 impl Input {
@@ -157,7 +181,8 @@ impl Input {
             .set("bootstrap.servers", bootstrap)
             .set("linger.ms", "5")
             .set("partitioner", "murmur2_random")
-            .create()
+            .set("enable.idempotence", "true")
+            .create_with_context(Deliveries::default())
             .expect("a producer config without errors");
         Input {
             producer,
@@ -179,9 +204,13 @@ impl Input {
         self.producer.poll(Duration::ZERO);
     }
 
+    /// Waits for every input record's acknowledgement; panics if one was
+    /// not written, as the scenario's expectation would then be wrong.
     pub fn flush(&self) {
         self.producer
             .flush(Duration::from_secs(60))
             .expect("the input is acknowledged within 60 s");
+        let failed = self.producer.context().failed.load(Ordering::Relaxed);
+        assert_eq!(failed, 0, "{failed} input record(s) were not written");
     }
 }

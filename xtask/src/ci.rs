@@ -68,6 +68,17 @@ pub fn cli(args: Args) -> Result<ExitCode> {
     ];
     let (broker_results, failed_tests) = broker_steps()?;
     results.extend(broker_results);
+    // Three brokers of its own, the single one above being stopped.
+    results.push((
+        "failover",
+        match chaos::leader_failover_ci() {
+            Ok(passed) => outcome(passed),
+            Err(error) => {
+                eprintln!("ci: chaos leader-failover: {error:#}");
+                Outcome::Failed
+            }
+        },
+    ));
     // The Grafana dashboard against a real Prometheus, on the in-process
     // cluster (no broker needed); Prometheus is built once, then cached.
     results.push((

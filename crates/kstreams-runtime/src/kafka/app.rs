@@ -487,7 +487,9 @@ fn spawn(
                     return;
                 };
                 let fenced = error.is_producer_fenced();
-                if (fenced || is_recoverable_transaction_error(&error))
+                let retriable = error.is_retriable_production();
+                let stalled = matches!(error, RuntimeError::TransactionStalled { .. });
+                if (fenced || retriable || stalled || is_recoverable_transaction_error(&error))
                     && !shared.stop.load(Ordering::Acquire)
                 {
                     // Another producer took over this thread's transactional
@@ -498,8 +500,16 @@ fn spawn(
                     // with a fresh producer, whose init fences the old one and
                     // aborts its transaction; that transaction's records are
                     // processed again from the last commit.
+                    // A record that could not be produced in time is the
+                    // same case: nothing since the last commit is committed
+                    // (at-least-once keeps the failure until the thread
+                    // ends), so processing it again loses nothing.
                     let why = if fenced {
                         "producer fenced"
+                    } else if retriable {
+                        "a record could not be produced in time"
+                    } else if stalled {
+                        "the producer stalled"
                     } else {
                         "transaction failed"
                     };

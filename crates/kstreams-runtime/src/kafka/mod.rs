@@ -183,6 +183,17 @@ pub enum RuntimeError {
         /// The panic's message.
         message: String,
     },
+    /// librdkafka did not answer a transaction call within its timeout
+    /// (it can wait forever when the coordinators move mid-call): the
+    /// producer is given up and the thread rejoins with a new one, whose
+    /// init fences the old and aborts its transaction.
+    #[error("the transactional producer did not answer {operation} within {waited:?}")]
+    TransactionStalled {
+        /// The call that hung.
+        operation: &'static str,
+        /// How long the thread waited for it.
+        waited: std::time::Duration,
+    },
     /// `start` on an application that is not in state CREATED.
     #[error("the application can only be started once, from state CREATED; it is {0:?}")]
     IllegalState(State),
@@ -213,6 +224,35 @@ impl RuntimeError {
     }
 }
 
+impl RuntimeError {
+    /// Whether a record could not be produced for a reason that passes
+    /// (librdkafka's message timeout after the leader or the replicas went
+    /// away, a request timeout, too few in-sync replicas): Kafka Streams'
+    /// default production handler answers RETRY to these (KIP-1065, the
+    /// producer's `RetriableException`s), and the task is revived from its
+    /// last commit (`TaskCorruptedException`) instead of the thread failing.
+    pub fn is_retriable_production(&self) -> bool {
+        use rdkafka::types::RDKafkaErrorCode;
+        let RuntimeError::Production { source, .. } = self else {
+            return false;
+        };
+        matches!(
+            source.rdkafka_error_code(),
+            Some(
+                RDKafkaErrorCode::MessageTimedOut
+                    | RDKafkaErrorCode::RequestTimedOut
+                    | RDKafkaErrorCode::NotEnoughReplicas
+                    | RDKafkaErrorCode::NotEnoughReplicasAfterAppend
+                    | RDKafkaErrorCode::LeaderNotAvailable
+                    | RDKafkaErrorCode::NotLeaderForPartition
+                    | RDKafkaErrorCode::NetworkException
+                    | RDKafkaErrorCode::BrokerTransportFailure
+                    | RDKafkaErrorCode::KafkaStorageError
+            )
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::RuntimeError;
@@ -233,5 +273,23 @@ mod tests {
             RDKafkaErrorCode::MessageSizeTooLarge,
         ));
         assert!(!other.is_producer_fenced());
+    }
+
+    #[test]
+    fn a_timed_out_record_is_retried_and_a_refused_one_is_not() {
+        let production = |code| RuntimeError::Production {
+            topic: "out".to_string(),
+            partition: 1,
+            source: KafkaError::MessageProduction(code),
+        };
+        assert!(production(RDKafkaErrorCode::MessageTimedOut).is_retriable_production());
+        assert!(production(RDKafkaErrorCode::NotEnoughReplicas).is_retriable_production());
+        assert!(!production(RDKafkaErrorCode::MessageSizeTooLarge).is_retriable_production());
+        assert!(!production(RDKafkaErrorCode::TopicAuthorizationFailed).is_retriable_production());
+        // The same code outside a delivery is not a production failure.
+        let elsewhere = RuntimeError::Kafka(KafkaError::MessageProduction(
+            RDKafkaErrorCode::MessageTimedOut,
+        ));
+        assert!(!elsewhere.is_retriable_production());
     }
 }

@@ -22,6 +22,10 @@ use super::RuntimeError;
 
 /// How long a transaction step or a flush may take.
 const PRODUCER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How much longer than its own timeout a transaction call may take
+/// before the thread stops waiting for librdkafka.
+const STALL_GRACE: Duration = Duration::from_secs(5);
 /// How long a flush waits for delivery reports between its checks.
 const FLUSH_STEP: Duration = Duration::from_millis(1);
 
@@ -334,16 +338,53 @@ impl RecordCollector {
         &mut self,
         offsets: &TopicPartitionList,
         group: Option<ConsumerGroupMetadata>,
-    ) -> Result<(), KafkaError> {
+    ) -> Result<(), RuntimeError> {
         if offsets.count() > 0 {
             let group =
                 group.ok_or(KafkaError::Rebalance(RDKafkaErrorCode::RebalanceInProgress))?;
-            self.producer
-                .send_offsets_to_transaction(offsets, &group, PRODUCER_TIMEOUT)?;
+            self.send_offsets_bounded(offsets, group)?;
         }
         self.producer.commit_transaction(PRODUCER_TIMEOUT)?;
         self.in_transaction = false;
         Ok(())
+    }
+
+    /// `send_offsets_to_transaction`, waited for at most its timeout and a
+    /// grace. librdkafka 2.12 waits for the call's answer without a bound
+    /// and, when the transaction and group coordinators move while it runs
+    /// (a broker killed), the answer never came: the stream thread hung
+    /// for good (chaos leader-failover). The call runs on a helper thread;
+    /// past the bound the thread gives the producer up
+    /// ([`RuntimeError::TransactionStalled`]) and the helper ends once
+    /// librdkafka answers (the new producer fences this one).
+    fn send_offsets_bounded(
+        &self,
+        offsets: &TopicPartitionList,
+        group: ConsumerGroupMetadata,
+    ) -> Result<(), RuntimeError> {
+        let bound = PRODUCER_TIMEOUT + STALL_GRACE;
+        let producer = Arc::clone(&self.producer);
+        let offsets = offsets.clone();
+        let (answer, answered) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("kstreams-txn-offsets".to_string())
+            .spawn(move || {
+                let result =
+                    producer.send_offsets_to_transaction(&offsets, &group, PRODUCER_TIMEOUT);
+                // The receiver is gone if the thread gave up waiting.
+                let _ = answer.send(result);
+            })
+            .map_err(|source| RuntimeError::Spawn {
+                name: "kstreams-txn-offsets".to_string(),
+                source,
+            })?;
+        match answered.recv_timeout(bound) {
+            Ok(result) => result.map_err(RuntimeError::from),
+            Err(_) => Err(RuntimeError::TransactionStalled {
+                operation: "send_offsets_to_transaction",
+                waited: bound,
+            }),
+        }
     }
 }
 

@@ -835,14 +835,14 @@ impl ThreadLoop {
                 let group = self.consumer.group_metadata();
                 match self.collector.commit_transaction(&offsets, group) {
                     Ok(()) => self.purge.committed(&offsets),
-                    Err(e) if is_rebalance_error(&e) || requires_abort(&e) => {
+                    Err(RuntimeError::Kafka(e)) if is_rebalance_error(&e) || requires_abort(&e) => {
                         log::warn!(
                             "{}: transaction not committed, aborting and rewinding: {e}",
                             self.name
                         );
                         self.abort_and_rewind()?;
                     }
-                    Err(e) => return Err(e.into()),
+                    Err(e) => return Err(e),
                 }
             }
             ProcessingGuarantee::ExactlyOnceV2 => {}
