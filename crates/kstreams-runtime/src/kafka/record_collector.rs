@@ -328,6 +328,20 @@ impl RecordCollector {
             if let Err(e) = self.producer.abort_transaction(Duration::from_secs(30)) {
                 log::error!("could not abort the transaction: {e}");
             }
+            // A record of the aborted transaction that failed is processed
+            // again from the last commit: its failure must not end the
+            // next transaction (librdkafka also reports the records an
+            // abort purges as failed).
+            let failed = self
+                .producer
+                .context()
+                .failure
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
+            if let Some((topic, partition, error)) = failed {
+                log::debug!("aborted with a failed record for {topic}-{partition}: {error}");
+            }
         }
     }
 
@@ -342,7 +356,16 @@ impl RecordCollector {
         if offsets.count() > 0 {
             let group =
                 group.ok_or(KafkaError::Rebalance(RDKafkaErrorCode::RebalanceInProgress))?;
-            self.send_offsets_bounded(offsets, group)?;
+            if let Err(error) = self.send_offsets_bounded(offsets, group) {
+                if matches!(error, RuntimeError::TransactionStalled { .. }) {
+                    // The producer is given up with the call still running:
+                    // an abort would only be refused for it (librdkafka
+                    // takes one transaction call at a time), after waiting.
+                    // The next producer's init aborts the transaction.
+                    self.in_transaction = false;
+                }
+                return Err(error);
+            }
         }
         self.producer.commit_transaction(PRODUCER_TIMEOUT)?;
         self.in_transaction = false;
@@ -484,6 +507,20 @@ mod tests {
                 "{guarantee:?}"
             );
         }
+    }
+
+    #[test]
+    fn an_abort_forgets_the_failed_records_of_its_transaction() {
+        let refused = KafkaError::MessageProduction(RDKafkaErrorCode::PurgeQueue);
+        let mut collector = collector(ProcessingGuarantee::ExactlyOnceV2);
+        collector.in_transaction = true;
+        collector
+            .producer
+            .context()
+            .delivered("output", 0, Err(&refused));
+        collector.abort_if_in_transaction();
+        assert!(!collector.in_transaction);
+        assert!(collector.check_deliveries().is_ok());
     }
 
     #[test]
