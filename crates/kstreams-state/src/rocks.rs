@@ -23,6 +23,7 @@
 //! or kstreams would not have written for it is refused, and the task
 //! rebuilds it from its changelog.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::ops::Bound;
 use std::path::PathBuf;
@@ -34,7 +35,7 @@ use rocksdb::{
     WriteBatch, WriteOptions, DB,
 };
 
-use crate::engine::backend::{BytesIter, DirLayout, Keyspaces, ValueFamily};
+use crate::engine::backend::{prefix_successor, BytesIter, DirLayout, Keyspaces, ValueFamily};
 use crate::rocks_settings::RocksDbSettings;
 use crate::{Error, RecordedOffset, StoreContext};
 
@@ -43,6 +44,9 @@ const DEFAULT_FAMILY: &str = "default";
 const TIMESTAMPED_FAMILY: &str = "keyValueWithTimestamp";
 /// Kafka Streams' column family of changelog offsets (KIP-1035).
 const OFFSETS_FAMILY: &str = "offsets";
+/// The segment keyspaces of versioned, window and session stores, each
+/// under its [`segment_prefix`].
+const SEGMENTS_FAMILY: &str = "kstreams.segments";
 /// Kafka Streams 4.4's headers-aware store (KIP-1271): not opened here.
 const HEADERS_FAMILY: &str = "keyValueWithTimestampAndHeaders";
 const STATUS_KEY: &[u8] = b"status";
@@ -51,16 +55,19 @@ const STATUS_CLOSED: i64 = 0;
 /// Entries moved per write batch when an earlier layout is converted.
 const MOVE_BATCH: usize = 10_000;
 
-/// A RocksDB instance whose keyspaces are column families (keyspace 0 is
-/// the data family: `default`, or `keyValueWithTimestamp` for a
-/// timestamped key-value store).
+/// A RocksDB instance with keyspaces: keyspace 0 is the data family
+/// (`default`, or `keyValueWithTimestamp` for a timestamped key-value
+/// store); the others are key prefixes in the segments family.
 pub(crate) struct RocksKeyspaces {
     layout: DirLayout,
     name: String,
     db: Option<DB>,
     options: Options,
     write: WriteOptions,
+    /// The segment keyspaces that may hold entries.
     spaces: BTreeSet<i64>,
+    /// A prefixed key being built, reused so a read allocates nothing.
+    scratch: RefCell<Vec<u8>>,
     settings: RocksDbSettings,
     /// Whether the store's last run closed it (its `status` was 0 or
     /// absent when it was opened): only then do its offsets describe its
@@ -72,8 +79,39 @@ pub(crate) struct RocksKeyspaces {
 enum Family<'a> {
     Default,
     Named(&'a ColumnFamily),
-    /// A segment keyspace that was never created: it holds nothing.
-    Missing,
+}
+
+/// Where a keyspace's entries are: their column family, and for a segment
+/// keyspace the prefix of their keys there.
+struct Place<'a> {
+    family: Family<'a>,
+    prefix: Option<[u8; 8]>,
+}
+
+impl Place<'_> {
+    /// `key` as stored: behind the prefix, in `buf`.
+    fn key<'b>(&self, key: &'b [u8], buf: &'b mut Vec<u8>) -> &'b [u8] {
+        match &self.prefix {
+            None => key,
+            Some(prefix) => {
+                buf.clear();
+                buf.extend_from_slice(prefix);
+                buf.extend_from_slice(key);
+                buf
+            }
+        }
+    }
+}
+
+/// The key prefix of a segment keyspace: big-endian with the sign bit
+/// flipped, so that prefixes sort as their keyspaces do.
+fn segment_prefix(ks: i64) -> [u8; 8] {
+    ((ks as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+fn prefix_keyspace(key: &[u8]) -> Option<i64> {
+    let prefix: [u8; 8] = key.get(..8)?.try_into().ok()?;
+    Some((u64::from_be_bytes(prefix) ^ (1 << 63)) as i64)
 }
 
 /// The partition's key in the offsets family, as Kafka's
@@ -95,10 +133,8 @@ fn earlier_segmented_dir(task_dir: &Path, store: &str) -> Option<PathBuf> {
     dir.join("CURRENT").is_file().then_some(dir)
 }
 
-fn cf_name(ks: i64) -> String {
-    format!("ks.{ks}")
-}
-
+/// The column family of a segment keyspace in kstreams' earlier layout
+/// (one family per segment), converted at open.
 fn parse_cf_name(name: &str) -> Option<i64> {
     name.strip_prefix("ks.")?.parse().ok()
 }
@@ -114,14 +150,19 @@ impl RocksKeyspaces {
             options: Options::default(),
             write,
             spaces: BTreeSet::new(),
+            scratch: RefCell::new(Vec::new()),
             settings: RocksDbSettings::default(),
             closed_cleanly: false,
         }
     }
 
-    /// A keyspace written to before its column family was made (a bug).
-    fn missing(&self, ks: i64) -> Error {
-        Error::engine(&self.name, format!("no column family for keyspace {ks}"))
+    /// A column family the open should have made is not there (a bug).
+    fn missing(&self, family: &str) -> Error {
+        Error::engine(&self.name, format!("no column family {family}"))
+    }
+
+    fn uses_segments(&self) -> bool {
+        matches!(self.layout, DirLayout::Versioned | DirLayout::Segmented)
     }
 
     /// The column family keyspace 0 lives in.
@@ -132,16 +173,17 @@ impl RocksKeyspaces {
         }
     }
 
-    fn family<'a>(&self, db: &'a DB, ks: i64) -> Family<'a> {
-        let name = if ks == 0 {
-            match self.data_family() {
-                DEFAULT_FAMILY => return Family::Default,
-                named => named.to_string(),
-            }
+    fn place<'a>(&self, db: &'a DB, ks: i64) -> Result<Place<'a>, Error> {
+        let (name, prefix) = if ks == 0 {
+            (self.data_family(), None)
         } else {
-            cf_name(ks)
+            (SEGMENTS_FAMILY, Some(segment_prefix(ks)))
         };
-        db.cf_handle(&name).map_or(Family::Missing, Family::Named)
+        let family = match name {
+            DEFAULT_FAMILY => Family::Default,
+            named => Family::Named(db.cf_handle(named).ok_or_else(|| self.missing(named))?),
+        };
+        Ok(Place { family, prefix })
     }
 
     /// The column families to open besides `default`, after checking that
@@ -167,7 +209,9 @@ impl RocksKeyspaces {
                         || (kind == ValueFamily::Timestamped && family == TIMESTAMPED_FAMILY)
                 }
                 DirLayout::Versioned | DirLayout::Segmented => {
-                    family == OFFSETS_FAMILY || parse_cf_name(family).is_some()
+                    family == OFFSETS_FAMILY
+                        || family == SEGMENTS_FAMILY
+                        || parse_cf_name(family).is_some()
                 }
             };
             if !expected || family == HEADERS_FAMILY {
@@ -175,7 +219,11 @@ impl RocksKeyspaces {
             }
             open.push(family.clone());
         }
-        for family in [self.data_family(), OFFSETS_FAMILY] {
+        let segments = self.uses_segments().then_some(SEGMENTS_FAMILY);
+        for family in [self.data_family(), OFFSETS_FAMILY]
+            .into_iter()
+            .chain(segments)
+        {
             if family != DEFAULT_FAMILY && !open.iter().any(|f| f == family) {
                 open.push(family.to_string());
             }
@@ -201,7 +249,7 @@ impl RocksKeyspaces {
         }
         let target = db
             .cf_handle(TIMESTAMPED_FAMILY)
-            .ok_or_else(|| self.missing(0))?;
+            .ok_or_else(|| self.missing(TIMESTAMPED_FAMILY))?;
         let mut moved = 0usize;
         let mut batch = WriteBatch::default();
         for item in db.iterator(IteratorMode::Start) {
@@ -230,12 +278,15 @@ impl RocksKeyspaces {
 
     /// Deletes the versioned store kstreams kept at `rocksdb/<store>` before
     /// it moved under `kstreams/`: Kafka Streams opens that path for its own
-    /// versioned store and fails on kstreams' `ks.N` column families. Only
-    /// kstreams writes those (Kafka Streams' files there are left alone);
+    /// versioned store and fails on kstreams' column families (`ks.N` each
+    /// segment then, `kstreams.segments` now). Only kstreams writes those (Kafka Streams' files there are left alone);
     /// the store restores from its changelog once.
     fn remove_earlier_versioned(&self, earlier: &Path) -> Result<(), Error> {
         let families = DB::list_cf(&Options::default(), earlier).unwrap_or_default();
-        if !families.iter().any(|f| parse_cf_name(f).is_some()) {
+        if !families
+            .iter()
+            .any(|f| f == SEGMENTS_FAMILY || parse_cf_name(f).is_some())
+        {
             return Ok(());
         }
         std::fs::remove_dir_all(earlier).map_err(|e| Error::io("removing", earlier, e))?;
@@ -277,17 +328,79 @@ impl RocksKeyspaces {
         Error::engine(&self.name, e)
     }
 
-    /// Creates the column family of `ks` if it is missing.
-    fn ensure(&mut self, ks: i64) -> Result<(), Error> {
-        if ks == 0 || self.spaces.contains(&ks) {
+    /// Notes that segment keyspace `ks` may now hold entries.
+    fn ensure(&mut self, ks: i64) {
+        if ks != 0 {
+            self.spaces.insert(ks);
+        }
+    }
+
+    /// The segment keyspaces that hold entries: one seek per keyspace.
+    fn stored_keyspaces(&self, db: &DB) -> Result<BTreeSet<i64>, Error> {
+        let mut spaces = BTreeSet::new();
+        let Some(family) = db.cf_handle(SEGMENTS_FAMILY) else {
+            return Ok(spaces);
+        };
+        let mut iter = db.raw_iterator_cf(family);
+        iter.seek_to_first();
+        while let Some(key) = iter.key() {
+            let ks = prefix_keyspace(key)
+                .ok_or_else(|| Error::engine(&self.name, "a key without its segment prefix"))?;
+            spaces.insert(ks);
+            match ks.checked_add(1) {
+                Some(next) => iter.seek(segment_prefix(next)),
+                None => break,
+            }
+        }
+        iter.status().map_err(|e| self.err(e))?;
+        Ok(spaces)
+    }
+
+    /// Converts kstreams' earlier layout of segments, a column family each
+    /// (`ks.N`), to key prefixes in the segments family: copied, flushed,
+    /// then the old families dropped, so that a conversion cut short is
+    /// done again from the start.
+    fn convert_segment_families(&self, db: &mut DB, existing: &[String]) -> Result<(), Error> {
+        let earlier: Vec<(&String, i64)> = existing
+            .iter()
+            .filter_map(|f| Some((f, parse_cf_name(f)?)))
+            .collect();
+        if earlier.is_empty() {
             return Ok(());
         }
-        let db = self.db.as_mut().ok_or_else(|| Error::NotOpen {
-            store: self.name.clone(),
-        })?;
-        db.create_cf(cf_name(ks), &self.options)
-            .map_err(|e| Error::engine(&self.name, e))?;
-        self.spaces.insert(ks);
+        let target = db
+            .cf_handle(SEGMENTS_FAMILY)
+            .ok_or_else(|| self.missing(SEGMENTS_FAMILY))?;
+        let mut moved = 0usize;
+        let mut batch = WriteBatch::default();
+        let mut key = Vec::new();
+        for (family, ks) in &earlier {
+            let source = db.cf_handle(family).ok_or_else(|| self.missing(family))?;
+            for item in db.iterator_cf(source, IteratorMode::Start) {
+                let (k, v) = item.map_err(|e| self.err(e))?;
+                key.clear();
+                key.extend_from_slice(&segment_prefix(*ks));
+                key.extend_from_slice(&k);
+                batch.put_cf(target, &key, &v);
+                moved += 1;
+                if batch.len() >= MOVE_BATCH {
+                    db.write_opt(std::mem::take(&mut batch), &self.write)
+                        .map_err(|e| self.err(e))?;
+                }
+            }
+        }
+        db.write_opt(batch, &self.write).map_err(|e| self.err(e))?;
+        let mut flush = FlushOptions::default();
+        flush.set_wait(true);
+        db.flush_cf_opt(target, &flush).map_err(|e| self.err(e))?;
+        for (family, _) in &earlier {
+            db.drop_cf(family).map_err(|e| self.err(e))?;
+        }
+        log::info!(
+            "state store {}: moved {moved} entries of {} segment column families into {SEGMENTS_FAMILY}",
+            self.name,
+            earlier.len()
+        );
         Ok(())
     }
 }
@@ -341,14 +454,15 @@ impl Keyspaces for RocksKeyspaces {
         self.options.create_missing_column_families(true);
         let existing = DB::list_cf(&self.options, &path).unwrap_or_default();
         let families = self.families_to_open(&existing, &path)?;
-        self.spaces = existing.iter().filter_map(|n| parse_cf_name(n)).collect();
         let descriptors: Vec<ColumnFamilyDescriptor> = families
             .iter()
             .map(|n| ColumnFamilyDescriptor::new(n, self.options.clone()))
             .collect();
-        let db = DB::open_cf_descriptors(&self.options, &path, descriptors)
+        let mut db = DB::open_cf_descriptors(&self.options, &path, descriptors)
             .map_err(|e| Error::engine(store, format!("opening {}: {e}", path.display())))?;
         self.move_earlier_layout(&db, &existing)?;
+        self.convert_segment_families(&mut db, &existing)?;
+        self.spaces = self.stored_keyspaces(&db)?;
         self.db = Some(db);
         self.mark_open()
     }
@@ -364,12 +478,17 @@ impl Keyspaces for RocksKeyspaces {
 
     fn get_into(&self, ks: i64, key: &[u8], out: &mut Vec<u8>) -> Result<bool, Error> {
         let db = self.db()?;
+        let place = self.place(db, ks)?;
+        if place.prefix.is_some() && !self.spaces.contains(&ks) {
+            return Ok(false);
+        }
+        let mut buf = self.scratch.borrow_mut();
+        let key = place.key(key, &mut buf);
         // A pinned read lends RocksDB's block: one copy into `out`, no
         // allocation once the buffer has grown.
-        let found = match self.family(db, ks) {
+        let found = match place.family {
             Family::Default => db.get_pinned(key),
             Family::Named(cf) => db.get_pinned_cf(cf, key),
-            Family::Missing => return Ok(false),
         };
         match found.map_err(|e| self.err(e))? {
             Some(value) => {
@@ -381,48 +500,47 @@ impl Keyspaces for RocksKeyspaces {
     }
 
     fn put(&mut self, ks: i64, key: &[u8], value: &[u8]) -> Result<(), Error> {
-        self.ensure(ks)?;
+        self.ensure(ks);
         let db = self.db()?;
-        let result = match self.family(db, ks) {
+        let place = self.place(db, ks)?;
+        let mut buf = self.scratch.borrow_mut();
+        let key = place.key(key, &mut buf);
+        let result = match place.family {
             Family::Default => db.put_opt(key, value, &self.write),
             Family::Named(cf) => db.put_cf_opt(cf, key, value, &self.write),
-            Family::Missing => return Err(self.missing(ks)),
         };
         result.map_err(|e| self.err(e))
     }
 
     fn delete(&mut self, ks: i64, key: &[u8]) -> Result<(), Error> {
         let db = self.db()?;
-        let result = match self.family(db, ks) {
+        let place = self.place(db, ks)?;
+        if place.prefix.is_some() && !self.spaces.contains(&ks) {
+            return Ok(());
+        }
+        let mut buf = self.scratch.borrow_mut();
+        let key = place.key(key, &mut buf);
+        let result = match place.family {
             Family::Default => db.delete_opt(key, &self.write),
             Family::Named(cf) => db.delete_cf_opt(cf, key, &self.write),
-            Family::Missing => return Ok(()),
         };
         result.map_err(|e| self.err(e))
     }
 
     fn write_all(&mut self, ks: i64, entries: &[(&[u8], Option<&[u8]>)]) -> Result<(), Error> {
-        self.ensure(ks)?;
+        self.ensure(ks);
         let db = self.db()?;
+        let place = self.place(db, ks)?;
+        let mut buf = self.scratch.borrow_mut();
         let mut batch = WriteBatch::default();
-        match self.family(db, ks) {
-            Family::Default => {
-                for (k, v) in entries {
-                    match v {
-                        Some(v) => batch.put(k, v),
-                        None => batch.delete(k),
-                    }
-                }
+        for (k, v) in entries {
+            let k = place.key(k, &mut buf);
+            match (&place.family, v) {
+                (Family::Default, Some(v)) => batch.put(k, v),
+                (Family::Default, None) => batch.delete(k),
+                (Family::Named(cf), Some(v)) => batch.put_cf(*cf, k, v),
+                (Family::Named(cf), None) => batch.delete_cf(*cf, k),
             }
-            Family::Named(cf) => {
-                for (k, v) in entries {
-                    match v {
-                        Some(v) => batch.put_cf(cf, k, v),
-                        None => batch.delete_cf(cf, k),
-                    }
-                }
-            }
-            Family::Missing => return Err(self.missing(ks)),
         }
         db.write_opt(batch, &self.write).map_err(|e| self.err(e))
     }
@@ -435,22 +553,31 @@ impl Keyspaces for RocksKeyspaces {
         reverse: bool,
     ) -> Result<BytesIter<'_>, Error> {
         let db = self.db()?;
-        let mut read = ReadOptions::default();
+        let place = self.place(db, ks)?;
+        if place.prefix.is_some() && !self.spaces.contains(&ks) {
+            return Ok(Box::new(std::iter::empty()));
+        }
+        let prefixed = |key: &[u8]| -> Vec<u8> {
+            let mut out = place.prefix.map_or_else(Vec::new, |p| p.to_vec());
+            out.extend_from_slice(key);
+            out
+        };
         let lower = match from {
-            Bound::Included(k) => Some(k.to_vec()),
-            Bound::Excluded(k) => Some(after(k)),
-            Bound::Unbounded => None,
+            Bound::Included(k) => Some(prefixed(k)),
+            Bound::Excluded(k) => Some(prefixed(&after(k))),
+            Bound::Unbounded => place.prefix.map(|p| p.to_vec()),
         };
         let upper = match to {
-            Bound::Included(k) => Some(after(k)),
-            Bound::Excluded(k) => Some(k.to_vec()),
-            Bound::Unbounded => None,
+            Bound::Included(k) => Some(prefixed(&after(k))),
+            Bound::Excluded(k) => Some(prefixed(k)),
+            Bound::Unbounded => place.prefix.and_then(|p| prefix_successor(&p)),
         };
         if let (Some(l), Some(u)) = (&lower, &upper) {
             if l >= u {
                 return Ok(Box::new(std::iter::empty()));
             }
         }
+        let mut read = ReadOptions::default();
         if let Some(l) = lower {
             read.set_iterate_lower_bound(l);
         }
@@ -462,15 +589,22 @@ impl Keyspaces for RocksKeyspaces {
         } else {
             IteratorMode::Start
         };
-        let iter = match self.family(db, ks) {
+        let iter = match place.family {
             Family::Default => db.iterator_opt(mode, read),
             Family::Named(cf) => db.iterator_cf_opt(cf, read, mode),
-            Family::Missing => return Ok(Box::new(std::iter::empty())),
         };
         let name = self.name.clone();
+        let strip = if place.prefix.is_some() { 8 } else { 0 };
         Ok(Box::new(iter.map(move |item| {
-            item.map(|(k, v)| (k.into_vec(), v.into_vec()))
-                .map_err(|e| Error::engine(&name, e))
+            item.map(|(k, v)| {
+                let key = if strip == 0 {
+                    k.into_vec()
+                } else {
+                    k[strip..].to_vec()
+                };
+                (key, v.into_vec())
+            })
+            .map_err(|e| Error::engine(&name, e))
         })))
     }
 
@@ -487,21 +621,31 @@ impl Keyspaces for RocksKeyspaces {
         if ks == 0 || !self.spaces.remove(&ks) {
             return Ok(());
         }
-        let name = self.name.clone();
-        let db = self.db.as_mut().ok_or(Error::NotOpen {
-            store: name.clone(),
-        })?;
-        db.drop_cf(&cf_name(ks))
-            .map_err(|e| Error::engine(&name, e))
+        let db = self.db()?;
+        let family = db
+            .cf_handle(SEGMENTS_FAMILY)
+            .ok_or_else(|| self.missing(SEGMENTS_FAMILY))?;
+        let from = segment_prefix(ks);
+        let to = prefix_successor(&from).unwrap_or_else(|| vec![0xFF; 9]);
+        // One range tombstone; compaction then drops the segment's files.
+        let mut batch = WriteBatch::default();
+        batch.delete_range_cf(family, &from[..], &to[..]);
+        db.write_opt(batch, &self.write).map_err(|e| self.err(e))
     }
 
     fn approximate_len(&self, ks: i64) -> Result<u64, Error> {
         let db = self.db()?;
+        let place = self.place(db, ks)?;
+        if place.prefix.is_some() {
+            // RocksDB estimates per family only: a segment is counted.
+            return Ok(self
+                .range(ks, Bound::Unbounded, Bound::Unbounded, false)?
+                .count() as u64);
+        }
         let prop = "rocksdb.estimate-num-keys";
-        let n = match self.family(db, ks) {
+        let n = match place.family {
             Family::Default => db.property_int_value(prop),
             Family::Named(cf) => db.property_int_value_cf(cf, prop),
-            Family::Missing => return Ok(0),
         };
         Ok(n.map_err(|e| self.err(e))?.unwrap_or(0))
     }
@@ -513,12 +657,8 @@ impl Keyspaces for RocksKeyspaces {
         let mut opts = FlushOptions::default();
         opts.set_wait(true);
         db.flush_opt(&opts).map_err(|e| self.err(e))?;
-        let named = [TIMESTAMPED_FAMILY, OFFSETS_FAMILY]
-            .into_iter()
-            .map(str::to_string)
-            .chain(self.spaces.iter().map(|ks| cf_name(*ks)));
-        for family in named {
-            if let Some(cf) = db.cf_handle(&family) {
+        for family in [TIMESTAMPED_FAMILY, SEGMENTS_FAMILY, OFFSETS_FAMILY] {
+            if let Some(cf) = db.cf_handle(family) {
                 db.flush_cf_opt(cf, &opts).map_err(|e| self.err(e))?;
             }
         }

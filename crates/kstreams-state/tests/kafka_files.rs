@@ -350,6 +350,89 @@ fn window_stores_keep_their_offsets_in_their_files_and_move_out_of_kafka_streams
     );
 }
 
+/// The segment keyspace of a key in the segments family: its first 8
+/// bytes, big-endian with the sign bit flipped.
+fn segment_of(key: &[u8]) -> i64 {
+    (u64::from_be_bytes(key[..8].try_into().unwrap()) ^ (1 << 63)) as i64
+}
+
+#[test]
+fn window_segments_in_kstreams_earlier_layout_of_a_family_each_are_converted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ctx, _) = context(dir.path(), 0);
+    let built = window_store("w").build();
+    built.init(&ctx).unwrap();
+    let store: WindowStoreHandle<String, i64> = built.handle().unwrap();
+    // Segments of 30 min: three of them, all within the retention of 1 h.
+    let puts = [("a", 1, 60_000), ("b", 2, 1_900_000), ("a", 3, 3_650_000)];
+    for (key, value, start) in puts {
+        store
+            .borrow_mut()
+            .put(key.to_string(), Some(value), start)
+            .unwrap();
+    }
+    {
+        let mut lifecycle = built.lifecycle.borrow_mut();
+        lifecycle.flush().unwrap();
+        lifecycle
+            .commit_offsets(&[("app-w-changelog", 0, 2)])
+            .unwrap();
+        lifecycle.close().unwrap();
+    }
+    let path = dir.path().join("kstreams/w");
+    assert!(families(&path).contains(&"kstreams.segments".to_string()));
+    // Rewritten as kstreams wrote segments before: a column family
+    // `ks.N` each, keys without the prefix.
+    {
+        let mut db = open_raw(&path, &[]);
+        let mut moved = Vec::new();
+        let segments = db.cf_handle("kstreams.segments").unwrap();
+        for item in db.iterator_cf(segments, rocksdb::IteratorMode::Start) {
+            let (key, value) = item.unwrap();
+            moved.push((segment_of(&key), key[8..].to_vec(), value.to_vec()));
+        }
+        assert_eq!(moved.len(), 3);
+        for (ks, key, value) in moved {
+            let family = format!("ks.{ks}");
+            if db.cf_handle(&family).is_none() {
+                db.create_cf(&family, &Options::default()).unwrap();
+            }
+            db.put_cf(db.cf_handle(&family).unwrap(), key, value)
+                .unwrap();
+        }
+        db.drop_cf("kstreams.segments").unwrap();
+        db.flush_wal(true).unwrap();
+    }
+    assert_eq!(
+        families(&path)
+            .iter()
+            .filter(|f| f.starts_with("ks."))
+            .count(),
+        3
+    );
+    let again = window_store("w").build();
+    again.init(&ctx).unwrap();
+    let store: WindowStoreHandle<String, i64> = again.handle().unwrap();
+    for (key, value, start) in puts {
+        assert_eq!(
+            store.borrow().fetch(&key.to_string(), start).unwrap(),
+            Some(value),
+            "{key}@{start}"
+        );
+    }
+    assert_eq!(
+        again
+            .lifecycle
+            .borrow()
+            .committed_offset("app-w-changelog", 0)
+            .unwrap()
+            .map(|o| o.offset),
+        Some(2)
+    );
+    again.lifecycle.borrow_mut().close().unwrap();
+    assert!(!families(&path).iter().any(|f| f.starts_with("ks.")));
+}
+
 #[test]
 fn a_versioned_store_kstreams_kept_in_kafka_streams_path_is_removed() {
     let dir = tempfile::tempdir().unwrap();
@@ -373,12 +456,12 @@ fn a_versioned_store_kstreams_kept_in_kafka_streams_path_is_removed() {
     }
     built.lifecycle.borrow_mut().close().unwrap();
     // Where kstreams kept it before: Kafka Streams' versioned store path,
-    // which Kafka Streams could not open (kstreams' ks.N families).
+    // which Kafka Streams could not open (kstreams' own families).
     std::fs::create_dir_all(dir.path().join("rocksdb")).unwrap();
     std::fs::rename(dir.path().join("kstreams/v"), dir.path().join("rocksdb/v")).unwrap();
     assert!(families(&dir.path().join("rocksdb/v"))
         .iter()
-        .any(|f| f.starts_with("ks.")));
+        .any(|f| f == "kstreams.segments"));
     let again = versioned();
     again.init(&ctx).unwrap();
     assert!(!dir.path().join("rocksdb/v").exists());
