@@ -268,7 +268,7 @@ impl StreamTask {
     /// under a "continue" handler, a negative timestamp) is `Ok`.
     pub fn process(&mut self, record: ConsumedRecord) -> Result<(), StreamsError> {
         match self.extract_timestamp(&record)? {
-            Some(timestamp) => self.process_at(record, timestamp),
+            Some(timestamp) => self.process_at(record, timestamp, crate::clock::now_ms()),
             None => Ok(()),
         }
     }
@@ -322,11 +322,14 @@ impl StreamTask {
 
     /// Runs a record whose event time was extracted (see
     /// [`StreamTask::extract_timestamp`]) through the task, then any
-    /// stream-time punctuation it made due.
+    /// stream-time punctuation it made due. `wall_clock_ms` is the time its
+    /// end-to-end latency is measured at (a clock read shared by a few
+    /// records, see `SliceClock`).
     pub fn process_at(
         &mut self,
         mut record: ConsumedRecord,
         timestamp: Timestamp,
+        wall_clock_ms: i64,
     ) -> Result<(), StreamsError> {
         let stream_time_before = self.stream_time();
         if let Some(lateness) = &self.metrics.record_lateness {
@@ -341,9 +344,8 @@ impl StreamTask {
         );
         if !self.metrics.source_e2e_latency.is_empty() {
             if let Some(source) = self.topology.source_index(&record.topic) {
-                let now = crate::clock::now_ms();
                 self.metrics.source_e2e_latency[source]
-                    .observe(now.saturating_sub(timestamp).max(0) as f64 / 1000.0);
+                    .observe(wall_clock_ms.saturating_sub(timestamp).max(0) as f64 / 1000.0);
                 self.metrics.source_process[source].inc();
             }
         }

@@ -25,6 +25,7 @@ mod rebalance_listener;
 mod record_collector;
 mod repartition_purge;
 mod restore_progress;
+mod slice_clock;
 mod standby_listener;
 mod standby_tasks;
 mod streams_group;

@@ -23,6 +23,7 @@ use super::local_metadata::{TaskMetadata, TaskPartition};
 use super::partition_group::PartitionGroup;
 use super::queries::{LocalStores, StoreInstance};
 use super::rebalance_listener::Partition;
+use super::slice_clock::SliceClock;
 use super::standby_listener::SuspendReason;
 use super::standby_tasks::StandbyTasks;
 use super::task_creator::{CreatedTask, TaskCreator};
@@ -545,6 +546,7 @@ impl TaskManager {
         }
         for entry in self.tasks.values_mut().filter(|e| e.missing.is_empty()) {
             let now = Instant::now();
+            let mut clock = SliceClock::start(slice);
             // Finished async calls first: they free room under the bounds.
             entry.task.apply_async_completions()?;
             // A task at its async bound takes nothing: its records stay
@@ -558,8 +560,8 @@ impl TaskManager {
                 ) else {
                     break;
                 };
-                entry.task.process_at(record, timestamp)?;
-                if now.elapsed() >= slice {
+                entry.task.process_at(record, timestamp, clock.wall_ms())?;
+                if clock.record_done() {
                     // Records left over wait for the next call, whether or
                     // not the group would give one now.
                     more |= !entry.group.is_empty();
