@@ -376,12 +376,13 @@ impl RocksKeyspaces {
         let mut key = Vec::new();
         for (family, ks) in &earlier {
             let source = db.cf_handle(family).ok_or_else(|| self.missing(family))?;
+            let place = Place {
+                family: Family::Named(target),
+                prefix: Some(segment_prefix(*ks)),
+            };
             for item in db.iterator_cf(source, IteratorMode::Start) {
                 let (k, v) = item.map_err(|e| self.err(e))?;
-                key.clear();
-                key.extend_from_slice(&segment_prefix(*ks));
-                key.extend_from_slice(&k);
-                batch.put_cf(target, &key, &v);
+                batch.put_cf(target, place.key(&k, &mut key), &v);
                 moved += 1;
                 if batch.len() >= MOVE_BATCH {
                     db.write_opt(std::mem::take(&mut batch), &self.write)

@@ -704,29 +704,34 @@ fn window_segments_expire_whole_on_rocksdb() {
     let dir = tempfile::tempdir().unwrap();
     let (ctx, _) = context(dir.path(), 0);
     // Retention 3 min: segments of 90 s.
-    let b = Stores::window_store_builder(
-        Stores::persistent_window_store(
-            "w",
-            Duration::from_secs(180),
-            Duration::from_secs(10),
-            false,
+    let store = || {
+        Stores::window_store_builder(
+            Stores::persistent_window_store(
+                "w",
+                Duration::from_secs(180),
+                Duration::from_secs(10),
+                false,
+            )
+            .unwrap(),
+            StringSerde,
+            I64Serde,
         )
-        .unwrap(),
-        StringSerde,
-        I64Serde,
-    )
-    .build();
+        .build()
+    };
+    let all_of_k = |w: &WindowStoreHandle<String, i64>| -> Vec<(i64, i64)> {
+        w.borrow()
+            .fetch_time_range(&s("k"), 0, i64::MAX)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let b = store();
     b.init(&ctx).unwrap();
     let w: WindowStoreHandle<String, i64> = b.handle().unwrap();
     for t in (0..1_000_000).step_by(10_000) {
         w.borrow_mut().put(s("k"), Some(t), t).unwrap();
     }
-    let left: Vec<(i64, i64)> = w
-        .borrow()
-        .fetch_time_range(&s("k"), 0, i64::MAX)
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let left = all_of_k(&w);
     assert_eq!(left.first().unwrap().0, 990_000 - 180_000 + 10_000);
     b.lifecycle.borrow_mut().close().unwrap();
     // Only a few segments (key prefixes in the segments family) remain on
@@ -734,27 +739,9 @@ fn window_segments_expire_whole_on_rocksdb() {
     let segments = segments_on_disk(&dir.path().join("kstreams/w"));
     assert!((1..=4).contains(&segments.len()), "{segments:?}");
     // Reopened, the store sees the same data.
-    let again = Stores::window_store_builder(
-        Stores::persistent_window_store(
-            "w",
-            Duration::from_secs(180),
-            Duration::from_secs(10),
-            false,
-        )
-        .unwrap(),
-        StringSerde,
-        I64Serde,
-    )
-    .build();
+    let again = store();
     again.init(&ctx).unwrap();
-    let w: WindowStoreHandle<String, i64> = again.handle().unwrap();
-    let reopened: Vec<(i64, i64)> = w
-        .borrow()
-        .fetch_time_range(&s("k"), 0, i64::MAX)
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    assert_eq!(reopened, left);
+    assert_eq!(all_of_k(&again.handle().unwrap()), left);
 }
 
 /// The distinct segment keyspaces (8-byte key prefixes) with entries in a
