@@ -12,6 +12,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, Headers as _, Message};
 use rdkafka::Offset;
+use rustc_hash::FxHashMap;
 
 use super::rebalance_listener::Partition;
 
@@ -89,10 +90,11 @@ pub(crate) fn lagging_partitions<C: ConsumerContext>(
 
 /// The per-partition metrics of a thread's assigned partitions: records
 /// consumed and lag, by topic then partition (looked up by `&str` per
-/// record, with no allocation).
+/// record, with no allocation; Fx-hashed, as the topics are the
+/// application's own: SipHash of the topic was 2 % of a pass-through).
 #[derive(Default)]
 pub(crate) struct PartitionMetrics {
-    sensors: HashMap<String, HashMap<i32, PartitionSensors>>,
+    sensors: FxHashMap<String, FxHashMap<i32, PartitionSensors>>,
 }
 
 impl PartitionMetrics {

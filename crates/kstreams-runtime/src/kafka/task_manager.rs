@@ -17,6 +17,7 @@ use kstreams_dsl::{TaskId, Topology};
 use kstreams_metrics::{Counter, ThreadSensors};
 use kstreams_state::TaskDirectory;
 use rdkafka::{Offset, TopicPartitionList};
+use rustc_hash::FxHashMap;
 
 use super::config::StreamsConfig;
 use super::local_metadata::{TaskMetadata, TaskPartition};
@@ -66,7 +67,7 @@ impl TaskEntry {
 
 /// A thread's tasks, as an interactive query reads their stores.
 pub(crate) struct TaskStores<'a> {
-    tasks: &'a HashMap<TaskId, TaskEntry>,
+    tasks: &'a FxHashMap<TaskId, TaskEntry>,
     standbys: &'a StandbyTasks,
 }
 
@@ -112,7 +113,8 @@ pub(crate) struct TaskManager {
     thread: String,
     config: StreamsConfig,
     sources: Arc<SourceTopicIndex>,
-    tasks: HashMap<TaskId, TaskEntry>,
+    /// Fx-hashed: looked up per consumed record.
+    tasks: FxHashMap<TaskId, TaskEntry>,
     creator: TaskCreator,
     /// Topics a task reads to their end before its other partitions.
     bootstrap_topics: HashSet<String>,
@@ -159,7 +161,7 @@ impl TaskManager {
             creator: TaskCreator::new(thread, config, topology)?,
             standbys: StandbyTasks::new(thread, config)?,
             sources,
-            tasks: HashMap::new(),
+            tasks: FxHashMap::default(),
             processed: HashMap::new(),
             start_offsets: HashMap::new(),
             start_metadata: HashMap::new(),

@@ -10,6 +10,7 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::types::RDKafkaErrorCode;
+use rustc_hash::FxHashMap;
 
 use super::config::StreamsConfig;
 use super::RuntimeError;
@@ -17,13 +18,15 @@ use super::RuntimeError;
 /// Which sub-topology reads which topic.
 #[derive(Debug)]
 pub(crate) struct SourceTopicIndex {
-    topics: HashMap<String, u32>,
+    /// Fx-hashed: looked up per consumed record, by the application's own
+    /// topic names.
+    topics: FxHashMap<String, u32>,
     patterns: Vec<(TopicPattern, u32)>,
 }
 
 impl SourceTopicIndex {
     pub fn new(topology: &Topology, application_id: &str) -> Self {
-        let mut topics = HashMap::new();
+        let mut topics = FxHashMap::default();
         let mut patterns = Vec::new();
         for sources in topology.source_topics(application_id) {
             let id = sources.id;
