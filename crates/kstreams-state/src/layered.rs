@@ -165,10 +165,23 @@ impl<S: StoreKind, V: 'static> LayeredStore<S, V> {
         value: Option<&[u8]>,
         timestamp: Timestamp,
     ) -> Result<(), Error> {
-        let logged = S::engine_write(&mut self.inner, key, value)?;
-        if let (Some(logger), Some(changelog_key)) = (&self.logger, logged) {
+        match S::engine_write(&mut self.inner, key, value)? {
+            Some(changelog_key) => self.log_change(&changelog_key, value, timestamp),
+            None => Ok(()),
+        }
+    }
+
+    /// Sends a write the engine kept to the changelog, if the store has
+    /// one.
+    pub(crate) fn log_change(
+        &self,
+        changelog_key: &[u8],
+        value: Option<&[u8]>,
+        timestamp: Timestamp,
+    ) -> Result<(), Error> {
+        if let Some(logger) = &self.logger {
             let (v, ts) = self.format.changelog_value(value, timestamp);
-            logger.log(&changelog_key, v, ts)?;
+            logger.log(changelog_key, v, ts)?;
         }
         Ok(())
     }
