@@ -177,6 +177,16 @@ fn or_dash(value: f64) -> String {
     }
 }
 
+/// A ratio as "2.50×", or a dash where a side was not measured (no run
+/// of kstreams had a steady window to count).
+fn times(ratio: f64) -> String {
+    if ratio.is_finite() {
+        format!("{ratio:.2}×")
+    } else {
+        "–".to_owned()
+    }
+}
+
 fn markdown(rows: &[Row], groups: &Groups) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -211,12 +221,12 @@ fn markdown(rows: &[Row], groups: &Groups) -> String {
         });
         let _ = writeln!(
             out,
-            "| {workload} | {threads} | {:.2}× | {:.2}× | {:.2}× | {:.2} | {raw} | {:.2}× |",
-            j.wall_s / k.wall_s,
-            k.records_per_cpu_s / j.records_per_cpu_s,
-            k.steady_records_per_cpu_s / j.steady_records_per_cpu_s,
+            "| {workload} | {threads} | {} | {} | {} | {:.2} | {raw} | {} |",
+            times(j.wall_s / k.wall_s),
+            times(k.records_per_cpu_s / j.records_per_cpu_s),
+            times(k.steady_records_per_cpu_s / j.steady_records_per_cpu_s),
             k.rss_mib / j.rss_mib,
-            k.records_per_cpu_s / j.steady_records_per_cpu_s,
+            times(k.records_per_cpu_s / j.steady_records_per_cpu_s),
         );
     }
     let latency: Vec<&Row> = rows.iter().filter(|r| r.kind == "latency").collect();
