@@ -197,28 +197,31 @@ impl<K: 'static, V: Clone + 'static> LayeredKeyValueStore<K, V> {
             Err(_) => &mut own,
         };
         let Scratch {
-            key: kb, value: vb, ..
+            key: kb,
+            value: vb,
+            cache_key: ck,
+            ..
         } = scratch;
         kb.clear();
         vb.clear();
         self.serdes.key_into(key, kb)?;
         if let Some(cache) = &self.cache {
             let mut cache = cache.borrow_mut();
-            let kb = CachedKeyBytes::from_slice(kb);
-            if let Some(entry) = cache.get(&kb) {
+            ck.clear();
+            ck.extend_from_slice(kb);
+            if let Some(entry) = cache.get(ck) {
                 let value = entry.value.clone();
                 cache.budget().hit();
                 return Ok(value);
             }
             cache.budget().miss();
-            let value = if self.inner.get_into(&kb, vb)? {
+            let value = if self.inner.get_into(kb, vb)? {
                 Some(self.serdes.value_from_bytes(vb)?)
             } else {
                 None
             };
             let len = if value.is_some() { vb.len() } else { 0 };
-            let key_len = kb.len();
-            cache.put_clean_if_room(kb, key_len, value.clone(), len);
+            cache.put_clean_if_room(ck.clone(), kb.len(), value.clone(), len);
             return Ok(value);
         }
         if self.inner.get_into(kb, vb)? {
@@ -255,19 +258,30 @@ impl<K: 'static, V: Clone + 'static> LayeredKeyValueStore<K, V> {
             *self.scratch.get_mut() = scratch;
             return result;
         }
-        // The key through the reused buffer: the cache copies it only
+        // The key through the reused buffers: the cache copies it only
         // when the key is new to it.
-        let mut kb = std::mem::take(&mut self.scratch.get_mut().key);
+        let scratch = self.scratch.get_mut();
+        let mut kb = std::mem::take(&mut scratch.key);
+        let mut ck = std::mem::take(&mut scratch.cache_key);
         kb.clear();
-        let result = self.put_cached(key, value, &mut kb);
-        self.scratch.get_mut().key = kb;
+        let result = self.put_cached(key, value, &mut kb, &mut ck);
+        let scratch = self.scratch.get_mut();
+        scratch.key = kb;
+        scratch.cache_key = ck;
         result
     }
-    fn put_cached(&mut self, key: K, value: V, kb: &mut Vec<u8>) -> Result<(), Error> {
+    fn put_cached(
+        &mut self,
+        key: K,
+        value: V,
+        kb: &mut Vec<u8>,
+        ck: &mut CachedKeyBytes,
+    ) -> Result<(), Error> {
         self.serdes.key_into(&key, kb)?;
+        ck.clear();
+        ck.extend_from_slice(kb);
         let vb = self.cached_value_bytes(&value)?;
-        let len = kb.len();
-        self.write_cached(&CachedKeyBytes::from_slice(kb), len, Some(value), vb)
+        self.write_cached(ck, kb.len(), Some(value), vb)
     }
     fn put_uncached(&mut self, key: &K, value: &V, scratch: &mut Scratch) -> Result<(), Error> {
         scratch.key.clear();

@@ -96,6 +96,9 @@ pub(crate) struct LayeredStore<S: StoreKind, V> {
 pub(crate) struct Scratch {
     pub(crate) key: Vec<u8>,
     pub(crate) value: Vec<u8>,
+    /// A key-value store's key as its cache keys it: reused, so that a key
+    /// too long to be inline is not allocated per lookup.
+    pub(crate) cache_key: crate::key_value::CachedKeyBytes,
     /// Value buffers given back by the cache (replaced or flushed entries)
     /// for the next cached writes to serialize into.
     spare_values: Vec<Vec<u8>>,
