@@ -65,7 +65,7 @@ fn batches() -> impl FnMut() -> Vec<ConsumedRecord> {
             .map(|i| {
                 next += 1;
                 ConsumedRecord {
-                    topic: "in".to_string(),
+                    topic: "in".into(),
                     partition: 0,
                     offset: next,
                     // 10 records per millisecond: a window holds 600 000.

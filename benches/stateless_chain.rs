@@ -27,7 +27,7 @@ fn chain() -> Topology {
 fn records() -> Vec<ConsumedRecord> {
     (0..BATCH)
         .map(|i| ConsumedRecord {
-            topic: "in".to_string(),
+            topic: "in".into(),
             partition: 0,
             offset: i as i64,
             timestamp: i as i64,

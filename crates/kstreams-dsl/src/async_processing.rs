@@ -307,7 +307,7 @@ pub struct AsyncWork {
     in_flight: usize,
     /// Per source partition: held offsets, each with how many records of
     /// that offset are unfinished (a flat-map before the node makes several).
-    holds: Vec<(String, i32, BTreeMap<i64, u32>)>,
+    holds: Vec<(std::sync::Arc<str>, i32, BTreeMap<i64, u32>)>,
 }
 
 impl AsyncWork {
@@ -333,7 +333,7 @@ impl AsyncWork {
     pub fn lowest_held(&self, topic: &str, partition: i32) -> Option<i64> {
         self.holds
             .iter()
-            .find(|(t, p, _)| *p == partition && t == topic)
+            .find(|(t, p, _)| *p == partition && **t == *topic)
             .and_then(|(_, _, offsets)| offsets.keys().next().copied())
     }
 
@@ -342,7 +342,7 @@ impl AsyncWork {
     pub fn holds(&self, topic: &str, partition: i32, offset: i64) -> bool {
         self.holds
             .iter()
-            .find(|(t, p, _)| *p == partition && t == topic)
+            .find(|(t, p, _)| *p == partition && **t == *topic)
             .is_some_and(|(_, _, offsets)| offsets.contains_key(&offset))
     }
 
@@ -407,7 +407,7 @@ mod tests {
 
     fn at(offset: i64) -> RecordMetadata {
         RecordMetadata {
-            topic: "in".to_string(),
+            topic: "in".into(),
             partition: 0,
             offset,
         }

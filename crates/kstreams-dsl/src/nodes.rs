@@ -191,7 +191,7 @@ impl<K: Clone + 'static, V: Clone + 'static> SourceHandle for SourceNode<K, V> {
             partition,
             offset,
         });
-        let topic = metadata.topic.as_str();
+        let topic = &*metadata.topic;
         let deserialization_error = |part, source| StreamsError::Deserialization {
             node: self.info.name.to_string(),
             part,
@@ -204,11 +204,11 @@ impl<K: Clone + 'static, V: Clone + 'static> SourceHandle for SourceNode<K, V> {
         };
         let key = self
             .key_serde
-            .deserialize(topic, &headers, key.as_deref())
+            .deserialize_owned(topic, &headers, key)
             .map_err(|e| deserialization_error("key", e))?;
         let value = self
             .value_serde
-            .deserialize(topic, &headers, value.as_deref())
+            .deserialize_owned(topic, &headers, value)
             .map_err(|e| deserialization_error("value", e))?;
         let typed = Record {
             key,
@@ -269,8 +269,9 @@ pub(crate) type SharedExtractor<K, V> = Arc<dyn TopicNameExtractor<K, V>>;
 
 /// Where a sink writes.
 pub(crate) enum SinkTarget<K, V> {
-    /// A fixed topic, already resolved (application id prefix included).
-    Topic(String),
+    /// A fixed topic, already resolved (application id prefix included),
+    /// shared by every record the sink writes.
+    Topic(Arc<str>),
     /// A topic chosen per record.
     Extractor(SharedExtractor<K, V>),
 }
@@ -310,23 +311,23 @@ impl<K: 'static, V: 'static> Input<K, V> for SinkNode<K, V> {
                 let previous = task.current_node.replace(self.info.name.clone());
                 let topic = extract.extract(&record.key, &record.value, &ctx);
                 task.current_node = previous;
-                topic
+                Arc::from(topic)
             }
         };
         let mut headers = record.headers;
         let serialization_error = |part, source| StreamsError::Serialization {
             node: self.info.name.to_string(),
             part,
-            topic: topic.clone(),
+            topic: topic.to_string(),
             source: Box::new(source),
         };
         let serialized = self
             .key_serde
-            .serialize(&topic, &mut headers, &record.key)
+            .serialize_owned(&topic, &mut headers, record.key)
             .map_err(|e| serialization_error("key", e))
             .and_then(|key| {
                 self.value_serde
-                    .serialize(&topic, &mut headers, &record.value)
+                    .serialize_owned(&topic, &mut headers, record.value)
                     .map_err(|e| serialization_error("value", e))
                     .map(|value| (key, value))
             });

@@ -1,5 +1,6 @@
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
 use kstreams_record::{Headers, RecordMetadata, Timestamp};
 use kstreams_state::BuiltStore;
@@ -41,8 +42,8 @@ impl TaskId {
 /// A record as consumed, before its source deserializes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConsumedRecord {
-    /// Source topic.
-    pub topic: String,
+    /// Source topic: one shared name per topic, not a copy per record.
+    pub topic: Arc<str>,
     /// Source partition.
     pub partition: i32,
     /// Source offset.
@@ -61,8 +62,9 @@ pub struct ConsumedRecord {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProducedRecord {
     /// Destination topic (the full name, application id included for
-    /// internal topics).
-    pub topic: String,
+    /// internal topics): one shared name per sink or store, not a copy per
+    /// record.
+    pub topic: Arc<str>,
     /// Destination partition, when a partitioner chose one.
     pub partition: Option<i32>,
     /// When no partition was chosen: how many leading key bytes choose it,
@@ -300,7 +302,7 @@ impl TaskContext {
 
     pub(crate) fn position(&self) -> Option<crate::RecordPosition> {
         self.metadata.as_ref().map(|m| crate::RecordPosition {
-            topic: m.topic.clone(),
+            topic: m.topic.to_string(),
             partition: m.partition,
             offset: m.offset,
         })

@@ -533,7 +533,7 @@ impl Topology {
         };
         let factory: SinkFactory = Arc::new(move |info, resolve| {
             let target = match &topic {
-                SinkTopic::Fixed(t) => SinkTarget::Topic(resolve(t)),
+                SinkTopic::Fixed(t) => SinkTarget::Topic(resolve(t).into()),
                 SinkTopic::Extractor(e, _) => SinkTarget::Extractor(e.clone()),
             };
             let input: Rc<dyn Input<K, V>> = Rc::new(SinkNode {

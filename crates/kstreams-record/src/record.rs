@@ -65,8 +65,8 @@ impl<K, V> Record<K, V> {
 /// Absent for records produced by a punctuation, as in Kafka Streams.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RecordMetadata {
-    /// Source topic.
-    pub topic: String,
+    /// Source topic: the consumed record's shared name, not a copy.
+    pub topic: std::sync::Arc<str>,
     /// Source partition.
     pub partition: i32,
     /// Offset in the source partition.

@@ -128,6 +128,32 @@ pub trait Serde<T>: Send + Sync + 'static {
         bytes: Option<&[u8]>,
     ) -> Result<T, SerdeError>;
 
+    /// [`Serde::serialize`] of a value the caller is done with. Sinks call
+    /// it with each record's key and value, so a serde whose type already
+    /// is its bytes (a `String`, a `Vec<u8>`) hands them over instead of
+    /// copying. The default serializes by reference.
+    fn serialize_owned(
+        &self,
+        topic: &str,
+        headers: &mut Headers,
+        value: T,
+    ) -> Result<Option<Vec<u8>>, SerdeError> {
+        self.serialize(topic, headers, &value)
+    }
+
+    /// [`Serde::deserialize`] from bytes the caller is done with. Sources
+    /// call it with each consumed record's key and value, so a serde whose
+    /// type holds its bytes as they are (a `String`, a `Vec<u8>`) takes
+    /// them without a copy. The default reads through `deserialize`.
+    fn deserialize_owned(
+        &self,
+        topic: &str,
+        headers: &Headers,
+        bytes: Option<Vec<u8>>,
+    ) -> Result<T, SerdeError> {
+        self.deserialize(topic, headers, bytes.as_deref())
+    }
+
     /// [`Serde::serialize`] appending to `out`, so that a caller on a hot
     /// path (a state store's get and put) reuses one buffer instead of
     /// allocating per call. Returns `false` for a null (nothing appended).
@@ -222,6 +248,26 @@ impl Serde<String> for StringSerde {
                 source,
             })
     }
+    fn serialize_owned(
+        &self,
+        _: &str,
+        _: &mut Headers,
+        value: String,
+    ) -> Result<Option<Vec<u8>>, SerdeError> {
+        Ok(Some(value.into_bytes()))
+    }
+    fn deserialize_owned(
+        &self,
+        topic: &str,
+        _: &Headers,
+        bytes: Option<Vec<u8>>,
+    ) -> Result<String, SerdeError> {
+        let bytes = bytes.ok_or_else(|| null_error::<String>(topic))?;
+        String::from_utf8(bytes).map_err(|e| SerdeError::InvalidUtf8 {
+            topic: topic.to_string(),
+            source: e.utf8_error(),
+        })
+    }
 }
 
 /// Raw bytes, unchanged.
@@ -256,6 +302,22 @@ impl Serde<Vec<u8>> for BytesSerde {
         bytes
             .map(<[u8]>::to_vec)
             .ok_or_else(|| null_error::<Vec<u8>>(topic))
+    }
+    fn serialize_owned(
+        &self,
+        _: &str,
+        _: &mut Headers,
+        value: Vec<u8>,
+    ) -> Result<Option<Vec<u8>>, SerdeError> {
+        Ok(Some(value))
+    }
+    fn deserialize_owned(
+        &self,
+        topic: &str,
+        _: &Headers,
+        bytes: Option<Vec<u8>>,
+    ) -> Result<Vec<u8>, SerdeError> {
+        bytes.ok_or_else(|| null_error::<Vec<u8>>(topic))
     }
 }
 
@@ -386,6 +448,28 @@ impl<T: 'static, S: Serde<T>> Serde<Option<T>> for Nullable<S> {
         match bytes {
             None => Ok(None),
             Some(_) => self.0.deserialize(topic, headers, bytes).map(Some),
+        }
+    }
+    fn serialize_owned(
+        &self,
+        topic: &str,
+        headers: &mut Headers,
+        value: Option<T>,
+    ) -> Result<Option<Vec<u8>>, SerdeError> {
+        match value {
+            None => Ok(None),
+            Some(v) => self.0.serialize_owned(topic, headers, v),
+        }
+    }
+    fn deserialize_owned(
+        &self,
+        topic: &str,
+        headers: &Headers,
+        bytes: Option<Vec<u8>>,
+    ) -> Result<Option<T>, SerdeError> {
+        match bytes {
+            None => Ok(None),
+            Some(_) => self.0.deserialize_owned(topic, headers, bytes).map(Some),
         }
     }
 }
@@ -527,6 +611,22 @@ impl<T: 'static> Serde<T> for SharedInner<T> {
     ) -> Result<T, SerdeError> {
         self.0.deserialize(topic, headers, bytes)
     }
+    fn serialize_owned(
+        &self,
+        topic: &str,
+        headers: &mut Headers,
+        value: T,
+    ) -> Result<Option<Vec<u8>>, SerdeError> {
+        self.0.serialize_owned(topic, headers, value)
+    }
+    fn deserialize_owned(
+        &self,
+        topic: &str,
+        headers: &Headers,
+        bytes: Option<Vec<u8>>,
+    ) -> Result<T, SerdeError> {
+        self.0.deserialize_owned(topic, headers, bytes)
+    }
 }
 
 impl<T: 'static> Serde<T> for Arc<dyn Serde<T>> {
@@ -561,6 +661,22 @@ impl<T: 'static> Serde<T> for Arc<dyn Serde<T>> {
     ) -> Result<T, SerdeError> {
         (**self).deserialize(topic, headers, bytes)
     }
+    fn serialize_owned(
+        &self,
+        topic: &str,
+        headers: &mut Headers,
+        value: T,
+    ) -> Result<Option<Vec<u8>>, SerdeError> {
+        (**self).serialize_owned(topic, headers, value)
+    }
+    fn deserialize_owned(
+        &self,
+        topic: &str,
+        headers: &Headers,
+        bytes: Option<Vec<u8>>,
+    ) -> Result<T, SerdeError> {
+        (**self).deserialize_owned(topic, headers, bytes)
+    }
 }
 
 #[cfg(test)]
@@ -578,5 +694,65 @@ mod builtin_tests {
         let n = builtin_serde::<Option<i64>>().unwrap();
         assert_eq!(n.serialize("t", &mut Headers::new(), &None).unwrap(), None);
         assert!(builtin_serde::<u8>().is_none());
+    }
+
+    /// The owned paths give what the borrowed paths give, through the
+    /// shared and nullable wrappers too, and reuse the buffer they take.
+    #[test]
+    fn owned_serde_paths_agree_with_the_borrowed_ones() {
+        let h = Headers::new();
+        let strings: SharedSerde<String> = Arc::new(StringSerde);
+        let bytes = b"caf\xc3\xa9".to_vec();
+        let taken = bytes.as_ptr();
+        let value = strings.deserialize_owned("t", &h, Some(bytes)).unwrap();
+        assert_eq!(value, "café");
+        assert_eq!(value.as_ptr(), taken, "the string took the consumed buffer");
+        let out = strings
+            .serialize_owned("t", &mut Headers::new(), value)
+            .unwrap()
+            .unwrap();
+        assert_eq!(out.as_ptr(), taken, "the sink took the string's buffer");
+
+        let invalid = strings.deserialize_owned("t", &h, Some(vec![0xff, b'a']));
+        let borrowed = StringSerde.deserialize("t", &h, Some(&[0xff, b'a']));
+        assert_eq!(
+            invalid.unwrap_err().to_string(),
+            borrowed.unwrap_err().to_string()
+        );
+        assert!(strings.deserialize_owned("t", &h, None).is_err());
+
+        let optional = builtin_serde::<Option<Vec<u8>>>().unwrap();
+        assert_eq!(optional.deserialize_owned("t", &h, None).unwrap(), None);
+        assert_eq!(
+            optional
+                .deserialize_owned("t", &h, Some(vec![1, 2]))
+                .unwrap(),
+            Some(vec![1, 2])
+        );
+        assert_eq!(
+            optional
+                .serialize_owned("t", &mut Headers::new(), Some(vec![3]))
+                .unwrap(),
+            Some(vec![3])
+        );
+        assert_eq!(
+            optional
+                .serialize_owned("t", &mut Headers::new(), None)
+                .unwrap(),
+            None
+        );
+
+        // A serde without owned paths of its own goes through its borrowed ones.
+        let longs = builtin_serde::<i64>().unwrap();
+        assert_eq!(
+            longs
+                .deserialize_owned("t", &h, Some(7i64.to_be_bytes().to_vec()))
+                .unwrap(),
+            7
+        );
+        assert_eq!(
+            longs.serialize_owned("t", &mut Headers::new(), 7).unwrap(),
+            Some(7i64.to_be_bytes().to_vec())
+        );
     }
 }

@@ -213,10 +213,10 @@ fn records_compare_by_every_field() {
 #[test]
 fn record_metadata_fields() {
     let m = RecordMetadata {
-        topic: "t".to_string(),
+        topic: "t".into(),
         partition: 3,
         offset: 42,
     };
     assert_eq!(m.clone(), m);
-    assert_eq!((m.topic.as_str(), m.partition, m.offset), ("t", 3, 42));
+    assert_eq!((&*m.topic, m.partition, m.offset), ("t", 3, 42));
 }

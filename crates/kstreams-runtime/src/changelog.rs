@@ -8,22 +8,30 @@ use kstreams_dsl::internals::ProducedRecord;
 use kstreams_record::Headers;
 use kstreams_state::{BoxError, ChangelogRecord, ChangelogWriter};
 
+use crate::topic_names::TopicNames;
+
 /// Collects the changelog records of the stores it is given to, until
 /// drained.
 #[derive(Default)]
-pub(crate) struct ChangelogCollector(RefCell<Vec<ProducedRecord>>);
+pub(crate) struct ChangelogCollector {
+    records: RefCell<Vec<ProducedRecord>>,
+    /// The changelog topics' shared names, so that a changelog record
+    /// does not allocate its topic's name.
+    names: RefCell<TopicNames>,
+}
 
 impl ChangelogCollector {
     /// Takes what was written since the last call, in write order.
     pub fn drain(&self) -> Vec<ProducedRecord> {
-        std::mem::take(&mut *self.0.borrow_mut())
+        std::mem::take(&mut *self.records.borrow_mut())
     }
 }
 
 impl ChangelogWriter for ChangelogCollector {
     fn send(&self, record: &ChangelogRecord<'_>) -> Result<(), BoxError> {
-        self.0.borrow_mut().push(ProducedRecord {
-            topic: record.topic.to_string(),
+        let topic = self.names.borrow_mut().get(record.topic);
+        self.records.borrow_mut().push(ProducedRecord {
+            topic,
             partition: Some(record.partition),
             partition_key_len: None,
             key: Some(record.key.to_vec()),

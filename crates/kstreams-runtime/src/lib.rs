@@ -18,6 +18,7 @@ pub mod kafka;
 #[cfg(feature = "opentelemetry")]
 mod otel_bridge;
 mod task;
+mod topic_names;
 pub mod trace_context;
 
 pub use config::{DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig};

@@ -56,28 +56,26 @@ pub struct SinkLatency {
     task_id: String,
     /// By the address of the sink's name: every record of a sink shares
     /// one `Rc<str>`, so no string is hashed per record.
-    by_sink: std::collections::HashMap<usize, Histogram>,
+    by_sink: rustc_hash::FxHashMap<usize, Histogram>,
 }
 
 impl SinkLatency {
     fn observe(&mut self, sink: &std::rc::Rc<str>, latency_ms: i64) {
         let key = std::rc::Rc::as_ptr(sink) as *const u8 as usize;
-        if !self.by_sink.contains_key(&key) {
-            match self
-                .registry
-                .node_sensors(&self.thread_id, &self.task_id, sink)
-            {
-                Ok(sensors) => {
-                    self.by_sink.insert(key, sensors.record_e2e_latency);
-                }
-                Err(e) => {
-                    log::warn!("sink {sink}: no end-to-end latency metric: {e}");
-                    return;
-                }
-            }
-        }
+        let seconds = latency_ms.max(0) as f64 / 1000.0;
         if let Some(histogram) = self.by_sink.get(&key) {
-            histogram.observe(latency_ms.max(0) as f64 / 1000.0);
+            histogram.observe(seconds);
+            return;
+        }
+        match self
+            .registry
+            .node_sensors(&self.thread_id, &self.task_id, sink)
+        {
+            Ok(sensors) => {
+                sensors.record_e2e_latency.observe(seconds);
+                self.by_sink.insert(key, sensors.record_e2e_latency);
+            }
+            Err(e) => log::warn!("sink {sink}: no end-to-end latency metric: {e}"),
         }
     }
 }
@@ -115,7 +113,7 @@ impl TaskMetrics {
                 registry: registry.clone(),
                 thread_id: thread_id.to_string(),
                 task_id: task_id.to_string(),
-                by_sink: std::collections::HashMap::new(),
+                by_sink: Default::default(),
             }),
         })
     }
@@ -284,12 +282,12 @@ impl StreamTask {
         let slot = match self
             .partition_time
             .iter()
-            .position(|(t, p, _)| *p == record.partition && *t == record.topic)
+            .position(|(t, p, _)| *p == record.partition && **t == *record.topic)
         {
             Some(slot) => slot,
             None => {
                 self.partition_time
-                    .push((record.topic.clone(), record.partition, -1));
+                    .push((record.topic.to_string(), record.partition, -1));
                 self.partition_time.len() - 1
             }
         };
@@ -464,7 +462,9 @@ impl StreamTask {
                     };
                     if let Some(p) = position {
                         if let Some(i) = self.async_raw.iter().position(|r| {
-                            r.offset == p.offset && r.partition == p.partition && r.topic == p.topic
+                            r.offset == p.offset
+                                && r.partition == p.partition
+                                && *r.topic == *p.topic
                         }) {
                             let raw = self.async_raw.swap_remove(i);
                             self.dead_letter(&error, raw);
@@ -529,7 +529,7 @@ impl StreamTask {
                 let context = self.topology.context();
                 let node = context.current_node().unwrap_or("(unknown)").to_string();
                 let position = context.record_metadata().map(|m| RecordPosition {
-                    topic: m.topic.clone(),
+                    topic: m.topic.to_string(),
                     partition: m.partition,
                     offset: m.offset,
                 });
@@ -604,7 +604,7 @@ impl StreamTask {
             Some(raw.offset.to_string().into_bytes()),
         );
         self.topology.context().push_output(ProducedRecord {
-            topic,
+            topic: topic.into(),
             partition: None,
             partition_key_len: None,
             key: raw.key,

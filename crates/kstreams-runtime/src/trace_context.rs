@@ -220,7 +220,7 @@ pub(crate) fn begin(
             otel.kind = "consumer",
             messaging.system = "kafka",
             task_id = %task,
-            topic = record.topic.as_str(),
+            topic = &*record.topic,
             partition = record.partition,
             offset = record.offset,
             trace_id = tracing::field::Empty,

@@ -248,7 +248,7 @@ impl Tasks {
                     });
                 } else {
                     self.last
-                        .insert((produced.topic, produced.key), produced.value);
+                        .insert((produced.topic.to_string(), produced.key), produced.value);
                 }
             }
         }
@@ -381,7 +381,7 @@ fn run(
                 };
                 let offset = tasks.offset(topic);
                 tasks.pipe(ConsumedRecord {
-                    topic: topic.to_string(),
+                    topic: (*topic).into(),
                     partition: 0,
                     offset,
                     timestamp,

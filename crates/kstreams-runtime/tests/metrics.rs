@@ -247,7 +247,7 @@ fn record_lateness_measures_out_of_order_records() {
         .unwrap();
     for (offset, timestamp) in [(0, 10_000), (1, 4_000), (2, 12_000), (3, 11_500)] {
         task.process(ConsumedRecord {
-            topic: "in".to_string(),
+            topic: "in".into(),
             partition: 0,
             offset,
             timestamp,

@@ -64,7 +64,7 @@ pub(crate) fn reject_late<K: 'static, V: 'static, KO, VO>(
     headers.add(late_headers::GRACE_MS, Some(grace_ms.to_be_bytes()));
     headers.add(late_headers::OPERATOR, Some(ctx.node_name().as_bytes()));
     ctx.send_raw(ProducedRecord {
-        topic: sink.topic.clone(),
+        topic: sink.topic.as_str().into(),
         partition: None,
         partition_key_len: None,
         key,

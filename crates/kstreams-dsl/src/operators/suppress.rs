@@ -160,7 +160,7 @@ impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Change<V>, K, Change<V
             context: BufferedContext {
                 timestamp: record.timestamp,
                 offset: metadata.map_or(-1, |m| m.offset),
-                topic: metadata.map_or_else(String::new, |m| m.topic.clone()),
+                topic: metadata.map_or_else(String::new, |m| m.topic.to_string()),
                 partition: metadata.map_or(-1, |m| m.partition),
                 headers: record.headers,
             },

@@ -67,7 +67,7 @@ pub(crate) struct DriverState {
 impl DriverState {
     /// Processes one record and everything it causes on internal topics.
     pub(crate) fn pipe(&mut self, mut record: ConsumedRecord) -> Result<(), StreamsError> {
-        if let Some(global) = self.globals.iter().find(|g| g.topic() == record.topic) {
+        if let Some(global) = self.globals.iter().find(|g| g.topic() == &*record.topic) {
             // The driver keeps global stores in memory.
             global.apply(
                 record.key.as_deref(),
@@ -161,7 +161,7 @@ impl DriverState {
         self.run(&mut pending, self.wait_for_async)?;
         for record in self.changelog.drain() {
             self.outputs
-                .entry(record.topic.clone())
+                .entry(record.topic.to_string())
                 .or_default()
                 .push_back(record);
         }
@@ -197,7 +197,7 @@ impl DriverState {
                 ));
             }
             self.outputs
-                .entry(produced.topic.clone())
+                .entry(produced.topic.to_string())
                 .or_default()
                 .push_back(produced);
         }

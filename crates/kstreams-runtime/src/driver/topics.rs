@@ -125,7 +125,7 @@ impl<K: 'static, V: 'static> TestInputTopic<K, V> {
         headers: Headers,
     ) -> Result<(), StreamsError> {
         self.state.borrow_mut().pipe(ConsumedRecord {
-            topic: self.topic.clone(),
+            topic: self.topic.as_str().into(),
             partition: 0,
             offset: 0,
             timestamp,

@@ -15,6 +15,7 @@ use rdkafka::Offset;
 use rustc_hash::FxHashMap;
 
 use super::rebalance_listener::Partition;
+use crate::topic_names::TopicNames;
 
 /// The low and high watermarks librdkafka last saw for a partition, without
 /// a request to the broker (rust-rdkafka wraps only the network variant);
@@ -181,8 +182,9 @@ fn remove_partition_series(registry: &MetricsRegistry, topic: &str, partition: i
     }
 }
 
-/// A consumed record, copied out of librdkafka's buffer.
-pub(crate) fn consumed(message: &BorrowedMessage<'_>) -> ConsumedRecord {
+/// A consumed record, copied out of librdkafka's buffer (its topic's name
+/// shared from `names`).
+pub(crate) fn consumed(message: &BorrowedMessage<'_>, names: &mut TopicNames) -> ConsumedRecord {
     let mut headers = Headers::new();
     if let Some(h) = message.headers() {
         for header in h.iter() {
@@ -190,7 +192,7 @@ pub(crate) fn consumed(message: &BorrowedMessage<'_>) -> ConsumedRecord {
         }
     }
     ConsumedRecord {
-        topic: message.topic().to_string(),
+        topic: names.get(message.topic()),
         partition: message.partition(),
         offset: message.offset(),
         timestamp: message.timestamp().to_millis().unwrap_or(-1),

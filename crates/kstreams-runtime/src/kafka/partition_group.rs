@@ -152,7 +152,7 @@ impl PartitionGroup {
     /// Buffers a record with its extracted event time; returns how many
     /// its partition now holds.
     pub fn push(&mut self, record: ConsumedRecord, timestamp: i64) -> usize {
-        let (topic, partition) = (record.topic.as_str(), record.partition);
+        let (topic, partition) = (&*record.topic, record.partition);
         if self.queue_mut(topic, partition).is_none() {
             self.add_partition(topic, partition);
         }
@@ -239,7 +239,7 @@ impl PartitionGroup {
             .min_by_key(|q| q.records.front().map(|(_, ts)| *ts))?;
         let (record, timestamp) = queue.records.pop_front()?;
         queue.progress = Some(record.offset + 1);
-        let (topic, partition, next) = (record.topic.as_str(), record.partition, record.offset + 1);
+        let (topic, partition, next) = (&*record.topic, record.partition, record.offset + 1);
         self.bootstrap
             .retain(|(t, p, end)| !(*p == partition && t == topic && next >= *end));
         Some((record, timestamp))
@@ -319,7 +319,7 @@ mod tests {
             .next(MaxTaskIdle::ForLagging, now, &enforced, &|_, _| false)
             .unwrap()
             .0;
-        assert_eq!((first.topic.as_str(), first.offset), ("table", 0));
+        assert_eq!((&*first.topic, first.offset), ("table", 0));
         assert!(
             group
                 .next(MaxTaskIdle::ForLagging, now, &enforced, &|_, _| false)
@@ -332,13 +332,13 @@ mod tests {
             .next(MaxTaskIdle::ForLagging, now, &enforced, &|_, _| false)
             .unwrap()
             .0;
-        assert_eq!((second.topic.as_str(), second.offset), ("table", 1));
+        assert_eq!((&*second.topic, second.offset), ("table", 1));
         assert!(!group.bootstrapping());
         let third = group
             .next(MaxTaskIdle::ForLagging, now, &enforced, &|_, _| false)
             .unwrap()
             .0;
-        assert_eq!(third.topic, "stream");
+        assert_eq!(&*third.topic, "stream");
     }
 
     #[test]
@@ -400,7 +400,7 @@ mod tests {
         let (record, ts) = g
             .next(MaxTaskIdle::ForLagging, now, &enforced, &|_, _| false)
             .unwrap();
-        assert_eq!((record.topic.as_str(), ts), ("a", 5));
+        assert_eq!((&*record.topic, ts), ("a", 5));
         assert_eq!(enforced.get(), 0);
     }
 

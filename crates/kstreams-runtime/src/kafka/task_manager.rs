@@ -853,7 +853,7 @@ mod tests {
 
     fn record(topic: &str, partition: i32, offset: i64, value: &str) -> ConsumedRecord {
         ConsumedRecord {
-            topic: topic.to_string(),
+            topic: topic.into(),
             partition,
             offset,
             timestamp: 1_000 + offset,

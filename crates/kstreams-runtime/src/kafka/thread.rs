@@ -41,6 +41,7 @@ use super::task_manager::TaskManager;
 use super::topics::SourceTopicIndex;
 use super::RuntimeError;
 use crate::clock::now_ms;
+use crate::topic_names::TopicNames;
 
 /// How often the partitions' lag gauges are set (from cached values, so
 /// cheap; often enough for a scrape every few seconds).
@@ -163,6 +164,7 @@ impl StreamThread {
             &sensors,
         )?;
         ThreadLoop {
+            topic_names: TopicNames::default(),
             queries: self.config.store_queries.register(&self.name),
             purge: RepartitionPurge::new(&self.topology, &self.config),
             collector: RecordCollector::new(self.producer, self.config.processing_guarantee),
@@ -214,6 +216,8 @@ struct ThreadLoop {
     missing_sink_reported: HashSet<String>,
     /// Interactive queries for this thread's stores.
     queries: Arc<QueryInbox>,
+    /// The consumed topics' shared names.
+    topic_names: TopicNames,
 }
 
 impl Drop for ThreadLoop {
@@ -393,7 +397,7 @@ impl ThreadLoop {
                 rdkafka::Message::topic(&message),
                 rdkafka::Message::partition(&message),
             );
-            let record = consumed(&message);
+            let record = consumed(&message, &mut self.topic_names);
             if self.tasks.buffer(record)?.is_some_and(|n| n > bound) {
                 let tp = (
                     rdkafka::Message::topic(&message).to_owned(),

@@ -1,0 +1,43 @@
+//! Shared topic names for the records a thread consumes and produces.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashSet;
+
+/// One shared name per topic the thread consumes: each consumed record
+/// carries its topic as a clone of it, so a record costs a reference count
+/// instead of an allocation and a copy of its topic's name (and the source
+/// node's record metadata takes it over as it is).
+#[derive(Default)]
+pub(crate) struct TopicNames {
+    names: FxHashSet<Arc<str>>,
+}
+
+impl TopicNames {
+    /// The shared name equal to `topic`, added on first sight. Names are
+    /// never dropped: a thread reads a bounded set of topics.
+    pub fn get(&mut self, topic: &str) -> Arc<str> {
+        if let Some(name) = self.names.get(topic) {
+            return name.clone();
+        }
+        let name: Arc<str> = Arc::from(topic);
+        self.names.insert(name.clone());
+        name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_topic_seen_again_gets_the_same_shared_name() {
+        let mut names = TopicNames::default();
+        let first = names.get("orders");
+        let again = names.get("orders");
+        let other = names.get("payments");
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!(&*other, "payments");
+        assert!(!Arc::ptr_eq(&first, &other));
+    }
+}
