@@ -11,17 +11,29 @@ use rustc_hash::FxHashSet;
 #[derive(Default)]
 pub(crate) struct TopicNames {
     names: FxHashSet<Arc<str>>,
+    /// The name given last: records come in runs of one topic, so most
+    /// lookups are one comparison, with no hashing.
+    last: Option<Arc<str>>,
 }
 
 impl TopicNames {
     /// The shared name equal to `topic`, added on first sight. Names are
     /// never dropped: a thread reads a bounded set of topics.
     pub fn get(&mut self, topic: &str) -> Arc<str> {
-        if let Some(name) = self.names.get(topic) {
-            return name.clone();
+        if let Some(last) = &self.last {
+            if **last == *topic {
+                return last.clone();
+            }
         }
-        let name: Arc<str> = Arc::from(topic);
-        self.names.insert(name.clone());
+        let name = match self.names.get(topic) {
+            Some(name) => name.clone(),
+            None => {
+                let name: Arc<str> = Arc::from(topic);
+                self.names.insert(name.clone());
+                name
+            }
+        };
+        self.last = Some(name.clone());
         name
     }
 }
@@ -36,7 +48,9 @@ mod tests {
         let first = names.get("orders");
         let again = names.get("orders");
         let other = names.get("payments");
+        let first_again = names.get("orders");
         assert!(Arc::ptr_eq(&first, &again));
+        assert!(Arc::ptr_eq(&first, &first_again));
         assert_eq!(&*other, "payments");
         assert!(!Arc::ptr_eq(&first, &other));
     }

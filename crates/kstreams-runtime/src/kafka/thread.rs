@@ -393,16 +393,13 @@ impl ThreadLoop {
                 }
             };
             *polled += 1;
-            self.partition_metrics.consumed(
-                rdkafka::Message::topic(&message),
-                rdkafka::Message::partition(&message),
-            );
             let record = consumed(&message, &mut self.topic_names);
+            self.partition_metrics
+                .consumed(&record.topic, record.partition);
+            let topic = record.topic.clone();
+            let partition = record.partition;
             if self.tasks.buffer(record)?.is_some_and(|n| n > bound) {
-                let tp = (
-                    rdkafka::Message::topic(&message).to_owned(),
-                    rdkafka::Message::partition(&message),
-                );
+                let tp = (topic.to_string(), partition);
                 if self.paused.insert(tp.clone()) {
                     log::trace!(
                         "{}: pausing {}-{} at {bound} buffered records",
