@@ -1,13 +1,14 @@
-//! Shared topic names for the records a thread consumes and produces.
+//! Shared topic names for the records a thread reads or writes.
 
 use std::sync::Arc;
 
 use rustc_hash::FxHashSet;
 
-/// One shared name per topic the thread consumes: each consumed record
-/// carries its topic as a clone of it, so a record costs a reference count
-/// instead of an allocation and a copy of its topic's name (and the source
-/// node's record metadata takes it over as it is).
+/// One shared name per topic a thread reads or writes (its source topics,
+/// and the changelog topics its stores send to): each record carries its
+/// topic as a clone of it, so a record costs a reference count instead of an
+/// allocation and a copy of its topic's name (and the source node's record
+/// metadata takes it over as it is).
 #[derive(Default)]
 pub(crate) struct TopicNames {
     names: FxHashSet<Arc<str>>,

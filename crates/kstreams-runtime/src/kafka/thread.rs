@@ -396,10 +396,11 @@ impl ThreadLoop {
             let record = consumed(&message, &mut self.topic_names);
             self.partition_metrics
                 .consumed(&record.topic, record.partition);
-            let topic = record.topic.clone();
             let partition = record.partition;
             if self.tasks.buffer(record)?.is_some_and(|n| n > bound) {
-                let tp = (topic.to_string(), partition);
+                // The record has moved into its task; the message still
+                // names its topic (read only on this rare path).
+                let tp = (rdkafka::Message::topic(&message).to_string(), partition);
                 if self.paused.insert(tp.clone()) {
                     log::trace!(
                         "{}: pausing {}-{} at {bound} buffered records",
