@@ -687,8 +687,19 @@ fn kill_all(children: &mut [Child]) {
     }
 }
 
-/// A random KRaft cluster id: 16 bytes, base64url without padding.
+/// A random KRaft cluster id: 16 bytes, base64url without padding, never
+/// starting with `-` (kafka-storage's argument parser would take such an id
+/// for an option and fail, as Kafka's own `Uuid.randomUuid` avoids too).
 fn cluster_id() -> String {
+    loop {
+        let id = random_base64url_id();
+        if !id.starts_with('-') {
+            return id;
+        }
+    }
+}
+
+fn random_base64url_id() -> String {
     // RandomState is seeded randomly per process: good enough for a test
     // cluster id, and it needs no extra dependency.
     let random = || {
@@ -732,6 +743,12 @@ mod tests {
         let (a, b) = (cluster_id(), cluster_id());
         assert_eq!(a.len(), 22);
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn cluster_ids_never_look_like_an_option() {
+        // One id in 64 would start with '-' without the retry.
+        assert!((0..2000).all(|_| !cluster_id().starts_with('-')));
     }
 
     #[test]
