@@ -244,9 +244,9 @@ impl Bench<'_> {
                     }
                     // Each implementation leads once every `order.len()`
                     // runs: the first run after the input is produced (the
-                    // broker still writing it out) and the run after another
-                    // implementation's are slower, and reversing every
-                    // other run put the same one first in runs 1 and 3.
+                    // broker still writing it out) was the slowest, and
+                    // reversing every other run put the same one first in
+                    // runs 1 and 3.
                     let lead = (run as usize - 1) % order.len().max(1);
                     order.rotate_left(lead);
                     for implementation in order {
