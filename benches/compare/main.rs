@@ -203,13 +203,16 @@ fn run(command: &str, options: &Options) -> Result<(), Error> {
                 options.number("seed")?,
                 options.number("records")?,
             );
-            let observed = verify::observed(bootstrap()?, options.required("output")?, workload)?;
+            let (observed, span) =
+                verify::observed(bootstrap()?, options.required("output")?, workload)?;
             if let Some(difference) = verify::difference(&expected, &observed) {
                 return Err(
                     format!("{workload}: output differs from the expected: {difference}").into(),
                 );
             }
             println!("VERIFIED {}", verify::fingerprint(&observed));
+            // Not part of the fingerprint: it differs from run to run.
+            println!("OUTPUT_TIMES_MS first={} last={}", span.first, span.last);
         }
         "latency" => {
             let skip = options.optional("skip").map_or(Ok(0.1), str::parse)?;

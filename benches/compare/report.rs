@@ -19,6 +19,10 @@ struct Row {
     implementation: String,
     records: f64,
     wall_s: f64,
+    /// From the process's start to its first and to its last output
+    /// record's append time (pass-through and join), NaN where not measured.
+    first_output_s: f64,
+    output_s: f64,
     cpu_s: f64,
     rss_mib: f64,
     steady_records: f64,
@@ -42,6 +46,9 @@ fn parse(results: &str) -> Result<Vec<Row>, Error> {
         column("impl")?,
         column("records")?,
     );
+    // Results written before the output-complete figures lack their columns.
+    let first_output_s = column("first_output_s").ok();
+    let output_s = column("output_s").ok();
     let figures = [
         "wall_s",
         "cpu_s",
@@ -73,6 +80,8 @@ fn parse(results: &str) -> Result<Vec<Row>, Error> {
             implementation: cells[implementation].to_owned(),
             records: number(records),
             wall_s: f[0],
+            first_output_s: first_output_s.map_or(f64::NAN, number),
+            output_s: output_s.map_or(f64::NAN, number),
             cpu_s: f[1],
             rss_mib: f[2],
             steady_records: f[3],
@@ -102,6 +111,11 @@ struct Summary {
     runs: usize,
     wall_s: f64,
     wall_range: (f64, f64),
+    first_output_s: f64,
+    output_s: f64,
+    /// From the first output record's append to the last's: the processing
+    /// alone, start-up left out.
+    output_span_s: f64,
     records_per_s: f64,
     cpu_s: f64,
     records_per_cpu_s: f64,
@@ -132,6 +146,9 @@ fn summarize(rows: &[&Row]) -> Summary {
             walls.iter().copied().fold(f64::INFINITY, f64::min),
             walls.iter().copied().fold(0.0, f64::max),
         ),
+        first_output_s: of(|r| r.first_output_s),
+        output_s: of(|r| r.output_s),
+        output_span_s: of(|r| r.output_s - r.first_output_s),
         records_per_s: of(|r| r.records / r.wall_s),
         cpu_s: of(|r| r.cpu_s),
         records_per_cpu_s: of(|r| r.records / r.cpu_s),
@@ -168,10 +185,10 @@ fn group(rows: &[Row]) -> Groups<'_> {
     groups
 }
 
-/// A figure, or a dash where no run measured it.
-fn or_dash(value: f64) -> String {
+/// A figure with `decimals`, or a dash where no run measured it.
+fn or_dash(value: f64, decimals: usize) -> String {
     if value.is_finite() {
-        format!("{value:.0}")
+        format!("{value:.decimals$}")
     } else {
         "–".to_owned()
     }
@@ -191,16 +208,22 @@ fn markdown(rows: &[Row], groups: &Groups) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| workload | threads | implementation | runs | wall s (min–max) | records/s | CPU s | records/CPU-s | steady records/CPU-s | peak RSS MiB |\n|---|---|---|---|---|---|---|---|---|---|"
+        "| workload | threads | implementation | runs | wall s (min–max) | output s, first–last | records/s | CPU s | records/CPU-s | steady records/CPU-s | peak RSS MiB |\n|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for ((threads, workload), by_impl) in groups {
         for name in IMPLEMENTATIONS.into_iter().chain(OBSERVED) {
             let Some(s) = by_impl.get(name) else { continue };
             let _ = writeln!(
                 out,
-                "| {workload} | {threads} | {name} | {} | {:.2} ({:.2}–{:.2}) | {:.0} | {:.2} | {:.0} | {} | {:.0} |",
-                s.runs, s.wall_s, s.wall_range.0, s.wall_range.1, s.records_per_s, s.cpu_s,
-                s.records_per_cpu_s, or_dash(s.steady_records_per_cpu_s), s.rss_mib
+                "| {workload} | {threads} | {name} | {} | {:.2} ({:.2}–{:.2}) | {} | {:.0} | {:.2} | {:.0} | {} | {:.0} |",
+                s.runs, s.wall_s, s.wall_range.0, s.wall_range.1,
+                if s.output_s.is_finite() {
+                    format!("{:.2}–{:.2}", s.first_output_s, s.output_s)
+                } else {
+                    "–".to_owned()
+                },
+                s.records_per_s, s.cpu_s, s.records_per_cpu_s,
+                or_dash(s.steady_records_per_cpu_s, 0), s.rss_mib
             );
         }
     }
@@ -210,23 +233,40 @@ fn markdown(rows: &[Row], groups: &Groups) -> String {
          ratio leans towards kstreams, whose short runs end one or two commits after the \
          quarter mark (see the steady column's rule); the last column does not: \
          kstreams' whole run, start-up included, against Kafka Streams' steady state, \
-         a lower bound of the steady ratio.\n\n| workload | threads | speed (wall) | records/CPU-s | steady records/CPU-s | RSS (kstreams / Kafka Streams) | kstreams / raw (wall) | records/CPU-s, kstreams' whole run / Kafka Streams' steady |\n|---|---|---|---|---|---|---|---|"
+         a lower bound of the steady ratio. Output complete: the same speed from the \
+         process's start to the last output record's append, which commit steps do not \
+         coarsen (pass-through and join); output span: from the first output record's \
+         append to the last's, start-up left out. Without Kafka Streams in the run, only \
+         the columns against the raw loop are filled.\n\n| workload | threads | speed (wall) | speed (output complete) | records/CPU-s | steady records/CPU-s | RSS (kstreams / Kafka Streams) | kstreams / raw (wall) | kstreams / raw (output complete) | kstreams / raw (output span) | records/CPU-s, kstreams' whole run / Kafka Streams' steady |\n|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for ((threads, workload), by_impl) in groups {
-        let (Some(k), Some(j)) = (by_impl.get("kstreams"), by_impl.get("kafka-streams")) else {
+        let Some(k) = by_impl.get("kstreams") else {
             continue;
         };
-        let raw = by_impl.get("raw").map_or("–".to_owned(), |r| {
-            format!("{:.2}", k.records_per_s / r.records_per_s)
-        });
+        // A side not in the run gives NaN, shown as a dash.
+        let against = |other: &str, ratio: fn(&Summary, &Summary) -> f64| {
+            by_impl.get(other).map_or(f64::NAN, |o| ratio(k, o))
+        };
+        let kafka_streams = |ratio| against("kafka-streams", ratio);
+        let raw = |ratio| or_dash(against("raw", ratio), 2);
         let _ = writeln!(
             out,
-            "| {workload} | {threads} | {} | {} | {} | {:.2} | {raw} | {} |",
-            times(j.wall_s / k.wall_s),
-            times(k.records_per_cpu_s / j.records_per_cpu_s),
-            times(k.steady_records_per_cpu_s / j.steady_records_per_cpu_s),
-            k.rss_mib / j.rss_mib,
-            times(k.records_per_cpu_s / j.steady_records_per_cpu_s),
+            "| {workload} | {threads} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            times(kafka_streams(|k, j| j.wall_s / k.wall_s)),
+            times(kafka_streams(|k, j| j.output_s / k.output_s)),
+            times(kafka_streams(
+                |k, j| k.records_per_cpu_s / j.records_per_cpu_s
+            )),
+            times(kafka_streams(
+                |k, j| k.steady_records_per_cpu_s / j.steady_records_per_cpu_s
+            )),
+            or_dash(kafka_streams(|k, j| k.rss_mib / j.rss_mib), 2),
+            raw(|k, r| r.wall_s / k.wall_s),
+            raw(|k, r| r.output_s / k.output_s),
+            raw(|k, r| r.output_span_s / k.output_span_s),
+            times(kafka_streams(
+                |k, j| k.records_per_cpu_s / j.steady_records_per_cpu_s
+            )),
         );
     }
     let latency: Vec<&Row> = rows.iter().filter(|r| r.kind == "latency").collect();

@@ -107,20 +107,47 @@ pub fn topics_named(bootstrap: &str, prefix: &str) -> Result<Vec<String>, Error>
         .collect())
 }
 
-/// What an output topic held, in the form its workload is checked in.
-pub fn observed(bootstrap: &str, topic: &str, workload: Workload) -> Result<Expected, Error> {
-    match workload {
+/// The earliest and the latest timestamp of a topic's records: on a
+/// `LogAppendTime` topic, when its first record was appended and when it was
+/// complete. `(i64::MAX, -1)` for an empty topic.
+#[derive(Debug, Clone, Copy)]
+pub struct TimeSpan {
+    pub first: i64,
+    pub last: i64,
+}
+
+impl TimeSpan {
+    fn add(&mut self, timestamp: i64) {
+        self.first = self.first.min(timestamp);
+        self.last = self.last.max(timestamp);
+    }
+}
+
+/// What an output topic held, in the form its workload is checked in, and
+/// the span of its records' timestamps.
+pub fn observed(
+    bootstrap: &str,
+    topic: &str,
+    workload: Workload,
+) -> Result<(Expected, TimeSpan), Error> {
+    let mut span = TimeSpan {
+        first: i64::MAX,
+        last: -1,
+    };
+    let output = match workload {
         Workload::PassThrough | Workload::PassThroughEos | Workload::Join => {
             let mut digest = Digest::default();
-            read_topic(bootstrap, topic, |key, value, _| {
+            read_topic(bootstrap, topic, |key, value, timestamp| {
                 digest.add(key, value);
+                span.add(timestamp);
                 Ok(())
             })?;
-            Ok(Expected::Records(digest))
+            Expected::Records(digest)
         }
         Workload::Count | Workload::WindowCount => {
             let mut finals = HashMap::new();
-            read_topic(bootstrap, topic, |key, value, _| {
+            read_topic(bootstrap, topic, |key, value, timestamp| {
+                span.add(timestamp);
                 let (key, window) = if workload == Workload::WindowCount {
                     let split = key
                         .len()
@@ -135,9 +162,10 @@ pub fn observed(bootstrap: &str, topic: &str, workload: Workload) -> Result<Expe
                 finals.insert((String::from_utf8(key.to_vec())?, window), count);
                 Ok(())
             })?;
-            Ok(Expected::Finals(finals))
+            Expected::Finals(finals)
         }
-    }
+    };
+    Ok((output, span))
 }
 
 /// `None` when they agree, else what differs, briefly.

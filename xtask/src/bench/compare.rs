@@ -8,7 +8,13 @@
 //! (the process prints `DONE` then), its CPU time and peak RSS come from
 //! the kernel (`wait4`), and its output is read back and checked against
 //! the expected output (`bench-node verify`) and against the other
-//! implementations'. A latency run then feeds pass-through at half of Kafka
+//! implementations'. Where each input record makes one output record that
+//! is readable once appended (pass-through and join at least once), the
+//! output topic keeps the broker's append time, and a second wall figure
+//! runs from the process's start to the last output record's append (and
+//! one to the first's, so that start-up can be told from processing):
+//! commits step every second, so the committed figure of a run of a few
+//! seconds lands on whole commit intervals, these do not. A latency run then feeds pass-through at half of Kafka
 //! Streams' steady rate and measures producer-send to output-append time.
 //! Results go to `<target>/bench/compare.{tsv,md,svg}`.
 
@@ -127,7 +133,7 @@ pub fn cli(args: Args) -> Result<ExitCode> {
         bootstrap: lease.bootstrap().to_owned(),
         out_dir: out_dir.clone(),
         results: String::from(
-            "kind\tworkload\tthreads\timpl\trun\trecords\twall_s\tcpu_s\trss_mib\tsteady_records\tsteady_cpu_s\tp50_ms\tp99_ms\tp999_ms\n",
+            "kind\tworkload\tthreads\timpl\trun\trecords\twall_s\tfirst_output_s\toutput_s\tcpu_s\trss_mib\tsteady_records\tsteady_cpu_s\tp50_ms\tp99_ms\tp999_ms\n",
         ),
         stamp: SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis(),
     };
@@ -199,6 +205,9 @@ impl BenchNode {
 /// Figures of one measured process.
 struct Measured {
     wall: Duration,
+    /// The wall clock at its spawn, in milliseconds since the epoch: the
+    /// origin of the output-complete figure (the broker's append times).
+    spawned_epoch_ms: i64,
     cpu: Duration,
     rss_mib: f64,
     steady_records: u64,
@@ -435,7 +444,12 @@ impl Bench<'_> {
         let label = format!("{workload}-{implementation}-{threads}t-{run}");
         let app_id = self.name(&label);
         let output = format!("{app_id}-out");
-        self.create_topics(&[format!("{output}:{PARTITIONS}")])?;
+        let timed_on_append = matches!(workload, "pass-through" | "join");
+        self.create_topics(&[if timed_on_append {
+            format!("{output}:{PARTITIONS}:append")
+        } else {
+            format!("{output}:{PARTITIONS}")
+        }])?;
         let command = self.app(workload, implementation, &app_id, topics, &output, threads)?;
         let log = self.out_dir.join("logs").join(format!("{label}.log"));
         let measured = measure(command, &log, || Ok(()))?;
@@ -465,15 +479,37 @@ impl Bench<'_> {
             .find_map(|l| l.strip_prefix("VERIFIED "))
             .ok_or_else(|| anyhow!("{label}: verify printed no VERIFIED line"))?
             .to_owned();
+        let (first_output_s, output_s) = if timed_on_append {
+            let times = key_values(
+                verified
+                    .lines()
+                    .find_map(|l| l.strip_prefix("OUTPUT_TIMES_MS "))
+                    .ok_or_else(|| anyhow!("{label}: verify printed no OUTPUT_TIMES_MS line"))?,
+            );
+            let since_spawn = |k: &str| -> Result<String> {
+                let ms: i64 = times
+                    .get(k)
+                    .ok_or_else(|| anyhow!("OUTPUT_TIMES_MS lacks {k}"))?
+                    .parse()
+                    .with_context(|| format!("OUTPUT_TIMES_MS {k}"))?;
+                Ok(format!(
+                    "{:.3}",
+                    (ms - measured.spawned_epoch_ms) as f64 / 1000.0
+                ))
+            };
+            (since_spawn("first")?, since_spawn("last")?)
+        } else {
+            ("-".to_owned(), "-".to_owned())
+        };
         eprintln!(
-            "bench: {label}: {:.2} s wall, {:.2} s CPU, {:.0} MiB, output verified",
+            "bench: {label}: {:.2} s wall (output from {first_output_s} s to {output_s} s), {:.2} s CPU, {:.0} MiB, output verified",
             measured.wall.as_secs_f64(),
             measured.cpu.as_secs_f64(),
             measured.rss_mib
         );
         let _ = writeln!(
             self.results,
-            "throughput\t{workload}\t{threads}\t{implementation}\t{run}\t{}\t{:.3}\t{:.3}\t{:.1}\t{}\t{:.3}\t-\t-\t-",
+            "throughput\t{workload}\t{threads}\t{implementation}\t{run}\t{}\t{:.3}\t{first_output_s}\t{output_s}\t{:.3}\t{:.1}\t{}\t{:.3}\t-\t-\t-",
             self.plan.records,
             measured.wall.as_secs_f64(),
             measured.cpu.as_secs_f64(),
@@ -539,7 +575,7 @@ impl Bench<'_> {
         eprintln!("bench: {label}: {rate} records/s: {line}");
         let _ = writeln!(
             self.results,
-            "latency\t{workload}\t1\t{implementation}\t1\t{total}\t{}\t{:.3}\t{:.1}\t-\t-\t{}\t{}\t{}",
+            "latency\t{workload}\t1\t{implementation}\t1\t{total}\t{}\t-\t-\t{:.3}\t{:.1}\t-\t-\t{}\t{}\t{}",
             self.plan.latency_seconds,
             measured.cpu.as_secs_f64(),
             measured.rss_mib,
@@ -584,6 +620,7 @@ fn measure(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(File::create(log)?);
+    let spawned_epoch_ms = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis() as i64;
     let started = Instant::now();
     let mut child = command
         .spawn()
@@ -637,6 +674,7 @@ fn measure(
     let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     Ok(Measured {
         wall,
+        spawned_epoch_ms,
         cpu: time(usage.ru_utime) + time(usage.ru_stime),
         rss_mib: usage.ru_maxrss as f64 / 1024.0,
         steady_records: figure("steady_records")?,
