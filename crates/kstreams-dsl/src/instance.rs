@@ -15,6 +15,10 @@ use crate::nodes::{NodeHandle, SourceHandle};
 use crate::task_context::{ConsumedRecord, TaskContext, TaskId};
 use crate::{StreamsError, Topology};
 
+/// How many topics a task remembers the source of (see
+/// `TaskTopology::seen_topics`).
+const MAX_SEEN_TOPICS: usize = 64;
+
 enum TopicMatcher {
     Names(Vec<String>),
     Pattern(regex::Regex),
@@ -34,6 +38,11 @@ impl TopicMatcher {
 /// group chooses; everything below the sources runs here, depth-first.
 pub struct TaskTopology {
     sources: Vec<(TopicMatcher, Rc<dyn SourceHandle>)>,
+    /// The source index of each topic the task has processed, by the
+    /// record's shared topic name (one `Arc<str>` per topic and thread):
+    /// a record's source is then found by comparing an address instead of
+    /// names, which a record did three times.
+    seen_topics: Vec<(Arc<str>, usize)>,
     /// Processors by graph index, for punctuation and close.
     processors: HashMap<usize, Rc<dyn NodeHandle>>,
     /// Processors in graph order, for init.
@@ -153,6 +162,7 @@ impl TaskTopology {
             .collect();
         let mut built = Self {
             sources,
+            seen_topics: Vec::new(),
             processors,
             init_order,
             async_nodes,
@@ -195,27 +205,58 @@ impl TaskTopology {
 
     /// Which source node reads `topic`.
     pub fn source_index(&self, topic: &str) -> Option<usize> {
-        self.sources.iter().position(|(m, _)| m.matches(topic))
+        self.seen_source(topic)
+            .or_else(|| self.sources.iter().position(|(m, _)| m.matches(topic)))
+    }
+
+    /// The source index of `topic` if it is the very name (same address
+    /// and length) of a topic processed before. Sound because
+    /// `seen_topics` holds each name's `Arc`: while it lives, no other
+    /// string can occupy its bytes, so an equal address and length is the
+    /// same name.
+    fn seen_source(&self, topic: &str) -> Option<usize> {
+        self.seen_topics
+            .iter()
+            .find(|(name, _)| {
+                std::ptr::eq(name.as_ptr(), topic.as_ptr()) && name.len() == topic.len()
+            })
+            .map(|(_, index)| *index)
     }
 
     /// The extractor the source of `topic` was given, if any.
     pub fn timestamp_extractor(&self, topic: &str) -> Option<Arc<dyn TimestampExtractor>> {
-        self.source_for(topic)
-            .ok()
-            .and_then(|s| s.timestamp_extractor())
+        self.source_index(topic)
+            .and_then(|i| self.sources[i].1.timestamp_extractor())
     }
 
-    fn source_for(&self, topic: &str) -> Result<&Rc<dyn SourceHandle>, StreamsError> {
-        self.sources
-            .iter()
-            .find(|(m, _)| m.matches(topic))
-            .map(|(_, s)| s)
-            .ok_or_else(|| {
-                StreamsError::Internal(format!(
-                    "task {} has no source for topic {topic:?}",
-                    self.context.task_id
-                ))
-            })
+    /// The source node of `topic`, remembered by its shared name.
+    fn source_for(&mut self, topic: &Arc<str>) -> Result<Rc<dyn SourceHandle>, StreamsError> {
+        let index = match self.seen_source(topic) {
+            Some(index) => index,
+            None => {
+                let index = self
+                    .sources
+                    .iter()
+                    .position(|(m, _)| m.matches(topic))
+                    .ok_or_else(|| {
+                        StreamsError::Internal(format!(
+                            "task {} has no source for topic {topic:?}",
+                            self.context.task_id
+                        ))
+                    })?;
+                // A pattern source may match many topics: remember a
+                // bounded number (the rest are matched as before). A name
+                // remembered already under another `Arc` (records made
+                // one by one, as in tests) is not added again.
+                if self.seen_topics.len() < MAX_SEEN_TOPICS
+                    && !self.seen_topics.iter().any(|(name, _)| **name == **topic)
+                {
+                    self.seen_topics.push((topic.clone(), index));
+                }
+                index
+            }
+        };
+        Ok(self.sources[index].1.clone())
     }
 
     /// Runs one record through the sub-topology with event time `timestamp`.
@@ -225,7 +266,7 @@ impl TaskTopology {
         record: ConsumedRecord,
         timestamp: Timestamp,
     ) -> Result<(), StreamsError> {
-        let source = self.source_for(&record.topic)?.clone();
+        let source = self.source_for(&record.topic)?;
         self.store_context.set_record_timestamp(timestamp);
         self.store_context.set_record_headers(&record.headers);
         source.process(record, timestamp, &mut self.context)
@@ -306,5 +347,67 @@ impl TaskTopology {
             // nothing left that a caller could save.
             let _ = store.lifecycle.borrow_mut().close();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kstreams_record::Headers;
+
+    use super::*;
+    use crate::StreamsBuilder;
+
+    fn record(topic: &Arc<str>, offset: i64, value: &str) -> ConsumedRecord {
+        ConsumedRecord {
+            topic: topic.clone(),
+            partition: 0,
+            offset,
+            timestamp: offset,
+            key: Some(b"k".to_vec()),
+            value: Some(value.as_bytes().to_vec()),
+            headers: Headers::new(),
+        }
+    }
+
+    #[test]
+    fn records_reach_their_topics_source_whether_their_name_is_shared_or_not() {
+        let builder = StreamsBuilder::new();
+        let a = builder.stream::<String, String>("a");
+        let b = builder
+            .stream::<String, String>("b")
+            .map_values(|v| format!("b:{v}"));
+        a.merge(&b).to("out");
+        let topology = builder.build().unwrap();
+        let task = TaskId {
+            subtopology: 0,
+            partition: 0,
+        };
+        let mut instance = TaskTopology::new(&topology, task, "app", 0).unwrap();
+        let (shared_a, shared_b): (Arc<str>, Arc<str>) = (Arc::from("a"), Arc::from("b"));
+        // Alternating topics through the remembered names, then names
+        // equal to them in other allocations (as records made one by one).
+        let records = [
+            record(&shared_a, 0, "1"),
+            record(&shared_b, 0, "2"),
+            record(&shared_a, 1, "3"),
+            record(&Arc::from("b"), 1, "4"),
+            record(&Arc::from("a"), 2, "5"),
+            record(&shared_b, 2, "6"),
+        ];
+        for r in records {
+            let timestamp = r.timestamp;
+            instance.process(r, timestamp).unwrap();
+        }
+        let values: Vec<String> = instance
+            .context()
+            .drain_output()
+            .into_iter()
+            .map(|r| String::from_utf8(r.value.unwrap()).unwrap())
+            .collect();
+        assert_eq!(values, ["1", "b:2", "3", "b:4", "5", "b:6"]);
+        assert_eq!(instance.seen_topics.len(), 2, "one entry per topic");
+        assert_eq!(instance.source_index("a"), instance.source_index(&shared_a));
+        assert_ne!(instance.source_index("a"), instance.source_index("b"));
+        assert_eq!(instance.source_index("c"), None);
     }
 }

@@ -268,6 +268,14 @@ impl TaskContext {
         std::mem::take(&mut self.output)
     }
 
+    /// Moves the records the sinks wrote to the end of `out`, keeping this
+    /// context's buffer (and its capacity) for the next records: a buffer
+    /// grown anew per batch made the allocator consolidate its free lists
+    /// once per batch, which slowed every small allocation after.
+    pub fn drain_output_into(&mut self, out: &mut Vec<ProducedRecord>) {
+        out.append(&mut self.output);
+    }
+
     /// Whether a processor asked for a commit; clears the request.
     pub fn take_commit_request(&mut self) -> bool {
         std::mem::take(&mut self.commit_requested)

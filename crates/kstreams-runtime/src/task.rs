@@ -4,7 +4,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use kstreams_dsl::internals::{ConsumedRecord, ProducedRecord, TaskContext, TaskTopology};
 use kstreams_dsl::{RecordPosition, StreamsError, TaskId, Topology};
-use kstreams_metrics::{Counter, Histogram, MetricsRegistry, RecordingLevel};
+use kstreams_metrics::{Counter, Histogram, LocalHistogram, MetricsRegistry, RecordingLevel};
 use kstreams_record::Timestamp;
 use kstreams_state::StoreContext;
 use kstreams_time::{ConsumedRecordView, PunctuationType};
@@ -38,7 +38,10 @@ pub struct TaskMetrics {
     /// End-to-end latency at each source node, in the order of the task's
     /// sources: wall clock minus the record's event time when the source
     /// takes it (Kafka Streams' `record-e2e-latency`, level INFO).
-    pub source_e2e_latency: Vec<Histogram>,
+    /// Buffered on the task's thread and flushed as each processing step's
+    /// output is drained (two observations per record otherwise cost eight
+    /// atomic updates).
+    pub source_e2e_latency: Vec<LocalHistogram>,
     /// Records each source node took, in the same order.
     pub source_process: Vec<Counter>,
     /// End-to-end latency at the sink nodes (Kafka Streams records it at
@@ -55,8 +58,9 @@ pub struct SinkLatency {
     thread_id: String,
     task_id: String,
     /// By the address of the sink's name: every record of a sink shares
-    /// one `Rc<str>`, so no string is hashed per record.
-    by_sink: rustc_hash::FxHashMap<usize, Histogram>,
+    /// one `Rc<str>`, so no string is hashed per record. Buffered like the
+    /// sources' (see [`TaskMetrics::source_e2e_latency`]).
+    by_sink: rustc_hash::FxHashMap<usize, LocalHistogram>,
 }
 
 impl SinkLatency {
@@ -72,8 +76,9 @@ impl SinkLatency {
             .node_sensors(&self.thread_id, &self.task_id, sink)
         {
             Ok(sensors) => {
-                sensors.record_e2e_latency.observe(seconds);
-                self.by_sink.insert(key, sensors.record_e2e_latency);
+                let histogram = sensors.record_e2e_latency.local();
+                histogram.observe(seconds);
+                self.by_sink.insert(key, histogram);
             }
             Err(e) => log::warn!("sink {sink}: no end-to-end latency metric: {e}"),
         }
@@ -81,6 +86,18 @@ impl SinkLatency {
 }
 
 impl TaskMetrics {
+    /// Adds the buffered end-to-end latencies to their histograms.
+    fn flush_local(&self) {
+        for histogram in &self.source_e2e_latency {
+            histogram.flush();
+        }
+        if let Some(sinks) = &self.sink_e2e_latency {
+            for histogram in sinks.by_sink.values() {
+                histogram.flush();
+            }
+        }
+    }
+
     /// The task's series in `registry` (labels `thread_id`, `task_id`, and
     /// `node` for the source nodes' end-to-end latency).
     pub fn registered(
@@ -96,7 +113,7 @@ impl TaskMetrics {
         let mut source_process = Vec::new();
         for node in source_nodes {
             let sensors = registry.node_sensors(thread_id, task_id, node)?;
-            source_e2e_latency.push(sensors.record_e2e_latency);
+            source_e2e_latency.push(sensors.record_e2e_latency.local());
             source_process.push(sensors.process);
         }
         Ok(Self {
@@ -657,17 +674,27 @@ impl StreamTask {
 
     /// Takes the records the sinks wrote.
     pub fn drain_output(&mut self) -> Vec<ProducedRecord> {
-        let output = self.topology.context().drain_output();
-        if let (Some(latency), false) = (&mut self.metrics.sink_e2e_latency, output.is_empty()) {
+        let mut output = Vec::new();
+        self.drain_output_into(&mut output);
+        output
+    }
+
+    /// Moves the records the sinks wrote to the end of `out` (see
+    /// [`TaskContext::drain_output_into`]).
+    pub fn drain_output_into(&mut self, out: &mut Vec<ProducedRecord>) {
+        let start = out.len();
+        self.topology.context().drain_output_into(out);
+        let written = &out[start..];
+        if let (Some(latency), false) = (&mut self.metrics.sink_e2e_latency, written.is_empty()) {
             // One clock read for what one processing step wrote.
             let now = crate::clock::now_ms();
-            for record in &output {
+            for record in written {
                 if let Some(sink) = &record.sink {
                     latency.observe(sink, now.saturating_sub(record.timestamp));
                 }
             }
         }
-        output
+        self.metrics.flush_local();
     }
 
     /// Flushes the stores (at commit).

@@ -136,7 +136,14 @@ pub(crate) struct TaskManager {
     async_side: crate::async_runtime::ThreadAsync,
     /// Standby (and warm-up) tasks the streams group gave the thread.
     standbys: StandbyTasks,
+    /// The outputs buffer of the last batch, sent and handed back
+    /// ([`TaskManager::recycle_outputs`]): a batch's outputs are collected
+    /// into it instead of into a vector grown anew each time.
+    spare_outputs: Vec<ProducedRecord>,
 }
+
+/// The largest outputs buffer kept for the next batch, in records.
+const MAX_SPARE_OUTPUTS: usize = 16 * 1024;
 
 impl TaskManager {
     /// The task manager of stream thread `thread`.
@@ -167,6 +174,7 @@ impl TaskManager {
             start_metadata: HashMap::new(),
             task_created: sensors.task_created.clone(),
             task_closed: sensors.task_closed.clone(),
+            spare_outputs: Vec::new(),
             async_side: crate::async_runtime::ThreadAsync::new(
                 config.async_executor.clone(),
                 config.async_limits,
@@ -540,7 +548,8 @@ impl TaskManager {
         slice: Duration,
     ) -> Result<ProcessedBatch, RuntimeError> {
         let max_idle = self.config.max_task_idle;
-        let mut outputs = Vec::new();
+        let mut outputs = std::mem::take(&mut self.spare_outputs);
+        outputs.clear();
         let mut progress = Vec::new();
         let mut more = false;
         if self.async_side.in_flight() > 0 {
@@ -576,7 +585,7 @@ impl TaskManager {
                     .take_progress()
                     .map(|(topic, partition, next)| ((topic.to_string(), partition), next)),
             );
-            outputs.extend(entry.task.drain_output());
+            entry.task.drain_output_into(&mut outputs);
         }
         outputs.extend(self.creator.changelog().drain());
         Ok(ProcessedBatch {
@@ -584,6 +593,15 @@ impl TaskManager {
             progress,
             more,
         })
+    }
+
+    /// Takes back a batch's outputs buffer, sent and empty, for the next
+    /// batch (unless a burst made it unusually large).
+    pub fn recycle_outputs(&mut self, mut outputs: Vec<ProducedRecord>) {
+        outputs.clear();
+        if outputs.capacity() <= MAX_SPARE_OUTPUTS {
+            self.spare_outputs = outputs;
+        }
     }
 
     /// Notes offsets as processed (their outputs are with the producer).

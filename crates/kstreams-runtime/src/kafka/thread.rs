@@ -709,11 +709,12 @@ impl ThreadLoop {
             lagging.iter().any(|(t, p)| *p == partition && t == topic)
         };
         loop {
-            let batch = self.tasks.process(&is_lagging, OUTPUT_SLICE)?;
+            let mut batch = self.tasks.process(&is_lagging, OUTPUT_SLICE)?;
             // Progress counts only once its outputs (and the stores'
             // changelog records) are with the producer: if sending fails,
             // nothing of this batch gets committed.
-            self.collector.send_all(batch.outputs)?;
+            self.collector.send_drain(&mut batch.outputs)?;
+            self.tasks.recycle_outputs(batch.outputs);
             let committable = self.tasks.record_progress(batch.progress);
             if !batch.more {
                 return Ok(committable);
