@@ -223,8 +223,9 @@ impl TaskTopology {
             .map(|(_, index)| *index)
     }
 
-    /// The extractor the source of `topic` was given, if any.
-    pub fn timestamp_extractor(&self, topic: &str) -> Option<Arc<dyn TimestampExtractor>> {
+    /// The extractor the source of `topic` was given, if any (borrowed:
+    /// asked per record, where a clone was two atomic updates).
+    pub fn timestamp_extractor(&self, topic: &str) -> Option<&dyn TimestampExtractor> {
         self.source_index(topic)
             .and_then(|i| self.sources[i].1.timestamp_extractor())
     }

@@ -47,7 +47,7 @@ pub(crate) trait SourceHandle {
         timestamp: Timestamp,
         task: &mut TaskContext,
     ) -> Result<(), StreamsError>;
-    fn timestamp_extractor(&self) -> Option<Arc<dyn TimestampExtractor>>;
+    fn timestamp_extractor(&self) -> Option<&dyn TimestampExtractor>;
     /// The source node's name.
     fn name(&self) -> &str;
 }
@@ -226,8 +226,8 @@ impl<K: Clone + 'static, V: Clone + 'static> SourceHandle for SourceNode<K, V> {
         &self.info.name
     }
 
-    fn timestamp_extractor(&self) -> Option<Arc<dyn TimestampExtractor>> {
-        self.extractor.clone()
+    fn timestamp_extractor(&self) -> Option<&dyn TimestampExtractor> {
+        self.extractor.as_deref()
     }
 }
 

@@ -17,6 +17,7 @@ pub mod driver;
 pub mod kafka;
 #[cfg(feature = "opentelemetry")]
 mod otel_bridge;
+mod partition_times;
 mod task;
 mod topic_names;
 pub mod trace_context;

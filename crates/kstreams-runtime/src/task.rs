@@ -9,6 +9,7 @@ use kstreams_record::Timestamp;
 use kstreams_state::StoreContext;
 use kstreams_time::{ConsumedRecordView, PunctuationType};
 
+use crate::partition_times::PartitionTimes;
 use crate::{DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig};
 
 /// Counts a task keeps about its records.
@@ -144,13 +145,12 @@ impl TaskMetrics {
 pub struct StreamTask {
     topology: TaskTopology,
     config: TaskConfig,
-    /// Largest timestamp seen per input partition; a task has few, so a
-    /// vector searched by name avoids allocating a key per record.
-    partition_time: Vec<(String, i32, Timestamp)>,
+    /// Largest timestamp seen per input partition.
+    partition_time: PartitionTimes,
     /// Largest timestamp processed per input partition: the partition time
     /// committed with its offset (records buffered but not processed are
     /// read again after a restart, so they must not count).
-    processed_time: Vec<(String, i32, Timestamp)>,
+    processed_time: PartitionTimes,
     metrics: TaskMetrics,
     /// With a dead-letter queue: the consumed records still in async
     /// processors, for the queue if their call fails.
@@ -192,8 +192,8 @@ impl StreamTask {
         Ok(Self {
             topology,
             config,
-            partition_time: Vec::new(),
-            processed_time: Vec::new(),
+            partition_time: PartitionTimes::default(),
+            processed_time: PartitionTimes::default(),
             metrics: TaskMetrics::default(),
             async_raw: Vec::new(),
         })
@@ -236,10 +236,7 @@ impl StreamTask {
     /// The largest timestamp processed from a partition (-1: none yet), as
     /// committed with its offset.
     pub fn processed_partition_time(&self, topic: &str, partition: i32) -> Timestamp {
-        self.processed_time
-            .iter()
-            .find(|(t, p, _)| *p == partition && t == topic)
-            .map_or(-1, |(_, _, time)| *time)
+        self.processed_time.get(topic, partition).unwrap_or(-1)
     }
 
     /// Resumes a partition from what was committed with its offset (Kafka
@@ -253,7 +250,7 @@ impl StreamTask {
         processor_metadata: impl IntoIterator<Item = (String, i64)>,
     ) {
         for times in [&mut self.partition_time, &mut self.processed_time] {
-            set_max(times, topic, partition, partition_time);
+            times.raise_named(topic, partition, partition_time);
         }
         if partition_time >= 0 {
             self.topology.context().advance_stream_time(partition_time);
@@ -296,23 +293,12 @@ impl StreamTask {
         &mut self,
         record: &ConsumedRecord,
     ) -> Result<Option<Timestamp>, StreamsError> {
-        let slot = match self
-            .partition_time
-            .iter()
-            .position(|(t, p, _)| *p == record.partition && **t == *record.topic)
-        {
-            Some(slot) => slot,
-            None => {
-                self.partition_time
-                    .push((record.topic.to_string(), record.partition, -1));
-                self.partition_time.len() - 1
-            }
+        let slot = self.partition_time.slot(&record.topic, record.partition);
+        let partition_time = self.partition_time.at(slot);
+        let extractor = match self.topology.timestamp_extractor(&record.topic) {
+            Some(extractor) => extractor,
+            None => &*self.config.default_timestamp_extractor,
         };
-        let partition_time = self.partition_time[slot].2;
-        let extractor = self
-            .topology
-            .timestamp_extractor(&record.topic)
-            .unwrap_or_else(|| self.config.default_timestamp_extractor.clone());
         let view = ConsumedRecordView {
             topic: &record.topic,
             partition: record.partition,
@@ -331,7 +317,7 @@ impl StreamTask {
             self.metrics.dropped.inc();
             return Ok(None);
         }
-        self.partition_time[slot].2 = partition_time.max(timestamp);
+        self.partition_time.raise(slot, timestamp);
         Ok(Some(timestamp))
     }
 
@@ -351,12 +337,8 @@ impl StreamTask {
             let behind = stream_time_before.saturating_sub(timestamp).max(0);
             lateness.observe(behind as f64 / 1000.0);
         }
-        set_max(
-            &mut self.processed_time,
-            &record.topic,
-            record.partition,
-            timestamp,
-        );
+        let slot = self.processed_time.slot(&record.topic, record.partition);
+        self.processed_time.raise(slot, timestamp);
         if !self.metrics.source_e2e_latency.is_empty() {
             if let Some(source) = self.topology.source_index(&record.topic) {
                 self.metrics.source_e2e_latency[source]
@@ -709,22 +691,5 @@ impl StreamTask {
     /// Closes processors and stores.
     pub fn close(&mut self) {
         self.topology.close();
-    }
-}
-
-/// Raises a partition's time in a per-partition list (a task has few
-/// partitions: a vector searched by name allocates only for a new one).
-fn set_max(
-    times: &mut Vec<(String, i32, Timestamp)>,
-    topic: &str,
-    partition: i32,
-    time: Timestamp,
-) {
-    match times
-        .iter_mut()
-        .find(|(t, p, _)| *p == partition && t == topic)
-    {
-        Some((_, _, current)) => *current = (*current).max(time),
-        None => times.push((topic.to_string(), partition, time)),
     }
 }

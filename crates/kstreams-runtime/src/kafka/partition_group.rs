@@ -153,12 +153,18 @@ impl PartitionGroup {
     /// its partition now holds.
     pub fn push(&mut self, record: ConsumedRecord, timestamp: i64) -> usize {
         let (topic, partition) = (&*record.topic, record.partition);
-        if self.queue_mut(topic, partition).is_none() {
-            self.add_partition(topic, partition);
-        }
-        let queue = self
-            .queue_mut(&record.topic, record.partition)
-            .expect("just added");
+        let index = match self
+            .queues
+            .iter()
+            .position(|q| q.partition == partition && q.topic == topic)
+        {
+            Some(index) => index,
+            None => {
+                self.add_partition(topic, partition);
+                self.queues.len() - 1
+            }
+        };
+        let queue = &mut self.queues[index];
         queue.records.push_back((record, timestamp));
         queue.records.len()
     }
