@@ -149,8 +149,9 @@ fn raw_clients(run: &RunArgs) -> Result<(BaseConsumer, BaseProducer), Error> {
     Ok((consumer.create()?, producer.create()?))
 }
 
-/// Records the raw loop sends between two servings of delivery reports
-/// (and looks at the commit clock): kstreams' poll batch, at most
+/// Records the raw loop consumes (filtered ones included) between two
+/// servings of delivery reports (and looks at the commit clock):
+/// kstreams' poll batch, at most
 /// `buffered.records.per.partition` (1000) records.
 const REPORTS_EVERY: u32 = 1000;
 
@@ -177,6 +178,7 @@ pub fn run_raw(workload: Workload, run: &RunArgs) -> Result<(), Error> {
             let mut unserved = 0;
             loop {
                 let polled = consumer.poll(Duration::from_millis(100));
+                let idle = polled.is_none();
                 if let Some(message) = polled {
                     let message = message?;
                     unserved += 1;
@@ -193,10 +195,10 @@ pub fn run_raw(workload: Workload, run: &RunArgs) -> Result<(), Error> {
                                 .payload(&upper[..]),
                         )?;
                     }
-                } else {
-                    unserved = REPORTS_EVERY;
                 }
-                if unserved < REPORTS_EVERY {
+                // Idle (nothing polled): serve the reports and look at the
+                // commit clock now.
+                if !idle && unserved < REPORTS_EVERY {
                     continue;
                 }
                 producer.poll(Duration::ZERO);
