@@ -58,6 +58,10 @@ pub struct ConsumedRecord {
     pub headers: Headers,
 }
 
+/// The largest output buffer, in records, a task context keeps between
+/// two drains (see [`TaskContext::drain_output_into`]).
+const MAX_KEPT_OUTPUT: usize = 4 * 1024;
+
 /// A record a sink wrote, waiting for the producer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProducedRecord {
@@ -271,9 +275,14 @@ impl TaskContext {
     /// Moves the records the sinks wrote to the end of `out`, keeping this
     /// context's buffer (and its capacity) for the next records: a buffer
     /// grown anew per batch made the allocator consolidate its free lists
-    /// once per batch, which slowed every small allocation after.
+    /// once per batch, which slowed every small allocation after. A buffer
+    /// a burst made large (a commit's cache flush) is let go instead of
+    /// being held for the task's life.
     pub fn drain_output_into(&mut self, out: &mut Vec<ProducedRecord>) {
         out.append(&mut self.output);
+        if self.output.capacity() > MAX_KEPT_OUTPUT {
+            self.output = Vec::new();
+        }
     }
 
     /// Whether a processor asked for a commit; clears the request.

@@ -654,19 +654,25 @@ impl StreamTask {
         }
     }
 
-    /// Takes the records the sinks wrote.
+    /// Takes the records the sinks wrote (their buffer with them).
     pub fn drain_output(&mut self) -> Vec<ProducedRecord> {
-        let mut output = Vec::new();
-        self.drain_output_into(&mut output);
+        let output = self.topology.context().drain_output();
+        self.observe_sinks(&output);
         output
     }
 
     /// Moves the records the sinks wrote to the end of `out` (see
-    /// [`TaskContext::drain_output_into`]).
+    /// [`TaskContext::drain_output_into`]): the stream thread's path, once
+    /// per processing step.
     pub fn drain_output_into(&mut self, out: &mut Vec<ProducedRecord>) {
         let start = out.len();
         self.topology.context().drain_output_into(out);
-        let written = &out[start..];
+        self.observe_sinks(&out[start..]);
+    }
+
+    /// Records the sinks' end-to-end latency of `written`, and flushes the
+    /// buffered latencies (the sources' too) to their histograms.
+    fn observe_sinks(&mut self, written: &[ProducedRecord]) {
         if let (Some(latency), false) = (&mut self.metrics.sink_e2e_latency, written.is_empty()) {
             // One clock read for what one processing step wrote.
             let now = crate::clock::now_ms();
