@@ -681,7 +681,22 @@ impl ThreadLoop {
                 self.name
             );
             if self.config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2 {
-                self.abort_and_rewind()?;
+                // The transaction is aborted before anything can fail. The
+                // rewind then asks the group coordinator for the committed
+                // offsets, and a member is mostly dropped when a broker
+                // went away, so the coordinator may be moving: its
+                // NotCoordinator failed the whole thread (chaos
+                // leader-failover). The tasks of lost partitions are closed
+                // dirty next, and a partition assigned again starts from its
+                // committed offset, so a client error here is not fatal.
+                match self.abort_and_rewind() {
+                    Err(RuntimeError::Kafka(e)) => log::warn!(
+                        "{}: rewind after the lost partitions incomplete ({e}); their tasks \
+                         are closed dirty and restart from the committed offsets",
+                        self.name
+                    ),
+                    other => other?,
+                }
             }
             return Ok(false);
         }
