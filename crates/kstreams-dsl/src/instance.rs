@@ -206,7 +206,12 @@ impl TaskTopology {
     /// Which source node reads `topic`.
     pub fn source_index(&self, topic: &str) -> Option<usize> {
         self.seen_source(topic)
-            .or_else(|| self.sources.iter().position(|(m, _)| m.matches(topic)))
+            .or_else(|| self.matching_source(topic))
+    }
+
+    /// The first source whose topics `topic` matches, by name or pattern.
+    fn matching_source(&self, topic: &str) -> Option<usize> {
+        self.sources.iter().position(|(m, _)| m.matches(topic))
     }
 
     /// The source index of `topic` if it is the very name (same address
@@ -235,16 +240,12 @@ impl TaskTopology {
         let index = match self.seen_source(topic) {
             Some(index) => index,
             None => {
-                let index = self
-                    .sources
-                    .iter()
-                    .position(|(m, _)| m.matches(topic))
-                    .ok_or_else(|| {
-                        StreamsError::Internal(format!(
-                            "task {} has no source for topic {topic:?}",
-                            self.context.task_id
-                        ))
-                    })?;
+                let index = self.matching_source(topic).ok_or_else(|| {
+                    StreamsError::Internal(format!(
+                        "task {} has no source for topic {topic:?}",
+                        self.context.task_id
+                    ))
+                })?;
                 // A pattern source may match many topics: remember a
                 // bounded number (the rest are matched as before). A name
                 // remembered already under another `Arc` (records made

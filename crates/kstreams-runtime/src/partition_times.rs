@@ -50,6 +50,12 @@ impl PartitionTimes {
         *current = (*current).max(time);
     }
 
+    /// Raises the time of a record's partition to `time`.
+    pub fn raise_for(&mut self, topic: &Arc<str>, partition: i32, time: Timestamp) {
+        let slot = self.slot(topic, partition);
+        self.raise(slot, time);
+    }
+
     /// Raises the time of `topic`'s `partition` to `time`, by name.
     pub fn raise_named(&mut self, topic: &str, partition: i32, time: Timestamp) {
         match self

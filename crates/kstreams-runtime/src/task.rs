@@ -337,8 +337,8 @@ impl StreamTask {
             let behind = stream_time_before.saturating_sub(timestamp).max(0);
             lateness.observe(behind as f64 / 1000.0);
         }
-        let slot = self.processed_time.slot(&record.topic, record.partition);
-        self.processed_time.raise(slot, timestamp);
+        self.processed_time
+            .raise_for(&record.topic, record.partition, timestamp);
         if !self.metrics.source_e2e_latency.is_empty() {
             if let Some(source) = self.topology.source_index(&record.topic) {
                 self.metrics.source_e2e_latency[source]

@@ -548,8 +548,8 @@ impl TaskManager {
         slice: Duration,
     ) -> Result<ProcessedBatch, RuntimeError> {
         let max_idle = self.config.max_task_idle;
+        // Empty: `recycle_outputs` clears what it keeps.
         let mut outputs = std::mem::take(&mut self.spare_outputs);
-        outputs.clear();
         let mut progress = Vec::new();
         let mut more = false;
         if self.async_side.in_flight() > 0 {
