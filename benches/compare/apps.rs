@@ -66,8 +66,11 @@ fn topology(workload: Workload, run: &RunArgs) -> Result<Topology, Error> {
             let table_topic = run.table.as_deref().ok_or("join needs --table")?;
             let table = builder.table_with(table_topic, strings(), Materialized::new());
             stream
+                // Java's `v + "|" + t` is an exact-size concatenation
+                // (StringConcatFactory); `concat` is its Rust counterpart
+                // (`format!` would run the formatting machinery instead).
                 .left_join(&table, |v: &String, t: Option<&String>| {
-                    format!("{v}|{}", t.map_or("null", String::as_str))
+                    [v.as_str(), "|", t.map_or("null", String::as_str)].concat()
                 })
                 .to_with(
                     run.output.as_str(),

@@ -32,6 +32,7 @@ mod streams_group;
 mod task_creator;
 mod task_manager;
 mod thread;
+mod topic_handle;
 mod topics;
 
 pub use app::{KafkaStreams, State, StreamThreadExceptionResponse};

@@ -9,16 +9,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kstreams_dsl::internals::ProducedRecord;
-use kstreams_record::{Header, Headers};
 use rdkafka::consumer::ConsumerGroupMetadata;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{DeliveryResult, Message, OwnedHeaders};
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ProducerContext};
+use rdkafka::message::{DeliveryResult, Message};
+use rdkafka::producer::{BaseProducer, Producer, ProducerContext};
 use rdkafka::{ClientContext, TopicPartitionList};
 use rustc_hash::FxHashMap;
 
 use super::config::ProcessingGuarantee;
 use super::partitioner::partition_for_key;
+use super::topic_handle::{Outgoing, TopicHandle};
 use super::RuntimeError;
 
 /// How long a transaction step or a flush may take.
@@ -166,10 +166,59 @@ pub(crate) struct RecordCollector {
     guarantee: ProcessingGuarantee,
     /// Whether an exactly-once transaction is open.
     in_transaction: bool,
-    /// Partition counts of the topics the collector picks partitions in.
-    /// By the application's own topic names, looked up per record:
-    /// Fx-hashed (SipHash of the topic was 1 % of a pass-through).
+    /// Partition counts of the topics the collector picks partitions in,
+    /// by name (source topics are asked too).
     partition_counts: FxHashMap<String, i32>,
+    /// The topics sent to, with librdkafka's handle of each.
+    sinks: SinkTopics,
+}
+
+/// A topic records are sent to: librdkafka's handle, the kind of topic,
+/// and its partition count once asked.
+struct SinkTopic {
+    name: Arc<str>,
+    handle: TopicHandle<DeliveryContext>,
+    sent: Sent,
+    partitions: Option<i32>,
+}
+
+/// The collector's sink topics, found per record by the sink's shared name
+/// (an address comparison) and else by the name's text.
+#[derive(Default)]
+struct SinkTopics {
+    topics: Vec<SinkTopic>,
+    by_name: FxHashMap<Arc<str>, usize>,
+}
+
+/// Topics past this many are found by name only: a topic name extractor
+/// could make thousands.
+const SINKS_SCANNED: usize = 16;
+
+impl SinkTopics {
+    /// The index of `topic`, its handle made on first use.
+    fn index(
+        &mut self,
+        topic: &Arc<str>,
+        producer: &Arc<BaseProducer<DeliveryContext>>,
+    ) -> Result<usize, RuntimeError> {
+        let scanned = &self.topics[..self.topics.len().min(SINKS_SCANNED)];
+        if let Some(i) = scanned.iter().position(|t| Arc::ptr_eq(&t.name, topic)) {
+            return Ok(i);
+        }
+        if let Some(&i) = self.by_name.get(topic) {
+            return Ok(i);
+        }
+        let handle = TopicHandle::new(producer, topic)?;
+        let i = self.topics.len();
+        self.topics.push(SinkTopic {
+            name: Arc::clone(topic),
+            handle,
+            sent: Sent::of(topic),
+            partitions: None,
+        });
+        self.by_name.insert(Arc::clone(topic), i);
+        Ok(i)
+    }
 }
 
 impl RecordCollector {
@@ -184,6 +233,7 @@ impl RecordCollector {
             guarantee,
             in_transaction: false,
             partition_counts: FxHashMap::default(),
+            sinks: SinkTopics::default(),
         }
     }
 
@@ -211,13 +261,19 @@ impl RecordCollector {
     /// `production.exception.handler` continue, the record is dropped:
     /// librdkafka would otherwise hold it until `message.timeout.ms`.
     pub fn send(&mut self, record: ProducedRecord) -> Result<(), RuntimeError> {
+        let index = self.sinks.index(&record.topic, &self.producer)?;
         // Changelogs are created by start(): no check, and no metadata
         // request for a record whose partition is given.
-        let sent = Sent::of(&record.topic);
-        let count = if sent == Sent::Changelog {
-            None
-        } else {
-            Some(self.partition_count(&record.topic))
+        let count = match self.sinks.topics[index] {
+            SinkTopic {
+                sent: Sent::Changelog,
+                ..
+            } => None,
+            SinkTopic {
+                partitions: Some(count),
+                ..
+            } => Some(Ok(count)),
+            _ => Some(self.partition_count(&record.topic)),
         };
         let count = match count.transpose() {
             Err(RuntimeError::MissingSinkTopic { topic })
@@ -235,35 +291,30 @@ impl RecordCollector {
             }
             other => other?,
         };
+        if count.is_some() {
+            self.sinks.topics[index].partitions = count;
+        }
         let partition = target_partition(&record, |topic| match count {
             Some(count) => Ok(count),
             None => self.partition_count(topic),
         })?;
-        let mut base: BaseRecord<'_, Vec<u8>, Vec<u8>, usize> =
-            BaseRecord::with_opaque_to(&record.topic, sent as usize).timestamp(record.timestamp);
-        if let Some(key) = &record.key {
-            base = base.key(key);
-        }
-        if let Some(value) = &record.value {
-            base = base.payload(value);
-        }
-        if let Some(partition) = partition {
-            base = base.partition(partition);
-        }
-        // librdkafka allocates a header list: only for records with headers.
-        if !record.headers.is_empty() {
-            base = base.headers(owned_headers(&record.headers));
-        }
-        let mut pending = base;
+        let sink = &self.sinks.topics[index];
+        let outgoing = Outgoing {
+            partition,
+            key: record.key.as_deref(),
+            value: record.value.as_deref(),
+            timestamp: record.timestamp,
+            headers: &record.headers,
+            opaque: sink.sent as usize,
+        };
         loop {
-            match self.producer.send(pending) {
+            match sink.handle.produce(&outgoing) {
                 Ok(()) => return Ok(()),
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                Err(RDKafkaErrorCode::QueueFull) => {
                     // The local queue is full: serve delivery reports, retry.
                     self.producer.poll(Duration::from_millis(100));
-                    pending = back;
                 }
-                Err((e, _)) => return Err(e.into()),
+                Err(code) => return Err(KafkaError::MessageProduction(code).into()),
             }
         }
     }
@@ -515,23 +566,9 @@ fn target_partition(
     )
 }
 
-/// librdkafka's copy of a record's headers.
-fn owned_headers(headers: &Headers) -> OwnedHeaders {
-    headers.iter().fold(
-        OwnedHeaders::new_with_capacity(headers.len()),
-        |acc, Header { key, value }| {
-            acc.insert(rdkafka::message::Header {
-                key,
-                value: value.as_deref(),
-            })
-        },
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rdkafka::message::Headers as _;
     use rdkafka::ClientConfig;
 
     fn collector(guarantee: ProcessingGuarantee) -> RecordCollector {
@@ -614,7 +651,7 @@ mod tests {
     fn records_for_a_known_partition_count_are_queued_without_metadata() {
         let mut collector = collector(ProcessingGuarantee::AtLeastOnce);
         collector.partition_counts.insert("out".to_string(), 4);
-        let mut headers = Headers::new();
+        let mut headers = kstreams_record::Headers::new();
         headers.add("h", Some(b"v".to_vec()));
         collector
             .send_all(vec![
@@ -635,7 +672,7 @@ mod tests {
                     key: Some(b"k".to_vec()),
                     value: None,
                     timestamp: 1,
-                    headers: Headers::new(),
+                    headers: kstreams_record::Headers::new(),
                     sink: None,
                 },
             ])
@@ -655,7 +692,7 @@ mod tests {
             key: Some(b"alice-suffix".to_vec()),
             value: None,
             timestamp: 0,
-            headers: Headers::new(),
+            headers: kstreams_record::Headers::new(),
             sink: None,
         };
         let never = |_: &str| -> Result<i32, RuntimeError> { panic!("no count needed") };
@@ -671,26 +708,5 @@ mod tests {
             Err(RuntimeError::NoPartitionInfo(t.to_string()))
         });
         assert!(matches!(unknown, Err(RuntimeError::NoPartitionInfo(t)) if t == "out"));
-    }
-
-    #[test]
-    fn headers_are_copied_in_order_with_null_values() {
-        let mut headers = Headers::new();
-        headers.add("a", Some(b"1".to_vec()));
-        headers.add("b", None::<Vec<u8>>);
-        headers.add("a", Some(b"2".to_vec()));
-        let owned = owned_headers(&headers);
-        let copied: Vec<(String, Option<Vec<u8>>)> = owned
-            .iter()
-            .map(|h| (h.key.to_string(), h.value.map(<[u8]>::to_vec)))
-            .collect();
-        assert_eq!(
-            copied,
-            vec![
-                ("a".to_string(), Some(b"1".to_vec())),
-                ("b".to_string(), None),
-                ("a".to_string(), Some(b"2".to_vec())),
-            ]
-        );
     }
 }
