@@ -33,6 +33,14 @@ use super::RuntimeError;
 use crate::StreamTask;
 use kstreams_time::PartitionMetadata;
 
+/// The offset a partition's reading started at (the committed one), if
+/// known.
+pub(crate) type StartOffset<'a> = &'a dyn Fn(&str, i32) -> Option<i64>;
+
+/// Finds the partitions known to be behind their end (KIP-695), given
+/// where their reading started.
+pub(crate) type LaggingPartitions<'a> = &'a dyn Fn(StartOffset<'_>) -> Vec<Partition>;
+
 /// An active task with its input buffers.
 struct TaskEntry {
     task: StreamTask,
@@ -537,17 +545,33 @@ impl TaskManager {
     }
 
     /// Runs every task that has all its partitions over what its partition
-    /// group allows now (`is_lagging`: KIP-695's partitions known to be
-    /// behind their end), each for at most `slice` (and at least one
-    /// record): the caller sends the outputs and calls again while `more`,
-    /// so a slow processor's outputs go out as it makes them, not after the
-    /// whole polled batch.
+    /// group allows now (`lagging` finds KIP-695's partitions known to be
+    /// behind their end, given the offsets their reading started at), each
+    /// for at most `slice` (and at least one record): the caller sends the
+    /// outputs and calls again while `more`, so a slow processor's outputs
+    /// go out as it makes them, not after the whole polled batch.
+    ///
+    /// `lagging` is asked at most once per call, and only when a task of
+    /// several partitions finds one empty: asking librdkafka for positions
+    /// waits on its main thread, which took a third of a pass-through's
+    /// stream thread when asked on every pass.
     pub fn process(
         &mut self,
-        is_lagging: &dyn Fn(&str, i32) -> bool,
+        lagging: LaggingPartitions<'_>,
         slice: Duration,
     ) -> Result<ProcessedBatch, RuntimeError> {
         let max_idle = self.config.max_task_idle;
+        let start_offsets = &self.start_offsets;
+        let start = |topic: &str, partition: i32| {
+            start_offsets.get(&(topic.to_string(), partition)).copied()
+        };
+        let known = std::cell::OnceCell::new();
+        let is_lagging = |topic: &str, partition: i32| {
+            known
+                .get_or_init(|| lagging(&start))
+                .iter()
+                .any(|(t, p): &Partition| *p == partition && t == topic)
+        };
         // Empty: `recycle_outputs` clears what it keeps.
         let mut outputs = std::mem::take(&mut self.spare_outputs);
         let mut progress = Vec::new();
@@ -567,7 +591,7 @@ impl TaskManager {
                     max_idle,
                     now,
                     &entry.task.metrics().enforced_processing,
-                    is_lagging,
+                    &is_lagging,
                 ) else {
                     break;
                 };
@@ -905,7 +929,7 @@ mod tests {
         assert_eq!(tasks.buffer(record("left", 1, 7, "c")).unwrap(), Some(1));
         assert_eq!(tasks.buffer(record("other", 0, 0, "x")).unwrap(), None);
 
-        let batch = tasks.process(&|_, _| false, Duration::MAX).unwrap();
+        let batch = tasks.process(&|_| Vec::new(), Duration::MAX).unwrap();
         let mut values: Vec<Vec<u8>> = batch
             .outputs
             .iter()
@@ -948,7 +972,7 @@ mod tests {
         ]));
         tasks.buffer(record("left", 0, 3, "a")).unwrap();
         tasks.buffer(record("right", 0, 3, "b")).unwrap();
-        let batch = tasks.process(&|_, _| false, Duration::MAX).unwrap();
+        let batch = tasks.process(&|_| Vec::new(), Duration::MAX).unwrap();
         assert!(tasks.record_progress(batch.progress));
         // left-0: its marker at 4 was read past; right-0 has a record
         // buffered at 6 (a marker at 4, an aborted one at 5).
@@ -1016,7 +1040,7 @@ mod tests {
         }
 
         // Two calls out: the other records stay buffered.
-        let batch = tasks.process(&|_, _| false, Duration::MAX).unwrap();
+        let batch = tasks.process(&|_| Vec::new(), Duration::MAX).unwrap();
         assert!(batch.outputs.is_empty());
         assert_eq!(tasks.buffered("in", 0), 3);
         assert_eq!(tasks.async_in_flight(), 2);
@@ -1037,7 +1061,7 @@ mod tests {
         while outputs < 5 {
             assert!(Instant::now() < deadline, "{outputs} of 5 results");
             tasks.wait_for_async(Duration::from_millis(100));
-            let batch = tasks.process(&|_, _| false, Duration::MAX).unwrap();
+            let batch = tasks.process(&|_| Vec::new(), Duration::MAX).unwrap();
             outputs += batch.outputs.len();
             tasks.record_progress(batch.progress);
         }
@@ -1059,7 +1083,7 @@ mod tests {
         let mut outputs = Vec::new();
         let mut calls = 0;
         loop {
-            let batch = tasks.process(&|_, _| false, Duration::ZERO).unwrap();
+            let batch = tasks.process(&|_| Vec::new(), Duration::ZERO).unwrap();
             calls += 1;
             assert_eq!(batch.outputs.len(), 1, "call {calls}");
             assert_eq!(batch.progress, vec![(p("left", 0), calls)]);
@@ -1081,7 +1105,7 @@ mod tests {
             .assign(&[p("left", 0), p("right", 0)], None, |_, _| None)
             .unwrap();
         tasks.buffer(record("left", 0, 0, "a")).unwrap();
-        let batch = tasks.process(&|_, _| false, Duration::MAX).unwrap();
+        let batch = tasks.process(&|_| Vec::new(), Duration::MAX).unwrap();
         tasks.record_progress(batch.progress);
 
         tasks

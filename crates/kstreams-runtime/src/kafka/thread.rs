@@ -714,17 +714,17 @@ impl ThreadLoop {
             let positions = self.consumer.position()?;
             self.tasks.track_bootstrap(&positions);
         }
-        let lagging = if self.config.max_task_idle.needs_lag() {
-            let tasks = &self.tasks;
-            lagging_partitions(&self.consumer, |t, p| tasks.start_offset(t, p))
-        } else {
-            Vec::new()
-        };
-        let is_lagging = |topic: &str, partition: i32| {
-            lagging.iter().any(|(t, p)| *p == partition && t == topic)
-        };
+        let needs_lag = self.config.max_task_idle.needs_lag();
         loop {
-            let mut batch = self.tasks.process(&is_lagging, OUTPUT_SLICE)?;
+            let consumer = &self.consumer;
+            let lagging = |start: &dyn Fn(&str, i32) -> Option<i64>| {
+                if needs_lag {
+                    lagging_partitions(consumer, start)
+                } else {
+                    Vec::new()
+                }
+            };
+            let mut batch = self.tasks.process(&lagging, OUTPUT_SLICE)?;
             // Progress counts only once its outputs (and the stores'
             // changelog records) are with the producer: if sending fails,
             // nothing of this batch gets committed.
