@@ -11,10 +11,9 @@ use kstreams_record::Headers;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, Headers as _, Message};
-use rdkafka::Offset;
+use rdkafka::{Offset, TopicPartitionList};
 use rustc_hash::FxHashMap;
 
-use super::rebalance_listener::Partition;
 use crate::topic_names::TopicNames;
 
 /// The low and high watermarks librdkafka last saw for a partition, without
@@ -60,33 +59,49 @@ pub(crate) fn reading_position(position: Offset, start: Option<i64>, low: i64) -
     }
 }
 
-/// The assigned partitions known to be behind their end (KIP-695: unless
-/// `max.task.idle.ms` is -1 a task waits for these when they are empty),
-/// from librdkafka's cached watermarks and positions; `start` is the
-/// committed offset a partition's reading began at. A partition with no
-/// fetch answered yet counts as lagging: as in Kafka Streams, the task
-/// waits rather than guess.
-pub(crate) fn lagging_partitions<C: ConsumerContext>(
+/// Whether a partition is known to be behind its end (KIP-695: unless
+/// `max.task.idle.ms` is -1 a task waits for it when it is empty), from
+/// librdkafka's cached watermarks and position; `start` is the committed
+/// offset its reading began at. A partition with no fetch answered yet
+/// counts as lagging: as in Kafka Streams, the task waits rather than
+/// guess.
+pub(crate) fn is_lagging<C: ConsumerContext>(
     consumer: &BaseConsumer<C>,
-    start: impl Fn(&str, i32) -> Option<i64>,
-) -> Vec<Partition> {
-    let Ok(positions) = consumer.position() else {
-        return Vec::new();
-    };
-    positions
-        .elements()
-        .iter()
-        .filter(
-            |e| match cached_watermarks(consumer, e.topic(), e.partition()) {
-                None => true,
-                Some((low, high)) => {
-                    reading_position(e.offset(), start(e.topic(), e.partition()), low)
-                        .is_none_or(|p| high > p)
-                }
-            },
-        )
-        .map(|e| (e.topic().to_string(), e.partition()))
-        .collect()
+    topic: &str,
+    partition: i32,
+    start: Option<i64>,
+) -> bool {
+    match cached_watermarks(consumer, topic, partition) {
+        None => true,
+        Some((low, high)) => {
+            reading_position(cached_position(consumer, topic, partition), start, low)
+                .is_none_or(|p| high > p)
+        }
+    }
+}
+
+/// The consumer's position in a partition, from librdkafka's cached state.
+/// rust-rdkafka's `position()` first asks librdkafka's main thread for the
+/// whole assignment and waits for its answer.
+fn cached_position<C: ConsumerContext>(
+    consumer: &BaseConsumer<C>,
+    topic: &str,
+    partition: i32,
+) -> Offset {
+    let mut list = TopicPartitionList::with_capacity(1);
+    list.add_partition(topic, partition);
+    // SAFETY: `native_ptr` is the live handle of `consumer`, borrowed for
+    // the whole call, and `list` is a valid list we own, borrowed mutably
+    // for it. rd_kafka_position only writes each element's offset and
+    // error, under the partitions' locks, and keeps no pointer.
+    let err =
+        unsafe { rdkafka::bindings::rd_kafka_position(consumer.client().native_ptr(), list.ptr()) };
+    if err != rdkafka::bindings::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+        return Offset::Invalid;
+    }
+    list.elements()
+        .first()
+        .map_or(Offset::Invalid, |e| e.offset())
 }
 
 /// The per-partition metrics of a thread's assigned partitions: records
@@ -240,6 +255,54 @@ pub(crate) fn is_rebalance_error(error: &KafkaError) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_partition_lags_until_its_position_reaches_the_cached_end() {
+        use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+        use rdkafka::ClientConfig;
+        use std::time::{Duration, Instant};
+
+        let cluster = kstreams_embedded::EmbeddedKafka::start(1).unwrap();
+        let bootstrap = cluster.bootstrap_servers();
+        cluster.create_topic("lagged", 1, 1).unwrap();
+        let producer: BaseProducer = ClientConfig::new()
+            .set("bootstrap.servers", &bootstrap)
+            .create()
+            .unwrap();
+        for i in 0..3 {
+            producer
+                .send(BaseRecord::<str, str>::to("lagged").payload(&i.to_string()))
+                .unwrap();
+        }
+        producer.flush(Duration::from_secs(30)).unwrap();
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &bootstrap)
+            .set("group.id", "lag-test")
+            .create()
+            .unwrap();
+        let mut assignment = TopicPartitionList::new();
+        assignment
+            .add_partition_offset("lagged", 0, Offset::Beginning)
+            .unwrap();
+        consumer.assign(&assignment).unwrap();
+        // No fetch answered yet: lagging, as Kafka Streams would wait.
+        assert!(is_lagging(&consumer, "lagged", 0, None));
+
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut consumed = 0;
+        while consumed < 3 && Instant::now() < deadline {
+            if let Some(message) = consumer.poll(Duration::from_millis(100)) {
+                message.unwrap();
+                consumed += 1;
+                // Behind the end until the last record is consumed.
+                assert_eq!(is_lagging(&consumer, "lagged", 0, None), consumed < 3);
+            }
+        }
+        assert_eq!(consumed, 3);
+        assert_eq!(cached_position(&consumer, "lagged", 0), Offset::Offset(3));
+        // A partition the consumer does not have: no position.
+        assert_eq!(cached_position(&consumer, "lagged", 5), Offset::Invalid);
+    }
 
     #[test]
     fn before_a_record_is_consumed_reading_starts_at_the_commit_or_the_log_start() {

@@ -33,13 +33,9 @@ use super::RuntimeError;
 use crate::StreamTask;
 use kstreams_time::PartitionMetadata;
 
-/// The offset a partition's reading started at (the committed one), if
-/// known.
-pub(crate) type StartOffset<'a> = &'a dyn Fn(&str, i32) -> Option<i64>;
-
-/// Finds the partitions known to be behind their end (KIP-695), given
-/// where their reading started.
-pub(crate) type LaggingPartitions<'a> = &'a dyn Fn(StartOffset<'_>) -> Vec<Partition>;
+/// Whether a partition is known to be behind its end (KIP-695), given the
+/// offset its reading started at (the committed one), if known.
+pub(crate) type IsLagging<'a> = &'a dyn Fn(&str, i32, Option<i64>) -> bool;
 
 /// An active task with its input buffers.
 struct TaskEntry {
@@ -545,32 +541,39 @@ impl TaskManager {
     }
 
     /// Runs every task that has all its partitions over what its partition
-    /// group allows now (`lagging` finds KIP-695's partitions known to be
-    /// behind their end, given the offsets their reading started at), each
-    /// for at most `slice` (and at least one record): the caller sends the
+    /// group allows now (`lagging` says whether a partition is known to be
+    /// behind its end, given the offset its reading started at), each for
+    /// at most `slice` (and at least one record): the caller sends the
     /// outputs and calls again while `more`, so a slow processor's outputs
     /// go out as it makes them, not after the whole polled batch.
     ///
-    /// `lagging` is asked at most once per call, and only when a task of
-    /// several partitions finds one empty: asking librdkafka for positions
-    /// waits on its main thread, which took a third of a pass-through's
-    /// stream thread when asked on every pass.
+    /// `lagging` is asked only when a task of several partitions finds one
+    /// empty, at most once per partition and call: it was asked for every
+    /// partition on every pass, through rust-rdkafka's `position()`, which
+    /// waits on librdkafka's main thread (half of a pass-through's
+    /// stream-thread context switches).
     pub fn process(
         &mut self,
-        lagging: LaggingPartitions<'_>,
+        lagging: IsLagging<'_>,
         slice: Duration,
     ) -> Result<ProcessedBatch, RuntimeError> {
         let max_idle = self.config.max_task_idle;
         let start_offsets = &self.start_offsets;
-        let start = |topic: &str, partition: i32| {
-            start_offsets.get(&(topic.to_string(), partition)).copied()
-        };
-        let known = std::cell::OnceCell::new();
+        let asked = std::cell::RefCell::new(Vec::<(String, i32, bool)>::new());
         let is_lagging = |topic: &str, partition: i32| {
-            known
-                .get_or_init(|| lagging(&start))
+            let known = asked
+                .borrow()
                 .iter()
-                .any(|(t, p): &Partition| *p == partition && t == topic)
+                .find(|(t, p, _)| *p == partition && t == topic)
+                .map(|&(_, _, lagging)| lagging);
+            known.unwrap_or_else(|| {
+                let start = start_offsets.get(&(topic.to_string(), partition)).copied();
+                let lags = lagging(topic, partition, start);
+                asked
+                    .borrow_mut()
+                    .push((topic.to_string(), partition, lags));
+                lags
+            })
         };
         // Empty: `recycle_outputs` clears what it keeps.
         let mut outputs = std::mem::take(&mut self.spare_outputs);
@@ -929,7 +932,7 @@ mod tests {
         assert_eq!(tasks.buffer(record("left", 1, 7, "c")).unwrap(), Some(1));
         assert_eq!(tasks.buffer(record("other", 0, 0, "x")).unwrap(), None);
 
-        let batch = tasks.process(&|_| Vec::new(), Duration::MAX).unwrap();
+        let batch = tasks.process(&|_, _, _| false, Duration::MAX).unwrap();
         let mut values: Vec<Vec<u8>> = batch
             .outputs
             .iter()
@@ -972,7 +975,7 @@ mod tests {
         ]));
         tasks.buffer(record("left", 0, 3, "a")).unwrap();
         tasks.buffer(record("right", 0, 3, "b")).unwrap();
-        let batch = tasks.process(&|_| Vec::new(), Duration::MAX).unwrap();
+        let batch = tasks.process(&|_, _, _| false, Duration::MAX).unwrap();
         assert!(tasks.record_progress(batch.progress));
         // left-0: its marker at 4 was read past; right-0 has a record
         // buffered at 6 (a marker at 4, an aborted one at 5).
@@ -1040,7 +1043,7 @@ mod tests {
         }
 
         // Two calls out: the other records stay buffered.
-        let batch = tasks.process(&|_| Vec::new(), Duration::MAX).unwrap();
+        let batch = tasks.process(&|_, _, _| false, Duration::MAX).unwrap();
         assert!(batch.outputs.is_empty());
         assert_eq!(tasks.buffered("in", 0), 3);
         assert_eq!(tasks.async_in_flight(), 2);
@@ -1061,7 +1064,7 @@ mod tests {
         while outputs < 5 {
             assert!(Instant::now() < deadline, "{outputs} of 5 results");
             tasks.wait_for_async(Duration::from_millis(100));
-            let batch = tasks.process(&|_| Vec::new(), Duration::MAX).unwrap();
+            let batch = tasks.process(&|_, _, _| false, Duration::MAX).unwrap();
             outputs += batch.outputs.len();
             tasks.record_progress(batch.progress);
         }
@@ -1083,7 +1086,7 @@ mod tests {
         let mut outputs = Vec::new();
         let mut calls = 0;
         loop {
-            let batch = tasks.process(&|_| Vec::new(), Duration::ZERO).unwrap();
+            let batch = tasks.process(&|_, _, _| false, Duration::ZERO).unwrap();
             calls += 1;
             assert_eq!(batch.outputs.len(), 1, "call {calls}");
             assert_eq!(batch.progress, vec![(p("left", 0), calls)]);
@@ -1105,7 +1108,7 @@ mod tests {
             .assign(&[p("left", 0), p("right", 0)], None, |_, _| None)
             .unwrap();
         tasks.buffer(record("left", 0, 0, "a")).unwrap();
-        let batch = tasks.process(&|_| Vec::new(), Duration::MAX).unwrap();
+        let batch = tasks.process(&|_, _, _| false, Duration::MAX).unwrap();
         tasks.record_progress(batch.progress);
 
         tasks
@@ -1118,6 +1121,47 @@ mod tests {
             .unwrap();
         assert_eq!(tasks.task_ids().count(), 0);
         assert!(!tasks.record_progress(Vec::new()));
+    }
+
+    #[test]
+    fn an_empty_partition_is_asked_about_once_per_call_with_its_start_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut tasks = manager(dir.path());
+        let mut committed = TopicPartitionList::new();
+        committed
+            .add_partition_offset("right", 0, Offset::Offset(10))
+            .unwrap();
+        tasks
+            .assign(&[p("left", 0), p("right", 0)], Some(&committed), |_, _| {
+                None
+            })
+            .unwrap();
+        tasks.update_missing_partitions(&HashMap::from([
+            ("left".to_string(), 1),
+            ("right".to_string(), 1),
+        ]));
+        for offset in 0..3 {
+            tasks.buffer(record("left", 0, offset, "a")).unwrap();
+        }
+        let asked = std::cell::RefCell::new(Vec::new());
+        let behind = std::cell::Cell::new(true);
+        let lagging = |topic: &str, partition: i32, start: Option<i64>| {
+            asked
+                .borrow_mut()
+                .push((topic.to_string(), partition, start));
+            behind.get()
+        };
+
+        // right-0 is behind its end: the task waits for it.
+        let batch = tasks.process(&lagging, Duration::MAX).unwrap();
+        assert!(batch.outputs.is_empty());
+        assert_eq!(*asked.borrow(), vec![("right".to_string(), 0, Some(10))]);
+
+        // Caught up: the three records go, right-0 asked about once more.
+        behind.set(false);
+        let batch = tasks.process(&lagging, Duration::MAX).unwrap();
+        assert_eq!(batch.outputs.len(), 3);
+        assert_eq!(asked.borrow().len(), 2);
     }
 
     #[test]

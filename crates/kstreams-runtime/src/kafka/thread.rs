@@ -27,7 +27,7 @@ use rdkafka::Offset;
 use super::clients;
 use super::config::{GroupProtocol, ProcessingGuarantee, StreamsConfig};
 use super::consumer_position::{
-    consumed, is_fatal_consumer_error, is_rebalance_error, lagging_partitions, PartitionMetrics,
+    consumed, is_fatal_consumer_error, is_lagging, is_rebalance_error, PartitionMetrics,
 };
 use super::local_metadata::ThreadMetadata;
 use super::queries::{QueryInbox, QUERY_POLL};
@@ -717,12 +717,8 @@ impl ThreadLoop {
         let needs_lag = self.config.max_task_idle.needs_lag();
         loop {
             let consumer = &self.consumer;
-            let lagging = |start: &dyn Fn(&str, i32) -> Option<i64>| {
-                if needs_lag {
-                    lagging_partitions(consumer, start)
-                } else {
-                    Vec::new()
-                }
+            let lagging = |topic: &str, partition: i32, start: Option<i64>| {
+                needs_lag && is_lagging(consumer, topic, partition, start)
             };
             let mut batch = self.tasks.process(&lagging, OUTPUT_SLICE)?;
             // Progress counts only once its outputs (and the stores'
