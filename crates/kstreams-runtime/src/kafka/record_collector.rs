@@ -505,6 +505,13 @@ impl RecordCollector {
                 return Err(error);
             }
         }
+        // The transaction's records acknowledged first, without the waits
+        // of rust-rdkafka's flush, which `commit_transaction` runs before
+        // librdkafka's: its `poll(100 ms)` steps return only at their
+        // deadline, so every exactly-once commit stood still for 100 ms
+        // (half of a pass-through's wall time at the 100-ms commit
+        // interval). Its flush then finds nothing left to wait for.
+        self.wait_for_acknowledgements(PRODUCER_TIMEOUT)?;
         self.producer.commit_transaction(PRODUCER_TIMEOUT)?;
         self.in_transaction = false;
         Ok(())
