@@ -307,12 +307,21 @@ impl RecordCollector {
             headers: &record.headers,
             opaque: sink.sent as usize,
         };
+        let mut pause = FLUSH_PAUSE_MIN;
         loop {
             match sink.handle.produce(&outgoing) {
                 Ok(()) => return Ok(()),
                 Err(RDKafkaErrorCode::QueueFull) => {
-                    // The local queue is full: serve delivery reports, retry.
-                    self.producer.poll(Duration::from_millis(100));
+                    // The local queue is full: serve the delivery reports
+                    // that came (each frees room), else pause briefly, and
+                    // retry. Not `poll(100 ms)`, which returns only at its
+                    // deadline (see `wait_for_acknowledgements`).
+                    if self.serve_arrived_reports() {
+                        pause = FLUSH_PAUSE_MIN;
+                    } else {
+                        std::thread::sleep(pause);
+                        pause = (pause * 2).min(FLUSH_PAUSE_MAX);
+                    }
                 }
                 Err(code) => return Err(KafkaError::MessageProduction(code).into()),
             }
@@ -585,6 +594,43 @@ mod tests {
             .create_with_context(DeliveryContext::new(false))
             .unwrap();
         RecordCollector::new(Arc::new(producer), guarantee)
+    }
+
+    #[test]
+    fn a_full_local_queue_is_waited_out_and_every_record_is_delivered_in_order() {
+        let cluster = kstreams_embedded::EmbeddedKafka::start(1).unwrap();
+        cluster
+            .create_topic("changelog-full-changelog", 1, 1)
+            .unwrap();
+        // Room for one record: every send after the first finds the queue
+        // full until the one before is acknowledged.
+        let producer = ClientConfig::new()
+            .set("bootstrap.servers", cluster.bootstrap_servers())
+            .set("queue.buffering.max.messages", "1")
+            .set("linger.ms", "0")
+            .create_with_context(DeliveryContext::new(false))
+            .unwrap();
+        let mut collector =
+            RecordCollector::new(Arc::new(producer), ProcessingGuarantee::AtLeastOnce);
+        let records = (0..50)
+            .map(|i| ProducedRecord {
+                topic: "changelog-full-changelog".into(),
+                partition: Some(0),
+                partition_key_len: None,
+                key: Some(b"k".to_vec()),
+                value: Some(i.to_string().into_bytes()),
+                timestamp: i,
+                headers: kstreams_record::Headers::new(),
+                sink: None,
+            })
+            .collect();
+        collector.send_all(records).unwrap();
+        collector.flush().unwrap();
+        // The 50 records are offsets 0..=49 of the changelog, in order.
+        assert_eq!(
+            collector.delivered_changelog_offsets()[&("changelog-full-changelog".to_string(), 0)],
+            49
+        );
     }
 
     #[test]
