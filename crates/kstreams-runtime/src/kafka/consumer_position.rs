@@ -92,8 +92,10 @@ fn cached_position<C: ConsumerContext>(
     list.add_partition(topic, partition);
     // SAFETY: `native_ptr` is the live handle of `consumer`, borrowed for
     // the whole call, and `list` is a valid list we own, borrowed mutably
-    // for it. rd_kafka_position only writes each element's offset and
-    // error, under the partitions' locks, and keeps no pointer.
+    // for it. rd_kafka_position looks each partition up under librdkafka's
+    // locks (making its partition object if there is none, as for the
+    // assignment that rust-rdkafka's `position()` passes), writes the
+    // element's offset and error, and keeps no pointer to the list.
     let err =
         unsafe { rdkafka::bindings::rd_kafka_position(consumer.client().native_ptr(), list.ptr()) };
     if err != rdkafka::bindings::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {

@@ -149,6 +149,11 @@ impl<C: ProducerContext> TopicHandle<C> {
             code
         };
         // On failure the header list stays ours: dropped (destroyed) here.
+        // Unlike `rd_kafka_producev` (rust-rdkafka's `send`), which says
+        // `__FATAL` once the producer has a fatal error, the error object
+        // carries the fatal error's own code: `__FENCED` for a fenced
+        // transactional producer, which the thread answers as any fencing
+        // (a new producer, as Kafka Streams' task migration).
         Err(code.into())
     }
 }
