@@ -12,11 +12,11 @@
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::hash::{BuildHasher, Hash, RandomState};
+use std::hash::{BuildHasher, Hash};
 use std::ops::RangeBounds;
 use std::rc::Rc;
 
-use hashbrown::HashTable;
+use hashbrown::{DefaultHashBuilder, HashTable};
 
 use crate::Timestamp;
 
@@ -204,9 +204,11 @@ fn slot_key<CK, T>(slots: &[Option<Slot<CK, T>>], i: u32) -> &CK {
 pub(crate) struct NamedCache<CK, T> {
     slots: Vec<Option<Slot<CK, T>>>,
     free: Vec<u32>,
-    /// Slot numbers, hashed by their slots' keys.
+    /// Slot numbers, hashed by their slots' keys. Keys come from records:
+    /// the hasher is seeded at random, so that no input can be made to
+    /// collide in every process.
     index: HashTable<u32>,
-    hasher: RandomState,
+    hasher: DefaultHashBuilder,
     recency: List,
     dirty: List,
     /// The keys in order, with their slots, from the first range query on.
@@ -223,7 +225,7 @@ impl<CK: Ord + Hash + Clone, T> NamedCache<CK, T> {
             slots: Vec::new(),
             free: Vec::new(),
             index: HashTable::new(),
-            hasher: RandomState::new(),
+            hasher: DefaultHashBuilder::default(),
             recency: EMPTY,
             dirty: EMPTY,
             ordered: None,

@@ -67,6 +67,8 @@ mod key_value;
 mod layered;
 mod metered;
 mod options;
+#[cfg(feature = "rocksdb")]
+mod pending_writes;
 mod restore;
 #[cfg(feature = "rocksdb")]
 mod rocks;

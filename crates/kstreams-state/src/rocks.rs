@@ -36,6 +36,7 @@ use rocksdb::{
 };
 
 use crate::engine::backend::{prefix_successor, BytesIter, DirLayout, Keyspaces, ValueFamily};
+use crate::pending_writes::{PendingWrites, MAX_HELD_BYTES};
 use crate::rocks_settings::RocksDbSettings;
 use crate::{Error, RecordedOffset, StoreContext};
 
@@ -52,6 +53,10 @@ const HEADERS_FAMILY: &str = "keyValueWithTimestampAndHeaders";
 const STATUS_KEY: &[u8] = b"status";
 const STATUS_OPEN: i64 = 1;
 const STATUS_CLOSED: i64 = 0;
+/// The held writes' family slots: keyspace 0's family, and the segments
+/// family.
+const DATA_SLOT: u8 = 0;
+const SEGMENTS_SLOT: u8 = 1;
 /// Entries moved per write batch when an earlier layout is converted.
 const MOVE_BATCH: usize = 10_000;
 
@@ -68,6 +73,9 @@ pub(crate) struct RocksKeyspaces {
     spaces: BTreeSet<i64>,
     /// A prefixed key being built, reused so a read allocates nothing.
     scratch: RefCell<Vec<u8>>,
+    /// Puts and deletes not yet handed to RocksDB: written as one sorted
+    /// batch before the next read, drop, flush or close.
+    pending: RefCell<PendingWrites>,
     settings: RocksDbSettings,
     /// Whether the store's last run closed it (its `status` was 0 or
     /// absent when it was opened): only then do its offsets describe its
@@ -151,6 +159,7 @@ impl RocksKeyspaces {
             write,
             spaces: BTreeSet::new(),
             scratch: RefCell::new(Vec::new()),
+            pending: RefCell::new(PendingWrites::default()),
             settings: RocksDbSettings::default(),
             closed_cleanly: false,
         }
@@ -328,6 +337,54 @@ impl RocksKeyspaces {
         Error::engine(&self.name, e)
     }
 
+    /// Holds a put (`Some`) or delete (`None`) of `key` in keyspace `ks`,
+    /// writing what is held once it reaches [`MAX_HELD_BYTES`].
+    fn hold(&mut self, ks: i64, key: &[u8], value: Option<&[u8]>) -> Result<(), Error> {
+        self.db()?;
+        if ks != 0 && !self.uses_segments() {
+            return Err(self.missing(SEGMENTS_FAMILY));
+        }
+        let pending = self.pending.get_mut();
+        match ks {
+            0 => pending.hold(DATA_SLOT, &[], key, value),
+            _ => pending.hold(SEGMENTS_SLOT, &segment_prefix(ks), key, value),
+        }
+        if pending.bytes_held() >= MAX_HELD_BYTES {
+            self.write_pending()?;
+        }
+        Ok(())
+    }
+
+    /// Hands the held writes to RocksDB as one batch; every read, drop and
+    /// flush calls this first, so the store reads its own writes.
+    fn write_pending(&self) -> Result<(), Error> {
+        let mut pending = self.pending.borrow_mut();
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let db = self.db()?;
+        let data = self.place(db, 0)?.family;
+        // `hold` keeps segment writes only where the layout has segments.
+        let segments = match self.uses_segments() {
+            true => self.place(db, 1)?.family,
+            false => Family::Default,
+        };
+        let mut batch = WriteBatch::with_capacity_bytes(pending.bytes_held() + 4096);
+        pending.drain_sorted(|slot, key, value| {
+            let family = match slot {
+                DATA_SLOT => &data,
+                _ => &segments,
+            };
+            match (family, value) {
+                (Family::Default, Some(v)) => batch.put(key, v),
+                (Family::Default, None) => batch.delete(key),
+                (Family::Named(cf), Some(v)) => batch.put_cf(*cf, key, v),
+                (Family::Named(cf), None) => batch.delete_cf(*cf, key),
+            }
+        });
+        db.write_opt(batch, &self.write).map_err(|e| self.err(e))
+    }
+
     /// Notes that segment keyspace `ks` may now hold entries.
     fn ensure(&mut self, ks: i64) {
         if ks != 0 {
@@ -406,6 +463,16 @@ impl RocksKeyspaces {
     }
 }
 
+/// RocksDB writes its memtables out when it is closed without a flush;
+/// the writes still held here go to it first, so that they do too.
+impl Drop for RocksKeyspaces {
+    fn drop(&mut self) {
+        if let Err(e) = self.write_pending() {
+            log::warn!("state store {}: writes lost at drop: {e}", self.name);
+        }
+    }
+}
+
 fn after(key: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(key.len() + 1);
     out.extend_from_slice(key);
@@ -478,6 +545,7 @@ impl Keyspaces for RocksKeyspaces {
     }
 
     fn get_into(&self, ks: i64, key: &[u8], out: &mut Vec<u8>) -> Result<bool, Error> {
+        self.write_pending()?;
         let db = self.db()?;
         let place = self.place(db, ks)?;
         if place.prefix.is_some() && !self.spaces.contains(&ks) {
@@ -502,33 +570,18 @@ impl Keyspaces for RocksKeyspaces {
 
     fn put(&mut self, ks: i64, key: &[u8], value: &[u8]) -> Result<(), Error> {
         self.ensure(ks);
-        let db = self.db()?;
-        let place = self.place(db, ks)?;
-        let mut buf = self.scratch.borrow_mut();
-        let key = place.key(key, &mut buf);
-        let result = match place.family {
-            Family::Default => db.put_opt(key, value, &self.write),
-            Family::Named(cf) => db.put_cf_opt(cf, key, value, &self.write),
-        };
-        result.map_err(|e| self.err(e))
+        self.hold(ks, key, Some(value))
     }
 
     fn delete(&mut self, ks: i64, key: &[u8]) -> Result<(), Error> {
-        let db = self.db()?;
-        let place = self.place(db, ks)?;
-        if place.prefix.is_some() && !self.spaces.contains(&ks) {
+        if ks != 0 && !self.spaces.contains(&ks) {
             return Ok(());
         }
-        let mut buf = self.scratch.borrow_mut();
-        let key = place.key(key, &mut buf);
-        let result = match place.family {
-            Family::Default => db.delete_opt(key, &self.write),
-            Family::Named(cf) => db.delete_cf_opt(cf, key, &self.write),
-        };
-        result.map_err(|e| self.err(e))
+        self.hold(ks, key, None)
     }
 
     fn write_all(&mut self, ks: i64, entries: &[(&[u8], Option<&[u8]>)]) -> Result<(), Error> {
+        self.write_pending()?;
         self.ensure(ks);
         let db = self.db()?;
         let place = self.place(db, ks)?;
@@ -553,6 +606,7 @@ impl Keyspaces for RocksKeyspaces {
         to: Bound<&[u8]>,
         reverse: bool,
     ) -> Result<BytesIter<'_>, Error> {
+        self.write_pending()?;
         let db = self.db()?;
         let place = self.place(db, ks)?;
         if place.prefix.is_some() && !self.spaces.contains(&ks) {
@@ -619,6 +673,7 @@ impl Keyspaces for RocksKeyspaces {
     }
 
     fn drop_keyspace(&mut self, ks: i64) -> Result<(), Error> {
+        self.write_pending()?;
         if ks == 0 || !self.spaces.remove(&ks) {
             return Ok(());
         }
@@ -635,6 +690,7 @@ impl Keyspaces for RocksKeyspaces {
     }
 
     fn approximate_len(&self, ks: i64) -> Result<u64, Error> {
+        self.write_pending()?;
         let db = self.db()?;
         let place = self.place(db, ks)?;
         if place.prefix.is_some() {
@@ -652,6 +708,10 @@ impl Keyspaces for RocksKeyspaces {
     }
 
     fn flush(&mut self) -> Result<(), Error> {
+        if self.db.is_none() {
+            return Ok(());
+        }
+        self.write_pending()?;
         let Some(db) = &self.db else {
             return Ok(());
         };
@@ -692,6 +752,7 @@ impl Keyspaces for RocksKeyspaces {
     }
 
     fn commit_offsets(&mut self, offsets: &[(&str, i32, i64)]) -> Result<(), Error> {
+        self.write_pending()?;
         let db = self.db()?;
         let Some(family) = db.cf_handle(OFFSETS_FAMILY) else {
             return Ok(());

@@ -41,6 +41,25 @@ impl<V: 'static> Serde<ValueAndTimestamp<V>> for ValueAndTimestampSerde<V> {
             .serialize(topic, headers, &value.value)?
             .map(|raw| crate::format::value_and_timestamp(&raw, value.timestamp)))
     }
+    /// In place, as the caches and changelogs of timestamped stores write
+    /// every value: no buffer of its own for the inner value.
+    fn serialize_into(
+        &self,
+        topic: &str,
+        headers: &mut Headers,
+        value: &ValueAndTimestamp<V>,
+        out: &mut Vec<u8>,
+    ) -> Result<bool, SerdeError> {
+        let start = out.len();
+        out.extend_from_slice(&value.timestamp.to_be_bytes());
+        match self.0.serialize_into(topic, headers, &value.value, out) {
+            Ok(true) => Ok(true),
+            written => {
+                out.truncate(start);
+                written
+            }
+        }
+    }
     fn deserialize(
         &self,
         topic: &str,
@@ -192,5 +211,40 @@ impl ValueFormat {
                 value.map(|v| crate::format::value_and_timestamp(v, timestamp))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kstreams_record::{I64Serde, Nullable};
+
+    use super::*;
+
+    #[test]
+    fn a_timestamped_value_written_in_place_is_the_bytes_serialize_gives() {
+        let serde = ValueAndTimestampSerde::<i64>(Arc::new(I64Serde));
+        let value = ValueAndTimestamp::make(-2, 1_700_000_000_123);
+        let whole = serde.serialize("t", &mut Headers::new(), &value).unwrap();
+        let mut out = b"before".to_vec();
+        assert!(serde
+            .serialize_into("t", &mut Headers::new(), &value, &mut out)
+            .unwrap());
+        assert_eq!(&out[..6], b"before");
+        assert_eq!(Some(out[6..].to_vec()), whole);
+    }
+
+    #[test]
+    fn a_null_inner_value_writes_nothing_in_place() {
+        let serde = ValueAndTimestampSerde::<Option<i64>>(Arc::new(Nullable(I64Serde)));
+        let value = ValueAndTimestamp::make(None, 5);
+        assert_eq!(
+            serde.serialize("t", &mut Headers::new(), &value).unwrap(),
+            None
+        );
+        let mut out = b"kept".to_vec();
+        assert!(!serde
+            .serialize_into("t", &mut Headers::new(), &value, &mut out)
+            .unwrap());
+        assert_eq!(out, b"kept");
     }
 }

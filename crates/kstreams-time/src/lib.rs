@@ -23,7 +23,7 @@ pub use partition_metadata::PartitionMetadata;
 pub use windowed::{Window, Windowed};
 pub use windows::{
     duration_ms, EmitStrategy, FixedSizeWindows, JoinWindows, SessionWindows, SlidingWindows,
-    TimeWindows, UnlimitedWindows, WindowError,
+    TimeWindows, UnlimitedWindows, WindowError, WindowsContaining,
 };
 
 use kstreams_record::Timestamp;

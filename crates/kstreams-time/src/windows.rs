@@ -103,14 +103,19 @@ impl TimeWindows {
 
     /// The windows `[start, end)` that contain `timestamp`, by start.
     pub fn windows_for(&self, timestamp: Timestamp) -> Vec<(Timestamp, Timestamp)> {
+        self.windows_containing(timestamp).collect()
+    }
+
+    /// [`Self::windows_for`] without collecting them.
+    pub fn windows_containing(&self, timestamp: Timestamp) -> WindowsContaining {
         let mut start = (timestamp - self.size_ms + self.advance_ms).max(0);
         start -= start % self.advance_ms;
-        let mut out = Vec::new();
-        while start <= timestamp {
-            out.push((start, start.saturating_add(self.size_ms)));
-            start += self.advance_ms;
+        WindowsContaining {
+            next: Some(start),
+            last: timestamp,
+            size_ms: self.size_ms,
+            advance_ms: self.advance_ms,
         }
-        out
     }
 
     /// How long a window store must keep windows: size plus grace.
@@ -242,11 +247,39 @@ impl UnlimitedWindows {
 
     /// The window a timestamp falls into, if it is not before the start.
     pub fn windows_for(&self, timestamp: Timestamp) -> Vec<(Timestamp, Timestamp)> {
-        if timestamp >= self.start_ms {
-            vec![(self.start_ms, i64::MAX)]
-        } else {
-            Vec::new()
+        self.windows_containing(timestamp).collect()
+    }
+
+    /// [`Self::windows_for`] without collecting it.
+    pub fn windows_containing(&self, timestamp: Timestamp) -> WindowsContaining {
+        WindowsContaining {
+            next: (timestamp >= self.start_ms).then_some(self.start_ms),
+            last: self.start_ms,
+            size_ms: i64::MAX,
+            advance_ms: 1,
         }
+    }
+}
+
+/// The windows `[start, end)` of fixed size that contain a timestamp, by
+/// start: what `windows_for` collects, one window at a time, so that a
+/// record's windows cost no allocation.
+#[derive(Debug, Clone)]
+pub struct WindowsContaining {
+    next: Option<Timestamp>,
+    /// The last start that contains the timestamp.
+    last: Timestamp,
+    size_ms: i64,
+    advance_ms: i64,
+}
+
+impl Iterator for WindowsContaining {
+    type Item = (Timestamp, Timestamp);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let start = self.next.filter(|&start| start <= self.last)?;
+        self.next = start.checked_add(self.advance_ms);
+        Some((start, start.saturating_add(self.size_ms)))
     }
 }
 
@@ -276,9 +309,14 @@ impl From<UnlimitedWindows> for FixedSizeWindows {
 impl FixedSizeWindows {
     /// The windows `[start, end)` that contain `timestamp`, by start.
     pub fn windows_for(&self, timestamp: Timestamp) -> Vec<(Timestamp, Timestamp)> {
+        self.windows_containing(timestamp).collect()
+    }
+
+    /// [`Self::windows_for`] without collecting them.
+    pub fn windows_containing(&self, timestamp: Timestamp) -> WindowsContaining {
         match self {
-            FixedSizeWindows::Time(w) => w.windows_for(timestamp),
-            FixedSizeWindows::Unlimited(w) => w.windows_for(timestamp),
+            FixedSizeWindows::Time(w) => w.windows_containing(timestamp),
+            FixedSizeWindows::Unlimited(w) => w.windows_containing(timestamp),
         }
     }
 
@@ -448,5 +486,21 @@ mod tests {
         let w = UnlimitedWindows::start_on(100);
         assert!(w.windows_for(99).is_empty());
         assert_eq!(w.windows_for(100), vec![(100, i64::MAX)]);
+        assert_eq!(w.windows_for(i64::MAX), vec![(100, i64::MAX)]);
+    }
+
+    #[test]
+    fn windows_at_the_end_of_time_stop_there() {
+        let w = TimeWindows::of_size_with_no_grace(ms(10)).advance_by(ms(5));
+        let last = i64::MAX - i64::MAX % 5;
+        assert_eq!(
+            w.windows_for(i64::MAX),
+            vec![(last - 5, i64::MAX), (last, i64::MAX)]
+        );
+        let fixed = FixedSizeWindows::from(w);
+        assert_eq!(
+            fixed.windows_containing(12).collect::<Vec<_>>(),
+            vec![(5, 15), (10, 20)]
+        );
     }
 }

@@ -162,7 +162,7 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
                 store.borrow_mut().remove(&session)?;
                 let end = session.window.end;
                 self.output
-                    .update(ctx, move || session, None, Some(value), end, &no_headers)?;
+                    .update(ctx, Some(session), None, Some(value), end, &no_headers)?;
             }
         }
         let new_agg = (self.fns.fold)(&record.key, record.value, agg);
@@ -170,7 +170,7 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
         store.borrow_mut().put(key.clone(), Some(new_agg.clone()))?;
         let end = key.window.end;
         self.output
-            .update(ctx, move || key, Some(new_agg), None, end, &no_headers)?;
+            .update(ctx, Some(key), Some(new_agg), None, end, &no_headers)?;
         Ok(())
     }
 

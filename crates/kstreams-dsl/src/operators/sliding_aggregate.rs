@@ -90,7 +90,9 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> SlidingAggregat
             .put(key.clone(), Some(value.clone()), window.start)?;
         self.output.update(
             ctx,
-            || Windowed::new(key.clone(), window),
+            self.output
+                .forwards_each_update()
+                .then(|| Windowed::new(key.clone(), window)),
             Some(value.value),
             old,
             value.timestamp,

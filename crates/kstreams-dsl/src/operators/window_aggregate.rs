@@ -63,6 +63,43 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> WindowAggregate
     }
 }
 
+impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> WindowAggregate<K, V, A> {
+    /// Folds one record into one of its windows, and forwards or caches
+    /// the window's new aggregate.
+    #[allow(clippy::too_many_arguments)]
+    fn update_window(
+        &self,
+        ctx: &mut ProcessorContext<'_, Windowed<K>, Change<A>>,
+        store: &TimestampedWindowStoreHandle<K, A>,
+        window: Window,
+        key: K,
+        value: V,
+        timestamp: Timestamp,
+        headers: &Headers,
+    ) -> Result<(), ProcessorError> {
+        let old = store.borrow().fetch(&key, window.start)?;
+        let (current, new_ts) = match old {
+            Some(o) => (Some(o.value), timestamp.max(o.timestamp)),
+            None => (None, timestamp),
+        };
+        // A new window's old value is its initial aggregate, as Kafka
+        // Streams forwards it.
+        let old_agg = self.fns.start(current);
+        let new_agg = (self.fns.fold)(&key, value, old_agg.clone());
+        let windowed = self
+            .output
+            .forwards_each_update()
+            .then(|| Windowed::new(key.clone(), window));
+        store.borrow_mut().put(
+            key,
+            Some(ValueAndTimestamp::make(new_agg.clone(), new_ts)),
+            window.start,
+        )?;
+        self.output
+            .update(ctx, windowed, Some(new_agg), old_agg, new_ts, headers)
+    }
+}
+
 impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
     Processor<K, V, Windowed<K>, Change<A>> for WindowAggregate<K, V, A>
 {
@@ -93,34 +130,26 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
             self.emit_closed(ctx, last_close, close_time, &record.headers)?;
         }
         let store = self.store.as_ref().ok_or("window store not open")?;
-        for (start, end) in self.windows.windows_for(timestamp) {
+        let mut windows = self.windows.windows_containing(timestamp).peekable();
+        while let Some((start, end)) = windows.next() {
             let window = Window::new(start, end);
             if expiry::time_window_closed(end, close_time) {
                 self.output.reject_late(ctx, &record, window, grace)?;
                 continue;
             }
-            let old = store.borrow().fetch(&record.key, start)?;
-            let (current, new_ts) = match old {
-                Some(o) => (Some(o.value), timestamp.max(o.timestamp)),
-                None => (None, timestamp),
-            };
-            // A new window's old value is its initial aggregate, as Kafka
-            // Streams forwards it.
-            let old_agg = self.fns.start(current);
-            let new_agg = (self.fns.fold)(&record.key, record.value.clone(), old_agg.clone());
-            store.borrow_mut().put(
-                record.key.clone(),
-                Some(ValueAndTimestamp::make(new_agg.clone(), new_ts)),
-                start,
-            )?;
-            self.output.update(
-                ctx,
-                || Windowed::new(record.key.clone(), window),
-                Some(new_agg),
-                old_agg,
-                new_ts,
-                &record.headers,
-            )?;
+            if windows.peek().is_none() {
+                // The record's last window: its key and value move in
+                // (a tumbling window is every record's only one).
+                let Record {
+                    key,
+                    value,
+                    headers,
+                    ..
+                } = record;
+                return self.update_window(ctx, store, window, key, value, timestamp, &headers);
+            }
+            let (key, value) = (record.key.clone(), record.value.clone());
+            self.update_window(ctx, store, window, key, value, timestamp, &record.headers)?;
         }
         Ok(())
     }

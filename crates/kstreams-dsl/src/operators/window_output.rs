@@ -105,13 +105,22 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static, SV: 'static>
         )
     }
 
+    /// Whether [`Self::update`] forwards each update at once (no cache, and
+    /// not final results only), and so needs the window's key.
+    pub(crate) fn forwards_each_update(&self) -> bool {
+        matches!(&self.forwarder, Some(f) if !f.caching())
+    }
+
     /// A window's new aggregate (`new`; `None` when the window is gone):
     /// forwarded at once, or left to the store's cache, or (final results
     /// only) held in the store until the window closes.
+    ///
+    /// `key` is the window's key where [`Self::forwards_each_update`],
+    /// else `None`: the caller builds it only when it is sent.
     pub(crate) fn update(
         &self,
         ctx: Ctx<'_, '_, K, A>,
-        key: impl FnOnce() -> Windowed<K>,
+        key: Option<Windowed<K>>,
         new: Option<A>,
         old: Option<A>,
         timestamp: Timestamp,
@@ -120,13 +129,14 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static, SV: 'static>
         match &self.forwarder {
             Some(f) if f.caching() => f.drain(ctx, self.cached)?,
             Some(_) => {
+                let key = key.ok_or("a window update to forward came without its key")?;
                 let old = if sends_old(&self.setup.send_old) {
                     old
                 } else {
                     None
                 };
                 ctx.forward(Record {
-                    key: key(),
+                    key,
                     value: Change::new(new, old),
                     timestamp,
                     headers: headers.clone(),
