@@ -805,6 +805,71 @@ mod tests {
 
     fn shared_across_threads<T: Send + Sync + Clone>() {}
 
+    fn opened(dir: &Path, layout: DirLayout) -> RocksKeyspaces {
+        let mut store = RocksKeyspaces::new(layout);
+        let context = StoreContext::new("app", "0_0", 0).with_task_directory(dir);
+        store.open("held", &context).unwrap();
+        store
+    }
+
+    fn keys(store: &RocksKeyspaces, ks: i64) -> Vec<(Vec<u8>, Vec<u8>)> {
+        store
+            .range(ks, Bound::Unbounded, Bound::Unbounded, false)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    }
+
+    #[test]
+    fn held_writes_are_read_back_before_they_reach_rocksdb() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = opened(dir.path(), DirLayout::Segmented);
+        store.put(3, b"b", b"2").unwrap();
+        store.put(3, b"a", b"1").unwrap();
+        store.put(0, b"meta", b"m").unwrap();
+        assert!(!store.pending.borrow().is_empty());
+        assert_eq!(store.get(3, b"a").unwrap(), Some(b"1".to_vec()));
+        assert!(store.pending.borrow().is_empty());
+        store.put(3, b"a", b"one").unwrap();
+        store.delete(3, b"b").unwrap();
+        store.put(4, b"c", b"3").unwrap();
+        assert_eq!(keys(&store, 3), vec![(b"a".to_vec(), b"one".to_vec())]);
+        assert_eq!(keys(&store, 4), vec![(b"c".to_vec(), b"3".to_vec())]);
+        assert_eq!(store.get(0, b"meta").unwrap(), Some(b"m".to_vec()));
+        // A dropped segment loses its held writes with it.
+        store.put(5, b"d", b"4").unwrap();
+        store.drop_keyspace(5).unwrap();
+        assert!(keys(&store, 5).is_empty());
+    }
+
+    #[test]
+    fn held_writes_reach_disk_at_flush_and_at_a_drop_without_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = DirLayout::KeyValue(ValueFamily::Timestamped);
+        let mut store = opened(dir.path(), layout);
+        store.put(0, b"k", b"v").unwrap();
+        store.flush().unwrap();
+        store.put(0, b"later", b"w").unwrap();
+        drop(store);
+        let store = opened(dir.path(), layout);
+        assert_eq!(
+            keys(&store, 0),
+            vec![
+                (b"k".to_vec(), b"v".to_vec()),
+                (b"later".to_vec(), b"w".to_vec())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_key_value_layout_refuses_segment_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = opened(dir.path(), DirLayout::KeyValue(ValueFamily::Plain));
+        let err = store.put(2, b"k", b"v").unwrap_err();
+        assert!(err.to_string().contains(SEGMENTS_FAMILY), "{err}");
+        assert!(store.pending.borrow().is_empty());
+    }
+
     #[test]
     fn settings_can_be_shared_by_stream_threads() {
         shared_across_threads::<RocksDbSettings>();
