@@ -10,8 +10,9 @@
 
 use std::ops::Range;
 
-/// Bytes held before the writes go to RocksDB even without a read, so that
-/// a store written without reading holds a bounded amount.
+/// Memory held (bytes and entries) before the writes go to RocksDB even
+/// without a read, so that a store written without reading holds a bounded
+/// amount.
 pub(crate) const MAX_HELD_BYTES: usize = 4 << 20;
 /// Buffer capacity kept after a batch: a store that wrote a large flush
 /// gives the memory back, one that writes small batches reuses it.
@@ -74,8 +75,10 @@ impl PendingWrites {
         self.held.is_empty()
     }
 
+    /// The memory the held writes take: their bytes and their entries (an
+    /// entry outweighs a small key and value).
     pub(crate) fn bytes_held(&self) -> usize {
-        self.bytes.len()
+        self.bytes.len() + self.held.len() * std::mem::size_of::<Held>()
     }
 
     /// Every held write, in (family, key) order; writes of one key keep
@@ -123,7 +126,7 @@ mod tests {
         p.hold(0, b"", b"z", Some(b"9"));
         p.hold(1, b"P", b"a", None);
         p.hold(0, b"", b"c", Some(b""));
-        assert_eq!(p.bytes_held(), 8);
+        assert_eq!(p.bytes_held(), 8 + 4 * std::mem::size_of::<Held>());
         assert_eq!(
             drain(&mut p),
             vec![
@@ -188,9 +191,10 @@ mod tests {
         let mut p = PendingWrites::default();
         let value = vec![7u8; 1024];
         for i in 0u32..4096 {
+            // 4 096 × (4 + 1 024) bytes and the entries: over the limit.
             p.hold(0, b"", &i.to_be_bytes(), Some(&value));
         }
-        assert!(p.bytes_held() > 4 << 20);
+        assert!(p.bytes_held() > MAX_HELD_BYTES);
         assert_eq!(drain(&mut p).len(), 4096);
         assert!(p.bytes.capacity() <= KEPT_CAPACITY);
     }

@@ -340,10 +340,7 @@ impl RocksKeyspaces {
     /// Holds a put (`Some`) or delete (`None`) of `key` in keyspace `ks`,
     /// writing what is held once it reaches [`MAX_HELD_BYTES`].
     fn hold(&mut self, ks: i64, key: &[u8], value: Option<&[u8]>) -> Result<(), Error> {
-        self.db()?;
-        if ks != 0 && !self.uses_segments() {
-            return Err(self.missing(SEGMENTS_FAMILY));
-        }
+        self.check_writable(ks)?;
         let pending = self.pending.get_mut();
         match ks {
             0 => pending.hold(DATA_SLOT, &[], key, value),
@@ -351,6 +348,16 @@ impl RocksKeyspaces {
         }
         if pending.bytes_held() >= MAX_HELD_BYTES {
             self.write_pending()?;
+        }
+        Ok(())
+    }
+
+    /// Whether keyspace `ks` can be written: the store is open, and a
+    /// segment keyspace needs a layout with segments.
+    fn check_writable(&self, ks: i64) -> Result<(), Error> {
+        self.db()?;
+        if ks != 0 && !self.uses_segments() {
+            return Err(self.missing(SEGMENTS_FAMILY));
         }
         Ok(())
     }
@@ -574,6 +581,7 @@ impl Keyspaces for RocksKeyspaces {
     }
 
     fn delete(&mut self, ks: i64, key: &[u8]) -> Result<(), Error> {
+        self.check_writable(ks)?;
         if ks != 0 && !self.spaces.contains(&ks) {
             return Ok(());
         }
@@ -866,6 +874,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut store = opened(dir.path(), DirLayout::KeyValue(ValueFamily::Plain));
         let err = store.put(2, b"k", b"v").unwrap_err();
+        assert!(err.to_string().contains(SEGMENTS_FAMILY), "{err}");
+        let err = store.delete(2, b"k").unwrap_err();
         assert!(err.to_string().contains(SEGMENTS_FAMILY), "{err}");
         assert!(store.pending.borrow().is_empty());
     }

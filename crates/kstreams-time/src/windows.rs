@@ -279,7 +279,13 @@ impl Iterator for WindowsContaining {
     fn next(&mut self) -> Option<Self::Item> {
         let start = self.next.filter(|&start| start <= self.last)?;
         self.next = start.checked_add(self.advance_ms);
-        Some((start, start.saturating_add(self.size_ms)))
+        // An unlimited window (size i64::MAX) ends at the end of time
+        // whatever its start.
+        let end = match self.size_ms {
+            i64::MAX => i64::MAX,
+            size => start.saturating_add(size),
+        };
+        Some((start, end))
     }
 }
 
@@ -487,6 +493,8 @@ mod tests {
         assert!(w.windows_for(99).is_empty());
         assert_eq!(w.windows_for(100), vec![(100, i64::MAX)]);
         assert_eq!(w.windows_for(i64::MAX), vec![(100, i64::MAX)]);
+        let before_epoch = UnlimitedWindows::start_on(-5);
+        assert_eq!(before_epoch.windows_for(0), vec![(-5, i64::MAX)]);
     }
 
     #[test]

@@ -38,19 +38,21 @@ use super::config::{
 ///   second and then sat idle until the backoff ended: 9.1 s wall at 1000,
 ///   3.4 s at 50 or 20, the same CPU (2.0 s). At 0 the fetcher spins.
 /// - `queued.min.messages` 20 000 (librdkafka: 100 000): how many records
-///   a partition prefetches. 50 000 took a fifth off the peak RSS against
-///   the default (72–94 MiB against 96–104) at the same wall time and CPU;
-///   20 000 with the cap below took another fifth off (2M records, one
-///   thread, 3–4 runs each, `/usr/bin/time`: pass-through 73–86 MiB
-///   against 91–101, join 86–100 against 106–114) at the same wall time
-///   (4.4–4.6 s pass-through) and CPU. 10 000 alone cost a third more wall
-///   time (4.6 s against 3.4 at the time) because the queue then drains
-///   faster than the backoff.
+///   the consumer prefetches. librdkafka's docs say per partition, but its
+///   fetcher measures each partition's queue after forwarding, that is the
+///   consumer's one queue (`rd_kafka_toppar_fetch_decide`, `rd_kafka_q_len`),
+///   so this bounds the whole consumer. 50 000 took a fifth off the peak
+///   RSS against the default (72–94 MiB against 96–104) at the same wall
+///   time and CPU; 20 000 with the cap below took another fifth off (2M
+///   records, one thread, 3–4 runs each, `/usr/bin/time`: pass-through
+///   73–86 MiB against 91–101, join 86–100 against 106–114) at the same
+///   wall time (4.4–4.6 s pass-through) and CPU. 10 000 alone cost a third
+///   more wall time (4.6 s against 3.4 at the time) because the queue then
+///   drains faster than the backoff.
 /// - `queued.max.messages.kbytes` 16 384 (librdkafka: 65 536): the cap on
-///   all of a consumer's prefetched bytes, so that a thread with many
-///   partitions does not hold `queued.min.messages` of each. Kafka
-///   Streams' own consumers buffer 1 000 records per partition
-///   (`buffered.records.per.partition`).
+///   the consumer's prefetched bytes (librdkafka counts a kbyte as 1 000
+///   bytes), about 16 MB. Kafka Streams' own consumers buffer 1 000
+///   records per partition (`buffered.records.per.partition`).
 /// - `linger.ms` 5 (librdkafka's own default, written down because Kafka
 ///   Streams raises the Java producer's to 100): batches fill before it
 ///   ends at any real rate (25 made no difference: 3.5–3.8 s, 1.9–2.0 s

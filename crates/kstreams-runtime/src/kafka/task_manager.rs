@@ -37,6 +37,16 @@ use kstreams_time::PartitionMetadata;
 /// offset its reading started at (the committed one), if known.
 pub(crate) type IsLagging<'a> = &'a dyn Fn(&str, i32, Option<i64>) -> bool;
 
+/// A partition's start offset in `start_offsets`: a function of the map
+/// alone, so that `process` can read it while it borrows the tasks.
+fn start_offset_in(
+    start_offsets: &HashMap<Partition, i64>,
+    topic: &str,
+    partition: i32,
+) -> Option<i64> {
+    start_offsets.get(&(topic.to_string(), partition)).copied()
+}
+
 /// An active task with its input buffers.
 struct TaskEntry {
     task: StreamTask,
@@ -336,9 +346,7 @@ impl TaskManager {
 
     /// Where reading of an assigned partition started: its committed offset.
     pub fn start_offset(&self, topic: &str, partition: i32) -> Option<i64> {
-        self.start_offsets
-            .get(&(topic.to_string(), partition))
-            .copied()
+        start_offset_in(&self.start_offsets, topic, partition)
     }
 
     /// Takes partitions over: creates the tasks that read them (restoring
@@ -567,7 +575,7 @@ impl TaskManager {
                 .find(|(t, p, _)| *p == partition && t == topic)
                 .map(|&(_, _, lagging)| lagging);
             known.unwrap_or_else(|| {
-                let start = start_offsets.get(&(topic.to_string(), partition)).copied();
+                let start = start_offset_in(start_offsets, topic, partition);
                 let lags = lagging(topic, partition, start);
                 asked
                     .borrow_mut()
