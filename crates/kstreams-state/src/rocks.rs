@@ -337,10 +337,10 @@ impl RocksKeyspaces {
         Error::engine(&self.name, e)
     }
 
-    /// Holds a put (`Some`) or delete (`None`) of `key` in keyspace `ks`,
-    /// writing what is held once it reaches [`MAX_HELD_BYTES`].
+    /// Holds a put (`Some`) or delete (`None`) of `key` in keyspace `ks`
+    /// (the caller checked it is writable), writing what is held once it
+    /// reaches [`MAX_HELD_BYTES`].
     fn hold(&mut self, ks: i64, key: &[u8], value: Option<&[u8]>) -> Result<(), Error> {
-        self.check_writable(ks)?;
         let pending = self.pending.get_mut();
         match ks {
             0 => pending.hold(DATA_SLOT, &[], key, value),
@@ -576,6 +576,7 @@ impl Keyspaces for RocksKeyspaces {
     }
 
     fn put(&mut self, ks: i64, key: &[u8], value: &[u8]) -> Result<(), Error> {
+        self.check_writable(ks)?;
         self.ensure(ks);
         self.hold(ks, key, Some(value))
     }
@@ -716,9 +717,7 @@ impl Keyspaces for RocksKeyspaces {
     }
 
     fn flush(&mut self) -> Result<(), Error> {
-        if self.db.is_none() {
-            return Ok(());
-        }
+        // Nothing is held once closed: writes are held only while open.
         self.write_pending()?;
         let Some(db) = &self.db else {
             return Ok(());
