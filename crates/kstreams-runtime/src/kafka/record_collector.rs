@@ -32,6 +32,27 @@ const STALL_GRACE: Duration = Duration::from_secs(5);
 const FLUSH_PAUSE_MIN: Duration = Duration::from_micros(100);
 const FLUSH_PAUSE_MAX: Duration = Duration::from_millis(1);
 
+/// The pause between two looks at the delivery reports while waiting on
+/// the producer: 0.1 ms, doubling to 1 ms while no report arrives.
+struct ReportPause(Duration);
+
+impl ReportPause {
+    fn new() -> Self {
+        ReportPause(FLUSH_PAUSE_MIN)
+    }
+
+    /// Reports arrived: the next pause is the shortest again.
+    fn reset(&mut self) {
+        self.0 = FLUSH_PAUSE_MIN;
+    }
+
+    /// Sleeps for the pause, and doubles the next one.
+    fn sleep(&mut self) {
+        std::thread::sleep(self.0);
+        self.0 = (self.0 * 2).min(FLUSH_PAUSE_MAX);
+    }
+}
+
 /// The producer's context: remembers the first failed delivery, for the
 /// loop to act on, and the acknowledged changelog offsets.
 #[derive(Default)]
@@ -307,7 +328,7 @@ impl RecordCollector {
             headers: &record.headers,
             opaque: sink.sent as usize,
         };
-        let mut pause = FLUSH_PAUSE_MIN;
+        let mut pause = ReportPause::new();
         loop {
             match sink.handle.produce(&outgoing) {
                 Ok(()) => return Ok(()),
@@ -317,10 +338,9 @@ impl RecordCollector {
                     // retry. Not `poll(100 ms)`, which returns only at its
                     // deadline (see `wait_for_acknowledgements`).
                     if self.serve_arrived_reports() {
-                        pause = FLUSH_PAUSE_MIN;
+                        pause.reset();
                     } else {
-                        std::thread::sleep(pause);
-                        pause = (pause * 2).min(FLUSH_PAUSE_MAX);
+                        pause.sleep();
                     }
                 }
                 Err(code) => return Err(KafkaError::MessageProduction(code).into()),
@@ -409,17 +429,16 @@ impl RecordCollector {
     /// threads, so once per step).
     fn wait_for_acknowledgements(&self, timeout: Duration) -> Result<(), RuntimeError> {
         let deadline = std::time::Instant::now() + timeout;
-        let mut pause = FLUSH_PAUSE_MIN;
+        let mut pause = ReportPause::new();
         loop {
             match self.producer.flush(Duration::ZERO) {
                 Err(KafkaError::Flush(RDKafkaErrorCode::OperationTimedOut))
                     if std::time::Instant::now() < deadline =>
                 {
                     if self.serve_arrived_reports() {
-                        pause = FLUSH_PAUSE_MIN;
+                        pause.reset();
                     }
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(FLUSH_PAUSE_MAX);
+                    pause.sleep();
                 }
                 other => return other.map_err(RuntimeError::from),
             }
