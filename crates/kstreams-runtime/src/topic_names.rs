@@ -37,11 +37,41 @@ impl TopicNames {
         self.last = Some(name.clone());
         name
     }
+
+    /// The shared name whose text is `topic` (a name's bytes, as librdkafka
+    /// gives them): the last name given is compared byte for byte, with no
+    /// UTF-8 check; another is checked once. Kafka's topic names are ASCII,
+    /// so the lossy conversion never changes one.
+    pub fn get_bytes(&mut self, topic: &[u8]) -> Arc<str> {
+        if let Some(last) = &self.last {
+            if last.as_bytes() == topic {
+                return last.clone();
+            }
+        }
+        self.get(&String::from_utf8_lossy(topic))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_given_as_bytes_is_the_same_shared_name() {
+        let mut names = TopicNames::default();
+        let orders = names.get("orders");
+        assert!(
+            Arc::ptr_eq(&names.get_bytes(b"orders"), &orders),
+            "the last name"
+        );
+        let payments = names.get_bytes(b"payments");
+        assert_eq!(&*payments, "payments");
+        assert!(
+            Arc::ptr_eq(&names.get_bytes(b"orders"), &orders),
+            "a known name"
+        );
+        assert!(Arc::ptr_eq(&names.get("payments"), &payments));
+    }
 
     #[test]
     fn a_topic_seen_again_gets_the_same_shared_name() {

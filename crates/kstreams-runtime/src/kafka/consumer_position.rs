@@ -4,9 +4,11 @@
 //! consumer errors end the thread.
 
 use std::collections::HashMap;
+use std::ffi::CStr;
+use std::sync::Arc;
 
 use kstreams_dsl::internals::ConsumedRecord;
-use kstreams_metrics::{MetricsRegistry, PartitionSensors};
+use kstreams_metrics::{Counter, MetricsRegistry, PartitionSensors};
 use kstreams_record::Headers;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -14,6 +16,7 @@ use rdkafka::message::{BorrowedMessage, Headers as _, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use rustc_hash::FxHashMap;
 
+use super::spare_buffers::SpareBuffers;
 use crate::topic_names::TopicNames;
 
 /// The low and high watermarks librdkafka last saw for a partition, without
@@ -113,11 +116,16 @@ fn cached_position<C: ConsumerContext>(
 #[derive(Default)]
 pub(crate) struct PartitionMetrics {
     sensors: FxHashMap<String, FxHashMap<i32, PartitionSensors>>,
+    /// The partition counted last (its topic's shared name) and its
+    /// counter: records come in runs of one partition, so most counts
+    /// need no lookup.
+    last_counted: Option<(Arc<str>, i32, Counter)>,
 }
 
 impl PartitionMetrics {
     /// Starts exposing an assigned partition's series.
     pub fn add(&mut self, registry: &MetricsRegistry, topic: &str, partition: i32) {
+        self.last_counted = None;
         match registry.partition_sensors(topic, partition) {
             Ok(sensors) => {
                 self.sensors
@@ -131,6 +139,7 @@ impl PartitionMetrics {
 
     /// Stops exposing a revoked partition's series.
     pub fn remove(&mut self, registry: &MetricsRegistry, topic: &str, partition: i32) {
+        self.last_counted = None;
         if let Some(partitions) = self.sensors.get_mut(topic) {
             if partitions.remove(&partition).is_some() {
                 remove_partition_series(registry, topic, partition);
@@ -140,6 +149,7 @@ impl PartitionMetrics {
 
     /// Stops exposing every partition's series (the thread ends).
     pub fn remove_all(&mut self, registry: &MetricsRegistry) {
+        self.last_counted = None;
         for (topic, partitions) in self.sensors.drain() {
             for partition in partitions.keys() {
                 remove_partition_series(registry, &topic, *partition);
@@ -147,10 +157,23 @@ impl PartitionMetrics {
         }
     }
 
-    /// Counts one record consumed from a partition.
-    pub fn consumed(&self, topic: &str, partition: i32) {
-        if let Some(sensors) = self.sensors.get(topic).and_then(|p| p.get(&partition)) {
+    /// Counts one record consumed from a partition (`topic` is the shared
+    /// name [`TopicNames`] gives).
+    pub fn consumed(&mut self, topic: &Arc<str>, partition: i32) {
+        if let Some((last, p, counter)) = &self.last_counted {
+            if *p == partition && Arc::ptr_eq(last, topic) {
+                counter.inc();
+                return;
+            }
+        }
+        let sensors = self.sensors.get(&**topic).and_then(|p| p.get(&partition));
+        if let Some(sensors) = sensors {
             sensors.records_consumed.inc();
+            self.last_counted = Some((
+                Arc::clone(topic),
+                partition,
+                sensors.records_consumed.clone(),
+            ));
         }
     }
 
@@ -199,22 +222,32 @@ fn remove_partition_series(registry: &MetricsRegistry, topic: &str, partition: i
     }
 }
 
-/// A consumed record, copied out of librdkafka's buffer (its topic's name
-/// shared from `names`).
-pub(crate) fn consumed(message: &BorrowedMessage<'_>, names: &mut TopicNames) -> ConsumedRecord {
+/// A consumed record, copied out of librdkafka's buffer into `spare`
+/// buffers where there are some (its topic's name shared from `names`).
+pub(crate) fn consumed(
+    message: &BorrowedMessage<'_>,
+    names: &mut TopicNames,
+    spare: &mut SpareBuffers,
+) -> ConsumedRecord {
     let mut headers = Headers::new();
     if let Some(h) = message.headers() {
         for header in h.iter() {
             headers.add(header.key, header.value.map(<[u8]>::to_vec));
         }
     }
+    // SAFETY: `message` is alive for this call, and so is its topic handle
+    // (a message holds a reference to it); librdkafka keeps a handle's name
+    // as a NUL-terminated string for as long as the handle.
+    let topic =
+        unsafe { CStr::from_ptr(rdkafka::bindings::rd_kafka_topic_name(message.topic_ptr())) };
     ConsumedRecord {
-        topic: names.get(message.topic()),
+        // The name's bytes: `Message::topic` checks them as UTF-8 first.
+        topic: names.get_bytes(topic.to_bytes()),
         partition: message.partition(),
         offset: message.offset(),
         timestamp: message.timestamp().to_millis().unwrap_or(-1),
-        key: message.key().map(<[u8]>::to_vec),
-        value: message.payload().map(<[u8]>::to_vec),
+        key: message.key().map(|key| spare.copy_key(key)),
+        value: message.payload().map(|value| spare.copy_value(value)),
         headers,
     }
 }
@@ -343,13 +376,29 @@ mod tests {
         let mut metrics = PartitionMetrics::default();
         metrics.add(&registry, "in", 0);
         metrics.add(&registry, "in", 1);
-        metrics.consumed("in", 1);
-        metrics.consumed("in", 1);
-        metrics.consumed("unassigned", 0);
-        let text = registry.gather_text();
-        assert!(text.contains("partition=\"1\""), "{text}");
+        let topic: Arc<str> = Arc::from("in");
+        metrics.consumed(&topic, 1);
+        metrics.consumed(&topic, 1);
+        metrics.consumed(&topic, 0);
+        metrics.consumed(&topic, 1);
+        metrics.consumed(&Arc::from("unassigned"), 0);
+        let consumed = |registry: &MetricsRegistry, partition: &str| {
+            let series = format!("partition=\"{partition}\",topic=\"in\"}} ");
+            registry.gather_text().lines().find_map(|l| {
+                l.strip_prefix("kstreams_consumer_records_consumed_total{")
+                    .and_then(|l| l.strip_prefix(series.as_str()))
+                    .map(str::to_owned)
+            })
+        };
+        assert_eq!(consumed(&registry, "1").as_deref(), Some("3"));
+        assert_eq!(consumed(&registry, "0").as_deref(), Some("1"));
         metrics.remove(&registry, "in", 1);
         assert!(!registry.gather_text().contains("partition=\"1\""));
+        // Assigned again, the partition counts from zero: the last
+        // partition counted is forgotten with its series.
+        metrics.add(&registry, "in", 1);
+        metrics.consumed(&topic, 1);
+        assert_eq!(consumed(&registry, "1").as_deref(), Some("1"));
         metrics.remove_all(&registry);
         assert!(!registry.gather_text().contains("partition=\"0\""));
     }

@@ -26,6 +26,7 @@ mod record_collector;
 mod repartition_purge;
 mod restore_progress;
 mod slice_clock;
+mod spare_buffers;
 mod standby_listener;
 mod standby_tasks;
 mod streams_group;

@@ -18,6 +18,7 @@ use rustc_hash::FxHashMap;
 
 use super::config::ProcessingGuarantee;
 use super::partitioner::partition_for_key;
+use super::spare_buffers::SpareBuffers;
 use super::topic_handle::{Outgoing, TopicHandle};
 use super::RuntimeError;
 
@@ -192,6 +193,8 @@ pub(crate) struct RecordCollector {
     partition_counts: FxHashMap<String, i32>,
     /// The topics sent to, with librdkafka's handle of each.
     sinks: SinkTopics,
+    /// The byte buffers of the records sent, for the next poll's copies.
+    spare: SpareBuffers,
 }
 
 /// A topic records are sent to: librdkafka's handle, the kind of topic,
@@ -255,7 +258,14 @@ impl RecordCollector {
             in_transaction: false,
             partition_counts: FxHashMap::default(),
             sinks: SinkTopics::default(),
+            spare: SpareBuffers::default(),
         }
+    }
+
+    /// The key and value buffers of the records sent so far (librdkafka
+    /// copies what it is given), for the thread's next record copies.
+    pub fn spare_buffers(&mut self) -> &mut SpareBuffers {
+        &mut self.spare
     }
 
     /// Sends each record, in order.
@@ -331,7 +341,7 @@ impl RecordCollector {
         let mut pause = ReportPause::new();
         loop {
             match sink.handle.produce(&outgoing) {
-                Ok(()) => return Ok(()),
+                Ok(()) => break,
                 Err(RDKafkaErrorCode::QueueFull) => {
                     // The local queue is full: serve the delivery reports
                     // that came (each frees room), else pause briefly, and
@@ -346,6 +356,13 @@ impl RecordCollector {
                 Err(code) => return Err(KafkaError::MessageProduction(code).into()),
             }
         }
+        if let Some(key) = record.key {
+            self.spare.keep_key(key);
+        }
+        if let Some(value) = record.value {
+            self.spare.keep_value(value);
+        }
+        Ok(())
     }
 
     /// The partition count of `topic`, from the producer's metadata on first

@@ -127,6 +127,10 @@ pub(crate) struct TaskManager {
     thread: String,
     config: StreamsConfig,
     sources: Arc<SourceTopicIndex>,
+    /// The source topic buffered last (its shared name) and its
+    /// subtopology: records come in runs of one topic, so most need no
+    /// lookup of their topic's subtopology.
+    last_source: Option<(Arc<str>, u32)>,
     /// Fx-hashed: looked up per consumed record.
     tasks: FxHashMap<TaskId, TaskEntry>,
     creator: TaskCreator,
@@ -182,6 +186,7 @@ impl TaskManager {
             creator: TaskCreator::new(thread, config, topology)?,
             standbys: StandbyTasks::new(thread, config)?,
             sources,
+            last_source: None,
             tasks: FxHashMap::default(),
             processed: HashMap::new(),
             start_offsets: HashMap::new(),
@@ -325,8 +330,19 @@ impl TaskManager {
     /// buffers, or `None` when the record was not buffered (no task owns
     /// its partition, or the extractor skipped it).
     pub fn buffer(&mut self, record: ConsumedRecord) -> Result<Option<usize>, RuntimeError> {
-        let Some(id) = self.task_id(&record.topic, record.partition) else {
-            return Ok(None);
+        let subtopology = match &self.last_source {
+            Some((topic, subtopology)) if Arc::ptr_eq(topic, &record.topic) => *subtopology,
+            _ => {
+                let Some(subtopology) = self.sources.subtopology_of(&record.topic) else {
+                    return Ok(None);
+                };
+                self.last_source = Some((Arc::clone(&record.topic), subtopology));
+                subtopology
+            }
+        };
+        let id = TaskId {
+            subtopology,
+            partition: record.partition,
         };
         let Some(entry) = self.tasks.get_mut(&id) else {
             return Ok(None); // a record of a partition revoked in this poll

@@ -393,7 +393,11 @@ impl ThreadLoop {
                 }
             };
             *polled += 1;
-            let record = consumed(&message, &mut self.topic_names);
+            let record = consumed(
+                &message,
+                &mut self.topic_names,
+                self.collector.spare_buffers(),
+            );
             self.partition_metrics
                 .consumed(&record.topic, record.partition);
             let partition = record.partition;
