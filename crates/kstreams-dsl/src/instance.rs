@@ -291,6 +291,16 @@ impl TaskTopology {
         Ok(false)
     }
 
+    /// Whether a punctuation of `kind` is scheduled (cancelled ones count
+    /// until [`TaskTopology::punctuate`] drops them): without one, it has
+    /// nothing to do, and a stream task asks after every record.
+    pub fn schedules(&self, kind: PunctuationType) -> bool {
+        self.context
+            .punctuations
+            .iter()
+            .any(|p| p.schedule.kind == kind)
+    }
+
     /// Fires every punctuation of `kind` that is due at the task's stream
     /// time or wall clock; returns whether any fired.
     pub fn punctuate(&mut self, kind: PunctuationType) -> Result<bool, StreamsError> {

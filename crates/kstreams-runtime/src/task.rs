@@ -488,6 +488,9 @@ impl StreamTask {
     }
 
     fn punctuate(&mut self, kind: PunctuationType) -> Result<(), StreamsError> {
+        if !self.topology.schedules(kind) {
+            return Ok(());
+        }
         let started = self
             .metrics
             .punctuate_latency
