@@ -291,14 +291,15 @@ impl TaskTopology {
         Ok(false)
     }
 
-    /// Whether a punctuation of `kind` is scheduled (cancelled ones count
-    /// until [`TaskTopology::punctuate`] drops them): without one, it has
-    /// nothing to do, and a stream task asks after every record.
+    /// Whether [`TaskTopology::punctuate`] has anything to do for `kind`:
+    /// a punctuation of that kind is scheduled, or one of any kind was
+    /// cancelled and waits for a punctuate to drop it. A stream task asks
+    /// after every record.
     pub fn schedules(&self, kind: PunctuationType) -> bool {
         self.context
             .punctuations
             .iter()
-            .any(|p| p.schedule.kind == kind)
+            .any(|p| p.cancelled || p.schedule.kind == kind)
     }
 
     /// Fires every punctuation of `kind` that is due at the task's stream

@@ -40,8 +40,8 @@ impl TopicNames {
 
     /// The shared name whose text is `topic` (a name's bytes, as librdkafka
     /// gives them): the last name given is compared byte for byte, with no
-    /// UTF-8 check; another is checked once. Kafka's topic names are ASCII,
-    /// so the lossy conversion never changes one.
+    /// UTF-8 check; another is converted and looked up. Kafka's topic names
+    /// are ASCII, so the lossy conversion never changes one.
     pub fn get_bytes(&mut self, topic: &[u8]) -> Arc<str> {
         if let Some(last) = &self.last {
             if last.as_bytes() == topic {

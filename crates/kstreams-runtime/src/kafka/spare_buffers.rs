@@ -20,12 +20,17 @@ pub(crate) struct SpareBuffers {
 
 /// At most this many buffers of each kind: a poll batch's worth.
 const MAX_BUFFERS: usize = 1024;
-/// At most this much capacity kept in all: the buffers of ~1 000 records
-/// of 1 KiB, kept for the next poll; beyond, buffers are freed.
+/// At most this much capacity kept in all, keys and values together
+/// (2 MiB: a poll batch of records up to ~2 KiB); beyond, buffers are
+/// freed.
 const MAX_HELD_BYTES: usize = 2 << 20;
 /// A larger buffer is freed, not kept: one big record must not hold its
 /// memory until the next big one.
 const MAX_BUFFER_CAPACITY: usize = 16 << 10;
+/// A kept buffer holds a copy only if it is at most this many times the
+/// copy's size (or 64 bytes): a copy may live on as a deserialized value
+/// the application keeps, which must not carry a much larger buffer.
+const MAX_SLACK: usize = 4;
 
 impl SpareBuffers {
     /// A copy of a record's key, in a kept buffer if there is one.
@@ -49,16 +54,25 @@ impl SpareBuffers {
     }
 }
 
+/// A copy of `bytes` in the last kept buffer if it fits them (with no
+/// growth, and not much too large); an unfitting one is freed, so that the
+/// buffers kept follow the sizes the stream has now. Empty bytes take no
+/// buffer (an empty `Vec` allocates nothing).
 fn copy_into(kept: &mut Vec<Vec<u8>>, held_bytes: &mut usize, bytes: &[u8]) -> Vec<u8> {
-    match kept.pop() {
-        Some(mut buffer) => {
-            *held_bytes -= buffer.capacity();
+    if bytes.is_empty() {
+        return Vec::new();
+    }
+    if let Some(mut buffer) = kept.pop() {
+        *held_bytes -= buffer.capacity();
+        let fits = bytes.len() <= buffer.capacity()
+            && buffer.capacity() <= MAX_SLACK * bytes.len().max(64);
+        if fits {
             buffer.clear();
             buffer.extend_from_slice(bytes);
-            buffer
+            return buffer;
         }
-        None => bytes.to_vec(),
     }
+    bytes.to_vec()
 }
 
 fn keep(kept: &mut Vec<Vec<u8>>, held_bytes: &mut usize, buffer: Vec<u8>) {
@@ -102,10 +116,25 @@ mod tests {
     }
 
     #[test]
-    fn a_kept_buffer_too_small_grows_to_the_copy() {
+    fn an_unfitting_buffer_is_freed_and_the_copy_gets_its_own() {
         let mut spare = SpareBuffers::default();
         spare.keep_key(Vec::with_capacity(4));
-        assert_eq!(spare.copy_key(b"a longer key"), b"a longer key");
+        let copy = spare.copy_key(b"a longer key");
+        assert_eq!(copy, b"a longer key");
+        assert_eq!(copy.capacity(), 12, "a new buffer of the copy's size");
+        assert!(spare.keys.is_empty() && spare.held_bytes == 0);
+        spare.keep_value(Vec::with_capacity(4096));
+        let small = spare.copy_value(&[1; 100]);
+        assert_eq!(small.capacity(), 100, "4 KiB is too large for 100 bytes");
+        assert!(spare.values.is_empty() && spare.held_bytes == 0);
+    }
+
+    #[test]
+    fn empty_bytes_take_no_buffer() {
+        let mut spare = SpareBuffers::default();
+        spare.keep_value(Vec::with_capacity(64));
+        assert_eq!(spare.copy_value(b"").capacity(), 0);
+        assert_eq!(spare.values.len(), 1, "kept for the next copy");
     }
 
     #[test]
