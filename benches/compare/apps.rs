@@ -158,7 +158,8 @@ fn raw_clients(run: &RunArgs) -> Result<(BaseConsumer, BaseProducer), Error> {
 /// `buffered.records.per.partition` (1000) records.
 const REPORTS_EVERY: u32 = 1000;
 
-/// The pass-through as a plain loop: poll, filter and map, send; every
+/// The pass-through as a plain loop: poll, filter and map, send with the
+/// input's timestamp and headers (what a Streams pass-through writes); every
 /// commit interval flush the producer, then commit the positions (what an
 /// at-least-once commit is). It serves delivery reports once per
 /// `REPORTS_EVERY` records, as kstreams does once per poll batch: served
@@ -191,12 +192,19 @@ pub fn run_raw(workload: Workload, run: &RunArgs) -> Result<(), Error> {
                     // with the check kstreams' StringSerde uses.
                     simdutf8::basic::from_utf8(value)?;
                     if let Some(upper) = workload::pass_through(value) {
-                        send_waiting(
-                            &producer,
-                            BaseRecord::to(&output)
-                                .key(message.key().unwrap_or_default())
-                                .payload(&upper[..]),
-                        )?;
+                        // The output record keeps the input's timestamp and
+                        // headers, as a Streams pass-through's does: the
+                        // loop reads them as both libraries must.
+                        let mut record = BaseRecord::to(&output)
+                            .key(message.key().unwrap_or_default())
+                            .payload(&upper[..]);
+                        if let Some(timestamp) = message.timestamp().to_millis() {
+                            record = record.timestamp(timestamp);
+                        }
+                        if let Some(headers) = message.headers() {
+                            record = record.headers(headers.detach());
+                        }
+                        send_waiting(&producer, record)?;
                     }
                 }
                 // Idle (nothing polled): serve the reports and look at the
