@@ -6,9 +6,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kstreams::embedded::rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use kstreams::embedded::rdkafka::consumer::{
+    BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance,
+};
 use kstreams::embedded::rdkafka::producer::{BaseProducer, BaseRecord};
-use kstreams::embedded::rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
+use kstreams::embedded::rdkafka::{
+    ClientConfig, ClientContext, Message, Offset, TopicPartitionList,
+};
 use kstreams::prelude::*;
 use kstreams_benches::{flush_promptly, send_waiting};
 
@@ -123,7 +127,7 @@ pub fn run_kstreams(workload: Workload, run: &RunArgs) -> Result<(), Error> {
 /// librdkafka's consumer and producer with the settings kstreams gives its
 /// own clients (crates/kstreams-runtime/src/kafka/clients.rs), so the loop
 /// is the ceiling of what kstreams' clients can do.
-fn raw_clients(run: &RunArgs) -> Result<(BaseConsumer, BaseProducer), Error> {
+fn raw_clients(run: &RunArgs) -> Result<(BaseConsumer<RawLoopContext>, Arc<BaseProducer>), Error> {
     let mut consumer = ClientConfig::new();
     consumer
         .set("bootstrap.servers", &run.bootstrap)
@@ -149,7 +153,49 @@ fn raw_clients(run: &RunArgs) -> Result<(BaseConsumer, BaseProducer), Error> {
             _ => return Err(format!("raw: override {key} names no client").into()),
         };
     }
-    Ok((consumer.create()?, producer.create()?))
+    let producer: Arc<BaseProducer> = Arc::new(producer.create()?);
+    let context = RawLoopContext {
+        producer: producer.clone(),
+    };
+    Ok((consumer.create_with_context(context)?, producer))
+}
+
+/// What a loop does when the group takes partitions away: what it sent is
+/// flushed and its positions committed first, as an at-least-once Streams
+/// thread does, so that the next owner does not send those records again.
+struct RawLoopContext {
+    producer: Arc<BaseProducer>,
+}
+
+impl ClientContext for RawLoopContext {}
+
+impl ConsumerContext for RawLoopContext {
+    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Revoke(_) = rebalance {
+            if let Err(e) = commit_positions(consumer, &self.producer) {
+                eprintln!("raw loop: commit on revocation failed: {e}");
+            }
+        }
+    }
+}
+
+/// Flushes the producer, then commits the consumer's positions: an
+/// at-least-once commit.
+fn commit_positions<C: ConsumerContext>(
+    consumer: &BaseConsumer<C>,
+    producer: &BaseProducer,
+) -> Result<(), Error> {
+    flush_promptly(producer, Duration::from_secs(60))?;
+    let mut committable = TopicPartitionList::new();
+    for e in consumer.position()?.elements() {
+        if let Offset::Offset(o) = e.offset() {
+            committable.add_partition_offset(e.topic(), e.partition(), Offset::Offset(o))?;
+        }
+    }
+    if committable.count() > 0 {
+        consumer.commit(&committable, CommitMode::Sync)?;
+    }
+    Ok(())
 }
 
 /// Records the raw loop consumes (filtered ones included) between two
@@ -158,85 +204,82 @@ fn raw_clients(run: &RunArgs) -> Result<(BaseConsumer, BaseProducer), Error> {
 /// `buffered.records.per.partition` (1000) records.
 const REPORTS_EVERY: u32 = 1000;
 
-/// The pass-through as a plain loop: poll, filter and map, send with the
-/// input's timestamp and headers (what a Streams pass-through writes); every
-/// commit interval flush the producer, then commit the positions (what an
-/// at-least-once commit is). It serves delivery reports once per
-/// `REPORTS_EVERY` records, as kstreams does once per poll batch: served
-/// per record, the clock reads of `poll(0)` were a fifth of its CPU
-/// (so it also looks at the commit clock only then).
+/// The pass-through as plain loops, one per thread: poll, filter and map,
+/// send with the input's timestamp and headers (what a Streams pass-through
+/// writes); every commit interval, and on a revocation, flush the producer
+/// and commit the positions (what an at-least-once commit is). A loop
+/// serves delivery reports once per `REPORTS_EVERY` records, as kstreams
+/// does once per poll batch: served per record, the clock reads of
+/// `poll(0)` were a fifth of its CPU (so it also looks at the commit clock
+/// only then).
 pub fn run_raw(workload: Workload, run: &RunArgs) -> Result<(), Error> {
     if workload != Workload::PassThrough {
         return Err(format!("raw runs only {}", Workload::PassThrough).into());
     }
-    let (consumer, producer) = raw_clients(run)?;
     let progress = Progress::new(&run.bootstrap, &run.app_id, &run.inputs(), run.target)?;
-    consumer.subscribe(&[run.input.as_str()])?;
     let failure: Arc<Mutex<Option<String>>> = Arc::default();
-    let failure_in_loop = failure.clone();
-    let output = run.output.clone();
-    std::thread::spawn(move || {
-        let result = (|| -> Result<(), Error> {
-            let commit_every = Duration::from_millis(AT_LEAST_ONCE_COMMIT_MS);
-            let mut last_commit = Instant::now();
-            let mut unserved = 0;
-            loop {
-                let polled = consumer.poll(Duration::from_millis(100));
-                let idle = polled.is_none();
-                if let Some(message) = polled {
-                    let message = message?;
-                    unserved += 1;
-                    let value = message.payload().unwrap_or_default();
-                    // Checked as UTF-8, as both Streams libraries decode
-                    // the value into a String: the loop does that work too,
-                    // with the check kstreams' StringSerde uses.
-                    simdutf8::basic::from_utf8(value)?;
-                    if let Some(upper) = workload::pass_through(value) {
-                        // The output record keeps the input's timestamp and
-                        // headers, as a Streams pass-through's does: the
-                        // loop reads them as both libraries must.
-                        let mut record = BaseRecord::to(&output)
-                            .key(message.key().unwrap_or_default())
-                            .payload(&upper[..]);
-                        if let Some(timestamp) = message.timestamp().to_millis() {
-                            record = record.timestamp(timestamp);
-                        }
-                        if let Some(headers) = message.headers() {
-                            record = record.headers(headers.detach());
-                        }
-                        send_waiting(&producer, record)?;
-                    }
-                }
-                // Idle (nothing polled): serve the reports and look at the
-                // commit clock now.
-                if !idle && unserved < REPORTS_EVERY {
-                    continue;
-                }
-                producer.poll(Duration::ZERO);
-                unserved = 0;
-                if last_commit.elapsed() >= commit_every {
-                    flush_promptly(&producer, Duration::from_secs(60))?;
-                    let mut committable = TopicPartitionList::new();
-                    for e in consumer.position()?.elements() {
-                        if let Offset::Offset(o) = e.offset() {
-                            committable.add_partition_offset(
-                                e.topic(),
-                                e.partition(),
-                                Offset::Offset(o),
-                            )?;
-                        }
-                    }
-                    if committable.count() > 0 {
-                        consumer.commit(&committable, CommitMode::Sync)?;
-                    }
-                    last_commit = Instant::now();
-                }
+    // One loop per thread, each with its own consumer (a member of the
+    // group) and producer, as each Streams thread has.
+    for _ in 0..run.threads.max(1) {
+        let (consumer, producer) = raw_clients(run)?;
+        consumer.subscribe(&[run.input.as_str()])?;
+        let failure_in_loop = failure.clone();
+        let output = run.output.clone();
+        std::thread::spawn(move || {
+            if let Err(e) = raw_loop(&consumer, &producer, &output) {
+                *failure_in_loop.lock().unwrap() = Some(format!("raw loop failed: {e}"));
             }
-        })();
-        if let Err(e) = result {
-            *failure_in_loop.lock().unwrap() = Some(format!("raw loop failed: {e}"));
-        }
-    });
+        });
+    }
     println!("READY");
     progress.wait_and_report(|| failure.lock().unwrap().clone())
+}
+
+fn raw_loop(
+    consumer: &BaseConsumer<RawLoopContext>,
+    producer: &BaseProducer,
+    output: &str,
+) -> Result<(), Error> {
+    let commit_every = Duration::from_millis(AT_LEAST_ONCE_COMMIT_MS);
+    let mut last_commit = Instant::now();
+    let mut unserved = 0;
+    loop {
+        let polled = consumer.poll(Duration::from_millis(100));
+        let idle = polled.is_none();
+        if let Some(message) = polled {
+            let message = message?;
+            unserved += 1;
+            let value = message.payload().unwrap_or_default();
+            // Checked as UTF-8, as both Streams libraries decode the value
+            // into a String: the loop does that work too, with the check
+            // kstreams' StringSerde uses.
+            simdutf8::basic::from_utf8(value)?;
+            if let Some(upper) = workload::pass_through(value) {
+                // The output record keeps the input's timestamp and
+                // headers, as a Streams pass-through's does: the loop reads
+                // them as both libraries must.
+                let mut record = BaseRecord::to(output)
+                    .key(message.key().unwrap_or_default())
+                    .payload(&upper[..]);
+                if let Some(timestamp) = message.timestamp().to_millis() {
+                    record = record.timestamp(timestamp);
+                }
+                if let Some(headers) = message.headers() {
+                    record = record.headers(headers.detach());
+                }
+                send_waiting(producer, record)?;
+            }
+        }
+        // Idle (nothing polled): serve the reports and look at the commit
+        // clock now.
+        if !idle && unserved < REPORTS_EVERY {
+            continue;
+        }
+        producer.poll(Duration::ZERO);
+        unserved = 0;
+        if last_commit.elapsed() >= commit_every {
+            commit_positions(consumer, producer)?;
+            last_commit = Instant::now();
+        }
+    }
 }
