@@ -66,7 +66,10 @@ impl Run {
         let output = unique_name(&format!("{name}-out"));
         create_topic(&bootstrap, &input, PARTITIONS, 1).unwrap();
         create_topic(&bootstrap, &output, PARTITIONS, 1).unwrap();
-        let _ = env_logger::builder().is_test(true).try_init();
+        let _ = env_logger::builder()
+            .is_test(true)
+            .format_timestamp_millis()
+            .try_init();
         Some(Run {
             bootstrap,
             input,

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use kstreams_dsl::internals::ConsumedRecord;
 use kstreams_metrics::{Counter, MetricsRegistry, PartitionSensors};
 use kstreams_record::Headers;
+use rdkafka::bindings as rd;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{BorrowedMessage, Headers as _, Message};
+use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{Offset, TopicPartitionList};
 use rustc_hash::FxHashMap;
 
@@ -224,32 +225,68 @@ fn remove_partition_series(registry: &MetricsRegistry, topic: &str, partition: i
 
 /// A consumed record, copied out of librdkafka's buffer into `spare`
 /// buffers where there are some (its topic's name shared from `names`).
+/// `message` is librdkafka's: from the consumer's poll
+/// (`BorrowedMessage::ptr`) or from the thread's fetch queue.
 pub(crate) fn consumed(
-    message: &BorrowedMessage<'_>,
+    message: &rd::rd_kafka_message_t,
     names: &mut TopicNames,
     spare: &mut SpareBuffers,
 ) -> ConsumedRecord {
-    let mut headers = Headers::new();
-    if let Some(h) = message.headers() {
-        for header in h.iter() {
-            headers.add(header.key, header.value.map(<[u8]>::to_vec));
-        }
-    }
-    // SAFETY: `message` is alive for this call, and so is its topic handle
-    // (a message holds a reference to it); librdkafka keeps a handle's name
-    // as a NUL-terminated string for as long as the handle.
-    let topic =
-        unsafe { CStr::from_ptr(rdkafka::bindings::rd_kafka_topic_name(message.topic_ptr())) };
+    // SAFETY (all below): `message` is a consumed message, alive for this
+    // call, with its key and payload `key_len`/`len` bytes long (or null),
+    // and its topic handle alive with it (a message holds a reference);
+    // librdkafka keeps a handle's name as a NUL-terminated string for as
+    // long as the handle, and a message's headers for as long as the
+    // message.
+    let bytes = |ptr: *mut std::ffi::c_void, len: usize| {
+        (!ptr.is_null()).then(|| unsafe { std::slice::from_raw_parts(ptr as *const u8, len) })
+    };
+    let topic = unsafe { CStr::from_ptr(rd::rd_kafka_topic_name(message.rkt)) };
+    let timestamp = unsafe { rd::rd_kafka_message_timestamp(message, std::ptr::null_mut()) };
     ConsumedRecord {
         // The name's bytes: `Message::topic` checks them as UTF-8 first.
         topic: names.get_bytes(topic.to_bytes()),
-        partition: message.partition(),
-        offset: message.offset(),
-        timestamp: message.timestamp().to_millis().unwrap_or(-1),
-        key: message.key().map(|key| spare.copy_key(key)),
-        value: message.payload().map(|value| spare.copy_value(value)),
-        headers,
+        partition: message.partition,
+        offset: message.offset,
+        timestamp: if timestamp < 0 { -1 } else { timestamp },
+        key: bytes(message.key, message.key_len).map(|key| spare.copy_key(key)),
+        value: bytes(message.payload, message.len).map(|value| spare.copy_value(value)),
+        headers: unsafe { consumed_headers(message) },
     }
+}
+
+/// A consumed message's headers, copied.
+///
+/// # Safety
+/// `message` is a consumed message, alive for the call.
+unsafe fn consumed_headers(message: &rd::rd_kafka_message_t) -> Headers {
+    let mut headers = Headers::new();
+    let mut list: *mut rd::rd_kafka_headers_t = std::ptr::null_mut();
+    // SAFETY: per the caller; the list belongs to the message (not freed
+    // here), and each header's name and value stay valid while it does.
+    unsafe {
+        if rd::rd_kafka_message_headers(message, &mut list)
+            != RDKafkaRespErr::RD_KAFKA_RESP_ERR_NO_ERROR
+            || list.is_null()
+        {
+            return headers;
+        }
+        for index in 0..rd::rd_kafka_header_cnt(list) {
+            let mut name: *const std::ffi::c_char = std::ptr::null();
+            let mut value: *const std::ffi::c_void = std::ptr::null();
+            let mut size: usize = 0;
+            if rd::rd_kafka_header_get_all(list, index, &mut name, &mut value, &mut size)
+                != RDKafkaRespErr::RD_KAFKA_RESP_ERR_NO_ERROR
+            {
+                break;
+            }
+            let name = CStr::from_ptr(name).to_string_lossy();
+            let value = (!value.is_null())
+                .then(|| std::slice::from_raw_parts(value as *const u8, size).to_vec());
+            headers.add(name.into_owned(), value);
+        }
+    }
+    headers
 }
 
 /// Consumer errors no retry can fix: the thread stops with them instead of

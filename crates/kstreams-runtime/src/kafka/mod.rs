@@ -14,6 +14,7 @@ mod changelog_reader;
 mod clients;
 mod config;
 mod consumer_position;
+mod fetch_queue;
 mod global;
 mod local_metadata;
 // `internals` re-exports its metadata for the fuzz harness: committed

@@ -6,7 +6,7 @@
 //! callback records what changed and the loop applies it after the poll.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, RebalanceProtocol};
@@ -15,6 +15,7 @@ use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
 use super::config::BY_DURATION_FALLBACK;
+use super::fetch_queue::FetchQueue;
 
 /// A partition: topic and number.
 pub(crate) type Partition = (String, i32);
@@ -47,6 +48,15 @@ impl RebalanceEvents {
     /// The changes seen since the last call.
     pub fn take(&self) -> Vec<AssignmentEvent> {
         std::mem::take(&mut *self.events.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Whether assignment events wait for the loop.
+    pub fn has_events(&self) -> bool {
+        !self
+            .events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
     }
 
     /// Whether a revocation waits for the loop to acknowledge it.
@@ -133,6 +143,9 @@ pub(crate) struct RebalanceListener {
     /// `auto.offset.reset=by_duration:...`: where assigned partitions
     /// without a committed offset start.
     reset_by_duration: Option<Duration>,
+    /// The thread's queue of fetched records, once the consumer exists:
+    /// assigned partitions are forwarded to it before they are taken.
+    fetch_queue: OnceLock<FetchQueue>,
 }
 
 impl RebalanceListener {
@@ -143,7 +156,19 @@ impl RebalanceListener {
         Self {
             events,
             reset_by_duration,
+            fetch_queue: OnceLock::new(),
         }
+    }
+
+    /// Gives the listener the thread's fetch queue (made from the
+    /// consumer this listener is the context of).
+    pub fn install_fetch_queue(&self, queue: FetchQueue) {
+        let _ = self.fetch_queue.set(queue);
+    }
+
+    /// The thread's fetch queue, once installed.
+    pub fn fetch_queue(&self) -> Option<&FetchQueue> {
+        self.fetch_queue.get()
     }
 }
 
@@ -223,6 +248,14 @@ impl ConsumerContext for RebalanceListener {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
                 if let Some(duration) = self.reset_by_duration {
                     place_by_duration(consumer, tpl, duration);
+                }
+                // Before librdkafka starts fetching them: none of their
+                // records go to the consumer's own queue.
+                if let Some(queue) = self.fetch_queue.get() {
+                    queue.forward(
+                        consumer,
+                        tpl.elements().iter().map(|e| (e.topic(), e.partition())),
+                    );
                 }
                 let assigned = match consumer.rebalance_protocol() {
                     RebalanceProtocol::Cooperative => consumer.incremental_assign(tpl),

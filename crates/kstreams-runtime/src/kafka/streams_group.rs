@@ -190,6 +190,12 @@ impl GroupMembership {
                             promoted: false,
                         });
                     }
+                    // The loss first, alone: the thread closes the lost
+                    // tasks and polls before it takes a new assignment
+                    // (events after this one wait for the next call), so
+                    // closing and restoring do not add up to more than the
+                    // poll interval without a poll.
+                    return Ok(changes);
                 }
                 MemberEvent::EndpointsChanged(endpoints) => {
                     log::debug!("{}: endpoints {endpoints:?}", self.thread);

@@ -29,10 +29,11 @@ use super::config::{GroupProtocol, ProcessingGuarantee, StreamsConfig};
 use super::consumer_position::{
     consumed, is_fatal_consumer_error, is_lagging, is_rebalance_error, PartitionMetrics,
 };
+use super::fetch_queue::{FetchQueue, FetchedMessage};
 use super::local_metadata::ThreadMetadata;
 use super::queries::{QueryInbox, QUERY_POLL};
 use super::rebalance_listener::{
-    partition_list, AssignmentEvent, Partition, RebalanceEvents, RebalanceListener,
+    partition_list, partitions, AssignmentEvent, Partition, RebalanceEvents, RebalanceListener,
 };
 use super::record_collector::{DeliveryContext, RecordCollector};
 use super::repartition_purge::RepartitionPurge;
@@ -42,6 +43,18 @@ use super::topics::SourceTopicIndex;
 use super::RuntimeError;
 use crate::clock::now_ms;
 use crate::topic_names::TopicNames;
+
+/// The longest an idle thread waits on its fetch queue before it looks at
+/// the consumer's queue again (a rebalance waits at most this long).
+const FETCH_WAIT_STEP: Duration = Duration::from_millis(10);
+
+/// How long after an assignment its partitions are forwarded to the fetch
+/// queue again on every poll. librdkafka stops the fetch of a revoked
+/// partition asynchronously, and the stop clears the partition's
+/// forwarding: a stop that lands after the forwarding of the partition
+/// assigned again would leave its records in its own queue. Forwarding
+/// again moves them over, in order; stops land within milliseconds.
+const FORWARD_AGAIN_FOR: Duration = Duration::from_secs(2);
 
 /// How often the partitions' lag gauges are set (from cached values, so
 /// cheap; often enough for a scrape every few seconds).
@@ -111,6 +124,9 @@ impl StreamThread {
             rebalance.clone(),
             clients::main_consumer_reset_by_duration(&config),
         ))?;
+        consumer
+            .context()
+            .install_fetch_queue(FetchQueue::new(&consumer));
         let continue_on_failure = !eos && config.production == crate::ProductionHandling::Continue;
         let producer: Arc<BaseProducer<DeliveryContext>> = Arc::new(
             clients::producer(&config, &name, process_id, index)
@@ -165,6 +181,8 @@ impl StreamThread {
         )?;
         ThreadLoop {
             topic_names: TopicNames::default(),
+            fetched: Vec::new(),
+            forward_again_until: Instant::now(),
             queries: self.config.store_queries.register(&self.name),
             purge: RepartitionPurge::new(&self.topology, &self.config),
             collector: RecordCollector::new(self.producer, self.config.processing_guarantee),
@@ -218,6 +236,11 @@ struct ThreadLoop {
     queries: Arc<QueryInbox>,
     /// The consumed topics' shared names.
     topic_names: TopicNames,
+    /// The last batch read from the fetch queue (its buffer, kept).
+    fetched: Vec<FetchedMessage>,
+    /// Until when the assigned partitions are forwarded to the fetch queue
+    /// again on every poll (see [`FORWARD_AGAIN_FOR`]).
+    forward_again_until: Instant,
 }
 
 impl Drop for ThreadLoop {
@@ -227,6 +250,12 @@ impl Drop for ThreadLoop {
     fn drop(&mut self) {
         self.rebalance.set_deferring(false);
         self.rebalance.acknowledge_pending(&self.consumer);
+        // Its records first, then the queue, before the consumer's client
+        // (dropped next) is destroyed.
+        self.fetched.clear();
+        if let Some(queue) = self.consumer.context().fetch_queue() {
+            queue.close();
+        }
     }
 }
 
@@ -348,77 +377,184 @@ impl ThreadLoop {
 
     fn poll_into_tasks(&mut self, timeout: Duration, polled: &mut u64) -> Result<(), RuntimeError> {
         let bound = self.config.buffered_records_per_partition;
-        let mut wait = timeout;
+        let now = Instant::now();
+        let deadline = now + timeout;
+        if now < self.forward_again_until {
+            if let Ok(assignment) = self.consumer.assignment() {
+                self.forward_to_fetch_queue(&partitions(&assignment));
+            }
+        }
         // One batch of at most the per-partition bound: then every buffer is
         // worked down before the next poll, so a partition only goes over
         // the bound (and is paused) while its task waits on another
         // partition. Pausing is costly in librdkafka: it drops the
         // partition's prefetched records, which are fetched again on resume.
-        for _ in 0..bound {
-            if self.rebalance.revocation_pending() {
-                // Revoked tasks are committed before anything else.
-                break;
+        loop {
+            // The consumer's own queue first: the group's events (a
+            // rebalance is served here, by its callback) and the records of
+            // partitions not forwarded to the fetch queue.
+            while (*polled as usize) < bound {
+                if self.rebalance.revocation_pending() {
+                    // Revoked tasks are committed before anything else.
+                    return Ok(());
+                }
+                let Some(result) = self.consumer.poll(Duration::ZERO) else {
+                    break;
+                };
+                let Some(message) = self.accept(result)? else {
+                    continue;
+                };
+                *polled += 1;
+                // SAFETY: the message is alive for this borrow.
+                let raw = unsafe { &*message.ptr() };
+                self.buffer_consumed(raw, bound)?;
             }
-            let queries = self.config.store_queries.in_use().then_some(&*self.queries);
-            let Some(result) = poll_consumer(&self.consumer, wait, queries) else {
-                break;
+            if self.rebalance.revocation_pending() || self.rebalance.has_events() {
+                return Ok(());
+            }
+            let left = bound.saturating_sub(*polled as usize);
+            let queries = self
+                .config
+                .store_queries
+                .in_use()
+                .then(|| self.queries.clone());
+            // Waits in steps: the consumer's queue (a rebalance) is looked
+            // at between them, as are posted queries.
+            let step = if *polled > 0 {
+                Duration::ZERO
+            } else {
+                let step = deadline
+                    .saturating_duration_since(Instant::now())
+                    .min(FETCH_WAIT_STEP);
+                if queries.is_some() {
+                    step.min(QUERY_POLL)
+                } else {
+                    step
+                }
             };
-            wait = Duration::ZERO;
-            let message = match result {
-                Ok(m) => m,
-                // The thread's failure is logged once, where it ends.
-                Err(e) if is_fatal_consumer_error(&e) => {
-                    if e.rdkafka_error_code() == Some(RDKafkaErrorCode::FencedInstanceId) {
-                        // librdkafka's message names no cause; the two
-                        // seen in practice have different fixes.
-                        log::error!(
-                            "{}: this static member (group.instance.id) was fenced: another \
-                             instance runs with the same consumer.group.instance.id, or the \
-                             member's session ran out while the group coordinator was \
-                             unreachable (then raise consumer.session.timeout.ms above the \
-                             longest broker outage to ride it out)",
-                            self.name
-                        );
-                    }
-                    return Err(e.into());
-                }
-                Err(KafkaError::MessageConsumption(RDKafkaErrorCode::AutoOffsetReset)) => {
-                    return Err(RuntimeError::NoCommittedOffset {
-                        partitions: self.partitions_without_committed_offset(),
-                    })
-                }
-                Err(e) => {
-                    log::warn!("{}: consumer error: {e}", self.name);
+            let mut fetched = std::mem::take(&mut self.fetched);
+            if let Some(queue) = self.consumer.context().fetch_queue() {
+                queue.read(step, left, &mut fetched);
+            }
+            let mut result = Ok(());
+            for message in fetched.drain(..) {
+                if result.is_err() {
+                    // Dropped unprocessed: fetched again after a rewind.
                     continue;
                 }
-            };
-            *polled += 1;
-            let record = consumed(
-                &message,
-                &mut self.topic_names,
-                self.collector.spare_buffers(),
-            );
-            self.partition_metrics
-                .consumed(&record.topic, record.partition);
-            let partition = record.partition;
-            if self.tasks.buffer(record)?.is_some_and(|n| n > bound) {
-                // The record has moved into its task; the message still
-                // names its topic (read only on this rare path).
-                let tp = (rdkafka::Message::topic(&message).to_string(), partition);
-                if self.paused.insert(tp.clone()) {
-                    log::trace!(
-                        "{}: pausing {}-{} at {bound} buffered records",
-                        self.name,
-                        tp.0,
-                        tp.1
-                    );
-                    // Backpressure: stop fetching this partition until the
-                    // task has worked its buffer down.
-                    self.consumer.pause(&partition_list(&[tp]))?;
+                match self.accept_fetched(&message) {
+                    Ok(true) => {
+                        *polled += 1;
+                        result = self.buffer_consumed(message.raw(), bound);
+                    }
+                    Ok(false) => {}
+                    Err(e) => result = Err(e),
                 }
+            }
+            self.fetched = fetched;
+            result?;
+            if *polled > 0 || Instant::now() >= deadline || queries.is_some_and(|q| q.has_reads()) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// What the consumer's poll returned: the message, none for an error
+    /// the thread carries on after (logged), or the thread's end.
+    fn accept<'c>(
+        &self,
+        result: rdkafka::error::KafkaResult<rdkafka::message::BorrowedMessage<'c>>,
+    ) -> Result<Option<rdkafka::message::BorrowedMessage<'c>>, RuntimeError> {
+        match result {
+            Ok(m) => Ok(Some(m)),
+            Err(e) => self.consumer_error(e).map(|()| None),
+        }
+    }
+
+    /// Whether a message from the fetch queue is a record (else it was a
+    /// consumer error the thread carries on after), or the thread's end.
+    fn accept_fetched(&self, message: &FetchedMessage) -> Result<bool, RuntimeError> {
+        match message.error() {
+            None => Ok(true),
+            Some(e) => self.consumer_error(e).map(|()| false),
+        }
+    }
+
+    /// A consumer error: the thread's end when no retry fixes it, else
+    /// logged.
+    fn consumer_error(&self, e: KafkaError) -> Result<(), RuntimeError> {
+        // The thread's failure is logged once, where it ends.
+        if is_fatal_consumer_error(&e) {
+            if e.rdkafka_error_code() == Some(RDKafkaErrorCode::FencedInstanceId) {
+                // librdkafka's message names no cause; the two seen in
+                // practice have different fixes.
+                log::error!(
+                    "{}: this static member (group.instance.id) was fenced: another instance \
+                     runs with the same consumer.group.instance.id, or the member's session \
+                     ran out while the group coordinator was unreachable (then raise \
+                     consumer.session.timeout.ms above the longest broker outage to ride it \
+                     out)",
+                    self.name
+                );
+            }
+            return Err(e.into());
+        }
+        if let KafkaError::MessageConsumption(RDKafkaErrorCode::AutoOffsetReset) = e {
+            return Err(RuntimeError::NoCommittedOffset {
+                partitions: self.partitions_without_committed_offset(),
+            });
+        }
+        log::warn!("{}: consumer error: {e}", self.name);
+        Ok(())
+    }
+
+    /// Copies a consumed record into its task's buffer, pausing its
+    /// partition when the buffer is over `bound`.
+    fn buffer_consumed(
+        &mut self,
+        message: &rdkafka::bindings::rd_kafka_message_t,
+        bound: usize,
+    ) -> Result<(), RuntimeError> {
+        let record = consumed(
+            message,
+            &mut self.topic_names,
+            self.collector.spare_buffers(),
+        );
+        self.partition_metrics
+            .consumed(&record.topic, record.partition);
+        let partition = record.partition;
+        if self.tasks.buffer(record)?.is_some_and(|n| n > bound) {
+            // The record has moved into its task; the message still names
+            // its topic (read only on this rare path).
+            // SAFETY: the message and its topic handle are alive for this
+            // call; librdkafka keeps the name NUL-terminated.
+            let topic = unsafe {
+                std::ffi::CStr::from_ptr(rdkafka::bindings::rd_kafka_topic_name(message.rkt))
+            };
+            let tp = (topic.to_string_lossy().into_owned(), partition);
+            if self.paused.insert(tp.clone()) {
+                log::trace!(
+                    "{}: pausing {}-{} at {bound} buffered records",
+                    self.name,
+                    tp.0,
+                    tp.1
+                );
+                // Backpressure: stop fetching this partition until the
+                // task has worked its buffer down.
+                self.consumer.pause(&partition_list(&[tp]))?;
             }
         }
         Ok(())
+    }
+
+    /// Forwards `partitions`' fetch queues to the thread's.
+    fn forward_to_fetch_queue(&self, partitions: &[Partition]) {
+        if let Some(queue) = self.consumer.context().fetch_queue() {
+            queue.forward(
+                &self.consumer,
+                partitions.iter().map(|(t, p)| (t.as_str(), *p)),
+            );
+        }
     }
 
     /// Answers the interactive queries posted since the last pass, on this
@@ -533,6 +669,9 @@ impl ThreadLoop {
                 AssignmentEvent::Assigned(assigned) => {
                     // Creating the tasks restores their stores: the thread
                     // processes nothing until that is done.
+                    // Forwarded again (the callback did before taking them):
+                    // a fetch stopped late may have cleared it since.
+                    self.forward_to_fetch_queue(&assigned);
                     let board = self.config.local_metadata.clone();
                     board.set_restoring(&self.name, true);
                     let assigned = self.assign(&assigned);
@@ -552,6 +691,8 @@ impl ThreadLoop {
                         outcome = Some(false);
                     }
                     MemberChange::Assign(partitions) => {
+                        // Forwarded before librdkafka fetches them.
+                        self.forward_to_fetch_queue(&partitions);
                         // Without offsets: each starts at its committed offset.
                         self.consumer
                             .incremental_assign(&partition_list(&partitions))?;
@@ -622,6 +763,7 @@ impl ThreadLoop {
     }
 
     fn assign(&mut self, assigned: &[Partition]) -> Result<(), RuntimeError> {
+        self.forward_again_until = Instant::now() + FORWARD_AGAIN_FOR;
         // librdkafka keeps an application pause across a revocation: a
         // partition paused before and assigned again would never be fetched.
         let list = partition_list(assigned);
@@ -953,35 +1095,5 @@ fn requires_abort(error: &KafkaError) -> bool {
     match error {
         KafkaError::Transaction(e) => e.txn_requires_abort(),
         _ => false,
-    }
-}
-
-/// One poll of the consumer. While interactive queries are in use
-/// (`queries`), a blocking poll waits in steps of [`QUERY_POLL`] and
-/// returns early when a query is posted, so that an idle thread answers at
-/// once.
-fn poll_consumer<'c>(
-    consumer: &'c BaseConsumer<RebalanceListener>,
-    wait: Duration,
-    queries: Option<&QueryInbox>,
-) -> Option<rdkafka::error::KafkaResult<rdkafka::message::BorrowedMessage<'c>>> {
-    let Some(queries) = queries.filter(|_| wait > QUERY_POLL) else {
-        return consumer.poll(wait);
-    };
-    let deadline = Instant::now() + wait;
-    loop {
-        let step = deadline
-            .saturating_duration_since(Instant::now())
-            .min(QUERY_POLL);
-        let started = Instant::now();
-        if let Some(result) = consumer.poll(step) {
-            return Some(result);
-        }
-        // Returning before its time means the poll served an event (a
-        // rebalance): the caller handles it, as after a plain poll.
-        let early = started.elapsed() < step;
-        if early || queries.has_reads() || Instant::now() >= deadline {
-            return None;
-        }
     }
 }
