@@ -168,6 +168,10 @@ pub(crate) fn main_consumer(config: &StreamsConfig, thread: &str, index: usize) 
         // it, or the threads would fence each other.
         client.set("group.instance.id", format!("{instance}-{}", index + 1));
     }
+    // A stream thread has no use for end-of-partition messages, and in its
+    // batch reads (kafka/fetch_queue.rs) librdkafka moves the consumer's
+    // position past each one's offset, a record not yet fetched.
+    client.set("enable.partition.eof", "false");
     // by_duration: the rebalance listener places partitions without a
     // committed offset itself; librdkafka handles the rest.
     if client

@@ -36,10 +36,15 @@ use rdkafka::types::RDKafkaRespErr;
 pub(crate) struct FetchQueue {
     /// Null once closed.
     queue: AtomicPtr<rd::rd_kafka_queue_t>,
+    /// The consumer's own queue (a handle of it, for its length).
+    consumer_queue: AtomicPtr<rd::rd_kafka_queue_t>,
 }
 
 // SAFETY: librdkafka's queues are thread-safe (every operation takes the
-// queue's lock); the pointer is only read, or swapped out once on close.
+// queue's lock). The handles are swapped out once, by `close`, which the
+// owning stream thread calls when nothing else can use the queue (its
+// consumer is being dropped); reads and forwards happen on that same
+// thread (in its loop and in its consumer's rebalance callback).
 unsafe impl Send for FetchQueue {}
 // SAFETY: as above.
 unsafe impl Sync for FetchQueue {}
@@ -49,10 +54,17 @@ impl FetchQueue {
     pub fn new<C: ConsumerContext>(consumer: &BaseConsumer<C>) -> Self {
         use rdkafka::consumer::Consumer as _;
         // SAFETY: the client handle is alive (borrowed from the consumer);
-        // rd_kafka_queue_new returns an owned queue or null.
-        let queue = unsafe { rd::rd_kafka_queue_new(consumer.client().native_ptr()) };
+        // both calls return an owned queue handle, or null.
+        let (queue, consumer_queue) = unsafe {
+            let client = consumer.client().native_ptr();
+            (
+                rd::rd_kafka_queue_new(client),
+                rd::rd_kafka_queue_get_consumer(client),
+            )
+        };
         Self {
             queue: AtomicPtr::new(queue),
+            consumer_queue: AtomicPtr::new(consumer_queue),
         }
     }
 
@@ -89,42 +101,49 @@ impl FetchQueue {
         }
     }
 
-    /// Reads up to `max` fetched records into `into`, waiting up to
-    /// `wait` for the first. Returns how many were read.
+    /// Reads up to `max` fetched records onto the end of `into`, waiting
+    /// up to `wait` for the first. Returns how many were read.
     pub fn read(&self, wait: Duration, max: usize, into: &mut Vec<FetchedMessage>) -> usize {
         let queue = self.queue.load(Ordering::Acquire);
         if queue.is_null() || max == 0 {
             return 0;
         }
-        let mut batch: Vec<*mut rd::rd_kafka_message_t> = Vec::with_capacity(max);
+        into.reserve(max);
         let timeout_ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX);
-        // SAFETY: `batch` has room for `max` pointers; librdkafka writes at
-        // most that many and returns the count (or -1 on error, then
-        // none), each an owned message destroyed by FetchedMessage's drop.
-        let read = unsafe {
-            let n = rd::rd_kafka_consume_batch_queue(queue, timeout_ms, batch.as_mut_ptr(), max);
+        // SAFETY: `into` has room for `max` more elements past its length;
+        // a FetchedMessage is a non-null message pointer (repr(transparent)),
+        // so librdkafka writes at most `max` of them there and returns how
+        // many (never below 0 in this version; a negative count is taken
+        // as none), each an owned message, non-null, that the
+        // FetchedMessage destroys when dropped.
+        unsafe {
+            let end = into.as_mut_ptr().add(into.len()) as *mut *mut rd::rd_kafka_message_t;
+            let n = rd::rd_kafka_consume_batch_queue(queue, timeout_ms, end, max);
             let n = usize::try_from(n).unwrap_or(0).min(max);
-            batch.set_len(n);
+            into.set_len(into.len() + n);
             n
-        };
-        into.extend(
-            batch
-                .into_iter()
-                .filter_map(NonNull::new)
-                .map(FetchedMessage),
-        );
-        read
+        }
+    }
+
+    /// Whether events (a rebalance, errors, logs) wait on the consumer's
+    /// own queue.
+    pub fn consumer_events_waiting(&self) -> bool {
+        let queue = self.consumer_queue.load(Ordering::Acquire);
+        // SAFETY: an owned handle until `close`.
+        !queue.is_null() && unsafe { rd::rd_kafka_queue_length(queue) } > 0
     }
 
     /// Destroys the queue: before the consumer's client is destroyed.
     /// Records still in it are dropped (they were fetched ahead, not
     /// processed: the next owner fetches them again).
     pub fn close(&self) {
-        let queue = self.queue.swap(std::ptr::null_mut(), Ordering::AcqRel);
-        if !queue.is_null() {
-            // SAFETY: the pointer was owned here and is no longer
-            // reachable through `self`.
-            unsafe { rd::rd_kafka_queue_destroy(queue) }
+        for handle in [&self.queue, &self.consumer_queue] {
+            let queue = handle.swap(std::ptr::null_mut(), Ordering::AcqRel);
+            if !queue.is_null() {
+                // SAFETY: the handle was owned here and is no longer
+                // reachable through `self`.
+                unsafe { rd::rd_kafka_queue_destroy(queue) }
+            }
         }
     }
 }
@@ -136,7 +155,9 @@ impl Drop for FetchQueue {
 }
 
 /// One record (or per-partition consumer error) read from a
-/// [`FetchQueue`]; destroyed with it.
+/// [`FetchQueue`]; destroyed with it. Laid out as the message pointer, so
+/// that librdkafka writes a batch straight into a `Vec` of them.
+#[repr(transparent)]
 pub(crate) struct FetchedMessage(NonNull<rd::rd_kafka_message_t>);
 
 // SAFETY: a consumed message is owned by whoever holds it until destroyed;

@@ -56,6 +56,15 @@ const FETCH_WAIT_STEP: Duration = Duration::from_millis(10);
 /// again moves them over, in order; stops land within milliseconds.
 const FORWARD_AGAIN_FOR: Duration = Duration::from_secs(2);
 
+/// How often the assigned partitions are forwarded to the fetch queue
+/// again outside that window: a last resort, should a stop land later
+/// still (a few calls per partition).
+const FORWARD_EVERY: Duration = Duration::from_secs(1);
+
+/// At most this many events are served from the consumer's own queue per
+/// poll (logs and statistics arrive there too).
+const EVENTS_PER_POLL: usize = 100;
+
 /// How often the partitions' lag gauges are set (from cached values, so
 /// cheap; often enough for a scrape every few seconds).
 const LAG_RECORDING_INTERVAL: Duration = Duration::from_secs(1);
@@ -91,7 +100,7 @@ pub(crate) struct StreamThread {
     config: StreamsConfig,
     topology: Arc<Topology>,
     sources: Arc<SourceTopicIndex>,
-    consumer: BaseConsumer<RebalanceListener>,
+    consumer: MainConsumer,
     producer: Arc<BaseProducer<DeliveryContext>>,
     rebalance: Arc<RebalanceEvents>,
     /// Under `group.protocol=streams`: the thread's streams group member,
@@ -127,6 +136,7 @@ impl StreamThread {
         consumer
             .context()
             .install_fetch_queue(FetchQueue::new(&consumer));
+        let consumer = MainConsumer(consumer);
         let continue_on_failure = !eos && config.production == crate::ProductionHandling::Continue;
         let producer: Arc<BaseProducer<DeliveryContext>> = Arc::new(
             clients::producer(&config, &name, process_id, index)
@@ -183,6 +193,7 @@ impl StreamThread {
             topic_names: TopicNames::default(),
             fetched: Vec::new(),
             forward_again_until: Instant::now(),
+            next_forward: Instant::now(),
             queries: self.config.store_queries.register(&self.name),
             purge: RepartitionPurge::new(&self.topology, &self.config),
             collector: RecordCollector::new(self.producer, self.config.processing_guarantee),
@@ -206,12 +217,42 @@ impl StreamThread {
     }
 }
 
+/// The topic of a consumed message (read on rare paths only).
+fn topic_of(message: &rdkafka::bindings::rd_kafka_message_t) -> String {
+    // SAFETY: the message, and with it its topic handle, is alive for this
+    // call; librdkafka keeps a handle's name NUL-terminated.
+    let topic =
+        unsafe { std::ffi::CStr::from_ptr(rdkafka::bindings::rd_kafka_topic_name(message.rkt)) };
+    topic.to_string_lossy().into_owned()
+}
+
+/// A stream thread's main consumer. Its fetch queue (kept by the
+/// rebalance listener, the consumer's context) is destroyed before the
+/// consumer's client, as librdkafka requires of an application's queues;
+/// the context itself is dropped after the client.
+struct MainConsumer(BaseConsumer<RebalanceListener>);
+
+impl std::ops::Deref for MainConsumer {
+    type Target = BaseConsumer<RebalanceListener>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl Drop for MainConsumer {
+    fn drop(&mut self) {
+        if let Some(queue) = self.0.context().fetch_queue() {
+            queue.close();
+        }
+    }
+}
+
 /// A running stream thread. Tasks hold single-threaded node graphs, so
 /// this lives on the thread that made it.
 struct ThreadLoop {
     name: String,
     config: StreamsConfig,
-    consumer: BaseConsumer<RebalanceListener>,
+    consumer: MainConsumer,
     rebalance: Arc<RebalanceEvents>,
     membership: Option<GroupMembership>,
     collector: RecordCollector,
@@ -241,6 +282,8 @@ struct ThreadLoop {
     /// Until when the assigned partitions are forwarded to the fetch queue
     /// again on every poll (see [`FORWARD_AGAIN_FOR`]).
     forward_again_until: Instant,
+    /// When they are forwarded again next otherwise ([`FORWARD_EVERY`]).
+    next_forward: Instant,
 }
 
 impl Drop for ThreadLoop {
@@ -249,13 +292,10 @@ impl Drop for ThreadLoop {
     /// acknowledged here: the consumer, dropped next, closes only then.
     fn drop(&mut self) {
         self.rebalance.set_deferring(false);
-        self.rebalance.acknowledge_pending(&self.consumer);
-        // Its records first, then the queue, before the consumer's client
-        // (dropped next) is destroyed.
+        self.rebalance.acknowledge_pending(&*self.consumer);
+        // Fetched records go before their queue (closed by the consumer,
+        // dropped next).
         self.fetched.clear();
-        if let Some(queue) = self.consumer.context().fetch_queue() {
-            queue.close();
-        }
     }
 }
 
@@ -296,7 +336,7 @@ impl ThreadLoop {
         // From here on revocations (closing the consumer revokes all) are
         // acknowledged inside the callback: the tasks are closed already.
         self.rebalance.set_deferring(false);
-        self.rebalance.acknowledge_pending(&self.consumer);
+        self.rebalance.acknowledge_pending(&*self.consumer);
         match &mut self.membership {
             // After the last commit, which went out as the member.
             Some(membership) => {
@@ -379,7 +419,8 @@ impl ThreadLoop {
         let bound = self.config.buffered_records_per_partition;
         let now = Instant::now();
         let deadline = now + timeout;
-        if now < self.forward_again_until {
+        if now < self.forward_again_until || now >= self.next_forward {
+            self.next_forward = now + FORWARD_EVERY;
             if let Ok(assignment) = self.consumer.assignment() {
                 self.forward_to_fetch_queue(&partitions(&assignment));
             }
@@ -393,12 +434,26 @@ impl ThreadLoop {
             // The consumer's own queue first: the group's events (a
             // rebalance is served here, by its callback) and the records of
             // partitions not forwarded to the fetch queue.
+            let mut events = 0;
             while (*polled as usize) < bound {
                 if self.rebalance.revocation_pending() {
                     // Revoked tasks are committed before anything else.
                     return Ok(());
                 }
                 let Some(result) = self.consumer.poll(Duration::ZERO) else {
+                    // An event was served (or the queue is empty): the
+                    // poll says which only by timing, the queue by length.
+                    events += 1;
+                    if events < EVENTS_PER_POLL
+                        && !self.rebalance.has_events()
+                        && self
+                            .consumer
+                            .context()
+                            .fetch_queue()
+                            .is_some_and(FetchQueue::consumer_events_waiting)
+                    {
+                        continue;
+                    }
                     break;
                 };
                 let Some(message) = self.accept(result)? else {
@@ -437,15 +492,26 @@ impl ThreadLoop {
                 queue.read(step, left, &mut fetched);
             }
             let mut result = Ok(());
+            // Partitions whose last message in the batch was an error at an
+            // offset: librdkafka moved their position past it anyway.
+            let mut ended_in_error: Vec<(String, i32, i64)> = Vec::new();
             for message in fetched.drain(..) {
                 if result.is_err() {
                     // Dropped unprocessed: fetched again after a rewind.
                     continue;
                 }
+                let raw = message.raw();
+                if !ended_in_error.is_empty() {
+                    let topic = topic_of(raw);
+                    ended_in_error.retain(|(t, p, _)| !(*p == raw.partition && *t == topic));
+                }
                 match self.accept_fetched(&message) {
                     Ok(true) => {
                         *polled += 1;
-                        result = self.buffer_consumed(message.raw(), bound);
+                        result = self.buffer_consumed(raw, bound);
+                    }
+                    Ok(false) if raw.offset >= 0 => {
+                        ended_in_error.push((topic_of(raw), raw.partition, raw.offset));
                     }
                     Ok(false) => {}
                     Err(e) => result = Err(e),
@@ -453,6 +519,19 @@ impl ThreadLoop {
             }
             self.fetched = fetched;
             result?;
+            for (topic, partition, offset) in ended_in_error {
+                // Back to the record not yet fetched, as the consumer's
+                // poll left the position (a commit or a resume reads it).
+                if let Err(e) =
+                    self.consumer
+                        .seek(&topic, partition, Offset::Offset(offset), Duration::ZERO)
+                {
+                    log::warn!(
+                        "{}: seek of {topic}-{partition} to {offset}: {e}",
+                        self.name
+                    );
+                }
+            }
             if *polled > 0 || Instant::now() >= deadline || queries.is_some_and(|q| q.has_reads()) {
                 return Ok(());
             }
@@ -526,12 +605,7 @@ impl ThreadLoop {
         if self.tasks.buffer(record)?.is_some_and(|n| n > bound) {
             // The record has moved into its task; the message still names
             // its topic (read only on this rare path).
-            // SAFETY: the message and its topic handle are alive for this
-            // call; librdkafka keeps the name NUL-terminated.
-            let topic = unsafe {
-                std::ffi::CStr::from_ptr(rdkafka::bindings::rd_kafka_topic_name(message.rkt))
-            };
-            let tp = (topic.to_string_lossy().into_owned(), partition);
+            let tp = (topic_of(message), partition);
             if self.paused.insert(tp.clone()) {
                 log::trace!(
                     "{}: pausing {}-{} at {bound} buffered records",
@@ -758,12 +832,19 @@ impl ThreadLoop {
         }
         let delivered = self.collector.delivered_changelog_offsets();
         self.tasks.revoke(revoked, clean, &delivered)?;
-        self.rebalance.acknowledge_pending(&self.consumer);
+        self.rebalance.acknowledge_pending(&*self.consumer);
         Ok(())
     }
 
     fn assign(&mut self, assigned: &[Partition]) -> Result<(), RuntimeError> {
+        let result = self.assign_tasks(assigned);
+        // From the end of it: creating tasks (restoring their stores) may
+        // take longer than the window.
         self.forward_again_until = Instant::now() + FORWARD_AGAIN_FOR;
+        result
+    }
+
+    fn assign_tasks(&mut self, assigned: &[Partition]) -> Result<(), RuntimeError> {
         // librdkafka keeps an application pause across a revocation: a
         // partition paused before and assigned again would never be fetched.
         let list = partition_list(assigned);
