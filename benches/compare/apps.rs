@@ -143,6 +143,8 @@ fn raw_clients(run: &RunArgs) -> Result<(BaseConsumer<RawLoopContext>, Arc<BaseP
         match key.split_once('.') {
             Some(("consumer", k)) => consumer.set(k, *value),
             Some(("producer", k)) => producer.set(k, *value),
+            // The loop has no admin client.
+            Some(("admin", _)) => continue,
             _ => return Err(format!("unexpected client default {key}").into()),
         };
     }

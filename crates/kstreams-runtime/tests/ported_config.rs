@@ -407,3 +407,63 @@ fn auto_offset_reset_by_duration_starts_at_the_first_record_that_young() {
     assert!(app.close(Duration::from_secs(30)));
     assert_eq!(seen, ["TEN-MINUTES-OLD", "NEW"], "{:?}", app.errors());
 }
+
+/// `auto.offset.reset=latest`: a partition without a committed offset
+/// starts after its last record, so what was written before the
+/// application started is not processed; what comes after is. (The thread
+/// places such partitions itself, kafka/uncommitted_start.rs.)
+#[test]
+fn auto_offset_reset_latest_starts_after_the_records_already_there() {
+    let Some(bootstrap) = test_broker() else {
+        return;
+    };
+    let _ = env_logger::builder().is_test(true).try_init();
+    let input = unique_name("latest-in");
+    let output = unique_name("latest-out");
+    create_topic(&bootstrap, &input, 2, 1).unwrap();
+    create_topic(&bootstrap, &output, 1, 1).unwrap();
+    for partition in 0..2 {
+        produce(&bootstrap, &input, partition, "none", &["old".to_string()]);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = StreamsConfig::from_properties_str(&format!(
+        "application.id={}\nbootstrap.servers={bootstrap}\ncommit.interval.ms=100\n\
+         auto.offset.reset=latest\nstate.dir={}\n",
+        unique_name("latest-app"),
+        dir.path().display()
+    ))
+    .unwrap();
+    let mut app = upper_case_app(config, &input, &output);
+    app.start().unwrap();
+    let consumer = common::read_committed_consumer(&bootstrap, &output);
+    let mut seen = Vec::new();
+    // A record written before the thread has looked its partition's end up
+    // would be skipped too: new ones are written until one comes through.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut sent = 0;
+    while !seen.iter().any(|v: &String| v.starts_with("NEW")) && Instant::now() < deadline {
+        for partition in 0..2 {
+            produce(
+                &bootstrap,
+                &input,
+                partition,
+                "none",
+                &[format!("new-{sent}")],
+            );
+        }
+        sent += 1;
+        let until = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < until {
+            if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
+                seen.push(String::from_utf8_lossy(m.payload().unwrap_or_default()).to_string());
+            }
+        }
+    }
+    assert!(app.close(Duration::from_secs(30)));
+    assert!(
+        seen.iter().any(|v| v.starts_with("NEW")),
+        "{seen:?} {:?}",
+        app.errors()
+    );
+    assert!(!seen.iter().any(|v| v == "OLD"), "{seen:?}");
+}

@@ -241,11 +241,10 @@ pub(crate) fn consumed(
     let bytes = |ptr: *mut std::ffi::c_void, len: usize| {
         (!ptr.is_null()).then(|| unsafe { std::slice::from_raw_parts(ptr as *const u8, len) })
     };
-    let topic = unsafe { CStr::from_ptr(rd::rd_kafka_topic_name(message.rkt)) };
     let timestamp = unsafe { rd::rd_kafka_message_timestamp(message, std::ptr::null_mut()) };
     ConsumedRecord {
         // The name's bytes: `Message::topic` checks them as UTF-8 first.
-        topic: names.get_bytes(topic.to_bytes()),
+        topic: names.get_bytes(topic_name(message).to_bytes()),
         partition: message.partition,
         offset: message.offset,
         timestamp: if timestamp < 0 { -1 } else { timestamp },
@@ -253,6 +252,14 @@ pub(crate) fn consumed(
         value: bytes(message.payload, message.len).map(|value| spare.copy_value(value)),
         headers: unsafe { consumed_headers(message) },
     }
+}
+
+/// The name of a consumed message's topic.
+pub(crate) fn topic_name(message: &rd::rd_kafka_message_t) -> &CStr {
+    // SAFETY: the message, and with it its topic handle (a message holds a
+    // reference), is alive for as long as the borrow; librdkafka keeps a
+    // handle's name as a NUL-terminated string for as long as the handle.
+    unsafe { CStr::from_ptr(rd::rd_kafka_topic_name(message.rkt)) }
 }
 
 /// A consumed message's headers, copied.

@@ -36,6 +36,7 @@ mod task_manager;
 mod thread;
 mod topic_handle;
 mod topics;
+mod uncommitted_start;
 
 pub use app::{KafkaStreams, State, StreamThreadExceptionResponse};
 pub use clients::STREAM_CLIENT_DEFAULTS;

@@ -7,15 +7,14 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, RebalanceProtocol};
 use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::types::RDKafkaRespErr;
-use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use rdkafka::{ClientContext, TopicPartitionList};
 
-use super::config::BY_DURATION_FALLBACK;
 use super::fetch_queue::FetchQueue;
+use super::uncommitted_start::UncommittedStart;
 
 /// A partition: topic and number.
 pub(crate) type Partition = (String, i32);
@@ -140,22 +139,20 @@ pub(crate) fn partition_list(partitions: &[Partition]) -> TopicPartitionList {
 /// acknowledged only after committing.
 pub(crate) struct RebalanceListener {
     events: Arc<RebalanceEvents>,
-    /// `auto.offset.reset=by_duration:...`: where assigned partitions
-    /// without a committed offset start.
-    reset_by_duration: Option<Duration>,
+    /// Where assigned partitions without a committed offset start.
+    uncommitted: UncommittedStart,
     /// The thread's queue of fetched records, once the consumer exists:
     /// assigned partitions are forwarded to it before they are taken.
     fetch_queue: OnceLock<FetchQueue>,
 }
 
 impl RebalanceListener {
-    /// A listener recording into `events`; with `reset_by_duration`, it
-    /// starts partitions that have no committed offset at the first record
-    /// that young.
-    pub fn new(events: Arc<RebalanceEvents>, reset_by_duration: Option<Duration>) -> Self {
+    /// A listener recording into `events`, starting assigned partitions
+    /// that have no committed offset by `uncommitted`.
+    pub fn new(events: Arc<RebalanceEvents>, uncommitted: UncommittedStart) -> Self {
         Self {
             events,
-            reset_by_duration,
+            uncommitted,
             fetch_queue: OnceLock::new(),
         }
     }
@@ -166,65 +163,20 @@ impl RebalanceListener {
         let _ = self.fetch_queue.set(queue);
     }
 
+    /// Gives the partitions of `assigned` that have no committed offset
+    /// their start, before the consumer takes them
+    /// (kafka/uncommitted_start.rs).
+    pub fn place_uncommitted(
+        &self,
+        consumer: &BaseConsumer<RebalanceListener>,
+        assigned: &mut TopicPartitionList,
+    ) {
+        self.uncommitted.place(consumer, assigned);
+    }
+
     /// The thread's fetch queue, once installed.
     pub fn fetch_queue(&self) -> Option<&FetchQueue> {
         self.fetch_queue.get()
-    }
-}
-
-/// Kafka's `auto.offset.reset=by_duration:<d>` (KIP-1106), which librdkafka
-/// lacks: each partition of `assigned` the group has no committed offset
-/// for starts at its first record with a timestamp at or after now - `d`,
-/// or at its end if there is none. The offsets go into `assigned`, which
-/// librdkafka then starts from instead of asking for committed offsets.
-fn place_by_duration(
-    consumer: &BaseConsumer<RebalanceListener>,
-    assigned: &mut TopicPartitionList,
-    duration: Duration,
-) {
-    const TIMEOUT: Duration = Duration::from_secs(30);
-    let committed = match consumer.committed_offsets(assigned.clone(), TIMEOUT) {
-        Ok(committed) => committed,
-        Err(e) => {
-            log::warn!(
-                "committed offsets unknown ({e}); partitions without one start as \
-                 auto.offset.reset={BY_DURATION_FALLBACK}, not by_duration"
-            );
-            return;
-        }
-    };
-    let since = crate::clock::now_ms() - i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
-    let mut query = TopicPartitionList::new();
-    for e in committed.elements() {
-        if !matches!(e.offset(), Offset::Offset(_)) {
-            let _ = query.add_partition_offset(e.topic(), e.partition(), Offset::Offset(since));
-        }
-    }
-    if query.count() == 0 {
-        return;
-    }
-    let found = match consumer.offsets_for_times(query, TIMEOUT) {
-        Ok(found) => found,
-        Err(e) => {
-            log::warn!(
-                "no offsets by time ({e}); partitions without a committed offset start as \
-                 auto.offset.reset={BY_DURATION_FALLBACK}, not by_duration"
-            );
-            return;
-        }
-    };
-    for e in found.elements() {
-        // No record that young: the end, as Kafka's consumer does.
-        let start = match e.offset() {
-            Offset::Offset(o) => Offset::Offset(o),
-            _ => Offset::End,
-        };
-        log::info!(
-            "{}-{} has no committed offset: starting at {start:?} (auto.offset.reset=by_duration)",
-            e.topic(),
-            e.partition()
-        );
-        let _ = assigned.set_partition_offset(e.topic(), e.partition(), start);
     }
 }
 
@@ -246,9 +198,7 @@ impl ConsumerContext for RebalanceListener {
     ) {
         match err {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
-                if let Some(duration) = self.reset_by_duration {
-                    place_by_duration(consumer, tpl, duration);
-                }
+                self.place_uncommitted(consumer, tpl);
                 // Before librdkafka starts fetching them: none of their
                 // records go to the consumer's own queue.
                 if let Some(queue) = self.fetch_queue.get() {

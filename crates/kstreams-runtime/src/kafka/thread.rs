@@ -27,7 +27,7 @@ use rdkafka::Offset;
 use super::clients;
 use super::config::{GroupProtocol, ProcessingGuarantee, StreamsConfig};
 use super::consumer_position::{
-    consumed, is_fatal_consumer_error, is_lagging, is_rebalance_error, PartitionMetrics,
+    consumed, is_fatal_consumer_error, is_lagging, is_rebalance_error, topic_name, PartitionMetrics,
 };
 use super::fetch_queue::{FetchQueue, FetchedMessage};
 use super::local_metadata::ThreadMetadata;
@@ -40,6 +40,7 @@ use super::repartition_purge::RepartitionPurge;
 use super::streams_group::{GroupMembership, MemberChange};
 use super::task_manager::TaskManager;
 use super::topics::SourceTopicIndex;
+use super::uncommitted_start::UncommittedStart;
 use super::RuntimeError;
 use crate::clock::now_ms;
 use crate::topic_names::TopicNames;
@@ -131,7 +132,7 @@ impl StreamThread {
         )
         .create_with_context(RebalanceListener::new(
             rebalance.clone(),
-            clients::main_consumer_reset_by_duration(&config),
+            UncommittedStart::of_main_consumer(&config),
         ))?;
         consumer
             .context()
@@ -219,11 +220,7 @@ impl StreamThread {
 
 /// The topic of a consumed message (read on rare paths only).
 fn topic_of(message: &rdkafka::bindings::rd_kafka_message_t) -> String {
-    // SAFETY: the message, and with it its topic handle, is alive for this
-    // call; librdkafka keeps a handle's name NUL-terminated.
-    let topic =
-        unsafe { std::ffi::CStr::from_ptr(rdkafka::bindings::rd_kafka_topic_name(message.rkt)) };
-    topic.to_string_lossy().into_owned()
+    topic_name(message).to_string_lossy().into_owned()
 }
 
 /// A stream thread's main consumer. Its fetch queue (kept by the
@@ -742,10 +739,9 @@ impl ThreadLoop {
                 }
                 AssignmentEvent::Assigned(assigned) => {
                     // Creating the tasks restores their stores: the thread
-                    // processes nothing until that is done.
-                    // Forwarded again (the callback did before taking them):
-                    // a fetch stopped late may have cleared it since.
-                    self.forward_to_fetch_queue(&assigned);
+                    // processes nothing until that is done. (The callback
+                    // forwarded the partitions' fetch queues before taking
+                    // them; `assign` forwards them again for a while after.)
                     let board = self.config.local_metadata.clone();
                     board.set_restoring(&self.name, true);
                     let assigned = self.assign(&assigned);
@@ -767,9 +763,13 @@ impl ThreadLoop {
                     MemberChange::Assign(partitions) => {
                         // Forwarded before librdkafka fetches them.
                         self.forward_to_fetch_queue(&partitions);
-                        // Without offsets: each starts at its committed offset.
+                        // Each starts at its committed offset, or by
+                        // auto.offset.reset where there is none.
+                        let mut list = partition_list(&partitions);
                         self.consumer
-                            .incremental_assign(&partition_list(&partitions))?;
+                            .context()
+                            .place_uncommitted(&self.consumer, &mut list);
+                        self.consumer.incremental_assign(&list)?;
                         let board = self.config.local_metadata.clone();
                         board.set_restoring(&self.name, true);
                         let assigned = self.assign(&partitions);

@@ -8,7 +8,6 @@ use kstreams_dsl::internals::TopicPattern;
 use kstreams_dsl::{ChangelogTopic, Topology};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::types::RDKafkaErrorCode;
 use rustc_hash::FxHashMap;
 
@@ -63,16 +62,42 @@ impl SourceTopicIndex {
 
 /// The partition count of every topic the cluster has.
 fn partition_counts_on_broker(
-    config: &StreamsConfig,
+    admin: &AdminClient<DefaultClientContext>,
 ) -> Result<HashMap<String, usize>, RuntimeError> {
-    let probe: BaseConsumer = super::clients::admin(config).create()?;
-    let metadata = probe.fetch_metadata(None, Duration::from_secs(30))?;
+    let metadata = admin
+        .inner()
+        .fetch_metadata(None, Duration::from_secs(30))?;
     Ok(metadata
         .topics()
         .iter()
         .filter(|t| t.error().is_none())
         .map(|t| (t.name().to_string(), t.partitions().len()))
         .collect())
+}
+
+/// The admin client of an application's start, closed on a thread of its
+/// own: rust-rdkafka's `AdminClient` joins its polling thread when
+/// dropped, and that thread polls in 100 ms steps, so the start (the
+/// stream threads joining the group) waited up to 100 ms for it.
+struct StartAdmin(Option<AdminClient<DefaultClientContext>>);
+
+impl std::ops::Deref for StartAdmin {
+    type Target = AdminClient<DefaultClientContext>;
+    fn deref(&self) -> &Self::Target {
+        self.0.as_ref().expect("present until dropped")
+    }
+}
+
+impl Drop for StartAdmin {
+    fn drop(&mut self) {
+        if let Some(admin) = self.0.take() {
+            // If no thread can be made, the closure, and the client with
+            // it, is dropped here.
+            let _ = std::thread::Builder::new()
+                .name("kstreams-start-admin-close".into())
+                .spawn(move || drop(admin));
+        }
+    }
 }
 
 /// Checks that the user's source topics exist and creates the internal
@@ -83,7 +108,8 @@ pub(crate) fn prepare_topics(
     topology: &Topology,
     config: &StreamsConfig,
 ) -> Result<BTreeMap<u32, usize>, RuntimeError> {
-    let partitions = partition_counts_on_broker(config)?;
+    let admin = StartAdmin(Some(super::clients::admin(config).create()?));
+    let partitions = partition_counts_on_broker(&admin)?;
     let partitions: HashMap<&str, usize> =
         partitions.iter().map(|(t, n)| (t.as_str(), *n)).collect();
     let internal: Vec<String> = topology
@@ -163,7 +189,6 @@ pub(crate) fn prepare_topics(
     if new_topics.is_empty() {
         return Ok(tasks_per_subtopology);
     }
-    let admin: AdminClient<DefaultClientContext> = super::clients::admin(config).create()?;
     let results = block_on(admin.create_topics(&new_topics, &AdminOptions::new()))?;
     for result in results {
         match result {
