@@ -15,8 +15,6 @@
 //! | global consumer | the global thread | no (assigns itself) |
 //! | admin | start-up (topics) and the repartition purge | no |
 
-use std::time::Duration;
-
 use rdkafka::ClientConfig;
 
 use super::config::{
@@ -197,14 +195,6 @@ pub(crate) fn main_consumer(config: &StreamsConfig, thread: &str, index: usize) 
     client
 }
 
-/// `auto.offset.reset=by_duration:...` of the stream threads' consumers.
-pub(crate) fn main_consumer_reset_by_duration(config: &StreamsConfig) -> Option<Duration> {
-    config
-        .client_settings(KafkaClient::MainConsumer)
-        .get("auto.offset.reset")
-        .and_then(|(_, value)| reset_by_duration(value))
-}
-
 /// The producer of stream thread `index` (0-based) named `thread`, in the
 /// instance `process_id`.
 pub(crate) fn producer(
@@ -348,6 +338,7 @@ pub(crate) fn admin(config: &StreamsConfig) -> ClientConfig {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use std::time::Duration;
 
     /// A configuration of `pairs` over an application id and bootstrap.
     pub(in crate::kafka) fn config(pairs: &[(&str, &str)]) -> StreamsConfig {
@@ -605,15 +596,16 @@ pub(super) mod tests {
             Some(BY_DURATION_FALLBACK)
         );
         assert_eq!(
-            main_consumer_reset_by_duration(&c),
-            Some(Duration::from_secs(7200))
+            super::super::uncommitted_start::UncommittedStart::of_main_consumer(&c),
+            super::super::uncommitted_start::UncommittedStart::ByDuration(Duration::from_secs(
+                7200
+            ))
         );
         assert_eq!(restore_consumer(&c, "t").get("auto.offset.reset"), None);
         assert_eq!(
             global_consumer(&c).get("auto.offset.reset"),
             Some("earliest")
         );
-        assert_eq!(main_consumer_reset_by_duration(&config(&[])), None);
         // Every client built from it is one librdkafka takes.
         let consumer: Result<rdkafka::consumer::BaseConsumer, _> =
             main_consumer(&c, "t", 0).create();

@@ -21,8 +21,7 @@ use std::time::Duration;
 use rdkafka::consumer::{Consumer, ConsumerContext};
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::clients;
-use super::config::{StreamsConfig, BY_DURATION_FALLBACK};
+use super::config::{reset_by_duration, KafkaClient, StreamsConfig, BY_DURATION_FALLBACK};
 
 /// How long the group coordinator may take to answer for committed
 /// offsets (and the broker for offsets by time) before the partitions are
@@ -48,18 +47,18 @@ pub(crate) enum UncommittedStart {
 impl UncommittedStart {
     /// The policy the main consumer of `config` runs with.
     pub fn of_main_consumer(config: &StreamsConfig) -> Self {
-        if let Some(duration) = clients::main_consumer_reset_by_duration(config) {
+        let settings = config.client_settings(KafkaClient::MainConsumer);
+        // The user's value as librdkafka spells it (`none` is `error`);
+        // `by_duration:` is kept as written. Kafka Streams' default: earliest.
+        let value = settings
+            .get("auto.offset.reset")
+            .map_or("earliest", |(_, value)| value.as_str());
+        if let Some(duration) = reset_by_duration(value) {
             return Self::ByDuration(duration);
         }
-        let consumer = clients::main_consumer(config, "", 0);
-        match consumer
-            .get("auto.offset.reset")
-            .map(str::to_ascii_lowercase)
-        {
-            Some(v) if matches!(v.as_str(), "smallest" | "earliest" | "beginning") => {
-                Self::Earliest
-            }
-            Some(v) if matches!(v.as_str(), "largest" | "latest" | "end") => Self::Latest,
+        match value.trim().to_ascii_lowercase().as_str() {
+            "smallest" | "earliest" | "beginning" => Self::Earliest,
+            "largest" | "latest" | "end" => Self::Latest,
             _ => Self::Fail,
         }
     }
@@ -93,7 +92,11 @@ impl UncommittedStart {
         };
         let mut uncommitted = TopicPartitionList::new();
         for e in committed.elements() {
-            if !matches!(e.offset(), Offset::Offset(_)) {
+            // A partition the coordinator answered with an error (say an
+            // offset still unstable, or no authorization) has an invalid
+            // offset too: it is left to librdkafka, which asks again or
+            // reports the error, rather than started by the policy.
+            if e.error().is_ok() && e.offset() == Offset::Invalid {
                 uncommitted.add_partition(e.topic(), e.partition());
             }
         }
