@@ -9,7 +9,8 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Result};
 
-use crate::cli::Args;
+use crate::cargo;
+use crate::cli::{exit_code, Args};
 use crate::kafka::{self, Lease};
 use crate::paths;
 use crate::process;
@@ -64,11 +65,7 @@ pub fn cli(args: Args) -> Result<ExitCode> {
         Lease::acquire()?
     };
     let passed = run(lease.bootstrap(), &scenarios, long, seed.as_deref())?;
-    Ok(if passed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(exit_code(passed))
 }
 
 /// CI's leader-failover, short form (one leader broker killed, about 1.5
@@ -84,14 +81,18 @@ pub fn leader_failover_ci() -> Result<bool> {
     )
 }
 
+/// The build of the chaos binary (`native_builds` checks it).
+pub const CARGO_BUILD: [&str; 3] = ["build", "--package", "kstreams-chaos"];
+
 /// Runs `scenarios` against `bootstrap`; whether all passed. Each runs even
 /// when an earlier one failed, so one run reports everything.
 pub fn run(bootstrap: &str, scenarios: &[String], long: bool, seed: Option<&str>) -> Result<bool> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let cargo = cargo::cargo_bin();
     let mut build = Command::new(&cargo);
     build
         .current_dir(paths::repo_root())
-        .args(["build", "--quiet", "--package", "kstreams-chaos"]);
+        .args(CARGO_BUILD)
+        .arg("--quiet");
     if !process::status(&mut build, "cargo build -p kstreams-chaos")?.success() {
         return Ok(false);
     }

@@ -4,7 +4,9 @@
 //! root installs) them; a machine without them fails here, with the line
 //! that installs them, not an hour later in a build script.
 //!
-//! Steps: rustfmt, clippy (warnings are errors), cargo-deny (licenses, bans,
+//! Steps: rustfmt, that every invocation builds RocksDB and librdkafka one
+//! way (`native-builds`), no new import cycle between modules
+//! (`module-cycles`), clippy (warnings are errors), cargo-deny (licenses, bans,
 //! sources), the workspace tests against a real broker, the compat
 //! scenarios on both sides (Apache Kafka Streams and kstreams) and some
 //! with both in one streams group (`compat --mixed`) or moved from one to
@@ -20,12 +22,14 @@ use std::process::{Command, ExitCode};
 use anyhow::Result;
 
 use crate::bench;
+use crate::cargo::{cargo, cargo_bin, CLIPPY, NO_ROCKSDB, TEST_NO_RUN};
 use crate::chaos;
 use crate::cli::Args;
 use crate::compat;
 use crate::dashboard;
 use crate::kafka::{Lease, BOOTSTRAP_ENV};
-use crate::paths;
+use crate::module_cycles;
+use crate::native_builds;
 use crate::process;
 use crate::registry;
 use crate::setup::{self, Scope};
@@ -47,23 +51,32 @@ pub fn cli(args: Args) -> Result<ExitCode> {
     setup::ensure(Scope::Ci)?;
     let mut results: Vec<(&str, Outcome)> = vec![
         ("fmt", cargo_step(&["fmt", "--all", "--", "--check"])?),
+        // Before anything compiles: a second build of RocksDB costs more
+        // than this whole check.
         (
-            "clippy",
-            cargo_step(&[
-                "clippy",
-                "--workspace",
-                "--all-targets",
-                "--",
-                "-D",
-                "warnings",
-            ])?,
+            "native-builds",
+            match native_builds::check() {
+                Ok(one_each) => outcome(one_each),
+                Err(error) => {
+                    eprintln!("ci: native-builds: {error:#}");
+                    Outcome::Failed
+                }
+            },
         ),
+        (
+            "module-cycles",
+            match module_cycles::check() {
+                Ok(known_only) => outcome(known_only),
+                Err(error) => {
+                    eprintln!("ci: module-cycles: {error:#}");
+                    Outcome::Failed
+                }
+            },
+        ),
+        ("clippy", cargo_step(&CLIPPY)?),
         // The `rocksdb` feature off (in-memory stores only) must keep
         // building: nothing else compiles the facade that way.
-        (
-            "no-rocksdb",
-            cargo_step(&["check", "-p", "kstreams", "--no-default-features"])?,
-        ),
+        ("no-rocksdb", cargo_step(&NO_ROCKSDB)?),
         ("deny", deny()?),
     ];
     let (broker_results, failed_tests) = broker_steps()?;
@@ -118,7 +131,7 @@ pub fn cli(args: Args) -> Result<ExitCode> {
 /// compiled, and stopped (when ci started them) when their leases drop,
 /// whatever happened.
 fn broker_steps() -> Result<BrokerSteps> {
-    if let Outcome::Failed = cargo_step(&["test", "--workspace", "--no-run"])? {
+    if let Outcome::Failed = cargo_step(&TEST_NO_RUN)? {
         return Ok((vec![("test", Outcome::Failed)], Vec::new()));
     }
     let lease = match Lease::acquire() {
@@ -238,18 +251,6 @@ fn cargo_step(args: &[&str]) -> Result<Outcome> {
     eprintln!("ci: cargo {}", args.join(" "));
     let status = process::status(&mut cargo(args), &format!("cargo {}", args[0]))?;
     Ok(outcome(status.success()))
-}
-
-/// `cargo <args>` in the workspace root, with the cargo that runs xtask.
-pub fn cargo(args: &[&str]) -> Command {
-    let mut command = Command::new(cargo_bin());
-    command.args(args).current_dir(paths::repo_root());
-    command
-}
-
-/// The cargo that runs xtask, so CI uses one toolchain throughout.
-fn cargo_bin() -> String {
-    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
 }
 
 fn outcome(passed: bool) -> Outcome {

@@ -46,6 +46,15 @@ pub fn task_help(task: &Task) -> String {
     )
 }
 
+/// A check's exit status: 0 when it passed, 1 when not.
+pub fn exit_code(passed: bool) -> ExitCode {
+    if passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
 /// The arguments not yet consumed by the task.
 #[derive(Debug)]
 pub struct Args {

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::ci;
-use crate::cli::Args;
+use crate::cargo::{self, cargo_bin};
+use crate::cli::{exit_code, Args};
 use crate::paths;
 use crate::process::{self, secs};
 use crate::prometheus::json::Json;
@@ -75,11 +75,7 @@ pub fn cli(mut args: Args) -> Result<ExitCode> {
         .option::<PathBuf>("dashboard")?
         .unwrap_or_else(default_path);
     args.finish()?;
-    Ok(if check(&dashboard)? {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(exit_code(check(&dashboard)?))
 }
 
 /// The repository's dashboard.
@@ -354,14 +350,10 @@ struct App {
 impl App {
     fn start(work: &Path) -> Result<App> {
         // The test build compiles the examples too, and it is the build CI
-        // made already. `cargo build --example` alone resolves another
-        // graph: the build script's dependencies (bindgen's) get the
-        // build-override profile instead of the one they share with the
-        // tests, so RocksDB's C++ was compiled a third time (13 minutes on
-        // a fresh machine).
+        // made already: nothing is linked twice.
         eprintln!("dashboard: cargo test --workspace --no-run (for examples/{APP})");
         process::run(
-            &mut ci::cargo(&["test", "--workspace", "--no-run"]),
+            &mut cargo::cargo(&cargo::TEST_NO_RUN),
             "building the dashboard app",
         )?;
         let binary = paths::cargo_target_dir(&cargo_bin())?
@@ -439,10 +431,6 @@ impl Drop for App {
     fn drop(&mut self) {
         self.shut_down();
     }
-}
-
-fn cargo_bin() -> String {
-    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
 }
 
 #[cfg(test)]

@@ -6,23 +6,23 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::ci;
-use crate::cli::Args;
+use crate::cargo;
+use crate::cli::{exit_code, Args};
 use crate::process;
 use crate::setup::{self, Scope};
 
 /// The example README's first command runs.
-const DEFAULT: &str = "pageviews";
+pub const DEFAULT: &str = "pageviews";
+
+/// `cargo run` of an example, less its name.
+pub const CARGO_RUN: [&str; 4] = ["run", "-p", "kstreams-examples", "--example"];
 
 pub fn cli(mut args: Args) -> Result<ExitCode> {
     let name = args.next().unwrap_or_else(|| DEFAULT.to_owned());
     args.finish()?;
     setup::ensure(Scope::Build)?;
-    let mut run = ci::cargo(&["run", "-p", "kstreams-examples", "--example", &name]);
+    let mut run = cargo::cargo(&CARGO_RUN);
+    run.arg(&name);
     let status = process::status(&mut run, &format!("the {name} example"))?;
-    Ok(if status.success() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(exit_code(status.success()))
 }

@@ -8,6 +8,7 @@
 //! installs them when it runs as root.
 
 mod bench;
+mod cargo;
 mod chaos;
 mod ci;
 mod cli;
@@ -16,6 +17,8 @@ mod dashboard;
 mod example;
 mod kafka;
 mod maven;
+mod module_cycles;
+mod native_builds;
 mod paths;
 mod process;
 mod prometheus;
@@ -49,9 +52,10 @@ example [NAME]
         usage: "\
 ci
     checks the system packages (as `setup --ci` does, installing them as
-    root), then: fmt, clippy, cargo-deny, the tests against a broker, the
-    compat scenarios, the chaos scenarios in their short form, a
-    `bench compare --smoke` run and the dashboard check (`dashboard`)
+    root), then: fmt, native-builds, module-cycles, clippy, cargo-deny, the
+    tests against a broker, the compat scenarios, the chaos scenarios in
+    their short form, a `bench compare --smoke` run and the dashboard check
+    (`dashboard`)
 ",
         run: ci::cli,
     },
@@ -154,6 +158,30 @@ dashboard [--dashboard PATH]
     fails naming each panel whose queries return no series or only zeros
 ",
         run: dashboard::cli,
+    },
+    Task {
+        name: "native-builds",
+        summary: "check that README's commands and CI build RocksDB and librdkafka once",
+        usage: "\
+native-builds
+    asks cargo for the unit graph of every invocation README's commands and
+    CI make (nothing is built) and fails when two of them would build a
+    native library's build script differently, naming the crate whose
+    features or profile differ (pin it in workspace-hack/Cargo.toml)
+",
+        run: native_builds::cli,
+    },
+    Task {
+        name: "module-cycles",
+        summary:
+            "check that no crate has an import cycle between its modules beyond the known ones",
+        usage: "\
+module-cycles
+    reads every crate's modules (a file each) and the `crate::`, `super::`
+    and `self::` paths between them, and fails on an import cycle that
+    xtask/module-cycles.txt does not list, or on a listed one that is gone
+",
+        run: module_cycles::cli,
     },
 ];
 

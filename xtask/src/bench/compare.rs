@@ -29,6 +29,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use crate::cargo::cargo_bin;
 use crate::cli::Args;
 use crate::compat::java::JavaHarness;
 use crate::kafka::Lease;
@@ -124,7 +125,7 @@ pub fn cli(args: Args) -> Result<ExitCode> {
     let node = BenchNode::build(plan.debug)?;
     let java = JavaHarness::build()?;
     let lease = Lease::acquire()?;
-    let out_dir = paths::cargo_target_dir(&cargo())?.join("bench");
+    let out_dir = paths::cargo_target_dir(&cargo_bin())?.join("bench");
     fs::create_dir_all(out_dir.join("logs"))?;
     let mut bench = Bench {
         plan: &plan,
@@ -156,9 +157,15 @@ pub fn cli(args: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn cargo() -> String {
-    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
-}
+/// The build of bench-node with the dev profile, as the smoke run in CI
+/// makes it (`native_builds` checks it).
+pub const CARGO_BUILD_NODE: [&str; 5] = [
+    "build",
+    "--package",
+    "kstreams-benches",
+    "--bin",
+    "bench-node",
+];
 
 /// The built benches/compare binary.
 struct BenchNode {
@@ -168,16 +175,12 @@ struct BenchNode {
 impl BenchNode {
     fn build(debug: bool) -> Result<BenchNode> {
         let began = Instant::now();
-        let cargo = cargo();
+        let cargo = cargo_bin();
         let mut command = Command::new(&cargo);
-        command.current_dir(paths::repo_root()).args([
-            "build",
-            "--quiet",
-            "--package",
-            "kstreams-benches",
-            "--bin",
-            "bench-node",
-        ]);
+        command
+            .current_dir(paths::repo_root())
+            .args(CARGO_BUILD_NODE)
+            .arg("--quiet");
         if !debug {
             // Optimized, with the debug info a profiler needs (the
             // workspace's bench profile); cargo puts it under release/.

@@ -4,11 +4,14 @@
 
 mod compare;
 
+pub use self::compare::CARGO_BUILD_NODE;
+
 use std::process::{Command, ExitCode};
 
 use anyhow::Result;
 
-use crate::cli::Args;
+use crate::cargo;
+use crate::cli::{exit_code, Args};
 use crate::kafka::{Lease, BOOTSTRAP_ENV};
 use crate::paths;
 use crate::process;
@@ -19,7 +22,7 @@ pub fn cli(args: Args) -> Result<ExitCode> {
         return compare(Args::new(rest.into_iter().skip(1)));
     }
     let lease = Lease::acquire()?;
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let cargo = cargo::cargo_bin();
     let mut command = Command::new(cargo);
     command
         .current_dir(paths::repo_root())
@@ -34,11 +37,7 @@ pub fn cli(args: Args) -> Result<ExitCode> {
         }
     }
     let status = process::status(&mut command, "cargo bench")?;
-    Ok(if status.success() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(exit_code(status.success()))
 }
 
 /// `bench compare` with its arguments.

@@ -9,6 +9,7 @@ use anyhow::{bail, Context, Result};
 
 use super::consumed;
 use super::java::{AppRun, JavaHarness};
+use crate::cargo;
 use crate::paths;
 use crate::process::{self, secs};
 
@@ -18,18 +19,19 @@ pub struct KstreamsSide {
     supported: Vec<String>,
 }
 
+/// The build of compat/kstreams (`native_builds` checks it).
+pub const CARGO_BUILD: [&str; 3] = ["build", "--package", "kstreams-compat"];
+
 impl KstreamsSide {
     /// Builds compat/kstreams (incremental: fast when nothing changed).
     pub fn build() -> Result<Self> {
         let began = Instant::now();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+        let cargo = cargo::cargo_bin();
         process::run(
-            Command::new(&cargo).current_dir(paths::repo_root()).args([
-                "build",
-                "--quiet",
-                "--package",
-                "kstreams-compat",
-            ]),
+            Command::new(&cargo)
+                .current_dir(paths::repo_root())
+                .args(CARGO_BUILD)
+                .arg("--quiet"),
             "building compat/kstreams",
         )?;
         let binary = paths::cargo_target_dir(&cargo)?.join("debug/kstreams-compat");

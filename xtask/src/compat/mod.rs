@@ -30,9 +30,10 @@ use anyhow::{bail, Context, Result};
 
 use self::java::{AppRun, JavaHarness};
 use self::kstreams_side::KstreamsSide;
+pub use self::kstreams_side::CARGO_BUILD;
 use self::records::Record;
 use self::scenario::{Scenario, SCENARIOS};
-use crate::cli::Args;
+use crate::cli::{exit_code, Args};
 use crate::kafka::Lease;
 use crate::paths;
 
@@ -71,11 +72,7 @@ pub(crate) struct Options {
 pub fn cli(args: Args) -> Result<ExitCode> {
     let options = parse(args)?;
     let lease = Lease::acquire()?;
-    Ok(if run_all(&options, lease.bootstrap())? {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(exit_code(run_all(&options, lease.bootstrap())?))
 }
 
 /// Every scenario on both sides against `bootstrap`, as `cargo xtask ci`
