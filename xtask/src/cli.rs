@@ -29,7 +29,9 @@ pub fn overview(tasks: &[Task]) -> String {
          tasks:\n",
     );
     for task in tasks {
-        text.push_str(&format!("  {:NAME_WIDTH$}{}\n", task.name, task.summary));
+        // A longer name pushes its summary right, a space after it.
+        let width = NAME_WIDTH.max(task.name.len() + 1);
+        text.push_str(&format!("  {:width$}{}\n", task.name, task.summary));
     }
     text.push_str(&format!(
         "  {:NAME_WIDTH$}{}\n",

@@ -161,7 +161,7 @@ dashboard [--dashboard PATH]
     },
     Task {
         name: "native-builds",
-        summary: "check that README's commands and CI build RocksDB and librdkafka once",
+        summary: "check that CI builds RocksDB and librdkafka once",
         usage: "\
 native-builds
     asks cargo for the unit graph of every invocation README's commands and
@@ -173,8 +173,7 @@ native-builds
     },
     Task {
         name: "module-cycles",
-        summary:
-            "check that no crate has an import cycle between its modules beyond the known ones",
+        summary: "check for new import cycles between a crate's modules",
         usage: "\
 module-cycles
     reads every crate's modules (a file each) and the `crate::`, `super::`
