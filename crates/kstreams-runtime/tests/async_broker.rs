@@ -3,7 +3,7 @@
 //! random call latencies, a rebalance with calls in flight, and a SIGKILL
 //! under exactly-once with calls in flight.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Child;
@@ -259,7 +259,7 @@ fn async_eos_child_process() {
 }
 
 fn spawn_child(spec: &str) -> Child {
-    common::spawn_test_child("async_eos_child_process", CHILD_ENV, spec)
+    common::spawn_test_child(module_path!(), "async_eos_child_process", CHILD_ENV, spec)
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //! checkpoint, where the RocksDB stores' own offsets (Kafka Streams 4.4's
 //! `offsets` column family) resume them without a restore.
 
-mod common;
+use crate::common::{self, Input};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,8 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::FreshRun;
 use kstreams_dsl::{Materialized, Produced, StreamsBuilder};
-use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use kstreams_embedded::rdkafka::{ClientConfig, Message};
+use kstreams_embedded::rdkafka::Message;
 use kstreams_embedded::test_broker;
 use kstreams_record::{I64Serde, Nullable, StringSerde};
 use kstreams_runtime::kafka::{KafkaStreams, ProcessingGuarantee, StreamsConfig};
@@ -57,21 +56,8 @@ fn a_second_instance_on_a_held_state_directory_fails_to_start_saying_why() {
 }
 
 fn produce(bootstrap: &str, topic: &str, keys: usize, records: usize) {
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("partitioner", "murmur2_random")
-        .create()
-        .unwrap();
-    for i in 0..records {
-        let key = format!("k{}", i % keys);
-        let value = i.to_string();
-        let mut record = BaseRecord::to(topic).key(&key).payload(&value);
-        while let Err((_, back)) = producer.send(record) {
-            record = back;
-            producer.poll(Duration::from_millis(20));
-        }
-    }
-    producer.flush(Duration::from_secs(30)).unwrap();
+    let inputs = (0..records).map(|i| Input::new(format!("k{}", i % keys), i.to_string()));
+    common::produce(bootstrap, topic, inputs);
 }
 
 /// Reads the count topic from the start until every key's latest count is

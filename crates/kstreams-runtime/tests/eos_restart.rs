@@ -7,10 +7,10 @@
 //! left open. Without that, read_committed consumers of the output stall
 //! until the broker times the transaction out.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,7 +20,7 @@ use kstreams_dsl::StreamsBuilder;
 use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams_embedded::rdkafka::{ClientConfig, Message};
 use kstreams_embedded::test_broker;
-use kstreams_runtime::kafka::{KafkaStreams, ProcessingGuarantee, State, StreamsConfig};
+use kstreams_runtime::kafka::{KafkaStreams, ProcessingGuarantee, StreamsConfig};
 
 /// Set in a child process: run the exactly-once app until killed.
 const CHILD_ENV: &str = "KSTREAMS_TEST_EOS_RESTART_CHILD";
@@ -50,28 +50,11 @@ fn eos_restart_child_process() {
     let Ok(spec) = std::env::var(CHILD_ENV) else {
         return; // only meaningful when started by the restart test
     };
-    let mut app = pass_through_app(&spec);
-    app.start().unwrap();
-    loop {
-        std::thread::sleep(Duration::from_millis(100));
-        assert_ne!(app.state(), State::Error, "{:?}", app.errors());
-    }
+    common::run_until_killed(pass_through_app(&spec));
 }
 
 fn spawn_child(spec: &str) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "eos_restart_child_process",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
-        .env(CHILD_ENV, spec)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap()
+    common::spawn_test_child(module_path!(), "eos_restart_child_process", CHILD_ENV, spec)
 }
 
 /// What a read_committed consumer of the output saw: each value with when

@@ -5,14 +5,14 @@
 //! stopped application. The streams-protocol metadata calls are tested on
 //! the real broker (tests/streams_group.rs).
 
+use crate::common::{self, Input};
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kstreams_dsl::{Materialized, StreamsBuilder};
-use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use kstreams_embedded::rdkafka::ClientConfig;
 use kstreams_embedded::EmbeddedKafka;
 use kstreams_record::StringSerde;
 use kstreams_runtime::kafka::{
@@ -43,25 +43,14 @@ fn timestamp(i: usize) -> i64 {
 }
 
 fn produce(bootstrap: &str, range: std::ops::Range<usize>) {
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()
-        .unwrap();
-    for i in range {
-        let (key, value) = (key(i), format!("v{i}"));
-        producer
-            .send(
-                BaseRecord::to(INPUT)
-                    .key(&key)
-                    .payload(&value)
-                    .partition(partition_of(&key))
-                    .timestamp(timestamp(i)),
-            )
-            .map_err(|(e, _)| e)
-            .unwrap();
-        producer.poll(Duration::ZERO);
-    }
-    producer.flush(Duration::from_secs(30)).unwrap();
+    let inputs = range.map(|i| {
+        let key = key(i);
+        let partition = partition_of(&key);
+        Input::new(key, format!("v{i}"))
+            .to_partition(partition)
+            .at(timestamp(i))
+    });
+    common::produce(bootstrap, INPUT, inputs);
 }
 
 /// What `n` records make: per key its count and latest timestamp, and its

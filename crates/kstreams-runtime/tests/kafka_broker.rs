@@ -5,10 +5,10 @@
 //! Exactly-once is tested here only: librdkafka's mock cluster does not
 //! filter aborted transactions.
 
-mod common;
+use crate::common::{self, Input};
 
 use std::collections::BTreeMap;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use kstreams_dsl::{Consumed, StreamsBuilder};
@@ -32,29 +32,10 @@ fn fresh_topics(bootstrap: &str, name: &str, partitions: i32) -> (String, String
 const CHILD_ENV: &str = "KSTREAMS_TEST_EOS_CHILD";
 
 fn produce(bootstrap: &str, topic: &str, records: impl IntoIterator<Item = (String, String, i64)>) {
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("linger.ms", "5")
-        // Java's partitioner, as kstreams' sinks use: a key lands on the
-        // partition Kafka Streams (and our internal topics) expect.
-        .set("partitioner", "murmur2_random")
-        .create()
-        .unwrap();
-    for (key, value, ts) in records {
-        loop {
-            match producer.send(
-                BaseRecord::to(topic)
-                    .key(&key)
-                    .payload(&value)
-                    .timestamp(ts),
-            ) {
-                Ok(()) => break,
-                Err((_, _)) => producer.poll(Duration::from_millis(50)),
-            }
-        }
-        producer.poll(Duration::ZERO);
-    }
-    producer.flush(Duration::from_secs(30)).unwrap();
+    let inputs = records
+        .into_iter()
+        .map(|(key, value, timestamp)| Input::new(key, value).at(timestamp));
+    common::produce(bootstrap, topic, inputs);
 }
 
 /// Every value in `topic` as a read_committed consumer sees it, until
@@ -113,28 +94,11 @@ fn eos_child_process() {
     let [bootstrap, app_id, input, output] = parts[..] else {
         panic!("bad {CHILD_ENV}: {spec}");
     };
-    let mut app = eos_app(bootstrap, app_id, input, output);
-    app.start().unwrap();
-    loop {
-        std::thread::sleep(Duration::from_millis(100));
-        assert_ne!(app.state(), State::Error, "{:?}", app.errors());
-    }
+    common::run_until_killed(eos_app(bootstrap, app_id, input, output));
 }
 
 fn spawn_child(spec: &str) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "eos_child_process",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
-        .env(CHILD_ENV, spec)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap()
+    common::spawn_test_child(module_path!(), "eos_child_process", CHILD_ENV, spec)
 }
 
 #[test]

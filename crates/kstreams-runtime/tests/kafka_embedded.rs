@@ -3,6 +3,8 @@
 //! each other's when one leaves, and faults injected into the cluster lose
 //! no record (at-least-once: duplicates allowed, losses not).
 
+use crate::common::{self, Input};
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -24,25 +26,9 @@ const INPUT: &str = "input";
 const OUTPUT: &str = "output";
 
 fn produce(bootstrap: &str, range: std::ops::Range<usize>) {
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()
-        .unwrap();
-    for i in range {
-        let key = format!("k{}", i % 17);
-        let value = format!("v{i}");
-        producer
-            .send(
-                BaseRecord::to(INPUT)
-                    .key(&key)
-                    .payload(&value)
-                    .timestamp(1_000 + i as i64),
-            )
-            .map_err(|(e, _)| e)
-            .unwrap();
-        producer.poll(Duration::ZERO);
-    }
-    producer.flush(Duration::from_secs(30)).unwrap();
+    let inputs =
+        range.map(|i| Input::new(format!("k{}", i % 17), format!("v{i}")).at(1_000 + i as i64));
+    common::produce(bootstrap, INPUT, inputs);
 }
 
 /// Reads OUTPUT until `want` distinct values were seen (or time runs out).

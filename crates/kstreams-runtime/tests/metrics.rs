@@ -3,11 +3,11 @@
 //! partition, end-to-end and store metrics), at Kafka Streams' recording
 //! levels, and that a closed application's task series are gone.
 
+use crate::common::{self, Input};
+
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kstreams_dsl::{Materialized, Produced, StreamsBuilder};
-use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use kstreams_embedded::rdkafka::ClientConfig;
 use kstreams_embedded::EmbeddedKafka;
 use kstreams_metrics::RecordingLevel;
 use kstreams_record::{I64Serde, Nullable, StringSerde};
@@ -63,25 +63,9 @@ fn count_app(kafka: &EmbeddedKafka, app_id: &str, level: RecordingLevel) -> Kafk
 }
 
 fn produce(bootstrap: &str) {
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()
-        .unwrap();
     let timestamp = now_ms() - AGE_MS;
-    for i in 0..RECORDS {
-        let key = format!("page{}", i % 10);
-        producer
-            .send(
-                BaseRecord::to(INPUT)
-                    .key(&key)
-                    .payload("x")
-                    .timestamp(timestamp),
-            )
-            .map_err(|(e, _)| e)
-            .unwrap();
-        producer.poll(Duration::ZERO);
-    }
-    producer.flush(Duration::from_secs(30)).unwrap();
+    let inputs = (0..RECORDS).map(|i| Input::new(format!("page{}", i % 10), "x").at(timestamp));
+    common::produce(bootstrap, INPUT, inputs);
 }
 
 /// Waits until `condition` holds for the metrics text, returning it.

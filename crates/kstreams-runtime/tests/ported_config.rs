@@ -5,7 +5,7 @@
 //! file asks for, and a sink topic that does not exist is retried as Kafka
 //! Streams' default production handler does.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -11,7 +11,7 @@
 //! (`eval "$(cargo xtask kafka start)"` sets both; `cargo xtask ci` passes
 //! them to the tests).
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

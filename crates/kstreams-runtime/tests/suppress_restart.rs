@@ -3,15 +3,14 @@
 //! windows buffered when the application stopped come back from the
 //! buffer's changelog and are emitted once they close.
 
-mod common;
+use crate::common::{self, Input};
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::FreshRun;
 use kstreams_dsl::{BufferConfig, Produced, StreamsBuilder, Suppressed};
-use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use kstreams_embedded::rdkafka::{ClientConfig, Message};
+use kstreams_embedded::rdkafka::Message;
 use kstreams_embedded::test_broker;
 use kstreams_record::{I64Serde, Nullable, StringSerde};
 use kstreams_runtime::kafka::{KafkaStreams, StreamsConfig};
@@ -46,19 +45,10 @@ fn final_counts_app(bootstrap: &str, run: &FreshRun) -> KafkaStreams {
 
 /// Sends `(key, timestamp)` records to partition 0, in order.
 fn produce(bootstrap: &str, topic: &str, records: &[(&str, i64)]) {
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()
-        .unwrap();
-    for (key, timestamp) in records {
-        let record = BaseRecord::to(topic)
-            .key(*key)
-            .payload("x")
-            .partition(0)
-            .timestamp(*timestamp);
-        producer.send(record).map_err(|(e, _)| e).unwrap();
-    }
-    producer.flush(Duration::from_secs(30)).unwrap();
+    let inputs = records
+        .iter()
+        .map(|&(key, timestamp)| Input::new(key, "x").to_partition(0).at(timestamp));
+    common::produce(bootstrap, topic, inputs);
 }
 
 /// The final counts read within `wait`, by key and window start.

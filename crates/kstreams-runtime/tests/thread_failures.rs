@@ -2,12 +2,12 @@
 //! uncaught-exception handler, whatever killed it, and the handler's answer
 //! is carried out: on librdkafka's mock cluster.
 
+use crate::common::{self, Input};
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kstreams_dsl::StreamsBuilder;
-use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use kstreams_embedded::rdkafka::ClientConfig;
 use kstreams_embedded::EmbeddedKafka;
 use kstreams_runtime::kafka::{
     KafkaStreams, RuntimeError, State, StreamThreadExceptionResponse, StreamsConfig,
@@ -25,18 +25,11 @@ fn cluster() -> EmbeddedKafka {
 }
 
 fn produce(bootstrap: &str, values: &[String]) {
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()
-        .unwrap();
-    for (i, value) in values.iter().enumerate() {
-        let key = format!("k{i}");
-        producer
-            .send(BaseRecord::to(INPUT).key(&key).payload(value))
-            .map_err(|(e, _)| e)
-            .unwrap();
-    }
-    producer.flush(Duration::from_secs(30)).unwrap();
+    let inputs = values
+        .iter()
+        .enumerate()
+        .map(|(i, value)| Input::new(format!("k{i}"), value.as_str()));
+    common::produce(bootstrap, INPUT, inputs);
 }
 
 /// The causes the handler was given, and what it answers: `answers` in

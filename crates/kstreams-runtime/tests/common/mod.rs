@@ -1,16 +1,79 @@
-//! What the broker tests of this directory that use it share.
-
-// Each test binary that includes this module uses a part of it.
-#![allow(dead_code)]
+//! What the broker tests of this directory share.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use kstreams_embedded::rdkafka::consumer::{BaseConsumer, Consumer};
+use kstreams_embedded::rdkafka::error::KafkaError;
+use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use kstreams_embedded::rdkafka::types::RDKafkaErrorCode;
 use kstreams_embedded::rdkafka::ClientConfig;
 use kstreams_embedded::{create_topic, unique_name};
 use kstreams_runtime::kafka::{KafkaStreams, State};
+
+/// A record for [`produce`]: its key and value, and its partition and
+/// timestamp when the test sets them (else the partitioner's and the
+/// producer's clock).
+pub struct Input {
+    pub key: String,
+    pub value: String,
+    pub partition: Option<i32>,
+    pub timestamp: Option<i64>,
+}
+
+impl Input {
+    pub fn new(key: impl Into<String>, value: impl Into<String>) -> Input {
+        Input {
+            key: key.into(),
+            value: value.into(),
+            partition: None,
+            timestamp: None,
+        }
+    }
+
+    pub fn at(mut self, timestamp: i64) -> Input {
+        self.timestamp = Some(timestamp);
+        self
+    }
+
+    pub fn to_partition(mut self, partition: i32) -> Input {
+        self.partition = Some(partition);
+        self
+    }
+}
+
+/// Writes `records` to `topic` in order and waits until all are
+/// acknowledged. Keys without a partition go where Java's partitioner puts
+/// them, as kstreams' sinks and Kafka Streams do; a full queue waits.
+pub fn produce(bootstrap: &str, topic: &str, records: impl IntoIterator<Item = Input>) {
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("linger.ms", "5")
+        .set("partitioner", "murmur2_random")
+        .create()
+        .unwrap();
+    for input in records {
+        let mut record = BaseRecord::to(topic).key(&input.key).payload(&input.value);
+        if let Some(partition) = input.partition {
+            record = record.partition(partition);
+        }
+        if let Some(timestamp) = input.timestamp {
+            record = record.timestamp(timestamp);
+        }
+        while let Err((error, back)) = producer.send(record) {
+            assert_eq!(
+                error,
+                KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull),
+                "producing to {topic}"
+            );
+            record = back;
+            producer.poll(Duration::from_millis(20));
+        }
+        producer.poll(Duration::ZERO);
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+}
 
 /// A consumer of its own new group, subscribed to `topic` from its start,
 /// that sees committed transactions only.
@@ -53,9 +116,19 @@ impl FreshRun {
 /// Runs this test binary again as a child process running only the test
 /// `test`, with `env` set to `value` (the child's test reads its part from
 /// there), for a test that kills the child.
-pub fn spawn_test_child(test: &str, env: &str, value: &str) -> Child {
+pub fn spawn_test_child(module: &str, test: &str, env: &str, value: &str) -> Child {
+    // libtest names a test by its path without the crate's name:
+    // `module_path!()` is `integration::eos_restart`, the test
+    // `eos_restart::eos_restart_child_process`.
+    let module = module.split_once("::").map_or("", |(_, module)| module);
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", test, "--nocapture", "--test-threads", "1"])
+        .args([
+            "--exact",
+            &format!("{module}::{test}"),
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
         .env(env, value)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())

@@ -1,0 +1,40 @@
+//! The runtime's integration tests, as one test binary: each file of this
+//! directory is a module (`cargo test -p kstreams-runtime --test integration
+//! windows::` runs one of them). One binary links librdkafka and RocksDB
+//! once instead of once per file, and the helpers the files share live in
+//! `common/`. The broker tests need `KSTREAMS_BOOTSTRAP` (`cargo xtask kafka
+//! start`); without it they return early.
+
+mod async_broker;
+mod boundaries;
+mod cache_equivalence;
+mod common;
+mod damaged_state;
+mod driver_async;
+// Opens RocksDB stores by name (Stores::persistent_*).
+#[cfg(feature = "rocksdb")]
+mod driver_stores;
+mod eos_restart;
+mod handlers;
+mod interactive_queries;
+mod internal_topic_configs;
+mod joins;
+// Opens RocksDB stores by name (Stores::persistent_*).
+#[cfg(feature = "rocksdb")]
+mod kafka_broker;
+mod kafka_embedded;
+mod metrics;
+mod ported_config;
+mod regrouped_aggregations;
+mod restore_listener;
+mod sasl_ssl;
+mod stateless;
+// Opens RocksDB stores by name (Stores::persistent_*).
+#[cfg(feature = "rocksdb")]
+mod streams_group;
+mod suppress;
+mod suppress_restart;
+mod tables;
+mod thread_failures;
+mod tracing;
+mod windows;
