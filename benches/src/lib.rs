@@ -2,6 +2,8 @@
 //! and the `bench-node` binary of `cargo xtask bench compare`; this is what
 //! they share.
 
+#![forbid(unsafe_code)]
+
 use std::time::{Duration, Instant};
 
 use kstreams::embedded::rdkafka::error::{KafkaError, RDKafkaErrorCode};

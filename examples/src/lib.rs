@@ -3,6 +3,8 @@
 //! records on the embedded cluster with chosen partitions and timestamps,
 //! reading a topic back whole, and waiting for an instance to run.
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 

@@ -19,6 +19,8 @@
 //! live by kind: [`stateless`], [`aggregations`], [`windows`], [`joins`]
 //! and [`processors`] (the Processor API).
 
+#![forbid(unsafe_code)]
+
 mod aggregations;
 mod consumed;
 mod joins;

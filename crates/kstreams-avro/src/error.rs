@@ -6,6 +6,7 @@
 /// topic, so a malformed record reaches the configured handler instead of
 /// stopping the thread.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// Fewer bytes than the 5-byte header.
     #[error(

@@ -64,6 +64,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod client;
 pub mod config;
 mod datum_bounds;

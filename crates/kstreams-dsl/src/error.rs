@@ -9,6 +9,7 @@ pub type ProcessorError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A topology that cannot be built, with what to change.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TopologyError {
     /// Two nodes with one name.
     #[error("a node named {0:?} already exists in the topology; give each operator a unique name")]
@@ -136,6 +137,7 @@ fn position_text(p: &Option<RecordPosition>) -> String {
 
 /// An error while processing records.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StreamsError {
     /// A processor (a user function or a user `Processor`) failed.
     #[error("processor {node:?} failed on {}: {source}", position_text(.position))]

@@ -11,6 +11,7 @@
 //! sources, sinks and stores.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod async_processing;
 mod change;

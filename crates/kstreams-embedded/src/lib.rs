@@ -21,6 +21,8 @@
 //! # Ok::<(), kstreams_embedded::Error>(())
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod broker;
 mod mock;
 
@@ -37,6 +39,7 @@ use rdkafka::types::RDKafkaErrorCode;
 
 /// What can go wrong starting a cluster or creating a topic.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A cluster needs at least one broker.
     #[error("a cluster needs at least one broker, not {0}")]

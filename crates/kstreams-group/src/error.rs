@@ -4,6 +4,7 @@ use std::time::Duration;
 
 /// Why a group operation failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// No TCP connection could be made.
     #[error("cannot connect to {address}: {source}")]

@@ -100,6 +100,8 @@
 //! crate's own small types, so the wire crate can be swapped without the
 //! runtime noticing.
 
+#![forbid(unsafe_code)]
+
 mod admin;
 mod assignment;
 mod commit;

@@ -13,6 +13,8 @@
 //! - restore progress bars on a terminal ([`RestoreProgressBars`], a
 //!   restore listener).
 
+#![forbid(unsafe_code)]
+
 mod client_metrics;
 mod progress_bars;
 mod routes;
@@ -28,6 +30,7 @@ pub use topology_svg::dot_to_svg;
 
 /// Why the server could not start or the topology could not be drawn.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The address could not be listened on.
     #[error("http server: cannot listen on {address}: {source}")]

@@ -33,6 +33,8 @@
 //! protobuf support); [`MetricsRegistry::prometheus_registry`] reaches it
 //! for collectors of your own.
 
+#![forbid(unsafe_code)]
+
 pub mod names;
 mod registry;
 
@@ -77,6 +79,7 @@ impl std::str::FromStr for RecordingLevel {
 
 /// Errors of the metrics layer.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The `prometheus` crate refused a metric (a bad name or label, or a
     /// family already registered with other labels).

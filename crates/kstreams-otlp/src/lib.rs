@@ -34,6 +34,8 @@
 //! # }
 //! ```
 
+#![forbid(unsafe_code)]
+
 use std::time::Duration;
 
 use opentelemetry::trace::TracerProvider as _;
@@ -47,6 +49,7 @@ const TRACES_PATH: &str = "/v1/traces";
 
 /// What can go wrong setting up or flushing the export.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum OtlpError {
     /// The exporter could not be made (a bad endpoint, say).
     #[error("the OTLP exporter cannot be built: {0}")]

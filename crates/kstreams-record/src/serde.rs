@@ -13,6 +13,7 @@ use crate::Headers;
 
 /// Why a key or value could not be turned into bytes or back.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SerdeError {
     /// A fixed-width type got the wrong number of bytes.
     #[error("topic {topic}: a {type_name} needs exactly {expected} bytes, got {actual}")]

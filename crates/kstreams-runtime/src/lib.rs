@@ -9,6 +9,9 @@
 //! exactly-once) drives the very same tasks, so a test that passes in the
 //! driver exercises the production path.
 
+// `unsafe` lives in `kafka::ffi` alone, the one module that allows it.
+#![deny(unsafe_code)]
+
 pub mod async_runtime;
 mod changelog;
 mod clock;

@@ -47,7 +47,7 @@ fn produce(bootstrap: &str, range: std::ops::Range<usize>) {
         let key = key(i);
         let partition = partition_of(&key);
         Input::new(key, format!("v{i}"))
-            .to_partition(partition)
+            .in_partition(partition)
             .at(timestamp(i))
     });
     common::produce(bootstrap, INPUT, inputs);

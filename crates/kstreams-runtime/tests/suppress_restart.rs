@@ -47,7 +47,7 @@ fn final_counts_app(bootstrap: &str, run: &FreshRun) -> KafkaStreams {
 fn produce(bootstrap: &str, topic: &str, records: &[(&str, i64)]) {
     let inputs = records
         .iter()
-        .map(|&(key, timestamp)| Input::new(key, "x").to_partition(0).at(timestamp));
+        .map(|&(key, timestamp)| Input::new(key, "x").in_partition(0).at(timestamp));
     common::produce(bootstrap, topic, inputs);
 }
 

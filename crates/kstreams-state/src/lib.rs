@@ -36,6 +36,7 @@
 //! engine orders keys by their serialized bytes, as Kafka Streams does.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 /// The offset methods of [`StateStore`] for a store that hands them to the
 /// store or backend in its field `$field` (every layer and engine does).
@@ -155,6 +156,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Errors of the state layer.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A processor asked for a store under a type it does not have.
     #[error("state store {name} is a {actual}, not the {requested} that was asked for")]

@@ -12,6 +12,7 @@
 //! ([`PartitionMetadata`], Kafka Streams' `TopicPartitionMetadata`).
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::time::Duration;
 
@@ -30,6 +31,7 @@ use kstreams_record::Timestamp;
 
 /// Why a timestamp could not be extracted.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The record carries a negative (invalid) timestamp.
     #[error(

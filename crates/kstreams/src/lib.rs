@@ -75,6 +75,8 @@
 //! naming the store (see [`dsl::StoreType`] for why it is refused rather
 //! than kept in memory).
 
+#![forbid(unsafe_code)]
+
 #[cfg(feature = "avro")]
 pub use kstreams_avro as avro;
 pub use kstreams_dsl as dsl;

@@ -11,6 +11,7 @@
 //! the corpora, and every crash input kept there, on each run.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};

@@ -13,6 +13,7 @@ use crate::{DeserializationHandling, ProcessingHandling, ProductionHandling, Tas
 
 /// A configuration mistake, naming the key and how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// A required key has no value.
     #[error("missing required config {key}: {hint}")]

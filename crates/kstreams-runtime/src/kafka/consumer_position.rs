@@ -4,50 +4,28 @@
 //! consumer errors end the thread.
 
 use std::collections::HashMap;
-use std::ffi::CStr;
 use std::sync::Arc;
 
 use kstreams_dsl::internals::ConsumedRecord;
 use kstreams_metrics::{Counter, MetricsRegistry, PartitionSensors};
-use kstreams_record::Headers;
-use rdkafka::bindings as rd;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::types::RDKafkaRespErr;
-use rdkafka::{Offset, TopicPartitionList};
+use rdkafka::Offset;
 use rustc_hash::FxHashMap;
 
+use super::ffi::{cached_position, cached_watermarks, MessageView};
 use super::spare_buffers::SpareBuffers;
 use crate::topic_names::TopicNames;
 
 /// The low and high watermarks librdkafka last saw for a partition, without
-/// a request to the broker (rust-rdkafka wraps only the network variant);
-/// `None` while the high one is unknown (the low one may be -1).
-pub(crate) fn cached_watermarks<C: ConsumerContext>(
+/// a request to the broker; `None` while the high one is unknown (the low
+/// one may be unknown too: negative).
+fn fetched_watermarks<C: ConsumerContext>(
     consumer: &BaseConsumer<C>,
     topic: &str,
     partition: i32,
 ) -> Option<(i64, i64)> {
-    let topic = std::ffi::CString::new(topic).ok()?;
-    let mut low: i64 = -1;
-    let mut high: i64 = -1;
-    // SAFETY: `native_ptr` is the live handle of `consumer`, borrowed for
-    // the whole call; `topic` is a NUL-terminated string that outlives the
-    // call; `low` and `high` are valid, exclusive out-pointers to i64 on
-    // this stack frame. rd_kafka_get_watermark_offsets only reads the
-    // handle's cached partition state under its own locks and writes the
-    // two out-parameters; it keeps none of the pointers.
-    let err = unsafe {
-        rdkafka::bindings::rd_kafka_get_watermark_offsets(
-            consumer.client().native_ptr(),
-            topic.as_ptr(),
-            partition,
-            &mut low,
-            &mut high,
-        )
-    };
-    (err == rdkafka::bindings::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR && high >= 0)
-        .then_some((low, high))
+    cached_watermarks(consumer, topic, partition).filter(|&(_, high)| high >= 0)
 }
 
 /// Where reading of a partition is: the consumer's `position`, or before
@@ -75,39 +53,13 @@ pub(crate) fn is_lagging<C: ConsumerContext>(
     partition: i32,
     start: Option<i64>,
 ) -> bool {
-    match cached_watermarks(consumer, topic, partition) {
+    match fetched_watermarks(consumer, topic, partition) {
         None => true,
         Some((low, high)) => {
             reading_position(cached_position(consumer, topic, partition), start, low)
                 .is_none_or(|p| high > p)
         }
     }
-}
-
-/// The consumer's position in a partition, from librdkafka's cached state.
-/// rust-rdkafka's `position()` first asks librdkafka's main thread for the
-/// whole assignment and waits for its answer.
-fn cached_position<C: ConsumerContext>(
-    consumer: &BaseConsumer<C>,
-    topic: &str,
-    partition: i32,
-) -> Offset {
-    let mut list = TopicPartitionList::with_capacity(1);
-    list.add_partition(topic, partition);
-    // SAFETY: `native_ptr` is the live handle of `consumer`, borrowed for
-    // the whole call, and `list` is a valid list we own, borrowed mutably
-    // for it. rd_kafka_position looks each partition up under librdkafka's
-    // locks (making its partition object if there is none, as for the
-    // assignment that rust-rdkafka's `position()` passes), writes the
-    // element's offset and error, and keeps no pointer to the list.
-    let err =
-        unsafe { rdkafka::bindings::rd_kafka_position(consumer.client().native_ptr(), list.ptr()) };
-    if err != rdkafka::bindings::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
-        return Offset::Invalid;
-    }
-    list.elements()
-        .first()
-        .map_or(Offset::Invalid, |e| e.offset())
 }
 
 /// The per-partition metrics of a thread's assigned partitions: records
@@ -199,7 +151,7 @@ impl PartitionMetrics {
             else {
                 continue;
             };
-            let Some((low, high)) = cached_watermarks(consumer, e.topic(), e.partition()) else {
+            let Some((low, high)) = fetched_watermarks(consumer, e.topic(), e.partition()) else {
                 continue;
             };
             let position =
@@ -225,75 +177,23 @@ fn remove_partition_series(registry: &MetricsRegistry, topic: &str, partition: i
 
 /// A consumed record, copied out of librdkafka's buffer into `spare`
 /// buffers where there are some (its topic's name shared from `names`).
-/// `message` is librdkafka's: from the consumer's poll
-/// (`BorrowedMessage::ptr`) or from the thread's fetch queue.
+/// `message` is from the consumer's poll or from the thread's fetch queue.
 pub(crate) fn consumed(
-    message: &rd::rd_kafka_message_t,
+    message: MessageView<'_>,
     names: &mut TopicNames,
     spare: &mut SpareBuffers,
 ) -> ConsumedRecord {
-    // SAFETY (all below): `message` is a consumed message, alive for this
-    // call, with its key and payload `key_len`/`len` bytes long (or null),
-    // and its topic handle alive with it (a message holds a reference);
-    // librdkafka keeps a handle's name as a NUL-terminated string for as
-    // long as the handle, and a message's headers for as long as the
-    // message.
-    let bytes = |ptr: *mut std::ffi::c_void, len: usize| {
-        (!ptr.is_null()).then(|| unsafe { std::slice::from_raw_parts(ptr as *const u8, len) })
-    };
-    let timestamp = unsafe { rd::rd_kafka_message_timestamp(message, std::ptr::null_mut()) };
+    let timestamp = message.timestamp();
     ConsumedRecord {
         // The name's bytes: `Message::topic` checks them as UTF-8 first.
-        topic: names.get_bytes(topic_name(message).to_bytes()),
-        partition: message.partition,
-        offset: message.offset,
+        topic: names.get_bytes(message.topic_name().to_bytes()),
+        partition: message.partition(),
+        offset: message.offset(),
         timestamp: if timestamp < 0 { -1 } else { timestamp },
-        key: bytes(message.key, message.key_len).map(|key| spare.copy_key(key)),
-        value: bytes(message.payload, message.len).map(|value| spare.copy_value(value)),
-        headers: unsafe { consumed_headers(message) },
+        key: message.key().map(|key| spare.copy_key(key)),
+        value: message.payload().map(|value| spare.copy_value(value)),
+        headers: message.headers(),
     }
-}
-
-/// The name of a consumed message's topic.
-pub(crate) fn topic_name(message: &rd::rd_kafka_message_t) -> &CStr {
-    // SAFETY: the message, and with it its topic handle (a message holds a
-    // reference), is alive for as long as the borrow; librdkafka keeps a
-    // handle's name as a NUL-terminated string for as long as the handle.
-    unsafe { CStr::from_ptr(rd::rd_kafka_topic_name(message.rkt)) }
-}
-
-/// A consumed message's headers, copied.
-///
-/// # Safety
-/// `message` is a consumed message, alive for the call.
-unsafe fn consumed_headers(message: &rd::rd_kafka_message_t) -> Headers {
-    let mut headers = Headers::new();
-    let mut list: *mut rd::rd_kafka_headers_t = std::ptr::null_mut();
-    // SAFETY: per the caller; the list belongs to the message (not freed
-    // here), and each header's name and value stay valid while it does.
-    unsafe {
-        if rd::rd_kafka_message_headers(message, &mut list)
-            != RDKafkaRespErr::RD_KAFKA_RESP_ERR_NO_ERROR
-            || list.is_null()
-        {
-            return headers;
-        }
-        for index in 0..rd::rd_kafka_header_cnt(list) {
-            let mut name: *const std::ffi::c_char = std::ptr::null();
-            let mut value: *const std::ffi::c_void = std::ptr::null();
-            let mut size: usize = 0;
-            if rd::rd_kafka_header_get_all(list, index, &mut name, &mut value, &mut size)
-                != RDKafkaRespErr::RD_KAFKA_RESP_ERR_NO_ERROR
-            {
-                break;
-            }
-            let name = CStr::from_ptr(name).to_string_lossy();
-            let value = (!value.is_null())
-                .then(|| std::slice::from_raw_parts(value as *const u8, size).to_vec());
-            headers.add(name.into_owned(), value);
-        }
-    }
-    headers
 }
 
 /// Consumer errors no retry can fix: the thread stops with them instead of
@@ -338,7 +238,7 @@ mod tests {
     #[test]
     fn a_partition_lags_until_its_position_reaches_the_cached_end() {
         use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-        use rdkafka::ClientConfig;
+        use rdkafka::{ClientConfig, TopicPartitionList};
         use std::time::{Duration, Instant};
 
         let cluster = kstreams_embedded::EmbeddedKafka::start(1).unwrap();

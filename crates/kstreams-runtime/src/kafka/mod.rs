@@ -14,7 +14,9 @@ mod changelog_reader;
 mod clients;
 mod config;
 mod consumer_position;
-mod fetch_queue;
+// The crate's only `unsafe` (lib.rs denies it everywhere else).
+#[allow(unsafe_code)]
+mod ffi;
 mod global;
 mod local_metadata;
 // `internals` re-exports its metadata for the fuzz harness: committed
@@ -34,7 +36,6 @@ mod streams_group;
 mod task_creator;
 mod task_manager;
 mod thread;
-mod topic_handle;
 mod topics;
 mod uncommitted_start;
 
@@ -59,6 +60,7 @@ use rdkafka::types::RDKafkaErrorCode;
 
 /// Why an application could not start or a stream thread stopped.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RuntimeError {
     /// A bad configuration.
     #[error(transparent)]

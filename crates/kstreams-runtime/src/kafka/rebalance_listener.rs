@@ -13,7 +13,7 @@ use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{ClientContext, TopicPartitionList};
 
-use super::fetch_queue::FetchQueue;
+use super::ffi::FetchQueue;
 use super::uncommitted_start::UncommittedStart;
 
 /// A partition: topic and number.

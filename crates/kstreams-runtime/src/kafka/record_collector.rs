@@ -17,9 +17,9 @@ use rdkafka::{ClientContext, TopicPartitionList};
 use rustc_hash::FxHashMap;
 
 use super::config::ProcessingGuarantee;
+use super::ffi::{Outgoing, TopicHandle};
 use super::partitioner::partition_for_key;
 use super::spare_buffers::SpareBuffers;
-use super::topic_handle::{Outgoing, TopicHandle};
 use super::RuntimeError;
 
 /// How long a transaction step or a flush may take.

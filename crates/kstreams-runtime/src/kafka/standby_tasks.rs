@@ -30,6 +30,7 @@ use rdkafka::{Message, Offset, TopicPartitionList};
 use super::clients;
 use super::config::StreamsConfig;
 use super::consumer_position::is_fatal_consumer_error;
+use super::ffi::cached_watermarks;
 use super::queries::StoreInstance;
 use super::rebalance_listener::Partition;
 use super::standby_listener::{StandbyUpdateListener, SuspendReason};
@@ -325,32 +326,14 @@ fn checkpoint(
 }
 
 /// The end offset the consumer last saw for a partition, from the fetch
-/// responses librdkafka keeps (no request); -1 when none came yet.
-/// rust-rdkafka offers only `fetch_watermarks`, a request to the broker
-/// per call, too slow for every batch.
+/// responses librdkafka keeps (no request); -1 when librdkafka has no such
+/// partition, and librdkafka's -1001 (`RD_KAFKA_OFFSET_INVALID`) while no
+/// fetch response came yet. rust-rdkafka offers only `fetch_watermarks`, a
+/// request to the broker per call, too slow for every batch.
 fn end_offset(consumer: Option<&BaseConsumer>, (topic, partition): &Partition) -> i64 {
-    let (Some(consumer), Ok(topic)) = (consumer, std::ffi::CString::new(topic.as_str())) else {
-        return -1;
-    };
-    let (mut low, mut high) = (-1i64, -1i64);
-    // SAFETY: `native_ptr` is the consumer's live `rd_kafka_t` (the
-    // borrowed consumer outlives the call); `topic` is a NUL-terminated
-    // string that lives through the call; `low` and `high` are valid,
-    // writable i64s. librdkafka documents the call as thread-safe: it only
-    // reads its cached watermarks under the topic's lock.
-    let err = unsafe {
-        rdkafka::bindings::rd_kafka_get_watermark_offsets(
-            consumer.client().native_ptr(),
-            topic.as_ptr(),
-            *partition,
-            &mut low,
-            &mut high,
-        )
-    };
-    match err {
-        rdkafka::bindings::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR => high,
-        _ => -1,
-    }
+    consumer
+        .and_then(|consumer| cached_watermarks(consumer, topic, *partition))
+        .map_or(-1, |(_, high)| high)
 }
 
 fn tp((topic, partition): &Partition) -> TopicPartition {

@@ -13,6 +13,7 @@
 //! 5. commits when the interval is up or a task asked for it.
 
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,9 +28,9 @@ use rdkafka::Offset;
 use super::clients;
 use super::config::{GroupProtocol, ProcessingGuarantee, StreamsConfig};
 use super::consumer_position::{
-    consumed, is_fatal_consumer_error, is_lagging, is_rebalance_error, topic_name, PartitionMetrics,
+    consumed, is_fatal_consumer_error, is_lagging, is_rebalance_error, PartitionMetrics,
 };
-use super::fetch_queue::{FetchQueue, FetchedMessage};
+use super::ffi::{FetchedMessage, MessageView, QueuedConsumer};
 use super::local_metadata::ThreadMetadata;
 use super::queries::{QueryInbox, QUERY_POLL};
 use super::rebalance_listener::{
@@ -134,10 +135,10 @@ impl StreamThread {
             rebalance.clone(),
             UncommittedStart::of_main_consumer(&config),
         ))?;
+        let consumer = MainConsumer::new(consumer);
         consumer
             .context()
-            .install_fetch_queue(FetchQueue::new(&consumer));
-        let consumer = MainConsumer(consumer);
+            .install_fetch_queue(consumer.fetch_queue().clone());
         let continue_on_failure = !eos && config.production == crate::ProductionHandling::Continue;
         let producer: Arc<BaseProducer<DeliveryContext>> = Arc::new(
             clients::producer(&config, &name, process_id, index)
@@ -210,7 +211,7 @@ impl StreamThread {
             rewound: false,
             name: self.name,
             config: self.config,
-            consumer: self.consumer,
+            consumer: Rc::new(self.consumer),
             rebalance: self.rebalance,
             membership: self.membership,
         }
@@ -219,37 +220,25 @@ impl StreamThread {
 }
 
 /// The topic of a consumed message (read on rare paths only).
-fn topic_of(message: &rdkafka::bindings::rd_kafka_message_t) -> String {
-    topic_name(message).to_string_lossy().into_owned()
+fn topic_of(message: MessageView<'_>) -> String {
+    message.topic_name().to_string_lossy().into_owned()
 }
 
-/// A stream thread's main consumer. Its fetch queue (kept by the
-/// rebalance listener, the consumer's context) is destroyed before the
-/// consumer's client, as librdkafka requires of an application's queues;
-/// the context itself is dropped after the client.
-struct MainConsumer(BaseConsumer<RebalanceListener>);
-
-impl std::ops::Deref for MainConsumer {
-    type Target = BaseConsumer<RebalanceListener>;
-    fn deref(&self) -> &Self::Target {
-        &self.0
-    }
-}
-
-impl Drop for MainConsumer {
-    fn drop(&mut self) {
-        if let Some(queue) = self.0.context().fetch_queue() {
-            queue.close();
-        }
-    }
-}
+/// A stream thread's main consumer, with its fetch queue (shared with the
+/// rebalance listener, the consumer's context, which forwards assigned
+/// partitions to it); the queue is destroyed before the consumer's client,
+/// as librdkafka requires of an application's queues.
+type MainConsumer = QueuedConsumer<RebalanceListener>;
 
 /// A running stream thread. Tasks hold single-threaded node graphs, so
 /// this lives on the thread that made it.
 struct ThreadLoop {
     name: String,
     config: StreamsConfig,
-    consumer: MainConsumer,
+    /// Shared only with the poll: a polled record borrows the consumer,
+    /// and that borrow must not be one of `self` (the record is buffered
+    /// by `&mut self` methods).
+    consumer: Rc<MainConsumer>,
     rebalance: Arc<RebalanceEvents>,
     membership: Option<GroupMembership>,
     collector: RecordCollector,
@@ -289,7 +278,7 @@ impl Drop for ThreadLoop {
     /// acknowledged here: the consumer, dropped next, closes only then.
     fn drop(&mut self) {
         self.rebalance.set_deferring(false);
-        self.rebalance.acknowledge_pending(&*self.consumer);
+        self.rebalance.acknowledge_pending(&**self.consumer);
         // Fetched records go before their queue (closed by the consumer,
         // dropped next).
         self.fetched.clear();
@@ -333,7 +322,7 @@ impl ThreadLoop {
         // From here on revocations (closing the consumer revokes all) are
         // acknowledged inside the callback: the tasks are closed already.
         self.rebalance.set_deferring(false);
-        self.rebalance.acknowledge_pending(&*self.consumer);
+        self.rebalance.acknowledge_pending(&**self.consumer);
         match &mut self.membership {
             // After the last commit, which went out as the member.
             Some(membership) => {
@@ -427,6 +416,9 @@ impl ThreadLoop {
         // the bound (and is paused) while its task waits on another
         // partition. Pausing is costly in librdkafka: it drops the
         // partition's prefetched records, which are fetched again on resume.
+        // A polled record borrows the consumer: this handle of it, not
+        // `self`, which buffers the record.
+        let consumer = Rc::clone(&self.consumer);
         loop {
             // The consumer's own queue first: the group's events (a
             // rebalance is served here, by its callback) and the records of
@@ -437,17 +429,13 @@ impl ThreadLoop {
                     // Revoked tasks are committed before anything else.
                     return Ok(());
                 }
-                let Some(result) = self.consumer.poll(Duration::ZERO) else {
+                let Some(result) = consumer.poll(Duration::ZERO) else {
                     // An event was served (or the queue is empty): the
                     // poll says which only by timing, the queue by length.
                     events += 1;
                     if events < EVENTS_PER_POLL
                         && !self.rebalance.has_events()
-                        && self
-                            .consumer
-                            .context()
-                            .fetch_queue()
-                            .is_some_and(FetchQueue::consumer_events_waiting)
+                        && self.consumer.consumer_events_waiting()
                     {
                         continue;
                     }
@@ -457,9 +445,7 @@ impl ThreadLoop {
                     continue;
                 };
                 *polled += 1;
-                // SAFETY: the message is alive for this borrow.
-                let raw = unsafe { &*message.ptr() };
-                self.buffer_consumed(raw, bound)?;
+                self.buffer_consumed(MessageView::of_polled(&message), bound)?;
             }
             if self.rebalance.revocation_pending() || self.rebalance.has_events() {
                 return Ok(());
@@ -485,9 +471,7 @@ impl ThreadLoop {
                 }
             };
             let mut fetched = std::mem::take(&mut self.fetched);
-            if let Some(queue) = self.consumer.context().fetch_queue() {
-                queue.read(step, left, &mut fetched);
-            }
+            self.consumer.read_fetched(step, left, &mut fetched);
             let mut result = Ok(());
             // Partitions whose last message in the batch was an error at an
             // offset: librdkafka moved their position past it anyway.
@@ -497,18 +481,18 @@ impl ThreadLoop {
                     // Dropped unprocessed: fetched again after a rewind.
                     continue;
                 }
-                let raw = message.raw();
+                let view = message.view();
                 if !ended_in_error.is_empty() {
-                    let topic = topic_of(raw);
-                    ended_in_error.retain(|(t, p, _)| !(*p == raw.partition && *t == topic));
+                    let topic = topic_of(view);
+                    ended_in_error.retain(|(t, p, _)| !(*p == view.partition() && *t == topic));
                 }
                 match self.accept_fetched(&message) {
                     Ok(true) => {
                         *polled += 1;
-                        result = self.buffer_consumed(raw, bound);
+                        result = self.buffer_consumed(view, bound);
                     }
-                    Ok(false) if raw.offset >= 0 => {
-                        ended_in_error.push((topic_of(raw), raw.partition, raw.offset));
+                    Ok(false) if view.offset() >= 0 => {
+                        ended_in_error.push((topic_of(view), view.partition(), view.offset()));
                     }
                     Ok(false) => {}
                     Err(e) => result = Err(e),
@@ -588,7 +572,7 @@ impl ThreadLoop {
     /// partition when the buffer is over `bound`.
     fn buffer_consumed(
         &mut self,
-        message: &rdkafka::bindings::rd_kafka_message_t,
+        message: MessageView<'_>,
         bound: usize,
     ) -> Result<(), RuntimeError> {
         let record = consumed(
@@ -832,7 +816,7 @@ impl ThreadLoop {
         }
         let delivered = self.collector.delivered_changelog_offsets();
         self.tasks.revoke(revoked, clean, &delivered)?;
-        self.rebalance.acknowledge_pending(&*self.consumer);
+        self.rebalance.acknowledge_pending(&**self.consumer);
         Ok(())
     }
 

@@ -37,7 +37,7 @@ impl Input {
         self
     }
 
-    pub fn to_partition(mut self, partition: i32) -> Input {
+    pub fn in_partition(mut self, partition: i32) -> Input {
         self.partition = Some(partition);
         self
     }

@@ -59,6 +59,7 @@ pub(crate) const QUERY_POLL: Duration = Duration::from_millis(2);
 /// Why an interactive query could not be answered: Kafka Streams'
 /// `InvalidStateStoreException` family, with the reason in the variant.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum QueryError {
     /// `store` or a metadata call before `start` (Kafka Streams'
     /// `StreamsNotStartedException`).

@@ -5,13 +5,14 @@
 //! once, does neither; the record goes to `rd_kafka_produceva` as before.
 
 use std::ffi::{c_char, c_void, CString};
-use std::ptr::NonNull;
 use std::sync::Arc;
 
 use kstreams_record::Headers;
 use rdkafka::bindings as rd;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseProducer, Producer, ProducerContext};
+
+use super::owned::Owned;
 
 /// librdkafka's "no partition chosen": its partitioner picks one.
 const PARTITION_UNASSIGNED: i32 = -1;
@@ -28,18 +29,14 @@ pub(crate) struct Outgoing<'a> {
 }
 
 /// librdkafka's handle of one topic of `producer`. It keeps the producer
-/// alive: a topic handle must be destroyed before its client.
+/// alive: a topic handle must be destroyed before its client. Send (the
+/// handle's owner is), not Sync.
 pub(crate) struct TopicHandle<C: ProducerContext> {
-    raw: NonNull<rd::rd_kafka_topic_t>,
+    /// Declared before `producer`: fields drop in order, so the handle is
+    /// destroyed while the producer still holds the client alive.
+    raw: Owned<rd::rd_kafka_topic_t>,
     producer: Arc<BaseProducer<C>>,
 }
-
-// SAFETY: a librdkafka topic handle is a reference-counted object whose
-// state librdkafka guards with its own locks; it may be used and destroyed
-// from any thread (rust-rdkafka's producers, holding the same kind of
-// handles internally, are Send too). The producer Arc is Send because
-// BaseProducer is.
-unsafe impl<C: ProducerContext> Send for TopicHandle<C> where BaseProducer<C>: Send + Sync {}
 
 impl<C: ProducerContext> TopicHandle<C> {
     /// The handle of `topic` (librdkafka's existing one when it knows the
@@ -49,15 +46,17 @@ impl<C: ProducerContext> TopicHandle<C> {
         // SAFETY: the client handle is live (borrowed through `producer`),
         // `name` is NUL-terminated and outlives the call, and a null
         // configuration asks for the producer's defaults. librdkafka copies
-        // the name and keeps no pointer to it.
+        // the name and keeps no pointer to it. The handle it returns (or
+        // null) is the application's, to destroy before the client: the
+        // owner goes into `Self`, which holds the producer until then.
         let raw = unsafe {
-            rd::rd_kafka_topic_new(
+            Owned::from_ptr(rd::rd_kafka_topic_new(
                 producer.client().native_ptr(),
                 name.as_ptr(),
                 std::ptr::null_mut(),
-            )
+            ))
         };
-        match NonNull::new(raw) {
+        match raw {
             Some(raw) => Ok(Self {
                 raw,
                 producer: Arc::clone(producer),
@@ -72,7 +71,7 @@ impl<C: ProducerContext> TopicHandle<C> {
     /// Queues `record` for the topic, as `BaseProducer::send` would; a
     /// full local queue is `QueueFull`, for the caller to wait out.
     pub fn produce(&self, record: &Outgoing<'_>) -> Result<(), RDKafkaErrorCode> {
-        let headers = NativeHeaders::of(record.headers);
+        let headers = native_headers(record.headers);
         let mut args = Args::default();
         args.push(
             rd::rd_kafka_vtype_t::RD_KAFKA_VTYPE_RKT,
@@ -117,7 +116,7 @@ impl<C: ProducerContext> TopicHandle<C> {
             args.push(
                 rd::rd_kafka_vtype_t::RD_KAFKA_VTYPE_HEADERS,
                 rd::rd_kafka_vu_s__bindgen_ty_1 {
-                    headers: headers.0.as_ptr(),
+                    headers: headers.as_ptr(),
                 },
             );
         }
@@ -126,28 +125,25 @@ impl<C: ProducerContext> TopicHandle<C> {
         // in `args` outlives the call: the key and value borrow `record`,
         // which librdkafka copies (F_COPY) before returning; the headers
         // are ours until the call succeeds. `args` holds `len` initialized
-        // entries. The error returned, if any, is ours to destroy.
+        // entries. The error returned, if any, is ours to destroy (it needs
+        // no client).
         let error = unsafe {
-            rd::rd_kafka_produceva(
+            Owned::from_ptr(rd::rd_kafka_produceva(
                 self.producer.client().native_ptr(),
                 args.entries.as_ptr(),
                 args.len,
-            )
+            ))
         };
-        if error.is_null() {
+        let Some(error) = error else {
             // On success the record owns the header list.
             if let Some(headers) = headers {
-                std::mem::forget(headers);
+                headers.hand_over();
             }
             return Ok(());
-        }
-        // SAFETY: `error` is a valid error object that no one else holds;
-        // it is read once, then destroyed once.
-        let code = unsafe {
-            let code = rd::rd_kafka_error_code(error);
-            rd::rd_kafka_error_destroy(error);
-            code
         };
+        // SAFETY: `error` is a valid error object, owned (destroyed when
+        // dropped, after this read).
+        let code = unsafe { rd::rd_kafka_error_code(error.as_ptr()) };
         // On failure the header list stays ours: dropped (destroyed) here.
         // Unlike `rd_kafka_producev` (rust-rdkafka's `send`), which says
         // `__FATAL` once the producer has a fatal error, the error object
@@ -155,14 +151,6 @@ impl<C: ProducerContext> TopicHandle<C> {
         // transactional producer, which the thread answers as any fencing
         // (a new producer, as Kafka Streams' task migration).
         Err(code.into())
-    }
-}
-
-impl<C: ProducerContext> Drop for TopicHandle<C> {
-    fn drop(&mut self) {
-        // SAFETY: `raw` came from rd_kafka_topic_new and is released once,
-        // here, while `self.producer` still holds the client alive.
-        unsafe { rd::rd_kafka_topic_destroy(self.raw.as_ptr()) }
     }
 }
 
@@ -204,48 +192,37 @@ fn bytes(bytes: &[u8]) -> rd::rd_kafka_vu_s__bindgen_ty_1 {
     }
 }
 
-/// A librdkafka header list, destroyed on drop unless a record took it.
-struct NativeHeaders(NonNull<rd::rd_kafka_headers_t>);
-
-impl NativeHeaders {
-    /// librdkafka's copy of `headers`; none for a record without headers
-    /// (librdkafka would allocate an empty list).
-    fn of(headers: &Headers) -> Option<Self> {
-        if headers.is_empty() {
-            return None;
-        }
-        // SAFETY: rd_kafka_headers_new allocates an empty, writable list
-        // (it aborts rather than return null on allocation failure).
-        let list = NonNull::new(unsafe { rd::rd_kafka_headers_new(headers.len()) })?;
-        let list = NativeHeaders(list);
-        for header in headers.iter() {
-            let (value, len) = match &header.value {
-                None => (std::ptr::null(), 0),
-                Some(value) => (value.as_ptr() as *const c_void, value.len() as isize),
-            };
-            // SAFETY: the list is writable and ours; the key and value
-            // pointers are valid for the lengths given, which librdkafka
-            // copies (a given name length needs no NUL). Adding to a
-            // writable list cannot fail.
-            unsafe {
-                rd::rd_kafka_header_add(
-                    list.0.as_ptr(),
-                    header.key.as_ptr() as *const c_char,
-                    header.key.len() as isize,
-                    value,
-                    len,
-                );
-            }
-        }
-        Some(list)
+/// librdkafka's copy of `headers`, destroyed on drop unless a record took
+/// it; none for a record without headers (librdkafka would allocate an
+/// empty list).
+fn native_headers(headers: &Headers) -> Option<Owned<rd::rd_kafka_headers_t>> {
+    if headers.is_empty() {
+        return None;
     }
-}
-
-impl Drop for NativeHeaders {
-    fn drop(&mut self) {
-        // SAFETY: the list is ours (no record took it) and destroyed once.
-        unsafe { rd::rd_kafka_headers_destroy(self.0.as_ptr()) }
+    // SAFETY: rd_kafka_headers_new allocates an empty, writable list that
+    // the application owns (it aborts rather than return null on
+    // allocation failure); it belongs to no client.
+    let list = unsafe { Owned::from_ptr(rd::rd_kafka_headers_new(headers.len())) }?;
+    for header in headers.iter() {
+        let (value, len) = match &header.value {
+            None => (std::ptr::null(), 0),
+            Some(value) => (value.as_ptr() as *const c_void, value.len() as isize),
+        };
+        // SAFETY: the list is writable and ours; the key and value
+        // pointers are valid for the lengths given, which librdkafka
+        // copies (a given name length needs no NUL). Adding to a
+        // writable list cannot fail.
+        unsafe {
+            rd::rd_kafka_header_add(
+                list.as_ptr(),
+                header.key.as_ptr() as *const c_char,
+                header.key.len() as isize,
+                value,
+                len,
+            );
+        }
     }
+    Some(list)
 }
 
 #[cfg(test)]
