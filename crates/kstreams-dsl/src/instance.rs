@@ -6,7 +6,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use kstreams_record::Timestamp;
-use kstreams_state::StoreContext;
+use kstreams_state::{StateStore, StoreContext};
 use kstreams_time::{PunctuationType, TimestampExtractor};
 
 use crate::forwarding::NodeInfo;
@@ -350,15 +350,32 @@ impl TaskTopology {
         Ok(())
     }
 
-    /// Closes processors (in the order they were added) and stores.
+    /// Closes processors (in the order they were added) and stores; a
+    /// caching store writes its dirty entries down first.
     pub fn close(&mut self) {
+        self.close_with(|store| store.close());
+    }
+
+    /// Closes the task dirty (Kafka Streams' `StreamTask#closeDirty`), when
+    /// its work since the last commit is thrown away: an aborted
+    /// transaction, or partitions lost to another member. Processors close
+    /// as in [`TaskTopology::close`] (Kafka Streams' `closeTopology` runs at
+    /// the suspend of a clean and a dirty close alike; `Processor::close`
+    /// has no context, so it forwards nothing either way). Stores close with
+    /// [`StateStore::close_dirty`]: what their caches hold is dropped, so
+    /// nothing reaches the engines or the changelogs.
+    pub fn close_dirty(&mut self) {
+        self.close_with(|store| store.close_dirty());
+    }
+
+    fn close_with(&mut self, close: fn(&mut dyn StateStore) -> Result<(), kstreams_state::Error>) {
         for id in &self.init_order {
             self.processors[id].close();
         }
         for store in self.context.stores.values() {
             // The task is going away: a store that fails to close has
             // nothing left that a caller could save.
-            let _ = store.lifecycle.borrow_mut().close();
+            let _ = close(&mut *store.lifecycle.borrow_mut());
         }
     }
 }

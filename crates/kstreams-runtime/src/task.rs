@@ -701,4 +701,11 @@ impl StreamTask {
     pub fn close(&mut self) {
         self.topology.close();
     }
+
+    /// Closes processors and stores dirty (see [`TaskTopology::close_dirty`]):
+    /// for a task whose work since the last commit is thrown away, so that
+    /// nothing its caches hold reaches the stores or the changelogs.
+    pub fn close_dirty(&mut self) {
+        self.topology.close_dirty();
+    }
 }

@@ -189,6 +189,14 @@ impl<S: StoreKind, V: 'static> LayeredStore<S, V> {
         Ok(())
     }
 
+    /// Drops what the cache holds, dirty entries included, and gives its
+    /// bytes back to the thread's budget.
+    fn clear_cache(&self) {
+        if let Some(cache) = &self.cache {
+            cache.borrow_mut().clear();
+        }
+    }
+
     /// The first time the cache still shows for a store that keeps
     /// `retention` of `retained`: the engine's rule, so that the cache
     /// never hides or drops what the engine keeps.
@@ -393,16 +401,19 @@ impl<S: StoreKind, V: 'static> StateStore for LayeredStore<S, V> {
     }
     fn close(&mut self) -> Result<(), Error> {
         let flushed = (self.flush_dirty)(self);
-        if let Some(cache) = &self.cache {
-            cache.borrow_mut().clear();
-        }
+        self.clear_cache();
         let closed = self.inner.close();
         flushed.and(closed)
     }
+    fn close_dirty(&mut self) -> Result<(), Error> {
+        // The dirty entries belong to work that is thrown away: writing
+        // them down would log them into the thread's changelog collector,
+        // and the next transaction would commit them.
+        self.clear_cache();
+        self.inner.close_dirty()
+    }
     fn restore_batch(&mut self, records: &[ChangelogRecord<'_>]) -> Result<(), Error> {
-        if let Some(cache) = &self.cache {
-            cache.borrow_mut().clear();
-        }
+        self.clear_cache();
         let inner = &mut self.inner;
         restore_with_format(self.format, records, |r| inner.restore_batch(r))?;
         for r in records {
@@ -468,5 +479,100 @@ impl BuiltStore {
         let store = Rc::new(RefCell::new(Metered::new(inner, options, store_type, ops)));
         let handle = handle(store.clone());
         BuiltStore::new(store, handle)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use kstreams_record::{I64Serde, StringSerde};
+
+    use crate::{
+        CachedChange, KeyValueBytesStoreSupplier, KeyValueStoreHandle, OwnedChangelogRecord,
+        StoreBuilder, StoreContext, Stores, ThreadCache,
+    };
+
+    fn s(x: &str) -> String {
+        x.to_string()
+    }
+
+    /// Kafka Streams' dirty close (an aborted transaction, lost tasks)
+    /// throws away what the cache holds: nothing of it reaches the engine,
+    /// the changelog or the flush listener. A clean close writes it all
+    /// down.
+    fn close_with_a_dirty_cache(supplier: fn() -> std::sync::Arc<dyn KeyValueBytesStoreSupplier>) {
+        for dirty in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let log: Rc<RefCell<Vec<OwnedChangelogRecord>>> = Rc::default();
+            let ctx = StoreContext::new("app", "0_0", 0)
+                .with_task_directory(dir.path())
+                .with_changelog_writer(log.clone())
+                .with_thread_cache(Rc::new(ThreadCache::new(1 << 20)));
+            let open = || {
+                let built = Stores::key_value_store_builder(supplier(), StringSerde, I64Serde)
+                    .with_caching_enabled()
+                    .build();
+                built.init(&ctx).unwrap();
+                let store: KeyValueStoreHandle<String, i64> = built.handle().unwrap();
+                (built, store)
+            };
+            let (built, store) = open();
+            let changes: Rc<RefCell<Vec<CachedChange<String, i64>>>> = Rc::default();
+            let sink = changes.clone();
+            assert!(store
+                .borrow_mut()
+                .set_flush_listener(Box::new(move |c| sink.borrow_mut().push(c)), true));
+            // Committed: a = 1 in the engine and the changelog.
+            ctx.set_record_timestamp(1);
+            store.borrow_mut().put(s("a"), 1).unwrap();
+            built.lifecycle.borrow_mut().flush().unwrap();
+            // Since the commit, in the cache only.
+            ctx.set_record_timestamp(2);
+            store.borrow_mut().put(s("a"), 2).unwrap();
+            store.borrow_mut().put(s("b"), 3).unwrap();
+            assert_eq!((log.borrow().len(), changes.borrow().len()), (1, 1));
+
+            let persistent = built.lifecycle.borrow().persistent();
+            let closed = if dirty {
+                built.lifecycle.borrow_mut().close_dirty()
+            } else {
+                built.lifecycle.borrow_mut().close()
+            };
+            closed.unwrap();
+            // The cache's bytes are back in the thread's budget.
+            assert_eq!(ctx.thread_cache().size_bytes(), 0);
+            let (logged, changed) = (log.borrow().len(), changes.borrow().len());
+            // What the engine holds: read through the cleared cache of an
+            // in-memory store, or a RocksDB store opened again.
+            let read = |store: &KeyValueStoreHandle<String, i64>| {
+                let store = store.borrow();
+                (store.get(&s("a")).unwrap(), store.get(&s("b")).unwrap())
+            };
+            let engine = if persistent {
+                read(&open().1)
+            } else {
+                read(&store)
+            };
+            if dirty {
+                assert_eq!((logged, changed), (1, 1), "dirty");
+                assert_eq!(engine, (Some(1), None), "dirty");
+            } else {
+                assert_eq!((logged, changed), (3, 3), "clean");
+                assert_eq!(engine, (Some(2), Some(3)), "clean");
+            }
+        }
+    }
+
+    #[test]
+    fn a_dirty_close_drops_the_cache_of_an_in_memory_store() {
+        close_with_a_dirty_cache(|| Stores::in_memory_key_value_store("c"));
+    }
+
+    #[cfg(feature = "rocksdb")]
+    #[test]
+    fn a_dirty_close_drops_the_cache_of_a_rocksdb_store() {
+        close_with_a_dirty_cache(|| Stores::persistent_key_value_store("c"));
     }
 }

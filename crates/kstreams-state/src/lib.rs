@@ -330,6 +330,21 @@ pub trait StateStore: 'static {
     }
     /// Releases the store's resources (called when its task closes).
     fn close(&mut self) -> Result<(), Error>;
+    /// Closes the store without writing anything down: Kafka Streams'
+    /// dirty close, for a task whose work since its last commit is thrown
+    /// away (its transaction aborted, or its partitions lost to another
+    /// member). What the cache holds is dropped, neither written to the
+    /// engine nor logged to the changelog nor handed to a flush listener;
+    /// the engine closes as [`StateStore::close`] closes it (whatever it
+    /// holds is in the store's own files, which a later task restores over
+    /// or, under exactly-once, rebuilds).
+    ///
+    /// The default is [`StateStore::close`]: right for an engine and for
+    /// any store that holds nothing above its engine. A layer that keeps
+    /// writes back (a cache) overrides it.
+    fn close_dirty(&mut self) -> Result<(), Error> {
+        self.close()
+    }
     /// Applies a batch of changelog records straight into the engine (no
     /// cache, no changelog), in changelog order.
     fn restore_batch(&mut self, records: &[ChangelogRecord<'_>]) -> Result<(), Error>;

@@ -262,6 +262,14 @@ impl<S: StateStore> Metered<S> {
         }
         self.sensors = Default::default();
     }
+
+    /// Closes the inner store with `close` (clean or dirty), then drops
+    /// the sensors whatever came of it.
+    fn close_with(&mut self, close: fn(&mut S) -> Result<(), Error>) -> Result<(), Error> {
+        let closed = close(&mut self.inner);
+        self.unregister();
+        closed
+    }
 }
 
 impl<S: StateStore> StateStore for Metered<S> {
@@ -285,9 +293,10 @@ impl<S: StateStore> StateStore for Metered<S> {
         self.timed_mut(Op::Flush, S::flush)
     }
     fn close(&mut self) -> Result<(), Error> {
-        let closed = self.inner.close();
-        self.unregister();
-        closed
+        self.close_with(S::close)
+    }
+    fn close_dirty(&mut self) -> Result<(), Error> {
+        self.close_with(S::close_dirty)
     }
     fn restore_batch(&mut self, records: &[ChangelogRecord<'_>]) -> Result<(), Error> {
         self.inner.restore_batch(records)

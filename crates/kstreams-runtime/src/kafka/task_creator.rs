@@ -302,8 +302,10 @@ impl TaskCreator {
             directory.as_ref(),
         ) {
             // As Kafka Streams: local data without the offset it reaches
-            // may hold writes of an aborted transaction.
-            task.close();
+            // may hold writes of an aborted transaction. The task is
+            // thrown away with its local state: closed dirty, nothing
+            // written down or logged.
+            task.close_dirty();
             task = rebuild(
                 locked,
                 format!("under exactly-once, state store {store} has local data but no offset"),

@@ -433,7 +433,9 @@ impl TaskManager {
     /// task left without partitions. `clean` says the tasks were just
     /// committed, so their stores hold exactly what their changelogs do up
     /// to `delivered` (acknowledged offsets): their checkpoints are written
-    /// and whoever opens them next restores from there.
+    /// and whoever opens them next restores from there. Otherwise (lost
+    /// partitions, an aborted commit) their work since the last commit is
+    /// thrown away: they close dirty.
     pub fn revoke(
         &mut self,
         revoked: &[Partition],
@@ -457,8 +459,10 @@ impl TaskManager {
             let mut entry = self.tasks.remove(&id).expect("present");
             if clean {
                 self.checkpoint(id, &entry, delivered)?;
+                entry.task.close();
+            } else {
+                self.close_dirty(id, &mut entry.task);
             }
-            entry.task.close();
             self.task_closed.inc();
             self.config.metrics.remove_task(&id.to_string());
             log::info!("{}: closed task {id}", self.thread);
@@ -801,13 +805,29 @@ impl TaskManager {
     pub fn rewind(&mut self, committed: &TopicPartitionList) -> Result<(), RuntimeError> {
         self.forget_processed();
         let ids: Vec<TaskId> = self.tasks.keys().copied().collect();
+        let mut groups = Vec::with_capacity(ids.len());
         for id in ids {
             let mut entry = self.tasks.remove(&id).expect("present");
-            entry.task.close();
+            self.close_dirty(id, &mut entry.task);
             let mut group = std::mem::take(&mut entry.group);
             group.clear();
-            // The old task's directory lock goes before the new one is taken.
-            drop(entry);
+            groups.push((id, group));
+            // `entry` drops here with the old task's directory lock, before
+            // a new task takes it.
+        }
+        // The transaction was aborted before the tasks closed, so every
+        // changelog record still waiting is of the aborted work (the dirty
+        // closes above write none; this catches whatever else did, such as
+        // a processor's close writing to an uncached store): sent now, it
+        // would go into the next transaction and be committed.
+        let dropped = self.creator.changelog().discard_from(0);
+        if dropped > 0 {
+            log::debug!(
+                "{}: rewind dropped {dropped} changelog records of the aborted transaction",
+                self.thread
+            );
+        }
+        for (id, group) in groups {
             let mut created = self.creator.create(id)?;
             Self::install_async(&mut self.async_side, &mut created.task)?;
             self.tasks.insert(id, TaskEntry::new(created, group));
@@ -829,6 +849,24 @@ impl TaskManager {
             }
         }
         Ok(())
+    }
+
+    /// Closes a task whose work since the last commit is thrown away (Kafka
+    /// Streams' `closeTaskDirty`): nothing it holds is written down, and
+    /// the changelog records its close wrote anyway (a processor's close
+    /// writing to an uncached store) are dropped, so that none reaches a
+    /// changelog partition that may be another member's by now.
+    fn close_dirty(&self, id: TaskId, task: &mut StreamTask) {
+        let changelog = self.creator.changelog();
+        let mark = changelog.mark();
+        task.close_dirty();
+        let dropped = changelog.discard_from(mark);
+        if dropped > 0 {
+            log::debug!(
+                "{}: task {id} closed dirty; dropped {dropped} changelog records its close wrote",
+                self.thread
+            );
+        }
     }
 
     /// Closes every task (the thread ends).
@@ -1227,6 +1265,82 @@ mod tests {
             tasks.tasks[&id].task.processed_partition_time("left", 0),
             5_000
         );
+    }
+
+    /// A count per key in a cached, logged store (its changelog on a mock
+    /// cluster, which a task is restored from when it is created), under
+    /// exactly-once, that has counted three records of key "k": the counts
+    /// wait in the cache. The cluster and the state directory live as long
+    /// as the manager (declared before it, they drop after it).
+    fn three_counted() -> (
+        kstreams_embedded::EmbeddedKafka,
+        tempfile::TempDir,
+        TaskManager,
+    ) {
+        let cluster = kstreams_embedded::EmbeddedKafka::start(1).unwrap();
+        cluster.create_topic("app-counts-changelog", 1, 1).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let builder = StreamsBuilder::new();
+        let _counts = builder
+            .stream::<String, String>("in")
+            .group_by_key()
+            .count_with(None, kstreams_dsl::Materialized::as_("counts"));
+        let topology = Arc::new(builder.build().unwrap());
+        let config = StreamsConfig::new("app", cluster.bootstrap_servers())
+            .state_dir(dir.path())
+            .processing_guarantee(super::super::config::ProcessingGuarantee::ExactlyOnceV2);
+        let sources = Arc::new(SourceTopicIndex::new(&topology, "app"));
+        let sensors = config.metrics.thread_sensors("t").unwrap();
+        let mut tasks = TaskManager::new("t", &config, topology, sources, &sensors).unwrap();
+        tasks.assign(&[p("in", 0)], None, |_, _| None).unwrap();
+        for offset in 0..3 {
+            tasks.buffer(record("in", 0, offset, "a")).unwrap();
+        }
+        let batch = tasks.process(&|_, _, _| false, Duration::MAX).unwrap();
+        assert!(batch.outputs.is_empty(), "cached, nothing logged yet");
+        tasks.record_progress(batch.progress);
+        (cluster, dir, tasks)
+    }
+
+    /// The changelog values of `outputs`, as counts.
+    fn logged_counts(outputs: &[ProducedRecord]) -> Vec<i64> {
+        outputs
+            .iter()
+            .filter(|r| &*r.topic == "app-counts-changelog")
+            .map(|r| i64::from_be_bytes(r.value.as_deref().unwrap().try_into().unwrap()))
+            .collect()
+    }
+
+    /// Kafka Streams' dirty close: a rewind follows an aborted transaction,
+    /// and what the caches held of that work must not be logged, or the
+    /// next transaction would commit it to the changelog.
+    #[test]
+    fn a_rewind_logs_nothing_of_the_aborted_work() {
+        let (_cluster, _dir, mut tasks) = three_counted();
+
+        tasks.rewind(&TopicPartitionList::new()).unwrap();
+        assert_eq!(tasks.creator.changelog().mark(), 0);
+        let batch = tasks.process(&|_, _, _| false, Duration::MAX).unwrap();
+        assert_eq!(logged_counts(&batch.outputs), Vec::<i64>::new());
+
+        // The record is processed again from the committed (empty) state:
+        // the commit logs a count of one, and nothing before it.
+        tasks.buffer(record("in", 0, 0, "a")).unwrap();
+        let batch = tasks.process(&|_, _, _| false, Duration::MAX).unwrap();
+        let mut outputs = batch.outputs;
+        outputs.extend(tasks.flush().unwrap());
+        assert_eq!(logged_counts(&outputs), vec![1]);
+    }
+
+    /// Lost tasks close dirty too: their changelog partitions may be
+    /// another member's by now.
+    #[test]
+    fn lost_tasks_log_nothing_as_they_close() {
+        let (_cluster, _dir, mut tasks) = three_counted();
+
+        tasks.revoke(&[p("in", 0)], false, &HashMap::new()).unwrap();
+        assert_eq!(tasks.task_ids().count(), 0);
+        assert_eq!(tasks.creator.changelog().mark(), 0);
     }
 
     #[test]
