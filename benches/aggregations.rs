@@ -8,10 +8,10 @@
 //! dropped (no changelog writer), as a task without a broker would.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use kstreams::dsl::internals::ConsumedRecord;
+use kstreams::dsl::__private::ConsumedRecord;
 use kstreams::dsl::TaskId;
 use kstreams::prelude::*;
-use kstreams::runtime::internals::StreamTask;
+use kstreams::runtime::__private::StreamTask;
 use kstreams::state::StoreContext;
 use std::time::Duration;
 

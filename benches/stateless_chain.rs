@@ -4,10 +4,10 @@
 //! engine alone, the part kstreams adds on top of the Kafka clients.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use kstreams::dsl::internals::ConsumedRecord;
+use kstreams::dsl::__private::ConsumedRecord;
 use kstreams::dsl::TaskId;
 use kstreams::prelude::*;
-use kstreams::runtime::internals::StreamTask;
+use kstreams::runtime::__private::StreamTask;
 
 const BATCH: usize = 10_000;
 

@@ -331,9 +331,8 @@ pub fn run(
         async_orders,
         |i, o| async_topology(i, o, address),
     )?;
-    let in_flight_bound = (PARTITIONS as usize
-        * kstreams::runtime::async_runtime::DEFAULT_MAX_IN_FLIGHT_PER_TASK)
-        .min(kstreams::runtime::async_runtime::DEFAULT_MAX_IN_FLIGHT_PER_THREAD);
+    let in_flight_bound = (PARTITIONS as usize * kstreams::runtime::DEFAULT_MAX_IN_FLIGHT_PER_TASK)
+        .min(kstreams::runtime::DEFAULT_MAX_IN_FLIGHT_PER_THREAD);
     let ceiling = in_flight_bound as f64 / latency.as_secs_f64();
     println!(
         "async (map_values_async): {:>6} orders, {:>8.1} records/s (ceiling {in_flight_bound} in flight / latency = {ceiling:.0}: {:.0}%); mean call {:.1} ms",

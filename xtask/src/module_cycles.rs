@@ -9,7 +9,8 @@
 //! re-exported by a `pub use` counts as the module that defines it, so
 //! `use super::StreamsConfig` in `kafka/app.rs` depends on `kafka/config.rs`.
 //! A module naming its own descendants is not counted (it declares them and
-//! re-exports them; that is the tree, not a cycle). Comments are left out;
+//! re-exports them; that is the tree, not a cycle), nor are the paths in
+//! its `#[cfg(test)]` inline modules (its tests). Comments are left out;
 //! macros and strings that spell paths are read as code.
 //!
 //! The cycles found are compared with `xtask/module-cycles.txt`, the ones
@@ -136,7 +137,7 @@ impl CrateModules {
             let inline = inline_modules(text);
             let mut names = BTreeMap::new();
             for statement in use_statements(text).filter(|s| s.public) {
-                let depth = depth_at(&inline, statement.at);
+                let (depth, _) = depth_at(&inline, statement.at);
                 if depth > 0 {
                     continue; // an inline module's, not this module's
                 }
@@ -194,7 +195,10 @@ impl CrateModules {
                 .collect();
             paths.extend(inline_paths(text));
             for (path, at) in paths {
-                let depth = depth_at(&inline, at);
+                let (depth, test) = depth_at(&inline, at);
+                if test {
+                    continue;
+                }
                 let Some(absolute) = absolute(&self.code, module, depth, &path) else {
                     continue;
                 };
@@ -515,9 +519,8 @@ fn absolute(
     Some(base)
 }
 
-/// How many inline modules (`mod name { ... }`) enclose each byte of
-/// `text`, as a list of (start, end) ranges.
-fn inline_modules(text: &str) -> Vec<(usize, usize)> {
+/// The inline modules (`mod name { ... }`) of a file's text.
+fn inline_modules(text: &str) -> Vec<InlineModule> {
     let mut ranges = Vec::new();
     let mut from = 0;
     while let Some(found) = find_word(&text[from..], "mod") {
@@ -542,7 +545,13 @@ fn inline_modules(text: &str) -> Vec<(usize, usize)> {
                 '}' => {
                     depth -= 1;
                     if depth == 0 {
-                        ranges.push((open, open + i));
+                        let attributes = text[..at].trim_end();
+                        let test = attributes.ends_with("#[cfg(test)]");
+                        ranges.push(InlineModule {
+                            start: open,
+                            end: open + i,
+                            test,
+                        });
                         break;
                     }
                 }
@@ -553,12 +562,19 @@ fn inline_modules(text: &str) -> Vec<(usize, usize)> {
     ranges
 }
 
-/// How many of `ranges` hold offset `at`.
-fn depth_at(ranges: &[(usize, usize)], at: usize) -> usize {
-    ranges
-        .iter()
-        .filter(|(start, end)| *start <= at && at <= *end)
-        .count()
+/// An inline module's body in its file's text, and whether it is a
+/// `#[cfg(test)]` one.
+struct InlineModule {
+    start: usize,
+    end: usize,
+    test: bool,
+}
+
+/// How many inline modules hold offset `at`, and whether one of them is
+/// for tests (a module's tests are not its dependencies).
+fn depth_at(modules: &[InlineModule], at: usize) -> (usize, bool) {
+    let holding = modules.iter().filter(|m| m.start <= at && at <= m.end);
+    holding.fold((0, false), |(depth, test), m| (depth + 1, test || m.test))
 }
 
 #[cfg(test)]
@@ -626,6 +642,22 @@ mod tests {
             modules.cycles(),
             vec!["kafka::app <-> kafka::config <-> kafka::queries".to_owned()]
         );
+    }
+
+    #[test]
+    fn a_modules_tests_are_not_its_dependencies() {
+        let modules = crate_of(
+            "tests",
+            &[
+                ("lib.rs", "mod a; mod b;"),
+                ("a.rs", "use crate::b::X; pub struct Y(X);"),
+                (
+                    "b.rs",
+                    "pub struct X;\n#[cfg(test)]\nmod tests { use crate::a::Y; }",
+                ),
+            ],
+        );
+        assert!(modules.cycles().is_empty());
     }
 
     #[test]

@@ -13,6 +13,9 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+#[doc(hidden)]
+#[path = "internals.rs"]
+pub mod __private;
 pub mod async_processing;
 mod change;
 mod describe;
@@ -23,8 +26,6 @@ mod global_store;
 mod graph;
 mod handles;
 mod instance;
-#[doc(hidden)]
-pub mod internals;
 mod java_order;
 mod join_options;
 pub mod late_headers;

@@ -25,7 +25,7 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kstreams_dsl::internals::{AsyncRuntime, AsyncSensors, CompletionSignal};
+use kstreams_dsl::__private::{AsyncRuntime, AsyncSensors, CompletionSignal};
 use kstreams_dsl::StreamsError;
 use kstreams_metrics::names::{MetricDef, MetricKind, LATENCY_BUCKETS, THREAD_ID};
 use kstreams_metrics::MetricsRegistry;

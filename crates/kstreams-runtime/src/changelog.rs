@@ -4,7 +4,7 @@
 
 use std::cell::RefCell;
 
-use kstreams_dsl::internals::ProducedRecord;
+use kstreams_dsl::__private::ProducedRecord;
 use kstreams_record::Headers;
 use kstreams_state::{BoxError, ChangelogRecord, ChangelogWriter};
 

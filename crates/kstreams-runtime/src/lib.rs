@@ -12,7 +12,7 @@
 // `unsafe` lives in `kafka::ffi` alone, the one module that allows it.
 #![deny(unsafe_code)]
 
-pub mod async_runtime;
+mod async_runtime;
 mod changelog;
 mod clock;
 mod config;
@@ -25,6 +25,12 @@ mod task;
 mod topic_names;
 pub mod trace_context;
 
+/// The async processors' default bounds (`kstreams.async.*` keys), for an
+/// application that sizes its own work by them.
+pub use async_runtime::{
+    DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_IN_FLIGHT_PER_TASK, DEFAULT_MAX_IN_FLIGHT_PER_THREAD,
+    DEFAULT_WORKER_THREADS,
+};
 pub use config::{DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig};
 pub use driver::{TestInputTopic, TestOutputTopic, TopologyTestDriver};
 pub(crate) use task::StreamTask;
@@ -34,6 +40,6 @@ pub use trace_context::{TraceParent, TracingConfig};
 /// driver or a stream thread), for kstreams' own benchmarks and tests. Not
 /// a stable interface.
 #[doc(hidden)]
-pub mod internals {
+pub mod __private {
     pub use crate::task::{SinkLatency, StreamTask, TaskMetrics};
 }

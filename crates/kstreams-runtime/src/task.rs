@@ -2,7 +2,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use kstreams_dsl::internals::{ConsumedRecord, ProducedRecord, TaskContext, TaskTopology};
+use kstreams_dsl::__private::{ConsumedRecord, ProducedRecord, TaskContext, TaskTopology};
 use kstreams_dsl::{RecordPosition, StreamsError, TaskId, Topology};
 use kstreams_metrics::{Counter, Histogram, LocalHistogram, MetricsRegistry, RecordingLevel};
 use kstreams_record::Timestamp;
@@ -411,7 +411,7 @@ impl StreamTask {
     }
 
     /// Gives the task's async processors the runtime their calls run on.
-    pub fn install_async_runtime(&mut self, runtime: kstreams_dsl::internals::AsyncRuntime) {
+    pub fn install_async_runtime(&mut self, runtime: kstreams_dsl::__private::AsyncRuntime) {
         self.topology.context().install_async_runtime(runtime);
     }
 

@@ -22,7 +22,7 @@
 //!
 //! Off (the default), a task asks one boolean per record and nothing else.
 
-use kstreams_dsl::internals::ProducedRecord;
+use kstreams_dsl::__private::ProducedRecord;
 use kstreams_record::Headers;
 
 /// The W3C header name.
@@ -189,7 +189,7 @@ pub(crate) struct RecordTrace {
 pub(crate) fn begin(
     config: &TracingConfig,
     task: impl std::fmt::Display,
-    record: &mut kstreams_dsl::internals::ConsumedRecord,
+    record: &mut kstreams_dsl::__private::ConsumedRecord,
     outputs_before: usize,
 ) -> Option<RecordTrace> {
     if !config.enabled {

@@ -11,10 +11,10 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
-use kstreams_dsl::internals::ConsumedRecord;
+use kstreams_dsl::__private::ConsumedRecord;
 use kstreams_dsl::{Consumed, Materialized, Produced, StoreType, StreamsBuilder, TaskId, Topology};
 use kstreams_record::{I64Serde, Nullable, StringSerde};
-use kstreams_runtime::internals::StreamTask;
+use kstreams_runtime::__private::StreamTask;
 use kstreams_runtime::TaskConfig;
 use kstreams_state::{
     BuiltStore, SessionStoreHandle, SessionWindowedSerde, StoreContext, ThreadCache,

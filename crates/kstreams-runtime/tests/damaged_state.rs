@@ -44,7 +44,7 @@ fn counting_app(
 #[test]
 fn a_second_instance_on_a_held_state_directory_fails_to_start_saying_why() {
     let root = tempfile::tempdir().unwrap();
-    let held = kstreams_state::StateDirectory::new(root.path(), "app")
+    let held = kstreams_state::__private::StateDirectory::new(root.path(), "app")
         .unwrap()
         .lock_application_directory()
         .unwrap();

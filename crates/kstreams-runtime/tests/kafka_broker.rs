@@ -660,11 +660,11 @@ fn a_global_store_on_disk_goes_on_from_its_checkpoint_after_a_restart() {
     assert!(table.store().is_persistent());
     assert!(first.close(Duration::from_secs(30)));
     drop(first);
-    let checkpoint = kstreams_state::OffsetCheckpoint::new(
+    let checkpoint = kstreams_state::__private::OffsetCheckpoint::new(
         state_dir
             .join(&app_id)
             .join("global")
-            .join(kstreams_state::CHECKPOINT_FILE_NAME),
+            .join(kstreams_state::__private::CHECKPOINT_FILE_NAME),
     )
     .read()
     .unwrap();

@@ -213,10 +213,10 @@ fn info_level_leaves_out_store_and_per_record_latencies() {
 /// task's stream time each record was, straight on a task.
 #[test]
 fn record_lateness_measures_out_of_order_records() {
-    use kstreams_dsl::internals::ConsumedRecord;
+    use kstreams_dsl::__private::ConsumedRecord;
     use kstreams_dsl::TaskId;
     use kstreams_metrics::MetricsRegistry;
-    use kstreams_runtime::internals::StreamTask;
+    use kstreams_runtime::__private::StreamTask;
     use kstreams_runtime::TaskConfig;
     let builder = StreamsBuilder::new();
     builder.stream::<String, String>("in").to("out");

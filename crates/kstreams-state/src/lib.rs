@@ -26,7 +26,7 @@
 //!   `Materialized` reuses;
 //! - restoration from a changelog ([`StateRestoreListener`]), the state
 //!   directory with its per-task locks, `.checkpoint` files and the cleanup
-//!   of tasks no longer owned (the runtime's, in a hidden `internals`
+//!   of tasks no longer owned (the runtime's, in a hidden `__private`
 //!   module).
 //!
 //! Stores are built per task from a [`StoreBuilder`], which a topology holds
@@ -127,10 +127,10 @@ pub use kstreams_time::{Window, Windowed};
 
 /// What the runtime drives and applications do not use: the state
 /// directory with its task locks, `.checkpoint` files and restoration.
-/// Kept public (and at the crate root under the old paths) for
-/// `kstreams-runtime`; not part of the documented API.
+/// Public for `kstreams-runtime` only; not part of the API (its name says
+/// so, as serde's does).
 #[doc(hidden)]
-pub mod internals {
+pub mod __private {
     pub use crate::checkpoint::{OffsetCheckpoint, Offsets};
     pub use crate::restore::{restore_start, Restoration, RestoreStart};
     pub use crate::state_dir::{
@@ -138,11 +138,6 @@ pub mod internals {
         PROCESS_FILE_NAME,
     };
 }
-#[doc(hidden)]
-pub use internals::{
-    restore_start, ApplicationDirectoryLock, OffsetCheckpoint, Offsets, Restoration, RestoreStart,
-    StateDirectory, TaskDirectory, CHECKPOINT_FILE_NAME, PROCESS_FILE_NAME,
-};
 
 /// The `rocksdb` crate, for [`RocksDbConfigSetter`] implementations.
 #[cfg(feature = "rocksdb")]

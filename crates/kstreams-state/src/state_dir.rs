@@ -19,7 +19,8 @@ use std::time::{Duration, SystemTime};
 
 use uuid::Uuid;
 
-use crate::{Error, OffsetCheckpoint};
+use crate::checkpoint::OffsetCheckpoint;
+use crate::Error;
 
 /// The checkpoint file of a task directory.
 pub const CHECKPOINT_FILE_NAME: &str = ".checkpoint";

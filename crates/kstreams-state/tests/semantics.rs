@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use common::{context, restore, Engine, ENGINES};
 use kstreams_record::{I64Serde, StringSerde};
+use kstreams_state::__private::*;
 use kstreams_state::format;
 use kstreams_state::*;
 

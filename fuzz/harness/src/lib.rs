@@ -22,11 +22,9 @@ use kstreams_record::{
     BytesSerde, F64Serde, Headers, I32Serde, I64Serde, JsonSerde, Nullable, Serde, SharedSerde,
     StringSerde, UnitSerde,
 };
+use kstreams_state::__private::{OffsetCheckpoint, StateDirectory};
 use kstreams_state::format;
-use kstreams_state::{
-    OffsetCheckpoint, SessionWindowedSerde, StateDirectory, TimeWindowedSerde,
-    ValueAndTimestampSerde,
-};
+use kstreams_state::{SessionWindowedSerde, TimeWindowedSerde, ValueAndTimestampSerde};
 
 /// What a fuzz target runs on one input.
 pub type Target = fn(&[u8]);
@@ -220,7 +218,7 @@ pub fn state_files(data: &[u8]) {
             .expect("only this process uses the scratch directory");
         let file = dir
             .application_directory()
-            .join(kstreams_state::PROCESS_FILE_NAME);
+            .join(kstreams_state::__private::PROCESS_FILE_NAME);
         std::fs::write(&file, bytes).expect("writing the fuzzed process file");
         // Whatever the file held, the instance gets an id, and the same one
         // on its next start.

@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use kstreams_dsl::internals::{ConsumedRecord, ProducedRecord};
+use kstreams_dsl::__private::{ConsumedRecord, ProducedRecord};
 use kstreams_dsl::{StreamsError, TaskId, Topology};
 use kstreams_record::{Serde, Timestamp};
 use kstreams_state::{ChangelogWriter, KeyValueStoreHandle, StoreContext};

@@ -6,7 +6,7 @@ use std::hash::Hash;
 use std::rc::Rc;
 use std::time::Duration;
 
-use kstreams_dsl::internals::{ConsumedRecord, ProducedRecord};
+use kstreams_dsl::__private::{ConsumedRecord, ProducedRecord};
 use kstreams_dsl::StreamsError;
 use kstreams_record::{Headers, Record, SerdeError, SharedSerde, Timestamp};
 

@@ -130,7 +130,7 @@ pub struct KafkaStreams {
 struct ProcessIdentity {
     id: String,
     /// `None` when the id is not the persisted one (see `ProcessIdentity::initialize`).
-    _directory_lock: Option<kstreams_state::ApplicationDirectoryLock>,
+    _directory_lock: Option<kstreams_state::__private::ApplicationDirectoryLock>,
 }
 
 impl ProcessIdentity {
@@ -148,8 +148,10 @@ impl ProcessIdentity {
     /// another instance holds gets a new id, as in Kafka Streams; a stateful
     /// one fails, as in Kafka Streams.
     fn initialize(topology: &Topology, config: &StreamsConfig) -> Result<Self, RuntimeError> {
-        let state_dir =
-            kstreams_state::StateDirectory::new(&config.state_dir, &config.application_id)?;
+        let state_dir = kstreams_state::__private::StateDirectory::new(
+            &config.state_dir,
+            &config.application_id,
+        )?;
         let stateful = !topology.global_stores().is_empty()
             || topology
                 .subtopology_ids()

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kstreams_dsl::ChangelogTopic;
-use kstreams_state::{restore_start, ChangelogRecord, Restoration, RestoreStart};
+use kstreams_state::__private::{restore_start, Restoration, RestoreStart};
+use kstreams_state::ChangelogRecord;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{Message, Offset, TopicPartitionList};
 

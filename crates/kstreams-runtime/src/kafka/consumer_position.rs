@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use kstreams_dsl::internals::ConsumedRecord;
+use kstreams_dsl::__private::ConsumedRecord;
 use kstreams_metrics::{Counter, MetricsRegistry, PartitionSensors};
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};

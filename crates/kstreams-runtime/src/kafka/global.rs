@@ -16,9 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kstreams_dsl::{GlobalStore, Topology};
-use kstreams_state::{
-    Offsets, StateDirectory, StateRestoreListener, TaskDirectory, TopicPartition,
-};
+use kstreams_state::__private::{Offsets, StateDirectory, TaskDirectory};
+use kstreams_state::{StateRestoreListener, TopicPartition};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{Message, Offset, TopicPartitionList};
 

@@ -19,8 +19,6 @@ mod consumer_position;
 mod ffi;
 mod global;
 mod local_metadata;
-// `internals` re-exports its metadata for the fuzz harness: committed
-// metadata is bytes from the broker.
 mod partition_group;
 mod partitioner;
 mod queries;

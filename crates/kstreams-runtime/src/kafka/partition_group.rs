@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use kstreams_dsl::internals::ConsumedRecord;
+use kstreams_dsl::__private::ConsumedRecord;
 use kstreams_metrics::Counter;
 
 /// `max.task.idle.ms`: how long a task with an empty input partition waits

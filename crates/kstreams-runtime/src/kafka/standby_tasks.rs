@@ -23,7 +23,8 @@ use std::time::Duration;
 
 use kstreams_dsl::TaskId;
 use kstreams_metrics::Counter;
-use kstreams_state::{ChangelogRecord, TaskDirectory, TopicPartition};
+use kstreams_state::__private::TaskDirectory;
+use kstreams_state::{ChangelogRecord, TopicPartition};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{Message, Offset, TopicPartitionList};
 

@@ -345,9 +345,10 @@ impl Drop for GroupMembership {
 /// The offset sums of the task directories the state directory holds, for
 /// the join; none if it cannot be read (logged: the join goes on).
 fn on_disk_task_offsets(config: &StreamsConfig) -> Vec<TaskOffset> {
-    let sums = kstreams_state::StateDirectory::new(&config.state_dir, &config.application_id)
-        .map_err(RuntimeError::from)
-        .and_then(|dir| super::task_creator::offset_sums_on_disk(&dir));
+    let sums =
+        kstreams_state::__private::StateDirectory::new(&config.state_dir, &config.application_id)
+            .map_err(RuntimeError::from)
+            .and_then(|dir| super::task_creator::offset_sums_on_disk(&dir));
     match sums {
         Ok(sums) => sums
             .into_iter()

@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use kstreams_dsl::{ChangelogTopic, TaskId, Topology};
 use kstreams_metrics::RecordingLevel;
-use kstreams_state::{ChangelogWriter, Offsets, StateDirectory, StoreContext, TaskDirectory};
+use kstreams_state::__private::{Offsets, StateDirectory, TaskDirectory};
+use kstreams_state::{ChangelogWriter, StoreContext};
 
 use super::changelog_reader::ChangelogReader;
 use super::config::{ProcessingGuarantee, StreamsConfig};
@@ -396,7 +397,7 @@ impl TaskCreator {
                 .get(&key)
                 .or_else(|| self.restored.get(&key))
                 .copied()
-                .unwrap_or(kstreams_state::OffsetCheckpoint::OFFSET_UNKNOWN);
+                .unwrap_or(kstreams_state::__private::OffsetCheckpoint::OFFSET_UNKNOWN);
             if store.persistent() {
                 store.commit_offsets(&[(&changelog.topic, id.partition, offset)])?;
                 if store.checkpointed_in_task_file() {

@@ -12,10 +12,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kstreams_dsl::internals::{ConsumedRecord, ProducedRecord};
+use kstreams_dsl::__private::{ConsumedRecord, ProducedRecord};
 use kstreams_dsl::{TaskId, Topology};
 use kstreams_metrics::{Counter, ThreadSensors};
-use kstreams_state::TaskDirectory;
+use kstreams_state::__private::TaskDirectory;
 use rdkafka::{Offset, TopicPartitionList};
 use rustc_hash::FxHashMap;
 

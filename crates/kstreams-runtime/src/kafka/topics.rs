@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use futures_executor::block_on;
-use kstreams_dsl::internals::TopicPattern;
+use kstreams_dsl::__private::TopicPattern;
 use kstreams_dsl::{ChangelogTopic, Topology};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;

@@ -37,9 +37,7 @@ use std::time::Duration;
 
 use rdkafka::bindings as rd;
 use rdkafka::consumer::{BaseConsumer, Consumer as _, ConsumerContext};
-use rdkafka::error::KafkaError;
 
-use super::message::MessageView;
 use super::owned::Owned;
 
 /// A consumer with its thread's fetch queue (see the module docs): what
@@ -276,20 +274,8 @@ impl FetchQueue {
 #[repr(transparent)]
 pub(crate) struct FetchedMessage(Owned<rd::rd_kafka_message_t>);
 
+// Reading it: `view` and `error`, in message.rs.
 impl FetchedMessage {
-    /// The message, to read.
-    #[inline]
-    pub fn view(&self) -> MessageView<'_> {
-        MessageView::of_fetched(self)
-    }
-
-    /// The consumer error this message carries instead of a record, as
-    /// rust-rdkafka's poll returns it.
-    #[inline]
-    pub fn error(&self) -> Option<KafkaError> {
-        self.view().error()
-    }
-
     /// The owned message pointer.
     #[inline]
     pub(super) fn as_ptr(&self) -> *mut rd::rd_kafka_message_t {

@@ -25,6 +25,21 @@ pub(crate) struct MessageView<'a> {
     raw: &'a rd::rd_kafka_message_t,
 }
 
+impl FetchedMessage {
+    /// The message, to read.
+    #[inline]
+    pub fn view(&self) -> MessageView<'_> {
+        MessageView::of_fetched(self)
+    }
+
+    /// The consumer error this message carries instead of a record, as
+    /// rust-rdkafka's poll returns it.
+    #[inline]
+    pub fn error(&self) -> Option<KafkaError> {
+        self.view().error()
+    }
+}
+
 impl<'a> MessageView<'a> {
     /// The message a consumer's poll returned.
     #[inline]
@@ -39,7 +54,7 @@ impl<'a> MessageView<'a> {
 
     /// A message of the thread's fetch queue.
     #[inline]
-    pub(super) fn of_fetched(message: &'a FetchedMessage) -> Self {
+    fn of_fetched(message: &'a FetchedMessage) -> Self {
         // SAFETY: a `FetchedMessage` owns its non-null message pointer until
         // it is dropped, which the borrow of `message` rules out for `'a`;
         // librdkafka does not write the message struct while the
