@@ -3,7 +3,7 @@
 //! random call latencies, a rebalance with calls in flight, and a SIGKILL
 //! under exactly-once with calls in flight.
 
-use crate::common;
+use crate::common::{self, Input};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Child;
@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::{metric_sum, FreshRun};
 use kstreams_dsl::{AsyncOptions, StreamsBuilder};
-use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use kstreams_embedded::rdkafka::{ClientConfig, Message};
+use kstreams_embedded::rdkafka::Message;
 use kstreams_embedded::{create_topic, test_broker, unique_name};
 use kstreams_runtime::kafka::{KafkaStreams, ProcessingGuarantee, State, StreamsConfig};
 
@@ -56,36 +55,8 @@ fn produce(
     keys: usize,
     per_second: u64,
 ) -> std::thread::JoinHandle<()> {
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("linger.ms", "5")
-        .set("partitioner", "murmur2_random")
-        .create()
-        .unwrap();
-    let topic = topic.to_string();
-    std::thread::spawn(move || {
-        let start = Instant::now();
-        let first = range.start;
-        for i in range {
-            let offset = ((i - first) as u64 * 1_000_000).checked_div(per_second);
-            if let Some(micros) = offset {
-                let due = start + Duration::from_micros(micros);
-                if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                    std::thread::sleep(wait);
-                }
-            }
-            let key = format!("k{}", i % keys);
-            let value = i.to_string();
-            loop {
-                match producer.send(BaseRecord::to(&topic).key(&key).payload(&value)) {
-                    Ok(()) => break,
-                    Err(_) => producer.poll(Duration::from_millis(20)),
-                }
-            }
-            producer.poll(Duration::ZERO);
-        }
-        producer.flush(Duration::from_secs(30)).unwrap();
-    })
+    let inputs = range.map(|i| Input::new(format!("k{}", i % keys), i.to_string()));
+    common::produce_paced(bootstrap, topic, inputs.collect(), per_second)
 }
 
 /// What a read_committed consumer of the output saw, in order, as (key,

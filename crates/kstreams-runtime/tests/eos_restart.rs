@@ -7,7 +7,7 @@
 //! left open. Without that, read_committed consumers of the output stall
 //! until the broker times the transaction out.
 
-use crate::common;
+use crate::common::{self, Input};
 
 use std::collections::BTreeMap;
 use std::process::Child;
@@ -17,8 +17,7 @@ use std::time::{Duration, Instant};
 
 use common::FreshRun;
 use kstreams_dsl::StreamsBuilder;
-use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use kstreams_embedded::rdkafka::{ClientConfig, Message};
+use kstreams_embedded::rdkafka::Message;
 use kstreams_embedded::test_broker;
 use kstreams_runtime::kafka::{KafkaStreams, ProcessingGuarantee, StreamsConfig};
 
@@ -88,32 +87,8 @@ fn produce_steadily(
     total: usize,
     per_second: u64,
 ) -> std::thread::JoinHandle<()> {
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("linger.ms", "5")
-        .set("partitioner", "murmur2_random")
-        .create()
-        .unwrap();
-    let topic = topic.to_string();
-    std::thread::spawn(move || {
-        let start = Instant::now();
-        for i in 0..total {
-            let due = start + Duration::from_micros(i as u64 * 1_000_000 / per_second);
-            if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                std::thread::sleep(wait);
-            }
-            let key = format!("k{}", i % 10);
-            let value = i.to_string();
-            loop {
-                match producer.send(BaseRecord::to(&topic).key(&key).payload(&value)) {
-                    Ok(()) => break,
-                    Err(_) => producer.poll(Duration::from_millis(20)),
-                }
-            }
-            producer.poll(Duration::ZERO);
-        }
-        producer.flush(Duration::from_secs(30)).unwrap();
-    })
+    let inputs = (0..total).map(|i| Input::new(format!("k{}", i % 10), i.to_string()));
+    common::produce_paced(bootstrap, topic, inputs.collect(), per_second)
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kstreams_embedded::rdkafka::consumer::{BaseConsumer, Consumer};
 use kstreams_embedded::rdkafka::error::KafkaError;
@@ -73,6 +73,30 @@ pub fn produce(bootstrap: &str, topic: &str, records: impl IntoIterator<Item = I
         producer.poll(Duration::ZERO);
     }
     producer.flush(Duration::from_secs(30)).unwrap();
+}
+
+/// [`produce`] on a thread of its own, at about `per_second` records a
+/// second (as fast as it goes when 0).
+pub fn produce_paced(
+    bootstrap: &str,
+    topic: &str,
+    records: Vec<Input>,
+    per_second: u64,
+) -> std::thread::JoinHandle<()> {
+    let (bootstrap, topic) = (bootstrap.to_owned(), topic.to_owned());
+    std::thread::spawn(move || {
+        let start = Instant::now();
+        let paced = records.into_iter().enumerate().map(move |(i, input)| {
+            if let Some(micros) = (i as u64 * 1_000_000).checked_div(per_second) {
+                let due = start + Duration::from_micros(micros);
+                if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+            }
+            input
+        });
+        produce(&bootstrap, &topic, paced);
+    })
 }
 
 /// A consumer of its own new group, subscribed to `topic` from its start,
