@@ -5,7 +5,7 @@
 //! that installs them, not an hour later in a build script.
 //!
 //! Steps: rustfmt, that every invocation builds RocksDB and librdkafka one
-//! way (`native-builds`), no new import cycle between modules
+//! way (`native-builds`), no import cycle between a crate's modules
 //! (`module-cycles`), clippy (warnings are errors), cargo-deny (licenses, bans,
 //! sources), the workspace tests against a real broker, the compat
 //! scenarios on both sides (Apache Kafka Streams and kstreams) and some
@@ -66,7 +66,7 @@ pub fn cli(args: Args) -> Result<ExitCode> {
         (
             "module-cycles",
             match module_cycles::check() {
-                Ok(known_only) => outcome(known_only),
+                Ok(none) => outcome(none),
                 Err(error) => {
                     eprintln!("ci: module-cycles: {error:#}");
                     Outcome::Failed

@@ -18,8 +18,6 @@ mod clock;
 mod config;
 pub mod driver;
 pub mod kafka;
-#[cfg(feature = "opentelemetry")]
-mod otel_bridge;
 mod partition_times;
 mod task;
 mod topic_names;

@@ -25,6 +25,9 @@
 use kstreams_dsl::__private::ProducedRecord;
 use kstreams_record::Headers;
 
+#[cfg(feature = "opentelemetry")]
+mod otel_bridge;
+
 /// The W3C header name.
 pub const TRACEPARENT: &str = "traceparent";
 
@@ -228,7 +231,7 @@ pub(crate) fn begin(
             parent_span_id = parent.map(|p| hex(&p.parent_id)).as_deref(),
         );
         #[cfg(feature = "opentelemetry")]
-        crate::otel_bridge::adopt(&span, parent.as_ref(), &mut context);
+        otel_bridge::adopt(&span, parent.as_ref(), &mut context);
         span.record("trace_id", context.trace_id_hex().as_str());
         span.record("span_id", hex(&context.parent_id).as_str());
         span.entered()

@@ -11,11 +11,10 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use kstreams_record::Serde;
-use smallvec::SmallVec;
 
 use crate::cache::FlushListener;
 use crate::engine::{BytesIter, KeyValueBytesStore, KeyValueBytesStoreSupplier};
-use crate::layered::{LayeredStore, Scratch, StoreKind};
+use crate::layered::{CachedKeyBytes, LayeredStore, Scratch, StoreKind};
 use crate::metered::{Metered, Op, KEY_VALUE_OPS};
 use crate::options::{store_builder_options, BuilderParts};
 use crate::typed::{StoreSerdes, ValueFormat};
@@ -91,11 +90,6 @@ pub type TimestampedKeyValueStoreHandle<K, V> = KeyValueStoreHandle<K, ValueAndT
 
 /// The key-value store type of the shared layers.
 pub(crate) struct KeyValueKind<K>(PhantomData<K>);
-
-/// A cached key's bytes, inline up to 36 (UUID strings fit): every lookup
-/// compares the cached key, and a key behind a pointer cost a cache miss
-/// per record of an aggregation (about 5 % of a count's samples).
-pub(crate) type CachedKeyBytes = SmallVec<[u8; 36]>;
 
 impl<K: 'static> StoreKind for KeyValueKind<K> {
     type Key = K;

@@ -14,6 +14,8 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use smallvec::SmallVec;
+
 use kstreams_time::expiry::RetainedTime;
 
 use crate::cache::{CachedChange, FlushListener, NamedCache};
@@ -92,13 +94,18 @@ pub(crate) struct LayeredStore<S: StoreKind, V> {
 }
 
 /// Reusable key and value buffers.
+/// A cached key's bytes, inline up to 36 (UUID strings fit): every lookup
+/// compares the cached key, and a key behind a pointer cost a cache miss
+/// per record of an aggregation (about 5 % of a count's samples).
+pub(crate) type CachedKeyBytes = SmallVec<[u8; 36]>;
+
 #[derive(Default)]
 pub(crate) struct Scratch {
     pub(crate) key: Vec<u8>,
     pub(crate) value: Vec<u8>,
     /// A key-value store's key as its cache keys it: reused, so that a key
     /// too long to be inline is not allocated per lookup.
-    pub(crate) cache_key: crate::key_value::CachedKeyBytes,
+    pub(crate) cache_key: CachedKeyBytes,
     /// Value buffers given back by the cache (replaced or flushed entries)
     /// for the next cached writes to serialize into.
     spare_values: Vec<Vec<u8>>,

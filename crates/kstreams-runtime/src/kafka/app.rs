@@ -8,29 +8,11 @@ use std::time::{Duration, Instant};
 use kstreams_dsl::Topology;
 
 use super::config::StreamsConfig;
+use super::instance::Instance;
+pub use super::state::State;
 use super::thread::StreamThread;
 use super::topics::{prepare_topics, SourceTopicIndex};
 use super::RuntimeError;
-
-/// The states of an application, as Kafka Streams names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum State {
-    /// Built, not started.
-    Created,
-    /// Threads are joining the group or moving partitions.
-    Rebalancing,
-    /// Every thread has its partitions and processes.
-    Running,
-    /// `close` was called; threads are finishing.
-    PendingShutdown,
-    /// Stopped cleanly.
-    NotRunning,
-    /// A thread failed and the handler shut the client down; threads are
-    /// finishing.
-    PendingError,
-    /// Stopped after a failure.
-    Error,
-}
 
 /// What to do when a stream thread fails: Kafka Streams'
 /// `StreamsUncaughtExceptionHandler` responses.
@@ -114,6 +96,8 @@ impl Shared {
 pub struct KafkaStreams {
     topology: Arc<Topology>,
     config: StreamsConfig,
+    /// What the instance runs with, shared by its threads.
+    instance: Instance,
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
     /// The global thread, when the topology has global tables.
@@ -187,6 +171,7 @@ impl KafkaStreams {
         Self {
             topology: Arc::new(topology),
             config,
+            instance: Instance::default(),
             shared: Arc::new(Shared {
                 state: Mutex::new(State::Created),
                 listener: Mutex::new(None),
@@ -256,7 +241,7 @@ impl KafkaStreams {
     ) -> Result<(), RuntimeError> {
         match self.state() {
             State::Created => {
-                self.config.restore_board.set_listener(listener);
+                self.instance.restore_board.set_listener(listener);
                 Ok(())
             }
             state => Err(RuntimeError::IllegalState(state)),
@@ -266,7 +251,7 @@ impl KafkaStreams {
     /// The restorations in flight now (changelog, global and bootstrap),
     /// with their offsets and records restored: what `/state` shows.
     pub fn restore_progress(&self) -> Vec<super::RestoreProgress> {
-        self.config.restore_board.in_progress()
+        self.instance.restore_board.in_progress()
     }
 
     /// A function that reads [`KafkaStreams::restore_progress`] from any
@@ -274,7 +259,7 @@ impl KafkaStreams {
     pub fn restore_progress_source(
         &self,
     ) -> impl Fn() -> Vec<super::RestoreProgress> + Send + Sync + 'static {
-        let board = self.config.restore_board.clone();
+        let board = self.instance.restore_board.clone();
         move || board.in_progress()
     }
 
@@ -340,7 +325,11 @@ impl KafkaStreams {
         self.shared.transition(State::Rebalancing);
         // Global tables are loaded whole before any stream thread runs, so
         // no record is joined against a half-loaded global table.
-        if let Some(updater) = super::global::GlobalUpdater::load(&self.topology, &self.config)? {
+        if let Some(updater) = super::global::GlobalUpdater::load(
+            &self.topology,
+            &self.config,
+            &self.instance.restore_board,
+        )? {
             let shared = self.shared.clone();
             let name = format!("{}-GlobalStreamThread", self.config.application_id);
             let handle = std::thread::Builder::new()
@@ -375,23 +364,18 @@ impl KafkaStreams {
             return Ok(());
         }
         for index in 0..self.config.num_stream_threads {
+            let recipe = ThreadRecipe {
+                index,
+                process_id: process_id.clone(),
+                config: self.config.clone(),
+                instance: self.instance.clone(),
+                topology: self.topology.clone(),
+                sources: sources.clone(),
+            };
             // Build the clients here so a bad client setting fails start().
-            let thread = StreamThread::new(
-                index,
-                &process_id,
-                self.config.clone(),
-                self.topology.clone(),
-                sources.clone(),
-            )?;
-            self.threads.push(spawn(
-                thread,
-                index,
-                process_id.clone(),
-                self.config.clone(),
-                self.topology.clone(),
-                sources.clone(),
-                self.shared.clone(),
-            )?);
+            let thread = recipe.make()?;
+            self.threads
+                .push(spawn(thread, recipe, self.shared.clone())?);
         }
         Ok(())
     }
@@ -439,13 +423,33 @@ impl Drop for KafkaStreams {
     }
 }
 
-fn spawn(
-    thread: StreamThread,
+/// What makes stream thread `index`: at start, and again when it rejoins
+/// after fencing or replaces itself after a failure.
+struct ThreadRecipe {
     index: usize,
     process_id: String,
     config: StreamsConfig,
+    instance: Instance,
     topology: Arc<Topology>,
     sources: Arc<SourceTopicIndex>,
+}
+
+impl ThreadRecipe {
+    fn make(&self) -> Result<StreamThread, RuntimeError> {
+        StreamThread::new(
+            self.index,
+            &self.process_id,
+            self.config.clone(),
+            self.instance.clone(),
+            self.topology.clone(),
+            self.sources.clone(),
+        )
+    }
+}
+
+fn spawn(
+    thread: StreamThread,
+    recipe: ThreadRecipe,
     shared: Arc<Shared>,
 ) -> Result<JoinHandle<()>, RuntimeError> {
     let name = thread.name().to_string();
@@ -518,13 +522,7 @@ fn spawn(
                     log::warn!("{name}: {why} ({error}); rejoining with a new producer");
                     // A pause, so that a fencing loop does not spin.
                     std::thread::sleep(Duration::from_millis(500));
-                    match StreamThread::new(
-                        index,
-                        &process_id,
-                        config.clone(),
-                        topology.clone(),
-                        sources.clone(),
-                    ) {
+                    match recipe.make() {
                         Ok(replacement) => {
                             current = Some(replacement);
                             continue;
@@ -543,13 +541,7 @@ fn spawn(
                     StreamThreadExceptionResponse::ReplaceThread
                         if !shared.stop.load(Ordering::Acquire) =>
                     {
-                        match StreamThread::new(
-                            index,
-                            &process_id,
-                            config.clone(),
-                            topology.clone(),
-                            sources.clone(),
-                        ) {
+                        match recipe.make() {
                             Ok(replacement) => {
                                 log::info!("{name}: replaced after failure");
                                 current = Some(replacement);
@@ -566,7 +558,7 @@ fn spawn(
                         log::error!(
                             "{name}: shutting the application down as the handler asked; only \
                              this instance stops, the other instances of {} are not told",
-                            config.application_id
+                            recipe.config.application_id
                         );
                         shutdown_client(&shared);
                     }
@@ -722,7 +714,7 @@ impl KafkaStreams {
     /// as long as it is kept: what an HTTP server or a probe holds.
     pub fn metadata_source(&self) -> impl Fn() -> super::LocalMetadata + Send + Sync + 'static {
         let shared = self.shared.clone();
-        let board = self.config.local_metadata.clone();
+        let board = self.instance.local_metadata.clone();
         // As start() decides: a topology of global tables alone runs no
         // stream thread, and none is missing.
         let sources = SourceTopicIndex::new(&self.topology, &self.config.application_id);
@@ -750,7 +742,7 @@ impl KafkaStreams {
         if state != State::Created {
             return Err(RuntimeError::IllegalState(state));
         }
-        self.config.standby_listener = Some(listener);
+        self.instance.standby_listener = Some(listener);
         Ok(())
     }
 
@@ -791,10 +783,10 @@ impl KafkaStreams {
                 &parameters.store_name,
             ));
         }
-        self.config.store_queries.mark_in_use();
+        self.instance.store_queries.mark_in_use();
         Ok(parameters.store_type.view(super::queries::LocalQuery {
-            router: self.config.store_queries.clone(),
-            threads: self.config.local_metadata.clone(),
+            router: self.instance.store_queries.clone(),
+            threads: self.instance.local_metadata.clone(),
             store: parameters.store_name.into(),
             partition: parameters.partition,
             stale: parameters.stale_stores,
@@ -864,7 +856,7 @@ impl KafkaStreams {
 
     fn metadata_of_group(&self) -> super::queries::MetadataSource<'_> {
         let endpoints = if self.config.group_protocol() == super::config::GroupProtocol::Streams {
-            Ok(&self.config.endpoints)
+            Ok(&self.instance.endpoints)
         } else {
             Err(
                 "the classic and KIP-848 consumer protocols carry no endpoints through \

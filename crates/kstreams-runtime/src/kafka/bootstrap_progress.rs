@@ -13,7 +13,7 @@ use kstreams_dsl::{NodeDescriptionKind, Topology, TopologyDescription};
 use kstreams_state::{StateRestoreListener, TopicPartition};
 
 use super::config::StreamsConfig;
-use super::restore_progress::{RestoreKind, RestoreReporter};
+use super::restore_progress::{RestoreBoard, RestoreKind, RestoreReporter};
 use super::RuntimeError;
 
 /// The store each bootstrap topic fills: the first store downstream of the
@@ -89,10 +89,15 @@ pub(crate) struct BootstrapProgress {
 
 impl BootstrapProgress {
     /// The bootstrap of task `task_id` on thread `thread`.
-    pub fn new(config: &StreamsConfig, thread: &str, task_id: &str) -> Result<Self, RuntimeError> {
+    pub fn new(
+        config: &StreamsConfig,
+        board: &RestoreBoard,
+        thread: &str,
+        task_id: &str,
+    ) -> Result<Self, RuntimeError> {
         let sensors = config.metrics.task_bootstrap_sensors(thread, task_id)?;
         Ok(Self {
-            reporter: config.restore_board.reporter(
+            reporter: board.reporter(
                 RestoreKind::Bootstrap,
                 thread,
                 Some(task_id.to_string()),
@@ -106,12 +111,12 @@ impl BootstrapProgress {
     /// first bootstrap partition: the task manager's one call.
     pub fn start_in(
         progress: &mut Option<Self>,
-        (config, thread, task_id): (&StreamsConfig, &str, &str),
+        (config, board, thread, task_id): (&StreamsConfig, &RestoreBoard, &str, &str),
         (topic, partition, store): (&str, i32, &str),
         (start, end): (i64, i64),
     ) -> Result<(), RuntimeError> {
         if progress.is_none() {
-            *progress = Some(Self::new(config, thread, task_id)?);
+            *progress = Some(Self::new(config, board, thread, task_id)?);
         }
         progress
             .as_mut()
@@ -185,16 +190,17 @@ mod tests {
     #[test]
     fn positions_become_batches_that_sum_to_the_total() {
         let config = StreamsConfig::new("app", "localhost:9092");
-        let mut progress = BootstrapProgress::new(&config, "t", "0_0").unwrap();
+        let board = RestoreBoard::default();
+        let mut progress = BootstrapProgress::new(&config, &board, "t", "0_0").unwrap();
         progress.start("table", 0, "table-store", 10, 20);
         progress.position("table", 0, 14);
         progress.position("table", 0, 14);
-        assert_eq!(config.restore_board.in_progress()[0].restored, 4);
+        assert_eq!(board.in_progress()[0].restored, 4);
         let sensors = config.metrics.task_bootstrap_sensors("t", "0_0").unwrap();
         assert_eq!(sensors.remaining.get(), 6);
         // Past the end: a marker after the last record.
         progress.position("table", 0, 21);
-        assert!(config.restore_board.in_progress().is_empty());
+        assert!(board.in_progress().is_empty());
         assert_eq!(sensors.restored.get(), 10);
         assert_eq!(sensors.remaining.get(), 0);
     }

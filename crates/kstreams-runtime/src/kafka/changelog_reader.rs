@@ -13,7 +13,7 @@ use rdkafka::{Message, Offset, TopicPartitionList};
 
 use super::clients;
 use super::config::StreamsConfig;
-use super::restore_progress::RestoreKind;
+use super::restore_progress::{RestoreBoard, RestoreKind};
 use super::RuntimeError;
 use crate::StreamTask;
 
@@ -27,6 +27,8 @@ const RESTORE_BATCH: usize = 10_000;
 pub(crate) struct ChangelogReader {
     thread: String,
     config: StreamsConfig,
+    /// Where restorations report their progress.
+    restore_board: RestoreBoard,
     /// Made at the first restoration: most threads of a stateless
     /// application never need one.
     restore_consumer: Option<BaseConsumer>,
@@ -51,10 +53,11 @@ pub(crate) fn restore_range(
 
 impl ChangelogReader {
     /// The reader of stream thread `thread`.
-    pub fn new(thread: &str, config: &StreamsConfig) -> Self {
+    pub fn new(thread: &str, config: &StreamsConfig, restore_board: RestoreBoard) -> Self {
         Self {
             thread: thread.to_string(),
             config: config.clone(),
+            restore_board,
             restore_consumer: None,
         }
     }
@@ -101,7 +104,7 @@ impl ChangelogReader {
             .config
             .metrics
             .task_restore_sensors(&self.thread, &task_id)?;
-        let listener = Arc::new(self.config.restore_board.reporter(
+        let listener = Arc::new(self.restore_board.reporter(
             RestoreKind::Changelog,
             &self.thread,
             Some(task_id),

@@ -281,26 +281,13 @@ pub struct StreamsConfig {
     pub(crate) metrics_recording_level: RecordingLevel,
     /// `poll.ms`: how long a stream thread blocks waiting for input.
     pub(crate) poll: Duration,
-    /// Shared by clones: every thread and task of the application records
-    /// into it, and `KafkaStreams::metrics` hands it out.
+    /// The registry every thread and task of the application records into
+    /// (`KafkaStreams::metrics` hands it out): an input, which an
+    /// application may supply (`metrics_registry`) to share with its own.
     pub(crate) metrics: MetricsRegistry,
-    /// Shared by clones, as `metrics`: the stream threads publish their
-    /// tasks on it and `KafkaStreams::metadata` reads it.
-    pub(crate) local_metadata: super::local_metadata::MetadataBoard,
-    /// Shared by clones, as `metrics`: the application's restore listener
-    /// and the restorations in flight.
-    pub(crate) restore_board: super::restore_progress::RestoreBoard,
     /// `num.standby.replicas`, when set: standby copies of each stateful
     /// task the streams group is asked to place (`group.protocol=streams`).
     pub(crate) num_standby_replicas: Option<u32>,
-    /// Hears of standby tasks' updates.
-    pub(crate) standby_listener: Option<Arc<dyn super::StandbyUpdateListener>>,
-    /// Shared by clones, as `metrics`: the stream threads' inboxes for
-    /// interactive queries.
-    pub(crate) store_queries: super::queries::QueryRouter,
-    /// Shared by clones, as `metrics`: the streams group's latest
-    /// endpoints, for the interactive query metadata calls.
-    pub(crate) endpoints: super::queries::EndpointBoard,
     /// `kstreams.http.address`: where kstreams-http's server listens when
     /// started from the configuration; `None` (the default) serves nothing.
     pub(crate) http_address: Option<std::net::SocketAddr>,
@@ -318,9 +305,6 @@ pub struct StreamsConfig {
     /// `kstreams.async.drain.timeout.ms`: how long an exactly-once commit,
     /// a rebalance or a close waits for async calls in flight.
     pub(crate) async_drain_timeout: Duration,
-    /// Shared by clones: the instance's runtime for async calls, started
-    /// with the first task that has an async processor.
-    pub(crate) async_executor: crate::async_runtime::AsyncExecutor,
 }
 
 impl std::fmt::Debug for StreamsConfig {
@@ -367,19 +351,13 @@ impl StreamsConfig {
             metrics_recording_level: RecordingLevel::Info,
             poll: Duration::from_millis(100),
             metrics: MetricsRegistry::new(),
-            local_metadata: Default::default(),
-            restore_board: Default::default(),
-            store_queries: Default::default(),
             num_standby_replicas: None,
-            standby_listener: None,
-            endpoints: Default::default(),
             http_address: None,
             tracing: crate::TracingConfig::default(),
             streams_group_protocol: false,
             application_server: None,
             async_limits: Default::default(),
             async_drain_timeout: crate::async_runtime::DEFAULT_DRAIN_TIMEOUT,
-            async_executor: Default::default(),
         }
     }
 

@@ -23,6 +23,7 @@ use rdkafka::{Message, Offset, TopicPartitionList};
 
 use super::clients;
 use super::config::StreamsConfig;
+use super::restore_progress::RestoreBoard;
 use super::restore_progress::{RestoreKind, RestoreReporter};
 use super::RuntimeError;
 
@@ -96,7 +97,11 @@ impl GlobalUpdater {
     /// Assigns every partition of the global topics from the beginning and
     /// reads them to the end offsets seen now; `None` without global
     /// tables. Start returns only after this, as in Kafka Streams.
-    pub fn load(topology: &Topology, config: &StreamsConfig) -> Result<Option<Self>, RuntimeError> {
+    pub fn load(
+        topology: &Topology,
+        config: &StreamsConfig,
+        restore_board: &RestoreBoard,
+    ) -> Result<Option<Self>, RuntimeError> {
         if topology.global_stores().is_empty() {
             return Ok(None);
         }
@@ -188,7 +193,7 @@ impl GlobalUpdater {
                     None => {
                         let sensors = config.metrics.global_restore_sensors(&store)?;
                         let thread = format!("{}-GlobalStreamThread", config.application_id);
-                        let r = Arc::new(config.restore_board.reporter(
+                        let r = Arc::new(restore_board.reporter(
                             RestoreKind::GlobalStore,
                             &thread,
                             None,

@@ -12,7 +12,7 @@ use kstreams_metrics::names::CONSUMER_RECORDS_LAG_SKEW;
 use kstreams_metrics::MetricsRegistry;
 use std::sync::{Arc, Mutex};
 
-use super::app::State;
+use super::state::State;
 
 /// The instance as a whole, at one moment.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -18,6 +18,7 @@ mod consumer_position;
 #[allow(unsafe_code)]
 mod ffi;
 mod global;
+mod instance;
 mod local_metadata;
 mod partition_group;
 mod partitioner;
@@ -30,6 +31,7 @@ mod slice_clock;
 mod spare_buffers;
 mod standby_listener;
 mod standby_tasks;
+mod state;
 mod streams_group;
 mod task_creator;
 mod task_manager;
@@ -37,7 +39,7 @@ mod thread;
 mod topics;
 mod uncommitted_start;
 
-pub use app::{KafkaStreams, State, StreamThreadExceptionResponse};
+pub use app::{KafkaStreams, StreamThreadExceptionResponse};
 pub use clients::STREAM_CLIENT_DEFAULTS;
 pub use config::{ConfigError, ProcessingGuarantee, StreamsConfig};
 pub use kstreams_state::{StateRestoreListener, TopicPartition};
@@ -51,6 +53,7 @@ pub use queries::{
 };
 pub use restore_progress::{RestoreKind, RestoreProgress};
 pub use standby_listener::{StandbyUpdateListener, SuspendReason};
+pub use state::State;
 
 use kstreams_dsl::StreamsError;
 use rdkafka::error::KafkaError;

@@ -72,14 +72,18 @@ pub(crate) struct StandbyTasks {
 }
 
 impl StandbyTasks {
-    pub fn new(thread: &str, config: &StreamsConfig) -> Result<Self, RuntimeError> {
+    pub fn new(
+        thread: &str,
+        config: &StreamsConfig,
+        listener: Option<Arc<dyn StandbyUpdateListener>>,
+    ) -> Result<Self, RuntimeError> {
         Ok(Self {
             thread: thread.to_string(),
             config: config.clone(),
             tasks: HashMap::new(),
             partitions: HashMap::new(),
             consumer: None,
-            listener: config.standby_listener.clone(),
+            listener,
             updates: config.metrics.standby_updates(thread)?,
         })
     }

@@ -65,6 +65,7 @@ impl GroupMembership {
     /// `index` (0-based) of process `process_id`.
     pub fn join(
         config: &StreamsConfig,
+        endpoints: super::queries::EndpointBoard,
         thread: &str,
         index: usize,
         process_id: &str,
@@ -112,7 +113,7 @@ impl GroupMembership {
             topology,
             owned: BTreeSet::new(),
             standbys: BTreeSet::new(),
-            endpoints: config.endpoints.clone(),
+            endpoints,
         })
     }
 

@@ -15,6 +15,7 @@ use kstreams_state::{ChangelogWriter, StoreContext};
 
 use super::changelog_reader::ChangelogReader;
 use super::config::{ProcessingGuarantee, StreamsConfig};
+use super::restore_progress::RestoreBoard;
 use super::RuntimeError;
 use crate::changelog::ChangelogCollector;
 use crate::clock::now_ms;
@@ -63,6 +64,7 @@ impl TaskCreator {
     pub fn new(
         thread: &str,
         config: &StreamsConfig,
+        restore_board: RestoreBoard,
         topology: Arc<Topology>,
     ) -> Result<Self, RuntimeError> {
         let state_dir = StateDirectory::new(&config.state_dir, &config.application_id)?;
@@ -76,7 +78,7 @@ impl TaskCreator {
             thread_cache: Rc::new(kstreams_state::ThreadCache::new(
                 config.task_config().cache_max_bytes,
             )),
-            reader: ChangelogReader::new(thread, config),
+            reader: ChangelogReader::new(thread, config, restore_board),
             restored: HashMap::new(),
         })
     }

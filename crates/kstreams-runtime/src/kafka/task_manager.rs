@@ -20,10 +20,12 @@ use rdkafka::{Offset, TopicPartitionList};
 use rustc_hash::FxHashMap;
 
 use super::config::StreamsConfig;
+use super::instance::Instance;
 use super::local_metadata::{TaskMetadata, TaskPartition};
 use super::partition_group::PartitionGroup;
 use super::queries::{LocalStores, StoreInstance};
 use super::rebalance_listener::Partition;
+use super::restore_progress::RestoreBoard;
 use super::slice_clock::SliceClock;
 use super::standby_listener::SuspendReason;
 use super::standby_tasks::StandbyTasks;
@@ -126,6 +128,8 @@ pub(crate) struct TaskOffsetSums {
 pub(crate) struct TaskManager {
     thread: String,
     config: StreamsConfig,
+    /// Where the bootstraps of tables report their progress.
+    restore_board: RestoreBoard,
     sources: Arc<SourceTopicIndex>,
     /// The source topic buffered last (its shared name) and its
     /// subtopology: records come in runs of one topic, so most need no
@@ -168,6 +172,7 @@ impl TaskManager {
     pub fn new(
         thread: &str,
         config: &StreamsConfig,
+        instance: &Instance,
         topology: Arc<Topology>,
         sources: Arc<SourceTopicIndex>,
         sensors: &ThreadSensors,
@@ -175,6 +180,7 @@ impl TaskManager {
         Ok(Self {
             thread: thread.to_string(),
             config: config.clone(),
+            restore_board: instance.restore_board.clone(),
             bootstrap_topics: topology
                 .bootstrap_topics(&config.application_id)
                 .into_iter()
@@ -183,8 +189,8 @@ impl TaskManager {
                 &topology,
                 &config.application_id,
             ),
-            creator: TaskCreator::new(thread, config, topology)?,
-            standbys: StandbyTasks::new(thread, config)?,
+            creator: TaskCreator::new(thread, config, instance.restore_board.clone(), topology)?,
+            standbys: StandbyTasks::new(thread, config, instance.standby_listener.clone())?,
             sources,
             last_source: None,
             tasks: FxHashMap::default(),
@@ -195,7 +201,7 @@ impl TaskManager {
             task_closed: sensors.task_closed.clone(),
             spare_outputs: Vec::new(),
             async_side: crate::async_runtime::ThreadAsync::new(
-                config.async_executor.clone(),
+                instance.async_executor.clone(),
                 config.async_limits,
             )
             .with_metrics(&config.metrics, thread)?,
@@ -416,7 +422,12 @@ impl TaskManager {
                     let store = self.bootstrap_stores.get(topic).unwrap_or(topic);
                     super::bootstrap_progress::BootstrapProgress::start_in(
                         &mut entry.bootstrap_progress,
-                        (&self.config, &self.thread, &id.to_string()),
+                        (
+                            &self.config,
+                            &self.restore_board,
+                            &self.thread,
+                            &id.to_string(),
+                        ),
                         (topic, *partition, store),
                         (start, end),
                     )?;
@@ -949,9 +960,22 @@ mod tests {
             .to("out");
         let topology = Arc::new(builder.build().unwrap());
         let config = StreamsConfig::new("app", "127.0.0.1:1").state_dir(state_dir);
+        manager_of(topology, &config)
+    }
+
+    /// Thread "t"'s task manager of `topology`, in an instance of its own.
+    fn manager_of(topology: Arc<Topology>, config: &StreamsConfig) -> TaskManager {
         let sources = Arc::new(SourceTopicIndex::new(&topology, "app"));
         let sensors = config.metrics.thread_sensors("t").unwrap();
-        TaskManager::new("t", &config, topology, sources, &sensors).unwrap()
+        TaskManager::new(
+            "t",
+            config,
+            &Instance::default(),
+            topology,
+            sources,
+            &sensors,
+        )
+        .unwrap()
     }
 
     fn p(topic: &str, partition: i32) -> Partition {
@@ -1094,9 +1118,7 @@ mod tests {
         let config = StreamsConfig::new("app", "127.0.0.1:1")
             .state_dir(dir.path())
             .async_max_in_flight_per_task(2);
-        let sources = Arc::new(SourceTopicIndex::new(&topology, "app"));
-        let sensors = config.metrics.thread_sensors("t").unwrap();
-        let mut tasks = TaskManager::new("t", &config, topology, sources, &sensors).unwrap();
+        let mut tasks = manager_of(topology, &config);
         tasks.assign(&[p("in", 0)], None, |_, _| None).unwrap();
         for offset in 0..5 {
             let mut r = record("in", 0, offset, "a");
@@ -1289,9 +1311,7 @@ mod tests {
         let config = StreamsConfig::new("app", cluster.bootstrap_servers())
             .state_dir(dir.path())
             .processing_guarantee(super::super::config::ProcessingGuarantee::ExactlyOnceV2);
-        let sources = Arc::new(SourceTopicIndex::new(&topology, "app"));
-        let sensors = config.metrics.thread_sensors("t").unwrap();
-        let mut tasks = TaskManager::new("t", &config, topology, sources, &sensors).unwrap();
+        let mut tasks = manager_of(topology, &config);
         tasks.assign(&[p("in", 0)], None, |_, _| None).unwrap();
         for offset in 0..3 {
             tasks.buffer(record("in", 0, offset, "a")).unwrap();

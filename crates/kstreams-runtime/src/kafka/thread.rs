@@ -31,6 +31,7 @@ use super::consumer_position::{
     consumed, is_fatal_consumer_error, is_lagging, is_rebalance_error, PartitionMetrics,
 };
 use super::ffi::{FetchedMessage, MessageView, QueuedConsumer};
+use super::instance::Instance;
 use super::local_metadata::ThreadMetadata;
 use super::queries::{QueryInbox, QUERY_POLL};
 use super::rebalance_listener::{
@@ -100,6 +101,7 @@ const ASYNC_POLL: Duration = Duration::from_millis(1);
 pub(crate) struct StreamThread {
     name: String,
     config: StreamsConfig,
+    instance: Instance,
     topology: Arc<Topology>,
     sources: Arc<SourceTopicIndex>,
     consumer: MainConsumer,
@@ -118,6 +120,7 @@ impl StreamThread {
         index: usize,
         process_id: &str,
         config: StreamsConfig,
+        instance: Instance,
         topology: Arc<Topology>,
         sources: Arc<SourceTopicIndex>,
     ) -> Result<Self, RuntimeError> {
@@ -151,6 +154,7 @@ impl StreamThread {
             let group_topology = super::topics::streams_group_topology(&topology, &config)?;
             Some(GroupMembership::join(
                 &config,
+                instance.endpoints.clone(),
                 &name,
                 index,
                 process_id,
@@ -167,6 +171,7 @@ impl StreamThread {
             membership,
             name,
             config,
+            instance,
             topology,
             sources,
             consumer,
@@ -187,6 +192,7 @@ impl StreamThread {
         let tasks = TaskManager::new(
             &self.name,
             &self.config,
+            &self.instance,
             self.topology.clone(),
             self.sources,
             &sensors,
@@ -196,7 +202,7 @@ impl StreamThread {
             fetched: Vec::new(),
             forward_again_until: Instant::now(),
             next_forward: Instant::now(),
-            queries: self.config.store_queries.register(&self.name),
+            queries: self.instance.store_queries.register(&self.name),
             purge: RepartitionPurge::new(&self.topology, &self.config),
             collector: RecordCollector::new(self.producer, self.config.processing_guarantee),
             tasks,
@@ -211,6 +217,7 @@ impl StreamThread {
             rewound: false,
             name: self.name,
             config: self.config,
+            instance: self.instance,
             consumer: Rc::new(self.consumer),
             rebalance: self.rebalance,
             membership: self.membership,
@@ -235,6 +242,7 @@ type MainConsumer = QueuedConsumer<RebalanceListener>;
 struct ThreadLoop {
     name: String,
     config: StreamsConfig,
+    instance: Instance,
     /// Shared only with the poll: a polled record borrows the consumer,
     /// and that borrow must not be one of `self` (the record is buffered
     /// by `&mut self` methods).
@@ -311,10 +319,12 @@ impl ThreadLoop {
                 Ok(())
             }
         };
-        self.config.store_queries.unregister(&self.name);
+        self.instance.store_queries.unregister(&self.name);
         self.tasks.close_all();
-        self.config.local_metadata.remove(&self.name);
-        self.config.local_metadata.record_skew(&self.config.metrics);
+        self.instance.local_metadata.remove(&self.name);
+        self.instance
+            .local_metadata
+            .record_skew(&self.config.metrics);
         self.partition_metrics.remove_all(&self.config.metrics);
         self.config
             .metrics
@@ -452,7 +462,7 @@ impl ThreadLoop {
             }
             let left = bound.saturating_sub(*polled as usize);
             let queries = self
-                .config
+                .instance
                 .store_queries
                 .in_use()
                 .then(|| self.queries.clone());
@@ -726,7 +736,7 @@ impl ThreadLoop {
                     // processes nothing until that is done. (The callback
                     // forwarded the partitions' fetch queues before taking
                     // them; `assign` forwards them again for a while after.)
-                    let board = self.config.local_metadata.clone();
+                    let board = self.instance.local_metadata.clone();
                     board.set_restoring(&self.name, true);
                     let assigned = self.assign(&assigned);
                     board.set_restoring(&self.name, false);
@@ -754,7 +764,7 @@ impl ThreadLoop {
                             .context()
                             .place_uncommitted(&self.consumer, &mut list);
                         self.consumer.incremental_assign(&list)?;
-                        let board = self.config.local_metadata.clone();
+                        let board = self.instance.local_metadata.clone();
                         board.set_restoring(&self.name, true);
                         let assigned = self.assign(&partitions);
                         board.set_restoring(&self.name, false);
@@ -766,7 +776,7 @@ impl ThreadLoop {
                     MemberChange::AddStandbys(tasks) => {
                         // Caught up with their changelogs first, as tasks
                         // are created: the thread processes nothing meanwhile.
-                        let board = self.config.local_metadata.clone();
+                        let board = self.instance.local_metadata.clone();
                         board.set_restoring(&self.name, true);
                         let added = self.tasks.add_standbys(&tasks);
                         board.set_restoring(&self.name, false);
@@ -790,12 +800,14 @@ impl ThreadLoop {
 
     /// Tells readers of `KafkaStreams::metadata` what this thread runs now.
     fn publish_metadata(&self) {
-        self.config.local_metadata.publish(ThreadMetadata {
+        self.instance.local_metadata.publish(ThreadMetadata {
             thread_name: self.name.clone(),
             restoring: false,
             active_tasks: self.tasks.metadata(&self.lags),
         });
-        self.config.local_metadata.record_skew(&self.config.metrics);
+        self.instance
+            .local_metadata
+            .record_skew(&self.config.metrics);
     }
 
     /// Kafka Streams' `onPartitionsRevoked`: every task is committed first,

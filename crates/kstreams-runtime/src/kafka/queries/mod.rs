@@ -50,7 +50,7 @@ pub use views::{
     ReadOnlyKeyValueView, ReadOnlySessionView, ReadOnlyVersionedView, ReadOnlyWindowView,
 };
 
-use super::app::State;
+use super::state::State;
 
 /// How long an idle stream thread blocks in one poll while interactive
 /// queries are in use: the longest a query waits for such a thread.

@@ -13,7 +13,7 @@
 use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::trace_context::TraceParent;
+use super::TraceParent;
 
 /// Makes `span` the child of `parent` (the record's `traceparent`, if any)
 /// and, when an OpenTelemetry layer records it, sets `context` to the

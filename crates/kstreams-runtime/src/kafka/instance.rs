@@ -1,0 +1,35 @@
+//! What one `KafkaStreams` instance runs with, shared by its threads: the
+//! running state that Kafka Streams keeps on the `KafkaStreams` object and
+//! hands to its `StreamThread`s (the metadata they publish, restore
+//! progress and listeners, query routing, the streams group's endpoints,
+//! the async executor). The configuration (`StreamsConfig`) holds values
+//! only; `KafkaStreams::new` builds this, its setters fill it, and every
+//! thread, task, standby and query gets a clone.
+
+use std::sync::Arc;
+
+use super::local_metadata::MetadataBoard;
+use super::queries::{EndpointBoard, QueryRouter};
+use super::restore_progress::RestoreBoard;
+use super::standby_listener::StandbyUpdateListener;
+use crate::async_runtime::AsyncExecutor;
+
+/// The instance's shared running state. A clone shares every part.
+#[derive(Clone, Default)]
+pub(crate) struct Instance {
+    /// The stream threads publish their tasks on it; `KafkaStreams::metadata`
+    /// reads it.
+    pub(crate) local_metadata: MetadataBoard,
+    /// The application's restore listener and the restorations in flight.
+    pub(crate) restore_board: RestoreBoard,
+    /// Hears of standby tasks' updates (set before `start`).
+    pub(crate) standby_listener: Option<Arc<dyn StandbyUpdateListener>>,
+    /// The stream threads' inboxes for interactive queries.
+    pub(crate) store_queries: QueryRouter,
+    /// The streams group's latest endpoints, for the interactive query
+    /// metadata calls.
+    pub(crate) endpoints: EndpointBoard,
+    /// The runtime for async calls, started with the first task that has an
+    /// async processor.
+    pub(crate) async_executor: AsyncExecutor,
+}
