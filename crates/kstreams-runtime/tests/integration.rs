@@ -2,7 +2,8 @@
 //! directory is a module (`cargo test -p kstreams-runtime --test integration
 //! windows::` runs one of them). One binary links librdkafka and RocksDB
 //! once instead of once per file, and the helpers the files share live in
-//! `common/`. The broker tests need `KSTREAMS_BOOTSTRAP` (`cargo xtask kafka
+//! `common/`. sasl_ssl.rs is a binary of its own: it installs the process's
+//! logger to read what kstreams logs. The broker tests need `KSTREAMS_BOOTSTRAP` (`cargo xtask kafka
 //! start`); without it they return early.
 
 mod async_broker;
@@ -27,7 +28,6 @@ mod metrics;
 mod ported_config;
 mod regrouped_aggregations;
 mod restore_listener;
-mod sasl_ssl;
 mod stateless;
 // Opens RocksDB stores by name (Stores::persistent_*).
 #[cfg(feature = "rocksdb")]

@@ -11,7 +11,12 @@
 //! (`eval "$(cargo xtask kafka start)"` sets both; `cargo xtask ci` passes
 //! them to the tests).
 
-use crate::common;
+// Its own test binary (Cargo.toml), not a module of tests/integration.rs:
+// it installs the process's one logger to capture what kstreams logs, which
+// another test of a shared binary may have taken first.
+#[allow(dead_code)] // the helpers the other tests use
+#[path = "common/mod.rs"]
+mod common;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
