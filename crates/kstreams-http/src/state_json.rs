@@ -94,6 +94,7 @@ pub(crate) fn state_json(
                 .collect();
             json!({
                 "thread_name": thread.thread_name,
+                "thread_state": thread.thread_state.name(),
                 "restoring": thread.restoring,
                 "active_tasks": tasks,
             })
@@ -122,6 +123,7 @@ mod tests {
             threads_alive: 1,
             threads: vec![ThreadMetadata {
                 thread_name: "t-1".to_string(),
+                thread_state: kstreams_runtime::kafka::ThreadState::PartitionsAssigned,
                 restoring: false,
                 active_tasks: vec![TaskMetadata {
                     subtopology: 0,
@@ -149,6 +151,7 @@ mod tests {
         let state = state_json(&metadata, &stores, &restoring);
         assert_eq!(state["state"], "RUNNING");
         assert_eq!(state["ready"], true);
+        assert_eq!(state["threads"][0]["thread_state"], "PARTITIONS_ASSIGNED");
         let task = &state["threads"][0]["active_tasks"][0];
         assert_eq!(task["task_id"], "0_1");
         assert_eq!(task["lag"], 4);

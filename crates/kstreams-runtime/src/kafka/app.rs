@@ -10,7 +10,7 @@ use kstreams_dsl::Topology;
 use super::config::StreamsConfig;
 use super::instance::Instance;
 pub use super::state::State;
-use super::thread::StreamThread;
+use super::thread::{StreamThread, ThreadState};
 use super::topics::{prepare_topics, SourceTopicIndex};
 use super::RuntimeError;
 
@@ -462,7 +462,15 @@ fn spawn(
             let mut current = Some(thread);
             while let Some(thread) = current.take() {
                 let assigned_once = AtomicBool::new(false);
-                let on_assignment = |assigned: bool| {
+                // Kafka Streams' `StreamStateListener`: the application is
+                // REBALANCING while a thread is, and RUNNING once every
+                // thread is.
+                let on_state = |_from: ThreadState, to: ThreadState| {
+                    let assigned = match to {
+                        ThreadState::Running => true,
+                        to if to.is_rebalancing() => false,
+                        _ => return,
+                    };
                     let was = assigned_once.swap(assigned, Ordering::AcqRel);
                     if assigned && !was {
                         let n = shared.threads_assigned.fetch_add(1, Ordering::AcqRel) + 1;
@@ -478,7 +486,7 @@ fn spawn(
                 // A panic outside the processors (they turn theirs into
                 // processing errors) must reach the handler too.
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    thread.run(&shared.stop, &on_assignment)
+                    thread.run(&shared.stop, &on_state)
                 }))
                 .unwrap_or_else(|panic| {
                     Err(RuntimeError::ThreadPanicked {

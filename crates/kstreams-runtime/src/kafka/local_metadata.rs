@@ -13,6 +13,7 @@ use kstreams_metrics::MetricsRegistry;
 use std::sync::{Arc, Mutex};
 
 use super::state::State;
+use super::thread::ThreadState;
 
 /// The instance as a whole, at one moment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +74,8 @@ impl LocalMetadata {
 pub struct ThreadMetadata {
     /// The thread's name, as Kafka Streams names it.
     pub thread_name: String,
+    /// Where it is in its life (Kafka Streams' `threadState`).
+    pub thread_state: ThreadState,
     /// Whether it is creating tasks and restoring their stores (it
     /// processes nothing meanwhile).
     pub restoring: bool,
@@ -127,6 +130,8 @@ impl MetadataBoard {
             .entry(thread_name.to_string())
             .or_insert_with(|| ThreadMetadata {
                 thread_name: thread_name.to_string(),
+                // Restoring is part of taking an assignment.
+                thread_state: ThreadState::PartitionsAssigned,
                 restoring,
                 active_tasks: Vec::new(),
             })
@@ -214,6 +219,7 @@ mod tests {
     fn thread(restoring: bool, bootstrapping: bool) -> ThreadMetadata {
         ThreadMetadata {
             thread_name: "app-1-StreamThread-1".to_string(),
+            thread_state: ThreadState::Running,
             restoring,
             active_tasks: vec![TaskMetadata {
                 subtopology: 0,
@@ -260,6 +266,7 @@ mod tests {
     fn reading(partitions: &[(&str, i32, Option<i64>)]) -> ThreadMetadata {
         ThreadMetadata {
             thread_name: "t".to_string(),
+            thread_state: ThreadState::Running,
             restoring: false,
             active_tasks: partitions
                 .iter()

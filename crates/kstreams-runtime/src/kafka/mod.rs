@@ -20,6 +20,7 @@ mod ffi;
 mod global;
 mod instance;
 mod local_metadata;
+mod outbox;
 mod partition_group;
 mod partitioner;
 mod queries;
@@ -54,6 +55,7 @@ pub use queries::{
 pub use restore_progress::{RestoreKind, RestoreProgress};
 pub use standby_listener::{StandbyUpdateListener, SuspendReason};
 pub use state::State;
+pub use thread::ThreadState;
 
 use kstreams_dsl::StreamsError;
 use rdkafka::error::KafkaError;

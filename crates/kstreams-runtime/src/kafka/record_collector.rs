@@ -18,6 +18,7 @@ use rustc_hash::FxHashMap;
 
 use super::config::ProcessingGuarantee;
 use super::ffi::{Outgoing, TopicHandle};
+use super::outbox::Outbox;
 use super::partitioner::partition_for_key;
 use super::spare_buffers::SpareBuffers;
 use super::RuntimeError;
@@ -144,7 +145,8 @@ impl ClientContext for DeliveryContext {}
 /// What a sent record is, carried to its delivery report as the report's
 /// opaque value: an acknowledged output record needs nothing done, so its
 /// report is not even asked for its topic (rust-rdkafka checks the name as
-/// UTF-8 on every ask: 1.3 % of a pass-through's stream thread).
+/// UTF-8 on every ask, a measurable share of a pass-through's stream
+/// thread: BENCHMARKS.md, "Producer: delivery reports").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sent {
     Output = 0,
@@ -268,18 +270,11 @@ impl RecordCollector {
         &mut self.spare
     }
 
-    /// Sends each record, in order.
-    pub fn send_all(&mut self, mut records: Vec<ProducedRecord>) -> Result<(), RuntimeError> {
-        self.send_drain(&mut records)
-    }
-
-    /// Sends each record, in order, leaving `records` empty (its capacity
-    /// kept for the caller to reuse).
-    pub fn send_drain(&mut self, records: &mut Vec<ProducedRecord>) -> Result<(), RuntimeError> {
-        for record in records.drain(..) {
-            self.send(record)?;
-        }
-        Ok(())
+    /// Sends every record waiting in the thread's outbox, in order: the one
+    /// way a record reaches the producer. On an error the rest of the
+    /// outbox is dropped (the thread ends, or rewinds to its last commit).
+    pub fn send_outbox(&mut self, outbox: &mut Outbox) -> Result<(), RuntimeError> {
+        outbox.drain_into(|record| self.send(record))
     }
 
     /// Sends one record. A record keyed for partitioning gets Java's
@@ -291,7 +286,7 @@ impl RecordCollector {
     /// thread retries from its last commit), or, under
     /// `production.exception.handler` continue, the record is dropped:
     /// librdkafka would otherwise hold it until `message.timeout.ms`.
-    pub fn send(&mut self, record: ProducedRecord) -> Result<(), RuntimeError> {
+    fn send(&mut self, record: ProducedRecord) -> Result<(), RuntimeError> {
         let index = self.sinks.index(&record.topic, &self.producer)?;
         // Changelogs are created by start(): no check, and no metadata
         // request for a record whose partition is given.
@@ -434,12 +429,12 @@ impl RecordCollector {
     /// deadline: every at-least-once commit with a record in flight stood
     /// still for 100 ms, though the broker acknowledged in well under one
     /// (the stream thread applies no async completion and processes
-    /// nothing meanwhile: a fifth of the enrich_async example's time at a
-    /// 500 ms commit interval). A shorter `poll` is no better: it spins
+    /// nothing meanwhile: BENCHMARKS.md, "Commits: waiting for
+    /// acknowledgements"). A shorter `poll` is no better: it spins
     /// through its last millisecond, since the timeout it hands librdkafka
     /// is whole milliseconds of what remains (zero below one), so a
-    /// `poll(1 ms)` per step spun the whole wait (8 % of a count's CPU,
-    /// taken from the broker that was to answer). So each step serves the
+    /// `poll(1 ms)` per step spun the whole wait, on CPU taken from the
+    /// broker that was to answer (same section). So each step serves the
     /// reports that have arrived without blocking, then pauses: 0.1 ms
     /// after reports came, doubling to 1 ms while none do. `flush(0)` says
     /// whether anything is still unacknowledged (and wakes the broker
@@ -553,9 +548,10 @@ impl RecordCollector {
         // The transaction's records acknowledged first, without the waits
         // of rust-rdkafka's flush, which `commit_transaction` runs before
         // librdkafka's: its `poll(100 ms)` steps return only at their
-        // deadline, so every exactly-once commit stood still for 100 ms
-        // (half of a pass-through's wall time at the 100-ms commit
-        // interval). Its flush then finds nothing left to wait for.
+        // deadline, so every exactly-once commit stood still for 100 ms, a
+        // large share of a run at the 100-ms commit interval (BENCHMARKS.md,
+        // "Commits: waiting for acknowledgements"). Its flush then finds
+        // nothing left to wait for.
         self.wait_for_acknowledgements(PRODUCER_TIMEOUT)?;
         self.producer.commit_transaction(PRODUCER_TIMEOUT)?;
         self.in_transaction = false;
@@ -648,19 +644,18 @@ mod tests {
             .unwrap();
         let mut collector =
             RecordCollector::new(Arc::new(producer), ProcessingGuarantee::AtLeastOnce);
-        let records = (0..50)
-            .map(|i| ProducedRecord {
-                topic: "changelog-full-changelog".into(),
-                partition: Some(0),
-                partition_key_len: None,
-                key: Some(b"k".to_vec()),
-                value: Some(i.to_string().into_bytes()),
-                timestamp: i,
-                headers: kstreams_record::Headers::new(),
-                sink: None,
-            })
-            .collect();
-        collector.send_all(records).unwrap();
+        let mut outbox = Outbox::default();
+        outbox.extend((0..50).map(|i| ProducedRecord {
+            topic: "changelog-full-changelog".into(),
+            partition: Some(0),
+            partition_key_len: None,
+            key: Some(b"k".to_vec()),
+            value: Some(i.to_string().into_bytes()),
+            timestamp: i,
+            headers: kstreams_record::Headers::new(),
+            sink: None,
+        }));
+        collector.send_outbox(&mut outbox).unwrap();
         collector.flush().unwrap();
         // The 50 records are offsets 0..=49 of the changelog, in order.
         assert_eq!(
@@ -742,30 +737,30 @@ mod tests {
         collector.partition_counts.insert("out".to_string(), 4);
         let mut headers = kstreams_record::Headers::new();
         headers.add("h", Some(b"v".to_vec()));
-        collector
-            .send_all(vec![
-                ProducedRecord {
-                    topic: "out".into(),
-                    partition: None,
-                    partition_key_len: Some(1),
-                    key: Some(b"k".to_vec()),
-                    value: Some(b"v".to_vec()),
-                    timestamp: 1,
-                    headers,
-                    sink: None,
-                },
-                ProducedRecord {
-                    topic: "app-s-changelog".into(),
-                    partition: Some(2),
-                    partition_key_len: None,
-                    key: Some(b"k".to_vec()),
-                    value: None,
-                    timestamp: 1,
-                    headers: kstreams_record::Headers::new(),
-                    sink: None,
-                },
-            ])
-            .unwrap();
+        let mut outbox = Outbox::default();
+        outbox.extend([
+            ProducedRecord {
+                topic: "out".into(),
+                partition: None,
+                partition_key_len: Some(1),
+                key: Some(b"k".to_vec()),
+                value: Some(b"v".to_vec()),
+                timestamp: 1,
+                headers,
+                sink: None,
+            },
+            ProducedRecord {
+                topic: "app-s-changelog".into(),
+                partition: Some(2),
+                partition_key_len: None,
+                key: Some(b"k".to_vec()),
+                value: None,
+                timestamp: 1,
+                headers: kstreams_record::Headers::new(),
+                sink: None,
+            },
+        ]);
+        collector.send_outbox(&mut outbox).unwrap();
         assert!(!collector.in_transaction());
         // At-least-once opens no transaction.
         collector.begin_transaction_if_needed().unwrap();

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kstreams_dsl::__private::{ConsumedRecord, ProducedRecord};
+use kstreams_dsl::__private::ConsumedRecord;
 use kstreams_dsl::{TaskId, Topology};
 use kstreams_metrics::{Counter, ThreadSensors};
 use kstreams_state::__private::TaskDirectory;
@@ -22,6 +22,7 @@ use rustc_hash::FxHashMap;
 use super::config::StreamsConfig;
 use super::instance::Instance;
 use super::local_metadata::{TaskMetadata, TaskPartition};
+use super::outbox::Outbox;
 use super::partition_group::PartitionGroup;
 use super::queries::{LocalStores, StoreInstance};
 use super::rebalance_listener::Partition;
@@ -105,17 +106,6 @@ impl LocalStores for TaskStores<'_> {
     }
 }
 
-/// What one round of processing produced: records to send, and the next
-/// offset of each partition it processed up to, which counts as processed
-/// only once those records are with the producer.
-pub(crate) struct ProcessedBatch {
-    pub outputs: Vec<ProducedRecord>,
-    pub progress: Vec<(Partition, i64)>,
-    /// Whether a task stopped at the end of its slice with records it could
-    /// still process.
-    pub more: bool,
-}
-
 /// Offset sums by task: where the local state is, and how far its
 /// changelogs reach.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -144,6 +134,10 @@ pub(crate) struct TaskManager {
     bootstrap_stores: HashMap<String, String>,
     /// Next offset to commit per partition: last processed + 1.
     processed: HashMap<Partition, i64>,
+    /// The next offsets of the last processing step, whose outputs are in
+    /// the outbox: they count as processed once the outbox is sent
+    /// ([`TaskManager::outputs_sent`]).
+    unsent: Vec<(Partition, i64)>,
     /// Committed offsets of the assigned partitions, read at assignment:
     /// where reading starts before a record is consumed (for KIP-695 and
     /// the lag).
@@ -158,14 +152,7 @@ pub(crate) struct TaskManager {
     async_side: crate::async_runtime::ThreadAsync,
     /// Standby (and warm-up) tasks the streams group gave the thread.
     standbys: StandbyTasks,
-    /// The outputs buffer of the last batch, sent and handed back
-    /// ([`TaskManager::recycle_outputs`]): a batch's outputs are collected
-    /// into it instead of into a vector grown anew each time.
-    spare_outputs: Vec<ProducedRecord>,
 }
-
-/// The largest outputs buffer kept for the next batch, in records.
-const MAX_SPARE_OUTPUTS: usize = 16 * 1024;
 
 impl TaskManager {
     /// The task manager of stream thread `thread`.
@@ -195,11 +182,11 @@ impl TaskManager {
             last_source: None,
             tasks: FxHashMap::default(),
             processed: HashMap::new(),
+            unsent: Vec::new(),
             start_offsets: HashMap::new(),
             start_metadata: HashMap::new(),
             task_created: sensors.task_created.clone(),
             task_closed: sensors.task_closed.clone(),
-            spare_outputs: Vec::new(),
             async_side: crate::async_runtime::ThreadAsync::new(
                 instance.async_executor.clone(),
                 config.async_limits,
@@ -302,18 +289,17 @@ impl TaskManager {
         self.async_side.wait(timeout)
     }
 
-    /// Applies the async calls that finished, in every task; returns what
-    /// their results wrote (the changelogs' records included).
-    pub fn apply_async_completions(&mut self) -> Result<Vec<ProducedRecord>, RuntimeError> {
-        let mut outputs = Vec::new();
+    /// Applies the async calls that finished, in every task; what their
+    /// results wrote goes into `outbox` (the changelogs' records last).
+    pub fn apply_async_completions(&mut self, outbox: &mut Outbox) -> Result<(), RuntimeError> {
         self.async_side.take_ready();
         for entry in self.tasks.values_mut() {
             if entry.task.apply_async_completions()? > 0 {
-                outputs.extend(entry.task.drain_output());
+                entry.task.drain_output_into(outbox.records());
             }
         }
-        outputs.extend(self.creator.changelog().drain());
-        Ok(outputs)
+        outbox.extend(self.creator.changelog().drain());
+        Ok(())
     }
 
     /// The task reading partition `partition` of `topic`.
@@ -582,9 +568,13 @@ impl TaskManager {
     /// Runs every task that has all its partitions over what its partition
     /// group allows now (`lagging` says whether a partition is known to be
     /// behind its end, given the offset its reading started at), each for
-    /// at most `slice` (and at least one record): the caller sends the
-    /// outputs and calls again while `more`, so a slow processor's outputs
-    /// go out as it makes them, not after the whole polled batch.
+    /// at most `slice` (and at least one record), writing into `outbox`
+    /// (every task's outputs, then the stores' changelog records). Returns
+    /// whether a task stopped at the end of its slice with records it could
+    /// still process: the caller sends the outbox and calls again, so a slow
+    /// processor's outputs go out as it makes them, not after the whole
+    /// polled batch. The offsets processed count only once the outbox is
+    /// sent ([`TaskManager::outputs_sent`]).
     ///
     /// `lagging` is asked only when a task of several partitions finds one
     /// empty, at most once per partition and call: it was asked for every
@@ -595,7 +585,8 @@ impl TaskManager {
         &mut self,
         lagging: IsLagging<'_>,
         slice: Duration,
-    ) -> Result<ProcessedBatch, RuntimeError> {
+        outbox: &mut Outbox,
+    ) -> Result<bool, RuntimeError> {
         let max_idle = self.config.max_task_idle;
         let start_offsets = &self.start_offsets;
         let asked = std::cell::RefCell::new(Vec::<(String, i32, bool)>::new());
@@ -614,9 +605,6 @@ impl TaskManager {
                 lags
             })
         };
-        // Empty: `recycle_outputs` clears what it keeps.
-        let mut outputs = std::mem::take(&mut self.spare_outputs);
-        let mut progress = Vec::new();
         let mut more = false;
         if self.async_side.in_flight() > 0 {
             self.async_side.take_ready();
@@ -645,47 +633,35 @@ impl TaskManager {
                     break;
                 }
             }
-            progress.extend(
+            self.unsent.extend(
                 entry
                     .group
                     .take_progress()
                     .map(|(topic, partition, next)| ((topic.to_string(), partition), next)),
             );
-            entry.task.drain_output_into(&mut outputs);
+            entry.task.drain_output_into(outbox.records());
         }
-        outputs.extend(self.creator.changelog().drain());
-        Ok(ProcessedBatch {
-            outputs,
-            progress,
-            more,
-        })
+        outbox.extend(self.creator.changelog().drain());
+        Ok(more)
     }
 
-    /// Takes back a batch's outputs buffer, sent and empty, for the next
-    /// batch (unless a burst made it unusually large).
-    pub fn recycle_outputs(&mut self, mut outputs: Vec<ProducedRecord>) {
-        outputs.clear();
-        if outputs.capacity() <= MAX_SPARE_OUTPUTS {
-            self.spare_outputs = outputs;
-        }
-    }
-
-    /// Notes offsets as processed (their outputs are with the producer).
-    /// Returns whether anything can be committed.
-    pub fn record_progress(&mut self, progress: Vec<(Partition, i64)>) -> bool {
-        self.processed.extend(progress);
+    /// The outbox was sent (its records are with the producer): the offsets
+    /// processed for it count as processed. Returns whether anything can be
+    /// committed.
+    pub fn outputs_sent(&mut self) -> bool {
+        self.processed.extend(self.unsent.drain(..));
         !self.processed.is_empty()
     }
 
-    /// Runs the tasks' wall-clock punctuators due at `now`.
-    pub fn punctuate(&mut self, now: i64) -> Result<Vec<ProducedRecord>, RuntimeError> {
-        let mut outputs = Vec::new();
+    /// Runs the tasks' wall-clock punctuators due at `now`, writing into
+    /// `outbox`.
+    pub fn punctuate(&mut self, now: i64, outbox: &mut Outbox) -> Result<(), RuntimeError> {
         for entry in self.tasks.values_mut() {
             entry.task.advance_wall_clock(now)?;
-            outputs.extend(entry.task.drain_output());
+            entry.task.drain_output_into(outbox.records());
         }
-        outputs.extend(self.creator.changelog().drain());
-        Ok(outputs)
+        outbox.extend(self.creator.changelog().drain());
+        Ok(())
     }
 
     /// Whether a task asked for a commit (`ProcessorContext::commit`).
@@ -699,16 +675,15 @@ impl TaskManager {
     }
 
     /// Flushes every task's stores (their caches write downstream and to
-    /// the changelogs): what that produced must go out before the offsets
-    /// are committed.
-    pub fn flush(&mut self) -> Result<Vec<ProducedRecord>, RuntimeError> {
-        let mut outputs = Vec::new();
+    /// the changelogs) into `outbox`: what that produced must go out before
+    /// the offsets are committed.
+    pub fn flush(&mut self, outbox: &mut Outbox) -> Result<(), RuntimeError> {
         for entry in self.tasks.values_mut() {
             entry.task.flush()?;
-            outputs.extend(entry.task.drain_output());
+            entry.task.drain_output_into(outbox.records());
         }
-        outputs.extend(self.creator.changelog().drain());
-        Ok(outputs)
+        outbox.extend(self.creator.changelog().drain());
+        Ok(())
     }
 
     /// The offsets to commit, each with Kafka Streams'
@@ -780,6 +755,7 @@ impl TaskManager {
     /// never be committed (their outputs may not have gone out).
     pub fn forget_processed(&mut self) {
         self.processed.clear();
+        self.unsent.clear();
     }
 
     fn checkpoint(
@@ -914,6 +890,7 @@ fn missing_partitions(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kstreams_dsl::__private::ProducedRecord;
     use kstreams_dsl::StreamsBuilder;
     use kstreams_record::Headers;
 
@@ -951,6 +928,25 @@ mod tests {
 
     /// A stateless two-topic merge: one task per partition number reads
     /// both topics.
+    /// What one processing step wrote, as the thread would send it.
+    struct Step {
+        outputs: Vec<ProducedRecord>,
+        /// The offsets it processed up to (not yet counted: see
+        /// [`TaskManager::outputs_sent`]).
+        progress: Vec<(Partition, i64)>,
+        more: bool,
+    }
+
+    fn step(tasks: &mut TaskManager, lagging: IsLagging<'_>, slice: Duration) -> Step {
+        let mut outbox = Outbox::default();
+        let more = tasks.process(lagging, slice, &mut outbox).unwrap();
+        Step {
+            outputs: outbox.take(),
+            progress: tasks.unsent.clone(),
+            more,
+        }
+    }
+
     fn manager(state_dir: &std::path::Path) -> TaskManager {
         let builder = StreamsBuilder::new();
         let left = builder.stream::<String, String>("left");
@@ -1018,7 +1014,7 @@ mod tests {
         assert_eq!(tasks.buffer(record("left", 1, 7, "c")).unwrap(), Some(1));
         assert_eq!(tasks.buffer(record("other", 0, 0, "x")).unwrap(), None);
 
-        let batch = tasks.process(&|_, _, _| false, Duration::MAX).unwrap();
+        let batch = step(&mut tasks, &|_, _, _| false, Duration::MAX);
         let mut values: Vec<Vec<u8>> = batch
             .outputs
             .iter()
@@ -1035,7 +1031,7 @@ mod tests {
             "held back: right-1 is missing"
         );
 
-        assert!(tasks.record_progress(batch.progress));
+        assert!(tasks.outputs_sent());
         let offsets = tasks.offsets_to_commit().unwrap();
         let left0 = offsets.find_partition("left", 0).unwrap();
         assert_eq!(left0.offset(), Offset::Offset(1));
@@ -1061,8 +1057,8 @@ mod tests {
         ]));
         tasks.buffer(record("left", 0, 3, "a")).unwrap();
         tasks.buffer(record("right", 0, 3, "b")).unwrap();
-        let batch = tasks.process(&|_, _, _| false, Duration::MAX).unwrap();
-        assert!(tasks.record_progress(batch.progress));
+        step(&mut tasks, &|_, _, _| false, Duration::MAX);
+        assert!(tasks.outputs_sent());
         // left-0: its marker at 4 was read past; right-0 has a record
         // buffered at 6 (a marker at 4, an aborted one at 5).
         tasks.buffer(record("right", 0, 6, "c")).unwrap();
@@ -1127,11 +1123,11 @@ mod tests {
         }
 
         // Two calls out: the other records stay buffered.
-        let batch = tasks.process(&|_, _, _| false, Duration::MAX).unwrap();
+        let batch = step(&mut tasks, &|_, _, _| false, Duration::MAX);
         assert!(batch.outputs.is_empty());
         assert_eq!(tasks.buffered("in", 0), 3);
         assert_eq!(tasks.async_in_flight(), 2);
-        assert!(tasks.record_progress(batch.progress));
+        assert!(tasks.outputs_sent());
         let committed = |tasks: &TaskManager| {
             let offsets = tasks.offsets_to_commit().unwrap();
             offsets.find_partition("in", 0).unwrap().offset()
@@ -1148,9 +1144,9 @@ mod tests {
         while outputs < 5 {
             assert!(Instant::now() < deadline, "{outputs} of 5 results");
             tasks.wait_for_async(Duration::from_millis(100));
-            let batch = tasks.process(&|_, _, _| false, Duration::MAX).unwrap();
+            let batch = step(&mut tasks, &|_, _, _| false, Duration::MAX);
             outputs += batch.outputs.len();
-            tasks.record_progress(batch.progress);
+            tasks.outputs_sent();
         }
         assert_eq!(tasks.async_in_flight(), 0);
         assert_eq!(committed(&tasks), Offset::Offset(5));
@@ -1170,10 +1166,11 @@ mod tests {
         let mut outputs = Vec::new();
         let mut calls = 0;
         loop {
-            let batch = tasks.process(&|_, _, _| false, Duration::ZERO).unwrap();
+            let batch = step(&mut tasks, &|_, _, _| false, Duration::ZERO);
             calls += 1;
             assert_eq!(batch.outputs.len(), 1, "call {calls}");
             assert_eq!(batch.progress, vec![(p("left", 0), calls)]);
+            tasks.outputs_sent();
             outputs.extend(batch.outputs);
             if !batch.more {
                 break;
@@ -1192,8 +1189,8 @@ mod tests {
             .assign(&[p("left", 0), p("right", 0)], None, |_, _| None)
             .unwrap();
         tasks.buffer(record("left", 0, 0, "a")).unwrap();
-        let batch = tasks.process(&|_, _, _| false, Duration::MAX).unwrap();
-        tasks.record_progress(batch.progress);
+        step(&mut tasks, &|_, _, _| false, Duration::MAX);
+        tasks.outputs_sent();
 
         tasks
             .revoke(&[p("left", 0)], true, &HashMap::new())
@@ -1204,7 +1201,7 @@ mod tests {
             .revoke(&[p("right", 0)], true, &HashMap::new())
             .unwrap();
         assert_eq!(tasks.task_ids().count(), 0);
-        assert!(!tasks.record_progress(Vec::new()));
+        assert!(!tasks.outputs_sent());
     }
 
     #[test]
@@ -1237,13 +1234,13 @@ mod tests {
         };
 
         // right-0 is behind its end: the task waits for it.
-        let batch = tasks.process(&lagging, Duration::MAX).unwrap();
+        let batch = step(&mut tasks, &lagging, Duration::MAX);
         assert!(batch.outputs.is_empty());
         assert_eq!(*asked.borrow(), vec![("right".to_string(), 0, Some(10))]);
 
         // Caught up: the three records go, right-0 asked about once more.
         behind.set(false);
-        let batch = tasks.process(&lagging, Duration::MAX).unwrap();
+        let batch = step(&mut tasks, &lagging, Duration::MAX);
         assert_eq!(batch.outputs.len(), 3);
         assert_eq!(asked.borrow().len(), 2);
     }
@@ -1279,7 +1276,8 @@ mod tests {
 
         // A rewind drops what is buffered and rebuilds the task from there.
         tasks.buffer(record("left", 0, 10, "a")).unwrap();
-        tasks.record_progress(vec![(p("left", 0), 11)]);
+        tasks.unsent.push((p("left", 0), 11));
+        tasks.outputs_sent();
         tasks.rewind(&committed).unwrap();
         assert_eq!(tasks.buffered("left", 0), 0);
         assert_eq!(tasks.offsets_to_commit().unwrap().count(), 0);
@@ -1316,9 +1314,9 @@ mod tests {
         for offset in 0..3 {
             tasks.buffer(record("in", 0, offset, "a")).unwrap();
         }
-        let batch = tasks.process(&|_, _, _| false, Duration::MAX).unwrap();
+        let batch = step(&mut tasks, &|_, _, _| false, Duration::MAX);
         assert!(batch.outputs.is_empty(), "cached, nothing logged yet");
-        tasks.record_progress(batch.progress);
+        tasks.outputs_sent();
         (cluster, dir, tasks)
     }
 
@@ -1340,15 +1338,17 @@ mod tests {
 
         tasks.rewind(&TopicPartitionList::new()).unwrap();
         assert_eq!(tasks.creator.changelog().mark(), 0);
-        let batch = tasks.process(&|_, _, _| false, Duration::MAX).unwrap();
+        let batch = step(&mut tasks, &|_, _, _| false, Duration::MAX);
         assert_eq!(logged_counts(&batch.outputs), Vec::<i64>::new());
 
         // The record is processed again from the committed (empty) state:
         // the commit logs a count of one, and nothing before it.
         tasks.buffer(record("in", 0, 0, "a")).unwrap();
-        let batch = tasks.process(&|_, _, _| false, Duration::MAX).unwrap();
+        let batch = step(&mut tasks, &|_, _, _| false, Duration::MAX);
         let mut outputs = batch.outputs;
-        outputs.extend(tasks.flush().unwrap());
+        let mut outbox = Outbox::default();
+        tasks.flush(&mut outbox).unwrap();
+        outputs.extend(outbox.take());
         assert_eq!(logged_counts(&outputs), vec![1]);
     }
 

@@ -1,0 +1,173 @@
+//! The assignment step of the stream thread: what the group changed,
+//! applied to the tasks (Kafka Streams' `StreamsRebalanceListener` and
+//! `TaskManager.handleAssignment`/`handleRevocation`).
+//!
+//! Revoked tasks are committed first, then closed; assigned ones are
+//! created and their stores restored before the thread processes anything
+//! (the application shows the thread as restoring meanwhile).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::Offset;
+
+use super::membership::GroupChange;
+use super::{ThreadLoop, ThreadState, CONSUMER_TIMEOUT};
+use crate::kafka::rebalance_listener::{partition_list, Partition, RebalanceListener};
+use crate::kafka::RuntimeError;
+
+impl ThreadLoop<'_> {
+    /// Applies what the group changed since the last pass, moving the
+    /// thread through PARTITIONS_REVOKED and PARTITIONS_ASSIGNED to
+    /// RUNNING. Returns whether anything changed.
+    pub(super) fn apply_group_changes(&mut self) -> Result<bool, RuntimeError> {
+        let changes = self.membership.take_changes(&self.consumer)?;
+        let changed = !changes.is_empty();
+        for change in changes {
+            let _span = tracing::debug_span!(
+                "kstreams.rebalance",
+                thread = self.name.as_str(),
+                change = change_name(&change),
+            )
+            .entered();
+            match change {
+                GroupChange::Revoke { partitions, lost } => {
+                    self.transition(ThreadState::PartitionsRevoked);
+                    self.revoke(&partitions, lost)?;
+                }
+                GroupChange::Assign(partitions) => {
+                    self.transition(ThreadState::PartitionsAssigned);
+                    let intake = &self.intake;
+                    self.membership
+                        .assign(&self.consumer, &partitions, |p| intake.forward(p))?;
+                    self.restoring(|thread| thread.assign(&partitions))?;
+                }
+                GroupChange::RemoveStandbys { tasks, promoted } => {
+                    self.tasks.remove_standbys(&tasks, promoted)?;
+                }
+                GroupChange::AddStandbys(tasks) => {
+                    // Caught up with their changelogs first, as tasks are
+                    // created: the thread processes nothing meanwhile.
+                    self.restoring(|thread| thread.tasks.add_standbys(&tasks))?;
+                }
+                GroupChange::Settled(owned) => {
+                    self.membership.settled(owned)?;
+                    // The thread has its tasks, even if none; they are
+                    // restored (restoration runs inside the assignment).
+                    self.transition(ThreadState::PartitionsAssigned);
+                    self.transition(ThreadState::Running);
+                }
+            }
+        }
+        if changed {
+            self.update_missing_partitions();
+        }
+        Ok(changed)
+    }
+
+    /// Runs `step` with the thread shown as restoring.
+    fn restoring(
+        &mut self,
+        step: impl FnOnce(&mut Self) -> Result<(), RuntimeError>,
+    ) -> Result<(), RuntimeError> {
+        let board = self.instance.local_metadata.clone();
+        board.set_restoring(&self.name, true);
+        let result = step(self);
+        board.set_restoring(&self.name, false);
+        result
+    }
+
+    /// Kafka Streams' `onPartitionsRevoked`: every task is committed first
+    /// (unless `lost`: the thread was dropped from the group), then the
+    /// revoked ones close, then the revocation is acknowledged.
+    fn revoke(&mut self, revoked: &[Partition], lost: bool) -> Result<(), RuntimeError> {
+        let clean = self.commit_before_revocation(lost)?;
+        self.intake.revoked(revoked, &self.config.metrics);
+        let delivered = self.collector.delivered_changelog_offsets();
+        self.tasks.revoke(revoked, clean, &delivered)?;
+        self.membership.revoked(&self.consumer, revoked)
+    }
+
+    /// Creates the tasks of `assigned` (restoring their stores), each
+    /// resuming from its committed offset's metadata.
+    fn assign(&mut self, assigned: &[Partition]) -> Result<(), RuntimeError> {
+        self.intake.assigned(assigned, &self.config.metrics);
+        let committed = self
+            .consumer
+            .committed_offsets(partition_list(assigned), Duration::from_secs(10))
+            // Partitions then start without their committed partition time
+            // and operators' metadata (an emit-final window may be emitted
+            // again).
+            .map_err(|e| {
+                log::warn!(
+                    "{}: committed offsets and their metadata unknown: {e}",
+                    self.name
+                )
+            })
+            .ok();
+        let (consumer, name) = (&self.consumer, &self.name);
+        let result = self
+            .tasks
+            .assign(assigned, committed.as_ref(), |topic, partition| {
+                bootstrap_end(consumer, topic, partition).unwrap_or_else(|e| {
+                    log::warn!(
+                        "{name}: no bootstrap of {topic}-{partition}: its end offset is unknown \
+                         ({e}); processing without waiting for it"
+                    );
+                    None
+                })
+            });
+        self.intake.tasks_created();
+        result
+    }
+
+    /// Tells the tasks which of their co-partitioned partitions exist.
+    pub(super) fn update_missing_partitions(&mut self) {
+        let mut counts = HashMap::new();
+        for (topic, _) in self.tasks.source_topics() {
+            if let Ok(n) = self.collector.partition_count(&topic) {
+                counts.insert(topic, n);
+            }
+        }
+        self.tasks.update_missing_partitions(&counts);
+    }
+}
+
+/// A change's name, for its trace span.
+fn change_name(change: &GroupChange) -> &'static str {
+    match change {
+        GroupChange::Revoke { lost: false, .. } => "revoke",
+        GroupChange::Revoke { lost: true, .. } => "lost",
+        GroupChange::RemoveStandbys { .. } => "remove-standbys",
+        GroupChange::Assign(_) => "assign",
+        GroupChange::AddStandbys(_) => "add-standbys",
+        GroupChange::Settled(_) => "settled",
+    }
+}
+
+/// The offsets a bootstrap partition is read from and up to: from the
+/// committed position, to its high watermark now, unless the committed
+/// position is already there.
+fn bootstrap_end(
+    consumer: &BaseConsumer<RebalanceListener>,
+    topic: &str,
+    partition: i32,
+) -> Result<Option<(i64, i64)>, RuntimeError> {
+    let (low, high) = consumer.fetch_watermarks(topic, partition, CONSUMER_TIMEOUT)?;
+    let committed = consumer
+        .committed_offsets(
+            partition_list(&[(topic.to_string(), partition)]),
+            CONSUMER_TIMEOUT,
+        )?
+        .find_partition(topic, partition)
+        .and_then(|e| match e.offset() {
+            Offset::Offset(o) => Some(o),
+            _ => None,
+        })
+        .unwrap_or(0);
+    // Records before the low watermark are gone (retention, purge): reading
+    // starts at the later of the two.
+    let start = committed.max(low);
+    Ok((start < high).then_some((start, high)))
+}

@@ -1,0 +1,447 @@
+//! A stream thread (Kafka Streams' `StreamThread`): one consumer, one
+//! producer, and the loop that drives the thread's parts.
+//!
+//! Each pass of the loop ([`ThreadLoop::run_once`]) goes one way:
+//! 1. intake ([`intake`]): polls the consumer, buffering records in their
+//!    tasks' partition groups;
+//! 2. assignment ([`assignment`]): applies what the group changed
+//!    ([`membership`], one seam for every group protocol): revoked tasks
+//!    are committed and closed, assigned ones created and restored;
+//! 3. process: the tasks run what their partition groups allow, writing
+//!    into the thread's outbox, which the record collector sends;
+//! 4. punctuate: wall-clock punctuators, into the outbox likewise;
+//! 5. commit ([`commit`]): when the interval is up or a task asked for it.
+//!
+//! The thread's state ([`state`]) follows Kafka Streams' `StreamThread.State`.
+
+mod assignment;
+mod commit;
+mod intake;
+mod membership;
+mod state;
+
+pub use state::ThreadState;
+
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kstreams_dsl::Topology;
+use kstreams_metrics::ThreadSensors;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{BaseProducer, Producer};
+
+use self::intake::{Intake, MainConsumer, PollTarget};
+use self::membership::Membership;
+use self::state::StateMachine;
+use super::clients;
+use super::config::{GroupProtocol, ProcessingGuarantee, StreamsConfig};
+use super::consumer_position::is_lagging;
+use super::instance::Instance;
+use super::local_metadata::ThreadMetadata;
+use super::outbox::Outbox;
+use super::queries::QueryInbox;
+use super::rebalance_listener::{RebalanceEvents, RebalanceListener};
+use super::record_collector::{DeliveryContext, RecordCollector};
+use super::repartition_purge::RepartitionPurge;
+use super::streams_group::GroupMembership;
+use super::task_manager::TaskManager;
+use super::topics::SourceTopicIndex;
+use super::uncommitted_start::UncommittedStart;
+use super::RuntimeError;
+use crate::clock::now_ms;
+
+/// How long the consumer may take to answer for committed offsets and
+/// watermarks.
+const CONSUMER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a thread waits before it tries again to write to a sink topic
+/// that did not exist.
+const MISSING_SINK_RETRY_BACKOFF: Duration = Duration::from_secs(1);
+
+/// How long a task processes before its outputs go to the producer. Kafka
+/// Streams' sinks send each record as it is written; ours are gathered per
+/// task, and without a bound a slow processor held every output of a polled
+/// batch (up to `buffered.records.per.partition` records) until its end.
+/// The producer's own `linger.ms` (5) batches them again.
+const OUTPUT_SLICE: Duration = Duration::from_millis(5);
+
+/// How long a poll blocks while async calls are out and none has finished:
+/// a finished call waits at most this long to be applied.
+const ASYNC_POLL: Duration = Duration::from_millis(1);
+
+/// Told of each change of a thread's state: (from, to).
+pub(crate) type StateListener<'a> = &'a dyn Fn(ThreadState, ThreadState);
+
+/// A stream thread's clients, made before its OS thread starts so that a
+/// bad client setting fails `start()`.
+pub(crate) struct StreamThread {
+    name: String,
+    config: StreamsConfig,
+    instance: Instance,
+    topology: Arc<Topology>,
+    sources: Arc<SourceTopicIndex>,
+    consumer: MainConsumer,
+    producer: Arc<BaseProducer<DeliveryContext>>,
+    membership: Membership,
+}
+
+impl StreamThread {
+    /// Makes thread `index` (0-based) of instance `process_id`: its
+    /// consumer subscribed to the topology's sources, and its producer
+    /// (with its transactions initialized under exactly-once).
+    pub fn new(
+        index: usize,
+        process_id: &str,
+        config: StreamsConfig,
+        instance: Instance,
+        topology: Arc<Topology>,
+        sources: Arc<SourceTopicIndex>,
+    ) -> Result<Self, RuntimeError> {
+        let name = format!(
+            "{}-{process_id}-StreamThread-{}",
+            config.application_id,
+            index + 1
+        );
+        let eos = config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2;
+        let rebalance = Arc::new(RebalanceEvents::default());
+        let consumer: BaseConsumer<RebalanceListener> = clients::main_consumer(
+            &config, &name, index,
+        )
+        .create_with_context(RebalanceListener::new(
+            rebalance.clone(),
+            UncommittedStart::of_main_consumer(&config),
+        ))?;
+        let consumer = MainConsumer::new(consumer);
+        consumer
+            .context()
+            .install_fetch_queue(consumer.fetch_queue().clone());
+        let continue_on_failure = !eos && config.production == crate::ProductionHandling::Continue;
+        let producer: Arc<BaseProducer<DeliveryContext>> = Arc::new(
+            clients::producer(&config, &name, process_id, index)
+                .create_with_context(DeliveryContext::new(continue_on_failure))?,
+        );
+        if eos {
+            producer.init_transactions(Duration::from_secs(60))?;
+        }
+        let streams_member = if config.group_protocol() == GroupProtocol::Streams {
+            let group_topology = super::topics::streams_group_topology(&topology, &config)?;
+            Some(GroupMembership::join(
+                &config,
+                instance.endpoints.clone(),
+                &name,
+                index,
+                process_id,
+                group_topology,
+            )?)
+        } else {
+            let mut subscription: Vec<String> = sources.topics().map(str::to_string).collect();
+            subscription.extend(sources.patterns());
+            let subscription: Vec<&str> = subscription.iter().map(String::as_str).collect();
+            consumer.subscribe(&subscription)?;
+            None
+        };
+        Ok(Self {
+            membership: Membership::new(rebalance, streams_member),
+            name,
+            config,
+            instance,
+            topology,
+            sources,
+            consumer,
+            producer,
+        })
+    }
+
+    /// The thread's name, as Kafka Streams names it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Runs until `stop` is set or an error ends the thread. `on_state` is
+    /// told of each change of the thread's state.
+    pub fn run(self, stop: &AtomicBool, on_state: StateListener<'_>) -> Result<(), RuntimeError> {
+        let sensors = self.config.metrics.thread_sensors(&self.name)?;
+        let tasks = TaskManager::new(
+            &self.name,
+            &self.config,
+            &self.instance,
+            self.topology.clone(),
+            self.sources,
+            &sensors,
+        )?;
+        let consumer = Rc::new(self.consumer);
+        ThreadLoop {
+            state: StateMachine::new(&self.name),
+            on_state,
+            intake: Intake::new(
+                &self.name,
+                Rc::clone(&consumer),
+                self.config.buffered_records_per_partition,
+            ),
+            queries: self.instance.store_queries.register(&self.name),
+            purge: RepartitionPurge::new(&self.topology, &self.config),
+            collector: RecordCollector::new(self.producer, self.config.processing_guarantee),
+            outbox: Outbox::default(),
+            tasks,
+            sensors,
+            missing_sink_reported: std::collections::HashSet::new(),
+            last_commit: Instant::now(),
+            rewound: false,
+            name: self.name,
+            config: self.config,
+            instance: self.instance,
+            consumer,
+            membership: self.membership,
+        }
+        .run(stop)
+    }
+}
+
+/// A running stream thread. Tasks hold single-threaded node graphs, so
+/// this lives on the thread that made it.
+struct ThreadLoop<'a> {
+    name: String,
+    config: StreamsConfig,
+    instance: Instance,
+    state: StateMachine,
+    on_state: StateListener<'a>,
+    /// Shared with the intake, whose polled records borrow it.
+    consumer: Rc<MainConsumer>,
+    intake: Intake,
+    membership: Membership,
+    tasks: TaskManager,
+    /// What the tasks wrote, on its way to the collector.
+    outbox: Outbox,
+    collector: RecordCollector,
+    purge: RepartitionPurge,
+    last_commit: Instant,
+    /// Set when the last commit ended in an abort and rewind.
+    rewound: bool,
+    sensors: ThreadSensors,
+    /// Missing sink topics already logged as errors: retries log quietly.
+    missing_sink_reported: std::collections::HashSet<String>,
+    /// Interactive queries for this thread's stores.
+    queries: Arc<QueryInbox>,
+}
+
+impl Drop for ThreadLoop<'_> {
+    /// However the loop ended (a panic included), revocations from now on
+    /// are acknowledged in the callback, and one left pending is
+    /// acknowledged here: the consumer, dropped after, closes only then.
+    fn drop(&mut self) {
+        self.membership.stop_deferring(&self.consumer);
+    }
+}
+
+impl ThreadLoop<'_> {
+    fn run(mut self, stop: &AtomicBool) -> Result<(), RuntimeError> {
+        self.transition(ThreadState::Starting);
+        self.membership.start_deferring();
+        let mut result = Ok(());
+        while result.is_ok() && !stop.load(Ordering::Acquire) {
+            result = match self.run_once() {
+                Err(RuntimeError::MissingSinkTopic { topic }) => {
+                    self.retry_without_sink_topic(&topic, stop)
+                }
+                other => other,
+            };
+        }
+        self.transition(ThreadState::PendingShutdown);
+        let finish = match &result {
+            // A clean close checkpoints under exactly-once too; async calls
+            // in flight finish first (up to the drain timeout).
+            Ok(()) => self
+                .commit_draining(true)
+                .and_then(|()| self.write_checkpoints()),
+            Err(_) => {
+                self.collector.abort_if_in_transaction();
+                // Offsets of records whose outputs may not have gone out
+                // are never committed.
+                self.tasks.forget_processed();
+                Ok(())
+            }
+        };
+        self.instance.store_queries.unregister(&self.name);
+        self.tasks.close_all();
+        self.instance.local_metadata.remove(&self.name);
+        self.instance
+            .local_metadata
+            .record_skew(&self.config.metrics);
+        self.intake.remove_metrics(&self.config.metrics);
+        self.config
+            .metrics
+            .remove_matching(kstreams_metrics::names::THREAD_ID, &self.name);
+        // From here on revocations (closing the consumer revokes all) are
+        // acknowledged inside the callback: the tasks are closed already.
+        self.membership.leave(&self.consumer, &self.name);
+        self.transition(ThreadState::Dead);
+        result.and(finish)
+    }
+
+    /// Moves the thread to `to`, telling the listener.
+    fn transition(&mut self, to: ThreadState) {
+        if let Some(from) = self.state.transition_to(to) {
+            (self.on_state)(from, to);
+        }
+    }
+
+    /// One pass: intake, assignment, process, punctuate, maybe commit.
+    fn run_once(&mut self) -> Result<(), RuntimeError> {
+        // With async calls out, the poll must not block for long: their
+        // completions are applied by this loop, not by the consumer.
+        let poll = if self.tasks.async_in_flight() == 0 {
+            self.config.poll
+        } else if self.tasks.async_completion_ready() {
+            Duration::ZERO
+        } else {
+            self.config.poll.min(ASYNC_POLL)
+        };
+        self.poll(poll)?;
+        if self.apply_group_changes()? {
+            self.publish_metadata();
+        }
+        // After the poll: a revocation inside it may have committed the
+        // transaction, and outputs below need an open one.
+        self.collector.begin_transaction_if_needed()?;
+        self.serve_queries();
+        let committable = self.process()?;
+        self.tasks.update_standbys()?;
+        self.tasks.punctuate(now_ms(), &mut self.outbox)?;
+        self.send_outbox()?;
+        self.collector.poll();
+        self.collector.check_deliveries()?;
+        self.intake.resume_drained(&self.tasks)?;
+        if self.intake.record_lag(&self.tasks) {
+            self.publish_metadata();
+        }
+        let requested = self.tasks.commit_requested();
+        let interval = self.config.effective_commit_interval();
+        if committable && (requested || self.last_commit.elapsed() >= interval) {
+            self.commit()?;
+        }
+        Ok(())
+    }
+
+    /// The intake's poll, timed and traced.
+    fn poll(&mut self, timeout: Duration) -> Result<(), RuntimeError> {
+        self.membership.record_poll();
+        let span = tracing::debug_span!(
+            "kstreams.poll",
+            thread = self.name.as_str(),
+            records = tracing::field::Empty
+        )
+        .entered();
+        let started = Instant::now();
+        let queries = self
+            .instance
+            .store_queries
+            .in_use()
+            .then_some(&*self.queries);
+        let result = self.intake.poll(
+            timeout,
+            PollTarget {
+                tasks: &mut self.tasks,
+                spare: self.collector.spare_buffers(),
+                membership: &self.membership,
+                queries,
+            },
+        );
+        let polled = *result.as_ref().unwrap_or(&0);
+        span.record("records", polled);
+        self.sensors.poll_latency.observe_since(started);
+        self.sensors.poll_records.add(polled);
+        result.map(drop)
+    }
+
+    /// Processes what the partition groups allow, the outputs sent as each
+    /// slice ends. Returns whether anything can be committed.
+    fn process(&mut self) -> Result<bool, RuntimeError> {
+        let _span =
+            tracing::debug_span!("kstreams.process_batch", thread = self.name.as_str()).entered();
+        if self.tasks.bootstrapping() {
+            let positions = self.consumer.position()?;
+            self.tasks.track_bootstrap(&positions);
+        }
+        let needs_lag = self.config.max_task_idle.needs_lag();
+        loop {
+            let consumer = &self.consumer;
+            let lagging = |topic: &str, partition: i32, start: Option<i64>| {
+                needs_lag && is_lagging(consumer, topic, partition, start)
+            };
+            let more = self
+                .tasks
+                .process(&lagging, OUTPUT_SLICE, &mut self.outbox)?;
+            let committable = self.send_outbox()?;
+            if !more {
+                return Ok(committable);
+            }
+            // A long batch: serve the producer's delivery reports between
+            // slices, as a sink's send would.
+            self.collector.poll();
+        }
+    }
+
+    /// Hands the outbox to the record collector: the one way out of the
+    /// thread for a record, whichever step wrote it. Offsets count as
+    /// processed only once their outputs (and the stores' changelog
+    /// records) are with the producer: if sending fails, nothing of the
+    /// step gets committed. Returns whether anything can be committed.
+    fn send_outbox(&mut self) -> Result<bool, RuntimeError> {
+        self.collector.send_outbox(&mut self.outbox)?;
+        Ok(self.tasks.outputs_sent())
+    }
+
+    /// Answers the interactive queries posted since the last pass, on this
+    /// thread's stores.
+    fn serve_queries(&self) {
+        if self.queries.has_reads() {
+            super::queries::serve(&self.name, &self.queries, &self.tasks.local_stores());
+        }
+    }
+
+    /// Tells readers of `KafkaStreams::metadata` what this thread runs now.
+    fn publish_metadata(&self) {
+        self.instance.local_metadata.publish(ThreadMetadata {
+            thread_name: self.name.clone(),
+            thread_state: self.state.state(),
+            restoring: false,
+            active_tasks: self.tasks.metadata(self.intake.lags()),
+        });
+        self.instance
+            .local_metadata
+            .record_skew(&self.config.metrics);
+    }
+
+    /// Kafka Streams' answer to a sink topic that does not exist: its
+    /// default production handler says RETRY (the producer's timeout is
+    /// retriable, KIP-1065) and the task is revived from its last commit.
+    /// Here too: what was sent since the last commit is aborted under
+    /// exactly-once (at-least-once may write it again), the thread goes
+    /// back to its committed offsets and tries again after a pause, for as
+    /// long as the topic is missing.
+    fn retry_without_sink_topic(
+        &mut self,
+        topic: &str,
+        stop: &AtomicBool,
+    ) -> Result<(), RuntimeError> {
+        let missing = RuntimeError::MissingSinkTopic {
+            topic: topic.to_string(),
+        };
+        if self.missing_sink_reported.insert(topic.to_string()) {
+            log::error!("{}: {missing}", self.name);
+        } else {
+            log::debug!("{}: {missing}", self.name);
+        }
+        self.abort_and_rewind()?;
+        let resume = Instant::now() + MISSING_SINK_RETRY_BACKOFF;
+        while Instant::now() < resume && !stop.load(Ordering::Acquire) {
+            // Polling keeps the thread in its group (max.poll.interval.ms);
+            // what it fetches is read again after the next rewind.
+            self.poll(Duration::from_millis(100))?;
+            self.apply_group_changes()?;
+        }
+        self.abort_and_rewind()
+    }
+}
