@@ -214,8 +214,9 @@ fn null_error<T>(topic: &str) -> SerdeError {
 
 /// `bytes` as text, or why they are not UTF-8. Checked with SIMD
 /// (simdutf8): a source validates every string key and value it reads,
-/// and std's check was 2-3 % of a pass-through's and a join's CPU. Only
-/// an invalid input is checked again by std, for the error's position.
+/// and std's check showed in the profiles of a pass-through and a join
+/// (BENCHMARKS.md, "Sources: UTF-8 checks"). Only an invalid input is
+/// checked again by std, for the error's position.
 fn utf8<'a>(topic: &str, bytes: &'a [u8]) -> Result<&'a str, SerdeError> {
     simdutf8::basic::from_utf8(bytes).or_else(|_| {
         std::str::from_utf8(bytes).map_err(|source| SerdeError::InvalidUtf8 {

@@ -198,9 +198,10 @@ fn slot_key<CK, T>(slots: &[Option<Slot<CK, T>>], i: u32) -> &CK {
 /// their end neither allocates nor compares keys. The hash index holds
 /// slot numbers only: a key lives once, in its slot, so finding it reads
 /// one copy of its bytes (with a second copy in the index, comparing keys
-/// was 8 % of a count's samples, mostly waiting on memory). The key order
-/// that range queries need is kept only once a range query was asked for
-/// (a store that is only read and written by key never pays for it).
+/// was a large share of a count's time, mostly waiting on memory:
+/// BENCHMARKS.md, "Record cache: keys"). The key order that range queries
+/// need is kept only once a range query was asked for (a store that is
+/// only read and written by key never pays for it).
 pub(crate) struct NamedCache<CK, T> {
     slots: Vec<Option<Slot<CK, T>>>,
     free: Vec<u32>,

@@ -49,8 +49,9 @@ pub fn binary() -> Result<PathBuf> {
     let mut build = Command::new("go");
     build
         // Without the cloud service discoveries (AWS, Azure, GCE,
-        // Kubernetes...: static targets are all the check scrapes), a third
-        // of the CPU time and half the binary: 3.7 CPU-minutes cold here.
+        // Kubernetes...: static targets are all the check scrapes), which
+        // are most of the build's CPU time and much of the binary
+        // (BENCHMARKS.md, "xtask: Prometheus build").
         .args(["install", "-tags", "remove_all_sd"])
         .arg(format!("{MODULE}@{VERSION}"))
         .env("GOBIN", &partial)

@@ -26,45 +26,40 @@ use super::config::{
 /// the main, restore and global consumers) and producers (`producer.`
 /// keys) where librdkafka's
 /// defaults starve a Streams workload; a user's setting of the same key
-/// wins. Each was chosen with `cargo xtask bench compare pass-through
-/// --only kstreams --set KEY=VALUE` (1M records of 100 B, 4 partitions, one
-/// thread, 3 runs; BENCHMARKS.md has the full comparison):
+/// wins. Each was chosen by running the comparison's pass-through with the
+/// key set; the runs, their commands and their figures are in
+/// BENCHMARKS.md, "Client defaults this comparison chose".
 ///
 /// - `fetch.queue.backoff.ms` 20 (librdkafka: 1000): once a partition has
 ///   `queued.min.messages` records prefetched, librdkafka stops fetching it
 ///   for this long. A stream thread empties such a queue in well under a
-///   second and then sat idle until the backoff ended: 9.1 s wall at 1000,
-///   3.4 s at 50 or 20, the same CPU (2.0 s). At 0 the fetcher spins.
+///   second and then sat idle until the backoff ended, so librdkafka's
+///   default multiplied the wall time at the same CPU. At 0 the fetcher
+///   spins.
 /// - `queued.min.messages` 20 000 (librdkafka: 100 000): how many records
 ///   the consumer prefetches. librdkafka's docs say per partition, but its
 ///   fetcher measures each partition's queue after forwarding, that is the
 ///   consumer's one queue (`rd_kafka_toppar_fetch_decide`, `rd_kafka_q_len`),
-///   so this bounds the whole consumer. 50 000 took a fifth off the peak
-///   RSS against the default (72–94 MiB against 96–104) at the same wall
-///   time and CPU; 20 000 with the cap below took another fifth off (2M
-///   records, one thread, 3–4 runs each, `/usr/bin/time`: pass-through
-///   73–86 MiB against 91–101, join 86–100 against 106–114) at the same
-///   wall time (4.4–4.6 s pass-through) and CPU. 10 000 alone cost a third
-///   more wall time (4.6 s against 3.4 at the time) because the queue then
-///   drains faster than the backoff.
+///   so this bounds the whole consumer. Fewer prefetched records lower the
+///   peak RSS at the same wall time and CPU, until the thread drains the
+///   queue before the backoff above ends (10 000 alone was slower).
 /// - `queued.max.messages.kbytes` 16 384 (librdkafka: 65 536): the cap on
 ///   the consumer's prefetched bytes (librdkafka counts a kbyte as 1 000
-///   bytes), about 16 MB. Kafka Streams' own consumers buffer 1 000
+///   bytes), about 16 MB; with the count above it takes the peak RSS lower
+///   again. Kafka Streams' own consumers buffer 1 000
 ///   records per partition (`buffered.records.per.partition`).
 /// - `linger.ms` 5 (librdkafka's own default, written down because Kafka
 ///   Streams raises the Java producer's to 100): batches fill before it
-///   ends at any real rate (25 made no difference: 3.5–3.8 s, 1.9–2.0 s
-///   CPU), and a longer linger only adds latency at low rates.
+///   ends at any real rate (a longer one made no difference to a
+///   pass-through), and a longer linger only adds latency at low rates.
 /// - `reconnect.backoff.ms` 50 (librdkafka: 100), for every client: Kafka's
 ///   Java clients' default. librdkafka also opens a client's connections to
 ///   brokers it has only just learnt of (the group coordinator, a
 ///   partition's leader) at most once per half of it
 ///   (`sparse_connect_intvl` in rdkafka_conf.c), and a new client learns
 ///   them from its bootstrap connection just after opening that one: each
-///   client's first request to them waited 50 ms. The admin client's topic
-///   check at start took 53–58 ms at 100 and 29–30 ms (or 1–2) at 50, and a
-///   thread's first output came 246–321 ms after the process started
-///   against 172–262 ms (`bench-node kstreams`, 200k records, 6 runs each).
+///   client's first request to them waited half the backoff, which delayed
+///   the start's topic check and a thread's first output.
 pub const STREAM_CLIENT_DEFAULTS: &[(&str, &str)] = &[
     ("consumer.fetch.queue.backoff.ms", "20"),
     ("consumer.queued.min.messages", "20000"),

@@ -65,7 +65,8 @@ pub(crate) fn is_lagging<C: ConsumerContext>(
 /// The per-partition metrics of a thread's assigned partitions: records
 /// consumed and lag, by topic then partition (looked up by `&str` per
 /// record, with no allocation; Fx-hashed, as the topics are the
-/// application's own: SipHash of the topic was 2 % of a pass-through).
+/// application's own and SipHash of the topic showed in a pass-through's
+/// profile: BENCHMARKS.md, "Per-record maps: Fx").
 #[derive(Default)]
 pub(crate) struct PartitionMetrics {
     sensors: FxHashMap<String, FxHashMap<i32, PartitionSensors>>,

@@ -1,18 +1,20 @@
 //! The clock of one processing slice: when a task's turn is over, and the
 //! wall-clock time its records' end-to-end latency is measured against.
 //!
-//! Reading the clock for every record was 2 % of a pass-through's CPU (two
-//! reads per record of about 2 µs). The slice clock reads it again only
-//! after as many records as half the slice's remaining time would take at
-//! the pace seen so far (at most [`MAX_STRIDE`]), so a fast task reads it
-//! every few dozen records, and a slow one, whose records take a good part
-//! of the slice each, after every record.
+//! Reading the clock twice for every record was a visible share of a
+//! pass-through's CPU, its records being cheap (see BENCHMARKS.md, "Stream
+//! thread: clock reads"). The slice clock reads it again only after as
+//! many records as half the slice's remaining time would take at the pace
+//! seen so far (at most [`MAX_STRIDE`]), so a fast task reads it every few
+//! dozen records, and a slow one, whose records take a good part of the
+//! slice each, after every record.
 
 use std::time::{Duration, Instant};
 
-/// The most records between two clock reads. At about 2 µs per record the
-/// wall-clock time it gives is at most ~0.1 ms old, well under the
-/// millisecond the end-to-end latency is measured in.
+/// The most records between two clock reads. At a pass-through's pace
+/// (BENCHMARKS.md, "Stream thread: clock reads") that many records take a
+/// small fraction of a millisecond: the wall-clock time it gives is never
+/// older, well under the millisecond the end-to-end latency is measured in.
 const MAX_STRIDE: u32 = 32;
 
 /// The clock of one slice: started when the slice starts, asked after each

@@ -7,9 +7,9 @@
 /// librdkafka, a poll batch (up to 1 000 records) at a time; and the
 /// outputs' buffers are freed once librdkafka has copied them, also in
 /// runs of hundreds. glibc's per-thread cache holds 7 chunks per size, so
-/// such runs go to its slower bins: about 300 instructions per allocation
-/// and 130 per free (callgrind, pass-through). A buffer kept here costs a
-/// push and a pop. Keys and values are kept apart, as their sizes differ.
+/// such runs go to its slower bins, which cost many times a push and a pop
+/// on a buffer kept here (BENCHMARKS.md, "Stream thread: spare buffers").
+/// Keys and values are kept apart, as their sizes differ.
 #[derive(Debug, Default)]
 pub(crate) struct SpareBuffers {
     keys: Vec<Vec<u8>>,

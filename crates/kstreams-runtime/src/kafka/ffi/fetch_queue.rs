@@ -5,9 +5,9 @@
 //!
 //! Why: the consumer's poll hands over one record per call, and each call
 //! reads the clock four times (three in librdkafka, one in rust-rdkafka)
-//! and wraps the record in a reference-counted event. On the pass-through
-//! that was a sixth of the stream thread's time (`perf`, 1M records). A
-//! batch read pays those once per batch.
+//! and wraps the record in a reference-counted event: on the pass-through,
+//! a large share of the stream thread's time (BENCHMARKS.md, "Stream
+//! thread: batch reads"). A batch read pays those once per batch.
 //!
 //! What stays on the consumer's queue: the group's events (rebalances,
 //! errors, commits), which the thread still polls for every pass (the

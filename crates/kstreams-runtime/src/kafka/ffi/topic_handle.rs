@@ -1,8 +1,9 @@
 //! Producing by librdkafka topic handle. rust-rdkafka's `BaseProducer::send`
 //! names the topic: it makes a C string of the name, and librdkafka looks
-//! the topic up by name under its lock, for every record (about 500 of a
-//! pass-through's 9 500 instructions per record). A handle per topic, made
-//! once, does neither; the record goes to `rd_kafka_produceva` as before.
+//! the topic up by name under its lock, for every record (a visible share
+//! of a pass-through's instructions: BENCHMARKS.md, "Producer: by topic
+//! handle"). A handle per topic, made once, does neither; the record goes
+//! to `rd_kafka_produceva` as before.
 
 use std::ffi::{c_char, c_void, CString};
 use std::sync::Arc;
