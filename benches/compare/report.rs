@@ -157,7 +157,7 @@ fn summarize(rows: &[&Row]) -> Summary {
     }
 }
 
-const IMPLEMENTATIONS: [&str; 3] = ["kstreams", "kafka-streams", "raw"];
+const IMPLEMENTATIONS: [&str; 4] = ["kstreams", "kstreams-baseline", "kafka-streams", "raw"];
 /// kstreams watched (`bench compare --only` names them): DEBUG metrics,
 /// and INFO with /metrics scraped every second. In the table, not the chart.
 const OBSERVED: [&str; 2] = ["kstreams-debug-metrics", "kstreams-scraped"];
@@ -269,6 +269,7 @@ fn markdown(rows: &[Row], groups: &Groups) -> String {
             )),
         );
     }
+    baseline_table(&mut out, groups);
     let latency: Vec<&Row> = rows.iter().filter(|r| r.kind == "latency").collect();
     if !latency.is_empty() {
         let _ = writeln!(
@@ -301,6 +302,40 @@ fn markdown(rows: &[Row], groups: &Groups) -> String {
         }
     }
     out
+}
+
+/// This build against `--baseline`'s (another commit's), where it ran:
+/// the before and after of a change, from one run.
+fn baseline_table(out: &mut String, groups: &Groups) {
+    let pairs: Vec<_> = groups
+        .iter()
+        .filter_map(|(key, by_impl)| {
+            Some((
+                key,
+                by_impl.get("kstreams")?,
+                by_impl.get("kstreams-baseline")?,
+            ))
+        })
+        .collect();
+    if pairs.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nThis build against the baseline's (`--baseline`; above 1 is better for this \
+         build):\n\n| workload | threads | speed (wall) | speed (output complete) | \
+         records/CPU-s | RSS (this / baseline) |\n|---|---|---|---|---|---|"
+    );
+    for ((threads, workload), k, b) in pairs {
+        let _ = writeln!(
+            out,
+            "| {workload} | {threads} | {} | {} | {} | {} |",
+            times(b.wall_s / k.wall_s),
+            times(b.output_s / k.output_s),
+            times(k.records_per_cpu_s / b.records_per_cpu_s),
+            or_dash(k.rss_mib / b.rss_mib, 2),
+        );
+    }
 }
 
 fn colour(implementation: &str) -> RGBColor {

@@ -136,13 +136,15 @@ bench [NAME] [ARGS]
     KSTREAMS_BOOTSTRAP (stateless_chain, broker_passthrough, ...)
 bench compare [WORKLOAD...] [--records N] [--runs R] [--threads 1,2]
               [--latency-seconds S] [--latency-rate R] [--set KEY=VALUE]
-              [--only IMPL,...] [--smoke]
+              [--only IMPL,...] [--baseline BENCH_NODE] [--smoke]
     kstreams, Apache Kafka Streams and a raw librdkafka loop on the same
     input, outputs checked; results in <target>/bench/compare.{md,svg,tsv}
     (workloads: pass-through, count, window-count, join, pass-through-eos;
     --smoke: one small run of each; --only may also name
     kstreams-debug-metrics and kstreams-scraped: kstreams with DEBUG
-    metrics, and with /metrics scraped every second)
+    metrics, and with /metrics scraped every second; --baseline runs a
+    bench-node built from another commit as kstreams-baseline, for a
+    before/after table in one run)
 ",
         run: bench::cli,
     },

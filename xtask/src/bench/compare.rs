@@ -67,6 +67,10 @@ struct Plan {
     /// `--only NAME[,NAME]`: run just these implementations (and the
     /// observed kstreams variants, `OBSERVED`, only when named here).
     only: Option<Vec<String>>,
+    /// `--baseline PATH`: a bench-node binary built from another commit,
+    /// run as `kstreams-baseline` beside this one, so that a change is
+    /// measured before and after in one run on the same broker and input.
+    baseline: Option<PathBuf>,
 }
 
 impl Plan {
@@ -80,6 +84,17 @@ impl Plan {
         let only = args
             .option::<String>("only")?
             .map(|list| list.split(',').map(str::to_owned).collect());
+        let baseline: Option<PathBuf> = args.option::<String>("baseline")?.map(PathBuf::from);
+        if let Some(path) = &baseline {
+            if !path.is_file() {
+                bail!(
+                    "--baseline {}: no such file (give a bench-node binary built from the \
+                     commit to compare with: `cargo build --profile bench --package \
+                     kstreams-benches --bin bench-node` there, then copy target/release/bench-node)",
+                    path.display()
+                );
+            }
+        }
         let mut kstreams_settings = Vec::new();
         while let Some(setting) = args.option::<String>("set")? {
             kstreams_settings.push(setting);
@@ -116,6 +131,7 @@ impl Plan {
             kstreams_settings,
             latency_rate,
             only,
+            baseline,
         })
     }
 }
@@ -123,6 +139,7 @@ impl Plan {
 pub fn cli(args: Args) -> Result<ExitCode> {
     let plan = Plan::parse(args)?;
     let node = BenchNode::build(plan.debug)?;
+    let baseline = plan.baseline.clone().map(|binary| BenchNode { binary });
     let java = JavaHarness::build()?;
     let lease = Lease::acquire()?;
     let out_dir = paths::cargo_target_dir(&cargo_bin())?.join("bench");
@@ -130,6 +147,7 @@ pub fn cli(args: Args) -> Result<ExitCode> {
     let mut bench = Bench {
         plan: &plan,
         node: &node,
+        baseline: baseline.as_ref(),
         java: &java,
         bootstrap: lease.bootstrap().to_owned(),
         out_dir: out_dir.clone(),
@@ -228,6 +246,8 @@ impl Measured {
 struct Bench<'a> {
     plan: &'a Plan,
     node: &'a BenchNode,
+    /// `--baseline`'s bench-node, run as `kstreams-baseline`.
+    baseline: Option<&'a BenchNode>,
     java: &'a JavaHarness,
     bootstrap: String,
     out_dir: PathBuf,
@@ -250,6 +270,9 @@ impl Bench<'_> {
             for threads in self.plan.threads.clone() {
                 for run in 1..=self.plan.runs {
                     let mut order = implementations(workload);
+                    if self.baseline.is_some() {
+                        order.insert(1, BASELINE);
+                    }
                     if let Some(only) = &self.plan.only {
                         order.extend(OBSERVED);
                         order.retain(|i| only.iter().any(|o| o == i));
@@ -399,8 +422,13 @@ impl Bench<'_> {
                 command.args(["--bootstrap", &self.bootstrap, "--workload", workload]);
                 command
             }
-            "kstreams" | "kstreams-debug-metrics" | "kstreams-scraped" => {
-                let mut command = self.node.command("kstreams");
+            "kstreams" | "kstreams-debug-metrics" | "kstreams-scraped" | BASELINE => {
+                let node = match (implementation, self.baseline) {
+                    (BASELINE, Some(baseline)) => baseline,
+                    (BASELINE, None) => bail!("{BASELINE} runs only with --baseline"),
+                    _ => self.node,
+                };
+                let mut command = node.command("kstreams");
                 command.args(["--bootstrap", &self.bootstrap, "--workload", workload]);
                 for setting in &self.plan.kstreams_settings {
                     command.args(["--set", setting]);
@@ -594,6 +622,9 @@ impl Bench<'_> {
 /// metric of `metrics.recording.level=DEBUG`, and the default INFO with the
 /// HTTP endpoints served and /metrics scraped every second.
 const OBSERVED: [&str; 2] = ["kstreams-debug-metrics", "kstreams-scraped"];
+
+/// kstreams built from another commit (`--baseline`).
+const BASELINE: &str = "kstreams-baseline";
 
 fn implementations(workload: &str) -> Vec<&'static str> {
     if workload == "pass-through" {
