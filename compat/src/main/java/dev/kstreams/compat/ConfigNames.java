@@ -16,14 +16,14 @@ import org.apache.kafka.streams.StreamsConfig;
  * {@code <null>}; lists are written as a properties file would give them.
  *
  * <p>kstreams checks the output in as a test fixture
- * (crates/kstreams-runtime/src/kafka/kafka_streams_configs.tsv), so that a
+ * (crates/kstreams-runtime/src/kafka/config/kafka_streams_configs.tsv), so that a
  * Kafka Streams release with new configs shows up as a failing test, not as a
  * user's "unknown config". To regenerate it, from compat/:
  *
  * <pre>
  * mvn -q compile dependency:build-classpath -Dmdep.outputFile=target/classpath.txt
  * java -cp target/classes:$(cat target/classpath.txt) dev.kstreams.compat.Main config-names \
- *     > ../crates/kstreams-runtime/src/kafka/kafka_streams_configs.tsv
+ *     > ../crates/kstreams-runtime/src/kafka/config/kafka_streams_configs.tsv
  * </pre>
  */
 final class ConfigNames {

@@ -1,6 +1,7 @@
-//! Every config Kafka Streams defines is one `StreamsConfig::set` knows:
-//! a properties file ported from a Kafka Streams application never meets
-//! "unknown config".
+//! Every config Kafka Streams defines is one `StreamsConfig::set` knows,
+//! and every key of the table (`keys.rs`) but kstreams' own is one Kafka
+//! Streams defines: a properties file ported from a Kafka Streams
+//! application never meets "unknown config".
 //!
 //! The names come from the real jar, not from a list typed here:
 //! `kafka_streams_configs.tsv` is the output of compat's `config-names`
@@ -11,12 +12,19 @@
 //! ```text
 //! mvn -q compile dependency:build-classpath -Dmdep.outputFile=target/classpath.txt
 //! java -cp target/classes:$(cat target/classpath.txt) dev.kstreams.compat.Main config-names \
-//!     > ../crates/kstreams-runtime/src/kafka/kafka_streams_configs.tsv
+//!     > ../crates/kstreams-runtime/src/kafka/config/kafka_streams_configs.tsv
 //! ```
 //!
-//! and classify the new names in `kafka_streams_only` (or implement them).
+//! and declare the new names in the table of `keys.rs` (implemented, or
+//! with why they have no effect or are refused).
 
-use super::*;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::client::ClientPrefix;
+use super::keys::{find, Kind, KEYS, PREFIXES};
+use super::{ConfigError, StreamsConfig};
+use crate::{DeserializationHandling, ProductionHandling};
 
 const FIXTURE: &str = include_str!("kafka_streams_configs.tsv");
 
@@ -58,6 +66,15 @@ fn configs() -> impl Iterator<Item = KafkaConfig> {
     fixture().into_iter().filter(|c| c.kind != "prefix")
 }
 
+/// The prefixes whose keys Kafka Streams reads as families.
+fn prefixes() -> Vec<&'static str> {
+    fixture()
+        .into_iter()
+        .filter(|c| c.kind == "prefix")
+        .map(|c| c.name)
+        .collect()
+}
+
 /// A value of the config's type for a key unset by default.
 fn sample_value(config: &KafkaConfig) -> &'static str {
     config.default.unwrap_or(match config.kind {
@@ -86,13 +103,11 @@ enum Handling {
 }
 
 fn handling(key: &str) -> Handling {
-    if KNOWN_KEYS.contains(&key) {
-        return Handling::Implemented;
-    }
-    match kafka_streams_only(key) {
-        Some(KafkaStreamsOnly::NoEffect(_)) => Handling::NoEffect,
-        Some(KafkaStreamsOnly::OnlyOff(..)) => Handling::OnlyDefault,
-        Some(KafkaStreamsOnly::Refused(_)) => Handling::Refused,
+    match find(key).map(|entry| &entry.kind) {
+        Some(Kind::Implemented(_) | Kind::KstreamsOnly(_)) => Handling::Implemented,
+        Some(Kind::NoEffect(_)) => Handling::NoEffect,
+        Some(Kind::OnlyDefault { .. }) => Handling::OnlyDefault,
+        Some(Kind::Refused(_)) => Handling::Refused,
         None => Handling::Client,
     }
 }
@@ -110,11 +125,7 @@ fn the_fixture_is_kafka_streams_own_list() {
     ] {
         assert!(configs.iter().any(|c| c.name == known), "{known} missing");
     }
-    let prefixes: Vec<_> = fixture()
-        .into_iter()
-        .filter(|c| c.kind == "prefix")
-        .map(|c| c.name)
-        .collect();
+    let prefixes = prefixes();
     assert!(prefixes.contains(&"client.tag."), "{prefixes:?}");
 }
 
@@ -151,6 +162,47 @@ fn every_kafka_streams_config_is_classified() {
     }
 }
 
+/// Kafka Streams 3's configs that Kafka Streams 4 no longer defines: the
+/// table keeps them, to tell an application ported from 3 what to do.
+const REMOVED_IN_KAFKA_4: [&str; 3] = [
+    "default.windowed.key.serde.inner",
+    "default.windowed.value.serde.inner",
+    "auto.include.jmx.reporter",
+];
+
+#[test]
+fn every_key_of_the_table_is_kafka_streams_own_but_kstreams_own() {
+    let configs: Vec<&str> = configs().map(|c| c.name).collect();
+    let prefixes = prefixes();
+    let mut seen = Vec::new();
+    for entry in KEYS {
+        for name in entry.names() {
+            assert!(!seen.contains(&name), "{name} is declared twice");
+            seen.push(name);
+            let kafka = configs.contains(&name) || REMOVED_IN_KAFKA_4.contains(&name);
+            match entry.kind {
+                Kind::KstreamsOnly(_) => {}
+                _ => assert!(kafka, "{name} is no Kafka Streams config"),
+            }
+        }
+        assert!(!entry.doc.is_empty(), "{} has no doc line", entry.name);
+    }
+    for entry in PREFIXES {
+        assert!(
+            prefixes.contains(&entry.name),
+            "{} is no Kafka Streams prefix",
+            entry.name
+        );
+        assert!(find(entry.name).is_none(), "{}", entry.name);
+    }
+    // And every Kafka Streams prefix is the table's or a client's.
+    for prefix in prefixes {
+        let client = ClientPrefix::split(prefix).is_some_and(|(_, rest)| rest.is_empty());
+        let table = PREFIXES.iter().any(|entry| entry.name == prefix);
+        assert!(client != table, "{prefix}");
+    }
+}
+
 #[test]
 fn every_kafka_streams_prefix_is_taken() {
     let samples = [
@@ -163,12 +215,12 @@ fn every_kafka_streams_prefix_is_taken() {
         ("producer.", "linger.ms", "5"),
         ("admin.", "retries", "3"),
     ];
-    for prefix in fixture().into_iter().filter(|c| c.kind == "prefix") {
+    for prefix in prefixes() {
         let (_, key, value) = samples
             .iter()
-            .find(|(p, ..)| *p == prefix.name)
-            .unwrap_or_else(|| panic!("no sample key for Kafka Streams' prefix {}", prefix.name));
-        let key = format!("{}{key}", prefix.name);
+            .find(|(p, ..)| *p == prefix)
+            .unwrap_or_else(|| panic!("no sample key for Kafka Streams' prefix {prefix}"));
+        let key = format!("{prefix}{key}");
         let mut config = StreamsConfig::new("app", "b:9092");
         if let Err(e) = config.set(&key, value) {
             panic!("{key}={value}: {e}");
@@ -252,10 +304,16 @@ fn a_deprecated_key_does_not_override_its_new_name() {
 #[test]
 fn kstreams_own_keys_are_not_kafka_streams_configs_and_are_taken() {
     let kafka: Vec<&str> = fixture().into_iter().map(|c| c.name).collect();
-    for key in KSTREAMS_ONLY_KEYS {
+    let own: Vec<_> = KEYS
+        .iter()
+        .filter(|entry| matches!(entry.kind, Kind::KstreamsOnly(_)))
+        .collect();
+    assert!(own.len() >= 8, "{} kstreams keys", own.len());
+    for entry in own {
+        let key = entry.name;
         assert!(key.starts_with("kstreams."), "{key}");
-        assert!(!kafka.contains(key), "{key} is a Kafka Streams config");
-        assert!(KNOWN_KEYS.contains(key), "{key}");
+        assert!(!kafka.contains(&key), "{key} is a Kafka Streams config");
+        assert!(entry.deprecated.is_none(), "{key}");
     }
     let mut config = StreamsConfig::new("app", "b:9092");
     config

@@ -1,0 +1,238 @@
+//! `StreamsConfig::validate`: settings that are fine one by one but not
+//! together (Kafka Streams checks these in `StreamsConfig`'s constructor
+//! and `KafkaStreams`' start), each check a function of its own.
+
+use std::collections::BTreeMap;
+
+use super::client::ClientPrefix;
+use super::group_protocol::{GroupProtocol, CLASSIC_ONLY};
+use super::keys::GROUP_PROTOCOL;
+use super::{ConfigError, KafkaClient, StreamsConfig};
+
+/// A client's settings by key, with the prefix each came with
+/// ([`StreamsConfig::client_settings`]).
+type Settings = BTreeMap<String, (ClientPrefix, String)>;
+
+impl StreamsConfig {
+    /// Checks settings that are fine one by one but not together: under
+    /// `consumer.group.protocol=consumer` (KIP-848) the classic protocol's
+    /// `partition.assignment.strategy`, `session.timeout.ms`,
+    /// `heartbeat.interval.ms` and `group.protocol.type` are refused.
+    /// [`KafkaStreams::start`](crate::kafka::KafkaStreams::start) calls it too.
+    ///
+    /// ```
+    /// use kstreams_runtime::kafka::StreamsConfig;
+    ///
+    /// let err = StreamsConfig::from_properties([
+    ///     ("application.id", "app"),
+    ///     ("bootstrap.servers", "localhost:9092"),
+    ///     ("consumer.group.protocol", "consumer"),
+    ///     ("consumer.partition.assignment.strategy", "range"),
+    /// ])
+    /// .unwrap_err();
+    /// assert!(err.to_string().starts_with(
+    ///     "config consumer.partition.assignment.strategy cannot be used with \
+    ///      consumer.group.protocol=consumer"
+    /// ));
+    /// ```
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(e) = &self.deferred_error {
+            return Err(e.clone());
+        }
+        let main = self.client_settings(KafkaClient::MainConsumer);
+        if self.streams_group_protocol {
+            streams_group_without_consumer_protocol(&main)?;
+            streams_group_member_in_plaintext(&main)?;
+        }
+        self.standby_replicas_with_streams_group(&main)?;
+        if self.group_protocol() == GroupProtocol::Consumer {
+            consumer_protocol_without_classic_settings(&main)?;
+        }
+        Ok(())
+    }
+
+    /// Standby tasks are placed by a streams group's broker: under the
+    /// classic and KIP-848 protocols `num.standby.replicas` above 0 is
+    /// refused.
+    fn standby_replicas_with_streams_group(&self, main: &Settings) -> Result<(), ConfigError> {
+        let standby_replicas = self.num_standby_replicas.unwrap_or(0);
+        if standby_replicas > 0 && !self.streams_group_protocol {
+            let protocol = main
+                .get(GROUP_PROTOCOL)
+                .map_or("classic".to_string(), |(_, p)| p.clone());
+            return Err(ConfigError::Conflict {
+                key: format!("num.standby.replicas={standby_replicas}"),
+                with: format!("group.protocol={protocol}"),
+                hint: "standby tasks are placed by the broker of a streams group: set \
+                       group.protocol=streams (Kafka 4.2+ brokers), or num.standby.replicas=0; \
+                       the classic and KIP-848 consumer protocols cannot carry them"
+                    .to_string(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Under `group.protocol=streams` the streams group assigns the main
+/// consumers their partitions: a consumer group protocol of their own is
+/// refused.
+fn streams_group_without_consumer_protocol(main: &Settings) -> Result<(), ConfigError> {
+    match main.get(GROUP_PROTOCOL) {
+        Some((prefix, protocol)) => Err(ConfigError::Conflict {
+            key: format!("{}group.protocol={protocol}", prefix.as_str()),
+            with: "group.protocol=streams".to_string(),
+            hint: "the stream threads join a streams group and their consumers are \
+                   assigned partitions by it; remove the consumer's group protocol"
+                .to_string(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The streams group member (kstreams-group) connects in plaintext only so
+/// far: under `group.protocol=streams` a main consumer's
+/// `security.protocol` other than `PLAINTEXT` is refused. This check goes
+/// when the member speaks TLS and SASL.
+fn streams_group_member_in_plaintext(main: &Settings) -> Result<(), ConfigError> {
+    match main.get("security.protocol") {
+        Some((prefix, security)) if !security.eq_ignore_ascii_case("plaintext") => {
+            Err(ConfigError::Conflict {
+                key: format!("{}security.protocol={security}", prefix.as_str()),
+                with: "group.protocol=streams".to_string(),
+                hint: "the streams group member connects in plaintext only so far; \
+                       use group.protocol=classic or consumer.group.protocol=consumer"
+                    .to_string(),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Under `consumer.group.protocol=consumer` (KIP-848) librdkafka refuses the
+/// classic protocol's membership settings ([`CLASSIC_ONLY`]).
+fn consumer_protocol_without_classic_settings(main: &Settings) -> Result<(), ConfigError> {
+    for (key, hint) in CLASSIC_ONLY {
+        if let Some((prefix, _)) = main.get(key) {
+            let (protocol_prefix, protocol) = &main[GROUP_PROTOCOL];
+            return Err(ConfigError::Conflict {
+                key: format!("{}{key}", prefix.as_str()),
+                with: format!("{}group.protocol={protocol}", protocol_prefix.as_str()),
+                hint: hint.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::base;
+    use super::*;
+
+    #[test]
+    fn standby_replicas_need_the_streams_group_protocol() {
+        let mut config = StreamsConfig::new("app", "b:1");
+        config.set("num.standby.replicas", "1").unwrap();
+        let text = config.validate().unwrap_err().to_string();
+        assert!(text.contains("num.standby.replicas=1"), "{text}");
+        assert!(text.contains("group.protocol=streams"), "{text}");
+        config.set("group.protocol", "streams").unwrap();
+        assert_eq!(config.validate(), Ok(()));
+        assert!(config.set("num.standby.replicas", "-1").is_err());
+        assert!(StreamsConfig::new("app", "b:1")
+            .set("num.standby.replicas", "0")
+            .is_ok());
+    }
+
+    #[test]
+    fn the_consumer_group_protocol_refuses_classic_assignment_settings_in_any_order() {
+        let consumer = ("consumer.group.protocol", "consumer");
+        let strategy = ("consumer.partition.assignment.strategy", "range");
+        for properties in [[consumer, strategy], [strategy, consumer]] {
+            let mut p = base();
+            p.extend(properties);
+            let err = StreamsConfig::from_properties(p).unwrap_err();
+            assert_eq!(
+                err,
+                ConfigError::Conflict {
+                    key: "consumer.partition.assignment.strategy".into(),
+                    with: "consumer.group.protocol=consumer".into(),
+                    hint: CLASSIC_ONLY[0].1.into(),
+                }
+            );
+            assert!(
+                err.to_string().contains("consumer.group.remote.assignor"),
+                "{err}"
+            );
+        }
+        // Through main.consumer. and set on a built config, found at start.
+        let config = StreamsConfig::new("app", "b:9092")
+            .client_config("main.consumer.group.protocol", "CONSUMER")
+            .client_config("consumer.session.timeout.ms", "6000");
+        let err = config.validate().unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "config consumer.session.timeout.ms cannot be used with \
+                 main.consumer.group.protocol=CONSUMER"
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_streams_group_protocol_takes_the_endpoint_and_refuses_a_consumer_protocol() {
+        let mut p = base();
+        p.extend([
+            ("group.protocol", "STREAMS"),
+            ("application.server", "host-7:8080"),
+        ]);
+        let c = StreamsConfig::from_properties(p).unwrap();
+        assert_eq!(c.group_protocol(), GroupProtocol::Streams);
+        assert_eq!(c.application_server, Some(("host-7".to_string(), 8080)));
+
+        let mut p = base();
+        p.push(("application.server", "no-port"));
+        let err = StreamsConfig::from_properties(p).unwrap_err();
+        assert!(err.to_string().contains("host:port"), "{err}");
+
+        let mut p = base();
+        p.extend([
+            ("group.protocol", "streams"),
+            ("consumer.group.protocol", "consumer"),
+        ]);
+        let err = StreamsConfig::from_properties(p).unwrap_err();
+        assert!(
+            err.to_string().contains("consumer.group.protocol=consumer")
+                && err.to_string().contains("group.protocol=streams"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_streams_group_member_connects_in_plaintext_only() {
+        for (key, value) in [
+            ("security.protocol", "SASL_SSL"),
+            ("main.consumer.security.protocol", "ssl"),
+        ] {
+            let mut p = base();
+            p.extend([("group.protocol", "streams"), (key, value)]);
+            let err = StreamsConfig::from_properties(p).unwrap_err();
+            assert_eq!(
+                err,
+                ConfigError::Conflict {
+                    key: format!("{key}={value}"),
+                    with: "group.protocol=streams".into(),
+                    hint: "the streams group member connects in plaintext only so far; \
+                           use group.protocol=classic or consumer.group.protocol=consumer"
+                        .into(),
+                }
+            );
+        }
+        let mut p = base();
+        p.extend([
+            ("group.protocol", "streams"),
+            ("security.protocol", "PLAINTEXT"),
+        ]);
+        assert!(StreamsConfig::from_properties(p).is_ok());
+    }
+}
