@@ -586,9 +586,12 @@ fn spawn(
 /// returns them to the caller.
 fn is_recoverable_transaction_error(error: &RuntimeError) -> bool {
     match error {
-        RuntimeError::Kafka(rdkafka::error::KafkaError::Transaction(e)) => {
-            !e.is_fatal() && (e.is_retriable() || e.txn_requires_abort())
-        }
+        RuntimeError::Kafka(e) => match e.kafka() {
+            rdkafka::error::KafkaError::Transaction(e) => {
+                !e.is_fatal() && (e.is_retriable() || e.txn_requires_abort())
+            }
+            _ => false,
+        },
         _ => false,
     }
 }

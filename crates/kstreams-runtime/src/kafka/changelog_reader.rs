@@ -15,6 +15,7 @@ use super::clients;
 use super::config::StreamsConfig;
 use super::restore_progress::{RestoreBoard, RestoreKind};
 use super::RuntimeError;
+use crate::kafka::client_error::ClientResult;
 use crate::StreamTask;
 
 /// How long one store may take to restore before the thread gives up.
@@ -65,7 +66,7 @@ impl ChangelogReader {
     fn restore_consumer(&mut self) -> Result<&BaseConsumer, RuntimeError> {
         if self.restore_consumer.is_none() {
             let client = clients::restore_consumer(&self.config, &self.thread);
-            self.restore_consumer = Some(client.create()?);
+            self.restore_consumer = Some(client.create().client()?);
         }
         Ok(self.restore_consumer.as_ref().expect("just made"))
     }
@@ -118,8 +119,9 @@ impl ChangelogReader {
             return Ok(checkpointed.or(reached).filter(|_| persistent));
         };
         let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(&changelog.topic, partition, Offset::Offset(low))?;
-        consumer.assign(&tpl)?;
+        tpl.add_partition_offset(&changelog.topic, partition, Offset::Offset(low))
+            .client()?;
+        consumer.assign(&tpl).client()?;
         let mut restoration =
             Restoration::start(store, &changelog.topic, partition, low, high, listener);
         // A restoration that fails part-way is suspended (KIP-869): the
@@ -129,7 +131,7 @@ impl ChangelogReader {
             return Err(e);
         }
         restoration.finish()?;
-        consumer.unassign()?;
+        consumer.unassign().client()?;
         Ok(reached)
     }
 }
@@ -150,7 +152,7 @@ fn read_changelog(
     let read_through = |consumer: &BaseConsumer| -> Result<bool, RuntimeError> {
         Ok(matches!(
             consumer
-                .position()?
+                .position().client()?
                 .find_partition(&changelog.topic, partition)
                 .map(|e| e.offset()),
             Some(Offset::Offset(p)) if p >= high
@@ -174,7 +176,7 @@ fn read_changelog(
                 break;
             };
             wait = Duration::ZERO;
-            let message = message?;
+            let message = message.client()?;
             if message.offset() >= high {
                 continue; // written after the restore began: processing will see it
             }
@@ -235,7 +237,7 @@ fn changelog_watermarks(
                 log::debug!("{topic}-{partition}: no leader yet ({code}); asking again");
                 std::thread::sleep(Duration::from_millis(100));
             }
-            result => return Ok(result?),
+            result => return result.client(),
         }
     }
 }

@@ -26,6 +26,7 @@ use super::config::StreamsConfig;
 use super::restore_progress::RestoreBoard;
 use super::restore_progress::{RestoreKind, RestoreReporter};
 use super::RuntimeError;
+use crate::kafka::client_error::ClientResult;
 
 /// Records read since the last checkpoint below which a periodic one is
 /// skipped (Kafka Streams' `OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT`).
@@ -116,7 +117,7 @@ impl GlobalUpdater {
             .iter()
             .map(|s| (s.topic().to_string(), s.clone()))
             .collect();
-        let consumer: BaseConsumer = clients::global_consumer(config).create()?;
+        let consumer: BaseConsumer = clients::global_consumer(config).create().client()?;
         let mut directory = None;
         let mut checkpointed = Offsets::new();
         if stores.values().any(|s| s.wants_persistence()) {
@@ -128,7 +129,9 @@ impl GlobalUpdater {
             // rebuilt, as Kafka Streams does on an out-of-range offset.
             let timeout = Duration::from_secs(30);
             for ((topic, partition), next) in &checkpointed {
-                let (low, _) = consumer.fetch_watermarks(topic, *partition, timeout)?;
+                let (low, _) = consumer
+                    .fetch_watermarks(topic, *partition, timeout)
+                    .client()?;
                 if *next < low {
                     log::warn!(
                         "global tables: {topic}-{partition} was checkpointed at {next}, before \
@@ -157,7 +160,7 @@ impl GlobalUpdater {
         let mut reporters: HashMap<String, Arc<RestoreReporter>> = HashMap::new();
         let mut missing = Vec::new();
         for topic in stores.keys() {
-            let metadata = consumer.fetch_metadata(Some(topic), timeout)?;
+            let metadata = consumer.fetch_metadata(Some(topic), timeout).client()?;
             let partitions: Vec<i32> = metadata
                 .topics()
                 .iter()
@@ -170,7 +173,9 @@ impl GlobalUpdater {
             }
             let persistent = stores[topic].is_persistent();
             for partition in partitions {
-                let (low, high) = consumer.fetch_watermarks(topic, partition, timeout)?;
+                let (low, high) = consumer
+                    .fetch_watermarks(topic, partition, timeout)
+                    .client()?;
                 // A store on disk goes on from its checkpoint (unless
                 // retention has deleted records past it since).
                 let resume = checkpointed
@@ -183,7 +188,8 @@ impl GlobalUpdater {
                     topic,
                     partition,
                     resume.map_or(Offset::Beginning, Offset::Offset),
-                )?;
+                )
+                .client()?;
                 if high > start {
                     ends.insert((topic.clone(), partition), high);
                 }
@@ -217,7 +223,7 @@ impl GlobalUpdater {
         if !missing.is_empty() {
             return Err(RuntimeError::MissingSourceTopics(missing));
         }
-        consumer.assign(&tpl)?;
+        consumer.assign(&tpl).client()?;
         // As Kafka Streams' global state manager: every partition starts
         // and ends, even one with nothing to load.
         for load in &loads {
@@ -289,7 +295,7 @@ impl GlobalUpdater {
             }
             // Transaction markers at the end are never handed out: the
             // consumer's position says when a partition is read through.
-            let positions = updater.consumer.position()?;
+            let positions = updater.consumer.position().client()?;
             ends.retain(|(topic, partition), end| {
                 !matches!(
                     positions.find_partition(topic, *partition).map(|e| e.offset()),
@@ -338,7 +344,7 @@ impl GlobalUpdater {
             return Ok(());
         };
         let mut positions = Offsets::new();
-        for e in self.consumer.position()?.elements() {
+        for e in self.consumer.position().client()?.elements() {
             let persistent = self
                 .stores
                 .get(e.topic())
@@ -383,7 +389,7 @@ impl GlobalUpdater {
                 Some(Err(e))
                     if e.rdkafka_error_code() == Some(rdkafka::types::RDKafkaErrorCode::Fatal) =>
                 {
-                    return Err(e.into())
+                    return Err(RuntimeError::client(e))
                 }
                 Some(Err(e)) => log::warn!("global thread: consumer error: {e}"),
                 None => {}

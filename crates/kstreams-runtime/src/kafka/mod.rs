@@ -11,6 +11,7 @@
 mod app;
 mod bootstrap_progress;
 mod changelog_reader;
+mod client_error;
 mod clients;
 mod config;
 mod consumer_position;
@@ -41,6 +42,7 @@ mod topics;
 mod uncommitted_start;
 
 pub use app::{KafkaStreams, StreamThreadExceptionResponse};
+pub use client_error::ClientError;
 pub use clients::STREAM_CLIENT_DEFAULTS;
 pub use config::{ConfigError, ProcessingGuarantee, StreamsConfig};
 pub use kstreams_state::{StateRestoreListener, TopicPartition};
@@ -58,8 +60,6 @@ pub use state::State;
 pub use thread::ThreadState;
 
 use kstreams_dsl::StreamsError;
-use rdkafka::error::KafkaError;
-use rdkafka::types::RDKafkaErrorCode;
 
 /// Why an application could not start or a stream thread stopped.
 #[derive(Debug, thiserror::Error)]
@@ -73,7 +73,7 @@ pub enum RuntimeError {
     Streams(#[from] StreamsError),
     /// The Kafka clients failed.
     #[error("kafka: {0}")]
-    Kafka(#[from] KafkaError),
+    Kafka(#[from] ClientError),
     /// Local state failed: the state directory, a checkpoint, a store.
     #[error(transparent)]
     State(#[from] kstreams_state::Error),
@@ -127,7 +127,7 @@ pub enum RuntimeError {
         /// Its partition.
         partition: i32,
         /// Why.
-        source: KafkaError,
+        source: ClientError,
     },
     /// Source topics that do not exist.
     #[error("source topics do not exist: {}; create them before starting the application", .0.join(", "))]
@@ -141,12 +141,12 @@ pub enum RuntimeError {
     )]
     CoPartitioning(Vec<(String, usize)>),
     /// An internal topic could not be created.
-    #[error("could not create internal topic {topic}: {code}")]
+    #[error("could not create internal topic {topic}: {source}")]
     CreateTopic {
         /// The topic.
         topic: String,
         /// Why.
-        code: RDKafkaErrorCode,
+        source: ClientError,
     },
     /// A sink's topic has no partitions to pick one from for a record
     /// (the broker reports it without partitions; a topic that does not
@@ -216,9 +216,7 @@ impl RuntimeError {
     pub fn is_producer_fenced(&self) -> bool {
         use rdkafka::types::RDKafkaErrorCode;
         let code = match self {
-            RuntimeError::Kafka(e) | RuntimeError::Production { source: e, .. } => {
-                e.rdkafka_error_code()
-            }
+            RuntimeError::Kafka(e) | RuntimeError::Production { source: e, .. } => e.code(),
             _ => None,
         };
         // librdkafka reports fencing as its own `Fenced` code; the broker's
@@ -247,7 +245,7 @@ impl RuntimeError {
             return false;
         };
         matches!(
-            source.rdkafka_error_code(),
+            source.code(),
             Some(
                 RDKafkaErrorCode::MessageTimedOut
                     | RDKafkaErrorCode::RequestTimedOut
@@ -265,23 +263,23 @@ impl RuntimeError {
 
 #[cfg(test)]
 mod tests {
-    use super::RuntimeError;
+    use super::{ClientError, RuntimeError};
     use rdkafka::error::KafkaError;
     use rdkafka::types::RDKafkaErrorCode;
 
     #[test]
     fn fencing_is_told_apart_from_other_failures() {
-        let fenced = RuntimeError::Kafka(KafkaError::MessageProduction(
+        let fenced = RuntimeError::Kafka(ClientError::new(KafkaError::MessageProduction(
             RDKafkaErrorCode::ProducerFenced,
-        ));
+        )));
         assert!(fenced.is_producer_fenced());
-        let stale = RuntimeError::Kafka(KafkaError::MessageProduction(
+        let stale = RuntimeError::Kafka(ClientError::new(KafkaError::MessageProduction(
             RDKafkaErrorCode::InvalidProducerEpoch,
-        ));
+        )));
         assert!(stale.is_producer_fenced());
-        let other = RuntimeError::Kafka(KafkaError::MessageProduction(
+        let other = RuntimeError::Kafka(ClientError::new(KafkaError::MessageProduction(
             RDKafkaErrorCode::MessageSizeTooLarge,
-        ));
+        )));
         assert!(!other.is_producer_fenced());
     }
 
@@ -290,16 +288,16 @@ mod tests {
         let production = |code| RuntimeError::Production {
             topic: "out".to_string(),
             partition: 1,
-            source: KafkaError::MessageProduction(code),
+            source: ClientError::new(KafkaError::MessageProduction(code)),
         };
         assert!(production(RDKafkaErrorCode::MessageTimedOut).is_retriable_production());
         assert!(production(RDKafkaErrorCode::NotEnoughReplicas).is_retriable_production());
         assert!(!production(RDKafkaErrorCode::MessageSizeTooLarge).is_retriable_production());
         assert!(!production(RDKafkaErrorCode::TopicAuthorizationFailed).is_retriable_production());
         // The same code outside a delivery is not a production failure.
-        let elsewhere = RuntimeError::Kafka(KafkaError::MessageProduction(
+        let elsewhere = RuntimeError::Kafka(ClientError::new(KafkaError::MessageProduction(
             RDKafkaErrorCode::MessageTimedOut,
-        ));
+        )));
         assert!(!elsewhere.is_retriable_production());
     }
 }

@@ -90,7 +90,7 @@ impl RebalanceEvents {
         self.acknowledge_pending_with(|tpl| acknowledge_revocation(consumer, tpl));
     }
 
-    fn push(&self, event: AssignmentEvent) {
+    pub(crate) fn push(&self, event: AssignmentEvent) {
         self.events
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -99,7 +99,7 @@ impl RebalanceEvents {
 
     /// Records a revocation; returns whether the loop takes it over
     /// (`false`: the caller acknowledges it now).
-    fn revoked(&self, partitions: Vec<Partition>) -> bool {
+    pub(crate) fn revoked(&self, partitions: Vec<Partition>) -> bool {
         let deferred = self.deferring.load(Ordering::Acquire);
         if deferred {
             *self

@@ -16,12 +16,14 @@ use rdkafka::producer::{BaseProducer, Producer, ProducerContext};
 use rdkafka::{ClientContext, TopicPartitionList};
 use rustc_hash::FxHashMap;
 
+use super::client_error::ClientError;
 use super::config::ProcessingGuarantee;
 use super::ffi::{Outgoing, TopicHandle};
 use super::outbox::Outbox;
 use super::partitioner::partition_for_key;
 use super::spare_buffers::SpareBuffers;
 use super::RuntimeError;
+use crate::kafka::client_error::ClientResult;
 
 /// How long a transaction step or a flush may take.
 const PRODUCER_TIMEOUT: Duration = Duration::from_secs(60);
@@ -234,7 +236,7 @@ impl SinkTopics {
         if let Some(&i) = self.by_name.get(topic) {
             return Ok(i);
         }
-        let handle = TopicHandle::new(producer, topic)?;
+        let handle = TopicHandle::new(producer, topic).client()?;
         let i = self.topics.len();
         self.topics.push(SinkTopic {
             name: Arc::clone(topic),
@@ -348,7 +350,7 @@ impl RecordCollector {
                         pause.sleep();
                     }
                 }
-                Err(code) => return Err(KafkaError::MessageProduction(code).into()),
+                Err(code) => return Err(RuntimeError::client(KafkaError::MessageProduction(code))),
             }
         }
         if let Some(key) = record.key {
@@ -369,7 +371,8 @@ impl RecordCollector {
         let metadata = self
             .producer
             .client()
-            .fetch_metadata(Some(topic), Duration::from_secs(30))?;
+            .fetch_metadata(Some(topic), Duration::from_secs(30))
+            .client()?;
         let found = metadata.topics().iter().find(|t| t.name() == topic);
         let count = match found {
             None => 0,
@@ -411,7 +414,7 @@ impl RecordCollector {
             Some((topic, partition, source)) => Err(RuntimeError::Production {
                 topic,
                 partition,
-                source,
+                source: ClientError::new(source),
             }),
             None => Ok(()),
         }
@@ -452,7 +455,7 @@ impl RecordCollector {
                     }
                     pause.sleep();
                 }
-                other => return other.map_err(RuntimeError::from),
+                other => return other.map_err(RuntimeError::client),
             }
         }
     }
@@ -487,7 +490,7 @@ impl RecordCollector {
     /// Under exactly-once, opens a transaction unless one is open.
     pub fn begin_transaction_if_needed(&mut self) -> Result<(), RuntimeError> {
         if self.guarantee == ProcessingGuarantee::ExactlyOnceV2 && !self.in_transaction {
-            self.producer.begin_transaction()?;
+            self.producer.begin_transaction().client()?;
             self.in_transaction = true;
         }
         Ok(())
@@ -532,8 +535,9 @@ impl RecordCollector {
         group: Option<ConsumerGroupMetadata>,
     ) -> Result<(), RuntimeError> {
         if offsets.count() > 0 {
-            let group =
-                group.ok_or(KafkaError::Rebalance(RDKafkaErrorCode::RebalanceInProgress))?;
+            let group = group
+                .ok_or(KafkaError::Rebalance(RDKafkaErrorCode::RebalanceInProgress))
+                .client()?;
             if let Err(error) = self.send_offsets_bounded(offsets, group) {
                 if matches!(error, RuntimeError::TransactionStalled { .. }) {
                     // The producer is given up with the call still running:
@@ -553,7 +557,9 @@ impl RecordCollector {
         // "Commits: waiting for acknowledgements"). Its flush then finds
         // nothing left to wait for.
         self.wait_for_acknowledgements(PRODUCER_TIMEOUT)?;
-        self.producer.commit_transaction(PRODUCER_TIMEOUT)?;
+        self.producer
+            .commit_transaction(PRODUCER_TIMEOUT)
+            .client()?;
         self.in_transaction = false;
         Ok(())
     }
@@ -588,7 +594,7 @@ impl RecordCollector {
                 source,
             })?;
         match answered.recv_timeout(bound) {
-            Ok(result) => result.map_err(RuntimeError::from),
+            Ok(result) => result.map_err(RuntimeError::client),
             Err(_) => Err(RuntimeError::TransactionStalled {
                 operation: "send_offsets_to_transaction",
                 waited: bound,

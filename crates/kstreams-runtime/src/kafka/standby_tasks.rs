@@ -37,6 +37,7 @@ use super::rebalance_listener::Partition;
 use super::standby_listener::{StandbyUpdateListener, SuspendReason};
 use super::task_creator::TaskCreator;
 use super::RuntimeError;
+use crate::kafka::client_error::ClientResult;
 use crate::StreamTask;
 
 /// Changelog records applied per pass of the thread's loop at most, so
@@ -91,7 +92,11 @@ impl StandbyTasks {
     fn consumer(&mut self) -> Result<&BaseConsumer, RuntimeError> {
         if self.consumer.is_none() {
             let name = format!("{}-standby", self.thread);
-            self.consumer = Some(clients::restore_consumer(&self.config, &name).create()?);
+            self.consumer = Some(
+                clients::restore_consumer(&self.config, &name)
+                    .create()
+                    .client()?,
+            );
         }
         Ok(self.consumer.as_ref().expect("just made"))
     }
@@ -117,7 +122,9 @@ impl StandbyTasks {
                 }
                 None => Offset::Beginning,
             };
-            positions.add_partition_offset(&changelog.topic, id.partition, start)?;
+            positions
+                .add_partition_offset(&changelog.topic, id.partition, start)
+                .client()?;
             if let Some(listener) = &self.listener {
                 let from = reached.get(&key).map_or(-1, |o| *o);
                 listener.on_update_start(&tp(&key), &changelog.store, from);
@@ -125,7 +132,7 @@ impl StandbyTasks {
             self.partitions.insert(key, (id, changelog.store.clone()));
         }
         if positions.count() > 0 {
-            self.consumer()?.incremental_assign(&positions)?;
+            self.consumer()?.incremental_assign(&positions).client()?;
         }
         log::info!("{}: created standby task {id}", self.thread);
         self.tasks.insert(
@@ -169,7 +176,7 @@ impl StandbyTasks {
             }
         }
         if let (Some(consumer), true) = (&self.consumer, positions.count() > 0) {
-            consumer.incremental_unassign(&positions)?;
+            consumer.incremental_unassign(&positions).client()?;
         }
         let checkpointed = checkpoint(creator, id, &mut standby);
         standby.task.close();
@@ -194,7 +201,7 @@ impl StandbyTasks {
             let message = match consumer.poll(Duration::ZERO) {
                 None => break,
                 Some(Ok(message)) => message,
-                Some(Err(e)) if is_fatal_consumer_error(&e) => return Err(e.into()),
+                Some(Err(e)) if is_fatal_consumer_error(&e) => return Err(RuntimeError::client(e)),
                 Some(Err(e)) => {
                     log::debug!("{}: standby consumer: {e}", self.thread);
                     continue;

@@ -33,6 +33,7 @@ use super::standby_tasks::StandbyTasks;
 use super::task_creator::{CreatedTask, TaskCreator};
 use super::topics::SourceTopicIndex;
 use super::RuntimeError;
+use crate::kafka::client_error::ClientResult;
 use crate::StreamTask;
 use kstreams_time::PartitionMetadata;
 
@@ -700,7 +701,7 @@ impl TaskManager {
             let unfinished = entry.and_then(|e| e.task.lowest_unfinished_offset(topic, *partition));
             let offset = unfinished.map_or(*offset, |lowest| lowest.min(*offset));
             let mut element = tpl.add_partition(topic, *partition);
-            element.set_offset(Offset::Offset(offset))?;
+            element.set_offset(Offset::Offset(offset)).client()?;
             if let Some(entry) = entry {
                 let metadata = PartitionMetadata {
                     partition_time: entry.task.processed_partition_time(topic, *partition),

@@ -8,11 +8,14 @@ use kstreams_dsl::__private::TopicPattern;
 use kstreams_dsl::{ChangelogTopic, Topology};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
+use rdkafka::error::KafkaError;
 use rdkafka::types::RDKafkaErrorCode;
 use rustc_hash::FxHashMap;
 
+use super::client_error::ClientError;
 use super::config::StreamsConfig;
 use super::RuntimeError;
+use crate::kafka::client_error::ClientResult;
 
 /// Which sub-topology reads which topic.
 #[derive(Debug)]
@@ -66,7 +69,8 @@ fn partition_counts_on_broker(
 ) -> Result<HashMap<String, usize>, RuntimeError> {
     let metadata = admin
         .inner()
-        .fetch_metadata(None, Duration::from_secs(30))?;
+        .fetch_metadata(None, Duration::from_secs(30))
+        .client()?;
     Ok(metadata
         .topics()
         .iter()
@@ -108,7 +112,7 @@ pub(crate) fn prepare_topics(
     topology: &Topology,
     config: &StreamsConfig,
 ) -> Result<BTreeMap<u32, usize>, RuntimeError> {
-    let admin = StartAdmin(Some(super::clients::admin(config).create()?));
+    let admin = StartAdmin(Some(super::clients::admin(config).create().client()?));
     let partitions = partition_counts_on_broker(&admin)?;
     let partitions: HashMap<&str, usize> =
         partitions.iter().map(|(t, n)| (t.as_str(), *n)).collect();
@@ -189,12 +193,17 @@ pub(crate) fn prepare_topics(
     if new_topics.is_empty() {
         return Ok(tasks_per_subtopology);
     }
-    let results = block_on(admin.create_topics(&new_topics, &AdminOptions::new()))?;
+    let results = block_on(admin.create_topics(&new_topics, &AdminOptions::new())).client()?;
     for result in results {
         match result {
             Ok(name) => log::info!("created internal topic {name}"),
             Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-            Err((name, code)) => return Err(RuntimeError::CreateTopic { topic: name, code }),
+            Err((name, code)) => {
+                return Err(RuntimeError::CreateTopic {
+                    topic: name,
+                    source: ClientError::new(KafkaError::AdminOp(code)),
+                })
+            }
         }
     }
     Ok(tasks_per_subtopology)

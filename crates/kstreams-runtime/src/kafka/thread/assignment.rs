@@ -14,6 +14,7 @@ use rdkafka::Offset;
 
 use super::membership::GroupChange;
 use super::{ThreadLoop, ThreadState, CONSUMER_TIMEOUT};
+use crate::kafka::client_error::ClientResult;
 use crate::kafka::rebalance_listener::{partition_list, Partition, RebalanceListener};
 use crate::kafka::RuntimeError;
 
@@ -154,12 +155,15 @@ fn bootstrap_end(
     topic: &str,
     partition: i32,
 ) -> Result<Option<(i64, i64)>, RuntimeError> {
-    let (low, high) = consumer.fetch_watermarks(topic, partition, CONSUMER_TIMEOUT)?;
+    let (low, high) = consumer
+        .fetch_watermarks(topic, partition, CONSUMER_TIMEOUT)
+        .client()?;
     let committed = consumer
         .committed_offsets(
             partition_list(&[(topic.to_string(), partition)]),
             CONSUMER_TIMEOUT,
-        )?
+        )
+        .client()?
         .find_partition(topic, partition)
         .and_then(|e| match e.offset() {
             Offset::Offset(o) => Some(o),

@@ -16,6 +16,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::Offset;
 
 use super::{ThreadLoop, CONSUMER_TIMEOUT};
+use crate::kafka::client_error::ClientResult;
 use crate::kafka::config::ProcessingGuarantee;
 use crate::kafka::consumer_position::is_rebalance_error;
 use crate::kafka::RuntimeError;
@@ -165,7 +166,9 @@ impl ThreadLoop<'_> {
                 let group = self.consumer.group_metadata();
                 match self.collector.commit_transaction(&offsets, group) {
                     Ok(()) => self.purge.committed(&offsets),
-                    Err(RuntimeError::Kafka(e)) if is_rebalance_error(&e) || requires_abort(&e) => {
+                    Err(RuntimeError::Kafka(e))
+                        if is_rebalance_error(e.kafka()) || requires_abort(e.kafka()) =>
+                    {
                         log::warn!(
                             "{}: transaction not committed, aborting and rewinding: {e}",
                             self.name
@@ -198,21 +201,24 @@ impl ThreadLoop<'_> {
         self.rewound = true;
         self.collector.abort_if_in_transaction();
         self.tasks.forget_processed();
-        let assignment = self.consumer.assignment()?;
+        let assignment = self.consumer.assignment().client()?;
         let committed = self
             .consumer
-            .committed_offsets(assignment, CONSUMER_TIMEOUT)?;
+            .committed_offsets(assignment, CONSUMER_TIMEOUT)
+            .client()?;
         for element in committed.elements() {
             let offset = match element.offset() {
                 Offset::Invalid => Offset::Beginning,
                 other => other,
             };
-            self.consumer.seek(
-                element.topic(),
-                element.partition(),
-                offset,
-                CONSUMER_TIMEOUT,
-            )?;
+            self.consumer
+                .seek(
+                    element.topic(),
+                    element.partition(),
+                    offset,
+                    CONSUMER_TIMEOUT,
+                )
+                .client()?;
         }
         self.tasks.rewind(&committed)?;
         self.update_missing_partitions();

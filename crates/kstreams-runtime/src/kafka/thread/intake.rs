@@ -15,21 +15,16 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::Offset;
 
 use super::membership::Membership;
-use super::CONSUMER_TIMEOUT;
+use super::{MainConsumer, CONSUMER_TIMEOUT};
+use crate::kafka::client_error::ClientResult;
 use crate::kafka::consumer_position::{consumed, is_fatal_consumer_error, PartitionMetrics};
-use crate::kafka::ffi::{FetchedMessage, MessageView, QueuedConsumer};
+use crate::kafka::ffi::{FetchedMessage, MessageView};
 use crate::kafka::queries::{QueryInbox, QUERY_POLL};
-use crate::kafka::rebalance_listener::{partition_list, partitions, Partition, RebalanceListener};
+use crate::kafka::rebalance_listener::{partition_list, partitions, Partition};
 use crate::kafka::spare_buffers::SpareBuffers;
 use crate::kafka::task_manager::TaskManager;
 use crate::kafka::RuntimeError;
 use crate::topic_names::TopicNames;
-
-/// A stream thread's main consumer, with its fetch queue (shared with the
-/// rebalance listener, the consumer's context, which forwards assigned
-/// partitions to it); the queue is destroyed before the consumer's client,
-/// as librdkafka requires of an application's queues.
-pub(crate) type MainConsumer = QueuedConsumer<RebalanceListener>;
 
 /// The longest an idle thread waits on its fetch queue before it looks at
 /// the consumer's queue again (a rebalance waits at most this long).
@@ -287,7 +282,7 @@ impl Intake {
                     self.thread
                 );
             }
-            return Err(e.into());
+            return Err(RuntimeError::client(e));
         }
         if let KafkaError::MessageConsumption(RDKafkaErrorCode::AutoOffsetReset) = e {
             return Err(RuntimeError::NoCommittedOffset {
@@ -324,7 +319,7 @@ impl Intake {
                 );
                 // Backpressure: stop fetching this partition until the
                 // task has worked its buffer down.
-                self.consumer.pause(&partition_list(&[tp]))?;
+                self.consumer.pause(&partition_list(&[tp])).client()?;
             }
         }
         Ok(())
@@ -385,7 +380,7 @@ impl Intake {
         for tp in &resumable {
             self.paused.remove(tp);
         }
-        self.consumer.resume(&partition_list(&resumable))?;
+        self.consumer.resume(&partition_list(&resumable)).client()?;
         Ok(())
     }
 

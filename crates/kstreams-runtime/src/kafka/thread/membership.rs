@@ -16,7 +16,8 @@ use kstreams_group::Assignment;
 use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::TopicPartitionList;
 
-use super::intake::MainConsumer;
+use super::MainConsumer;
+use crate::kafka::client_error::ClientResult;
 use crate::kafka::consumer_position::is_rebalance_error;
 use crate::kafka::rebalance_listener::{
     partition_list, AssignmentEvent, Partition, RebalanceEvents,
@@ -158,7 +159,7 @@ impl Membership {
         forward(partitions);
         let mut list = partition_list(partitions);
         consumer.context().place_uncommitted(consumer, &mut list);
-        consumer.incremental_assign(&list)?;
+        consumer.incremental_assign(&list).client()?;
         Ok(())
     }
 
@@ -171,7 +172,9 @@ impl Membership {
     ) -> Result<(), RuntimeError> {
         self.events.acknowledge_pending(&**consumer);
         if self.streams.is_some() {
-            consumer.incremental_unassign(&partition_list(partitions))?;
+            consumer
+                .incremental_unassign(&partition_list(partitions))
+                .client()?;
         }
         Ok(())
     }
@@ -216,7 +219,7 @@ impl Membership {
                 log::info!("{thread}: commit skipped during a rebalance: {e}");
                 Ok(false)
             }
-            other => other.map(|()| true).map_err(RuntimeError::from),
+            other => other.map(|()| true).map_err(RuntimeError::client),
         }
     }
 
@@ -253,5 +256,85 @@ impl Membership {
             }
             None => consumer.unsubscribe(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rdkafka::consumer::BaseConsumer;
+    use rdkafka::ClientConfig;
+
+    use super::*;
+    use crate::kafka::config::StreamsConfig;
+    use crate::kafka::rebalance_listener::RebalanceListener;
+    use crate::kafka::uncommitted_start::UncommittedStart;
+
+    fn p(topic: &str, partition: i32) -> Partition {
+        (topic.to_string(), partition)
+    }
+
+    /// A consumer that never connects (nothing here asks a broker).
+    fn consumer(events: &Arc<RebalanceEvents>) -> MainConsumer {
+        let config = StreamsConfig::new("app", "127.0.0.1:1");
+        let consumer: BaseConsumer<RebalanceListener> = ClientConfig::new()
+            .set("bootstrap.servers", "127.0.0.1:1")
+            .set("group.id", "app")
+            .create_with_context(RebalanceListener::new(
+                events.clone(),
+                UncommittedStart::of_main_consumer(&config),
+            ))
+            .unwrap();
+        MainConsumer::new(consumer)
+    }
+
+    #[test]
+    fn the_consumer_protocols_callbacks_become_group_changes_in_their_order() {
+        let events = Arc::new(RebalanceEvents::default());
+        let consumer = consumer(&events);
+        let mut membership = Membership::new(events.clone(), None);
+        membership.start_deferring();
+        events.push(AssignmentEvent::Assigned(vec![p("a", 0), p("a", 1)]));
+        assert!(events.revoked(vec![p("a", 1)]), "the loop takes it over");
+        assert!(membership.revocation_pending());
+        assert!(membership.has_changes());
+        assert_eq!(
+            membership.take_changes(&consumer).unwrap(),
+            vec![
+                GroupChange::Assign(vec![p("a", 0), p("a", 1)]),
+                GroupChange::Settled(None),
+                GroupChange::Revoke {
+                    partitions: vec![p("a", 1)],
+                    lost: false,
+                },
+            ]
+        );
+        assert!(membership.take_changes(&consumer).unwrap().is_empty());
+        // The revocation waits until the thread closed its tasks.
+        assert!(membership.revocation_pending());
+        membership.revoked(&consumer, &[p("a", 1)]).unwrap();
+        assert!(!membership.revocation_pending());
+    }
+
+    #[test]
+    fn without_a_streams_group_the_consumer_commits_and_nothing_is_reported() {
+        let events = Arc::new(RebalanceEvents::default());
+        let consumer = consumer(&events);
+        let mut membership = Membership::new(events, None);
+        // A consumer's protocols fence a stale member at the commit itself.
+        assert!(membership.owns_tasks());
+        // Nothing to commit: the consumer is not asked.
+        assert!(!membership
+            .commit(&consumer, &TopicPartitionList::new(), "t")
+            .unwrap());
+        membership
+            .report_task_offsets(|| panic!("computed only for a streams group"))
+            .unwrap();
+        membership.settled(None).unwrap();
+        // Assigning is the rebalance callback's: nothing to do here.
+        let mut forwarded = false;
+        membership
+            .assign(&consumer, &[p("a", 0)], |_| forwarded = true)
+            .unwrap();
+        assert!(!forwarded);
     }
 }

@@ -32,12 +32,13 @@ use kstreams_metrics::ThreadSensors;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseProducer, Producer};
 
-use self::intake::{Intake, MainConsumer, PollTarget};
+use self::intake::{Intake, PollTarget};
 use self::membership::Membership;
 use self::state::StateMachine;
 use super::clients;
 use super::config::{GroupProtocol, ProcessingGuarantee, StreamsConfig};
 use super::consumer_position::is_lagging;
+use super::ffi::QueuedConsumer;
 use super::instance::Instance;
 use super::local_metadata::ThreadMetadata;
 use super::outbox::Outbox;
@@ -51,6 +52,13 @@ use super::topics::SourceTopicIndex;
 use super::uncommitted_start::UncommittedStart;
 use super::RuntimeError;
 use crate::clock::now_ms;
+use crate::kafka::client_error::ClientResult;
+
+/// A stream thread's main consumer, with its fetch queue (shared with the
+/// rebalance listener, the consumer's context, which forwards assigned
+/// partitions to it); the queue is destroyed before the consumer's client,
+/// as librdkafka requires of an application's queues.
+pub(crate) type MainConsumer = QueuedConsumer<RebalanceListener>;
 
 /// How long the consumer may take to answer for committed offsets and
 /// watermarks.
@@ -106,13 +114,13 @@ impl StreamThread {
         );
         let eos = config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2;
         let rebalance = Arc::new(RebalanceEvents::default());
-        let consumer: BaseConsumer<RebalanceListener> = clients::main_consumer(
-            &config, &name, index,
-        )
-        .create_with_context(RebalanceListener::new(
-            rebalance.clone(),
-            UncommittedStart::of_main_consumer(&config),
-        ))?;
+        let consumer: BaseConsumer<RebalanceListener> =
+            clients::main_consumer(&config, &name, index)
+                .create_with_context(RebalanceListener::new(
+                    rebalance.clone(),
+                    UncommittedStart::of_main_consumer(&config),
+                ))
+                .client()?;
         let consumer = MainConsumer::new(consumer);
         consumer
             .context()
@@ -120,10 +128,13 @@ impl StreamThread {
         let continue_on_failure = !eos && config.production == crate::ProductionHandling::Continue;
         let producer: Arc<BaseProducer<DeliveryContext>> = Arc::new(
             clients::producer(&config, &name, process_id, index)
-                .create_with_context(DeliveryContext::new(continue_on_failure))?,
+                .create_with_context(DeliveryContext::new(continue_on_failure))
+                .client()?,
         );
         if eos {
-            producer.init_transactions(Duration::from_secs(60))?;
+            producer
+                .init_transactions(Duration::from_secs(60))
+                .client()?;
         }
         let streams_member = if config.group_protocol() == GroupProtocol::Streams {
             let group_topology = super::topics::streams_group_topology(&topology, &config)?;
@@ -139,7 +150,7 @@ impl StreamThread {
             let mut subscription: Vec<String> = sources.topics().map(str::to_string).collect();
             subscription.extend(sources.patterns());
             let subscription: Vec<&str> = subscription.iter().map(String::as_str).collect();
-            consumer.subscribe(&subscription)?;
+            consumer.subscribe(&subscription).client()?;
             None
         };
         Ok(Self {
@@ -361,7 +372,7 @@ impl ThreadLoop<'_> {
         let _span =
             tracing::debug_span!("kstreams.process_batch", thread = self.name.as_str()).entered();
         if self.tasks.bootstrapping() {
-            let positions = self.consumer.position()?;
+            let positions = self.consumer.position().client()?;
             self.tasks.track_bootstrap(&positions);
         }
         let needs_lag = self.config.max_task_idle.needs_lag();

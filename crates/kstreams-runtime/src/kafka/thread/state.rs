@@ -1,14 +1,13 @@
 //! A stream thread's state: Kafka Streams' `StreamThread.State`, with its
 //! transitions checked as Kafka Streams checks them.
 //!
-//! ```text
-//! CREATED ─> STARTING ─> PARTITIONS_REVOKED <─> PARTITIONS_ASSIGNED ─> RUNNING
-//!                 │              │                      │                 │
-//!                 └──────────────┴──> PENDING_SHUTDOWN <┴─────────────────┘ ─> DEAD
-//! ```
+//! - CREATED -> STARTING or PENDING_SHUTDOWN;
+//! - STARTING and PARTITIONS_REVOKED -> PARTITIONS_REVOKED,
+//!   PARTITIONS_ASSIGNED or PENDING_SHUTDOWN;
+//! - PARTITIONS_ASSIGNED and RUNNING -> PARTITIONS_REVOKED,
+//!   PARTITIONS_ASSIGNED, RUNNING or PENDING_SHUTDOWN;
+//! - PENDING_SHUTDOWN -> DEAD.
 //!
-//! (RUNNING and PARTITIONS_ASSIGNED go back to PARTITIONS_REVOKED or
-//! PARTITIONS_ASSIGNED at the next rebalance; CREATED may shut down too.)
 //! A thread is RUNNING once its assigned tasks are created and restored;
 //! the application is REBALANCING while any thread is in one of the two
 //! partition states.
