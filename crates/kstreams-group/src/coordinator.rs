@@ -24,6 +24,10 @@ pub(crate) async fn bootstrap(config: &ConnectionConfig) -> Result<Connection> {
     for address in config.bootstrap_addresses() {
         match Connection::open(address, config).await {
             Ok(connection) => return Ok(connection),
+            // A refused authentication or TLS handshake is this client's
+            // configuration, which another broker would refuse alike: said
+            // as it is, not as "no broker could be used".
+            Err(error) if error.is_fatal() => return Err(error),
             Err(error) => {
                 log::debug!("bootstrap broker {address}: {error}");
                 last = Some(error);

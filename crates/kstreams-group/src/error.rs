@@ -59,6 +59,81 @@ pub enum Error {
         /// The request's name, as Kafka calls it.
         api: &'static str,
     },
+    /// SASL authentication failed: the broker refused the credentials
+    /// (SaslAuthenticate's error, a wrong password among them), or the
+    /// broker failed SCRAM's proof that it holds the password.
+    #[error(
+        "SASL {mechanism} authentication as {username:?} failed at {address}: {reason}; check \
+         sasl.username and sasl.password (and sasl.mechanism: the user needs {mechanism} \
+         credentials on the cluster)"
+    )]
+    Authentication {
+        /// `host:port` of the broker.
+        address: String,
+        /// The mechanism, as Kafka names it.
+        mechanism: &'static str,
+        /// `sasl.username`.
+        username: String,
+        /// The broker's message and error code, or what failed on this side.
+        reason: String,
+    },
+    /// The broker does not enable the SASL mechanism asked for.
+    #[error(
+        "the broker at {address} does not enable SASL {mechanism} (it enables: {enabled}); set \
+         sasl.mechanism to one of those (this client speaks PLAIN, SCRAM-SHA-256 and \
+         SCRAM-SHA-512)"
+    )]
+    SaslMechanism {
+        /// `host:port` of the broker.
+        address: String,
+        /// The mechanism asked for.
+        mechanism: &'static str,
+        /// The broker's enabled mechanisms.
+        enabled: String,
+    },
+    /// The broker's TLS certificate is not trusted: signed by a CA this
+    /// client does not trust, expired, or otherwise invalid.
+    #[error("the TLS certificate of the broker at {address} is not trusted: {reason}; {fix}")]
+    UntrustedCertificate {
+        /// `host:port` of the broker.
+        address: String,
+        /// Why.
+        reason: String,
+        /// What to change, naming the key.
+        fix: String,
+    },
+    /// The broker's TLS certificate is good but not for the host name
+    /// connected to (`ssl.endpoint.identification.algorithm=https`).
+    #[error(
+        "the TLS certificate of the broker at {address} is not valid for the host name \
+         {host}{listed}; connect by a name the certificate lists (bootstrap.servers, and the \
+         broker's advertised.listeners), or set ssl.endpoint.identification.algorithm=none to \
+         verify the certificate's chain only",
+        listed = if presented.is_empty() {
+            String::new()
+        } else {
+            format!(" (it is valid for {})", presented.join(", "))
+        }
+    )]
+    CertificateHostname {
+        /// `host:port` of the broker.
+        address: String,
+        /// The host name (or IP address) verified.
+        host: String,
+        /// The names the certificate lists, when known.
+        presented: Vec<String>,
+    },
+    /// The TLS handshake failed otherwise: the broker refused this client's
+    /// certificate, or the listener does not speak TLS.
+    #[error("TLS with the broker at {address} failed: {reason}; {fix}")]
+    Tls {
+        /// `host:port` of the broker.
+        address: String,
+        /// Why.
+        reason: String,
+        /// What to change, naming the key.
+        fix: String,
+    },
     /// The broker answered with an error code.
     #[error("{api} failed: {name} (code {code}){}", message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
     Broker {
@@ -124,6 +199,24 @@ impl Error {
             code,
             message.map(|m| m.as_str().to_owned()),
         ))
+    }
+
+    /// Whether retrying cannot help: a refused authentication or TLS
+    /// handshake, or a configuration that cannot work. A member stops on
+    /// such an error (its [`close`](crate::StreamsGroupMember::close) returns
+    /// it) rather than retry forever.
+    pub fn is_fatal(&self) -> bool {
+        match self {
+            Error::Authentication { .. }
+            | Error::SaslMechanism { .. }
+            | Error::UntrustedCertificate { .. }
+            | Error::CertificateHostname { .. }
+            | Error::Tls { .. }
+            | Error::Config(_)
+            | Error::InvalidTopology(_) => true,
+            Error::NoBroker { last, .. } => last.is_fatal(),
+            _ => false,
+        }
     }
 
     /// Kafka's error code when the broker answered with one.

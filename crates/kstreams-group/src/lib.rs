@@ -18,8 +18,12 @@
 //! reads its committed offsets.
 //!
 //! This crate owns:
-//! - the wire connection to brokers and the group coordinator (plaintext; TLS
-//!   and SASL slot in beside it, see [`Security`]);
+//! - the wire connection to brokers and the group coordinator, in every
+//!   `security.protocol` ([`Security`], read from the same keys as the
+//!   librdkafka clients with [`Security::from_client_config`]): TLS with
+//!   rustls (server and host name verification, mutual TLS), SASL PLAIN,
+//!   SCRAM-SHA-256 and SCRAM-SHA-512 with rsasl, re-authentication before
+//!   the broker's session expires (KIP-368);
 //! - the member lifecycle: join with epoch 0 and the topology, epochs,
 //!   fencing and rejoin, leave with epoch -1 (static members -2), leave and
 //!   rejoin around a missed poll deadline;
@@ -112,9 +116,12 @@ mod description;
 mod error;
 mod member;
 mod membership;
+mod sasl;
+mod security;
 mod status;
 mod task;
 mod task_offset;
+mod tls;
 mod topology;
 mod transport;
 mod wire;
@@ -128,10 +135,11 @@ pub use description::{GroupDescription, MemberDescription};
 pub use error::{Error, Result};
 pub use member::StreamsGroupMember;
 pub use membership::{MemberEvent, MemberSnapshot, MemberState};
+pub use security::{Sasl, SaslMechanism, Security};
 pub use status::GroupStatus;
 pub use task::{TaskId, Tasks};
 pub use task_offset::TaskOffset;
+pub use tls::{Tls, TlsOptions};
 pub use topology::{CopartitionGroup, InternalTopic, Subtopology, Topology};
-pub use transport::Security;
 /// The process id's type ([`MemberConfig::process_id`]).
 pub use uuid::Uuid;

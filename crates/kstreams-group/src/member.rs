@@ -445,6 +445,13 @@ impl Heartbeats {
         loop {
             let stale = self.membership.state() == MemberState::Stale;
             let poll_deadline = self.poll.last() + max_poll_interval;
+            // An idle coordinator connection authenticates again before the
+            // broker's session ends (KIP-368); a busy one does so before its
+            // next request.
+            let reauthenticate_at = self
+                .connection
+                .as_ref()
+                .and_then(Connection::reauthenticate_at);
             tokio::select! {
                 biased;
                 _ = &mut leave => break,
@@ -476,6 +483,22 @@ impl Heartbeats {
                     // A poll may have come in meanwhile: look again.
                     if self.poll.last() + max_poll_interval <= Instant::now() {
                         self.leave_stale().await;
+                    }
+                    continue;
+                }
+                _ = tokio::time::sleep_until(
+                    reauthenticate_at.unwrap_or(next).into()
+                ), if reauthenticate_at.is_some_and(|at| at < next) => {
+                    if let Err(error) = self.reauthenticate().await {
+                        if error.is_fatal() {
+                            return Err(self.fail(error));
+                        }
+                        // The connection is gone; the next request makes
+                        // (and authenticates) a new one.
+                        log::warn!(
+                            "streams group {}: re-authentication failed: {error}",
+                            self.config.group_id
+                        );
                     }
                     continue;
                 }
@@ -512,6 +535,9 @@ impl Heartbeats {
                     self.publish(events);
                     return Err(error);
                 }
+                // A refused authentication or TLS handshake, or a setting
+                // that cannot work: retrying would fail alike, forever.
+                Err(error) if error.is_fatal() => return Err(self.fail(error)),
                 Err(error) => {
                     let pause = backoff.retry();
                     log::warn!(
@@ -524,6 +550,29 @@ impl Heartbeats {
             }
         }
         self.leave().await;
+        Ok(())
+    }
+
+    /// Stops for good on `error`: the application hears that its tasks are
+    /// lost, then the loop ends with the error.
+    fn fail(&mut self, error: Error) -> Error {
+        log::error!(
+            "streams group {}: member {} stops: {error}",
+            self.config.group_id,
+            self.membership.member_id()
+        );
+        let events = self.membership.stop();
+        self.publish(events);
+        error
+    }
+
+    /// Re-authenticates the coordinator connection (KIP-368); on an error
+    /// it is dropped.
+    async fn reauthenticate(&mut self) -> Result<()> {
+        if let Some(mut connection) = self.connection.take() {
+            connection.reauthenticate_if_due().await?;
+            self.connection = Some(connection);
+        }
         Ok(())
     }
 

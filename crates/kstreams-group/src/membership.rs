@@ -444,9 +444,16 @@ impl Membership {
     /// Refused for good: the application hears that its tasks are lost
     /// before the member stops, as Kafka's client does on a fatal error.
     fn fail(&mut self, error: Error) -> Reaction {
+        Reaction::Fatal(error, self.stop())
+    }
+
+    /// Stops for good on an error of the connection (a refused
+    /// authentication or TLS handshake): the events that tell the
+    /// application its tasks are lost.
+    pub(crate) fn stop(&mut self) -> Vec<MemberEvent> {
         let events = self.lose_tasks();
         self.state = MemberState::Failed;
-        Reaction::Fatal(error, events)
+        events
     }
 
     fn accept(&mut self, response: StreamsGroupHeartbeatResponseData) -> Result<Vec<MemberEvent>> {

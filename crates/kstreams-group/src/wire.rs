@@ -17,6 +17,10 @@ use kacrab_protocol::generated::offset_fetch_request::OffsetFetchRequestData;
 use kacrab_protocol::generated::offset_fetch_response::OffsetFetchResponseData;
 use kacrab_protocol::generated::request_header::RequestHeaderData;
 use kacrab_protocol::generated::response_header::ResponseHeaderData;
+use kacrab_protocol::generated::sasl_authenticate_request::SaslAuthenticateRequestData;
+use kacrab_protocol::generated::sasl_authenticate_response::SaslAuthenticateResponseData;
+use kacrab_protocol::generated::sasl_handshake_request::SaslHandshakeRequestData;
+use kacrab_protocol::generated::sasl_handshake_response::SaslHandshakeResponseData;
 use kacrab_protocol::generated::streams_group_describe_request::StreamsGroupDescribeRequestData;
 use kacrab_protocol::generated::streams_group_describe_response::StreamsGroupDescribeResponseData;
 use kacrab_protocol::generated::streams_group_heartbeat_request::StreamsGroupHeartbeatRequestData;
@@ -65,6 +69,8 @@ rpc!(IncrementalAlterConfigsRequestData => IncrementalAlterConfigsResponseData, 
 rpc!(OffsetCommitRequestData => OffsetCommitResponseData, OffsetCommit);
 rpc!(OffsetFetchRequestData => OffsetFetchResponseData, OffsetFetch);
 rpc!(CreateTopicsRequestData => CreateTopicsResponseData, CreateTopics);
+rpc!(SaslHandshakeRequestData => SaslHandshakeResponseData, SaslHandshake);
+rpc!(SaslAuthenticateRequestData => SaslAuthenticateResponseData, SaslAuthenticate);
 
 /// One request frame, length prefix included.
 pub(crate) fn encode_request<R: Rpc>(

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use kstreams_group::{
-    Assignment, CommitOffset, ConnectionConfig, Endpoint, MemberConfig, MemberEvent,
+    Assignment, CommitOffset, ConnectionConfig, Endpoint, MemberConfig, MemberEvent, Security,
     StreamsGroupMember, TaskOffset, Tasks, Uuid,
 };
 use rdkafka::{Offset, TopicPartitionList};
@@ -74,7 +74,7 @@ impl GroupMembership {
         let process_id = Uuid::parse_str(process_id).map_err(|e| {
             kstreams_group::Error::Config(format!("process id {process_id} is not a UUID: {e}"))
         })?;
-        let mut connection = ConnectionConfig::new(config.bootstrap_servers.clone());
+        let mut connection = connection_config(config, KafkaClient::MainConsumer)?;
         connection.client_id = format!("{thread}-consumer");
         let mut member_config =
             MemberConfig::new(connection, config.application_id.clone(), process_id);
@@ -379,6 +379,22 @@ fn dsl_task(task: &kstreams_group::TaskId) -> Option<kstreams_dsl::TaskId> {
     })
 }
 
+/// Where the brokers are and how to reach them, for the streams group's
+/// own connections made on behalf of `client`: `bootstrap.servers`, and
+/// `security.protocol` with its `ssl.*`/`sasl.*` keys as that librdkafka
+/// client gets them (prefixes and precedence included), so that the member
+/// connects as the thread's main consumer does.
+pub(crate) fn connection_config(
+    config: &StreamsConfig,
+    client: KafkaClient,
+) -> Result<ConnectionConfig, RuntimeError> {
+    let settings = config.client_settings(client);
+    let mut connection = ConnectionConfig::new(config.bootstrap_servers.clone());
+    connection.security =
+        Security::from_client_config(|key| settings.get(key).map(|(_, value)| value.clone()))?;
+    Ok(connection)
+}
+
 /// STALE_MEMBER_EPOCH (113), UNKNOWN_MEMBER_ID (25), FENCED_MEMBER_EPOCH
 /// (110), REBALANCE_IN_PROGRESS (27): the commit came from a member the
 /// group has moved past.
@@ -429,6 +445,42 @@ mod tests {
 
     fn p(topic: &str, partition: i32) -> Partition {
         (topic.to_string(), partition)
+    }
+
+    #[test]
+    fn the_member_connects_with_the_main_consumers_security_settings() {
+        let mut config = StreamsConfig::new("app", "b:9093");
+        for (key, value) in [
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "SCRAM-SHA-512"),
+            ("sasl.username", "alice"),
+            ("sasl.password", "secret"),
+            // The main consumer's own prefix wins over the unprefixed key.
+            ("main.consumer.sasl.username", "alice-consumer"),
+            // Another client's prefix does not reach the main consumer.
+            ("producer.sasl.username", "alice-producer"),
+        ] {
+            config.set(key, value).unwrap();
+        }
+        let connection = connection_config(&config, KafkaClient::MainConsumer).unwrap();
+        assert_eq!(connection.bootstrap, "b:9093");
+        let Security::SaslSsl(tls, sasl) = &connection.security else {
+            panic!("{:?}", connection.security);
+        };
+        assert!(tls.options().verify_hostname);
+        assert_eq!(sasl.mechanism(), kstreams_group::SaslMechanism::ScramSha512);
+        assert_eq!(sasl.username(), "alice-consumer");
+        assert!(!format!("{connection:?}").contains("secret"));
+
+        let plain = StreamsConfig::new("app", "b:9092");
+        let connection = connection_config(&plain, KafkaClient::MainConsumer).unwrap();
+        assert!(matches!(connection.security, Security::Plaintext));
+
+        let mut kerberos = StreamsConfig::new("app", "b:9092");
+        kerberos.set("security.protocol", "SASL_PLAINTEXT").unwrap();
+        kerberos.set("sasl.mechanism", "GSSAPI").unwrap();
+        let error = connection_config(&kerberos, KafkaClient::MainConsumer).unwrap_err();
+        assert!(error.to_string().contains("GSSAPI"), "{error}");
     }
 
     #[test]
