@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use kstreams_dsl::Topology;
 
-use super::config::StreamsConfig;
+use super::config::{KafkaClient, StreamsConfig};
 use super::instance::Instance;
 pub use super::state::State;
 use super::thread::{StreamThread, ThreadState};
@@ -671,9 +671,10 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 /// standbys off again), so that the key works as in Kafka Streams' classic
 /// assignor. Unset, the group's config is left as it is.
 fn set_standby_replicas(config: &StreamsConfig, replicas: u32) -> Result<(), RuntimeError> {
-    let admin = kstreams_group::Admin::new(kstreams_group::ConnectionConfig::new(
-        config.bootstrap_servers.clone(),
-    ));
+    let admin = kstreams_group::Admin::new(super::streams_group::connection_config(
+        config,
+        KafkaClient::Admin,
+    )?);
     let replicas = replicas.to_string();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -88,7 +88,8 @@ pub enum ProcessingGuarantee {
 /// to the other members (interactive queries find other instances' stores
 /// by it). Under `streams` the broker's standby and warm-up tasks are run
 /// (`num.standby.replicas` sets the group's `streams.num.standby.replicas`),
-/// pattern sources are refused, and the member connects in plaintext only.
+/// pattern sources are refused, and the member connects with the main
+/// consumer's `security.protocol`, `ssl.*` and `sasl.*` settings.
 ///
 /// `max.task.idle.ms`: -1 never waits for an empty input partition, 0 (the
 /// default) waits only for one known to be behind its end, a positive

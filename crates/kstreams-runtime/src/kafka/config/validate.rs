@@ -42,7 +42,7 @@ impl StreamsConfig {
         let main = self.client_settings(KafkaClient::MainConsumer);
         if self.streams_group_protocol {
             streams_group_without_consumer_protocol(&main)?;
-            streams_group_member_in_plaintext(&main)?;
+            streams_group_member_security(&main)?;
         }
         self.standby_replicas_with_streams_group(&main)?;
         if self.group_protocol() == GroupProtocol::Consumer {
@@ -89,22 +89,29 @@ fn streams_group_without_consumer_protocol(main: &Settings) -> Result<(), Config
     }
 }
 
-/// The streams group member (kstreams-group) connects in plaintext only so
-/// far: under `group.protocol=streams` a main consumer's
-/// `security.protocol` other than `PLAINTEXT` is refused. This check goes
-/// when the member speaks TLS and SASL.
-fn streams_group_member_in_plaintext(main: &Settings) -> Result<(), ConfigError> {
-    match main.get("security.protocol") {
-        Some((prefix, security)) if !security.eq_ignore_ascii_case("plaintext") => {
+/// The streams group member (kstreams-group) connects as the main
+/// consumer does, from its `security.protocol`, `ssl.*` and `sasl.*`
+/// settings: what it cannot honour (GSSAPI, OAUTHBEARER, a PKCS#12 key
+/// store, a CA file that cannot be read) fails here, not at a thread's
+/// start.
+fn streams_group_member_security(main: &Settings) -> Result<(), ConfigError> {
+    match kstreams_group::Security::from_client_config(|key| {
+        main.get(key).map(|(_, value)| value.clone())
+    }) {
+        Ok(_) => Ok(()),
+        Err(error) => {
+            let key = match main.get("security.protocol") {
+                Some((prefix, security)) => {
+                    format!("{}security.protocol={security}", prefix.as_str())
+                }
+                None => "security.protocol=PLAINTEXT".to_string(),
+            };
             Err(ConfigError::Conflict {
-                key: format!("{}security.protocol={security}", prefix.as_str()),
+                key,
                 with: "group.protocol=streams".to_string(),
-                hint: "the streams group member connects in plaintext only so far; \
-                       use group.protocol=classic or consumer.group.protocol=consumer"
-                    .to_string(),
+                hint: format!("the streams group member cannot connect so: {error}"),
             })
         }
-        _ => Ok(()),
     }
 }
 
@@ -209,30 +216,30 @@ mod tests {
     }
 
     #[test]
-    fn the_streams_group_member_connects_in_plaintext_only() {
-        for (key, value) in [
-            ("security.protocol", "SASL_SSL"),
-            ("main.consumer.security.protocol", "ssl"),
-        ] {
-            let mut p = base();
-            p.extend([("group.protocol", "streams"), (key, value)]);
-            let err = StreamsConfig::from_properties(p).unwrap_err();
-            assert_eq!(
-                err,
-                ConfigError::Conflict {
-                    key: format!("{key}={value}"),
-                    with: "group.protocol=streams".into(),
-                    hint: "the streams group member connects in plaintext only so far; \
-                           use group.protocol=classic or consumer.group.protocol=consumer"
-                        .into(),
-                }
-            );
-        }
+    fn the_streams_group_member_takes_the_clients_security_and_refuses_what_it_cannot_do() {
         let mut p = base();
         p.extend([
             ("group.protocol", "streams"),
-            ("security.protocol", "PLAINTEXT"),
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "SCRAM-SHA-512"),
+            ("sasl.username", "alice"),
+            ("sasl.password", "secret"),
         ]);
         assert!(StreamsConfig::from_properties(p).is_ok());
+        let mut p = base();
+        p.extend([
+            ("group.protocol", "streams"),
+            ("main.consumer.security.protocol", "SASL_PLAINTEXT"),
+            ("sasl.mechanism", "GSSAPI"),
+        ]);
+        let err = StreamsConfig::from_properties(p).unwrap_err().to_string();
+        assert!(
+            err.starts_with(
+                "config main.consumer.security.protocol=SASL_PLAINTEXT cannot be used with \
+                 group.protocol=streams: the streams group member cannot connect so:"
+            ) && err.contains("GSSAPI")
+                && err.contains("SCRAM-SHA-512"),
+            "{err}"
+        );
     }
 }
