@@ -5,7 +5,9 @@
 //! `security.protocol`, `sasl.mechanism`, `sasl.username`/`sasl.password`
 //! (librdkafka's names for what Java puts in `sasl.jaas.config`) and
 //! `ssl.ca.location`. The password must not show in the logs, the config's
-//! Debug, describe() or the instance's metadata.
+//! Debug, describe() or the instance's metadata. Under
+//! `group.protocol=streams` the streams group member connects there with
+//! the same keys, and the broker assigns the tasks.
 //!
 //! Skipped without KSTREAMS_BOOTSTRAP and KSTREAMS_SASL_SSL_BOOTSTRAP
 //! (`eval "$(cargo xtask kafka start)"` sets both; `cargo xtask ci` passes
@@ -21,9 +23,13 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kstreams_dsl::StreamsBuilder;
+use kstreams_dsl::{Materialized, StreamsBuilder};
 use kstreams_embedded::{test_broker, unique_name};
-use kstreams_runtime::kafka::{KafkaStreams, ProcessingGuarantee, State, StreamsConfig};
+use kstreams_record::StringSerde;
+use kstreams_runtime::kafka::{
+    HostInfo, KafkaStreams, ProcessingGuarantee, QueryableStoreTypes, State, StoreQueryParameters,
+    StreamsConfig,
+};
 use rdkafka::consumer::BaseConsumer;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{ClientConfig, Message};
@@ -48,6 +54,19 @@ struct SecuredCluster {
     ca: String,
     username: String,
     password: String,
+}
+
+impl SecuredCluster {
+    /// The keys a user sets to reach the SASL_SSL listener.
+    fn keys(&self) -> [(&str, &str); 5] {
+        [
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "SCRAM-SHA-256"),
+            ("sasl.username", self.username.as_str()),
+            ("sasl.password", self.password.as_str()),
+            ("ssl.ca.location", self.ca.as_str()),
+        ]
+    }
 }
 
 fn secured_cluster() -> Option<SecuredCluster> {
@@ -80,13 +99,7 @@ fn an_exactly_once_app_runs_end_to_end_over_sasl_ssl_and_keeps_its_password_out_
         .stream::<String, String>(&run.input)
         .map_values(|v| v.to_uppercase())
         .to(&run.output);
-    let secured_keys = [
-        ("security.protocol", "SASL_SSL"),
-        ("sasl.mechanism", "SCRAM-SHA-256"),
-        ("sasl.username", secured.username.as_str()),
-        ("sasl.password", secured.password.as_str()),
-        ("ssl.ca.location", secured.ca.as_str()),
-    ];
+    let secured_keys = secured.keys();
     let mut config = StreamsConfig::new(&run.app_id, &secured.bootstrap)
         .processing_guarantee(ProcessingGuarantee::ExactlyOnceV2)
         .state_dir(&run.state_dir);
@@ -161,4 +174,96 @@ fn an_exactly_once_app_runs_end_to_end_over_sasl_ssl_and_keeps_its_password_out_
             "the SASL password shows in {what}"
         );
     }
+}
+
+/// `group.protocol=streams` on the secured listener: the streams group
+/// member (kstreams-group) speaks SASL_SSL with the same keys as the
+/// librdkafka clients, so the broker assigns the tasks and interactive
+/// queries find the key's instance, where before only the plaintext
+/// listener could host a streams group.
+#[test]
+fn a_streams_group_app_runs_over_sasl_ssl_and_answers_where_a_key_is() {
+    let (Some(plaintext), Some(secured)) = (test_broker(), secured_cluster()) else {
+        return;
+    };
+    let run = common::FreshRun::new(&plaintext, "sasl-ssl-streams-group");
+    let builder = StreamsBuilder::new();
+    builder
+        .stream::<String, String>(&run.input)
+        .group_by_key()
+        .count_with(None, Materialized::as_("counts"));
+    let mut config = StreamsConfig::new(&run.app_id, &secured.bootstrap)
+        .commit_interval(Duration::from_millis(100))
+        .state_dir(&run.state_dir);
+    config.set("group.protocol", "streams").unwrap();
+    config
+        .set("application.server", "secured.local:8080")
+        .unwrap();
+    for (key, value) in secured.keys() {
+        config.set(key, value).unwrap();
+    }
+    let mut app = KafkaStreams::new(builder.build().unwrap(), config);
+    app.start().unwrap();
+
+    // Java's partitioner, which query_metadata_for_key assumes (as a Kafka
+    // Streams application's producers would).
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &plaintext)
+        .set("partitioner", "murmur2_random")
+        .create()
+        .unwrap();
+    for i in 0..100 {
+        let key = format!("k{}", i % 10);
+        producer
+            .send(BaseRecord::to(&run.input).key(&key).payload("v"))
+            .unwrap();
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+
+    let here = HostInfo {
+        host: "secured.local".to_string(),
+        port: 8080,
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        assert_ne!(app.state(), State::Error, "app failed: {:?}", app.errors());
+        let answered = (0..10).all(|k| {
+            let key = format!("k{k}");
+            let Ok(metadata) = app.query_metadata_for_key("counts", &key, &StringSerde) else {
+                return false;
+            };
+            let store = app.store(
+                StoreQueryParameters::from_name_and_type(
+                    "counts",
+                    QueryableStoreTypes::key_value_store::<String, i64>(),
+                )
+                .with_partition(metadata.partition),
+            );
+            metadata.active_host == here
+                && store.is_ok_and(|s| s.get(&key).ok().flatten() == Some(10))
+        });
+        if answered {
+            break;
+        }
+        let key = "k0".to_string();
+        let k0 = app.query_metadata_for_key("counts", &key, &StringSerde);
+        let k0_count = k0.as_ref().ok().map(|m| {
+            app.store(
+                StoreQueryParameters::from_name_and_type(
+                    "counts",
+                    QueryableStoreTypes::key_value_store::<String, i64>(),
+                )
+                .with_partition(m.partition),
+            )
+            .map(|s| s.get(&key))
+        });
+        assert!(
+            Instant::now() < deadline,
+            "the streams group never placed every key here: k0 {k0:?}, its count {k0_count:?}; \
+             {:?}",
+            app.metadata()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(app.close(Duration::from_secs(30)));
 }
