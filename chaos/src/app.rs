@@ -10,7 +10,7 @@ use kstreams::prelude::*;
 
 /// What the application computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Input to output unchanged (String keys and values).
     PassThrough,
     /// Records counted per key, the count table streamed out (i64).
@@ -24,12 +24,12 @@ pub enum Mode {
 }
 
 /// Where [`Mode::Both`] writes its counts.
-pub fn counts_topic(output: &str) -> String {
+pub(crate) fn counts_topic(output: &str) -> String {
     format!("{output}-counts")
 }
 
 impl Mode {
-    pub fn parse(name: &str) -> Result<Self, String> {
+    pub(crate) fn parse(name: &str) -> Result<Self, String> {
         match name {
             "passthrough" => Ok(Mode::PassThrough),
             "count" => Ok(Mode::Count),
@@ -41,7 +41,7 @@ impl Mode {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Mode::PassThrough => "passthrough",
             Mode::Count => "count",
@@ -53,7 +53,7 @@ impl Mode {
 
 /// How to run one instance.
 #[derive(Debug, Clone)]
-pub struct AppSpec {
+pub(crate) struct AppSpec {
     pub bootstrap: String,
     pub application_id: String,
     pub input: String,
@@ -77,7 +77,7 @@ const USAGE: &str = "usage: kstreams-chaos app BOOTSTRAP APP_ID INPUT OUTPUT MOD
 
 impl AppSpec {
     /// The arguments of `kstreams-chaos app` that make this instance.
-    pub fn to_args(&self) -> Vec<String> {
+    pub(crate) fn to_args(&self) -> Vec<String> {
         let mut args = vec![
             "app".to_string(),
             self.bootstrap.clone(),
@@ -103,7 +103,7 @@ impl AppSpec {
         args
     }
 
-    pub fn from_args(args: &[String]) -> Result<Self, String> {
+    pub(crate) fn from_args(args: &[String]) -> Result<Self, String> {
         let [bootstrap, application_id, input, output, mode, guarantee, cache, state_dir, rest @ ..] =
             args
         else {
@@ -226,7 +226,7 @@ fn config(spec: &AppSpec) -> Result<StreamsConfig, Box<dyn std::error::Error>> {
 
 /// Runs the instance: exit status 0 after a clean close (stdin closed),
 /// 2 if it stopped with an error, 3 if it could not start.
-pub fn run(spec: &AppSpec) -> i32 {
+pub(crate) fn run(spec: &AppSpec) -> i32 {
     let started = topology(spec).map_err(|e| e.to_string()).and_then(|t| {
         let config = config(spec).map_err(|e| e.to_string())?;
         let mut app = KafkaStreams::new(t, config);

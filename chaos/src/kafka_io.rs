@@ -13,11 +13,11 @@ use kstreams::embedded::rdkafka::producer::{
 };
 use kstreams::embedded::rdkafka::{ClientConfig, ClientContext, Message};
 
-pub use kstreams::embedded::{create_topic, unique_name};
+pub(crate) use kstreams::embedded::{create_topic, unique_name};
 
 /// One record as a read_committed consumer saw it.
 #[derive(Debug, Clone)]
-pub struct Seen {
+pub(crate) struct Seen {
     pub key: String,
     pub value: Option<Vec<u8>>,
     pub headers: Vec<(String, Vec<u8>)>,
@@ -32,14 +32,14 @@ pub struct Seen {
 /// under read_committed, until dropped. A record read again (the reader's
 /// own group rebalanced under a broker fault and it went back to the
 /// start) is kept once: the verdicts are about the topic, not the reader.
-pub struct Reader {
+pub(crate) struct Reader {
     seen: Arc<Mutex<Vec<Seen>>>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Reader {
-    pub fn start(bootstrap: &str, topic: &str) -> Reader {
+    pub(crate) fn start(bootstrap: &str, topic: &str) -> Reader {
         let consumer: BaseConsumer = ClientConfig::new()
             .set("bootstrap.servers", bootstrap)
             .set("group.id", unique_name("chaos-verifier"))
@@ -94,12 +94,12 @@ impl Reader {
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.seen.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     /// When record number `index` arrived, if it did.
-    pub fn arrival(&self, index: usize) -> Option<Instant> {
+    pub(crate) fn arrival(&self, index: usize) -> Option<Instant> {
         self.seen
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -108,13 +108,13 @@ impl Reader {
     }
 
     /// Waits until `done` holds for what was read, or the timeout.
-    pub fn wait_for(&self, timeout: Duration, done: impl Fn(&[Seen]) -> bool) -> bool {
+    pub(crate) fn wait_for(&self, timeout: Duration, done: impl Fn(&[Seen]) -> bool) -> bool {
         self.wait_unless(timeout, || false, done)
     }
 
     /// Waits until `done` holds for what was read, the timeout, or
     /// `give_up` (the app under test died, say).
-    pub fn wait_unless(
+    pub(crate) fn wait_unless(
         &self,
         timeout: Duration,
         mut give_up: impl FnMut() -> bool,
@@ -132,7 +132,7 @@ impl Reader {
         }
     }
 
-    pub fn snapshot(&self) -> Vec<Seen> {
+    pub(crate) fn snapshot(&self) -> Vec<Seen> {
         self.seen.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
@@ -150,7 +150,7 @@ impl Drop for Reader {
 /// sinks use). Idempotent: the broker faults make it retry, and a retried
 /// batch must not land twice, or the input itself would hold duplicates
 /// that the verifier would blame on the app.
-pub struct Input {
+pub(crate) struct Input {
     producer: BaseProducer<Deliveries>,
     topic: String,
 }
@@ -176,7 +176,7 @@ impl ProducerContext for Deliveries {
 }
 
 impl Input {
-    pub fn new(bootstrap: &str, topic: &str) -> Input {
+    pub(crate) fn new(bootstrap: &str, topic: &str) -> Input {
         let producer = ClientConfig::new()
             .set("bootstrap.servers", bootstrap)
             .set("linger.ms", "5")
@@ -190,7 +190,7 @@ impl Input {
         }
     }
 
-    pub fn send(&self, key: &str, value: &[u8]) {
+    pub(crate) fn send(&self, key: &str, value: &[u8]) {
         let mut record = BaseRecord::to(&self.topic).key(key).payload(value);
         loop {
             match self.producer.send(record) {
@@ -206,7 +206,7 @@ impl Input {
 
     /// Waits for every input record's acknowledgement; panics if one was
     /// not written, as the scenario's expectation would then be wrong.
-    pub fn flush(&self) {
+    pub(crate) fn flush(&self) {
         self.producer
             .flush(Duration::from_secs(60))
             .expect("the input is acknowledged within 60 s");

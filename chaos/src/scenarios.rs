@@ -13,7 +13,7 @@ use crate::verify;
 
 /// How big a run is.
 #[derive(Debug, Clone, Copy)]
-pub struct Size<'a> {
+pub(crate) struct Size<'a> {
     pub long: bool,
     pub seed: u64,
     /// Only the runs of a scenario whose name contains this.
@@ -21,7 +21,7 @@ pub struct Size<'a> {
 }
 
 /// The figures of one run, printed as one line.
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub name: String,
     pub passed: bool,
     pub figures: String,
@@ -233,7 +233,7 @@ fn secs(d: Duration) -> String {
 }
 
 /// `sigkill`: SIGKILLs at random moments of an exactly-once run.
-pub fn sigkill(bootstrap: &str, size: Size<'_>) -> Vec<Outcome> {
+pub(crate) fn sigkill(bootstrap: &str, size: Size<'_>) -> Vec<Outcome> {
     [
         (Mode::PassThrough, 10 * 1024 * 1024, "passthrough"),
         (Mode::Count, 10 * 1024 * 1024, "count-cache-on"),
@@ -463,7 +463,7 @@ fn corrupt_rocksdb(rocksdb: &Path) -> bool {
 /// before each phase one fault goes into its state directory. Every phase
 /// must end with exact counts, rebuilt from the changelog where the local
 /// state was bad, and the fault must be logged.
-pub fn disk(bootstrap: &str, size: Size<'_>) -> Vec<Outcome> {
+pub(crate) fn disk(bootstrap: &str, size: Size<'_>) -> Vec<Outcome> {
     let per_phase = if size.long { 20_000 } else { 2_000 };
     let run = Run::new(bootstrap, "disk", Mode::Count, true, 10 * 1024 * 1024);
     let reader = Reader::start(bootstrap, &run.spec.output);
@@ -573,7 +573,7 @@ pub fn disk(bootstrap: &str, size: Size<'_>) -> Vec<Outcome> {
 
 /// `malformed`: values that do not deserialize, interleaved with valid
 /// ones, under log-and-continue with a dead-letter queue.
-pub fn malformed(bootstrap: &str, size: Size<'_>) -> Vec<Outcome> {
+pub(crate) fn malformed(bootstrap: &str, size: Size<'_>) -> Vec<Outcome> {
     let bad = if size.long { 10_000u64 } else { 1_000 };
     let every = 5; // one bad record in five
     let mut run = Run::new(bootstrap, "malformed", Mode::Increment, true, 0);
@@ -800,7 +800,7 @@ fn broker_answers(bootstrap: &str) -> bool {
 
 /// Which brokers a broker fault takes down.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum BrokerFault {
+pub(crate) enum BrokerFault {
     /// `broker-restart`: every node crashes (SIGKILL) and comes back 3 s
     /// later; recovery counts from the cluster answering again.
     RestartAll,
@@ -818,7 +818,7 @@ const FAILOVER_DOWN: Duration = Duration::from_secs(15);
 /// `broker-restart` and `leader-failover`: brokers crash mid-run of an
 /// exactly-once pass-through; the instance must ride it out, and every
 /// record come out exactly once.
-pub fn broker_faults(
+pub(crate) fn broker_faults(
     bootstrap: &str,
     size: Size<'_>,
     kafka_dir: &Path,
@@ -1062,7 +1062,7 @@ const GROUP_PROTOCOLS: &[(&str, Option<&str>)] = &[
 /// and no count repeated; under at-least-once nothing may be missing:
 /// every record passed through, every final count at least its number of
 /// records.
-pub fn churn(bootstrap: &str, size: Size<'_>) -> Vec<Outcome> {
+pub(crate) fn churn(bootstrap: &str, size: Size<'_>) -> Vec<Outcome> {
     GROUP_PROTOCOLS
         .iter()
         .filter(|(name, _)| size.only.is_none_or(|only| name.contains(only)))

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 /// What a pass-through's output holds against its input.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct PassThroughReport {
+pub(crate) struct PassThroughReport {
     pub expected: u64,
     pub seen: u64,
     /// Input records never seen in the output.
@@ -26,14 +26,14 @@ pub struct PassThroughReport {
 }
 
 impl PassThroughReport {
-    pub fn exactly_once(&self) -> bool {
+    pub(crate) fn exactly_once(&self) -> bool {
         self.lost == 0 && self.duplicated == 0 && self.out_of_order == 0 && self.foreign == 0
     }
 }
 
 /// `expected`: records per key; `seen`: the output's (key, value) in the
 /// order one partition's consumer read them.
-pub fn pass_through<'a>(
+pub(crate) fn pass_through<'a>(
     expected: &BTreeMap<String, u64>,
     seen: impl IntoIterator<Item = (&'a str, Option<&'a [u8]>)>,
 ) -> PassThroughReport {
@@ -78,7 +78,7 @@ pub fn pass_through<'a>(
 
 /// What a count's output holds against its input.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct CountReport {
+pub(crate) struct CountReport {
     pub keys: u64,
     /// Keys whose last count is not their number of records: (key, last
     /// count seen, records).
@@ -92,7 +92,7 @@ pub struct CountReport {
 }
 
 impl CountReport {
-    pub fn exact(&self) -> bool {
+    pub(crate) fn exact(&self) -> bool {
         self.wrong.is_empty() && self.not_increasing == 0 && self.missing_updates == 0
     }
 }
@@ -100,7 +100,7 @@ impl CountReport {
 /// `expected`: records per key; `seen`: the count stream's (key, count) in
 /// read order; `every_update`: whether the cache was off, so each record
 /// emitted its count.
-pub fn count<'a>(
+pub(crate) fn count<'a>(
     expected: &BTreeMap<String, u64>,
     seen: impl IntoIterator<Item = (&'a str, Option<i64>)>,
     every_update: bool,
@@ -135,7 +135,7 @@ pub fn count<'a>(
 }
 
 /// The latest count per key, for waiting until the output caught up.
-pub fn latest_counts<'a>(
+pub(crate) fn latest_counts<'a>(
     seen: impl IntoIterator<Item = (&'a str, Option<i64>)>,
 ) -> BTreeMap<&'a str, i64> {
     let mut latest = BTreeMap::new();

@@ -6,7 +6,7 @@ use std::process::Command;
 use crate::paths;
 
 /// `cargo clippy` of CI's clippy step.
-pub const CLIPPY: [&str; 6] = [
+pub(crate) const CLIPPY: [&str; 6] = [
     "clippy",
     "--workspace",
     "--all-targets",
@@ -15,19 +15,19 @@ pub const CLIPPY: [&str; 6] = [
     "warnings",
 ];
 /// CI's check that the facade builds with the `rocksdb` feature off.
-pub const NO_ROCKSDB: [&str; 4] = ["check", "-p", "kstreams", "--no-default-features"];
+pub(crate) const NO_ROCKSDB: [&str; 4] = ["check", "-p", "kstreams", "--no-default-features"];
 /// The test build CI makes before it starts a broker; the dashboard check
 /// reuses it.
-pub const TEST_NO_RUN: [&str; 3] = ["test", "--workspace", "--no-run"];
+pub(crate) const TEST_NO_RUN: [&str; 3] = ["test", "--workspace", "--no-run"];
 
 /// `cargo <args>` in the workspace root, with the cargo that runs xtask.
-pub fn cargo(args: &[&str]) -> Command {
+pub(crate) fn cargo(args: &[&str]) -> Command {
     let mut command = Command::new(cargo_bin());
     command.args(args).current_dir(paths::repo_root());
     command
 }
 
 /// The cargo that runs xtask, so every task uses one toolchain.
-pub fn cargo_bin() -> String {
+pub(crate) fn cargo_bin() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
 }

@@ -16,12 +16,12 @@ use crate::paths;
 use crate::process;
 
 /// Every scenario, in the order a bare `cargo xtask chaos` runs them.
-pub const SCENARIOS: &[&str] = &["sigkill", "disk", "malformed", "churn", "broker-restart"];
+pub(crate) const SCENARIOS: &[&str] = &["sigkill", "disk", "malformed", "churn", "broker-restart"];
 
 /// Scenarios run only when named: `leader-failover` needs a cluster of
 /// three brokers: the one running (`cargo xtask kafka start --brokers 3`),
 /// or, when none runs, one it starts and stops.
-pub const NAMED_ONLY: &[&str] = &["leader-failover"];
+pub(crate) const NAMED_ONLY: &[&str] = &["leader-failover"];
 
 /// The scenarios CI runs, in their short form, on its single broker:
 /// churn's short form (2 rounds per group protocol, the streams protocol
@@ -29,9 +29,10 @@ pub const NAMED_ONLY: &[&str] = &["leader-failover"];
 /// build on this machine, broker-restart (one restart) about 45 s.
 /// leader-failover runs after them on three brokers of its own
 /// ([`leader_failover_ci`]).
-pub const CI_SCENARIOS: &[&str] = &["sigkill", "disk", "malformed", "churn", "broker-restart"];
+pub(crate) const CI_SCENARIOS: &[&str] =
+    &["sigkill", "disk", "malformed", "churn", "broker-restart"];
 
-pub fn cli(args: Args) -> Result<ExitCode> {
+pub(crate) fn cli(args: Args) -> Result<ExitCode> {
     let mut scenarios = Vec::new();
     let mut long = false;
     let mut seed = None;
@@ -71,7 +72,7 @@ pub fn cli(args: Args) -> Result<ExitCode> {
 /// CI's leader-failover, short form (one leader broker killed, about 1.5
 /// min with the cluster's start): on three brokers started for it and
 /// stopped after, as the single broker of the other steps is gone by then.
-pub fn leader_failover_ci() -> Result<bool> {
+pub(crate) fn leader_failover_ci() -> Result<bool> {
     let lease = Lease::cluster(3)?;
     run(
         lease.bootstrap(),
@@ -82,11 +83,16 @@ pub fn leader_failover_ci() -> Result<bool> {
 }
 
 /// The build of the chaos binary (`native_builds` checks it).
-pub const CARGO_BUILD: [&str; 3] = ["build", "--package", "kstreams-chaos"];
+pub(crate) const CARGO_BUILD: [&str; 3] = ["build", "--package", "kstreams-chaos"];
 
 /// Runs `scenarios` against `bootstrap`; whether all passed. Each runs even
 /// when an earlier one failed, so one run reports everything.
-pub fn run(bootstrap: &str, scenarios: &[String], long: bool, seed: Option<&str>) -> Result<bool> {
+pub(crate) fn run(
+    bootstrap: &str,
+    scenarios: &[String],
+    long: bool,
+    seed: Option<&str>,
+) -> Result<bool> {
     let cargo = cargo::cargo_bin();
     let mut build = Command::new(&cargo);
     build

@@ -46,7 +46,7 @@ enum Outcome {
     Skipped(&'static str),
 }
 
-pub fn cli(args: Args) -> Result<ExitCode> {
+pub(crate) fn cli(args: Args) -> Result<ExitCode> {
     args.finish()?;
     setup::ensure(Scope::Ci)?;
     let mut results: Vec<(&str, Outcome)> = vec![

@@ -9,7 +9,7 @@ use std::str::FromStr;
 use anyhow::{anyhow, bail, Context, Result};
 
 /// A task of `cargo xtask`: what dispatches it and what its help says.
-pub struct Task {
+pub(crate) struct Task {
     pub name: &'static str,
     /// One line on what it does, for the list `cargo xtask --help` prints.
     pub summary: &'static str,
@@ -22,7 +22,7 @@ pub struct Task {
 const NAME_WIDTH: usize = 10;
 
 /// `cargo xtask --help`: every task with one line on what it does.
-pub fn overview(tasks: &[Task]) -> String {
+pub(crate) fn overview(tasks: &[Task]) -> String {
     let mut text = String::from(
         "usage: cargo xtask <task> [ARGS]\n\
          `cargo xtask help <task>` (or `cargo xtask <task> --help`) shows a task's arguments.\n\n\
@@ -41,7 +41,7 @@ pub fn overview(tasks: &[Task]) -> String {
 }
 
 /// `cargo xtask help <task>`: its summary, then its arguments.
-pub fn task_help(task: &Task) -> String {
+pub(crate) fn task_help(task: &Task) -> String {
     format!(
         "cargo xtask {}: {}\n\nusage: cargo xtask {}",
         task.name, task.summary, task.usage
@@ -49,7 +49,7 @@ pub fn task_help(task: &Task) -> String {
 }
 
 /// A check's exit status: 0 when it passed, 1 when not.
-pub fn exit_code(passed: bool) -> ExitCode {
+pub(crate) fn exit_code(passed: bool) -> ExitCode {
     if passed {
         ExitCode::SUCCESS
     } else {
@@ -59,12 +59,12 @@ pub fn exit_code(passed: bool) -> ExitCode {
 
 /// The arguments not yet consumed by the task.
 #[derive(Debug)]
-pub struct Args {
+pub(crate) struct Args {
     items: VecDeque<String>,
 }
 
 impl Args {
-    pub fn new(items: impl IntoIterator<Item = String>) -> Self {
+    pub(crate) fn new(items: impl IntoIterator<Item = String>) -> Self {
         Args {
             items: items.into_iter().collect(),
         }
@@ -72,7 +72,7 @@ impl Args {
 
     /// Takes the next positional argument (options and their values are left
     /// in place).
-    pub fn next(&mut self) -> Option<String> {
+    pub(crate) fn next(&mut self) -> Option<String> {
         let mut index = 0;
         while index < self.items.len() {
             let item = &self.items[index];
@@ -86,7 +86,7 @@ impl Args {
 
     /// Takes the flag `--name` (an option without a value); call it before
     /// taking positionals, which assume every option has a value.
-    pub fn flag(&mut self, name: &str) -> bool {
+    pub(crate) fn flag(&mut self, name: &str) -> bool {
         let flag = format!("--{name}");
         match self.items.iter().position(|item| *item == flag) {
             Some(index) => {
@@ -98,7 +98,7 @@ impl Args {
     }
 
     /// Takes `--name value` or `--name=value` and parses the value.
-    pub fn option<T>(&mut self, name: &str) -> Result<Option<T>>
+    pub(crate) fn option<T>(&mut self, name: &str) -> Result<Option<T>>
     where
         T: FromStr,
         T::Err: std::error::Error + Send + Sync + 'static,
@@ -114,11 +114,11 @@ impl Args {
     /// Fails on whatever no task asked for, so a typo is not silently ignored.
     /// Everything not taken yet, in order: arguments passed through to
     /// another tool.
-    pub fn rest(self) -> Vec<String> {
+    pub(crate) fn rest(self) -> Vec<String> {
         self.items.into()
     }
 
-    pub fn finish(self) -> Result<()> {
+    pub(crate) fn finish(self) -> Result<()> {
         if self.items.is_empty() {
             Ok(())
         } else {

@@ -46,7 +46,7 @@ const APP_READY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Panels whose queries may return only zeros (or NaN) for the check's
 /// app, with the reason; their series must still be there.
-pub const MAY_BE_ZERO: &[(&str, &str)] = &[
+pub(crate) const MAY_BE_ZERO: &[(&str, &str)] = &[
     (
         "Consumer lag per partition",
         "the app keeps up with its producer, so the lag is often 0 at the moment of the query",
@@ -70,7 +70,7 @@ pub const MAY_BE_ZERO: &[(&str, &str)] = &[
     ),
 ];
 
-pub fn cli(mut args: Args) -> Result<ExitCode> {
+pub(crate) fn cli(mut args: Args) -> Result<ExitCode> {
     let dashboard = args
         .option::<PathBuf>("dashboard")?
         .unwrap_or_else(default_path);
@@ -79,7 +79,7 @@ pub fn cli(mut args: Args) -> Result<ExitCode> {
 }
 
 /// The repository's dashboard.
-pub fn default_path() -> PathBuf {
+pub(crate) fn default_path() -> PathBuf {
     paths::repo_root().join(DASHBOARD)
 }
 
@@ -91,7 +91,7 @@ struct Panel {
 }
 
 /// Runs the whole check on `dashboard`; true when every panel has data.
-pub fn check(dashboard: &Path) -> Result<bool> {
+pub(crate) fn check(dashboard: &Path) -> Result<bool> {
     let started = Instant::now();
     let panels = read_panels(dashboard)?;
     let queries: usize = panels.iter().map(|p| p.queries.len()).sum();

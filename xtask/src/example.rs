@@ -12,12 +12,12 @@ use crate::process;
 use crate::setup::{self, Scope};
 
 /// The example README's first command runs.
-pub const DEFAULT: &str = "pageviews";
+pub(crate) const DEFAULT: &str = "pageviews";
 
 /// `cargo run` of an example, less its name.
-pub const CARGO_RUN: [&str; 4] = ["run", "-p", "kstreams-examples", "--example"];
+pub(crate) const CARGO_RUN: [&str; 4] = ["run", "-p", "kstreams-examples", "--example"];
 
-pub fn cli(mut args: Args) -> Result<ExitCode> {
+pub(crate) fn cli(mut args: Args) -> Result<ExitCode> {
     let name = args.next().unwrap_or_else(|| DEFAULT.to_owned());
     args.finish()?;
     setup::ensure(Scope::Build)?;

@@ -11,18 +11,18 @@ use crate::process;
 
 /// The Apache Kafka release of the test broker and of the Kafka Streams
 /// reference side. Both poms default to it too (checked by a test below).
-pub const KAFKA_VERSION: &str = "4.4.0";
+pub(crate) const KAFKA_VERSION: &str = "4.4.0";
 
 /// Runs another Kafka release than [`KAFKA_VERSION`] for one invocation, e.g.
 /// `KSTREAMS_KAFKA_VERSION=4.1.2 cargo xtask kafka start` to check a broker
 /// without the streams group protocol (KIP-1071, generally available from
 /// 4.2). The compat scenarios' expectations are those of [`KAFKA_VERSION`].
-pub const KAFKA_VERSION_ENV: &str = "KSTREAMS_KAFKA_VERSION";
+pub(crate) const KAFKA_VERSION_ENV: &str = "KSTREAMS_KAFKA_VERSION";
 
 /// The Kafka release this invocation uses: [`KAFKA_VERSION_ENV`] when set, else
 /// [`KAFKA_VERSION`]. Only `major.minor.patch` is accepted: the value becomes a
 /// Maven version and a cache directory name.
-pub fn kafka_version() -> Result<String> {
+pub(crate) fn kafka_version() -> Result<String> {
     match std::env::var(KAFKA_VERSION_ENV) {
         Ok(version) if !version.is_empty() => {
             if release(&version).is_none() {
@@ -35,7 +35,7 @@ pub fn kafka_version() -> Result<String> {
 }
 
 /// `(major, minor, patch)` of a release string such as `4.4.0`.
-pub fn release(version: &str) -> Option<(u32, u32, u32)> {
+pub(crate) fn release(version: &str) -> Option<(u32, u32, u32)> {
     let mut parts = version.split('.').map(|part| {
         (!part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
             .then(|| part.parse::<u32>().ok())
@@ -47,7 +47,7 @@ pub fn release(version: &str) -> Option<(u32, u32, u32)> {
 
 /// Fails with an install hint when java or mvn is missing, and on a malformed
 /// [`KAFKA_VERSION_ENV`] (before Maven gets to fail on it less clearly).
-pub fn require_java_and_maven() -> Result<()> {
+pub(crate) fn require_java_and_maven() -> Result<()> {
     kafka_version()?;
     process::require_tool(
         "java",
@@ -62,7 +62,7 @@ pub fn require_java_and_maven() -> Result<()> {
 }
 
 /// `mvn` in batch mode, quiet, with the Kafka release set.
-pub fn mvn(pom: &Path) -> Command {
+pub(crate) fn mvn(pom: &Path) -> Command {
     // require_java_and_maven ran first and rejected a malformed override.
     let version = kafka_version().unwrap_or_else(|_| KAFKA_VERSION.to_owned());
     let mut command = Command::new("mvn");
@@ -77,7 +77,7 @@ pub fn mvn(pom: &Path) -> Command {
 /// The runtime classpath of `pom`, resolved once and kept in `cache` until the
 /// pom changes, the Kafka release changes or a jar disappears. The second
 /// element tells whether Maven ran.
-pub fn classpath(pom: &Path, cache: &Path) -> Result<(String, bool)> {
+pub(crate) fn classpath(pom: &Path, cache: &Path) -> Result<(String, bool)> {
     if let Some(cached) = cached_classpath(pom, cache) {
         return Ok((cached, false));
     }
@@ -106,7 +106,7 @@ fn cached_classpath(pom: &Path, cache: &Path) -> Option<String> {
 
 /// Whether every entry of `classpath` exists: a pruned or relocated Maven
 /// repository leaves a cached classpath that names missing jars.
-pub fn all_exist(classpath: &str) -> bool {
+pub(crate) fn all_exist(classpath: &str) -> bool {
     std::env::split_paths(classpath).all(|jar| jar.exists())
 }
 
@@ -123,7 +123,7 @@ fn read_classpath(file: &Path) -> Result<String> {
 /// Marks a classpath file Maven just wrote as fresh. The dependency plugin
 /// leaves an unchanged file alone, so after a pom or source edit the old file
 /// would otherwise look stale on every run.
-pub fn touch(path: &Path) -> Result<()> {
+pub(crate) fn touch(path: &Path) -> Result<()> {
     fs::File::options()
         .write(true)
         .open(path)
@@ -134,14 +134,14 @@ pub fn touch(path: &Path) -> Result<()> {
 /// Records which Kafka release `classpath_file` was resolved for. The pom's
 /// mtime alone misses a release chosen with [`KAFKA_VERSION_ENV`], which
 /// changes no file: the next run would reuse the other release's jars.
-pub fn stamp_kafka_version(classpath_file: &Path) -> Result<()> {
+pub(crate) fn stamp_kafka_version(classpath_file: &Path) -> Result<()> {
     let stamp = version_stamp(classpath_file);
     fs::write(&stamp, kafka_version()?).with_context(|| format!("cannot write {}", stamp.display()))
 }
 
 /// Whether `classpath_file` was resolved for the Kafka release this
 /// invocation uses (false for one written before the stamp existed).
-pub fn stamped_with_kafka_version(classpath_file: &Path) -> bool {
+pub(crate) fn stamped_with_kafka_version(classpath_file: &Path) -> bool {
     let stamped = fs::read_to_string(version_stamp(classpath_file));
     matches!((stamped, kafka_version()), (Ok(s), Ok(v)) if s.trim() == v)
 }
@@ -154,12 +154,12 @@ fn version_stamp(classpath_file: &Path) -> PathBuf {
 }
 
 /// Modification time; `None` when the file does not exist.
-pub fn modified(path: &Path) -> Option<SystemTime> {
+pub(crate) fn modified(path: &Path) -> Option<SystemTime> {
     fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
 /// The newest modification time of any file under `dir` (recursively).
-pub fn newest_under(dir: &Path) -> Option<SystemTime> {
+pub(crate) fn newest_under(dir: &Path) -> Option<SystemTime> {
     let mut newest = modified(dir);
     for entry in fs::read_dir(dir).ok()?.flatten() {
         let path: PathBuf = entry.path();

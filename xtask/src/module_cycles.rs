@@ -26,13 +26,13 @@ use anyhow::{Context, Result};
 use crate::cli::{exit_code, Args};
 use crate::paths;
 
-pub fn cli(args: Args) -> Result<ExitCode> {
+pub(crate) fn cli(args: Args) -> Result<ExitCode> {
     args.finish()?;
     Ok(exit_code(check()?))
 }
 
 /// Whether no crate has an import cycle; prints each one found.
-pub fn check() -> Result<bool> {
+pub(crate) fn check() -> Result<bool> {
     let root = paths::repo_root();
     let mut found = 0;
     for source in crate_sources(&root)? {

@@ -52,14 +52,14 @@ fn invocations() -> Vec<(&'static str, Vec<&'static str>)> {
     ]
 }
 
-pub fn cli(args: Args) -> Result<ExitCode> {
+pub(crate) fn cli(args: Args) -> Result<ExitCode> {
     args.finish()?;
     Ok(exit_code(check()?))
 }
 
 /// Whether each native library is built one way across all invocations;
 /// prints what it found either way.
-pub fn check() -> Result<bool> {
+pub(crate) fn check() -> Result<bool> {
     // library -> fingerprint -> (invocations, the build script's unit tree)
     let mut seen: BTreeMap<&str, BTreeMap<u64, (Vec<&str>, UnitTree)>> = BTreeMap::new();
     for (name, args) in invocations() {

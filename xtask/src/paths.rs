@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 /// Read at run time first: `cargo run` sets CARGO_MANIFEST_DIR for the
 /// process too, and a binary reused from a shared target directory may have
 /// been compiled in another checkout, whose path `env!` would have baked in.
-pub fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
@@ -21,13 +21,13 @@ pub fn repo_root() -> PathBuf {
 }
 
 /// State of the cluster that `cargo xtask kafka start` runs (gitignored).
-pub fn kafka_dir() -> PathBuf {
+pub(crate) fn kafka_dir() -> PathBuf {
     repo_root().join(".kafka")
 }
 
 /// Per-user cache outside the repository, so that a fresh clone or
 /// `cargo clean` does not resolve the broker again.
-pub fn cache_dir() -> PathBuf {
+pub(crate) fn cache_dir() -> PathBuf {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
@@ -36,7 +36,7 @@ pub fn cache_dir() -> PathBuf {
 }
 
 /// Cargo's target directory, wherever CARGO_TARGET_DIR or config put it.
-pub fn cargo_target_dir(cargo: &str) -> Result<PathBuf> {
+pub(crate) fn cargo_target_dir(cargo: &str) -> Result<PathBuf> {
     let output = Command::new(cargo)
         .current_dir(repo_root())
         .args(["metadata", "--format-version", "1", "--no-deps"])

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 /// Fails with an install hint when `tool` cannot be run at all.
-pub fn require_tool(tool: &str, version_flag: &str, hint: &str) -> Result<()> {
+pub(crate) fn require_tool(tool: &str, version_flag: &str, hint: &str) -> Result<()> {
     match Command::new(tool)
         .arg(version_flag)
         .stdout(Stdio::null())
@@ -25,7 +25,7 @@ pub fn require_tool(tool: &str, version_flag: &str, hint: &str) -> Result<()> {
 }
 
 /// Runs a command with inherited output; fails unless it exits 0.
-pub fn run(command: &mut Command, what: &str) -> Result<()> {
+pub(crate) fn run(command: &mut Command, what: &str) -> Result<()> {
     let status = status(command, what)?;
     if !status.success() {
         bail!("{what} failed ({status})");
@@ -34,7 +34,7 @@ pub fn run(command: &mut Command, what: &str) -> Result<()> {
 }
 
 /// Runs a command with inherited output and returns how it exited.
-pub fn status(command: &mut Command, what: &str) -> Result<ExitStatus> {
+pub(crate) fn status(command: &mut Command, what: &str) -> Result<ExitStatus> {
     command
         .status()
         .with_context(|| format!("cannot start {what}: {command:?}"))
@@ -42,7 +42,7 @@ pub fn status(command: &mut Command, what: &str) -> Result<ExitStatus> {
 
 /// Runs a command and returns its standard output (its stderr is
 /// inherited); fails unless it exits 0.
-pub fn output(command: &mut Command, what: &str) -> Result<String> {
+pub(crate) fn output(command: &mut Command, what: &str) -> Result<String> {
     let output = command
         .stderr(std::process::Stdio::inherit())
         .output()
@@ -54,7 +54,7 @@ pub fn output(command: &mut Command, what: &str) -> Result<String> {
 }
 
 /// Runs a command quietly; on failure the error carries its output.
-pub fn run_captured(command: &mut Command, what: &str) -> Result<()> {
+pub(crate) fn run_captured(command: &mut Command, what: &str) -> Result<()> {
     let output = command
         .output()
         .with_context(|| format!("cannot start {what}: {command:?}"))?;
@@ -71,7 +71,7 @@ pub fn run_captured(command: &mut Command, what: &str) -> Result<()> {
 
 /// Whether `pid` is alive and still the process we started: its command line
 /// must contain `marker`, which guards against a recycled pid.
-pub fn is_ours(pid: i32, marker: &str) -> bool {
+pub(crate) fn is_ours(pid: i32, marker: &str) -> bool {
     if !signal(pid, 0) {
         return false;
     }
@@ -84,13 +84,13 @@ pub fn is_ours(pid: i32, marker: &str) -> bool {
 }
 
 /// Sends `sig` to `pid`; true when it was delivered.
-pub fn signal(pid: i32, sig: i32) -> bool {
+pub(crate) fn signal(pid: i32, sig: i32) -> bool {
     // SAFETY: kill(2) takes plain integers and touches no memory of ours.
     unsafe { libc::kill(pid, sig) == 0 }
 }
 
 /// Waits until `done` holds or `timeout` passes; true when it held.
-pub fn wait_until(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
+pub(crate) fn wait_until(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
     loop {
         if done() {
@@ -104,7 +104,7 @@ pub fn wait_until(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
 }
 
 /// The last `lines` lines of a log file, for error messages.
-pub fn tail(path: &Path, lines: usize) -> String {
+pub(crate) fn tail(path: &Path, lines: usize) -> String {
     match fs::read_to_string(path) {
         Ok(text) => {
             let all: Vec<&str> = text.lines().collect();
@@ -115,6 +115,6 @@ pub fn tail(path: &Path, lines: usize) -> String {
 }
 
 /// Seconds with one decimal, for progress messages.
-pub fn secs(elapsed: Duration) -> String {
+pub(crate) fn secs(elapsed: Duration) -> String {
     format!("{:.1} s", elapsed.as_secs_f64())
 }

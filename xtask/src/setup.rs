@@ -18,7 +18,7 @@ use crate::process;
 
 /// What a command is about to build or run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// Building the workspace: librdkafka (cmake, with SSL, SASL and zlib),
     /// RocksDB (C++) and its bindgen bindings.
     Build,
@@ -125,7 +125,7 @@ const JAVA: &[Requirement] = &[
 ];
 
 /// `cargo xtask setup [--ci] [--check]`.
-pub fn cli(mut args: Args) -> Result<ExitCode> {
+pub(crate) fn cli(mut args: Args) -> Result<ExitCode> {
     let scope = if args.flag("ci") {
         Scope::Ci
     } else {
@@ -150,7 +150,7 @@ pub fn cli(mut args: Args) -> Result<ExitCode> {
 
 /// What [`ensure`] could say about the system packages.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Checked {
+pub(crate) enum Checked {
     /// Every one is installed (now, or already).
     Present,
     /// Not a Debian system: nothing could be checked (and it said so).
@@ -159,7 +159,7 @@ pub enum Checked {
 
 /// Makes sure the packages `scope` needs are there: installs the missing
 /// ones as root, fails with the command that installs them otherwise.
-pub fn ensure(scope: Scope) -> Result<Checked> {
+pub(crate) fn ensure(scope: Scope) -> Result<Checked> {
     let Some(missing) = missing_now(scope)? else {
         return Ok(Checked::Unchecked);
     };

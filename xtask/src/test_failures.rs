@@ -14,7 +14,7 @@ const MAX_DIGEST_LINES: usize = 40;
 
 /// Runs `command` (a `cargo test`), passing its output through; returns
 /// whether it passed and the digest of its failures.
-pub fn run(command: &mut Command) -> Result<(bool, Vec<String>)> {
+pub(crate) fn run(command: &mut Command) -> Result<(bool, Vec<String>)> {
     let mut child = command
         .stdout(Stdio::piped())
         .spawn()

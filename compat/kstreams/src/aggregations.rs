@@ -7,7 +7,7 @@ use crate::{COGROUP_LEFT_STEP, COGROUP_RIGHT_STEP, SUPPRESS_MAX_RECORDS, SUPPRES
 
 /// wordcount: `flatMapValues(lowercase, split \W+)`, `groupBy(word)`,
 /// `count` (store `counts`), `toStream`, `to`.
-pub fn wordcount(builder: &StreamsBuilder, input: &str, output: &str) {
+pub(crate) fn wordcount(builder: &StreamsBuilder, input: &str, output: &str) {
     builder
         // The input has null keys, hence the nullable key serde.
         .stream_with(input, Consumed::with(Nullable(StringSerde), StringSerde))
@@ -23,7 +23,7 @@ pub fn wordcount(builder: &StreamsBuilder, input: &str, output: &str) {
 
 /// table-aggregate: `table`, `groupBy((user, region) -> (region, region))`,
 /// `count`, `toStream`, `to`.
-pub fn table_aggregate(builder: &StreamsBuilder, input: &str, output: &str) {
+pub(crate) fn table_aggregate(builder: &StreamsBuilder, input: &str, output: &str) {
     builder
         .table_with(
             input,
@@ -42,7 +42,7 @@ pub fn table_aggregate(builder: &StreamsBuilder, input: &str, output: &str) {
 /// cogroup: both inputs grouped by key, each with its own aggregator
 /// (+1 per left record, +1000 per right one) into one aggregate per key
 /// in the store `cogrouped`.
-pub fn cogroup(builder: &StreamsBuilder, (left, right): (&str, &str), output: &str) {
+pub(crate) fn cogroup(builder: &StreamsBuilder, (left, right): (&str, &str), output: &str) {
     let strings = || Consumed::with(StringSerde, StringSerde);
     // Both groupings first, then the cogroup: Java's statement order, which
     // draws the generated names in the same order.
@@ -64,7 +64,7 @@ pub fn cogroup(builder: &StreamsBuilder, (left, right): (&str, &str), output: &s
 /// suppress-time-limit: `groupByKey`, `count`, then each key's latest
 /// count held back until stream time is 5 s past its first held update
 /// (at most 1000 keys, the oldest emitted early when full).
-pub fn suppress_time_limit(builder: &StreamsBuilder, input: &str, output: &str) {
+pub(crate) fn suppress_time_limit(builder: &StreamsBuilder, input: &str, output: &str) {
     builder
         .stream_with(input, Consumed::with(StringSerde, StringSerde))
         .group_by_key()

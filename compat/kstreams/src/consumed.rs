@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use kstreams::metrics::{names, MetricsRegistry};
 
-pub struct ConsumedCounts {
+pub(crate) struct ConsumedCounts {
     file: PathBuf,
     /// Records consumed from each input topic so far.
     totals: BTreeMap<String, u64>,
@@ -26,7 +26,7 @@ pub struct ConsumedCounts {
 }
 
 impl ConsumedCounts {
-    pub fn new(file: PathBuf, inputs: &str) -> Self {
+    pub(crate) fn new(file: PathBuf, inputs: &str) -> Self {
         ConsumedCounts {
             file,
             totals: inputs.split(',').map(|t| (t.to_owned(), 0)).collect(),
@@ -37,7 +37,7 @@ impl ConsumedCounts {
 
     /// Reads the partition series again and rewrites the file if a count
     /// moved (or was never written).
-    pub fn update(&mut self, registry: &MetricsRegistry) -> std::io::Result<()> {
+    pub(crate) fn update(&mut self, registry: &MetricsRegistry) -> std::io::Result<()> {
         let mut now = HashMap::new();
         for sample in registry.samples(&names::CONSUMER_RECORDS_CONSUMED_TOTAL) {
             let (Some(topic), Some(partition)) = (sample.label("topic"), sample.label("partition"))

@@ -27,7 +27,11 @@ fn or_null(value: Option<&String>) -> &str {
 
 /// stream-table-join: `stream(orders)`, `leftJoin(table(customers),
 /// order|name-or-null)`, `to`.
-pub fn stream_table_join(builder: &StreamsBuilder, (first, second): (&str, &str), output: &str) {
+pub(crate) fn stream_table_join(
+    builder: &StreamsBuilder,
+    (first, second): (&str, &str),
+    output: &str,
+) {
     let customers = builder.table_with(first, strings(), Materialized::new());
     builder
         .stream_with(second, strings())
@@ -39,7 +43,11 @@ pub fn stream_table_join(builder: &StreamsBuilder, (first, second): (&str, &str)
 
 /// table-table-join (and table-table-join-cached): `table(left)`,
 /// `join(table(right), l|r)`, `toStream`, `to`.
-pub fn table_table_join(builder: &StreamsBuilder, (first, second): (&str, &str), output: &str) {
+pub(crate) fn table_table_join(
+    builder: &StreamsBuilder,
+    (first, second): (&str, &str),
+    output: &str,
+) {
     let left = builder.table_with(first, strings(), Materialized::new());
     let right = builder.table_with(second, strings(), Materialized::new());
     left.join(&right, |l, r| format!("{l}|{r}"))
@@ -49,7 +57,7 @@ pub fn table_table_join(builder: &StreamsBuilder, (first, second): (&str, &str),
 
 /// table-table-outer-join: as table-table-join with `outerJoin`, "null"
 /// for a missing side.
-pub fn table_table_outer_join(
+pub(crate) fn table_table_outer_join(
     builder: &StreamsBuilder,
     (first, second): (&str, &str),
     output: &str,
@@ -72,7 +80,11 @@ fn stream_joined() -> StreamJoined<String, String, String> {
 
 /// stream-stream-join: `stream(left)`, `leftJoin(stream(right),
 /// l|r-or-null, JoinWindows.ofTimeDifferenceAndGrace(3 s, 2 s))`, `to`.
-pub fn stream_stream_join(builder: &StreamsBuilder, (first, second): (&str, &str), output: &str) {
+pub(crate) fn stream_stream_join(
+    builder: &StreamsBuilder,
+    (first, second): (&str, &str),
+    output: &str,
+) {
     let left = builder.stream_with(first, strings());
     let right = builder.stream_with(second, strings());
     left.left_join_windowed_with(
@@ -86,7 +98,7 @@ pub fn stream_stream_join(builder: &StreamsBuilder, (first, second): (&str, &str
 
 /// stream-stream-outer-join: as stream-stream-join with `outerJoin`,
 /// "null" for a missing side.
-pub fn stream_stream_outer_join(
+pub(crate) fn stream_stream_outer_join(
     builder: &StreamsBuilder,
     (first, second): (&str, &str),
     output: &str,
@@ -105,7 +117,11 @@ pub fn stream_stream_outer_join(
 /// foreign-key-join: `table(orders).leftJoin(table(customers), the order's
 /// value as the customer id, customerId|name-or-null)`, `toStream`, `to`
 /// (Java's `Function<V, KO>` overload: no TableJoined, no Materialized).
-pub fn foreign_key_join(builder: &StreamsBuilder, (first, second): (&str, &str), output: &str) {
+pub(crate) fn foreign_key_join(
+    builder: &StreamsBuilder,
+    (first, second): (&str, &str),
+    output: &str,
+) {
     let customers = builder.table_with(first, strings(), Materialized::new());
     let orders = builder.table_with(second, strings(), Materialized::new());
     orders
@@ -120,7 +136,11 @@ pub fn foreign_key_join(builder: &StreamsBuilder, (first, second): (&str, &str),
 
 /// global-table-join: `stream(orders).leftJoin(globalTable(customers),
 /// (orderId, customerId) -> customerId, customerId|name-or-null)`, `to`.
-pub fn global_table_join(builder: &StreamsBuilder, (first, second): (&str, &str), output: &str) {
+pub(crate) fn global_table_join(
+    builder: &StreamsBuilder,
+    (first, second): (&str, &str),
+    output: &str,
+) {
     let customers = builder.global_table_with(first, strings(), Materialized::new());
     builder
         .stream_with(second, strings())
@@ -136,7 +156,11 @@ pub fn global_table_join(builder: &StreamsBuilder, (first, second): (&str, &str)
 /// `customers-versioned` (5 minutes of history); `stream(orders)`,
 /// `leftJoin(customers, order|name-or-null)` holding each order back for
 /// 3 s of stream time (KIP-923), `to`.
-pub fn versioned_join_grace(builder: &StreamsBuilder, (first, second): (&str, &str), output: &str) {
+pub(crate) fn versioned_join_grace(
+    builder: &StreamsBuilder,
+    (first, second): (&str, &str),
+    output: &str,
+) {
     let customers = builder.table_with(
         first,
         strings(),

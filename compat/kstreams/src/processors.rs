@@ -8,7 +8,7 @@ use crate::{PUNCTUATED_STORE, PUNCTUATE_INTERVAL};
 /// (String -> Long, logged, not cached: Kafka Streams' store builder
 /// defaults), and `process(PunctuatedCount::new, "punctuated-counts")`
 /// between the source and the sink.
-pub fn punctuation(builder: &StreamsBuilder, input: &str, output: &str) {
+pub(crate) fn punctuation(builder: &StreamsBuilder, input: &str, output: &str) {
     builder.add_state_store(Stores::key_value_store_builder(
         Stores::persistent_key_value_store(PUNCTUATED_STORE),
         StringSerde,

@@ -6,7 +6,7 @@ use kstreams::prelude::*;
 use crate::FILTER_CHAR;
 
 /// filter-map: `filter(value contains 'a')`, `mapValues(uppercase)`, `to`.
-pub fn filter_map(builder: &StreamsBuilder, input: &str, output: &str) {
+pub(crate) fn filter_map(builder: &StreamsBuilder, input: &str, output: &str) {
     builder
         .stream_with(input, Consumed::with(StringSerde, StringSerde))
         .filter(|_, value| value.contains(FILTER_CHAR))
@@ -19,7 +19,7 @@ pub fn filter_map(builder: &StreamsBuilder, input: &str, output: &str) {
 /// branch-merge: `split(Named.as("split-"))` into `split-three` (length
 /// divisible by 3, prefixed), `split-one` (length 1 modulo 3, unchanged)
 /// and the default `split-other` (upper-cased), merged back in that order.
-pub fn branch_merge(builder: &StreamsBuilder, input: &str, output: &str) {
+pub(crate) fn branch_merge(builder: &StreamsBuilder, input: &str, output: &str) {
     let mut branches = builder
         .stream_with(input, Consumed::with(StringSerde, StringSerde))
         .split_named("split-")
@@ -67,7 +67,7 @@ fn java_length(value: &str) -> usize {
 /// written back as their decimal text. A value of any other size fails to
 /// deserialize; `run --dlq` makes that a skipped record sent to the dead
 /// letter queue rather than a failed task.
-pub fn dead_letter_queue(builder: &StreamsBuilder, input: &str, output: &str) {
+pub(crate) fn dead_letter_queue(builder: &StreamsBuilder, input: &str, output: &str) {
     builder
         .stream_with(input, Consumed::with(StringSerde, I32Serde))
         .map_values(|value| value.to_string())
@@ -77,7 +77,7 @@ pub fn dead_letter_queue(builder: &StreamsBuilder, input: &str, output: &str) {
 /// processing-dead-letters: numbers as decimal text doubled by
 /// [`DoubleOrReject`]; `run --dlq` makes its failure on a multiple of seven
 /// a skipped record sent to the dead-letter queue rather than a failed task.
-pub fn processing_dead_letters(builder: &StreamsBuilder, input: &str, output: &str) {
+pub(crate) fn processing_dead_letters(builder: &StreamsBuilder, input: &str, output: &str) {
     builder
         .stream_with(input, Consumed::with(StringSerde, StringSerde))
         .process(|| DoubleOrReject, &[])

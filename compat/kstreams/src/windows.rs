@@ -8,7 +8,7 @@ use crate::{WINDOW_GRACE, WINDOW_SIZE};
 
 /// windowed-count: `groupByKey`, tumbling 10 s windows with 5 s grace,
 /// `count`, `suppress(untilWindowCloses(unbounded()))`, `toStream`, `to`.
-pub fn windowed_count(builder: &StreamsBuilder, input: &str, output: &str) {
+pub(crate) fn windowed_count(builder: &StreamsBuilder, input: &str, output: &str) {
     builder
         .stream_with(input, Consumed::with(StringSerde, StringSerde))
         .group_by_key()
@@ -29,7 +29,7 @@ pub fn windowed_count(builder: &StreamsBuilder, input: &str, output: &str) {
 /// suppression) regrouped by count (`groupBy((window, count) -> (count,
 /// user))`) and counted: how many (user, window) pairs have each count. A
 /// window's first update carries the initial count 0 as its old value.
-pub fn windowed_count_histogram(builder: &StreamsBuilder, input: &str, output: &str) {
+pub(crate) fn windowed_count_histogram(builder: &StreamsBuilder, input: &str, output: &str) {
     builder
         .stream_with(input, Consumed::with(StringSerde, StringSerde))
         .group_by_key()
@@ -47,7 +47,7 @@ pub fn windowed_count_histogram(builder: &StreamsBuilder, input: &str, output: &
 /// session-windows: `groupByKey`, sessions of 5 s inactivity with 2 s
 /// grace, `count`, `toStream`, `to`. Merged sessions are deleted with
 /// tombstones, hence the nullable count.
-pub fn session_windows(builder: &StreamsBuilder, input: &str, output: &str) {
+pub(crate) fn session_windows(builder: &StreamsBuilder, input: &str, output: &str) {
     builder
         .stream_with(input, Consumed::with(StringSerde, StringSerde))
         .group_by_key()
@@ -67,7 +67,7 @@ pub fn session_windows(builder: &StreamsBuilder, input: &str, output: &str) {
 /// with 2 s grace, `count`, `toStream`, `to`; the key is written as a time
 /// window of the difference's size, as Java's
 /// `timeWindowedSerdeFrom(String.class, 5000)`.
-pub fn sliding_windows(builder: &StreamsBuilder, input: &str, output: &str) {
+pub(crate) fn sliding_windows(builder: &StreamsBuilder, input: &str, output: &str) {
     builder
         .stream_with(input, Consumed::with(StringSerde, StringSerde))
         .group_by_key()

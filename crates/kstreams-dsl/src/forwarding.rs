@@ -11,7 +11,7 @@ use crate::StreamsError;
 
 /// What one node instance knows about itself.
 #[derive(Debug)]
-pub struct NodeInfo {
+pub(crate) struct NodeInfo {
     pub(crate) name: Rc<str>,
     pub(crate) index: usize,
     pub(crate) stores: Vec<String>,
@@ -28,7 +28,7 @@ struct Child<K, V> {
 }
 
 /// The children of a node, all taking the node's output type.
-pub struct Outputs<K, V> {
+pub(crate) struct Outputs<K, V> {
     children: Vec<Child<K, V>>,
 }
 

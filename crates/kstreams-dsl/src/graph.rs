@@ -30,7 +30,7 @@ impl EdgeType {
 
 /// The topics a source reads.
 #[derive(Debug, Clone)]
-pub enum SourceTopics {
+pub(crate) enum SourceTopics {
     /// A fixed list of topics.
     Names(Vec<String>),
     /// Every topic whose whole name matches the pattern.
@@ -131,7 +131,7 @@ pub(crate) struct GlobalStoreNodes {
 
 impl TopologyGraph {
     /// The topics of the sources upstream of `node`.
-    pub fn upstream_topics(&self, node: &str) -> BTreeSet<String> {
+    pub(crate) fn upstream_topics(&self, node: &str) -> BTreeSet<String> {
         let mut topics = BTreeSet::new();
         let Some(&start) = self.by_name.get(node) else {
             return topics;
@@ -156,7 +156,7 @@ impl TopologyGraph {
     }
 
     /// Records that the topics upstream of `nodes` must be co-partitioned.
-    pub fn copartition(&mut self, nodes: &[&str]) {
+    pub(crate) fn copartition(&mut self, nodes: &[&str]) {
         let mut group = BTreeSet::new();
         for node in nodes {
             group.extend(self.upstream_topics(node));
@@ -167,7 +167,7 @@ impl TopologyGraph {
     }
 
     /// Marks the topics of the sources upstream of `node` as bootstrap.
-    pub fn mark_bootstrap_upstream(&mut self, node: &str) {
+    pub(crate) fn mark_bootstrap_upstream(&mut self, node: &str) {
         let Some(&start) = self.by_name.get(node) else {
             return;
         };
@@ -189,7 +189,7 @@ impl TopologyGraph {
         }
     }
 
-    pub fn add_node(
+    pub(crate) fn add_node(
         &mut self,
         name: String,
         kind: NodeKind,
@@ -274,7 +274,7 @@ impl TopologyGraph {
         Ok(id)
     }
 
-    pub fn add_store(
+    pub(crate) fn add_store(
         &mut self,
         builder: Arc<dyn StoreBuilder>,
         processors: &[&str],
@@ -295,7 +295,11 @@ impl TopologyGraph {
         self.connect(processors, &[name.as_str()])
     }
 
-    pub fn connect(&mut self, processors: &[&str], stores: &[&str]) -> Result<(), TopologyError> {
+    pub(crate) fn connect(
+        &mut self,
+        processors: &[&str],
+        stores: &[&str],
+    ) -> Result<(), TopologyError> {
         for p in processors {
             let &id = self
                 .by_name
@@ -325,7 +329,7 @@ impl TopologyGraph {
     /// them, where their global table was declared (`makeNodeGroups`), so
     /// with a global table first the stream sub-topologies start at 1.
     /// Task ids, task directories and describe() all use these numbers.
-    pub fn subtopology_ids(&self) -> Vec<u32> {
+    pub(crate) fn subtopology_ids(&self) -> Vec<u32> {
         let mut globals = self.global_stores.iter().peekable();
         let mut id = 0u32;
         let mut out = Vec::new();
@@ -342,7 +346,7 @@ impl TopologyGraph {
     /// Sub-topologies as Kafka Streams numbers them: nodes joined by edges
     /// or by a shared store form a group; groups are numbered in the order
     /// their first node was added. Members are in the order added.
-    pub fn subtopologies(&self) -> Vec<Vec<usize>> {
+    pub(crate) fn subtopologies(&self) -> Vec<Vec<usize>> {
         let mut uf = UnionFind::new(self.nodes.len());
         let mut store_owner: HashMap<&str, usize> = HashMap::new();
         for (id, node) in self.nodes.iter().enumerate() {

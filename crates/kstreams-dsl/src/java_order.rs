@@ -107,7 +107,7 @@ pub(crate) struct JavaTreeSet {
 
 impl JavaTreeSet {
     /// Inserts `key` unless the comparator finds an equal entry.
-    pub fn add(&mut self, key: usize, cmp: impl Fn(usize, usize) -> Ordering) {
+    pub(crate) fn add(&mut self, key: usize, cmp: impl Fn(usize, usize) -> Ordering) {
         let Some(mut t) = self.root else {
             self.entries.push(Entry {
                 key,
@@ -148,7 +148,7 @@ impl JavaTreeSet {
     }
 
     /// The keys in tree order.
-    pub fn keys(&self) -> Vec<usize> {
+    pub(crate) fn keys(&self) -> Vec<usize> {
         let mut out = Vec::with_capacity(self.entries.len());
         let mut stack = Vec::new();
         let mut node = self.root;

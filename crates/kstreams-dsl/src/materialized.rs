@@ -199,7 +199,7 @@ impl<K: 'static, V: 'static> StoreSpec<K, V> {
     /// Settles `materialized`: its name or `generated`, its serdes or the
     /// ones the stream carries or the built-in serde of the type, else an
     /// error naming the store.
-    pub fn settle(
+    pub(crate) fn settle(
         materialized: Materialized<K, V>,
         generated: impl FnOnce() -> String,
         key_serde: Option<SharedSerde<K>>,
@@ -237,7 +237,7 @@ impl<K: 'static, V: 'static> StoreSpec<K, V> {
     }
 
     /// A timestamped key-value store builder.
-    pub fn key_value_store(&self) -> KeyValueStoreBuilder<K, ValueAndTimestamp<V>> {
+    pub(crate) fn key_value_store(&self) -> KeyValueStoreBuilder<K, ValueAndTimestamp<V>> {
         let supplier = match self.store_type {
             #[cfg(feature = "rocksdb")]
             StoreType::RocksDb => Stores::persistent_timestamped_key_value_store(&self.name),
@@ -253,7 +253,7 @@ impl<K: 'static, V: 'static> StoreSpec<K, V> {
     }
 
     /// A versioned key-value store builder (history from the spec).
-    pub fn versioned_store(&self) -> kstreams_state::VersionedKeyValueStoreBuilder<K, V> {
+    pub(crate) fn versioned_store(&self) -> kstreams_state::VersionedKeyValueStoreBuilder<K, V> {
         let history = self.versioned_history.unwrap_or_default();
         let supplier = match self.store_type {
             #[cfg(feature = "rocksdb")]
@@ -271,7 +271,7 @@ impl<K: 'static, V: 'static> StoreSpec<K, V> {
 
     /// The retention of a windowed store: the user's (if not below
     /// `minimum`) or `minimum`.
-    pub fn retention_ms(&self, minimum: i64) -> Result<i64, TopologyError> {
+    pub(crate) fn retention_ms(&self, minimum: i64) -> Result<i64, TopologyError> {
         match self.retention {
             None => Ok(minimum),
             Some(r) if duration_ms(r) >= minimum => Ok(duration_ms(r)),
@@ -287,7 +287,7 @@ impl<K: 'static, V: 'static> StoreSpec<K, V> {
     }
 
     /// A timestamped window store builder.
-    pub fn window_store(
+    pub(crate) fn window_store(
         &self,
         retention_ms: i64,
         window_size_ms: i64,
@@ -314,7 +314,7 @@ impl<K: 'static, V: 'static> StoreSpec<K, V> {
     }
 
     /// A session store builder.
-    pub fn session_store(&self, retention_ms: i64) -> SessionStoreBuilder<K, V> {
+    pub(crate) fn session_store(&self, retention_ms: i64) -> SessionStoreBuilder<K, V> {
         let retention = Duration::from_millis(retention_ms.max(0) as u64);
         let supplier = match self.store_type {
             #[cfg(feature = "rocksdb")]

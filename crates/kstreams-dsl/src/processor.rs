@@ -233,7 +233,7 @@ pub(crate) struct StoreLookup<'a> {
 }
 
 impl StoreLookup<'_> {
-    pub fn handle<H: Clone + 'static>(&self, name: &str) -> Result<H, ProcessorError> {
+    pub(crate) fn handle<H: Clone + 'static>(&self, name: &str) -> Result<H, ProcessorError> {
         let built = self
             .stores
             .get(name)

@@ -41,7 +41,7 @@ pub const DEFAULT_WORKER_THREADS: usize = 2;
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Records in async processors, taken and not finished.
-pub const ASYNC_IN_FLIGHT: MetricDef = MetricDef {
+pub(crate) const ASYNC_IN_FLIGHT: MetricDef = MetricDef {
     name: "kstreams_async_in_flight",
     help: "Records in async processors of the thread: called or waiting behind their key.",
     kind: MetricKind::Gauge,
@@ -50,7 +50,7 @@ pub const ASYNC_IN_FLIGHT: MetricDef = MetricDef {
     kafka_name: "",
 };
 /// How long a record waited behind an earlier record of its key.
-pub const ASYNC_QUEUE_TIME: MetricDef = MetricDef {
+pub(crate) const ASYNC_QUEUE_TIME: MetricDef = MetricDef {
     name: "kstreams_async_queue_time_seconds",
     help: "Time a record waited behind an earlier record of its key before its call started.",
     kind: MetricKind::Histogram,
@@ -59,7 +59,7 @@ pub const ASYNC_QUEUE_TIME: MetricDef = MetricDef {
     kafka_name: "",
 };
 /// A call's duration, retries and backoff included.
-pub const ASYNC_CALL_LATENCY: MetricDef = MetricDef {
+pub(crate) const ASYNC_CALL_LATENCY: MetricDef = MetricDef {
     name: "kstreams_async_call_latency_seconds",
     help: "Duration of an async call, from its first attempt to its last one's end.",
     kind: MetricKind::Histogram,
@@ -68,7 +68,7 @@ pub const ASYNC_CALL_LATENCY: MetricDef = MetricDef {
     kafka_name: "",
 };
 /// Attempts that timed out.
-pub const ASYNC_TIMEOUTS: MetricDef = MetricDef {
+pub(crate) const ASYNC_TIMEOUTS: MetricDef = MetricDef {
     name: "kstreams_async_timeouts_total",
     help: "Attempts of async calls that timed out.",
     kind: MetricKind::Counter,
@@ -77,7 +77,7 @@ pub const ASYNC_TIMEOUTS: MetricDef = MetricDef {
     kafka_name: "",
 };
 /// Attempts made again.
-pub const ASYNC_RETRIES: MetricDef = MetricDef {
+pub(crate) const ASYNC_RETRIES: MetricDef = MetricDef {
     name: "kstreams_async_retries_total",
     help: "Attempts of async calls made again after a failure or a timeout.",
     kind: MetricKind::Counter,
@@ -89,7 +89,7 @@ pub const ASYNC_RETRIES: MetricDef = MetricDef {
 /// The instance's tokio runtime for async calls, made on first use.
 /// Clones share it.
 #[derive(Clone, Default)]
-pub struct AsyncExecutor {
+pub(crate) struct AsyncExecutor {
     runtime: Arc<Mutex<Option<Arc<tokio::runtime::Runtime>>>>,
 }
 
@@ -104,7 +104,10 @@ impl std::fmt::Debug for AsyncExecutor {
 
 impl AsyncExecutor {
     /// The runtime, started now with `workers` threads if not yet.
-    pub fn runtime(&self, workers: usize) -> Result<Arc<tokio::runtime::Runtime>, StreamsError> {
+    pub(crate) fn runtime(
+        &self,
+        workers: usize,
+    ) -> Result<Arc<tokio::runtime::Runtime>, StreamsError> {
         let mut slot = self.runtime.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(runtime) = slot.as_ref() {
             return Ok(runtime.clone());
@@ -124,7 +127,7 @@ impl AsyncExecutor {
 
 /// Bounds of records in flight.
 #[derive(Debug, Clone, Copy)]
-pub struct AsyncLimits {
+pub(crate) struct AsyncLimits {
     /// Per task.
     pub per_task: usize,
     /// Per stream thread, over its tasks.
@@ -144,7 +147,7 @@ impl Default for AsyncLimits {
 }
 
 /// One stream thread's (or the driver's) side of async processing.
-pub struct ThreadAsync {
+pub(crate) struct ThreadAsync {
     executor: AsyncExecutor,
     limits: AsyncLimits,
     signal: Arc<CompletionSignal>,
@@ -157,7 +160,7 @@ pub struct ThreadAsync {
 
 impl ThreadAsync {
     /// The side of a thread whose calls run on `executor`.
-    pub fn new(executor: AsyncExecutor, limits: AsyncLimits) -> Self {
+    pub(crate) fn new(executor: AsyncExecutor, limits: AsyncLimits) -> Self {
         Self {
             executor,
             limits,
@@ -169,7 +172,7 @@ impl ThreadAsync {
     }
 
     /// Records the thread's calls into `registry` (labels `thread_id`).
-    pub fn with_metrics(
+    pub(crate) fn with_metrics(
         mut self,
         registry: &MetricsRegistry,
         thread_id: &str,
@@ -191,7 +194,7 @@ impl ThreadAsync {
 
     /// What a task with async processors gets (starting the instance's
     /// runtime on the first).
-    pub fn for_task(&mut self) -> Result<AsyncRuntime, StreamsError> {
+    pub(crate) fn for_task(&mut self) -> Result<AsyncRuntime, StreamsError> {
         let runtime = match &self.runtime {
             Some(runtime) => runtime.clone(),
             None => {
@@ -211,29 +214,29 @@ impl ThreadAsync {
     }
 
     /// Records in flight over the thread's tasks.
-    pub fn in_flight(&self) -> usize {
+    pub(crate) fn in_flight(&self) -> usize {
         self.in_flight.get()
     }
 
     /// Whether a call finished since completions were last applied.
-    pub fn completion_ready(&self) -> bool {
+    pub(crate) fn completion_ready(&self) -> bool {
         self.signal.is_ready()
     }
 
     /// Clears the completion flag, before completions are applied.
-    pub fn take_ready(&self) -> bool {
+    pub(crate) fn take_ready(&self) -> bool {
         self.signal.take()
     }
 
     /// Waits for a call to finish, at most until `deadline`; returns
     /// whether one did.
-    pub fn wait_until(&self, deadline: Instant) -> bool {
+    pub(crate) fn wait_until(&self, deadline: Instant) -> bool {
         let left = deadline.saturating_duration_since(Instant::now());
         self.signal.wait(left)
     }
 
     /// Waits for a call to finish, at most `timeout`.
-    pub fn wait(&self, timeout: Duration) -> bool {
+    pub(crate) fn wait(&self, timeout: Duration) -> bool {
         self.signal.wait(timeout)
     }
 }

@@ -22,20 +22,20 @@ pub(crate) struct ChangelogCollector {
 
 impl ChangelogCollector {
     /// Takes what was written since the last call, in write order.
-    pub fn drain(&self) -> Vec<ProducedRecord> {
+    pub(crate) fn drain(&self) -> Vec<ProducedRecord> {
         std::mem::take(&mut *self.records.borrow_mut())
     }
 
     /// How many records wait to be drained: a mark for
     /// [`ChangelogCollector::discard_from`].
-    pub fn mark(&self) -> usize {
+    pub(crate) fn mark(&self) -> usize {
         self.records.borrow().len()
     }
 
     /// Drops the records written since `mark` (0: all that wait), the
     /// changelog records of work thrown away (an aborted transaction, lost
     /// tasks), which must never be sent. Returns how many were dropped.
-    pub fn discard_from(&self, mark: usize) -> usize {
+    pub(crate) fn discard_from(&self, mark: usize) -> usize {
         let mut records = self.records.borrow_mut();
         let dropped = records.len().saturating_sub(mark);
         records.truncate(mark);

@@ -15,7 +15,7 @@ pub(crate) struct PartitionTimes(Vec<(Arc<str>, i32, Timestamp)>);
 
 impl PartitionTimes {
     /// The slot of `topic`'s `partition`, added at -1 if new.
-    pub fn slot(&mut self, topic: &Arc<str>, partition: i32) -> usize {
+    pub(crate) fn slot(&mut self, topic: &Arc<str>, partition: i32) -> usize {
         if let Some(slot) = self
             .0
             .iter()
@@ -40,24 +40,24 @@ impl PartitionTimes {
     }
 
     /// The time in `slot`.
-    pub fn at(&self, slot: usize) -> Timestamp {
+    pub(crate) fn at(&self, slot: usize) -> Timestamp {
         self.0[slot].2
     }
 
     /// Raises the time in `slot` to `time`.
-    pub fn raise(&mut self, slot: usize, time: Timestamp) {
+    pub(crate) fn raise(&mut self, slot: usize, time: Timestamp) {
         let current = &mut self.0[slot].2;
         *current = (*current).max(time);
     }
 
     /// Raises the time of a record's partition to `time`.
-    pub fn raise_for(&mut self, topic: &Arc<str>, partition: i32, time: Timestamp) {
+    pub(crate) fn raise_for(&mut self, topic: &Arc<str>, partition: i32, time: Timestamp) {
         let slot = self.slot(topic, partition);
         self.raise(slot, time);
     }
 
     /// Raises the time of `topic`'s `partition` to `time`, by name.
-    pub fn raise_named(&mut self, topic: &str, partition: i32, time: Timestamp) {
+    pub(crate) fn raise_named(&mut self, topic: &str, partition: i32, time: Timestamp) {
         match self
             .0
             .iter_mut()
@@ -69,7 +69,7 @@ impl PartitionTimes {
     }
 
     /// The time of `topic`'s `partition`, if it has one.
-    pub fn get(&self, topic: &str, partition: i32) -> Option<Timestamp> {
+    pub(crate) fn get(&self, topic: &str, partition: i32) -> Option<Timestamp> {
         self.0
             .iter()
             .find(|(t, p, _)| *p == partition && **t == *topic)

@@ -20,7 +20,7 @@ pub(crate) struct TopicNames {
 impl TopicNames {
     /// The shared name equal to `topic`, added on first sight. Names are
     /// never dropped: a thread reads a bounded set of topics.
-    pub fn get(&mut self, topic: &str) -> Arc<str> {
+    pub(crate) fn get(&mut self, topic: &str) -> Arc<str> {
         if let Some(last) = &self.last {
             if **last == *topic {
                 return last.clone();
@@ -42,7 +42,7 @@ impl TopicNames {
     /// gives them): the last name given is compared byte for byte, with no
     /// UTF-8 check; another is converted and looked up. Kafka's topic names
     /// are ASCII, so the lossy conversion never changes one.
-    pub fn get_bytes(&mut self, topic: &[u8]) -> Arc<str> {
+    pub(crate) fn get_bytes(&mut self, topic: &[u8]) -> Arc<str> {
         if let Some(last) = &self.last {
             if last.as_bytes() == topic {
                 return last.clone();

@@ -771,7 +771,7 @@ impl RocksDbConfigSetter for SmallWriteBuffers {
 }
 
 mod rocksdb_options {
-    pub use kstreams_state::rocksdb::{BlockBasedOptions, Options};
+    pub(crate) use kstreams_state::rocksdb::{BlockBasedOptions, Options};
 }
 
 #[test]

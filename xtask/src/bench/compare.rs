@@ -136,7 +136,7 @@ impl Plan {
     }
 }
 
-pub fn cli(args: Args) -> Result<ExitCode> {
+pub(super) fn cli(args: Args) -> Result<ExitCode> {
     let plan = Plan::parse(args)?;
     let node = BenchNode::build(plan.debug)?;
     let baseline = plan.baseline.clone().map(|binary| BenchNode { binary });
@@ -177,7 +177,7 @@ pub fn cli(args: Args) -> Result<ExitCode> {
 
 /// The build of bench-node with the dev profile, as the smoke run in CI
 /// makes it (`native_builds` checks it).
-pub const CARGO_BUILD_NODE: [&str; 5] = [
+pub(crate) const CARGO_BUILD_NODE: [&str; 5] = [
     "build",
     "--package",
     "kstreams-benches",

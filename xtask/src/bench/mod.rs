@@ -4,7 +4,7 @@
 
 mod compare;
 
-pub use self::compare::CARGO_BUILD_NODE;
+pub(crate) use self::compare::CARGO_BUILD_NODE;
 
 use std::process::{Command, ExitCode};
 
@@ -16,7 +16,7 @@ use crate::kafka::{Lease, BOOTSTRAP_ENV};
 use crate::paths;
 use crate::process;
 
-pub fn cli(args: Args) -> Result<ExitCode> {
+pub(crate) fn cli(args: Args) -> Result<ExitCode> {
     let rest = args.rest();
     if rest.first().map(String::as_str) == Some("compare") {
         return compare(Args::new(rest.into_iter().skip(1)));
@@ -41,6 +41,6 @@ pub fn cli(args: Args) -> Result<ExitCode> {
 }
 
 /// `bench compare` with its arguments.
-pub fn compare(args: Args) -> Result<ExitCode> {
+pub(crate) fn compare(args: Args) -> Result<ExitCode> {
     compare::cli(args)
 }

@@ -15,10 +15,10 @@ use anyhow::{Context, Result};
 use crate::process;
 
 /// Records consumed by topic.
-pub type Counts = BTreeMap<String, u64>;
+pub(super) type Counts = BTreeMap<String, u64>;
 
 /// Reads a side's counts.
-pub fn read(file: &Path) -> Result<Counts> {
+pub(super) fn read(file: &Path) -> Result<Counts> {
     let text = std::fs::read_to_string(file)
         .with_context(|| format!("no consumed-record counts in {}", file.display()))?;
     text.lines()
@@ -35,7 +35,7 @@ pub fn read(file: &Path) -> Result<Counts> {
 /// not changed for half a second (kstreams rewrites them as it consumes;
 /// Kafka Streams writes them once it saw its group idle, which may be a
 /// moment after the harness saw it).
-pub fn await_settled(file: &Path) {
+pub(super) fn await_settled(file: &Path) {
     let modified = || std::fs::metadata(file).and_then(|m| m.modified()).ok();
     process::wait_until(Duration::from_secs(30), || {
         modified().is_some_and(|at| {
@@ -48,7 +48,7 @@ pub fn await_settled(file: &Path) {
 
 /// Compares what a side consumed with what it should have; `None` when
 /// equal, else what differs.
-pub fn differences(side: &str, consumed: &Counts, expected: &Counts) -> Option<String> {
+pub(super) fn differences(side: &str, consumed: &Counts, expected: &Counts) -> Option<String> {
     let differing: Vec<String> = expected
         .iter()
         .filter(|(topic, count)| consumed.get(*topic) != Some(count))

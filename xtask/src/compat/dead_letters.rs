@@ -47,7 +47,7 @@ type Letters = BTreeMap<(i32, i64), DeadLetter>;
 
 /// True when every side's dead letters are the expected ones and the
 /// sides' failure descriptions agree.
-pub fn compare(
+pub(super) fn compare(
     scenario: &Scenario,
     options: &Options,
     topics: &Topics,

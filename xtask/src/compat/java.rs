@@ -13,13 +13,13 @@ use crate::paths;
 use crate::process::{self, secs};
 
 /// The compiled compat project and its classpath.
-pub struct JavaHarness {
+pub(crate) struct JavaHarness {
     classpath: String,
 }
 
 impl JavaHarness {
     /// Compiles compat/ unless its classes are newer than its sources.
-    pub fn build() -> Result<Self> {
+    pub(crate) fn build() -> Result<Self> {
         maven::require_java_and_maven()?;
         let project = paths::repo_root().join("compat");
         let target = project.join("target");
@@ -47,7 +47,7 @@ impl JavaHarness {
         Ok(JavaHarness { classpath })
     }
 
-    pub fn create_topics(&self, bootstrap: &str, topics: &[(String, i32)]) -> Result<()> {
+    pub(crate) fn create_topics(&self, bootstrap: &str, topics: &[(String, i32)]) -> Result<()> {
         let mut command = self.tool("create-topics", bootstrap);
         for (name, partitions) in topics {
             command.arg("--topic").arg(format!("{name}:{partitions}"));
@@ -57,7 +57,7 @@ impl JavaHarness {
 
     /// Writes `input` to `topic`; with `codecs`, partition `p` through a
     /// producer compressing with `codecs[p % len]`.
-    pub fn produce(
+    pub(crate) fn produce(
         &self,
         bootstrap: &str,
         topic: &str,
@@ -74,7 +74,11 @@ impl JavaHarness {
 
     /// Writes each `(topic, file)` in one transaction: a read_committed
     /// application sees all of it at once.
-    pub fn produce_atomically(&self, bootstrap: &str, inputs: &[(String, PathBuf)]) -> Result<()> {
+    pub(crate) fn produce_atomically(
+        &self,
+        bootstrap: &str,
+        inputs: &[(String, PathBuf)],
+    ) -> Result<()> {
         let topics: Vec<&str> = inputs.iter().map(|(t, _)| t.as_str()).collect();
         let files: Vec<String> = inputs
             .iter()
@@ -92,7 +96,7 @@ impl JavaHarness {
     }
 
     /// Runs `scenario` on Kafka Streams until it has processed its input.
-    pub fn run_scenario(&self, bootstrap: &str, run: &AppRun) -> Result<()> {
+    pub(crate) fn run_scenario(&self, bootstrap: &str, run: &AppRun) -> Result<()> {
         let mut command = self.tool("run", bootstrap);
         command.arg(run.scenario).args(run.app_args());
         process::run(&mut command, "the Kafka Streams reference app")
@@ -101,7 +105,7 @@ impl JavaHarness {
     /// Runs `scenario` on Kafka Streams until its group has committed the
     /// end of its input, then kills the JVM with SIGKILL: no close, no
     /// final checkpoint, the group not left.
-    pub fn run_scenario_and_kill(&self, bootstrap: &str, run: &AppRun) -> Result<()> {
+    pub(crate) fn run_scenario_and_kill(&self, bootstrap: &str, run: &AppRun) -> Result<()> {
         let mut child = self.start_held(bootstrap, run)?;
         let inputs: Vec<&str> = run.group_inputs.iter().map(String::as_str).collect();
         let idle = self.await_idle(bootstrap, &run.app_id, &inputs);
@@ -115,7 +119,7 @@ impl JavaHarness {
 
     /// Starts the scenario's app, which runs until killed (`--hold true`:
     /// once idle it neither closes nor leaves its group).
-    pub fn start_held(&self, bootstrap: &str, run: &AppRun) -> Result<Child> {
+    pub(crate) fn start_held(&self, bootstrap: &str, run: &AppRun) -> Result<Child> {
         let mut command = self.tool("run", bootstrap);
         command
             .arg(run.scenario)
@@ -129,7 +133,7 @@ impl JavaHarness {
     /// Waits until streams group `group` is stable with at least `members`
     /// members, each running active tasks; returns one line per member:
     /// its endpoint host and its active tasks, tab-separated.
-    pub fn streams_group_members(
+    pub(crate) fn streams_group_members(
         &self,
         bootstrap: &str,
         group: &str,
@@ -150,7 +154,7 @@ impl JavaHarness {
 
     /// Waits until `group` has committed the end offsets of `topics` (and of
     /// its repartition topics): the app has processed its whole input.
-    pub fn await_idle(&self, bootstrap: &str, group: &str, topics: &[&str]) -> Result<()> {
+    pub(crate) fn await_idle(&self, bootstrap: &str, group: &str, topics: &[&str]) -> Result<()> {
         process::run(
             self.tool("await-idle", bootstrap).args([
                 "--group",
@@ -164,7 +168,7 @@ impl JavaHarness {
         )
     }
 
-    pub fn dump(
+    pub(crate) fn dump(
         &self,
         bootstrap: &str,
         topic: &str,
@@ -175,7 +179,7 @@ impl JavaHarness {
     }
 
     /// As [`JavaHarness::dump`], with each record's headers in a sixth field.
-    pub fn dump_with_headers(
+    pub(crate) fn dump_with_headers(
         &self,
         bootstrap: &str,
         topic: &str,
@@ -202,7 +206,7 @@ impl JavaHarness {
     }
 
     /// A `java` command running tool `name` of compat/'s Main.
-    pub fn tool(&self, name: &str, bootstrap: &str) -> Command {
+    pub(crate) fn tool(&self, name: &str, bootstrap: &str) -> Command {
         let mut command = Command::new("java");
         command
             .arg("-cp")
@@ -216,7 +220,7 @@ impl JavaHarness {
 
 /// One run of a scenario's app on one side.
 #[derive(Clone)]
-pub struct AppRun {
+pub(crate) struct AppRun {
     /// The topology to run ([`Scenario::app`](super::scenario::Scenario::app)).
     pub scenario: &'static str,
     pub app_id: String,
@@ -252,7 +256,7 @@ pub struct AppRun {
 
 impl AppRun {
     /// The arguments both sides' `run` commands take after the scenario name.
-    pub fn app_args(&self) -> Vec<std::ffi::OsString> {
+    pub(crate) fn app_args(&self) -> Vec<std::ffi::OsString> {
         let mut args: Vec<std::ffi::OsString> = vec![
             "--app-id".into(),
             self.app_id.clone().into(),

@@ -14,17 +14,17 @@ use crate::paths;
 use crate::process::{self, secs};
 
 /// The built kstreams-compat binary and the scenarios it supports.
-pub struct KstreamsSide {
+pub(super) struct KstreamsSide {
     binary: PathBuf,
     supported: Vec<String>,
 }
 
 /// The build of compat/kstreams (`native_builds` checks it).
-pub const CARGO_BUILD: [&str; 3] = ["build", "--package", "kstreams-compat"];
+pub(crate) const CARGO_BUILD: [&str; 3] = ["build", "--package", "kstreams-compat"];
 
 impl KstreamsSide {
     /// Builds compat/kstreams (incremental: fast when nothing changed).
-    pub fn build() -> Result<Self> {
+    pub(super) fn build() -> Result<Self> {
         let began = Instant::now();
         let cargo = cargo::cargo_bin();
         process::run(
@@ -50,20 +50,25 @@ impl KstreamsSide {
         Ok(KstreamsSide { binary, supported })
     }
 
-    pub fn supports(&self, scenario: &str) -> bool {
+    pub(super) fn supports(&self, scenario: &str) -> bool {
         self.supported.iter().any(|s| s == scenario)
     }
 
     /// Runs the scenario until its group has committed the end of its
     /// input, then stops it with SIGTERM (a clean close) and checks it
     /// exited well.
-    pub fn run_scenario(&self, bootstrap: &str, run: &AppRun, java: &JavaHarness) -> Result<()> {
+    pub(super) fn run_scenario(
+        &self,
+        bootstrap: &str,
+        run: &AppRun,
+        java: &JavaHarness,
+    ) -> Result<()> {
         self.run_until_idle(bootstrap, run, java, false)
     }
 
     /// Runs the scenario until its group has committed the end of its
     /// input, then kills it with SIGKILL: no close, no final checkpoint.
-    pub fn run_scenario_and_kill(
+    pub(super) fn run_scenario_and_kill(
         &self,
         bootstrap: &str,
         run: &AppRun,
@@ -73,7 +78,7 @@ impl KstreamsSide {
     }
 
     /// Starts the scenario's app; it runs until [`stop`]ped.
-    pub fn start(&self, bootstrap: &str, run: &AppRun) -> Result<Child> {
+    pub(super) fn start(&self, bootstrap: &str, run: &AppRun) -> Result<Child> {
         Command::new(&self.binary)
             .args(["run", run.scenario, "--bootstrap", bootstrap])
             .args(run.app_args())

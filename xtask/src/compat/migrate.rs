@@ -45,7 +45,7 @@ const KILLED_SESSION_WAIT: std::time::Duration = std::time::Duration::from_secs(
 /// and clean, on the same and on an empty state directory, through a
 /// repartition topic, a foreign-key join's internal topics and a table
 /// aggregation's changelog.
-pub const CI_MIGRATIONS: &[(&str, Migration)] = &[
+pub(super) const CI_MIGRATIONS: &[(&str, Migration)] = &[
     (
         "wordcount",
         Migration {
@@ -74,13 +74,13 @@ pub const CI_MIGRATIONS: &[(&str, Migration)] = &[
 
 /// Which way the application moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
+pub(super) enum Direction {
     JavaToKstreams,
     KstreamsToJava,
 }
 
 impl Direction {
-    pub fn parse(text: &str) -> Result<Self> {
+    pub(super) fn parse(text: &str) -> Result<Self> {
         match text {
             "java-to-kstreams" => Ok(Direction::JavaToKstreams),
             "kstreams-to-java" => Ok(Direction::KstreamsToJava),
@@ -98,7 +98,7 @@ impl Direction {
 
 /// How the first side hands over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stop {
+pub(super) enum Stop {
     /// A clean close (SIGTERM for kstreams; Kafka Streams' `close()`).
     Clean,
     /// SIGKILL once its group has committed the end of its half: no close,
@@ -111,7 +111,7 @@ pub enum Stop {
 /// One migration: which way, on which state directory, how the first side
 /// stops.
 #[derive(Debug, Clone, Copy)]
-pub struct Migration {
+pub(super) struct Migration {
     pub direction: Direction,
     pub state: StateDir,
     pub stop: Stop,
@@ -119,7 +119,7 @@ pub struct Migration {
 
 /// Where the second side keeps its state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StateDir {
+pub(super) enum StateDir {
     /// The directory the first side used.
     Same,
     /// A new, empty directory: every store restores from its changelog.
@@ -127,7 +127,7 @@ pub enum StateDir {
 }
 
 impl StateDir {
-    pub fn parse(text: &str) -> Result<Self> {
+    pub(super) fn parse(text: &str) -> Result<Self> {
         match text {
             "same" => Ok(StateDir::Same),
             "empty" => Ok(StateDir::Empty),
@@ -137,7 +137,7 @@ impl StateDir {
 }
 
 /// Runs one migration; true when the combined output is the expected one.
-pub fn run(
+pub(super) fn run(
     scenario: &'static Scenario,
     options: &Options,
     Migration {

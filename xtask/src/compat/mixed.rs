@@ -48,7 +48,7 @@ const MAX_TASK_IDLE_MS: u64 = 2000;
 /// (wordcount), a table repartition (table-aggregate), co-partitioned
 /// joins (stream-table-join, table-table-join-cached over three
 /// partitions), a cogroup, and the foreign-key join's two round trips.
-pub const CI_SCENARIOS: &[&str] = &[
+pub(super) const CI_SCENARIOS: &[&str] = &[
     "wordcount",
     "table-aggregate",
     "stream-table-join",
@@ -59,7 +59,7 @@ pub const CI_SCENARIOS: &[&str] = &[
 
 /// Runs one scenario on a mixed group; true when the output is the
 /// expected one and both sides ran tasks throughout.
-pub fn run(
+pub(super) fn run(
     scenario: &'static Scenario,
     options: &Options,
     java: &JavaHarness,

@@ -30,7 +30,7 @@ use anyhow::{bail, Context, Result};
 
 use self::java::{AppRun, JavaHarness};
 use self::kstreams_side::KstreamsSide;
-pub use self::kstreams_side::CARGO_BUILD;
+pub(crate) use self::kstreams_side::CARGO_BUILD;
 use self::records::Record;
 use self::scenario::{Scenario, SCENARIOS};
 use crate::cli::{exit_code, Args};
@@ -69,7 +69,7 @@ pub(crate) struct Options {
     mixed: bool,
 }
 
-pub fn cli(args: Args) -> Result<ExitCode> {
+pub(crate) fn cli(args: Args) -> Result<ExitCode> {
     let options = parse(args)?;
     let lease = Lease::acquire()?;
     Ok(exit_code(run_all(&options, lease.bootstrap())?))
@@ -78,7 +78,7 @@ pub fn cli(args: Args) -> Result<ExitCode> {
 /// Every scenario on both sides against `bootstrap`, as `cargo xtask ci`
 /// runs them (the kstreams side skips what it cannot run yet); true when all
 /// outputs match the expected ones and each other.
-pub fn run_all_both(bootstrap: &str) -> Result<bool> {
+pub(crate) fn run_all_both(bootstrap: &str) -> Result<bool> {
     let options = Options {
         scenarios: SCENARIOS.iter().collect(),
         sides: vec![Side::Java, Side::Kstreams],
@@ -92,7 +92,7 @@ pub fn run_all_both(bootstrap: &str) -> Result<bool> {
 
 /// [`mixed::CI_SCENARIOS`], each with Kafka Streams and kstreams in one
 /// streams group, as `cargo xtask ci` runs them; true when all match.
-pub fn run_mixed_ci(bootstrap: &str) -> Result<bool> {
+pub(crate) fn run_mixed_ci(bootstrap: &str) -> Result<bool> {
     let options = Options {
         scenarios: mixed::CI_SCENARIOS
             .iter()
@@ -110,7 +110,7 @@ pub fn run_mixed_ci(bootstrap: &str) -> Result<bool> {
 /// [`migrate::CI_MIGRATIONS`], as `cargo xtask ci` runs them; true when
 /// every combined output is the expected one and each side consumed
 /// exactly its half.
-pub fn run_migrations_ci(bootstrap: &str) -> Result<bool> {
+pub(crate) fn run_migrations_ci(bootstrap: &str) -> Result<bool> {
     let mut all_agree = true;
     for (name, migration) in migrate::CI_MIGRATIONS {
         let options = Options {

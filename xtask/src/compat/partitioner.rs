@@ -6,7 +6,7 @@
 //! is MurmurHash2 (32-bit) with seed 0x9747b28c.
 
 /// MurmurHash2 as Kafka computes it (Java int arithmetic, unsigned shifts).
-pub fn murmur2(data: &[u8]) -> i32 {
+pub(super) fn murmur2(data: &[u8]) -> i32 {
     const SEED: u32 = 0x9747_b28c;
     const M: u32 = 0x5bd1_e995;
     const R: u32 = 24;
@@ -34,7 +34,7 @@ pub fn murmur2(data: &[u8]) -> i32 {
 }
 
 /// The partition Kafka's default partitioner picks for `key`.
-pub fn partition_for_key(key: &[u8], partitions: i32) -> i32 {
+pub(super) fn partition_for_key(key: &[u8], partitions: i32) -> i32 {
     (murmur2(key) & 0x7fff_ffff) % partitions
 }
 

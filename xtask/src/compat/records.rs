@@ -16,7 +16,7 @@ use anyhow::{bail, Context, Result};
 
 /// A record as the scenarios see it: where, when, and what.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
+pub(crate) struct Record {
     pub partition: i32,
     pub timestamp: i64,
     pub key: Option<String>,
@@ -40,7 +40,7 @@ impl fmt::Display for Record {
 }
 
 /// Writes records in the input-file layout.
-pub fn write_input(path: &Path, records: &[Record]) -> Result<()> {
+pub(super) fn write_input(path: &Path, records: &[Record]) -> Result<()> {
     let text: String = records
         .iter()
         .map(|r| {
@@ -57,7 +57,7 @@ pub fn write_input(path: &Path, records: &[Record]) -> Result<()> {
 }
 
 /// Reads a dump written by the Java `dump` tool.
-pub fn read_dump(path: &Path) -> Result<Vec<Record>> {
+pub(super) fn read_dump(path: &Path) -> Result<Vec<Record>> {
     let text =
         fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     text.lines()
@@ -71,7 +71,7 @@ pub fn read_dump(path: &Path) -> Result<Vec<Record>> {
 
 /// Writes records in the dump layout (offsets are positions per partition), so
 /// expected and actual files can be compared with any diff tool.
-pub fn write_dump(path: &Path, records: &[Record]) -> Result<()> {
+pub(super) fn write_dump(path: &Path, records: &[Record]) -> Result<()> {
     let mut offsets: BTreeMap<i32, u64> = BTreeMap::new();
     let mut sorted: Vec<&Record> = records.iter().collect();
     sorted.sort_by_key(|r| r.partition);
@@ -111,11 +111,11 @@ fn parse_record(partition: &str, timestamp: &str, key: &str, value: &str) -> Res
 }
 
 /// A record's headers, in order: name and value (`None`: a null value).
-pub type Headers = Vec<(String, Option<Vec<u8>>)>;
+pub(super) type Headers = Vec<(String, Option<Vec<u8>>)>;
 
 /// Reads a dump written by `dump --headers true`: the five fields, then
 /// the headers as `name=HEX` (a null value: `name` alone), comma-separated.
-pub fn read_dump_with_headers(path: &Path) -> Result<Vec<(Record, Headers)>> {
+pub(super) fn read_dump_with_headers(path: &Path) -> Result<Vec<(Record, Headers)>> {
     let text =
         fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     text.lines()
@@ -158,7 +158,7 @@ fn decode_hex(hex: &str) -> Result<Vec<u8>> {
 /// written for each key, keys whose last record is a tombstone left out,
 /// in key order. Timestamps are zeroed: which update came last, and so its
 /// timestamp, may depend on timing where only the values are fixed.
-pub fn final_values(records: &[Record]) -> Vec<Record> {
+pub(super) fn final_values(records: &[Record]) -> Vec<Record> {
     let mut last: BTreeMap<(i32, Option<String>), &Record> = BTreeMap::new();
     for record in records {
         last.insert((record.partition, record.key.clone()), record);
@@ -217,7 +217,7 @@ const CONTEXT: usize = 3;
 /// Compares two outputs partition by partition, in order. `None` when equal,
 /// else a readable report: record counts per partition and, for each partition
 /// that differs, the records around the first difference on both sides.
-pub fn diff(
+pub(super) fn diff(
     left_name: &str,
     left: &[Record],
     right_name: &str,

@@ -14,15 +14,15 @@ use super::partitioner::partition_for_key;
 use super::records::Record;
 
 mod aggregations;
-pub mod joins;
-pub mod streams;
+pub(super) mod joins;
+pub(super) mod streams;
 
 /// Input timestamps start here (2023-11-14T22:13:20Z) and advance one second a
 /// record: fixed, so that reruns give byte-identical outputs.
 const BASE_TIMESTAMP: i64 = 1_700_000_000_000;
 
 /// One reference scenario.
-pub struct Scenario {
+pub(crate) struct Scenario {
     pub name: &'static str,
     pub input_partitions: i32,
     pub output_partitions: i32,
@@ -35,7 +35,7 @@ pub struct Scenario {
 
 /// What a scenario's output is checked against, besides the other side.
 #[derive(Clone, Copy)]
-pub enum Expect {
+pub(super) enum Expect {
     /// Every record, in order within each partition, as computed here.
     Records(fn(&[Record], i32) -> Vec<Record>),
     /// The final value of each key (the table the output topic stands for),
@@ -54,14 +54,14 @@ pub enum Expect {
 
 impl Scenario {
     /// The input: `records` records from `seed`, always the same for the same pair.
-    pub fn input(&self, seed: u64, records: usize) -> Vec<Record> {
+    pub(crate) fn input(&self, seed: u64, records: usize) -> Vec<Record> {
         (self.generate)(&mut Rng::new(seed), records, self.input_partitions)
     }
 
     /// What a correct implementation writes to the output topic for
     /// `input` (reduced to its final values for [`Expect::FinalValues`]);
     /// `None` when Kafka Streams is the only reference.
-    pub fn expected(&self, input: &[Record]) -> Option<Vec<Record>> {
+    pub(crate) fn expected(&self, input: &[Record]) -> Option<Vec<Record>> {
         match self.expect {
             Expect::Records(expect) => Some(expect(input, self.output_partitions)),
             Expect::FinalValues(expect) => Some(super::records::final_values(&expect(
@@ -74,7 +74,7 @@ impl Scenario {
 
     /// Whether outputs are compared by their final value per key rather
     /// than record by record.
-    pub fn compares_final_values(&self) -> bool {
+    pub(crate) fn compares_final_values(&self) -> bool {
         matches!(self.expect, Expect::FinalValues(_))
     }
 
@@ -82,7 +82,7 @@ impl Scenario {
     /// are produced. Most scenarios read one, `input`; the joins read two,
     /// and their input numbers the partitions of both topics in turn (see
     /// [`Scenario::split_input`]).
-    pub fn input_topics(&self) -> &'static [&'static str] {
+    pub(crate) fn input_topics(&self) -> &'static [&'static str] {
         match self.name {
             "stream-table-join"
             | "foreign-key-join"
@@ -100,7 +100,7 @@ impl Scenario {
 
     /// The input topics read into a global table: its global thread reads
     /// them without the group, so the group commits no offsets for them.
-    pub fn global_input_topics(&self) -> &'static [&'static str] {
+    pub(crate) fn global_input_topics(&self) -> &'static [&'static str] {
         match self.name {
             "global-table-join" => &["customers"],
             _ => &[],
@@ -116,7 +116,7 @@ impl Scenario {
     /// `windowstore.changelog.additional.retention.ms` at a hundred years,
     /// without which the broker's cleaner deletes their records (stamped in
     /// 2023 by the generators) whenever it passes.
-    pub fn compares_internal_topics(&self) -> bool {
+    pub(crate) fn compares_internal_topics(&self) -> bool {
         matches!(
             self.name,
             "wordcount"
@@ -133,7 +133,7 @@ impl Scenario {
 
     /// `statestore.cache.max.bytes` for both sides: 0 (every update
     /// forwarded) except where the scenario is about the record cache.
-    pub fn cache_max_bytes(&self) -> u64 {
+    pub(crate) fn cache_max_bytes(&self) -> u64 {
         match self.name {
             "table-table-join-cached" => 10 * 1024 * 1024,
             _ => 0,
@@ -143,14 +143,14 @@ impl Scenario {
     /// Whether the sides run with a dead-letter queue (KIP-1034) and
     /// log-and-continue deserialization and processing handlers, and their
     /// dead-letter records are compared too.
-    pub fn has_dead_letter_queue(&self) -> bool {
+    pub(crate) fn has_dead_letter_queue(&self) -> bool {
         matches!(self.name, "dead-letter-queue" | "processing-dead-letters")
     }
 
     /// The topology both sides run: the scenario's own, or for a scenario
     /// that varies only how its input is written or how the application is
     /// configured, the one it reuses.
-    pub fn app(&self) -> &'static str {
+    pub(crate) fn app(&self) -> &'static str {
         match self.name {
             "codecs" => "filter-map",
             "table-table-join-cached" => "table-table-join",
@@ -161,7 +161,7 @@ impl Scenario {
     /// The codecs the Java producer writes the input with, one producer
     /// each: input partition `p` is written by the producer of codec
     /// `p % len`. Empty: uncompressed.
-    pub fn input_codecs(&self) -> &'static [&'static str] {
+    pub(crate) fn input_codecs(&self) -> &'static [&'static str] {
         match self.name {
             "codecs" => &["gzip", "snappy", "lz4", "zstd"],
             _ => &[],
@@ -171,7 +171,7 @@ impl Scenario {
     /// The input of each topic of [`Scenario::input_topics`]: record
     /// partition `n` of a scenario reading several topics is partition
     /// `n % input_partitions` of topic `n / input_partitions`.
-    pub fn split_input(&self, input: &[Record]) -> Vec<(&'static str, Vec<Record>)> {
+    pub(crate) fn split_input(&self, input: &[Record]) -> Vec<(&'static str, Vec<Record>)> {
         self.input_topics()
             .iter()
             .enumerate()
@@ -190,7 +190,7 @@ impl Scenario {
     }
 }
 
-pub const SCENARIOS: &[Scenario] = &[
+pub(super) const SCENARIOS: &[Scenario] = &[
     WORDCOUNT,
     FILTER_MAP,
     WINDOWED_COUNT,
@@ -216,7 +216,7 @@ pub const SCENARIOS: &[Scenario] = &[
     streams::BRANCH_MERGE,
 ];
 
-pub fn find(name: &str) -> Option<&'static Scenario> {
+pub(super) fn find(name: &str) -> Option<&'static Scenario> {
     SCENARIOS.iter().find(|s| s.name == name)
 }
 
@@ -988,14 +988,14 @@ fn sentence(rng: &mut Rng) -> String {
 
 /// SplitMix64: tiny, fast, and the same sequence on every platform, which is
 /// all a seeded test input needs.
-pub struct Rng(u64);
+pub(super) struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Self {
+    pub(super) fn new(seed: u64) -> Self {
         Rng(seed)
     }
 
-    pub fn next_u64(&mut self) -> u64 {
+    pub(super) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -1004,7 +1004,7 @@ impl Rng {
     }
 
     /// Uniform enough in `0..n` for test data (n is tiny next to 2^64).
-    pub fn below(&mut self, n: usize) -> usize {
+    pub(super) fn below(&mut self, n: usize) -> usize {
         (self.next_u64() % n as u64) as usize
     }
 }

@@ -11,7 +11,7 @@ use crate::process::secs;
 /// Compares `actual` (the output of the run `what` describes, e.g. "java
 /// then kstreams") with the expected output and prints the result; true
 /// when equal.
-pub fn against_expected(
+pub(super) fn against_expected(
     scenario: &Scenario,
     what: &str,
     expected: &[Record],
@@ -38,7 +38,7 @@ pub fn against_expected(
 
 /// The line that ends a run: `compat: <scenario> [<kind>] matches|DIFFERS
 /// (<time>; files in <dir>)`.
-pub fn conclude(scenario: &Scenario, kind: &str, agree: bool, began: Instant, dir: &Path) {
+pub(super) fn conclude(scenario: &Scenario, kind: &str, agree: bool, began: Instant, dir: &Path) {
     let name = match kind {
         "" => scenario.name.to_owned(),
         kind => format!("{} {kind}", scenario.name),

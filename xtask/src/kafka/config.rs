@@ -7,7 +7,7 @@ use super::tls::{self, Keys};
 
 /// One combined broker+controller process.
 #[derive(Debug, Clone)]
-pub struct Node {
+pub(super) struct Node {
     pub id: u32,
     /// Clients connect here.
     pub port: u16,
@@ -20,34 +20,34 @@ pub struct Node {
 }
 
 impl Node {
-    pub fn address(&self) -> String {
+    pub(super) fn address(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
-    pub fn sasl_ssl_address(&self) -> Option<String> {
+    pub(super) fn sasl_ssl_address(&self) -> Option<String> {
         self.sasl_ssl_port.map(|port| format!("127.0.0.1:{port}"))
     }
 
-    pub fn config_file(&self) -> PathBuf {
+    pub(super) fn config_file(&self) -> PathBuf {
         self.dir.join("server.properties")
     }
 
-    pub fn log_file(&self) -> PathBuf {
+    pub(super) fn log_file(&self) -> PathBuf {
         self.dir.join("broker.log")
     }
 
-    pub fn pid_file(&self) -> PathBuf {
+    pub(super) fn pid_file(&self) -> PathBuf {
         self.dir.join("pid")
     }
 
-    pub fn data_dir(&self) -> PathBuf {
+    pub(super) fn data_dir(&self) -> PathBuf {
         self.dir.join("data")
     }
 }
 
 /// `controller.quorum.voters`: every node votes (a static quorum, so each node
 /// is formatted alike and no dynamic-quorum bootstrapping is needed).
-pub fn voters(nodes: &[Node]) -> String {
+pub(super) fn voters(nodes: &[Node]) -> String {
     nodes
         .iter()
         .map(|n| format!("{}@127.0.0.1:{}", n.id, n.controller_port))
@@ -57,7 +57,7 @@ pub fn voters(nodes: &[Node]) -> String {
 
 /// Whether `release` serves the streams group protocol: generally available
 /// from 4.2 (4.1 had it as early access, which tests must not rely on).
-pub fn streams_groups(release: Option<(u32, u32, u32)>) -> bool {
+pub(super) fn streams_groups(release: Option<(u32, u32, u32)>) -> bool {
     release.is_some_and(|(major, minor, _)| (major, minor) >= (4, 2))
 }
 
@@ -87,7 +87,7 @@ pub fn streams_groups(release: Option<(u32, u32, u32)>) -> bool {
 ///   5 s and assign without the initial 3 s delay, so that a test's rebalance
 ///   settles in seconds. Nothing is needed at format time: 4.4's storage
 ///   format finalizes the `streams.version` feature by default.
-pub fn server_properties(
+pub(super) fn server_properties(
     node: &Node,
     nodes: &[Node],
     release: Option<(u32, u32, u32)>,

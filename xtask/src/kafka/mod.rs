@@ -27,14 +27,14 @@ use crate::paths;
 use crate::process::{self, secs};
 
 /// The variable through which tests find a real broker.
-pub const BOOTSTRAP_ENV: &str = "KSTREAMS_BOOTSTRAP";
+pub(crate) const BOOTSTRAP_ENV: &str = "KSTREAMS_BOOTSTRAP";
 /// The same cluster's SASL_SSL listeners (SCRAM-SHA-256 over TLS).
-pub const SASL_SSL_BOOTSTRAP_ENV: &str = "KSTREAMS_SASL_SSL_BOOTSTRAP";
+pub(crate) const SASL_SSL_BOOTSTRAP_ENV: &str = "KSTREAMS_SASL_SSL_BOOTSTRAP";
 /// The CA certificate (PEM) that signed the brokers' certificates.
-pub const SASL_SSL_CA_ENV: &str = "KSTREAMS_SASL_SSL_CA";
+pub(crate) const SASL_SSL_CA_ENV: &str = "KSTREAMS_SASL_SSL_CA";
 /// The SCRAM user and its password.
-pub const SASL_USERNAME_ENV: &str = "KSTREAMS_SASL_USERNAME";
-pub const SASL_PASSWORD_ENV: &str = "KSTREAMS_SASL_PASSWORD";
+pub(crate) const SASL_USERNAME_ENV: &str = "KSTREAMS_SASL_USERNAME";
+pub(crate) const SASL_PASSWORD_ENV: &str = "KSTREAMS_SASL_PASSWORD";
 
 /// How long a fresh cluster may take to answer metadata requests. A cold JVM
 /// on a busy 2-core machine needs ~10 s per node; three nodes start together.
@@ -49,7 +49,7 @@ const JVM_OPTIONS: &[&str] = &[
     "-Djava.awt.headless=true",
 ];
 
-pub fn cli(mut args: Args) -> Result<ExitCode> {
+pub(crate) fn cli(mut args: Args) -> Result<ExitCode> {
     let action = args.next();
     match action.as_deref() {
         Some("start") => {
@@ -76,7 +76,7 @@ pub fn cli(mut args: Args) -> Result<ExitCode> {
 
 /// Whether a cluster outlives the xtask process that started it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lifetime {
+pub(crate) enum Lifetime {
     /// `kafka start`: runs until `kafka stop`.
     Detached,
     /// A [`Lease`]: stopped when the lease drops, and on Linux also when xtask
@@ -110,13 +110,17 @@ fn sasl_ssl_env() -> Vec<(&'static str, String)> {
 }
 
 /// A cluster this process started; its children are reaped by [`Lease`].
-pub struct Started {
+pub(crate) struct Started {
     pub bootstrap: String,
     children: Vec<Child>,
 }
 
 /// Starts a cluster of `brokers` nodes, or returns the one already running.
-pub fn start(brokers: usize, first_port: Option<u16>, lifetime: Lifetime) -> Result<Started> {
+pub(crate) fn start(
+    brokers: usize,
+    first_port: Option<u16>,
+    lifetime: Lifetime,
+) -> Result<Started> {
     if !(1..=5).contains(&brokers) {
         bail!("--brokers must be between 1 and 5, got {brokers}");
     }
@@ -159,7 +163,7 @@ pub fn start(brokers: usize, first_port: Option<u16>, lifetime: Lifetime) -> Res
 }
 
 /// Stops the nodes that `start` recorded in pid files; returns how many ran.
-pub fn stop() -> Result<usize> {
+pub(crate) fn stop() -> Result<usize> {
     let running: Vec<(Node, i32)> = node_dirs()
         .into_iter()
         .filter_map(|dir| live_pid(&dir).map(|pid| (node_at(dir), pid)))
@@ -199,7 +203,7 @@ pub fn stop() -> Result<usize> {
 }
 
 /// The address of the cluster `start` left running, if it is fully up.
-pub fn running_bootstrap() -> Option<String> {
+pub(crate) fn running_bootstrap() -> Option<String> {
     match state() {
         State::Running { bootstrap, .. } => Some(bootstrap),
         _ => None,
@@ -208,14 +212,14 @@ pub fn running_bootstrap() -> Option<String> {
 
 /// The broker a task should use: `KSTREAMS_BOOTSTRAP`, else the running xtask
 /// cluster, else a single-node cluster started now and stopped on drop.
-pub struct Lease {
+pub(crate) struct Lease {
     bootstrap: String,
     started: Option<Started>,
     sasl_ssl: Vec<(&'static str, String)>,
 }
 
 impl Lease {
-    pub fn acquire() -> Result<Lease> {
+    pub(crate) fn acquire() -> Result<Lease> {
         if let Some(bootstrap) = std::env::var(BOOTSTRAP_ENV).ok().filter(|b| !b.is_empty()) {
             eprintln!("kafka: using {BOOTSTRAP_ENV}={bootstrap}");
             return Ok(Lease {
@@ -246,7 +250,7 @@ impl Lease {
     /// xtask cluster of that size already running (left running). Not
     /// `KSTREAMS_BOOTSTRAP`: the scenarios that need a size also restart its
     /// nodes, which only a cluster of xtask's can.
-    pub fn cluster(brokers: usize) -> Result<Lease> {
+    pub(crate) fn cluster(brokers: usize) -> Result<Lease> {
         let started = start(brokers, None, Lifetime::ThisProcess)?;
         Ok(Lease {
             bootstrap: started.bootstrap.clone(),
@@ -256,13 +260,13 @@ impl Lease {
         })
     }
 
-    pub fn bootstrap(&self) -> &str {
+    pub(crate) fn bootstrap(&self) -> &str {
         &self.bootstrap
     }
 
     /// The variables that point tests at the SASL_SSL listener (none when
     /// the cluster has none).
-    pub fn sasl_ssl_env(&self) -> &[(&'static str, String)] {
+    pub(crate) fn sasl_ssl_env(&self) -> &[(&'static str, String)] {
         &self.sasl_ssl
     }
 }

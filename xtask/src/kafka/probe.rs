@@ -19,7 +19,7 @@ const API_VERSIONS: i16 = 18;
 const METADATA_VERSIONS: std::ops::RangeInclusive<i16> = 4..=8;
 
 /// Asks the broker at `address` for the number of live brokers in its cluster.
-pub fn broker_count(address: &str, timeout: Duration) -> io::Result<usize> {
+pub(super) fn broker_count(address: &str, timeout: Duration) -> io::Result<usize> {
     let mut stream = connect(address, timeout)?;
     let (min, max) = metadata_versions(&mut stream)?;
     let version = (*METADATA_VERSIONS.start()).max(min);

@@ -17,11 +17,11 @@ use crate::paths;
 use crate::process;
 
 /// The SCRAM mechanism of the listener.
-pub const MECHANISM: &str = "SCRAM-SHA-256";
+pub(super) const MECHANISM: &str = "SCRAM-SHA-256";
 /// The SCRAM user clients log in as.
-pub const USER: &str = "kstreams";
+pub(super) const USER: &str = "kstreams";
 /// Its password; a test broker's, on loopback only.
-pub const PASSWORD: &str = "kstreams-test-secret";
+pub(super) const PASSWORD: &str = "kstreams-test-secret";
 /// The broker's key store (PKCS12) password.
 const STORE_PASSWORD: &str = "kstreams-test-store";
 /// How long the certificates are valid, in days.
@@ -29,7 +29,7 @@ const VALIDITY_DAYS: u32 = 30;
 
 /// The files a SASL_SSL listener needs.
 #[derive(Debug, Clone)]
-pub struct Keys {
+pub(super) struct Keys {
     /// The CA certificate (PEM): what clients trust (`ssl.ca.location`).
     pub ca_pem: PathBuf,
     /// The broker's key and certificate chain (PKCS12).
@@ -38,7 +38,7 @@ pub struct Keys {
 
 impl Keys {
     /// The broker's `ssl.*` settings for the keys.
-    pub fn broker_settings(&self) -> Vec<(&'static str, String)> {
+    pub(super) fn broker_settings(&self) -> Vec<(&'static str, String)> {
         vec![
             ("ssl.keystore.type", "PKCS12".to_string()),
             ("ssl.keystore.location", self.keystore.display().to_string()),
@@ -50,7 +50,7 @@ impl Keys {
 }
 
 /// The cached keys, made first if missing or about to expire.
-pub fn keys() -> Result<Keys> {
+pub(super) fn keys() -> Result<Keys> {
     let dir = paths::cache_dir().join("tls");
     let keys = Keys {
         ca_pem: dir.join("ca.pem"),

@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 
 /// A JSON value; an object keeps its members in the order they came.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Json {
+pub(crate) enum Json {
     Null,
     Bool(bool),
     Number(f64),
@@ -15,7 +15,7 @@ pub enum Json {
 }
 
 impl Json {
-    pub fn parse(text: &str) -> Result<Json> {
+    pub(crate) fn parse(text: &str) -> Result<Json> {
         let mut parser = Parser {
             bytes: text.as_bytes(),
             at: 0,
@@ -29,14 +29,14 @@ impl Json {
     }
 
     /// The member `key` of an object (`None` for other values).
-    pub fn get(&self, key: &str) -> Option<&Json> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Json> {
         match self {
             Json::Object(members) => members.iter().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
         }
     }
 
-    pub fn as_str(&self) -> Option<&str> {
+    pub(crate) fn as_str(&self) -> Option<&str> {
         match self {
             Json::String(s) => Some(s),
             _ => None,
@@ -44,7 +44,7 @@ impl Json {
     }
 
     /// The elements of an array; nothing for other values.
-    pub fn elements(&self) -> &[Json] {
+    pub(crate) fn elements(&self) -> &[Json] {
         match self {
             Json::Array(items) => items,
             _ => &[],

@@ -2,7 +2,7 @@
 //! with the Go toolchain (cached under `~/.cache/kstreams/prometheus-<v>/`),
 //! run with a scrape config of ours, and asked through its HTTP API.
 
-pub mod json;
+pub(crate) mod json;
 
 use std::fs::{self, File};
 use std::io::{Read, Write};
@@ -20,7 +20,7 @@ use crate::process::{self, secs};
 /// The Go module of Prometheus' server and the version built: Prometheus
 /// 3.x tags its Go module v0.3xx.y.
 const MODULE: &str = "github.com/prometheus/prometheus/cmd/prometheus";
-pub const VERSION: &str = "v0.316.0";
+pub(crate) const VERSION: &str = "v0.316.0";
 
 /// How long a fresh Prometheus may take to answer `/-/ready`.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -28,7 +28,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// The cached binary, built first if it is not there: a cold build
 /// downloads the modules and compiles for minutes; later runs (and CI
 /// after its first) find it.
-pub fn binary() -> Result<PathBuf> {
+pub(crate) fn binary() -> Result<PathBuf> {
     let dir = paths::cache_dir().join(format!("prometheus-{VERSION}"));
     let binary = dir.join("prometheus");
     if binary.is_file() {
@@ -74,7 +74,7 @@ pub fn binary() -> Result<PathBuf> {
 }
 
 /// A Prometheus server of ours, stopped on drop.
-pub struct Server {
+pub(crate) struct Server {
     child: Child,
     address: String,
     log: PathBuf,
@@ -84,7 +84,7 @@ impl Server {
     /// Starts `binary` with `config` (a prometheus.yml) written into `dir`,
     /// its storage and log there too, listening on a free port of this
     /// host; returns once it is ready.
-    pub fn start(binary: &Path, dir: &Path, config: &str) -> Result<Server> {
+    pub(crate) fn start(binary: &Path, dir: &Path, config: &str) -> Result<Server> {
         let _ = fs::remove_dir_all(dir);
         fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let config_file = dir.join("prometheus.yml");
@@ -133,17 +133,17 @@ impl Server {
     }
 
     /// `http://<address>`, for the operator to look at while it runs.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}", self.address)
     }
 
-    pub fn log(&self) -> &Path {
+    pub(crate) fn log(&self) -> &Path {
         &self.log
     }
 
     /// An instant query at the current time (`/api/v1/query`): the series
     /// it returned, each as its labels and value.
-    pub fn query(&self, expr: &str) -> Result<Vec<Sample>> {
+    pub(crate) fn query(&self, expr: &str) -> Result<Vec<Sample>> {
         let path = format!("/api/v1/query?query={}", percent_encode(expr));
         let (status, body) = http_get(&self.address, &path)?;
         parse_query_answer(status, &body)
@@ -166,7 +166,7 @@ impl Drop for Server {
 /// One series of an instant vector: its labels as Prometheus prints them
 /// and its value (NaN and infinities included).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Sample {
+pub(crate) struct Sample {
     pub labels: String,
     pub value: f64,
 }
@@ -234,13 +234,13 @@ fn percent_encode(text: &str) -> String {
 }
 
 /// A port nobody listens on now (the OS's pick; free again once dropped).
-pub fn free_port() -> Result<u16> {
+pub(crate) fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
 /// `GET path` from `address` (`host:port`): its status and body. HTTP/1.0,
 /// so the server closes after the body and sends it unchunked.
-pub fn http_get(address: &str, path: &str) -> Result<(u16, String)> {
+pub(crate) fn http_get(address: &str, path: &str) -> Result<(u16, String)> {
     let timeout = Duration::from_secs(30);
     let socket = address
         .to_socket_addrs()?

@@ -27,15 +27,15 @@ use crate::process::{self, secs};
 
 /// The variable through which the Avro tests find the registry: the base
 /// URL of its Confluent-compatible API.
-pub const REGISTRY_ENV: &str = "KSTREAMS_TEST_SCHEMA_REGISTRY";
+pub(crate) const REGISTRY_ENV: &str = "KSTREAMS_TEST_SCHEMA_REGISTRY";
 
 /// The variable through which the Avro tests find the Java peer's classpath
 /// (xtask/registry/AvroPeer.java runs on it).
-pub const JAVA_PEER_ENV: &str = "KSTREAMS_TEST_AVRO_JAVA_CLASSPATH";
+pub(crate) const JAVA_PEER_ENV: &str = "KSTREAMS_TEST_AVRO_JAVA_CLASSPATH";
 
 /// The Apicurio Registry release, from Maven Central (the server, and the
 /// Java serde of xtask/registry/pom.xml, which defaults to it too).
-pub const APICURIO_VERSION: &str = "2.6.13.Final";
+pub(crate) const APICURIO_VERSION: &str = "2.6.13.Final";
 const ARTIFACT: &str = "io.apicurio:apicurio-registry-app";
 /// The Confluent-compatible API under the registry's root.
 const CCOMPAT_PATH: &str = "/apis/ccompat/v7";
@@ -44,7 +44,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(120);
 const STOP_GRACE: Duration = Duration::from_secs(20);
 const JVM_OPTIONS: &[&str] = &["-Xms64m", "-Xmx512m", "-Djava.awt.headless=true"];
 
-pub fn cli(mut args: Args) -> Result<ExitCode> {
+pub(crate) fn cli(mut args: Args) -> Result<ExitCode> {
     let action = args.next();
     match action.as_deref() {
         Some("start") => {
@@ -71,7 +71,7 @@ pub fn cli(mut args: Args) -> Result<ExitCode> {
 
 /// Starts the registry, or finds the one already running; returns the base
 /// URL of its Confluent-compatible API. It runs until [`stop`].
-pub fn start(port: Option<u16>) -> Result<String> {
+pub(crate) fn start(port: Option<u16>) -> Result<String> {
     if let Some(url) = running_url() {
         eprintln!("registry: already running at {url}");
         return Ok(url);
@@ -92,7 +92,7 @@ pub fn start(port: Option<u16>) -> Result<String> {
 }
 
 /// Stops the registry `start` recorded; returns whether one ran.
-pub fn stop() -> Result<bool> {
+pub(crate) fn stop() -> Result<bool> {
     let Some(pid) = live_pid() else {
         eprintln!("registry: not running");
         remove_run_files();
@@ -112,21 +112,21 @@ pub fn stop() -> Result<bool> {
 
 /// A registry for one run of the tests: the running one, or one started
 /// now and stopped when the lease drops.
-pub struct Lease {
+pub(crate) struct Lease {
     url: String,
     started: bool,
 }
 
 impl Lease {
     /// Finds the running registry or starts one.
-    pub fn acquire() -> Result<Lease> {
+    pub(crate) fn acquire() -> Result<Lease> {
         let started = running_url().is_none();
         let url = start(None)?;
         Ok(Lease { url, started })
     }
 
     /// The registry's Confluent-compatible API.
-    pub fn url(&self) -> &str {
+    pub(crate) fn url(&self) -> &str {
         &self.url
     }
 }
@@ -142,7 +142,7 @@ impl Drop for Lease {
 }
 
 /// The URL of the registry `start` left running, if it is up.
-pub fn running_url() -> Option<String> {
+pub(crate) fn running_url() -> Option<String> {
     live_pid()?;
     let url = fs::read_to_string(url_file()).ok()?;
     Some(url.trim().to_owned())
@@ -183,7 +183,7 @@ fn print_java_peer_export() {
 
 /// The runtime classpath of xtask/registry/pom.xml (Apicurio's Avro serde
 /// and kafka-clients), resolved once and cached.
-pub fn java_peer_classpath() -> Result<String> {
+pub(crate) fn java_peer_classpath() -> Result<String> {
     let began = Instant::now();
     let pom = paths::repo_root().join("xtask/registry/pom.xml");
     let cache = paths::cache_dir()

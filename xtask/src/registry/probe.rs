@@ -6,7 +6,7 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 /// The status code of `GET <url>/subjects` (`url` is `http://host:port/path`).
-pub fn get_status(url: &str, timeout: Duration) -> io::Result<u16> {
+pub(super) fn get_status(url: &str, timeout: Duration) -> io::Result<u16> {
     let invalid =
         |what: &str| io::Error::new(io::ErrorKind::InvalidInput, format!("{what}: {url}"));
     let rest = url

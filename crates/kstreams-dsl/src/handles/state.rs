@@ -35,7 +35,7 @@ impl BuilderState {
 
     /// A generated name: `prefix` and the next index on ten digits, as
     /// Kafka Streams' `newProcessorName`.
-    pub fn new_name(&mut self, prefix: &str) -> String {
+    pub(crate) fn new_name(&mut self, prefix: &str) -> String {
         let name = format!("{prefix}{:010}", self.next_index);
         self.next_index += 1;
         name
@@ -44,13 +44,13 @@ impl BuilderState {
     /// The user's name if given, else a generated one. Either way an index
     /// is drawn, as Kafka Streams does, so that naming one operator does not
     /// shift the generated names of the others.
-    pub fn name_or_generate(&mut self, name: Option<String>, prefix: &str) -> String {
+    pub(crate) fn name_or_generate(&mut self, name: Option<String>, prefix: &str) -> String {
         let generated = self.new_name(prefix);
         name.unwrap_or(generated)
     }
 
     /// Keeps the first error; `build` reports it.
-    pub fn record<T>(&mut self, result: Result<T, TopologyError>) -> Option<T> {
+    pub(crate) fn record<T>(&mut self, result: Result<T, TopologyError>) -> Option<T> {
         match result {
             Ok(v) => Some(v),
             Err(e) => {

@@ -33,7 +33,9 @@ pub(crate) struct CacheForwarder<K, SV> {
 impl<K: 'static, SV: 'static> CacheForwarder<K, SV> {
     /// Listens to `set_listener`, which installs a flush listener on a store
     /// and says whether the store caches.
-    pub fn attach(set_listener: impl FnOnce(kstreams_state::FlushListener<K, SV>) -> bool) -> Self {
+    pub(crate) fn attach(
+        set_listener: impl FnOnce(kstreams_state::FlushListener<K, SV>) -> bool,
+    ) -> Self {
         let queue: Rc<RefCell<VecDeque<CachedChange<K, SV>>>> = Rc::default();
         let sink = queue.clone();
         let caching = set_listener(Box::new(move |change| sink.borrow_mut().push_back(change)));
@@ -41,12 +43,12 @@ impl<K: 'static, SV: 'static> CacheForwarder<K, SV> {
     }
 
     /// Whether the store caches (then the forwarder forwards).
-    pub fn caching(&self) -> bool {
+    pub(crate) fn caching(&self) -> bool {
         self.caching
     }
 
     /// Forwards everything the store wrote down since the last call.
-    pub fn drain<KO: Clone + 'static, VO: Clone + 'static>(
+    pub(crate) fn drain<KO: Clone + 'static, VO: Clone + 'static>(
         &self,
         ctx: &mut ProcessorContext<'_, KO, VO>,
         to_record: impl Fn(CachedChange<K, SV>) -> Record<KO, VO>,

@@ -20,7 +20,7 @@ pub(crate) struct TableStore<K, V> {
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> TableStore<K, V> {
-    pub fn open<KO, VO>(
+    pub(crate) fn open<KO, VO>(
         ctx: &ProcessorContext<'_, KO, VO>,
         name: &str,
         send_old: bool,
@@ -31,13 +31,13 @@ impl<K: Clone + 'static, V: Clone + 'static> TableStore<K, V> {
         Ok(TableStore { store, forwarder })
     }
 
-    pub fn get(&self, key: &K) -> Result<Option<ValueAndTimestamp<V>>, ProcessorError> {
+    pub(crate) fn get(&self, key: &K) -> Result<Option<ValueAndTimestamp<V>>, ProcessorError> {
         Ok(self.store.borrow().get(key)?)
     }
 
     /// Writes `value` (or deletes on `None`) and, behind a cache, forwards
     /// what the write evicted; returns whether the caller must forward.
-    pub fn put(
+    pub(crate) fn put(
         &self,
         ctx: &mut ProcessorContext<'_, K, Change<V>>,
         key: K,
@@ -62,7 +62,7 @@ impl<K: Clone + 'static, V: Clone + 'static> TableStore<K, V> {
     }
 
     /// At commit: the cache writes down, what it held is forwarded.
-    pub fn flush(
+    pub(crate) fn flush(
         &self,
         ctx: &mut ProcessorContext<'_, K, Change<V>>,
     ) -> Result<(), ProcessorError> {

@@ -17,11 +17,11 @@ use kstreams_embedded::rdkafka::{ClientContext, Message, Offset, TopicPartitionL
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Records sent per partition: `(key, value)` in send order.
-pub type Sent = BTreeMap<i32, Vec<(String, String)>>;
+pub(crate) type Sent = BTreeMap<i32, Vec<(String, String)>>;
 
 /// Produces `count` records round-robin over `partitions`, then reads the
 /// topic from the beginning and asserts it holds exactly those records.
-pub fn round_trip(bootstrap: &str, topic: &str, partitions: i32, count: usize) {
+pub(crate) fn round_trip(bootstrap: &str, topic: &str, partitions: i32, count: usize) {
     let sent = produce(bootstrap, topic, partitions, count);
     let received = consume(bootstrap, topic, partitions, count);
     assert_eq!(received, sent);
@@ -46,7 +46,7 @@ impl ProducerContext for DeliveryCounter {
     }
 }
 
-pub fn produce(bootstrap: &str, topic: &str, partitions: i32, count: usize) -> Sent {
+pub(crate) fn produce(bootstrap: &str, topic: &str, partitions: i32, count: usize) -> Sent {
     let producer: BaseProducer<DeliveryCounter> = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("enable.idempotence", "true")
@@ -89,7 +89,7 @@ fn send(producer: &BaseProducer<DeliveryCounter>, mut record: BaseRecord<'_, Str
     }
 }
 
-pub fn consume(bootstrap: &str, topic: &str, partitions: i32, count: usize) -> Sent {
+pub(crate) fn consume(bootstrap: &str, topic: &str, partitions: i32, count: usize) -> Sent {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("group.id", "kstreams-embedded-tests")

@@ -17,7 +17,7 @@ use prost::Message as _;
 #[derive(Debug, Clone)]
 // Each test binary reads the fields it checks.
 #[allow(dead_code)]
-pub struct ReceivedSpan {
+pub(crate) struct ReceivedSpan {
     pub service: String,
     pub name: String,
     pub trace_id: Vec<u8>,
@@ -73,7 +73,7 @@ async fn receive(State(spans): State<Spans>, body: Bytes) -> (axum::http::Status
 }
 
 /// An OTLP/HTTP receiver on its own thread and runtime.
-pub struct Receiver {
+pub(crate) struct Receiver {
     pub address: SocketAddr,
     spans: Spans,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
@@ -81,7 +81,7 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let address = listener.local_addr().unwrap();
@@ -114,7 +114,7 @@ impl Receiver {
         }
     }
 
-    pub fn spans(&self) -> Vec<ReceivedSpan> {
+    pub(crate) fn spans(&self) -> Vec<ReceivedSpan> {
         self.spans.lock().unwrap().clone()
     }
 }
@@ -131,7 +131,7 @@ impl Drop for Receiver {
 }
 
 /// The span called `name` of `trace` (with `span_id`, if given).
-pub fn find<'a>(
+pub(crate) fn find<'a>(
     spans: &'a [ReceivedSpan],
     name: &str,
     trace: &TraceParent,

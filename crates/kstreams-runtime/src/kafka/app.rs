@@ -9,7 +9,7 @@ use kstreams_dsl::Topology;
 
 use super::config::{KafkaClient, StreamsConfig};
 use super::instance::Instance;
-pub use super::state::State;
+pub(super) use super::state::State;
 use super::thread::{StreamThread, ThreadState};
 use super::topics::{prepare_topics, SourceTopicIndex};
 use super::RuntimeError;

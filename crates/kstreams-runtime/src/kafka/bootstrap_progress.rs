@@ -89,7 +89,7 @@ pub(crate) struct BootstrapProgress {
 
 impl BootstrapProgress {
     /// The bootstrap of task `task_id` on thread `thread`.
-    pub fn new(
+    pub(super) fn new(
         config: &StreamsConfig,
         board: &RestoreBoard,
         thread: &str,
@@ -109,7 +109,7 @@ impl BootstrapProgress {
 
     /// [`BootstrapProgress::start`] on the task's progress, made at its
     /// first bootstrap partition: the task manager's one call.
-    pub fn start_in(
+    pub(super) fn start_in(
         progress: &mut Option<Self>,
         (config, board, thread, task_id): (&StreamsConfig, &RestoreBoard, &str, &str),
         (topic, partition, store): (&str, i32, &str),
@@ -127,7 +127,7 @@ impl BootstrapProgress {
 
     /// The task reads `topic`'s partition into `store` from `start` up to
     /// `end` (exclusive) before its other partitions.
-    pub fn start(&mut self, topic: &str, partition: i32, store: &str, start: i64, end: i64) {
+    pub(super) fn start(&mut self, topic: &str, partition: i32, store: &str, start: i64, end: i64) {
         let partition = TopicPartition::new(topic, partition);
         self.reporter
             .on_restore_start(&partition, store, start, end);
@@ -143,7 +143,7 @@ impl BootstrapProgress {
     /// The consumer is at `position` (the next offset it hands out) on a
     /// bootstrap partition: what it passed since is a batch; at the end,
     /// the partition's restoration ends.
-    pub fn position(&mut self, topic: &str, partition: i32, position: i64) {
+    pub(super) fn position(&mut self, topic: &str, partition: i32, position: i64) {
         let Some(index) = self
             .partitions
             .iter()
@@ -169,7 +169,7 @@ impl BootstrapProgress {
 
     /// The task closes with bootstrap partitions not read through: they
     /// are suspended (KIP-869).
-    pub fn suspend(&mut self) {
+    pub(super) fn suspend(&mut self) {
         for p in self.partitions.drain(..) {
             self.reporter
                 .on_restore_suspended(&p.partition, &p.store, p.restored);

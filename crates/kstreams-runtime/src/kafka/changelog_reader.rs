@@ -54,7 +54,7 @@ pub(crate) fn restore_range(
 
 impl ChangelogReader {
     /// The reader of stream thread `thread`.
-    pub fn new(thread: &str, config: &StreamsConfig, restore_board: RestoreBoard) -> Self {
+    pub(super) fn new(thread: &str, config: &StreamsConfig, restore_board: RestoreBoard) -> Self {
         Self {
             thread: thread.to_string(),
             config: config.clone(),
@@ -76,7 +76,7 @@ impl ChangelogReader {
     /// the end offset seen now. Returns the offset of the last changelog
     /// record the store then reaches (`None` for an empty changelog), what
     /// its checkpoint says until it writes again.
-    pub fn restore(
+    pub(super) fn restore(
         &mut self,
         task: &mut StreamTask,
         changelog: &ChangelogTopic,

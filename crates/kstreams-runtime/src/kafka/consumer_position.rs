@@ -78,7 +78,7 @@ pub(crate) struct PartitionMetrics {
 
 impl PartitionMetrics {
     /// Starts exposing an assigned partition's series.
-    pub fn add(&mut self, registry: &MetricsRegistry, topic: &str, partition: i32) {
+    pub(super) fn add(&mut self, registry: &MetricsRegistry, topic: &str, partition: i32) {
         self.last_counted = None;
         match registry.partition_sensors(topic, partition) {
             Ok(sensors) => {
@@ -92,7 +92,7 @@ impl PartitionMetrics {
     }
 
     /// Stops exposing a revoked partition's series.
-    pub fn remove(&mut self, registry: &MetricsRegistry, topic: &str, partition: i32) {
+    pub(super) fn remove(&mut self, registry: &MetricsRegistry, topic: &str, partition: i32) {
         self.last_counted = None;
         if let Some(partitions) = self.sensors.get_mut(topic) {
             if partitions.remove(&partition).is_some() {
@@ -102,7 +102,7 @@ impl PartitionMetrics {
     }
 
     /// Stops exposing every partition's series (the thread ends).
-    pub fn remove_all(&mut self, registry: &MetricsRegistry) {
+    pub(super) fn remove_all(&mut self, registry: &MetricsRegistry) {
         self.last_counted = None;
         for (topic, partitions) in self.sensors.drain() {
             for partition in partitions.keys() {
@@ -113,7 +113,7 @@ impl PartitionMetrics {
 
     /// Counts one record consumed from a partition (`topic` is the shared
     /// name [`TopicNames`] gives).
-    pub fn consumed(&mut self, topic: &Arc<str>, partition: i32) {
+    pub(super) fn consumed(&mut self, topic: &Arc<str>, partition: i32) {
         if let Some((last, p, counter)) = &self.last_counted {
             if *p == partition && Arc::ptr_eq(last, topic) {
                 counter.inc();
@@ -135,7 +135,7 @@ impl PartitionMetrics {
     /// the reading position, from librdkafka's cached watermarks (no
     /// request). A partition with no fetch answered yet keeps its value.
     /// Returns the lags it set.
-    pub fn record_lag<C: ConsumerContext>(
+    pub(super) fn record_lag<C: ConsumerContext>(
         &self,
         consumer: &BaseConsumer<C>,
         start: impl Fn(&str, i32) -> Option<i64>,

@@ -98,7 +98,7 @@ impl GlobalUpdater {
     /// Assigns every partition of the global topics from the beginning and
     /// reads them to the end offsets seen now; `None` without global
     /// tables. Start returns only after this, as in Kafka Streams.
-    pub fn load(
+    pub(super) fn load(
         topology: &Topology,
         config: &StreamsConfig,
         restore_board: &RestoreBoard,
@@ -375,7 +375,7 @@ impl GlobalUpdater {
     }
 
     /// Keeps the global stores current until `stop` is set.
-    pub fn run(mut self, stop: &AtomicBool) -> Result<(), RuntimeError> {
+    pub(super) fn run(mut self, stop: &AtomicBool) -> Result<(), RuntimeError> {
         let mut last_checkpoint = Instant::now();
         while !stop.load(Ordering::Acquire) {
             if last_checkpoint.elapsed() >= self.checkpoint_interval {

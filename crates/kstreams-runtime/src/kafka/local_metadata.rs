@@ -120,12 +120,12 @@ pub(crate) struct MetadataBoard {
 
 impl MetadataBoard {
     /// Replaces what the thread of that name said before.
-    pub fn publish(&self, thread: ThreadMetadata) {
+    pub(crate) fn publish(&self, thread: ThreadMetadata) {
         self.lock().insert(thread.thread_name.clone(), thread);
     }
 
     /// Marks a thread as restoring (or done), keeping its tasks.
-    pub fn set_restoring(&self, thread_name: &str, restoring: bool) {
+    pub(crate) fn set_restoring(&self, thread_name: &str, restoring: bool) {
         self.lock()
             .entry(thread_name.to_string())
             .or_insert_with(|| ThreadMetadata {
@@ -139,7 +139,7 @@ impl MetadataBoard {
     }
 
     /// The threads creating tasks and restoring their stores now.
-    pub fn restoring_threads(&self) -> Vec<String> {
+    pub(crate) fn restoring_threads(&self) -> Vec<String> {
         self.lock()
             .values()
             .filter(|t| t.restoring)
@@ -148,19 +148,19 @@ impl MetadataBoard {
     }
 
     /// Forgets a thread that ended.
-    pub fn remove(&self, thread_name: &str) {
+    pub(crate) fn remove(&self, thread_name: &str) {
         self.lock().remove(thread_name);
     }
 
     /// The live threads, by name.
-    pub fn threads(&self) -> Vec<ThreadMetadata> {
+    pub(crate) fn threads(&self) -> Vec<ThreadMetadata> {
         self.lock().values().cloned().collect()
     }
 
     /// Sets each source topic's lag skew (its largest partition lag less
     /// the mean, over every thread's partitions with a known lag) and
     /// drops the gauge of topics no longer read.
-    pub fn record_skew(&self, registry: &MetricsRegistry) {
+    pub(crate) fn record_skew(&self, registry: &MetricsRegistry) {
         let skews = lag_skew_by_topic(&self.threads());
         let mut exported = self.skewed_topics.lock().unwrap_or_else(|p| p.into_inner());
         for topic in exported.iter() {

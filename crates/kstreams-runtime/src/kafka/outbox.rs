@@ -24,18 +24,18 @@ pub(crate) struct Outbox {
 impl Outbox {
     /// Where a step appends what it made (a task's outputs, then the
     /// changelog records).
-    pub fn records(&mut self) -> &mut Vec<ProducedRecord> {
+    pub(super) fn records(&mut self) -> &mut Vec<ProducedRecord> {
         &mut self.records
     }
 
     /// Appends `records`, in order.
-    pub fn extend(&mut self, records: impl IntoIterator<Item = ProducedRecord>) {
+    pub(super) fn extend(&mut self, records: impl IntoIterator<Item = ProducedRecord>) {
         self.records.extend(records);
     }
 
     /// Whether nothing waits.
     #[cfg(test)]
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.records.is_empty()
     }
 
@@ -43,7 +43,7 @@ impl Outbox {
     /// did not take (it failed) is dropped, as the thread then ends or
     /// rewinds to its last commit. The buffer is kept for the next step
     /// unless a burst made it unusually large.
-    pub fn drain_into<E>(
+    pub(super) fn drain_into<E>(
         &mut self,
         mut send: impl FnMut(ProducedRecord) -> Result<(), E>,
     ) -> Result<(), E> {
@@ -57,7 +57,7 @@ impl Outbox {
 
     /// The waiting records, taken out (tests read what a step wrote).
     #[cfg(test)]
-    pub fn take(&mut self) -> Vec<ProducedRecord> {
+    pub(super) fn take(&mut self) -> Vec<ProducedRecord> {
         std::mem::take(&mut self.records)
     }
 }

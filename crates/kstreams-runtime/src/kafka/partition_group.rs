@@ -79,7 +79,7 @@ impl PartitionGroup {
             .find(|q| q.partition == partition && q.topic == topic)
     }
 
-    pub fn add_partition(&mut self, topic: &str, partition: i32) {
+    pub(super) fn add_partition(&mut self, topic: &str, partition: i32) {
         if self.queue_mut(topic, partition).is_none() {
             self.queues.push(PartitionQueue {
                 topic: topic.to_string(),
@@ -91,20 +91,20 @@ impl PartitionGroup {
     }
 
     /// Whether the group has `topic`-`partition`.
-    pub fn has_partition(&self, topic: &str, partition: i32) -> bool {
+    pub(super) fn has_partition(&self, topic: &str, partition: i32) -> bool {
         self.queues
             .iter()
             .any(|q| q.partition == partition && q.topic == topic)
     }
 
     /// The partitions of the group, in the order they were added.
-    pub fn partitions(&self) -> impl Iterator<Item = (&str, i32)> + '_ {
+    pub(super) fn partitions(&self) -> impl Iterator<Item = (&str, i32)> + '_ {
         self.queues.iter().map(|q| (q.topic.as_str(), q.partition))
     }
 
     /// Forgets a partition and its buffered records; returns whether the
     /// group is now empty of partitions.
-    pub fn remove_partition(&mut self, topic: &str, partition: i32) -> bool {
+    pub(super) fn remove_partition(&mut self, topic: &str, partition: i32) -> bool {
         self.queues
             .retain(|q| !(q.partition == partition && q.topic == topic));
         self.bootstrap
@@ -114,25 +114,25 @@ impl PartitionGroup {
 
     /// The task must read `topic`-`partition` up to `end` (exclusive)
     /// before anything else.
-    pub fn add_bootstrap(&mut self, topic: &str, partition: i32, end: i64) {
+    pub(super) fn add_bootstrap(&mut self, topic: &str, partition: i32, end: i64) {
         self.add_partition(topic, partition);
         self.bootstrap.push((topic.to_string(), partition, end));
     }
 
     /// Whether bootstrap partitions are still being read.
-    pub fn bootstrapping(&self) -> bool {
+    pub(super) fn bootstrapping(&self) -> bool {
         !self.bootstrap.is_empty()
     }
 
     /// The bootstrap partitions still being read, with their end offsets.
-    pub fn bootstrap_partitions(&self) -> &[(String, i32, i64)] {
+    pub(super) fn bootstrap_partitions(&self) -> &[(String, i32, i64)] {
         &self.bootstrap
     }
 
     /// The consumer is at `position` on a bootstrap partition: done with it
     /// if that is at or past its end (the last offsets may be transaction
     /// markers, which are never handed out as records).
-    pub fn bootstrap_position(&mut self, topic: &str, partition: i32, position: i64) {
+    pub(super) fn bootstrap_position(&mut self, topic: &str, partition: i32, position: i64) {
         let nothing_buffered = self.buffered(topic, partition) == 0;
         self.bootstrap.retain(|(t, p, end)| {
             !(*p == partition && t == topic && nothing_buffered && position >= *end)
@@ -141,7 +141,7 @@ impl PartitionGroup {
 
     /// Drops every buffered record and the progress not yet taken, keeping
     /// the partitions.
-    pub fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         for queue in &mut self.queues {
             queue.records.clear();
             queue.progress = None;
@@ -151,7 +151,7 @@ impl PartitionGroup {
 
     /// Buffers a record with its extracted event time; returns how many
     /// its partition now holds.
-    pub fn push(&mut self, record: ConsumedRecord, timestamp: i64) -> usize {
+    pub(super) fn push(&mut self, record: ConsumedRecord, timestamp: i64) -> usize {
         let (topic, partition) = (&*record.topic, record.partition);
         let index = match self
             .queues
@@ -169,14 +169,14 @@ impl PartitionGroup {
         queue.records.len()
     }
 
-    pub fn buffered(&self, topic: &str, partition: i32) -> usize {
+    pub(super) fn buffered(&self, topic: &str, partition: i32) -> usize {
         self.queues
             .iter()
             .find(|q| q.partition == partition && q.topic == topic)
             .map_or(0, |q| q.records.len())
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.queues.iter().all(|q| q.records.is_empty())
     }
 
@@ -185,7 +185,7 @@ impl PartitionGroup {
     /// partition, as `max_idle` says (`lagging` says which partitions are
     /// known to be behind their end). Giving up a wait for a caught-up
     /// partition bumps `enforced`.
-    pub fn next(
+    pub(super) fn next(
         &mut self,
         max_idle: MaxTaskIdle,
         now: Instant,
@@ -253,7 +253,7 @@ impl PartitionGroup {
 
     /// For each partition that advanced since the last call: the offset to
     /// commit (after the last record handed out).
-    pub fn take_progress(&mut self) -> impl Iterator<Item = (&str, i32, i64)> + '_ {
+    pub(super) fn take_progress(&mut self) -> impl Iterator<Item = (&str, i32, i64)> + '_ {
         self.queues.iter_mut().filter_map(|q| {
             q.progress
                 .take()

@@ -45,12 +45,12 @@ pub(crate) struct RebalanceEvents {
 
 impl RebalanceEvents {
     /// The changes seen since the last call.
-    pub fn take(&self) -> Vec<AssignmentEvent> {
+    pub(super) fn take(&self) -> Vec<AssignmentEvent> {
         std::mem::take(&mut *self.events.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Whether assignment events wait for the loop.
-    pub fn has_events(&self) -> bool {
+    pub(super) fn has_events(&self) -> bool {
         !self
             .events
             .lock()
@@ -59,7 +59,7 @@ impl RebalanceEvents {
     }
 
     /// Whether a revocation waits for the loop to acknowledge it.
-    pub fn revocation_pending(&self) -> bool {
+    pub(super) fn revocation_pending(&self) -> bool {
         self.pending_revocation
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -68,13 +68,13 @@ impl RebalanceEvents {
 
     /// From now on revocations wait for the loop (`true`), or are
     /// acknowledged inside the callback (`false`).
-    pub fn set_deferring(&self, deferring: bool) {
+    pub(super) fn set_deferring(&self, deferring: bool) {
         self.deferring.store(deferring, Ordering::Release);
     }
 
     /// Acknowledges a pending revocation, if there is one, with
     /// `acknowledge` (given the revoked partitions).
-    pub fn acknowledge_pending_with(&self, acknowledge: impl FnOnce(&TopicPartitionList)) {
+    pub(super) fn acknowledge_pending_with(&self, acknowledge: impl FnOnce(&TopicPartitionList)) {
         let pending = self
             .pending_revocation
             .lock()
@@ -86,7 +86,7 @@ impl RebalanceEvents {
     }
 
     /// Acknowledges a pending revocation to `consumer`, if there is one.
-    pub fn acknowledge_pending<C: Consumer<RebalanceListener>>(&self, consumer: &C) {
+    pub(super) fn acknowledge_pending<C: Consumer<RebalanceListener>>(&self, consumer: &C) {
         self.acknowledge_pending_with(|tpl| acknowledge_revocation(consumer, tpl));
     }
 
@@ -149,7 +149,7 @@ pub(crate) struct RebalanceListener {
 impl RebalanceListener {
     /// A listener recording into `events`, starting assigned partitions
     /// that have no committed offset by `uncommitted`.
-    pub fn new(events: Arc<RebalanceEvents>, uncommitted: UncommittedStart) -> Self {
+    pub(super) fn new(events: Arc<RebalanceEvents>, uncommitted: UncommittedStart) -> Self {
         Self {
             events,
             uncommitted,
@@ -159,14 +159,14 @@ impl RebalanceListener {
 
     /// Gives the listener the thread's fetch queue (made from the
     /// consumer this listener is the context of).
-    pub fn install_fetch_queue(&self, queue: FetchQueue) {
+    pub(super) fn install_fetch_queue(&self, queue: FetchQueue) {
         let _ = self.fetch_queue.set(queue);
     }
 
     /// Gives the partitions of `assigned` that have no committed offset
     /// their start, before the consumer takes them
     /// (kafka/uncommitted_start.rs).
-    pub fn place_uncommitted(
+    pub(super) fn place_uncommitted(
         &self,
         consumer: &BaseConsumer<RebalanceListener>,
         assigned: &mut TopicPartitionList,
@@ -175,7 +175,7 @@ impl RebalanceListener {
     }
 
     /// The thread's fetch queue, once installed.
-    pub fn fetch_queue(&self) -> Option<&FetchQueue> {
+    pub(super) fn fetch_queue(&self) -> Option<&FetchQueue> {
         self.fetch_queue.get()
     }
 }

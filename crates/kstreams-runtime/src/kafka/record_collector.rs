@@ -78,7 +78,7 @@ pub(crate) struct DeliveryContext {
 
 impl DeliveryContext {
     /// A context that fails on refused records unless `continue_on_failure`.
-    pub fn new(continue_on_failure: bool) -> Self {
+    pub(super) fn new(continue_on_failure: bool) -> Self {
         Self {
             continue_on_failure,
             ..Self::default()
@@ -252,7 +252,7 @@ impl SinkTopics {
 impl RecordCollector {
     /// A collector over `producer` (whose transactions, under exactly-once,
     /// are initialized already).
-    pub fn new(
+    pub(super) fn new(
         producer: Arc<BaseProducer<DeliveryContext>>,
         guarantee: ProcessingGuarantee,
     ) -> Self {
@@ -268,14 +268,14 @@ impl RecordCollector {
 
     /// The key and value buffers of the records sent so far (librdkafka
     /// copies what it is given), for the thread's next record copies.
-    pub fn spare_buffers(&mut self) -> &mut SpareBuffers {
+    pub(super) fn spare_buffers(&mut self) -> &mut SpareBuffers {
         &mut self.spare
     }
 
     /// Sends every record waiting in the thread's outbox, in order: the one
     /// way a record reaches the producer. On an error the rest of the
     /// outbox is dropped (the thread ends, or rewinds to its last commit).
-    pub fn send_outbox(&mut self, outbox: &mut Outbox) -> Result<(), RuntimeError> {
+    pub(super) fn send_outbox(&mut self, outbox: &mut Outbox) -> Result<(), RuntimeError> {
         outbox.drain_into(|record| self.send(record))
     }
 
@@ -364,7 +364,7 @@ impl RecordCollector {
 
     /// The partition count of `topic`, from the producer's metadata on first
     /// use, as Kafka Streams' record collector asks `partitionsFor`.
-    pub fn partition_count(&mut self, topic: &str) -> Result<i32, RuntimeError> {
+    pub(super) fn partition_count(&mut self, topic: &str) -> Result<i32, RuntimeError> {
         if let Some(&count) = self.partition_counts.get(topic) {
             return Ok(count);
         }
@@ -392,14 +392,14 @@ impl RecordCollector {
     }
 
     /// Serves the delivery reports that arrived.
-    pub fn poll(&self) {
+    pub(super) fn poll(&self) {
         self.producer.poll(Duration::ZERO);
     }
 
     /// Fails with the first refused delivery. Under at-least-once the
     /// failure stays: the thread fails and commits nothing more.
     /// Exactly-once aborts and goes on, so the failure is taken.
-    pub fn check_deliveries(&self) -> Result<(), RuntimeError> {
+    pub(super) fn check_deliveries(&self) -> Result<(), RuntimeError> {
         let mut failure = self
             .producer
             .context()
@@ -422,7 +422,7 @@ impl RecordCollector {
 
     /// Waits until every record sent is acknowledged (or refused), then
     /// fails with the first refusal.
-    pub fn flush(&self) -> Result<(), RuntimeError> {
+    pub(super) fn flush(&self) -> Result<(), RuntimeError> {
         self.wait_for_acknowledgements(PRODUCER_TIMEOUT)?;
         self.check_deliveries()
     }
@@ -477,18 +477,18 @@ impl RecordCollector {
 
     /// The offset of the last acknowledged record per changelog partition,
     /// after serving pending delivery reports (they carry the offsets).
-    pub fn delivered_changelog_offsets(&self) -> HashMap<(String, i32), i64> {
+    pub(super) fn delivered_changelog_offsets(&self) -> HashMap<(String, i32), i64> {
         self.poll();
         self.producer.context().changelog_offsets()
     }
 
     /// Whether an exactly-once transaction is open.
-    pub fn in_transaction(&self) -> bool {
+    pub(super) fn in_transaction(&self) -> bool {
         self.in_transaction
     }
 
     /// Under exactly-once, opens a transaction unless one is open.
-    pub fn begin_transaction_if_needed(&mut self) -> Result<(), RuntimeError> {
+    pub(super) fn begin_transaction_if_needed(&mut self) -> Result<(), RuntimeError> {
         if self.guarantee == ProcessingGuarantee::ExactlyOnceV2 && !self.in_transaction {
             self.producer.begin_transaction().client()?;
             self.in_transaction = true;
@@ -498,7 +498,7 @@ impl RecordCollector {
 
     /// Aborts the open transaction, if there is one. A failure is logged:
     /// the broker aborts it at the transaction timeout anyway.
-    pub fn abort_if_in_transaction(&mut self) {
+    pub(super) fn abort_if_in_transaction(&mut self) {
         if std::mem::take(&mut self.in_transaction) {
             // librdkafka's abort waits for the records in flight, whose
             // delivery reports only a poll serves: without this it times
@@ -529,7 +529,7 @@ impl RecordCollector {
     /// Commits the open transaction with `offsets` of the consumer group
     /// `group` (KIP-447). No group metadata means the consumer is between
     /// generations: as good as a rebalance for what the caller must do.
-    pub fn commit_transaction(
+    pub(super) fn commit_transaction(
         &mut self,
         offsets: &TopicPartitionList,
         group: Option<ConsumerGroupMetadata>,

@@ -27,7 +27,7 @@ pub(crate) struct RepartitionPurge {
 impl RepartitionPurge {
     /// The purge of `topology`'s repartition topics; no admin client is
     /// made for a topology without any.
-    pub fn new(topology: &Topology, config: &StreamsConfig) -> Self {
+    pub(super) fn new(topology: &Topology, config: &StreamsConfig) -> Self {
         let topics: HashSet<String> = topology
             .internal_topics()
             .map(|t| format!("{}-{t}", config.application_id))
@@ -50,7 +50,7 @@ impl RepartitionPurge {
     }
 
     /// Notes the committed offsets of repartition partitions.
-    pub fn committed(&mut self, offsets: &TopicPartitionList) {
+    pub(super) fn committed(&mut self, offsets: &TopicPartitionList) {
         for e in offsets.elements() {
             if let (true, Offset::Offset(o)) = (self.topics.contains(e.topic()), e.offset()) {
                 self.committed
@@ -67,7 +67,7 @@ impl RepartitionPurge {
 
     /// Deletes records before the committed offsets, at most every
     /// interval. A failure only delays the purge.
-    pub fn maybe_purge(&mut self, thread: &str) {
+    pub(super) fn maybe_purge(&mut self, thread: &str) {
         if !self.due() {
             return;
         }

@@ -109,7 +109,7 @@ pub(crate) struct RestoreBoard {
 
 impl RestoreBoard {
     /// Every restoration from now on is also told to `listener`.
-    pub fn set_listener(&self, listener: Arc<dyn StateRestoreListener>) {
+    pub(super) fn set_listener(&self, listener: Arc<dyn StateRestoreListener>) {
         *self.listener.write().unwrap_or_else(|p| p.into_inner()) = Some(listener);
     }
 
@@ -121,7 +121,7 @@ impl RestoreBoard {
     }
 
     /// The restorations in flight, ordered by kind, task, store, partition.
-    pub fn in_progress(&self) -> Vec<RestoreProgress> {
+    pub(super) fn in_progress(&self) -> Vec<RestoreProgress> {
         let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
         running
             .iter()
@@ -140,7 +140,7 @@ impl RestoreBoard {
 
     /// A reporter of `kind` restorations for task `task_id` (`None`: a
     /// global store) of thread `thread`, recording into `sensors`.
-    pub fn reporter(
+    pub(super) fn reporter(
         &self,
         kind: RestoreKind,
         thread: &str,

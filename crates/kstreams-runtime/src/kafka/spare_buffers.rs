@@ -34,22 +34,22 @@ const MAX_SLACK: usize = 4;
 
 impl SpareBuffers {
     /// A copy of a record's key, in a kept buffer if there is one.
-    pub fn copy_key(&mut self, bytes: &[u8]) -> Vec<u8> {
+    pub(super) fn copy_key(&mut self, bytes: &[u8]) -> Vec<u8> {
         copy_into(&mut self.keys, &mut self.held_bytes, bytes)
     }
 
     /// A copy of a record's value, in a kept buffer if there is one.
-    pub fn copy_value(&mut self, bytes: &[u8]) -> Vec<u8> {
+    pub(super) fn copy_value(&mut self, bytes: &[u8]) -> Vec<u8> {
         copy_into(&mut self.values, &mut self.held_bytes, bytes)
     }
 
     /// Keeps a sent record's key buffer (or frees it, past the bounds).
-    pub fn keep_key(&mut self, buffer: Vec<u8>) {
+    pub(super) fn keep_key(&mut self, buffer: Vec<u8>) {
         keep(&mut self.keys, &mut self.held_bytes, buffer)
     }
 
     /// Keeps a sent record's value buffer (or frees it, past the bounds).
-    pub fn keep_value(&mut self, buffer: Vec<u8>) {
+    pub(super) fn keep_value(&mut self, buffer: Vec<u8>) {
         keep(&mut self.values, &mut self.held_bytes, buffer)
     }
 }

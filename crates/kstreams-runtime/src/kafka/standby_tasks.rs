@@ -73,7 +73,7 @@ pub(crate) struct StandbyTasks {
 }
 
 impl StandbyTasks {
-    pub fn new(
+    pub(super) fn new(
         thread: &str,
         config: &StreamsConfig,
         listener: Option<Arc<dyn StandbyUpdateListener>>,
@@ -104,7 +104,11 @@ impl StandbyTasks {
     /// Makes standby task `id`: its stores opened in its directory and
     /// caught up with their changelogs (as an active task's), then read on
     /// from there by the standby consumer.
-    pub fn add(&mut self, id: TaskId, creator: &mut TaskCreator) -> Result<(), RuntimeError> {
+    pub(super) fn add(
+        &mut self,
+        id: TaskId,
+        creator: &mut TaskCreator,
+    ) -> Result<(), RuntimeError> {
         if self.tasks.contains_key(&id) {
             return Ok(());
         }
@@ -150,7 +154,7 @@ impl StandbyTasks {
     /// Closes standby task `id` (to be made active here, or given up):
     /// its stores flushed and checkpointed at what they reached, so that
     /// whoever opens them next restores only the rest.
-    pub fn remove(
+    pub(super) fn remove(
         &mut self,
         id: TaskId,
         why: SuspendReason,
@@ -187,7 +191,7 @@ impl StandbyTasks {
 
     /// Applies what the standby consumer has fetched, without waiting, up
     /// to [`UPDATE_BATCH`] records. Returns how many were applied.
-    pub fn update(&mut self) -> Result<usize, RuntimeError> {
+    pub(super) fn update(&mut self) -> Result<usize, RuntimeError> {
         let Some(consumer) = &self.consumer else {
             return Ok(0);
         };
@@ -262,7 +266,7 @@ impl StandbyTasks {
     /// partitions (Kafka Streams' task offset sums): the offsets of the last
     /// records applied, and the high watermarks librdkafka last saw (`None`
     /// until one is known for every partition).
-    pub fn offset_sums(&self) -> Vec<(TaskId, i64, Option<i64>)> {
+    pub(super) fn offset_sums(&self) -> Vec<(TaskId, i64, Option<i64>)> {
         let consumer = self.consumer.as_ref();
         let mut sums: HashMap<TaskId, (i64, Option<i64>)> = HashMap::new();
         for (key, (id, _)) in &self.partitions {
@@ -286,7 +290,7 @@ impl StandbyTasks {
 
     /// At a commit: checkpoints the standbys that applied enough since
     /// their last checkpoint.
-    pub fn maybe_checkpoint(&mut self, creator: &TaskCreator) -> Result<(), RuntimeError> {
+    pub(super) fn maybe_checkpoint(&mut self, creator: &TaskCreator) -> Result<(), RuntimeError> {
         for (id, standby) in &mut self.tasks {
             if standby.since_checkpoint >= CHECKPOINT_DELTA {
                 checkpoint(creator, *id, standby)?;
@@ -296,7 +300,7 @@ impl StandbyTasks {
     }
 
     /// Closes every standby (the thread ends), checkpointed.
-    pub fn close_all(&mut self, creator: &TaskCreator) {
+    pub(super) fn close_all(&mut self, creator: &TaskCreator) {
         let ids: Vec<TaskId> = self.tasks.keys().copied().collect();
         for id in ids {
             if let Err(e) = self.remove(id, SuspendReason::Migrated, creator) {
@@ -307,7 +311,7 @@ impl StandbyTasks {
 
     /// The standbys' instances of `store`, for interactive queries with
     /// stale stores enabled.
-    pub fn instances<'a>(&'a self, store: &str, out: &mut Vec<StoreInstance<'a>>) {
+    pub(super) fn instances<'a>(&'a self, store: &str, out: &mut Vec<StoreInstance<'a>>) {
         for (id, standby) in &self.tasks {
             if let Some(built) = standby.task.stores().get(store) {
                 out.push(StoreInstance {

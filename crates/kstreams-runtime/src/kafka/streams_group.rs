@@ -63,7 +63,7 @@ pub(crate) struct GroupMembership {
 impl GroupMembership {
     /// Joins the application's streams group as the member of stream thread
     /// `index` (0-based) of process `process_id`.
-    pub fn join(
+    pub(super) fn join(
         config: &StreamsConfig,
         endpoints: super::queries::EndpointBoard,
         thread: &str,
@@ -125,7 +125,7 @@ impl GroupMembership {
 
     /// Hands the member the thread's task offset sums, which it sends at
     /// the broker's task offset interval.
-    pub fn report_task_offsets(&self, sums: TaskOffsetSums) -> Result<(), RuntimeError> {
+    pub(super) fn report_task_offsets(&self, sums: TaskOffsetSums) -> Result<(), RuntimeError> {
         let wire = |sums: Vec<(kstreams_dsl::TaskId, i64)>| {
             sums.into_iter()
                 .map(|(id, offset)| TaskOffset {
@@ -140,7 +140,7 @@ impl GroupMembership {
     }
 
     /// The thread is alive (its loop polled): keeps the member in its group.
-    pub fn record_poll(&self) {
+    pub(super) fn record_poll(&self) {
         if let Some(member) = &self.member {
             member.record_poll();
         }
@@ -148,7 +148,7 @@ impl GroupMembership {
 
     /// What the member's events since the last call ask of the thread.
     /// Fails once the member has stopped for good, with why.
-    pub fn take_changes(&mut self) -> Result<Vec<MemberChange>, RuntimeError> {
+    pub(super) fn take_changes(&mut self) -> Result<Vec<MemberChange>, RuntimeError> {
         let mut changes = Vec::new();
         loop {
             let Some(member) = self.member.as_mut() else {
@@ -280,7 +280,7 @@ impl GroupMembership {
     }
 
     /// The thread runs the tasks of `owned` now.
-    pub fn report_owned(&self, owned: Assignment) -> Result<(), RuntimeError> {
+    pub(super) fn report_owned(&self, owned: Assignment) -> Result<(), RuntimeError> {
         Ok(self.member()?.report_owned(owned)?)
     }
 
@@ -289,7 +289,7 @@ impl GroupMembership {
     /// which the broker accepts unchecked: this is the thread's own check
     /// that its tasks are still its own (a member that missed its poll
     /// deadline has left, and its tasks may run elsewhere).
-    pub fn owns_tasks(&self) -> bool {
+    pub(super) fn owns_tasks(&self) -> bool {
         self.member.as_ref().is_some_and(|m| m.member_epoch() > 0)
     }
 
@@ -297,7 +297,7 @@ impl GroupMembership {
     /// epoch. Returns `false` when the broker refused because the member's
     /// epoch moved on or it is no longer in the group: its tasks may be
     /// someone else's, and at-least-once processes from the last commit.
-    pub fn commit(&self, offsets: &TopicPartitionList) -> Result<bool, RuntimeError> {
+    pub(super) fn commit(&self, offsets: &TopicPartitionList) -> Result<bool, RuntimeError> {
         let offsets: Vec<CommitOffset> = offsets
             .elements()
             .iter()
@@ -328,7 +328,7 @@ impl GroupMembership {
     }
 
     /// Leaves the group (after the thread's last commit).
-    pub fn close(&mut self) {
+    pub(super) fn close(&mut self) {
         if let Some(member) = self.member.take() {
             if let Err(e) = member.close_blocking(LEAVE_TIMEOUT) {
                 log::warn!("{}: leaving the streams group: {e}", self.thread);

@@ -61,7 +61,7 @@ pub(crate) struct TaskCreator {
 
 impl TaskCreator {
     /// The creator of stream thread `thread`'s tasks of `topology`.
-    pub fn new(
+    pub(super) fn new(
         thread: &str,
         config: &StreamsConfig,
         restore_board: RestoreBoard,
@@ -86,24 +86,24 @@ impl TaskCreator {
     /// The offset sums of the task directories on disk, by task (Kafka
     /// Streams' task offset sums); directories not named like a task are
     /// left out.
-    pub fn offset_sums_on_disk(&self) -> Result<Vec<(TaskId, i64)>, RuntimeError> {
+    pub(super) fn offset_sums_on_disk(&self) -> Result<Vec<(TaskId, i64)>, RuntimeError> {
         offset_sums_on_disk(&self.state_dir)
     }
 
     /// The changelog records the stores wrote since the last drain.
-    pub fn changelog(&self) -> &ChangelogCollector {
+    pub(super) fn changelog(&self) -> &ChangelogCollector {
         &self.changelog_collector
     }
 
     /// The offset of the last record of changelog partition `key` that its
     /// store reached when its task was last created (`None`: an empty
     /// changelog, or an in-memory store that restored nothing).
-    pub fn restored_offset(&self, key: &(String, i32)) -> Option<i64> {
+    pub(super) fn restored_offset(&self, key: &(String, i32)) -> Option<i64> {
         self.restored.get(key).copied()
     }
 
     /// The changelog topics of the tasks of sub-topology `subtopology`.
-    pub fn changelogs_of(&self, subtopology: u32) -> impl Iterator<Item = &ChangelogTopic> {
+    pub(super) fn changelogs_of(&self, subtopology: u32) -> impl Iterator<Item = &ChangelogTopic> {
         self.changelogs
             .iter()
             .filter(move |c| c.subtopology == subtopology)
@@ -159,7 +159,7 @@ impl TaskCreator {
     /// of an aborted transaction. Damaged local state (a checkpoint that
     /// does not parse, a store directory gone, a store that does not open)
     /// is logged and rebuilt from the changelogs.
-    pub fn create(&mut self, id: TaskId) -> Result<CreatedTask, RuntimeError> {
+    pub(super) fn create(&mut self, id: TaskId) -> Result<CreatedTask, RuntimeError> {
         let mut directory = None;
         let mut checkpointed = Offsets::new();
         // Stores that had a directory before they were opened: a store
@@ -376,7 +376,7 @@ impl TaskCreator {
     /// its whole changelog, and Kafka Streams, which may back the same store
     /// with RocksDB, would take an in-memory store's offset for its own and
     /// restore nothing before it.
-    pub fn write_checkpoint(
+    pub(super) fn write_checkpoint(
         &self,
         id: TaskId,
         directory: &TaskDirectory,

@@ -157,7 +157,7 @@ pub(crate) struct TaskManager {
 
 impl TaskManager {
     /// The task manager of stream thread `thread`.
-    pub fn new(
+    pub(super) fn new(
         thread: &str,
         config: &StreamsConfig,
         instance: &Instance,
@@ -197,7 +197,7 @@ impl TaskManager {
     }
 
     /// The thread's tasks as interactive queries read them.
-    pub fn local_stores(&self) -> TaskStores<'_> {
+    pub(super) fn local_stores(&self) -> TaskStores<'_> {
         TaskStores {
             tasks: &self.tasks,
             standbys: &self.standbys,
@@ -206,7 +206,7 @@ impl TaskManager {
 
     /// Makes standby tasks `ids` (those not active here already): their
     /// stores caught up with the changelogs, then kept current.
-    pub fn add_standbys(&mut self, ids: &[TaskId]) -> Result<(), RuntimeError> {
+    pub(super) fn add_standbys(&mut self, ids: &[TaskId]) -> Result<(), RuntimeError> {
         for id in ids {
             if !self.tasks.contains_key(id) {
                 self.standbys.add(*id, &mut self.creator)?;
@@ -217,7 +217,11 @@ impl TaskManager {
 
     /// Closes standby tasks `ids`, checkpointed: `promoted` when they are
     /// to be active tasks of this thread next.
-    pub fn remove_standbys(&mut self, ids: &[TaskId], promoted: bool) -> Result<(), RuntimeError> {
+    pub(super) fn remove_standbys(
+        &mut self,
+        ids: &[TaskId],
+        promoted: bool,
+    ) -> Result<(), RuntimeError> {
         let why = if promoted {
             SuspendReason::Promoted
         } else {
@@ -230,12 +234,12 @@ impl TaskManager {
     }
 
     /// Applies the standby tasks' changelog records fetched so far.
-    pub fn update_standbys(&mut self) -> Result<usize, RuntimeError> {
+    pub(super) fn update_standbys(&mut self) -> Result<usize, RuntimeError> {
         self.standbys.update()
     }
 
     /// At a commit: checkpoints the standbys that moved on enough.
-    pub fn checkpoint_standbys(&mut self) -> Result<(), RuntimeError> {
+    pub(super) fn checkpoint_standbys(&mut self) -> Result<(), RuntimeError> {
         self.standbys.maybe_checkpoint(&self.creator)
     }
 
@@ -244,7 +248,7 @@ impl TaskManager {
     /// maybeUpdateTaskOffsetSumSnapshot`): the offset sums of the tasks on
     /// disk, the thread's running active tasks left out and its standbys at
     /// their live positions; and the standbys' changelog end sums.
-    pub fn task_offset_sums(&self) -> Result<TaskOffsetSums, RuntimeError> {
+    pub(super) fn task_offset_sums(&self) -> Result<TaskOffsetSums, RuntimeError> {
         let mut offsets: BTreeMap<TaskId, i64> = self
             .creator
             .offset_sums_on_disk()?
@@ -276,23 +280,26 @@ impl TaskManager {
     }
 
     /// Records in the tasks' async processors, called or waiting.
-    pub fn async_in_flight(&self) -> usize {
+    pub(super) fn async_in_flight(&self) -> usize {
         self.async_side.in_flight()
     }
 
     /// Whether an async call finished since completions were last applied.
-    pub fn async_completion_ready(&self) -> bool {
+    pub(super) fn async_completion_ready(&self) -> bool {
         self.async_side.completion_ready()
     }
 
     /// Waits up to `timeout` for an async call to finish.
-    pub fn wait_for_async(&self, timeout: Duration) -> bool {
+    pub(super) fn wait_for_async(&self, timeout: Duration) -> bool {
         self.async_side.wait(timeout)
     }
 
     /// Applies the async calls that finished, in every task; what their
     /// results wrote goes into `outbox` (the changelogs' records last).
-    pub fn apply_async_completions(&mut self, outbox: &mut Outbox) -> Result<(), RuntimeError> {
+    pub(super) fn apply_async_completions(
+        &mut self,
+        outbox: &mut Outbox,
+    ) -> Result<(), RuntimeError> {
         self.async_side.take_ready();
         for entry in self.tasks.values_mut() {
             if entry.task.apply_async_completions()? > 0 {
@@ -313,7 +320,7 @@ impl TaskManager {
 
     /// The ids of the tasks, in no particular order.
     #[cfg(test)]
-    pub fn task_ids(&self) -> impl Iterator<Item = TaskId> + '_ {
+    pub(super) fn task_ids(&self) -> impl Iterator<Item = TaskId> + '_ {
         self.tasks.keys().copied()
     }
 
@@ -322,7 +329,7 @@ impl TaskManager {
     /// `RecordQueue`). Returns how many records that partition now
     /// buffers, or `None` when the record was not buffered (no task owns
     /// its partition, or the extractor skipped it).
-    pub fn buffer(&mut self, record: ConsumedRecord) -> Result<Option<usize>, RuntimeError> {
+    pub(super) fn buffer(&mut self, record: ConsumedRecord) -> Result<Option<usize>, RuntimeError> {
         let subtopology = match &self.last_source {
             Some((topic, subtopology)) if Arc::ptr_eq(topic, &record.topic) => *subtopology,
             _ => {
@@ -347,14 +354,14 @@ impl TaskManager {
     }
 
     /// How many records of a partition its task buffers.
-    pub fn buffered(&self, topic: &str, partition: i32) -> usize {
+    pub(super) fn buffered(&self, topic: &str, partition: i32) -> usize {
         self.task_id(topic, partition)
             .and_then(|id| self.tasks.get(&id))
             .map_or(0, |e| e.group.buffered(topic, partition))
     }
 
     /// Where reading of an assigned partition started: its committed offset.
-    pub fn start_offset(&self, topic: &str, partition: i32) -> Option<i64> {
+    pub(super) fn start_offset(&self, topic: &str, partition: i32) -> Option<i64> {
         start_offset_in(&self.start_offsets, topic, partition)
     }
 
@@ -363,7 +370,7 @@ impl TaskManager {
     /// its offset (`committed`, when the consumer could say), and reads a
     /// bootstrap partition from and up to `bootstrap_end`'s offsets before
     /// the task's others.
-    pub fn assign(
+    pub(super) fn assign(
         &mut self,
         assigned: &[Partition],
         committed: Option<&TopicPartitionList>,
@@ -434,7 +441,7 @@ impl TaskManager {
     /// and whoever opens them next restores from there. Otherwise (lost
     /// partitions, an aborted commit) their work since the last commit is
     /// thrown away: they close dirty.
-    pub fn revoke(
+    pub(super) fn revoke(
         &mut self,
         revoked: &[Partition],
         clean: bool,
@@ -470,7 +477,7 @@ impl TaskManager {
 
     /// The source topics a task must have partitions of, with the
     /// sub-topology reading each.
-    pub fn source_topics(&self) -> Vec<(String, u32)> {
+    pub(super) fn source_topics(&self) -> Vec<(String, u32)> {
         self.sources
             .topics()
             .filter_map(|t| Some((t.to_string(), self.sources.subtopology_of(t)?)))
@@ -484,7 +491,7 @@ impl TaskManager {
     /// partitions in different steps, or a non-range assignor) holds the
     /// task back instead of running half of it here and half on another
     /// member.
-    pub fn update_missing_partitions(&mut self, counts: &HashMap<String, i32>) {
+    pub(super) fn update_missing_partitions(&mut self, counts: &HashMap<String, i32>) {
         let topics = self.source_topics();
         for (id, entry) in &mut self.tasks {
             let missing =
@@ -502,7 +509,7 @@ impl TaskManager {
 
     /// The tasks as [`TaskMetadata`], ordered by id, with the partitions'
     /// lags where `lags` knows them.
-    pub fn metadata(&self, lags: &HashMap<Partition, i64>) -> Vec<TaskMetadata> {
+    pub(super) fn metadata(&self, lags: &HashMap<Partition, i64>) -> Vec<TaskMetadata> {
         let mut tasks: Vec<TaskMetadata> = self
             .tasks
             .iter()
@@ -526,7 +533,7 @@ impl TaskManager {
     }
 
     /// Whether a task still reads its bootstrap partitions.
-    pub fn bootstrapping(&self) -> bool {
+    pub(super) fn bootstrapping(&self) -> bool {
         self.tasks.values().any(|e| e.group.bootstrapping())
     }
 
@@ -534,7 +541,7 @@ impl TaskManager {
     /// end (`positions`: transaction markers are never handed out as
     /// records); the bootstrap progress reports progress as a restore
     /// does, and the task's end of bootstrap is logged here.
-    pub fn track_bootstrap(&mut self, positions: &TopicPartitionList) {
+    pub(super) fn track_bootstrap(&mut self, positions: &TopicPartitionList) {
         let position = |topic: &str, partition: i32| match positions
             .find_partition(topic, partition)
             .map(|e| e.offset())
@@ -582,7 +589,7 @@ impl TaskManager {
     /// partition on every pass, through rust-rdkafka's `position()`, which
     /// waits on librdkafka's main thread (half of a pass-through's
     /// stream-thread context switches).
-    pub fn process(
+    pub(super) fn process(
         &mut self,
         lagging: IsLagging<'_>,
         slice: Duration,
@@ -649,14 +656,14 @@ impl TaskManager {
     /// The outbox was sent (its records are with the producer): the offsets
     /// processed for it count as processed. Returns whether anything can be
     /// committed.
-    pub fn outputs_sent(&mut self) -> bool {
+    pub(super) fn outputs_sent(&mut self) -> bool {
         self.processed.extend(self.unsent.drain(..));
         !self.processed.is_empty()
     }
 
     /// Runs the tasks' wall-clock punctuators due at `now`, writing into
     /// `outbox`.
-    pub fn punctuate(&mut self, now: i64, outbox: &mut Outbox) -> Result<(), RuntimeError> {
+    pub(super) fn punctuate(&mut self, now: i64, outbox: &mut Outbox) -> Result<(), RuntimeError> {
         for entry in self.tasks.values_mut() {
             entry.task.advance_wall_clock(now)?;
             entry.task.drain_output_into(outbox.records());
@@ -666,7 +673,7 @@ impl TaskManager {
     }
 
     /// Whether a task asked for a commit (`ProcessorContext::commit`).
-    pub fn commit_requested(&mut self) -> bool {
+    pub(super) fn commit_requested(&mut self) -> bool {
         // Every task's request is taken, not just the first one's.
         let mut requested = false;
         for entry in self.tasks.values_mut() {
@@ -678,7 +685,7 @@ impl TaskManager {
     /// Flushes every task's stores (their caches write downstream and to
     /// the changelogs) into `outbox`: what that produced must go out before
     /// the offsets are committed.
-    pub fn flush(&mut self, outbox: &mut Outbox) -> Result<(), RuntimeError> {
+    pub(super) fn flush(&mut self, outbox: &mut Outbox) -> Result<(), RuntimeError> {
         for entry in self.tasks.values_mut() {
             entry.task.flush()?;
             entry.task.drain_output_into(outbox.records());
@@ -690,7 +697,7 @@ impl TaskManager {
     /// The offsets to commit, each with Kafka Streams'
     /// `TopicPartitionMetadata`: its task's processed partition time and
     /// operators' metadata, so a restarted task resumes from them.
-    pub fn offsets_to_commit(&self) -> Result<TopicPartitionList, RuntimeError> {
+    pub(super) fn offsets_to_commit(&self) -> Result<TopicPartitionList, RuntimeError> {
         let mut tpl = TopicPartitionList::new();
         for ((topic, partition), offset) in &self.processed {
             let entry = self
@@ -725,7 +732,7 @@ impl TaskManager {
     /// Only partitions with a record processed since the tasks were last
     /// (re)built move: after a rewind the consumer's position is trusted
     /// once a record read from the rewound position went through.
-    pub fn advance_to_positions(&mut self, positions: &TopicPartitionList) {
+    pub(super) fn advance_to_positions(&mut self, positions: &TopicPartitionList) {
         for e in positions.elements() {
             let Offset::Offset(position) = e.offset() else {
                 continue;
@@ -754,7 +761,7 @@ impl TaskManager {
 
     /// Forgets what was processed since the last commit: those offsets must
     /// never be committed (their outputs may not have gone out).
-    pub fn forget_processed(&mut self) {
+    pub(super) fn forget_processed(&mut self) {
         self.processed.clear();
         self.unsent.clear();
     }
@@ -775,7 +782,7 @@ impl TaskManager {
 
     /// Writes every stateful task's checkpoint from the acknowledged
     /// changelog offsets.
-    pub fn write_checkpoints(
+    pub(super) fn write_checkpoints(
         &self,
         delivered: &HashMap<Partition, i64>,
     ) -> Result<(), RuntimeError> {
@@ -790,7 +797,7 @@ impl TaskManager {
     /// dropped and every task is rebuilt from its changelogs, so what an
     /// aborted transaction saw is processed again from scratch, from the
     /// committed partition times and operators' metadata.
-    pub fn rewind(&mut self, committed: &TopicPartitionList) -> Result<(), RuntimeError> {
+    pub(super) fn rewind(&mut self, committed: &TopicPartitionList) -> Result<(), RuntimeError> {
         self.forget_processed();
         let ids: Vec<TaskId> = self.tasks.keys().copied().collect();
         let mut groups = Vec::with_capacity(ids.len());
@@ -858,7 +865,7 @@ impl TaskManager {
     }
 
     /// Closes every task (the thread ends).
-    pub fn close_all(&mut self) {
+    pub(super) fn close_all(&mut self) {
         self.standbys.close_all(&self.creator);
         for (id, mut entry) in self.tasks.drain() {
             entry.task.close();

@@ -27,7 +27,7 @@ pub(crate) struct SourceTopicIndex {
 }
 
 impl SourceTopicIndex {
-    pub fn new(topology: &Topology, application_id: &str) -> Self {
+    pub(super) fn new(topology: &Topology, application_id: &str) -> Self {
         let mut topics = FxHashMap::default();
         let mut patterns = Vec::new();
         for sources in topology.source_topics(application_id) {
@@ -42,7 +42,7 @@ impl SourceTopicIndex {
         Self { topics, patterns }
     }
 
-    pub fn subtopology_of(&self, topic: &str) -> Option<u32> {
+    pub(super) fn subtopology_of(&self, topic: &str) -> Option<u32> {
         self.topics.get(topic).copied().or_else(|| {
             self.patterns
                 .iter()
@@ -51,13 +51,13 @@ impl SourceTopicIndex {
         })
     }
 
-    pub fn topics(&self) -> impl Iterator<Item = &str> {
+    pub(super) fn topics(&self) -> impl Iterator<Item = &str> {
         self.topics.keys().map(String::as_str)
     }
 
     /// Patterns as librdkafka subscribes to them: a leading `^` marks a
     /// regex; the whole-name match is checked again in `subtopology_of`.
-    pub fn patterns(&self) -> impl Iterator<Item = String> + '_ {
+    pub(super) fn patterns(&self) -> impl Iterator<Item = String> + '_ {
         // A group around the text, so `a|b` stays anchored at both ends.
         self.patterns.iter().map(|(p, _)| format!("^({})$", p.text))
     }

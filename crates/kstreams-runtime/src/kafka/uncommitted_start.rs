@@ -46,7 +46,7 @@ pub(crate) enum UncommittedStart {
 
 impl UncommittedStart {
     /// The policy the main consumer of `config` runs with.
-    pub fn of_main_consumer(config: &StreamsConfig) -> Self {
+    pub(super) fn of_main_consumer(config: &StreamsConfig) -> Self {
         let settings = config.client_settings(KafkaClient::MainConsumer);
         // The user's value as librdkafka spells it (`none` is `error`);
         // `by_duration:` is kept as written. Kafka Streams' default: earliest.
@@ -66,7 +66,7 @@ impl UncommittedStart {
     /// Gives each partition of `assigned` without a start of its own and
     /// without a committed offset its start by this policy. If the lookup
     /// fails, librdkafka resets them itself (after its backoff), as before.
-    pub fn place<C: ConsumerContext>(
+    pub(super) fn place<C: ConsumerContext>(
         self,
         consumer: &impl Consumer<C>,
         assigned: &mut TopicPartitionList,

@@ -15,7 +15,7 @@ use kstreams_runtime::kafka::{KafkaStreams, State};
 /// A record for [`produce`]: its key and value, and its partition and
 /// timestamp when the test sets them (else the partitioner's and the
 /// producer's clock).
-pub struct Input {
+pub(crate) struct Input {
     pub key: String,
     pub value: String,
     pub partition: Option<i32>,
@@ -23,7 +23,7 @@ pub struct Input {
 }
 
 impl Input {
-    pub fn new(key: impl Into<String>, value: impl Into<String>) -> Input {
+    pub(crate) fn new(key: impl Into<String>, value: impl Into<String>) -> Input {
         Input {
             key: key.into(),
             value: value.into(),
@@ -32,12 +32,12 @@ impl Input {
         }
     }
 
-    pub fn at(mut self, timestamp: i64) -> Input {
+    pub(crate) fn at(mut self, timestamp: i64) -> Input {
         self.timestamp = Some(timestamp);
         self
     }
 
-    pub fn in_partition(mut self, partition: i32) -> Input {
+    pub(crate) fn in_partition(mut self, partition: i32) -> Input {
         self.partition = Some(partition);
         self
     }
@@ -46,7 +46,7 @@ impl Input {
 /// Writes `records` to `topic` in order and waits until all are
 /// acknowledged. Keys without a partition go where Java's partitioner puts
 /// them, as kstreams' sinks and Kafka Streams do; a full queue waits.
-pub fn produce(bootstrap: &str, topic: &str, records: impl IntoIterator<Item = Input>) {
+pub(crate) fn produce(bootstrap: &str, topic: &str, records: impl IntoIterator<Item = Input>) {
     let producer: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("linger.ms", "5")
@@ -77,7 +77,7 @@ pub fn produce(bootstrap: &str, topic: &str, records: impl IntoIterator<Item = I
 
 /// [`produce`] on a thread of its own, at about `per_second` records a
 /// second (as fast as it goes when 0).
-pub fn produce_paced(
+pub(crate) fn produce_paced(
     bootstrap: &str,
     topic: &str,
     records: Vec<Input>,
@@ -101,7 +101,7 @@ pub fn produce_paced(
 
 /// A consumer of its own new group, subscribed to `topic` from its start,
 /// that sees committed transactions only.
-pub fn read_committed_consumer(bootstrap: &str, topic: &str) -> BaseConsumer {
+pub(crate) fn read_committed_consumer(bootstrap: &str, topic: &str) -> BaseConsumer {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("group.id", unique_name("reader"))
@@ -115,7 +115,7 @@ pub fn read_committed_consumer(bootstrap: &str, topic: &str) -> BaseConsumer {
 
 /// A fresh run named after `name`: new input and output topics of two
 /// partitions, an application id and a state directory (not created).
-pub struct FreshRun {
+pub(crate) struct FreshRun {
     pub input: String,
     pub output: String,
     pub app_id: String,
@@ -123,7 +123,7 @@ pub struct FreshRun {
 }
 
 impl FreshRun {
-    pub fn new(bootstrap: &str, name: &str) -> FreshRun {
+    pub(crate) fn new(bootstrap: &str, name: &str) -> FreshRun {
         let input = unique_name(&format!("{name}-in"));
         let output = unique_name(&format!("{name}-out"));
         create_topic(bootstrap, &input, 2, 1).unwrap();
@@ -140,7 +140,7 @@ impl FreshRun {
 /// Runs this test binary again as a child process running only the test
 /// `test`, with `env` set to `value` (the child's test reads its part from
 /// there), for a test that kills the child.
-pub fn spawn_test_child(module: &str, test: &str, env: &str, value: &str) -> Child {
+pub(crate) fn spawn_test_child(module: &str, test: &str, env: &str, value: &str) -> Child {
     // libtest names a test by its path without the crate's name:
     // `module_path!()` is `integration::eos_restart`, the test
     // `eos_restart::eos_restart_child_process`.
@@ -162,7 +162,7 @@ pub fn spawn_test_child(module: &str, test: &str, env: &str, value: &str) -> Chi
 
 /// The child's side: starts `app` and runs it until the process is
 /// killed, failing if it reaches ERROR first.
-pub fn run_until_killed(mut app: KafkaStreams) -> ! {
+pub(crate) fn run_until_killed(mut app: KafkaStreams) -> ! {
     app.start().unwrap();
     loop {
         std::thread::sleep(Duration::from_millis(100));
@@ -171,7 +171,7 @@ pub fn run_until_killed(mut app: KafkaStreams) -> ! {
 }
 
 /// Sum of a metric family's samples in Prometheus text.
-pub fn metric_sum(text: &str, family: &str) -> f64 {
+pub(crate) fn metric_sum(text: &str, family: &str) -> f64 {
     text.lines()
         .filter(|l| l.starts_with(&format!("{family}{{")))
         .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())

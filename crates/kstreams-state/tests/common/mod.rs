@@ -11,17 +11,17 @@ use kstreams_state::{
 
 /// Which engine a test runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Engine {
+pub(crate) enum Engine {
     Memory,
     Rocks,
 }
 
-pub const ENGINES: [Engine; 2] = [Engine::Memory, Engine::Rocks];
+pub(crate) const ENGINES: [Engine; 2] = [Engine::Memory, Engine::Rocks];
 
-pub type Changelog = Rc<RefCell<Vec<OwnedChangelogRecord>>>;
+pub(crate) type Changelog = Rc<RefCell<Vec<OwnedChangelogRecord>>>;
 
 /// A task context in `dir` with a collecting changelog and a cache budget.
-pub fn context(dir: &Path, cache_bytes: usize) -> (StoreContext, Changelog) {
+pub(crate) fn context(dir: &Path, cache_bytes: usize) -> (StoreContext, Changelog) {
     let changelog: Changelog = Rc::new(RefCell::new(Vec::new()));
     let ctx = StoreContext::new("app", "0_0", 0)
         .with_task_directory(dir)
@@ -31,7 +31,7 @@ pub fn context(dir: &Path, cache_bytes: usize) -> (StoreContext, Changelog) {
 }
 
 /// Restores `records` into a freshly initialized store.
-pub fn restore(built: &BuiltStore, records: &[OwnedChangelogRecord]) {
+pub(crate) fn restore(built: &BuiltStore, records: &[OwnedChangelogRecord]) {
     let batch: Vec<ChangelogRecord<'_>> = records.iter().map(|r| r.as_record()).collect();
     for chunk in batch.chunks(7) {
         built.lifecycle.borrow_mut().restore_batch(chunk).unwrap();

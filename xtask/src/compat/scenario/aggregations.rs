@@ -11,7 +11,7 @@ use crate::compat::records::Record;
 /// Two streams (`left`, `right`: the stream-stream join's input) grouped by
 /// key and cogrouped into one running total: a left record adds 1, a right
 /// record 1000. Every update is a record `(key, total)`.
-pub const COGROUP: Scenario = Scenario {
+pub(super) const COGROUP: Scenario = Scenario {
     name: "cogroup",
     input_partitions: 3,
     output_partitions: 3,
@@ -24,7 +24,7 @@ pub const COGROUP: Scenario = Scenario {
 /// User events counted per session (inactivity gap 5 s, grace 2 s): a
 /// record that bridges two sessions merges them, which deletes both
 /// (tombstones for their windowed keys) and writes the merged one.
-pub const SESSION_WINDOWS: Scenario = Scenario {
+pub(super) const SESSION_WINDOWS: Scenario = Scenario {
     name: "session-windows",
     input_partitions: 3,
     output_partitions: 3,
@@ -39,7 +39,7 @@ pub const SESSION_WINDOWS: Scenario = Scenario {
 /// Streams forwards a window's first update with the initializer's 0 as
 /// the old value, which the regrouping takes out of count "0". One input
 /// partition, so that the repartition topic's order is the input's.
-pub const WINDOWED_COUNT_HISTOGRAM: Scenario = Scenario {
+pub(super) const WINDOWED_COUNT_HISTOGRAM: Scenario = Scenario {
     name: "windowed-count-histogram",
     input_partitions: 1,
     output_partitions: 3,
@@ -52,7 +52,7 @@ pub const WINDOWED_COUNT_HISTOGRAM: Scenario = Scenario {
 /// User events counted in sliding windows (time difference 5 s, grace
 /// 2 s): a record updates every window it falls in and creates the windows
 /// that start or end at it.
-pub const SLIDING_WINDOWS: Scenario = Scenario {
+pub(super) const SLIDING_WINDOWS: Scenario = Scenario {
     name: "sliding-windows",
     input_partitions: 3,
     output_partitions: 3,
@@ -65,7 +65,7 @@ pub const SLIDING_WINDOWS: Scenario = Scenario {
 /// A running count per user, suppressed until 5 s of stream time have
 /// passed since the key was buffered (at most 1000 keys, then emitted
 /// early): rate limiting of updates, not final results.
-pub const SUPPRESS_TIME_LIMIT: Scenario = Scenario {
+pub(super) const SUPPRESS_TIME_LIMIT: Scenario = Scenario {
     name: "suppress-time-limit",
     input_partitions: 3,
     output_partitions: 3,
@@ -87,7 +87,7 @@ pub const SUPPRESS_TIME_LIMIT: Scenario = Scenario {
 /// 15 s past the others, so the final value of every key is its full
 /// count on both sides: compared by final values. The store's changelog
 /// is compared byte for byte.
-pub const PUNCTUATION: Scenario = Scenario {
+pub(super) const PUNCTUATION: Scenario = Scenario {
     name: "punctuation",
     input_partitions: 3,
     output_partitions: 3,

@@ -17,7 +17,7 @@ use crate::compat::records::Record;
 /// `customer|name` or `customer|null`. Which intermediate results appear
 /// depends on how subscriptions and responses meet table updates, so the
 /// sides are compared by the final value of each order.
-pub const FOREIGN_KEY_JOIN: Scenario = Scenario {
+pub(crate) const FOREIGN_KEY_JOIN: Scenario = Scenario {
     name: "foreign-key-join",
     input_partitions: 3,
     output_partitions: 3,
@@ -31,7 +31,7 @@ pub const FOREIGN_KEY_JOIN: Scenario = Scenario {
 /// with a global table of customers through that id. A global table is
 /// loaded to its end before any record is processed, so every order meets
 /// the customers' final names.
-pub const GLOBAL_TABLE_JOIN: Scenario = Scenario {
+pub(crate) const GLOBAL_TABLE_JOIN: Scenario = Scenario {
     name: "global-table-join",
     input_partitions: 3,
     output_partitions: 3,
@@ -46,7 +46,7 @@ pub const GLOBAL_TABLE_JOIN: Scenario = Scenario {
 /// stream side: an order joins with the name its customer had at the
 /// order's time, released in time order once stream time has passed it by
 /// the grace; orders later than that join at once (KIP-923).
-pub const VERSIONED_JOIN_GRACE: Scenario = Scenario {
+pub(crate) const VERSIONED_JOIN_GRACE: Scenario = Scenario {
     name: "versioned-join-grace",
     input_partitions: 3,
     output_partitions: 3,
@@ -59,7 +59,7 @@ pub const VERSIONED_JOIN_GRACE: Scenario = Scenario {
 /// table-table-join's topology with the record cache on (10 MiB) and three
 /// partitions: updates of a key between two commits are merged, so only
 /// the final value of each key is fixed.
-pub const TABLE_TABLE_JOIN_CACHED: Scenario = Scenario {
+pub(crate) const TABLE_TABLE_JOIN_CACHED: Scenario = Scenario {
     name: "table-table-join-cached",
     input_partitions: 3,
     output_partitions: 3,
@@ -72,7 +72,7 @@ pub const TABLE_TABLE_JOIN_CACHED: Scenario = Scenario {
 /// stream-stream-join's input and windows with an outer join: unmatched
 /// records of either side are written as `l|null` or `null|r` once their
 /// window has closed.
-pub const STREAM_STREAM_OUTER_JOIN: Scenario = Scenario {
+pub(crate) const STREAM_STREAM_OUTER_JOIN: Scenario = Scenario {
     name: "stream-stream-outer-join",
     input_partitions: 3,
     output_partitions: 3,

@@ -8,7 +8,7 @@ use crate::compat::records::Record;
 /// Keyed sentences split in three branches by length modulo 3 (one maps
 /// its values to `three:<value>`, one passes them, the default branch
 /// upper-cases them) and merged back into one stream.
-pub const BRANCH_MERGE: Scenario = Scenario {
+pub(crate) const BRANCH_MERGE: Scenario = Scenario {
     name: "branch-merge",
     input_partitions: 3,
     output_partitions: 3,
@@ -23,7 +23,7 @@ pub const BRANCH_MERGE: Scenario = Scenario {
 /// the log-and-continue handler drops it and the dead-letter queue gets it,
 /// as consumed, with the failure in its headers (KIP-1034); both sides'
 /// dead-letter records are compared too.
-pub const DEAD_LETTER_QUEUE: Scenario = Scenario {
+pub(crate) const DEAD_LETTER_QUEUE: Scenario = Scenario {
     name: "dead-letter-queue",
     input_partitions: 3,
     output_partitions: 3,
@@ -39,7 +39,7 @@ pub const DEAD_LETTER_QUEUE: Scenario = Scenario {
 /// log-and-continue processing handler drops the record and the
 /// dead-letter queue gets the consumed record with the failure in its
 /// headers (KIP-1034); both sides' dead letters are compared.
-pub const PROCESSING_DEAD_LETTERS: Scenario = Scenario {
+pub(crate) const PROCESSING_DEAD_LETTERS: Scenario = Scenario {
     name: "processing-dead-letters",
     input_partitions: 3,
     output_partitions: 3,
@@ -51,7 +51,7 @@ pub const PROCESSING_DEAD_LETTERS: Scenario = Scenario {
 
 /// The message of the exception the processor of processing-dead-letters
 /// fails with for `value`, or `None` when it doubles it.
-pub fn rejection(value: Option<&str>) -> Option<String> {
+pub(crate) fn rejection(value: Option<&str>) -> Option<String> {
     let value = value.unwrap_or_default();
     let n: i64 = value.parse().ok()?;
     (n % 7 == 0).then(|| format!("cannot process {value}: a multiple of seven"))
@@ -136,7 +136,7 @@ fn generate_ints_and_garbage(rng: &mut Rng, records: usize, partitions: i32) -> 
 }
 
 /// Whether Kafka's IntegerDeserializer reads `value`: exactly 4 bytes.
-pub fn is_int(value: Option<&str>) -> bool {
+pub(crate) fn is_int(value: Option<&str>) -> bool {
     value.is_some_and(|v| v.len() == 4)
 }
 

@@ -35,7 +35,7 @@ use crate::{Grouped, KStream, Materialized, TopologyError};
 
 impl OldValues {
     /// Old values come from this operator's own store: always possible.
-    pub fn own(flag: OldValuesFlag) -> Self {
+    pub(crate) fn own(flag: OldValuesFlag) -> Self {
         let set = flag;
         OldValues {
             enable: Rc::new(move |_| {

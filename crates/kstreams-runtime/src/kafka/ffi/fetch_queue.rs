@@ -49,20 +49,20 @@ pub(crate) struct QueuedConsumer<C: ConsumerContext> {
 
 impl<C: ConsumerContext> QueuedConsumer<C> {
     /// Opens `consumer`'s fetch queue (empty: nothing is forwarded yet).
-    pub fn new(consumer: BaseConsumer<C>) -> Self {
+    pub(crate) fn new(consumer: BaseConsumer<C>) -> Self {
         let queue = FetchQueue::open(&consumer);
         Self { consumer, queue }
     }
 
     /// The fetch queue, for the consumer's context to forward partitions
     /// to from its rebalance callback.
-    pub fn fetch_queue(&self) -> &FetchQueue {
+    pub(crate) fn fetch_queue(&self) -> &FetchQueue {
         &self.queue
     }
 
     /// Reads up to `max` fetched records onto the end of `into`, waiting
     /// up to `wait` for the first. Returns how many were read.
-    pub fn read_fetched(
+    pub(crate) fn read_fetched(
         &self,
         wait: Duration,
         max: usize,
@@ -73,7 +73,7 @@ impl<C: ConsumerContext> QueuedConsumer<C> {
 
     /// Whether events (a rebalance, errors, logs) wait on the consumer's
     /// own queue.
-    pub fn consumer_events_waiting(&self) -> bool {
+    pub(crate) fn consumer_events_waiting(&self) -> bool {
         self.queue.consumer_events_waiting(&self.consumer)
     }
 }
@@ -175,7 +175,7 @@ impl FetchQueue {
     /// Forwards the fetch queues of `partitions` (of `consumer`, the one
     /// this queue belongs to) here. Harmless to repeat: what a
     /// partition's own queue holds moves over in order.
-    pub fn forward<'a, C: ConsumerContext>(
+    pub(crate) fn forward<'a, C: ConsumerContext>(
         &self,
         consumer: &BaseConsumer<C>,
         partitions: impl IntoIterator<Item = (&'a str, i32)>,

@@ -28,14 +28,14 @@ pub(crate) struct MessageView<'a> {
 impl FetchedMessage {
     /// The message, to read.
     #[inline]
-    pub fn view(&self) -> MessageView<'_> {
+    pub(crate) fn view(&self) -> MessageView<'_> {
         MessageView::of_fetched(self)
     }
 
     /// The consumer error this message carries instead of a record, as
     /// rust-rdkafka's poll returns it.
     #[inline]
-    pub fn error(&self) -> Option<KafkaError> {
+    pub(crate) fn error(&self) -> Option<KafkaError> {
         self.view().error()
     }
 }
@@ -43,7 +43,7 @@ impl FetchedMessage {
 impl<'a> MessageView<'a> {
     /// The message a consumer's poll returned.
     #[inline]
-    pub fn of_polled(message: &'a BorrowedMessage<'_>) -> Self {
+    pub(crate) fn of_polled(message: &'a BorrowedMessage<'_>) -> Self {
         // SAFETY: a `BorrowedMessage` owns its non-null message pointer
         // (`ptr`) until it is dropped, which the borrow of `message` rules
         // out for `'a`; librdkafka does not write the message struct while
@@ -65,7 +65,7 @@ impl<'a> MessageView<'a> {
 
     /// The message's topic name (empty for an error no topic goes with).
     #[inline]
-    pub fn topic_name(self) -> &'a CStr {
+    pub(crate) fn topic_name(self) -> &'a CStr {
         if self.raw.rkt.is_null() {
             return c"";
         }
@@ -78,20 +78,20 @@ impl<'a> MessageView<'a> {
 
     /// The partition.
     #[inline]
-    pub fn partition(self) -> i32 {
+    pub(crate) fn partition(self) -> i32 {
         self.raw.partition
     }
 
     /// The offset.
     #[inline]
-    pub fn offset(self) -> i64 {
+    pub(crate) fn offset(self) -> i64 {
         self.raw.offset
     }
 
     /// The record's timestamp as librdkafka gives it (-1 when there is
     /// none, as for an error).
     #[inline]
-    pub fn timestamp(self) -> i64 {
+    pub(crate) fn timestamp(self) -> i64 {
         // SAFETY: the message is one librdkafka made (see the module docs:
         // it reads the enclosing rd_kafka_msg_t) and is alive for the call;
         // a null timestamp type asks for the timestamp alone.
@@ -100,14 +100,14 @@ impl<'a> MessageView<'a> {
 
     /// The key's bytes; `None` for a null key.
     #[inline]
-    pub fn key(self) -> Option<&'a [u8]> {
+    pub(crate) fn key(self) -> Option<&'a [u8]> {
         // SAFETY: as `bytes` requires: librdkafka's key and its length.
         unsafe { bytes(self.raw.key, self.raw.key_len) }
     }
 
     /// The value's bytes; `None` for a null value.
     #[inline]
-    pub fn payload(self) -> Option<&'a [u8]> {
+    pub(crate) fn payload(self) -> Option<&'a [u8]> {
         // SAFETY: as `bytes` requires: librdkafka's payload and its length.
         unsafe { bytes(self.raw.payload, self.raw.len) }
     }
@@ -115,7 +115,7 @@ impl<'a> MessageView<'a> {
     /// The consumer error this message carries instead of a record, as
     /// rust-rdkafka's poll returns it.
     #[inline]
-    pub fn error(self) -> Option<KafkaError> {
+    pub(crate) fn error(self) -> Option<KafkaError> {
         match self.raw.err {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR_NO_ERROR => None,
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__PARTITION_EOF => {
@@ -126,7 +126,7 @@ impl<'a> MessageView<'a> {
     }
 
     /// The message's headers, copied (none when it has none).
-    pub fn headers(self) -> Headers {
+    pub(crate) fn headers(self) -> Headers {
         let mut headers = Headers::new();
         let mut list: *mut rd::rd_kafka_headers_t = std::ptr::null_mut();
         // SAFETY: the message is one librdkafka made and is alive for the

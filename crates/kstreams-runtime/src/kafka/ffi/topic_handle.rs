@@ -42,7 +42,7 @@ pub(crate) struct TopicHandle<C: ProducerContext> {
 impl<C: ProducerContext> TopicHandle<C> {
     /// The handle of `topic` (librdkafka's existing one when it knows the
     /// topic already, counted once more).
-    pub fn new(producer: &Arc<BaseProducer<C>>, topic: &str) -> Result<Self, KafkaError> {
+    pub(crate) fn new(producer: &Arc<BaseProducer<C>>, topic: &str) -> Result<Self, KafkaError> {
         let name = CString::new(topic)?;
         // SAFETY: the client handle is live (borrowed through `producer`),
         // `name` is NUL-terminated and outlives the call, and a null
@@ -71,7 +71,7 @@ impl<C: ProducerContext> TopicHandle<C> {
 
     /// Queues `record` for the topic, as `BaseProducer::send` would; a
     /// full local queue is `QueueFull`, for the caller to wait out.
-    pub fn produce(&self, record: &Outgoing<'_>) -> Result<(), RDKafkaErrorCode> {
+    pub(crate) fn produce(&self, record: &Outgoing<'_>) -> Result<(), RDKafkaErrorCode> {
         let headers = native_headers(record.headers);
         let mut args = Args::default();
         args.push(

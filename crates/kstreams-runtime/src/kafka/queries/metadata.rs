@@ -62,7 +62,7 @@ pub(crate) struct EndpointBoard {
 
 impl EndpointBoard {
     /// Keeps `endpoints` unless a member already reported a later epoch.
-    pub fn update(&self, endpoints: Endpoints) {
+    pub(crate) fn update(&self, endpoints: Endpoints) {
         let mut latest = self.latest.lock().unwrap_or_else(|p| p.into_inner());
         if latest.as_ref().is_none_or(|l| l.epoch <= endpoints.epoch) {
             *latest = Some(endpoints);
@@ -157,7 +157,7 @@ impl MetadataSource<'_> {
 
     /// Every instance of the application: Kafka Streams'
     /// `metadataForAllStreamsClients`.
-    pub fn all_clients(&self) -> Result<Vec<StreamsMetadata>, QueryError> {
+    pub(crate) fn all_clients(&self) -> Result<Vec<StreamsMetadata>, QueryError> {
         let sources = self.sources();
         Ok(self
             .hosts()?
@@ -173,7 +173,7 @@ impl MetadataSource<'_> {
     }
 
     /// The instances with an active or standby task holding `store`.
-    pub fn for_store(&self, store: &str) -> Result<Vec<StreamsMetadata>, QueryError> {
+    pub(crate) fn for_store(&self, store: &str) -> Result<Vec<StreamsMetadata>, QueryError> {
         self.subtopology_of(store)?;
         Ok(self
             .all_clients()?
@@ -187,7 +187,7 @@ impl MetadataSource<'_> {
     /// Which instances hold `store`'s partition `partition` (or, with
     /// `None`, the partition `key_partition` gives among the store's task
     /// count).
-    pub fn for_key(
+    pub(crate) fn for_key(
         &self,
         store: &str,
         key_partition: impl FnOnce(i32) -> i32,

@@ -158,12 +158,12 @@ impl QueryInbox {
     }
 
     /// Whether reads wait to be served.
-    pub fn has_reads(&self) -> bool {
+    pub(crate) fn has_reads(&self) -> bool {
         self.waiting.load(Ordering::Acquire)
     }
 
     /// The reads posted so far.
-    pub fn take(&self) -> Vec<StoreRead> {
+    pub(crate) fn take(&self) -> Vec<StoreRead> {
         self.waiting.store(false, Ordering::Release);
         std::mem::take(&mut *self.reads.lock().unwrap_or_else(|p| p.into_inner()))
     }
@@ -180,7 +180,7 @@ pub(crate) struct QueryRouter {
 
 impl QueryRouter {
     /// The inbox of thread `thread`, made for it.
-    pub fn register(&self, thread: &str) -> Arc<QueryInbox> {
+    pub(crate) fn register(&self, thread: &str) -> Arc<QueryInbox> {
         let inbox = Arc::new(QueryInbox::default());
         self.inboxes
             .lock()
@@ -191,7 +191,7 @@ impl QueryRouter {
 
     /// Removes thread `thread`'s inbox; reads still in it are dropped, which
     /// their askers see as the thread having nothing to answer.
-    pub fn unregister(&self, thread: &str) {
+    pub(crate) fn unregister(&self, thread: &str) {
         let inbox = self
             .inboxes
             .lock()
@@ -203,7 +203,7 @@ impl QueryRouter {
     }
 
     /// Whether a view was handed out.
-    pub fn in_use(&self) -> bool {
+    pub(crate) fn in_use(&self) -> bool {
         self.in_use.load(Ordering::Relaxed)
     }
 

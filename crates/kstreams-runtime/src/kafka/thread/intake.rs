@@ -106,7 +106,7 @@ impl Drop for Intake {
 }
 
 impl Intake {
-    pub fn new(thread: &str, consumer: Rc<MainConsumer>, bound: usize) -> Self {
+    pub(super) fn new(thread: &str, consumer: Rc<MainConsumer>, bound: usize) -> Self {
         Self {
             thread: thread.to_string(),
             consumer,
@@ -123,14 +123,18 @@ impl Intake {
     }
 
     /// The lags last recorded, by partition.
-    pub fn lags(&self) -> &HashMap<Partition, i64> {
+    pub(super) fn lags(&self) -> &HashMap<Partition, i64> {
         &self.lags
     }
 
     /// Polls once with `timeout`, then drains what is already fetched,
     /// buffering records in their tasks' partition groups. Returns how many
     /// records it buffered.
-    pub fn poll(&mut self, timeout: Duration, to: PollTarget<'_>) -> Result<u64, RuntimeError> {
+    pub(super) fn poll(
+        &mut self,
+        timeout: Duration,
+        to: PollTarget<'_>,
+    ) -> Result<u64, RuntimeError> {
         let mut polled = 0;
         self.poll_into(timeout, to, &mut polled).map(|()| polled)
     }
@@ -326,7 +330,7 @@ impl Intake {
     }
 
     /// Forwards `partitions`' fetch queues to the thread's.
-    pub fn forward(&self, partitions: &[Partition]) {
+    pub(super) fn forward(&self, partitions: &[Partition]) {
         if let Some(queue) = self.consumer.context().fetch_queue() {
             queue.forward(
                 &self.consumer,
@@ -366,7 +370,7 @@ impl Intake {
     /// a few records later. Each pause makes librdkafka drop what it had
     /// prefetched for the partition, so every such cycle cost a fetch of up
     /// to `max.partition.fetch.bytes` for a handful of records.
-    pub fn resume_drained(&mut self, tasks: &TaskManager) -> Result<(), RuntimeError> {
+    pub(super) fn resume_drained(&mut self, tasks: &TaskManager) -> Result<(), RuntimeError> {
         let low_water = self.bound / 2;
         let resumable: Vec<Partition> = self
             .paused
@@ -387,7 +391,7 @@ impl Intake {
     /// Partitions were assigned: resumed (librdkafka keeps an application
     /// pause across a revocation, and a partition paused before and
     /// assigned again would never be fetched) and given lag gauges.
-    pub fn assigned(&mut self, assigned: &[Partition], metrics: &MetricsRegistry) {
+    pub(super) fn assigned(&mut self, assigned: &[Partition], metrics: &MetricsRegistry) {
         if let Err(e) = self.consumer.resume(&partition_list(assigned)) {
             log::debug!("{}: resume of assigned partitions: {e}", self.thread);
         }
@@ -400,12 +404,12 @@ impl Intake {
     /// forwarded to the fetch queue again on every poll for a while, from
     /// now (creating tasks, restoring their stores, may take longer than
     /// the window).
-    pub fn tasks_created(&mut self) {
+    pub(super) fn tasks_created(&mut self) {
         self.forward_again_until = Instant::now() + FORWARD_AGAIN_FOR;
     }
 
     /// Partitions were revoked: no longer paused or measured.
-    pub fn revoked(&mut self, revoked: &[Partition], metrics: &MetricsRegistry) {
+    pub(super) fn revoked(&mut self, revoked: &[Partition], metrics: &MetricsRegistry) {
         for (topic, partition) in revoked {
             self.partition_metrics.remove(metrics, topic, *partition);
             self.paused.remove(&(topic.clone(), *partition));
@@ -414,7 +418,7 @@ impl Intake {
 
     /// Sets the partitions' lag gauges, at most every
     /// [`LAG_RECORDING_INTERVAL`]; returns whether it did.
-    pub fn record_lag(&mut self, tasks: &TaskManager) -> bool {
+    pub(super) fn record_lag(&mut self, tasks: &TaskManager) -> bool {
         if self.lag_recorded.elapsed() < LAG_RECORDING_INTERVAL {
             return false;
         }
@@ -426,7 +430,7 @@ impl Intake {
     }
 
     /// The thread ends: its partitions' gauges go.
-    pub fn remove_metrics(&mut self, metrics: &MetricsRegistry) {
+    pub(super) fn remove_metrics(&mut self, metrics: &MetricsRegistry) {
         self.partition_metrics.remove_all(metrics);
     }
 }

@@ -64,7 +64,7 @@ pub(crate) struct Membership {
 }
 
 impl Membership {
-    pub fn new(events: Arc<RebalanceEvents>, streams: Option<GroupMembership>) -> Self {
+    pub(super) fn new(events: Arc<RebalanceEvents>, streams: Option<GroupMembership>) -> Self {
         Self {
             events,
             streams,
@@ -74,38 +74,38 @@ impl Membership {
 
     /// Whether a revocation waits for the thread: it commits and closes
     /// the revoked tasks before anything else.
-    pub fn revocation_pending(&self) -> bool {
+    pub(super) fn revocation_pending(&self) -> bool {
         self.events.revocation_pending()
     }
 
     /// Whether changes wait for the thread (a poll ends early for them).
-    pub fn has_changes(&self) -> bool {
+    pub(super) fn has_changes(&self) -> bool {
         self.events.has_events()
     }
 
     /// The thread is alive (its loop polled).
-    pub fn record_poll(&self) {
+    pub(super) fn record_poll(&self) {
         if let Some(streams) = &self.streams {
             streams.record_poll();
         }
     }
 
     /// From now on the rebalance callback leaves revocations to the loop.
-    pub fn start_deferring(&self) {
+    pub(super) fn start_deferring(&self) {
         self.events.set_deferring(true);
     }
 
     /// The loop ends (or unwinds): revocations are acknowledged inside the
     /// callback from now on, and one left pending is acknowledged now, or
     /// closing the consumer would wait for it forever.
-    pub fn stop_deferring(&self, consumer: &MainConsumer) {
+    pub(super) fn stop_deferring(&self, consumer: &MainConsumer) {
         self.events.set_deferring(false);
         self.events.acknowledge_pending(&**consumer);
     }
 
     /// What changed since the last call. A streams group member that
     /// stopped for good fails with why.
-    pub fn take_changes(
+    pub(super) fn take_changes(
         &mut self,
         consumer: &MainConsumer,
     ) -> Result<Vec<GroupChange>, RuntimeError> {
@@ -147,7 +147,7 @@ impl Membership {
     /// assigned the consumer's own; a streams group's are assigned here,
     /// forwarded to the fetch queue first and each from its committed
     /// offset (or by auto.offset.reset where there is none).
-    pub fn assign(
+    pub(super) fn assign(
         &self,
         consumer: &MainConsumer,
         partitions: &[Partition],
@@ -165,7 +165,7 @@ impl Membership {
 
     /// After the thread closed the tasks of `partitions`: the consumer's
     /// revocation is acknowledged, a streams group's partitions unassigned.
-    pub fn revoked(
+    pub(super) fn revoked(
         &self,
         consumer: &MainConsumer,
         partitions: &[Partition],
@@ -181,7 +181,7 @@ impl Membership {
 
     /// The round's changes are applied: a streams group is told which tasks
     /// the thread runs now.
-    pub fn settled(&self, owned: Option<Assignment>) -> Result<(), RuntimeError> {
+    pub(super) fn settled(&self, owned: Option<Assignment>) -> Result<(), RuntimeError> {
         match (&self.streams, owned) {
             (Some(streams), Some(owned)) => streams.report_owned(owned),
             _ => Ok(()),
@@ -192,7 +192,7 @@ impl Membership {
     /// tell before an exactly-once commit (see
     /// [`GroupMembership::owns_tasks`]; the consumer's protocols fence a
     /// stale member at the commit itself).
-    pub fn owns_tasks(&self) -> bool {
+    pub(super) fn owns_tasks(&self) -> bool {
         self.streams
             .as_ref()
             .is_none_or(GroupMembership::owns_tasks)
@@ -202,7 +202,7 @@ impl Membership {
     /// committed: a commit refused because the group moved on (a
     /// rebalance) is not an error; the next owner processes from the last
     /// commit.
-    pub fn commit(
+    pub(super) fn commit(
         &self,
         consumer: &MainConsumer,
         offsets: &TopicPartitionList,
@@ -228,7 +228,7 @@ impl Membership {
     /// (`sums`: standbys, task directories on disk), which the broker's
     /// assignor weighs when it places standbys and warm-ups. The member
     /// sends them at the broker's own interval.
-    pub fn report_task_offsets(
+    pub(super) fn report_task_offsets(
         &mut self,
         sums: impl FnOnce() -> Result<TaskOffsetSums, RuntimeError>,
     ) -> Result<(), RuntimeError> {
@@ -244,7 +244,7 @@ impl Membership {
 
     /// Leaves the group, after the thread's last commit and the tasks'
     /// close.
-    pub fn leave(&mut self, consumer: &MainConsumer, thread: &str) {
+    pub(super) fn leave(&mut self, consumer: &MainConsumer, thread: &str) {
         self.stop_deferring(consumer);
         match &mut self.streams {
             // After the last commit, which went out as the member.

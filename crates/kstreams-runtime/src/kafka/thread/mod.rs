@@ -99,7 +99,7 @@ impl StreamThread {
     /// Makes thread `index` (0-based) of instance `process_id`: its
     /// consumer subscribed to the topology's sources, and its producer
     /// (with its transactions initialized under exactly-once).
-    pub fn new(
+    pub(super) fn new(
         index: usize,
         process_id: &str,
         config: StreamsConfig,
@@ -166,13 +166,17 @@ impl StreamThread {
     }
 
     /// The thread's name, as Kafka Streams names it.
-    pub fn name(&self) -> &str {
+    pub(super) fn name(&self) -> &str {
         &self.name
     }
 
     /// Runs until `stop` is set or an error ends the thread. `on_state` is
     /// told of each change of the thread's state.
-    pub fn run(self, stop: &AtomicBool, on_state: StateListener<'_>) -> Result<(), RuntimeError> {
+    pub(super) fn run(
+        self,
+        stop: &AtomicBool,
+        on_state: StateListener<'_>,
+    ) -> Result<(), RuntimeError> {
         let sensors = self.config.metrics.thread_sensors(&self.name)?;
         let tasks = TaskManager::new(
             &self.name,

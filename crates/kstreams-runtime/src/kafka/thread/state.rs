@@ -92,14 +92,14 @@ pub(crate) struct StateMachine {
 
 impl StateMachine {
     /// Thread `thread`, CREATED.
-    pub fn new(thread: &str) -> Self {
+    pub(super) fn new(thread: &str) -> Self {
         Self {
             thread: thread.to_string(),
             state: ThreadState::Created,
         }
     }
 
-    pub fn state(&self) -> ThreadState {
+    pub(super) fn state(&self) -> ThreadState {
         self.state
     }
 
@@ -108,7 +108,7 @@ impl StateMachine {
     /// nothing changes). A refused move
     /// is the thread's own bug; it is logged, not fatal, as Kafka Streams'
     /// `setState` returns null for it.
-    pub fn transition_to(&mut self, to: ThreadState) -> Option<ThreadState> {
+    pub(super) fn transition_to(&mut self, to: ThreadState) -> Option<ThreadState> {
         let from = self.state;
         if from == to {
             // Already there (a round's assignment, then its end): nothing
