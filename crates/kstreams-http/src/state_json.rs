@@ -84,12 +84,13 @@ pub(crate) fn state_json(
                         .map(|p| json!({"topic": p.topic, "partition": p.partition, "lag": p.lag}))
                         .collect();
                     json!({
-                        "task_id": format!("{}_{}", task.subtopology, task.partition),
-                        "partitions": partitions,
-                        "lag": task.topic_partitions.iter().filter_map(|p| p.lag).sum::<i64>(),
-                        "bootstrapping": task.bootstrapping,
-                        "stores": stores.get(&task.subtopology).cloned().unwrap_or_default(),
-                    })
+                            "task_id": format!("{}_{}", task.subtopology, task.partition),
+                            "partitions": partitions,
+                            "lag": task.topic_partitions.iter().filter_map(|p| p.lag).sum::<i64>(),
+                            "bootstrapping": task.bootstrapping,
+                    "restoring": task.restoring,
+                            "stores": stores.get(&task.subtopology).cloned().unwrap_or_default(),
+                        })
                 })
                 .collect();
             json!({
@@ -134,6 +135,7 @@ mod tests {
                         lag: Some(4),
                     }],
                     bootstrapping: false,
+                    restoring: false,
                 }],
             }],
         };

@@ -2,7 +2,9 @@
 //! cluster: a store restoring 60,000 changelog records, a global table
 //! loading 20,000 and a bootstrap table of 10,000 are each heard as start,
 //! batches and end with Kafka's figures, and the restore metrics and the
-//! instance's restore progress agree.
+//! instance's restore progress agree. And a restore that takes longer than
+//! the poll interval: the thread keeps its group membership, restores once,
+//! and its restored task processes and commits meanwhile.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -84,18 +86,34 @@ fn produce(
     count: usize,
     value: impl Fn(usize) -> Vec<u8>,
 ) {
+    let key = |i: usize| format!("{prefix}{i}");
+    produce_to(bootstrap, topic, key, count, value, |i| {
+        (i % PARTITIONS as usize) as i32
+    });
+}
+
+/// Writes `count` records to `topic`, record `i` with key `key(i)` to
+/// partition `partition(i)`.
+fn produce_to(
+    bootstrap: &str,
+    topic: &str,
+    key: impl Fn(usize) -> String,
+    count: usize,
+    value: impl Fn(usize) -> Vec<u8>,
+    partition: impl Fn(usize) -> i32,
+) {
     let producer: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("linger.ms", "5")
         .create()
         .unwrap();
     for i in 0..count {
-        let key = format!("{prefix}{i}");
+        let key = key(i);
         let payload = value(i);
         let mut record = BaseRecord::to(topic)
             .key(&key)
             .payload(&payload)
-            .partition((i % PARTITIONS as usize) as i32)
+            .partition(partition(i))
             .timestamp(1_000 + i as i64);
         while let Err((_, returned)) = producer.send(record) {
             producer.poll(Duration::from_millis(10));
@@ -282,4 +300,220 @@ fn changelog_global_and_bootstrap_restorations_reach_the_listener_and_the_metric
             "{name}\n{metrics}"
         );
     }
+}
+
+/// A listener that restores slowly: it sleeps on each batch of partition 0
+/// in proportion to its size, `per_record` a record, and notes when
+/// partition 0's restoration ended.
+struct SlowListener {
+    calls: Recorder,
+    per_record: Duration,
+    p0_ended: Mutex<Option<Instant>>,
+}
+
+impl StateRestoreListener for SlowListener {
+    fn on_restore_start(&self, partition: &TopicPartition, store: &str, start: i64, end: i64) {
+        self.calls.on_restore_start(partition, store, start, end);
+    }
+    fn on_batch_restored(&self, partition: &TopicPartition, store: &str, end: i64, n: u64) {
+        self.calls.on_batch_restored(partition, store, end, n);
+        if partition.partition == 0 {
+            std::thread::sleep(self.per_record * n as u32);
+        }
+    }
+    fn on_restore_end(&self, partition: &TopicPartition, store: &str, total: u64) {
+        self.calls.on_restore_end(partition, store, total);
+        if partition.partition == 0 {
+            *self.p0_ended.lock().unwrap() = Some(Instant::now());
+        }
+    }
+    fn on_restore_suspended(&self, partition: &TopicPartition, store: &str, total: u64) {
+        self.calls.on_restore_suspended(partition, store, total);
+    }
+}
+
+/// The latest count per key in `topic`, read from the start to its end.
+fn latest_counts(bootstrap: &str, topic: &str) -> BTreeMap<String, i64> {
+    use kstreams_embedded::rdkafka::consumer::{BaseConsumer, Consumer};
+    use kstreams_embedded::rdkafka::{Message, Offset, TopicPartitionList};
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "restore-live-reader")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    let mut ends = BTreeMap::new();
+    for p in 0..PARTITIONS {
+        tpl.add_partition_offset(topic, p, Offset::Beginning)
+            .unwrap();
+        let (_, high) = consumer
+            .fetch_watermarks(topic, p, Duration::from_secs(5))
+            .unwrap();
+        ends.insert(p, high);
+    }
+    consumer.assign(&tpl).unwrap();
+    let mut counts = BTreeMap::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while ends.values().any(|high| *high > 0) {
+        assert!(Instant::now() < deadline, "{topic} not read to its end");
+        let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) else {
+            continue;
+        };
+        if m.offset() + 1 >= ends[&m.partition()] {
+            ends.insert(m.partition(), 0);
+        }
+        let key = String::from_utf8(m.key().unwrap().to_vec()).unwrap();
+        if let Some(v) = m.payload() {
+            counts.insert(key, i64::from_be_bytes(v.try_into().unwrap()));
+        }
+    }
+    counts
+}
+
+/// The offset group `group` committed for partition `partition` of `topic`.
+fn committed(bootstrap: &str, group: &str, topic: &str, partition: i32) -> Option<i64> {
+    use kstreams_embedded::rdkafka::consumer::{BaseConsumer, Consumer};
+    use kstreams_embedded::rdkafka::{Offset, TopicPartitionList};
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition(topic, partition);
+    let committed = consumer
+        .committed_offsets(tpl, Duration::from_secs(5))
+        .ok()?;
+    match committed.find_partition(topic, partition)?.offset() {
+        Offset::Offset(o) => Some(o),
+        _ => None,
+    }
+}
+
+/// Issue 46's livelock: a restore longer than `max.poll.interval.ms` made
+/// the thread miss its poll, leave the group, lose the partition and
+/// restore it again from the start, for ever. Now the state updater
+/// restores in slices of the thread's loop: partition 0's count store
+/// restores 200,000 changelog records for about 8 s (a listener slowed on
+/// purpose) against a 3 s poll interval, once; meanwhile partition 1's
+/// task, restored at once, counts new records and commits them; then
+/// partition 0's task counts on from its restored state.
+#[test]
+fn a_restore_longer_than_the_poll_interval_runs_once_while_restored_tasks_process() {
+    const APP: &str = "restore-live";
+    const EVENTS: &str = "events";
+    const OUT: &str = "event-counts";
+    const BIG: usize = 200_000;
+    let _ = env_logger::builder().is_test(true).try_init();
+    let kafka = EmbeddedKafka::start(1).unwrap();
+    let bootstrap = kafka.bootstrap_servers();
+    let changelog = format!("{APP}-counts-changelog");
+    for topic in [EVENTS, OUT, &changelog] {
+        kafka.create_topic(topic, PARTITIONS, 1).unwrap();
+    }
+    // The count store's changelog as an earlier instance left it: key k{i}
+    // counted i times on partition 0, j{i} on partition 1.
+    let count_value = |i: usize| (i as i64).to_be_bytes().to_vec();
+    let k = |i: usize| format!("k{i}");
+    produce_to(&bootstrap, &changelog, k, BIG, count_value, |_| 0);
+    let j = |i: usize| format!("j{i}");
+    produce_to(&bootstrap, &changelog, j, 100, count_value, |_| 1);
+
+    let builder = StreamsBuilder::new();
+    builder
+        .stream_with(EVENTS, Consumed::with(StringSerde, StringSerde))
+        .group_by_key()
+        .count_with(None, Materialized::as_("counts"))
+        .to_stream()
+        .to_with(OUT, Produced::with(StringSerde, Nullable(I64Serde)));
+    let state_dir = tempfile::tempdir().unwrap();
+    let mut config = StreamsConfig::new(APP, &bootstrap)
+        .commit_interval(Duration::from_millis(200))
+        .state_dir(state_dir.path());
+    // librdkafka wants the session timeout at most the poll interval, and
+    // heartbeats well within it.
+    config
+        .set("main.consumer.session.timeout.ms", "3000")
+        .unwrap();
+    config
+        .set("main.consumer.heartbeat.interval.ms", "500")
+        .unwrap();
+    config
+        .set("main.consumer.max.poll.interval.ms", "3000")
+        .unwrap();
+    let mut app = KafkaStreams::new(builder.build().unwrap(), config);
+    let listener = Arc::new(SlowListener {
+        calls: Recorder::default(),
+        per_record: Duration::from_micros(40),
+        p0_ended: Mutex::new(None),
+    });
+    app.set_global_state_restore_listener(listener.clone())
+        .unwrap();
+    app.start().unwrap();
+
+    // Partition 1's task counts j7 five more times (7 restored) and commits
+    // while partition 0's store still restores.
+    let j7 = |_| "j7".to_string();
+    produce_to(&bootstrap, EVENTS, j7, 5, |_| b"e".to_vec(), |_| 1);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = None;
+    while seen.is_none() {
+        let counts = latest_counts(&bootstrap, OUT);
+        let committed = committed(&bootstrap, APP, EVENTS, 1);
+        assert!(
+            Instant::now() < deadline,
+            "partition 1: j7 counted {:?}, offset {committed:?} committed; {:?}",
+            counts.get("j7"),
+            app.metadata()
+        );
+        let done = committed == Some(5);
+        if counts.get("j7") == Some(&12) && done {
+            seen = Some(Instant::now());
+        }
+    }
+    let ended = *listener.p0_ended.lock().unwrap();
+    assert!(
+        ended.is_none(),
+        "partition 1 was processed and committed only after partition 0 restored"
+    );
+    assert_ne!(app.state(), State::Running, "RUNNING while a task restores");
+
+    // Then partition 0's task: restored once, it counts on.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while listener.p0_ended.lock().unwrap().is_none() || app.state() != State::Running {
+        assert!(Instant::now() < deadline, "partition 0 never restored");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let k3 = |_| "k3".to_string();
+    produce_to(&bootstrap, EVENTS, k3, 1, |_| b"e".to_vec(), |_| 0);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while latest_counts(&bootstrap, OUT).get("k3") != Some(&4) {
+        assert!(
+            Instant::now() < deadline,
+            "k3 was not counted from its restored 3"
+        );
+    }
+    let metrics = app.metrics().gather_text();
+    assert!(app.close(Duration::from_secs(30)));
+
+    let calls = listener.calls.0.lock().unwrap().clone();
+    let p0 = calls
+        .get(&("counts".to_string(), TopicPartition::new(&changelog, 0)))
+        .expect("partition 0 restored");
+    // The mock cluster keeps the newest records of a long partition only:
+    // the restore starts at its log start.
+    let Some(&Call::Start(start, _)) = p0.first() else {
+        panic!("{p0:?}")
+    };
+    check_sequence("counts p0", p0, start, BIG as i64);
+    let p1 = calls
+        .get(&("counts".to_string(), TopicPartition::new(&changelog, 1)))
+        .expect("partition 1 restored");
+    check_sequence("counts p1", p1, 0, 100);
+    assert_eq!(
+        metric_sum(&metrics, "kstreams_thread_task_created_total"),
+        2.0,
+        "a task was lost and created again\n{metrics}"
+    );
 }

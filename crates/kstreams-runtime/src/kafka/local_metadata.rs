@@ -95,6 +95,9 @@ pub struct TaskMetadata {
     /// Whether it still reads a bootstrap table up to its end before its
     /// other partitions.
     pub bootstrapping: bool,
+    /// Whether its stores still restore from their changelogs (it
+    /// processes nothing meanwhile).
+    pub restoring: bool,
 }
 
 /// A source partition of a task.
@@ -122,20 +125,6 @@ impl MetadataBoard {
     /// Replaces what the thread of that name said before.
     pub(crate) fn publish(&self, thread: ThreadMetadata) {
         self.lock().insert(thread.thread_name.clone(), thread);
-    }
-
-    /// Marks a thread as restoring (or done), keeping its tasks.
-    pub(crate) fn set_restoring(&self, thread_name: &str, restoring: bool) {
-        self.lock()
-            .entry(thread_name.to_string())
-            .or_insert_with(|| ThreadMetadata {
-                thread_name: thread_name.to_string(),
-                // Restoring is part of taking an assignment.
-                thread_state: ThreadState::PartitionsAssigned,
-                restoring,
-                active_tasks: Vec::new(),
-            })
-            .restoring = restoring;
     }
 
     /// The threads creating tasks and restoring their stores now.
@@ -226,6 +215,7 @@ mod tests {
                 partition: 2,
                 topic_partitions: Vec::new(),
                 bootstrapping,
+                restoring,
             }],
         }
     }
@@ -279,6 +269,7 @@ mod tests {
                         lag: *lag,
                     }],
                     bootstrapping: false,
+                    restoring: false,
                 })
                 .collect(),
         }
@@ -310,12 +301,16 @@ mod tests {
     #[test]
     fn the_board_keeps_one_entry_per_thread() {
         let board = MetadataBoard::default();
-        board.set_restoring("t1", true);
+        let mut other = thread(true, false);
+        other.thread_name = "t1".to_string();
+        board.publish(other.clone());
         board.publish(thread(false, false));
         board.publish(thread(false, true));
         assert_eq!(board.threads().len(), 2);
-        board.set_restoring("t1", false);
-        assert!(!board.threads()[1].restoring);
+        assert_eq!(board.restoring_threads(), vec!["t1".to_string()]);
+        other.restoring = false;
+        board.publish(other);
+        assert!(board.restoring_threads().is_empty());
         board.remove("t1");
         assert_eq!(board.threads(), vec![thread(false, true)]);
     }

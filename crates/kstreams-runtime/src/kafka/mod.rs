@@ -10,7 +10,6 @@
 
 mod app;
 mod bootstrap_progress;
-mod changelog_reader;
 mod client_error;
 mod clients;
 mod config;
@@ -34,6 +33,7 @@ mod spare_buffers;
 mod standby_listener;
 mod standby_tasks;
 mod state;
+mod state_updater;
 mod streams_group;
 mod task_creator;
 mod task_manager;

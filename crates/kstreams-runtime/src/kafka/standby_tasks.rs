@@ -4,8 +4,8 @@
 //! restore only what the copy lacks instead of their whole changelogs.
 //!
 //! A standby task has the task's stores in the task's directory (locked as
-//! an active task's), made and caught up by the task creator exactly as an
-//! active task's are. From then on one consumer of the thread's (a restore
+//! an active task's), made by the task creator exactly as an active task's
+//! are. From where they are, one consumer of the thread's (a restore
 //! consumer, `read_committed` under exactly-once) reads every standby
 //! changelog partition from where its store is, and each pass of the stream
 //! thread's loop applies what it fetched, without blocking. The standby's
@@ -101,9 +101,9 @@ impl StandbyTasks {
         Ok(self.consumer.as_ref().expect("just made"))
     }
 
-    /// Makes standby task `id`: its stores opened in its directory and
-    /// caught up with their changelogs (as an active task's), then read on
-    /// from there by the standby consumer.
+    /// Makes standby task `id`: its stores opened in its directory (as an
+    /// active task's), then read on from where they are by the standby
+    /// consumer, without blocking the thread.
     pub(super) fn add(
         &mut self,
         id: TaskId,
@@ -115,11 +115,18 @@ impl StandbyTasks {
         let created = creator.create(id)?;
         let mut reached = HashMap::new();
         let mut positions = TopicPartitionList::new();
-        for changelog in creator.changelogs_of(id.subtopology) {
+        for from in &created.restore_from {
+            let changelog = &from.changelog;
             let key = (changelog.topic.clone(), id.partition);
+            let persistent = created
+                .task
+                .stores()
+                .get(&changelog.store)
+                .is_some_and(|s| s.lifecycle.borrow().persistent());
             // A negative offset is "unknown" (a store that never wrote nor
-            // restored anything): read from the start.
-            let start = match creator.restored_offset(&key).filter(|o| *o >= 0) {
+            // restored anything), and an in-memory store starts empty: read
+            // from the start.
+            let start = match from.after.filter(|o| *o >= 0 && persistent) {
                 Some(offset) => {
                     reached.insert(key.clone(), offset);
                     Offset::Offset(offset + 1)

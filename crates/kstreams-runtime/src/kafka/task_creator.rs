@@ -1,8 +1,8 @@
 //! Creates a stream thread's active tasks (Kafka Streams'
 //! `ActiveTaskCreator` with its `ProcessorStateManager`): the task's locked
 //! directory, its stores wired to the thread's cache and changelog
-//! collector, restoration through the changelog reader, and the task's
-//! `.checkpoint`.
+//! collector, where each logged store restores from (the state updater
+//! restores it), and the task's `.checkpoint`.
 
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
@@ -13,9 +13,9 @@ use kstreams_metrics::RecordingLevel;
 use kstreams_state::__private::{Offsets, StateDirectory, TaskDirectory};
 use kstreams_state::{ChangelogWriter, StoreContext};
 
-use super::changelog_reader::ChangelogReader;
 use super::config::{ProcessingGuarantee, StreamsConfig};
-use super::restore_progress::RestoreBoard;
+use super::rebalance_listener::Partition;
+use super::state_updater::RestoreFrom;
 use super::RuntimeError;
 use crate::changelog::ChangelogCollector;
 use crate::clock::now_ms;
@@ -38,6 +38,8 @@ fn is_unreadable_checkpoint(error: &kstreams_state::Error) -> bool {
 pub(crate) struct CreatedTask {
     pub task: StreamTask,
     pub directory: Option<TaskDirectory>,
+    /// Where each of its logged stores restores from.
+    pub restore_from: Vec<RestoreFrom>,
 }
 
 /// Creates the tasks of one stream thread.
@@ -52,7 +54,6 @@ pub(crate) struct TaskCreator {
     changelog_collector: Rc<ChangelogCollector>,
     /// The thread's cache, shared by the caching stores of all its tasks.
     thread_cache: Rc<kstreams_state::ThreadCache>,
-    reader: ChangelogReader,
     /// Per changelog partition of the thread's tasks, the offset its store
     /// reached when restored: what a checkpoint records for a store that
     /// has not written since.
@@ -64,7 +65,6 @@ impl TaskCreator {
     pub(super) fn new(
         thread: &str,
         config: &StreamsConfig,
-        restore_board: RestoreBoard,
         topology: Arc<Topology>,
     ) -> Result<Self, RuntimeError> {
         let state_dir = StateDirectory::new(&config.state_dir, &config.application_id)?;
@@ -78,7 +78,6 @@ impl TaskCreator {
             thread_cache: Rc::new(kstreams_state::ThreadCache::new(
                 config.task_config().cache_max_bytes,
             )),
-            reader: ChangelogReader::new(thread, config, restore_board),
             restored: HashMap::new(),
         })
     }
@@ -95,11 +94,15 @@ impl TaskCreator {
         &self.changelog_collector
     }
 
-    /// The offset of the last record of changelog partition `key` that its
-    /// store reached when its task was last created (`None`: an empty
-    /// changelog, or an in-memory store that restored nothing).
-    pub(super) fn restored_offset(&self, key: &(String, i32)) -> Option<i64> {
-        self.restored.get(key).copied()
+    /// Notes what the stores of a task reached when restored (per
+    /// changelog partition; `None`: nothing to record).
+    pub(super) fn set_restored(&mut self, reached: &HashMap<Partition, Option<i64>>) {
+        for (key, offset) in reached {
+            match offset {
+                Some(offset) => self.restored.insert(key.clone(), *offset),
+                None => self.restored.remove(key),
+            };
+        }
     }
 
     /// The changelog topics of the tasks of sub-topology `subtopology`.
@@ -153,13 +156,23 @@ impl TaskCreator {
     }
 
     /// Locks the task's directory, builds the task with its stores, and
-    /// restores every logged store from its changelog partition. Without
-    /// checkpoints yet, a store restores its whole changelog; under
-    /// exactly-once the local state is wiped first, as it may hold writes
-    /// of an aborted transaction. Damaged local state (a checkpoint that
+    /// says where every logged store restores from in its changelog
+    /// partition (the state updater restores them). Without checkpoints
+    /// yet, a store restores its whole changelog; under exactly-once the
+    /// local state is wiped first, as it may hold writes of an aborted
+    /// transaction. Damaged local state (a checkpoint that
     /// does not parse, a store directory gone, a store that does not open)
     /// is logged and rebuilt from the changelogs.
     pub(super) fn create(&mut self, id: TaskId) -> Result<CreatedTask, RuntimeError> {
+        // What an earlier task of that id restored says nothing of this one.
+        for changelog in self
+            .changelogs
+            .iter()
+            .filter(|c| c.subtopology == id.subtopology)
+        {
+            self.restored
+                .remove(&(changelog.topic.clone(), id.partition));
+        }
         let mut directory = None;
         let mut checkpointed = Offsets::new();
         // Stores that had a directory before they were opened: a store
@@ -317,26 +330,13 @@ impl TaskCreator {
         } else {
             checkpointed.extend(from_stores);
         }
-        if self.config.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2 {
-            // As the `.checkpoint` above: under exactly-once a recorded
-            // offset is valid only as written at a clean close. Forgotten
-            // now, so a task closed after an abort (a rewind, lost tasks)
-            // finds none and is rebuilt, instead of restoring from an old
-            // offset onto writes of the aborted transaction.
-            for store in task.stores().values() {
-                let mut store = store.lifecycle.borrow_mut();
-                if store.persistent() {
-                    store.commit_offsets(&[])?;
-                }
-            }
-        }
         task.register_metrics(
             &self.config.metrics,
             self.config.metrics_recording_level,
             &self.thread,
         )?;
-        let changelogs: Vec<ChangelogTopic> = self.changelogs_of(id.subtopology).cloned().collect();
-        for changelog in changelogs {
+        let mut restore_from = Vec::new();
+        for changelog in self.changelogs_of(id.subtopology) {
             let key = (changelog.topic.clone(), id.partition);
             let mut after = checkpointed.get(&key).copied();
             let persistent = task
@@ -356,15 +356,44 @@ impl TaskCreator {
                 );
                 after = None;
             }
-            let reached = self
-                .reader
-                .restore(&mut task, &changelog, id.partition, after)?;
-            match reached {
-                Some(offset) => self.restored.insert(key, offset),
-                None => self.restored.remove(&key),
-            };
+            restore_from.push(RestoreFrom {
+                changelog: changelog.clone(),
+                after,
+            });
         }
-        Ok(CreatedTask { task, directory })
+        Ok(CreatedTask {
+            task,
+            directory,
+            restore_from,
+        })
+    }
+
+    /// A restored task starts processing. Under exactly-once, what its
+    /// stores recorded (their offsets, the task's `.checkpoint`) is valid
+    /// only as written at a clean close: it is forgotten now, before the
+    /// first uncommitted write, so that a task closed after an abort (a
+    /// rewind, lost tasks) finds none and is rebuilt, instead of restoring
+    /// from an old offset onto writes of the aborted transaction. While it
+    /// restored, its stores held committed changelog records only, so a
+    /// restore interrupted by a rebalance resumes from what it recorded.
+    pub(super) fn begin_processing(
+        &self,
+        task: &StreamTask,
+        directory: Option<&TaskDirectory>,
+    ) -> Result<(), RuntimeError> {
+        if self.config.processing_guarantee != ProcessingGuarantee::ExactlyOnceV2 {
+            return Ok(());
+        }
+        if let Some(directory) = directory {
+            directory.checkpoint().delete()?;
+        }
+        for store in task.stores().values() {
+            let mut store = store.lifecycle.borrow_mut();
+            if store.persistent() {
+                store.commit_offsets(&[])?;
+            }
+        }
+        Ok(())
     }
 
     /// Writes the task's checkpoint: for each of its changelog partitions,

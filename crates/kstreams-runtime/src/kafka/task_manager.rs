@@ -1,8 +1,14 @@
 //! The task manager (Kafka Streams' `TaskManager`): a stream thread's
-//! tasks by id, created when their partitions are assigned, closed when
-//! they are revoked, rebuilt when an exactly-once transaction is rewound,
-//! and the per-partition bookkeeping of what is processed and what to
-//! commit.
+//! tasks by id, created when their partitions are assigned, restored by
+//! the state updater while the restored ones run, closed when they are
+//! revoked, rebuilt when an exactly-once transaction is rewound, and the
+//! per-partition bookkeeping of what is processed and what to commit.
+//!
+//! An active task is either restoring (in `restoring`, its stores with the
+//! state updater, its input partitions held: paused in the consumer) or
+//! running (in `tasks`; everything that processes, punctuates, flushes,
+//! commits or checkpoints loops over these only). Records of a restoring
+//! task's partitions fetched before the hold are buffered in it, not lost.
 //!
 //! It owns no Kafka client: what it needs from the consumer (committed
 //! offsets, positions, end offsets) is handed in by the stream thread, so
@@ -30,6 +36,7 @@ use super::restore_progress::RestoreBoard;
 use super::slice_clock::SliceClock;
 use super::standby_listener::SuspendReason;
 use super::standby_tasks::StandbyTasks;
+use super::state_updater::StateUpdater;
 use super::task_creator::{CreatedTask, TaskCreator};
 use super::topics::SourceTopicIndex;
 use super::RuntimeError;
@@ -83,22 +90,54 @@ impl TaskEntry {
     }
 }
 
+/// Input partitions whose fetching changes with their task's restoration,
+/// not yet told to the consumer.
+#[derive(Default)]
+struct PartitionHolds {
+    hold: Vec<Partition>,
+    release: Vec<Partition>,
+}
+
+impl PartitionHolds {
+    fn hold(&mut self, partition: Partition) {
+        self.release.retain(|p| *p != partition);
+        if !self.hold.contains(&partition) {
+            self.hold.push(partition);
+        }
+    }
+
+    fn release(&mut self, partition: Partition) {
+        self.hold.retain(|p| *p != partition);
+        if !self.release.contains(&partition) {
+            self.release.push(partition);
+        }
+    }
+
+    /// The partition was revoked: nothing to tell.
+    fn forget(&mut self, partition: &Partition) {
+        self.hold.retain(|p| p != partition);
+        self.release.retain(|p| p != partition);
+    }
+}
+
 /// A thread's tasks, as an interactive query reads their stores.
 pub(crate) struct TaskStores<'a> {
     tasks: &'a FxHashMap<TaskId, TaskEntry>,
+    restoring: &'a FxHashMap<TaskId, TaskEntry>,
     standbys: &'a StandbyTasks,
 }
 
 impl LocalStores for TaskStores<'_> {
     fn instances(&self, store: &str) -> Vec<StoreInstance<'_>> {
-        let mut found: Vec<StoreInstance<'_>> = self
-            .tasks
-            .iter()
-            .filter_map(|(id, entry)| {
+        let running = self.tasks.iter().map(|(id, e)| (id, e, true));
+        let restoring = self.restoring.iter().map(|(id, e)| (id, e, false));
+        let mut found: Vec<StoreInstance<'_>> = running
+            .chain(restoring)
+            .filter_map(|(id, entry, restored)| {
                 entry.task.stores().get(store).map(|built| StoreInstance {
                     task: *id,
                     store: built,
-                    current: !entry.group.bootstrapping() && entry.missing.is_empty(),
+                    current: restored && !entry.group.bootstrapping() && entry.missing.is_empty(),
                 })
             })
             .collect();
@@ -126,9 +165,17 @@ pub(crate) struct TaskManager {
     /// subtopology: records come in runs of one topic, so most need no
     /// lookup of their topic's subtopology.
     last_source: Option<(Arc<str>, u32)>,
-    /// Fx-hashed: looked up per consumed record.
+    /// The running tasks. Fx-hashed: looked up per consumed record.
     tasks: FxHashMap<TaskId, TaskEntry>,
+    /// Active tasks whose stores the state updater restores.
+    restoring: FxHashMap<TaskId, TaskEntry>,
     creator: TaskCreator,
+    updater: StateUpdater,
+    /// Input partitions to hold (their task restores) and to release (it
+    /// is restored), for the consumer: see [`TaskManager::take_holds`].
+    holds: PartitionHolds,
+    /// When restoring tasks were last checked for a progress checkpoint.
+    restore_checkpoint_checked: Instant,
     /// Topics a task reads to their end before its other partitions.
     bootstrap_topics: HashSet<String>,
     /// The store each bootstrap topic fills.
@@ -177,7 +224,11 @@ impl TaskManager {
                 &topology,
                 &config.application_id,
             ),
-            creator: TaskCreator::new(thread, config, instance.restore_board.clone(), topology)?,
+            creator: TaskCreator::new(thread, config, topology)?,
+            updater: StateUpdater::new(thread, config, instance.restore_board.clone()),
+            restoring: FxHashMap::default(),
+            holds: PartitionHolds::default(),
+            restore_checkpoint_checked: Instant::now(),
             standbys: StandbyTasks::new(thread, config, instance.standby_listener.clone())?,
             sources,
             last_source: None,
@@ -200,6 +251,7 @@ impl TaskManager {
     pub(super) fn local_stores(&self) -> TaskStores<'_> {
         TaskStores {
             tasks: &self.tasks,
+            restoring: &self.restoring,
             standbys: &self.standbys,
         }
     }
@@ -208,7 +260,7 @@ impl TaskManager {
     /// stores caught up with the changelogs, then kept current.
     pub(super) fn add_standbys(&mut self, ids: &[TaskId]) -> Result<(), RuntimeError> {
         for id in ids {
-            if !self.tasks.contains_key(id) {
+            if !self.tasks.contains_key(id) && !self.restoring.contains_key(id) {
                 self.standbys.add(*id, &mut self.creator)?;
             }
         }
@@ -345,7 +397,25 @@ impl TaskManager {
             partition: record.partition,
         };
         let Some(entry) = self.tasks.get_mut(&id) else {
-            return Ok(None); // a record of a partition revoked in this poll
+            // Fetched before its partition was held, or a record of a
+            // partition revoked in this poll.
+            return self.buffer_restoring(id, record);
+        };
+        let Some(timestamp) = entry.task.extract_timestamp(&record)? else {
+            return Ok(None);
+        };
+        Ok(Some(entry.group.push(record, timestamp)))
+    }
+
+    /// Buffers a record of a restoring task (see [`TaskManager::buffer`]).
+    #[cold]
+    fn buffer_restoring(
+        &mut self,
+        id: TaskId,
+        record: ConsumedRecord,
+    ) -> Result<Option<usize>, RuntimeError> {
+        let Some(entry) = self.restoring.get_mut(&id) else {
+            return Ok(None);
         };
         let Some(timestamp) = entry.task.extract_timestamp(&record)? else {
             return Ok(None);
@@ -356,8 +426,21 @@ impl TaskManager {
     /// How many records of a partition its task buffers.
     pub(super) fn buffered(&self, topic: &str, partition: i32) -> usize {
         self.task_id(topic, partition)
-            .and_then(|id| self.tasks.get(&id))
+            .and_then(|id| self.entry(id))
             .map_or(0, |e| e.group.buffered(topic, partition))
+    }
+
+    /// Active task `id`, running or restoring.
+    fn entry(&self, id: TaskId) -> Option<&TaskEntry> {
+        self.tasks.get(&id).or_else(|| self.restoring.get(&id))
+    }
+
+    /// Active task `id`, running or restoring.
+    fn entry_mut(&mut self, id: TaskId) -> Option<&mut TaskEntry> {
+        match self.tasks.get_mut(&id) {
+            Some(entry) => Some(entry),
+            None => self.restoring.get_mut(&id),
+        }
     }
 
     /// Where reading of an assigned partition started: its committed offset.
@@ -365,8 +448,9 @@ impl TaskManager {
         start_offset_in(&self.start_offsets, topic, partition)
     }
 
-    /// Takes partitions over: creates the tasks that read them (restoring
-    /// their stores), resumes each partition from what was committed with
+    /// Takes partitions over: creates the tasks that read them (handed to
+    /// the state updater, their partitions held until their stores are
+    /// restored), resumes each partition from what was committed with
     /// its offset (`committed`, when the consumer could say), and reads a
     /// bootstrap partition from and up to `bootstrap_end`'s offsets before
     /// the task's others.
@@ -389,20 +473,23 @@ impl TaskManager {
             let Some(id) = self.task_id(topic, *partition) else {
                 continue;
             };
-            if !self.tasks.contains_key(&id) {
-                let mut created = self.creator.create(id)?;
-                Self::install_async(&mut self.async_side, &mut created.task)?;
+            if self.entry(id).is_none() {
+                self.open(id, PartitionGroup::default())?;
                 self.task_created.inc();
                 log::info!("{}: created task {id}", self.thread);
-                let entry = TaskEntry::new(created, PartitionGroup::default());
-                self.tasks.insert(id, entry);
+            }
+            if self.restoring.contains_key(&id) {
+                self.holds.hold((topic.clone(), *partition));
             }
             let end = if self.bootstrap_topics.contains(topic) {
                 bootstrap_end(topic, *partition)
             } else {
                 None
             };
-            let entry = self.tasks.get_mut(&id).expect("present");
+            let entry = match self.tasks.get_mut(&id) {
+                Some(entry) => entry,
+                None => self.restoring.get_mut(&id).expect("present"),
+            };
             if let Some(committed) = self.start_metadata.remove(&(topic.clone(), *partition)) {
                 entry.task.resume_partition(
                     topic,
@@ -434,6 +521,122 @@ impl TaskManager {
         Ok(())
     }
 
+    /// Creates task `id` with its input partitions' group and hands it to
+    /// the state updater: restoring until its stores are current. A task
+    /// with nothing to restore (stateless, or current already) runs at once.
+    fn open(&mut self, id: TaskId, group: PartitionGroup) -> Result<(), RuntimeError> {
+        let mut created = self.creator.create(id)?;
+        Self::install_async(&mut self.async_side, &mut created.task)?;
+        let restore_from = std::mem::take(&mut created.restore_from);
+        self.updater.add(&created.task, restore_from)?;
+        let entry = TaskEntry::new(created, group);
+        match self.updater.take_restored_task(id) {
+            Some(reached) => {
+                self.creator.set_restored(&reached);
+                self.creator
+                    .begin_processing(&entry.task, entry.directory.as_ref())?;
+                self.tasks.insert(id, entry);
+            }
+            None => {
+                self.restoring.insert(id, entry);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether an active task restores: the thread is not RUNNING yet
+    /// (Kafka Streams' `StreamThread.checkStateUpdater`).
+    pub(super) fn restores_active(&self) -> bool {
+        !self.restoring.is_empty()
+    }
+
+    /// Whether a running task has records buffered.
+    pub(super) fn running_have_records(&self) -> bool {
+        self.tasks.values().any(|e| !e.group.is_empty())
+    }
+
+    /// Gives the state updater about `budget` to restore, then moves the
+    /// tasks it restored to the running ones (their partitions released,
+    /// see [`TaskManager::take_holds`]). Under at-least-once, tasks that
+    /// restored enough since their last progress checkpoint write one every
+    /// commit interval, so that a restore interrupted by a rebalance or a
+    /// crash resumes from there. Returns whether a task became running.
+    pub(super) fn restore(&mut self, budget: Duration) -> Result<bool, RuntimeError> {
+        if self.restoring.is_empty() {
+            return Ok(false);
+        }
+        self.updater.step(budget)?;
+        let restored = self.updater.take_restored();
+        let changed = !restored.is_empty();
+        for task in restored {
+            let Some(entry) = self.restoring.remove(&task.id) else {
+                continue;
+            };
+            self.creator.set_restored(&task.reached);
+            self.creator
+                .begin_processing(&entry.task, entry.directory.as_ref())?;
+            for (topic, partition) in entry.group.partitions() {
+                self.holds.release((topic.to_string(), partition));
+            }
+            log::info!("{}: task {} is running", self.thread, task.id);
+            self.tasks.insert(task.id, entry);
+        }
+        let interval = self.config.effective_commit_interval();
+        if self.config.processing_guarantee != super::config::ProcessingGuarantee::ExactlyOnceV2
+            && self.restore_checkpoint_checked.elapsed() >= interval
+        {
+            self.restore_checkpoint_checked = Instant::now();
+            for (id, reached) in self.updater.checkpoints_due() {
+                if let Some(entry) = self.restoring.get(&id) {
+                    Self::flush_stores(&entry.task)?;
+                    self.checkpoint(id, entry, &reached)?;
+                }
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Closes restoring task `id` cleanly, whether its partitions were
+    /// revoked or lost (it holds committed changelog records only, as Kafka
+    /// Streams' tasks in its state updater): its restorations suspended,
+    /// its stores flushed and checkpointed at what they reached.
+    fn close_restoring(&mut self, id: TaskId, mut entry: TaskEntry) -> Result<(), RuntimeError> {
+        let reached: HashMap<Partition, i64> = self
+            .updater
+            .remove(id)?
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|(key, offset)| Some((key, offset?)))
+            .collect();
+        for (topic, partition) in entry.group.partitions() {
+            self.holds.forget(&(topic.to_string(), partition));
+        }
+        Self::flush_stores(&entry.task)?;
+        self.checkpoint(id, &entry, &reached)?;
+        entry.task.close();
+        self.task_closed.inc();
+        self.config.metrics.remove_task(&id.to_string());
+        log::info!("{}: closed restoring task {id}", self.thread);
+        Ok(())
+    }
+
+    /// Flushes a task's stores (before a checkpoint says what they hold).
+    fn flush_stores(task: &StreamTask) -> Result<(), RuntimeError> {
+        for built in task.stores().values() {
+            built.lifecycle.borrow_mut().flush()?;
+        }
+        Ok(())
+    }
+
+    /// The input partitions to pause (their task restores) and to resume
+    /// (it is restored) since the last call.
+    pub(super) fn take_holds(&mut self) -> (Vec<Partition>, Vec<Partition>) {
+        (
+            std::mem::take(&mut self.holds.hold),
+            std::mem::take(&mut self.holds.release),
+        )
+    }
+
     /// Gives partitions up: forgets what was noted for them and closes each
     /// task left without partitions. `clean` says the tasks were just
     /// committed, so their stores hold exactly what their changelogs do up
@@ -455,11 +658,16 @@ impl TaskManager {
             let Some(id) = self.task_id(topic, partition) else {
                 continue;
             };
-            let Some(entry) = self.tasks.get_mut(&id) else {
+            self.holds.forget(key);
+            let Some(entry) = self.entry_mut(id) else {
                 continue;
             };
             if !entry.group.remove_partition(topic, partition) {
                 continue; // the task keeps other partitions
+            }
+            if let Some(entry) = self.restoring.remove(&id) {
+                self.close_restoring(id, entry)?;
+                continue;
             }
             let mut entry = self.tasks.remove(&id).expect("present");
             if clean {
@@ -493,7 +701,7 @@ impl TaskManager {
     /// member.
     pub(super) fn update_missing_partitions(&mut self, counts: &HashMap<String, i32>) {
         let topics = self.source_topics();
-        for (id, entry) in &mut self.tasks {
+        for (id, entry) in self.tasks.iter_mut().chain(self.restoring.iter_mut()) {
             let missing =
                 missing_partitions(*id, &topics, counts, |t, p| entry.group.has_partition(t, p));
             if !missing.is_empty() && missing != entry.missing {
@@ -510,10 +718,11 @@ impl TaskManager {
     /// The tasks as [`TaskMetadata`], ordered by id, with the partitions'
     /// lags where `lags` knows them.
     pub(super) fn metadata(&self, lags: &HashMap<Partition, i64>) -> Vec<TaskMetadata> {
-        let mut tasks: Vec<TaskMetadata> = self
-            .tasks
-            .iter()
-            .map(|(id, entry)| TaskMetadata {
+        let running = self.tasks.iter().map(|(id, e)| (id, e, false));
+        let restoring = self.restoring.iter().map(|(id, e)| (id, e, true));
+        let mut tasks: Vec<TaskMetadata> = running
+            .chain(restoring)
+            .map(|(id, entry, restoring)| TaskMetadata {
                 subtopology: id.subtopology,
                 partition: id.partition,
                 topic_partitions: entry
@@ -526,6 +735,7 @@ impl TaskManager {
                     })
                     .collect(),
                 bootstrapping: entry.group.bootstrapping(),
+                restoring,
             })
             .collect();
         tasks.sort_by_key(|t| (t.subtopology, t.partition));
@@ -794,11 +1004,16 @@ impl TaskManager {
 
     /// Goes back to the last commit (`committed`: the offsets and their
     /// metadata, where the consumer was sought to): buffered records are
-    /// dropped and every task is rebuilt from its changelogs, so what an
-    /// aborted transaction saw is processed again from scratch, from the
-    /// committed partition times and operators' metadata.
+    /// dropped and every running task is rebuilt from its changelogs (it
+    /// restores again, with the state updater), so what an aborted
+    /// transaction saw is processed again from scratch, from the committed
+    /// partition times and operators' metadata. Restoring tasks hold
+    /// committed changelog records only: they restore on.
     pub(super) fn rewind(&mut self, committed: &TopicPartitionList) -> Result<(), RuntimeError> {
         self.forget_processed();
+        for entry in self.restoring.values_mut() {
+            entry.group.clear();
+        }
         let ids: Vec<TaskId> = self.tasks.keys().copied().collect();
         let mut groups = Vec::with_capacity(ids.len());
         for id in ids {
@@ -823,9 +1038,12 @@ impl TaskManager {
             );
         }
         for (id, group) in groups {
-            let mut created = self.creator.create(id)?;
-            Self::install_async(&mut self.async_side, &mut created.task)?;
-            self.tasks.insert(id, TaskEntry::new(created, group));
+            self.open(id, group)?;
+            if let Some(entry) = self.restoring.get(&id) {
+                for (topic, partition) in entry.group.partitions() {
+                    self.holds.hold((topic.to_string(), partition));
+                }
+            }
         }
         for e in committed.elements() {
             let Some(metadata) = PartitionMetadata::decode(e.metadata()) else {
@@ -834,7 +1052,7 @@ impl TaskManager {
             let Some(id) = self.task_id(e.topic(), e.partition()) else {
                 continue;
             };
-            if let Some(entry) = self.tasks.get_mut(&id) {
+            if let Some(entry) = self.entry_mut(id) {
                 entry.task.resume_partition(
                     e.topic(),
                     e.partition(),
@@ -867,6 +1085,12 @@ impl TaskManager {
     /// Closes every task (the thread ends).
     pub(super) fn close_all(&mut self) {
         self.standbys.close_all(&self.creator);
+        let restoring: Vec<(TaskId, TaskEntry)> = self.restoring.drain().collect();
+        for (id, entry) in restoring {
+            if let Err(e) = self.close_restoring(id, entry) {
+                log::warn!("{}: closing restoring task {id}: {e}", self.thread);
+            }
+        }
         for (id, mut entry) in self.tasks.drain() {
             entry.task.close();
             self.config.metrics.remove_task(&id.to_string());

@@ -59,8 +59,10 @@ impl LocalQuery {
         let (answers, received) = mpsc::channel::<Vec<Answer<R>>>();
         let (mut asked, mut skipped) = (0, Vec::new());
         for (thread, inbox) in self.router.inboxes() {
-            if restoring.contains(&thread) {
-                // Busy creating and restoring tasks: it answers only after.
+            if restoring.contains(&thread) && !self.stale {
+                // As Kafka Streams, a thread whose tasks restore (not
+                // RUNNING) serves no current store: a key not found
+                // elsewhere may be in one of them.
                 skipped.push(thread);
                 continue;
             }

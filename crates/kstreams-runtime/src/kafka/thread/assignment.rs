@@ -3,8 +3,9 @@
 //! `TaskManager.handleAssignment`/`handleRevocation`).
 //!
 //! Revoked tasks are committed first, then closed; assigned ones are
-//! created and their stores restored before the thread processes anything
-//! (the application shows the thread as restoring meanwhile).
+//! created and handed to the state updater, which restores their stores in
+//! slices of the thread's loop while the tasks restored already process
+//! (the thread stays PARTITIONS_ASSIGNED meanwhile).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -34,30 +35,32 @@ impl ThreadLoop<'_> {
             .entered();
             match change {
                 GroupChange::Revoke { partitions, lost } => {
+                    self.settled = false;
                     self.transition(ThreadState::PartitionsRevoked);
                     self.revoke(&partitions, lost)?;
                 }
                 GroupChange::Assign(partitions) => {
+                    self.settled = false;
                     self.transition(ThreadState::PartitionsAssigned);
                     let intake = &self.intake;
                     self.membership
                         .assign(&self.consumer, &partitions, |p| intake.forward(p))?;
-                    self.restoring(|thread| thread.assign(&partitions))?;
+                    self.assign(&partitions)?;
                 }
                 GroupChange::RemoveStandbys { tasks, promoted } => {
                     self.tasks.remove_standbys(&tasks, promoted)?;
                 }
                 GroupChange::AddStandbys(tasks) => {
-                    // Caught up with their changelogs first, as tasks are
-                    // created: the thread processes nothing meanwhile.
-                    self.restoring(|thread| thread.tasks.add_standbys(&tasks))?;
+                    // Opened only: the standby consumer catches them up.
+                    self.tasks.add_standbys(&tasks)?;
                 }
                 GroupChange::Settled(owned) => {
                     self.membership.settled(owned)?;
-                    // The thread has its tasks, even if none; they are
-                    // restored (restoration runs inside the assignment).
+                    // The thread has its tasks, even if none: RUNNING once
+                    // they are restored.
+                    self.settled = true;
                     self.transition(ThreadState::PartitionsAssigned);
-                    self.transition(ThreadState::Running);
+                    self.maybe_running();
                 }
             }
         }
@@ -65,18 +68,6 @@ impl ThreadLoop<'_> {
             self.update_missing_partitions();
         }
         Ok(changed)
-    }
-
-    /// Runs `step` with the thread shown as restoring.
-    fn restoring(
-        &mut self,
-        step: impl FnOnce(&mut Self) -> Result<(), RuntimeError>,
-    ) -> Result<(), RuntimeError> {
-        let board = self.instance.local_metadata.clone();
-        board.set_restoring(&self.name, true);
-        let result = step(self);
-        board.set_restoring(&self.name, false);
-        result
     }
 
     /// Kafka Streams' `onPartitionsRevoked`: every task is committed first
@@ -90,7 +81,7 @@ impl ThreadLoop<'_> {
         self.membership.revoked(&self.consumer, revoked)
     }
 
-    /// Creates the tasks of `assigned` (restoring their stores), each
+    /// Creates the tasks of `assigned` (handed to the state updater), each
     /// resuming from its committed offset's metadata.
     fn assign(&mut self, assigned: &[Partition]) -> Result<(), RuntimeError> {
         self.intake.assigned(assigned, &self.config.metrics);

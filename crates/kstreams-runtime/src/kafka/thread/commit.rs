@@ -196,7 +196,7 @@ impl ThreadLoop<'_> {
 
     /// Aborts the open transaction and goes back to the last committed
     /// offsets: the consumer seeks there and the task manager rebuilds the
-    /// tasks.
+    /// tasks (restored by the state updater again).
     pub(super) fn abort_and_rewind(&mut self) -> Result<(), RuntimeError> {
         self.rewound = true;
         self.collector.abort_if_in_transaction();
@@ -221,6 +221,8 @@ impl ThreadLoop<'_> {
                 .client()?;
         }
         self.tasks.rewind(&committed)?;
+        // The rebuilt tasks restore: their partitions are held meanwhile.
+        self.apply_holds()?;
         self.update_missing_partitions();
         Ok(())
     }

@@ -81,6 +81,8 @@ pub(crate) struct Intake {
     bound: usize,
     /// Partitions paused for backpressure.
     paused: HashSet<Partition>,
+    /// Partitions paused while their task restores.
+    held: HashSet<Partition>,
     /// The consumed topics' shared names.
     topic_names: TopicNames,
     /// The last batch read from the fetch queue (its buffer, kept).
@@ -112,6 +114,7 @@ impl Intake {
             consumer,
             bound,
             paused: HashSet::new(),
+            held: HashSet::new(),
             topic_names: TopicNames::default(),
             fetched: Vec::new(),
             forward_again_until: Instant::now(),
@@ -375,6 +378,7 @@ impl Intake {
         let resumable: Vec<Partition> = self
             .paused
             .iter()
+            .filter(|tp| !self.held.contains(*tp))
             .filter(|(t, p)| tasks.buffered(t, *p) <= low_water)
             .cloned()
             .collect();
@@ -396,6 +400,9 @@ impl Intake {
             log::debug!("{}: resume of assigned partitions: {e}", self.thread);
         }
         for (topic, partition) in assigned {
+            let tp = (topic.clone(), *partition);
+            self.paused.remove(&tp);
+            self.held.remove(&tp);
             self.partition_metrics.add(metrics, topic, *partition);
         }
     }
@@ -413,7 +420,37 @@ impl Intake {
         for (topic, partition) in revoked {
             self.partition_metrics.remove(metrics, topic, *partition);
             self.paused.remove(&(topic.clone(), *partition));
+            self.held.remove(&(topic.clone(), *partition));
         }
+    }
+
+    /// Pauses `partitions` while their task restores (Kafka Streams'
+    /// `TaskManager.handleRebalanceComplete` pausing the partitions of the
+    /// tasks in its state updater).
+    pub(super) fn hold(&mut self, partitions: &[Partition]) -> Result<(), RuntimeError> {
+        let new: Vec<Partition> = partitions
+            .iter()
+            .filter(|tp| self.held.insert((*tp).clone()))
+            .cloned()
+            .collect();
+        if new.is_empty() {
+            return Ok(());
+        }
+        self.consumer.pause(&partition_list(&new)).client()
+    }
+
+    /// Resumes `partitions`, their task restored (those paused for
+    /// backpressure too stay paused until their buffers drain).
+    pub(super) fn release(&mut self, partitions: &[Partition]) -> Result<(), RuntimeError> {
+        let resumable: Vec<Partition> = partitions
+            .iter()
+            .filter(|tp| self.held.remove(*tp) && !self.paused.contains(*tp))
+            .cloned()
+            .collect();
+        if resumable.is_empty() {
+            return Ok(());
+        }
+        self.consumer.resume(&partition_list(&resumable)).client()
     }
 
     /// Sets the partitions' lag gauges, at most every

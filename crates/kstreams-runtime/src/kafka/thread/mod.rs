@@ -6,11 +6,14 @@
 //!    tasks' partition groups;
 //! 2. assignment ([`assignment`]): applies what the group changed
 //!    ([`membership`], one seam for every group protocol): revoked tasks
-//!    are committed and closed, assigned ones created and restored;
-//! 3. process: the tasks run what their partition groups allow, writing
-//!    into the thread's outbox, which the record collector sends;
-//! 4. punctuate: wall-clock punctuators, into the outbox likewise;
-//! 5. commit ([`commit`]): when the interval is up or a task asked for it.
+//!    are committed and closed, assigned ones created and handed to the
+//!    state updater, their partitions held;
+//! 3. process: the running tasks run what their partition groups allow,
+//!    writing into the thread's outbox, which the record collector sends;
+//! 4. restore: the state updater restores for a slice of the pass, and the
+//!    tasks it restored start running (their partitions released);
+//! 5. punctuate: wall-clock punctuators, into the outbox likewise;
+//! 6. commit ([`commit`]): when the interval is up or a task asked for it.
 //!
 //! The thread's state ([`state`]) follows Kafka Streams' `StreamThread.State`.
 
@@ -78,6 +81,11 @@ const OUTPUT_SLICE: Duration = Duration::from_millis(5);
 /// How long a poll blocks while async calls are out and none has finished:
 /// a finished call waits at most this long to be applied.
 const ASYNC_POLL: Duration = Duration::from_millis(1);
+
+/// How long the state updater restores per pass while running tasks have
+/// records waiting: their latency grows by at most this much while others
+/// restore. With nothing else to do it restores for the poll time.
+const RESTORE_SLICE: Duration = Duration::from_millis(20);
 
 /// Told of each change of a thread's state: (from, to).
 pub(crate) type StateListener<'a> = &'a dyn Fn(ThreadState, ThreadState);
@@ -204,6 +212,7 @@ impl StreamThread {
             missing_sink_reported: std::collections::HashSet::new(),
             last_commit: Instant::now(),
             rewound: false,
+            settled: false,
             name: self.name,
             config: self.config,
             instance: self.instance,
@@ -234,6 +243,9 @@ struct ThreadLoop<'a> {
     last_commit: Instant,
     /// Set when the last commit ended in an abort and rewind.
     rewound: bool,
+    /// The group settled the thread's assignment: RUNNING once its active
+    /// tasks are restored.
+    settled: bool,
     sensors: ThreadSensors,
     /// Missing sink topics already logged as errors: retries log quietly.
     missing_sink_reported: std::collections::HashSet<String>,
@@ -306,7 +318,11 @@ impl ThreadLoop<'_> {
     fn run_once(&mut self) -> Result<(), RuntimeError> {
         // With async calls out, the poll must not block for long: their
         // completions are applied by this loop, not by the consumer.
-        let poll = if self.tasks.async_in_flight() == 0 {
+        // While tasks restore the thread waits in the state updater
+        // instead.
+        let poll = if self.tasks.restores_active() {
+            Duration::ZERO
+        } else if self.tasks.async_in_flight() == 0 {
             self.config.poll
         } else if self.tasks.async_completion_ready() {
             Duration::ZERO
@@ -315,6 +331,7 @@ impl ThreadLoop<'_> {
         };
         self.poll(poll)?;
         if self.apply_group_changes()? {
+            self.apply_holds()?;
             self.publish_metadata();
         }
         // After the poll: a revocation inside it may have committed the
@@ -322,6 +339,7 @@ impl ThreadLoop<'_> {
         self.collector.begin_transaction_if_needed()?;
         self.serve_queries();
         let committable = self.process()?;
+        self.restore()?;
         self.tasks.update_standbys()?;
         self.tasks.punctuate(now_ms(), &mut self.outbox)?;
         self.send_outbox()?;
@@ -337,6 +355,42 @@ impl ThreadLoop<'_> {
             self.commit()?;
         }
         Ok(())
+    }
+
+    /// Gives the state updater its slice of the pass; tasks it restored
+    /// start running, and the thread once none is left (Kafka Streams'
+    /// `StreamThread.checkStateUpdater`).
+    fn restore(&mut self) -> Result<(), RuntimeError> {
+        if !self.tasks.restores_active() {
+            return Ok(());
+        }
+        let budget = if self.tasks.running_have_records() {
+            RESTORE_SLICE
+        } else {
+            self.config.poll.max(RESTORE_SLICE)
+        };
+        if self.tasks.restore(budget)? {
+            self.apply_holds()?;
+            self.maybe_running();
+            self.publish_metadata();
+        }
+        Ok(())
+    }
+
+    /// RUNNING once the group settled the assignment and no active task
+    /// restores.
+    fn maybe_running(&mut self) {
+        if self.settled && !self.tasks.restores_active() {
+            self.transition(ThreadState::Running);
+        }
+    }
+
+    /// Tells the consumer which partitions to hold while their tasks
+    /// restore, and which to release.
+    fn apply_holds(&mut self) -> Result<(), RuntimeError> {
+        let (hold, release) = self.tasks.take_holds();
+        self.intake.hold(&hold)?;
+        self.intake.release(&release)
     }
 
     /// The intake's poll, timed and traced.
@@ -421,7 +475,7 @@ impl ThreadLoop<'_> {
         self.instance.local_metadata.publish(ThreadMetadata {
             thread_name: self.name.clone(),
             thread_state: self.state.state(),
-            restoring: false,
+            restoring: self.tasks.restores_active(),
             active_tasks: self.tasks.metadata(self.intake.lags()),
         });
         self.instance

@@ -1,0 +1,524 @@
+//! The state updater (Kafka Streams' `DefaultStateUpdater` with its
+//! `StoreChangelogReader`): brings the logged stores of a stream thread's
+//! new active tasks up to the end of their changelog partitions, with the
+//! thread's restore consumer, in slices of the thread's loop.
+//!
+//! Kafka Streams runs its updater on a thread of its own. A kstreams task
+//! and its stores are bound to their stream thread (`Rc`, no `Send`), so
+//! here the stream thread itself gives the updater a slice of each pass:
+//! between two slices it polls its main consumer (it keeps its group
+//! membership however long a restore takes), processes the tasks that are
+//! restored and commits them on time. A task processes nothing until every
+//! one of its stores is current (its input partitions stay paused, see
+//! `TaskManager`), under exactly-once as under at-least-once.
+//!
+//! A restoration that stops before its end (the task revoked or lost, the
+//! thread closing) reports what it reached, and the task manager writes
+//! that down as the task's checkpoint: the restore resumes from there, not
+//! from the start. Long restores are checkpointed on the way too (under
+//! at-least-once, see `TaskManager::restore`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kstreams_dsl::{ChangelogTopic, TaskId};
+use kstreams_state::__private::{restore_start, Restoration, RestoreStart};
+use kstreams_state::ChangelogRecord;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::{Message, Offset, TopicPartitionList};
+
+use super::clients;
+use super::config::StreamsConfig;
+use super::rebalance_listener::Partition;
+use super::restore_progress::{RestoreBoard, RestoreKind};
+use super::RuntimeError;
+use crate::kafka::client_error::ClientResult;
+use crate::StreamTask;
+
+/// Records handed to a store in one restore batch at most.
+const RESTORE_BATCH: usize = 10_000;
+
+/// How long a slice waits for the restore consumer's first record: the
+/// main poll does not wait while tasks restore, so an idle thread waits
+/// here instead.
+const FIRST_RECORD_WAIT: Duration = Duration::from_millis(10);
+
+/// Records restored into a task's stores since its last progress
+/// checkpoint that make the next one due (Kafka Streams'
+/// `OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT`).
+const CHECKPOINT_DELTA: u64 = 10_000;
+
+/// The offsets to restore of a changelog partition whose log spans
+/// `low..high`: `None` when the store is current already. A checkpointed
+/// persistent store has everything up to the checkpoint; an in-memory
+/// store starts empty and reads it all.
+pub(crate) fn restore_range(
+    checkpointed: Option<i64>,
+    persistent: bool,
+    low: i64,
+    high: i64,
+) -> Option<(i64, i64)> {
+    let start = match restore_start(checkpointed, persistent, false) {
+        RestoreStart::After(offset) => (offset + 1).max(low),
+        RestoreStart::Beginning | RestoreStart::WipeThenBeginning => low,
+    };
+    (start < high).then_some((start, high))
+}
+
+/// Where a store of a new task starts restoring: its changelog, and the
+/// offset of the last changelog record the store holds (`None`: none, or
+/// not known).
+pub(crate) struct RestoreFrom {
+    pub changelog: ChangelogTopic,
+    pub after: Option<i64>,
+}
+
+/// One changelog partition being restored.
+struct Changelog {
+    task: TaskId,
+    restoration: Restoration,
+    /// The offset restoration stops before: the end seen when it began.
+    end: i64,
+    /// What the store held before the restoration began (the checkpointed
+    /// offset), until it applies a record.
+    before: Option<i64>,
+}
+
+impl Changelog {
+    /// The offset of the last changelog record the store holds.
+    fn reached(&self) -> Option<i64> {
+        self.restoration.last_offset().or(self.before)
+    }
+}
+
+/// A task whose stores restore.
+struct RestoringTask {
+    began: Instant,
+    /// Per changelog partition of the task, the offset of the last record
+    /// its store holds, as far as known (complete ones included).
+    reached: HashMap<Partition, Option<i64>>,
+    /// Its changelog partitions not restored yet.
+    pending: usize,
+    /// Records restored since its last progress checkpoint.
+    since_checkpoint: u64,
+}
+
+/// A task whose stores are all current.
+pub(crate) struct RestoredTask {
+    pub id: TaskId,
+    /// Per changelog partition, the offset of the last record its store
+    /// holds (`None`: an empty changelog, or an in-memory store).
+    pub reached: HashMap<Partition, Option<i64>>,
+}
+
+/// The state updater of one stream thread.
+pub(crate) struct StateUpdater {
+    thread: String,
+    config: StreamsConfig,
+    /// Where restorations report their progress.
+    restore_board: RestoreBoard,
+    /// Made at the first restoration: most threads of a stateless
+    /// application never need one.
+    consumer: Option<BaseConsumer>,
+    changelogs: HashMap<Partition, Changelog>,
+    tasks: HashMap<TaskId, RestoringTask>,
+    /// Tasks restored since the last [`StateUpdater::take_restored`].
+    restored: Vec<RestoredTask>,
+}
+
+impl StateUpdater {
+    /// The updater of stream thread `thread`.
+    pub(super) fn new(thread: &str, config: &StreamsConfig, restore_board: RestoreBoard) -> Self {
+        Self {
+            thread: thread.to_string(),
+            config: config.clone(),
+            restore_board,
+            consumer: None,
+            changelogs: HashMap::new(),
+            tasks: HashMap::new(),
+            restored: Vec::new(),
+        }
+    }
+
+    fn consumer(&mut self) -> Result<&BaseConsumer, RuntimeError> {
+        if self.consumer.is_none() {
+            let client = clients::restore_consumer(&self.config, &self.thread);
+            self.consumer = Some(client.create().client()?);
+        }
+        Ok(self.consumer.as_ref().expect("just made"))
+    }
+
+    /// Takes new task `task` over: each of its logged stores restores from
+    /// `from` (the store's checkpointed offset) to the end its changelog
+    /// partition has now. A task whose stores are current already is
+    /// restored at once (see [`StateUpdater::take_restored`]).
+    pub(super) fn add(
+        &mut self,
+        task: &StreamTask,
+        from: Vec<RestoreFrom>,
+    ) -> Result<(), RuntimeError> {
+        let id = task.id();
+        let task_id = id.to_string();
+        let sensors = self
+            .config
+            .metrics
+            .task_restore_sensors(&self.thread, &task_id)?;
+        let listener = Arc::new(self.restore_board.reporter(
+            RestoreKind::Changelog,
+            &self.thread,
+            Some(task_id),
+            sensors,
+        ));
+        let mut restoring = RestoringTask {
+            began: Instant::now(),
+            reached: HashMap::new(),
+            pending: 0,
+            since_checkpoint: 0,
+        };
+        let mut assign = TopicPartitionList::new();
+        for RestoreFrom { changelog, after } in from {
+            let Some(store) = task
+                .stores()
+                .get(&changelog.store)
+                .map(|b| b.lifecycle.clone())
+            else {
+                continue;
+            };
+            let key = (changelog.topic.clone(), id.partition);
+            let (low, high) =
+                changelog_watermarks(self.consumer()?, &changelog.topic, id.partition)?;
+            let persistent = store.borrow().persistent();
+            let Some((low, high)) = restore_range(after, persistent, low, high) else {
+                let reached = (high > 0).then_some(high - 1);
+                restoring
+                    .reached
+                    .insert(key, after.or(reached).filter(|_| persistent));
+                continue;
+            };
+            log::debug!(
+                "{}: task {id}: state store {} restores {}-{} offsets {low}..{high}",
+                self.thread,
+                changelog.store,
+                changelog.topic,
+                id.partition
+            );
+            assign
+                .add_partition_offset(&changelog.topic, id.partition, Offset::Offset(low))
+                .client()?;
+            let before = after.filter(|_| persistent && low > 0).map(|_| low - 1);
+            restoring.reached.insert(key.clone(), before);
+            restoring.pending += 1;
+            let restoration = Restoration::start(
+                store,
+                &changelog.topic,
+                id.partition,
+                low,
+                high,
+                listener.clone(),
+            );
+            self.changelogs.insert(
+                key,
+                Changelog {
+                    task: id,
+                    restoration,
+                    end: high,
+                    before,
+                },
+            );
+        }
+        if assign.count() > 0 {
+            self.consumer()?.incremental_assign(&assign).client()?;
+        }
+        if restoring.pending == 0 {
+            self.restored.push(RestoredTask {
+                id,
+                reached: restoring.reached,
+            });
+        } else {
+            self.tasks.insert(id, restoring);
+        }
+        Ok(())
+    }
+
+    /// Restores for about `budget`: batches of changelog records applied
+    /// to their stores until the budget is spent or the consumer has
+    /// nothing more for now. Returns how many records it applied.
+    pub(super) fn step(&mut self, budget: Duration) -> Result<usize, RuntimeError> {
+        if self.changelogs.is_empty() {
+            return Ok(0);
+        }
+        let _span =
+            tracing::debug_span!("kstreams.restore", thread = self.thread.as_str()).entered();
+        let deadline = Instant::now() + budget;
+        let mut applied = 0;
+        loop {
+            let batch = self.read_batch(FIRST_RECORD_WAIT.min(budget))?;
+            applied += batch.applied;
+            if batch.drained {
+                // Transaction markers (exactly-once changelogs end with one)
+                // are never handed out as records: the consumer's position
+                // says when a partition is read through.
+                self.mark_read_through()?;
+            }
+            self.complete_finished()?;
+            if batch.drained || self.changelogs.is_empty() || Instant::now() >= deadline {
+                return Ok(applied);
+            }
+        }
+    }
+
+    /// Reads one batch from the restore consumer and applies it, per
+    /// changelog partition, to its store.
+    fn read_batch(&mut self, first_wait: Duration) -> Result<ReadBatch, RuntimeError> {
+        type Fetched = Vec<(Vec<u8>, Option<Vec<u8>>, i64, i64)>;
+        let consumer = self
+            .consumer
+            .as_ref()
+            .expect("made with the first changelog");
+        let mut fetched: HashMap<Partition, Fetched> = HashMap::new();
+        let mut count = 0;
+        let mut wait = first_wait;
+        let mut drained = false;
+        while count < RESTORE_BATCH {
+            let Some(message) = consumer.poll(wait) else {
+                drained = true;
+                break;
+            };
+            wait = Duration::ZERO;
+            let message = message.client()?;
+            let key = (message.topic().to_string(), message.partition());
+            let Some(changelog) = self.changelogs.get(&key) else {
+                continue; // of a restoration removed since it was fetched
+            };
+            if message.offset() >= changelog.end {
+                continue; // written after the restore began: processing will see it
+            }
+            fetched.entry(key).or_default().push((
+                message.key().unwrap_or_default().to_vec(),
+                message.payload().map(<[u8]>::to_vec),
+                message.timestamp().to_millis().unwrap_or(-1),
+                message.offset(),
+            ));
+            count += 1;
+        }
+        for (key, records) in fetched {
+            let changelog = self.changelogs.get_mut(&key).expect("fetched for it");
+            let batch: Vec<ChangelogRecord<'_>> = records
+                .iter()
+                .map(|(k, value, timestamp, _)| ChangelogRecord {
+                    topic: &key.0,
+                    partition: key.1,
+                    key: k,
+                    value: value.as_deref(),
+                    timestamp: *timestamp,
+                    headers: &[],
+                })
+                .collect();
+            let last = records.last().map_or(-1, |r| r.3);
+            changelog.restoration.restore_batch(&batch, last)?;
+            if let Some(task) = self.tasks.get_mut(&changelog.task) {
+                task.since_checkpoint += records.len() as u64;
+                task.reached.insert(key.clone(), Some(last));
+            }
+        }
+        Ok(ReadBatch {
+            applied: count,
+            drained,
+        })
+    }
+
+    /// Completes the restorations whose consumer position is past their
+    /// end (what lies between is transaction markers).
+    fn mark_read_through(&mut self) -> Result<(), RuntimeError> {
+        let Some(consumer) = &self.consumer else {
+            return Ok(());
+        };
+        let positions = consumer.position().client()?;
+        for (key, changelog) in &mut self.changelogs {
+            if changelog.restoration.is_complete() {
+                continue;
+            }
+            let position = positions.find_partition(&key.0, key.1).map(|e| e.offset());
+            if matches!(position, Some(Offset::Offset(p)) if p >= changelog.end) {
+                changelog
+                    .restoration
+                    .restore_batch(&[], changelog.end - 1)?;
+                if let Some(task) = self.tasks.get_mut(&changelog.task) {
+                    task.reached.insert(key.clone(), Some(changelog.end - 1));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the complete restorations; a task whose last one that was is
+    /// restored.
+    fn complete_finished(&mut self) -> Result<(), RuntimeError> {
+        let complete: Vec<Partition> = self
+            .changelogs
+            .iter()
+            .filter(|(_, c)| c.restoration.is_complete())
+            .map(|(key, _)| key.clone())
+            .collect();
+        if complete.is_empty() {
+            return Ok(());
+        }
+        let mut unassign = TopicPartitionList::new();
+        for key in complete {
+            let changelog = self.changelogs.remove(&key).expect("listed");
+            unassign.add_partition(&key.0, key.1);
+            let reached = changelog.reached();
+            changelog.restoration.finish()?;
+            let Some(task) = self.tasks.get_mut(&changelog.task) else {
+                continue;
+            };
+            task.reached.insert(key, reached);
+            task.pending -= 1;
+            if task.pending == 0 {
+                let task = self.tasks.remove(&changelog.task).expect("present");
+                log::info!(
+                    "{}: task {} restored its stores in {:.1} s",
+                    self.thread,
+                    changelog.task,
+                    task.began.elapsed().as_secs_f64()
+                );
+                self.restored.push(RestoredTask {
+                    id: changelog.task,
+                    reached: task.reached,
+                });
+            }
+        }
+        if let Some(consumer) = &self.consumer {
+            consumer.incremental_unassign(&unassign).client()?;
+        }
+        Ok(())
+    }
+
+    /// Task `id`'s reached offsets if it is restored (and not taken yet).
+    pub(super) fn take_restored_task(
+        &mut self,
+        id: TaskId,
+    ) -> Option<HashMap<Partition, Option<i64>>> {
+        let at = self.restored.iter().position(|t| t.id == id)?;
+        Some(self.restored.remove(at).reached)
+    }
+
+    /// The tasks restored since the last call.
+    pub(super) fn take_restored(&mut self) -> Vec<RestoredTask> {
+        std::mem::take(&mut self.restored)
+    }
+
+    /// Stops restoring task `id` (revoked, lost, the thread ends): each of
+    /// its restorations is suspended (KIP-869). Returns, per changelog
+    /// partition, the offset its store reached, for the task's checkpoint;
+    /// `None` when the updater did not have the task.
+    pub(super) fn remove(
+        &mut self,
+        id: TaskId,
+    ) -> Result<Option<HashMap<Partition, Option<i64>>>, RuntimeError> {
+        if let Some(reached) = self.take_restored_task(id) {
+            return Ok(Some(reached));
+        }
+        let Some(mut task) = self.tasks.remove(&id) else {
+            return Ok(None);
+        };
+        let mine: Vec<Partition> = self
+            .changelogs
+            .iter()
+            .filter(|(_, c)| c.task == id)
+            .map(|(key, _)| key.clone())
+            .collect();
+        let mut unassign = TopicPartitionList::new();
+        for key in mine {
+            let changelog = self.changelogs.remove(&key).expect("listed");
+            task.reached.insert(key.clone(), changelog.reached());
+            let restored = changelog.restoration.suspend();
+            log::info!(
+                "{}: task {id}: restoration of {}-{} suspended after {restored} records",
+                self.thread,
+                key.0,
+                key.1
+            );
+            unassign.add_partition(&key.0, key.1);
+        }
+        if let Some(consumer) = &self.consumer {
+            consumer.incremental_unassign(&unassign).client()?;
+        }
+        Ok(Some(task.reached))
+    }
+
+    /// The restoring tasks that restored enough since their last progress
+    /// checkpoint for another, with what their stores reached; their
+    /// counts start again.
+    pub(super) fn checkpoints_due(&mut self) -> Vec<(TaskId, HashMap<Partition, i64>)> {
+        self.tasks
+            .iter_mut()
+            .filter(|(_, t)| t.since_checkpoint >= CHECKPOINT_DELTA)
+            .map(|(id, task)| {
+                task.since_checkpoint = 0;
+                let reached = task
+                    .reached
+                    .iter()
+                    .filter_map(|(key, offset)| Some((key.clone(), (*offset)?)))
+                    .collect();
+                (*id, reached)
+            })
+            .collect()
+    }
+}
+
+/// What one read from the restore consumer did.
+struct ReadBatch {
+    applied: usize,
+    /// The consumer had no more records for now.
+    drained: bool,
+}
+
+/// A changelog partition's watermarks. A changelog created just before
+/// the application started may have no leader yet; as Kafka Streams, ask
+/// again until it has (or until the timeout).
+fn changelog_watermarks(
+    consumer: &BaseConsumer,
+    topic: &str,
+    partition: i32,
+) -> Result<(i64, i64), RuntimeError> {
+    use rdkafka::error::KafkaError;
+    use rdkafka::types::RDKafkaErrorCode::{
+        LeaderNotAvailable, NotLeaderForPartition, UnknownTopicOrPartition,
+    };
+    let timeout = Duration::from_secs(30);
+    let deadline = Instant::now() + timeout;
+    loop {
+        match consumer.fetch_watermarks(topic, partition, timeout) {
+            Err(KafkaError::MetadataFetch(
+                code @ (LeaderNotAvailable | NotLeaderForPartition | UnknownTopicOrPartition),
+            )) if Instant::now() < deadline => {
+                log::debug!("{topic}-{partition}: no leader yet ({code}); asking again");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            result => return result.client(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_restores_what_its_checkpoint_does_not_cover() {
+        // Nothing checkpointed: the whole log, persistent or not.
+        assert_eq!(restore_range(None, true, 3, 10), Some((3, 10)));
+        assert_eq!(restore_range(None, false, 0, 10), Some((0, 10)));
+        // A persistent store checkpointed at 6 has 0..=6 already.
+        assert_eq!(restore_range(Some(6), true, 0, 10), Some((7, 10)));
+        // An in-memory store lost everything with its process.
+        assert_eq!(restore_range(Some(6), false, 0, 10), Some((0, 10)));
+        // A checkpoint before the log start: from the log start.
+        assert_eq!(restore_range(Some(1), true, 4, 10), Some((4, 10)));
+        // Current already, or an empty changelog.
+        assert_eq!(restore_range(Some(9), true, 0, 10), None);
+        assert_eq!(restore_range(None, true, 0, 0), None);
+    }
+}
