@@ -466,6 +466,192 @@ store_latency!(
     "remove"
 );
 
+// RocksDB stores: Kafka Streams' property-based RocksDB metrics (KIP-607),
+// read from RocksDB's own properties. Gauges, refreshed when the store is
+// opened and at its flushes (every commit, before the memtables are written
+// out), at most once a second: Kafka Streams reads them when they are read. Summed over the column families of
+// the store (a window or session store's segments included), as Kafka
+// Streams sums them over segments; the block cache ones are the cache's, so
+// stores sharing one cache (bounded memory) report the same figure.
+
+macro_rules! rocksdb_property {
+    ($(#[$doc:meta])* $id:ident, $prom:literal, $kafka:literal, $help:literal) => {
+        $(#[$doc])*
+        pub const $id: MetricDef = gauge(
+            concat!("kstreams_rocksdb_", $prom),
+            $help,
+            STORE_LABELS,
+            concat!("stream-state-metrics: ", $kafka),
+        );
+    };
+}
+
+rocksdb_property!(
+    /// `rocksdb.num-immutable-mem-table`.
+    ROCKSDB_NUM_IMMUTABLE_MEM_TABLE,
+    "num_immutable_mem_table",
+    "num-immutable-mem-table",
+    "Immutable memtables of a RocksDB store not yet flushed."
+);
+rocksdb_property!(
+    /// `rocksdb.cur-size-active-mem-table`.
+    ROCKSDB_CUR_SIZE_ACTIVE_MEM_TABLE,
+    "cur_size_active_mem_table_bytes",
+    "cur-size-active-mem-table",
+    "Approximate bytes of a RocksDB store's active memtables."
+);
+rocksdb_property!(
+    /// `rocksdb.cur-size-all-mem-tables`.
+    ROCKSDB_CUR_SIZE_ALL_MEM_TABLES,
+    "cur_size_all_mem_tables_bytes",
+    "cur-size-all-mem-tables",
+    "Approximate bytes of a RocksDB store's active and unflushed immutable memtables."
+);
+rocksdb_property!(
+    /// `rocksdb.size-all-mem-tables`.
+    ROCKSDB_SIZE_ALL_MEM_TABLES,
+    "size_all_mem_tables_bytes",
+    "size-all-mem-tables",
+    "Approximate bytes of all of a RocksDB store's memtables (active, unflushed and pinned immutable)."
+);
+rocksdb_property!(
+    /// `rocksdb.num-entries-active-mem-table`.
+    ROCKSDB_NUM_ENTRIES_ACTIVE_MEM_TABLE,
+    "num_entries_active_mem_table",
+    "num-entries-active-mem-table",
+    "Entries in a RocksDB store's active memtables."
+);
+rocksdb_property!(
+    /// `rocksdb.num-entries-imm-mem-tables`.
+    ROCKSDB_NUM_ENTRIES_IMM_MEM_TABLES,
+    "num_entries_imm_mem_tables",
+    "num-entries-imm-mem-tables",
+    "Entries in a RocksDB store's unflushed immutable memtables."
+);
+rocksdb_property!(
+    /// `rocksdb.num-deletes-active-mem-table`.
+    ROCKSDB_NUM_DELETES_ACTIVE_MEM_TABLE,
+    "num_deletes_active_mem_table",
+    "num-deletes-active-mem-table",
+    "Delete entries in a RocksDB store's active memtables."
+);
+rocksdb_property!(
+    /// `rocksdb.num-deletes-imm-mem-tables`.
+    ROCKSDB_NUM_DELETES_IMM_MEM_TABLES,
+    "num_deletes_imm_mem_tables",
+    "num-deletes-imm-mem-tables",
+    "Delete entries in a RocksDB store's unflushed immutable memtables."
+);
+rocksdb_property!(
+    /// `rocksdb.mem-table-flush-pending`.
+    ROCKSDB_MEM_TABLE_FLUSH_PENDING,
+    "mem_table_flush_pending",
+    "mem-table-flush-pending",
+    "Column families of a RocksDB store with a memtable flush pending (1 each)."
+);
+rocksdb_property!(
+    /// `rocksdb.num-running-flushes`.
+    ROCKSDB_NUM_RUNNING_FLUSHES,
+    "num_running_flushes",
+    "num-running-flushes",
+    "Memtable flushes of a RocksDB store running now."
+);
+rocksdb_property!(
+    /// `rocksdb.compaction-pending`.
+    ROCKSDB_COMPACTION_PENDING,
+    "compaction_pending",
+    "compaction-pending",
+    "Column families of a RocksDB store with a compaction pending (1 each)."
+);
+rocksdb_property!(
+    /// `rocksdb.num-running-compactions`.
+    ROCKSDB_NUM_RUNNING_COMPACTIONS,
+    "num_running_compactions",
+    "num-running-compactions",
+    "Compactions of a RocksDB store running now."
+);
+rocksdb_property!(
+    /// `rocksdb.estimate-pending-compaction-bytes`.
+    ROCKSDB_ESTIMATE_PENDING_COMPACTION_BYTES,
+    "estimate_pending_compaction_bytes",
+    "estimate-pending-compaction-bytes",
+    "Estimated bytes compaction has to rewrite to settle a RocksDB store's levels."
+);
+rocksdb_property!(
+    /// `rocksdb.total-sst-files-size`.
+    ROCKSDB_TOTAL_SST_FILES_SIZE,
+    "total_sst_files_size_bytes",
+    "total-sst-files-size",
+    "Bytes of all SST files of a RocksDB store, obsolete ones included."
+);
+rocksdb_property!(
+    /// `rocksdb.live-sst-files-size`.
+    ROCKSDB_LIVE_SST_FILES_SIZE,
+    "live_sst_files_size_bytes",
+    "live-sst-files-size",
+    "Bytes of the SST files of a RocksDB store's current version."
+);
+rocksdb_property!(
+    /// `rocksdb.num-live-versions`.
+    ROCKSDB_NUM_LIVE_VERSIONS,
+    "num_live_versions",
+    "num-live-versions",
+    "Live versions of a RocksDB store (more than one: iterators or compactions hold old files)."
+);
+rocksdb_property!(
+    /// `rocksdb.block-cache-capacity`.
+    ROCKSDB_BLOCK_CACHE_CAPACITY,
+    "block_cache_capacity_bytes",
+    "block-cache-capacity",
+    "Capacity of a RocksDB store's block cache (the shared cache's under bounded memory)."
+);
+rocksdb_property!(
+    /// `rocksdb.block-cache-usage`.
+    ROCKSDB_BLOCK_CACHE_USAGE,
+    "block_cache_usage_bytes",
+    "block-cache-usage",
+    "Bytes in a RocksDB store's block cache (the shared cache's under bounded memory, memtables \
+     charged to it included)."
+);
+rocksdb_property!(
+    /// `rocksdb.block-cache-pinned-usage`.
+    ROCKSDB_BLOCK_CACHE_PINNED_USAGE,
+    "block_cache_pinned_usage_bytes",
+    "block-cache-pinned-usage",
+    "Bytes of a RocksDB store's block cache pinned by readers (the shared cache's under bounded \
+     memory)."
+);
+rocksdb_property!(
+    /// `rocksdb.estimate-num-keys`.
+    ROCKSDB_ESTIMATE_NUM_KEYS,
+    "estimate_num_keys",
+    "estimate-num-keys",
+    "Estimated keys in a RocksDB store (its offsets column family included)."
+);
+rocksdb_property!(
+    /// `rocksdb.estimate-table-readers-mem`.
+    ROCKSDB_ESTIMATE_TABLE_READERS_MEM,
+    "estimate_table_readers_mem_bytes",
+    "estimate-table-readers-mem",
+    "Estimated bytes a RocksDB store uses to read SST files outside the block cache (index and \
+     filter blocks when not cached)."
+);
+rocksdb_property!(
+    /// `rocksdb.background-errors`.
+    ROCKSDB_BACKGROUND_ERRORS,
+    "background_errors",
+    "background-errors",
+    "Background errors (flush, compaction) of a RocksDB store since it was opened."
+);
+/// `rocksdb.estimate-live-data-size`: not among Kafka Streams' metrics; the
+/// size of the state a store would restore.
+pub const ROCKSDB_ESTIMATE_LIVE_DATA_SIZE: MetricDef = gauge(
+    "kstreams_rocksdb_estimate_live_data_size_bytes",
+    "Estimated bytes of live data in a RocksDB store's SST files.",
+    STORE_LABELS,
+    "",
+);
+
 /// Every metric kstreams defines.
 pub const ALL: &[&MetricDef] = &[
     &THREAD_POLL_LATENCY,
@@ -503,4 +689,27 @@ pub const ALL: &[&MetricDef] = &[
     &STATE_FLUSH_LATENCY,
     &STATE_FETCH_LATENCY,
     &STATE_REMOVE_LATENCY,
+    &ROCKSDB_NUM_IMMUTABLE_MEM_TABLE,
+    &ROCKSDB_CUR_SIZE_ACTIVE_MEM_TABLE,
+    &ROCKSDB_CUR_SIZE_ALL_MEM_TABLES,
+    &ROCKSDB_SIZE_ALL_MEM_TABLES,
+    &ROCKSDB_NUM_ENTRIES_ACTIVE_MEM_TABLE,
+    &ROCKSDB_NUM_ENTRIES_IMM_MEM_TABLES,
+    &ROCKSDB_NUM_DELETES_ACTIVE_MEM_TABLE,
+    &ROCKSDB_NUM_DELETES_IMM_MEM_TABLES,
+    &ROCKSDB_MEM_TABLE_FLUSH_PENDING,
+    &ROCKSDB_NUM_RUNNING_FLUSHES,
+    &ROCKSDB_COMPACTION_PENDING,
+    &ROCKSDB_NUM_RUNNING_COMPACTIONS,
+    &ROCKSDB_ESTIMATE_PENDING_COMPACTION_BYTES,
+    &ROCKSDB_TOTAL_SST_FILES_SIZE,
+    &ROCKSDB_LIVE_SST_FILES_SIZE,
+    &ROCKSDB_NUM_LIVE_VERSIONS,
+    &ROCKSDB_BLOCK_CACHE_CAPACITY,
+    &ROCKSDB_BLOCK_CACHE_USAGE,
+    &ROCKSDB_BLOCK_CACHE_PINNED_USAGE,
+    &ROCKSDB_ESTIMATE_NUM_KEYS,
+    &ROCKSDB_ESTIMATE_TABLE_READERS_MEM,
+    &ROCKSDB_BACKGROUND_ERRORS,
+    &ROCKSDB_ESTIMATE_LIVE_DATA_SIZE,
 ];

@@ -28,6 +28,9 @@ mod metrics;
 mod ported_config;
 mod regrouped_aggregations;
 mod restore_listener;
+// Bounds RocksDB stores' memory (Stores::persistent_* by default).
+#[cfg(feature = "rocksdb")]
+mod rocksdb_memory;
 mod stateless;
 // Opens RocksDB stores by name (Stores::persistent_*).
 #[cfg(feature = "rocksdb")]

@@ -118,6 +118,8 @@ pub struct StoreContext {
     metrics: Option<MetricsRegistry>,
     #[cfg(feature = "rocksdb")]
     rocksdb: crate::rocks_settings::RocksDbSettings,
+    #[cfg(feature = "rocksdb")]
+    rocksdb_metrics: Option<MetricsRegistry>,
 }
 
 impl std::fmt::Debug for StoreContext {
@@ -152,6 +154,8 @@ impl StoreContext {
             metrics: None,
             #[cfg(feature = "rocksdb")]
             rocksdb: crate::rocks_settings::RocksDbSettings::default(),
+            #[cfg(feature = "rocksdb")]
+            rocksdb_metrics: None,
         }
     }
 
@@ -184,10 +188,22 @@ impl StoreContext {
         self
     }
 
-    /// RocksDB options for the task's persistent stores.
+    /// RocksDB options for the task's persistent stores: the application's
+    /// config setter and the instance's shared memory bounds.
     #[cfg(feature = "rocksdb")]
     pub fn with_rocksdb(mut self, settings: crate::rocks_settings::RocksDbSettings) -> Self {
         self.rocksdb = settings;
+        self
+    }
+
+    /// The task's RocksDB stores expose Kafka Streams' RocksDB property
+    /// metrics (KIP-607: memtables, block cache, SST files, compactions,
+    /// estimated keys) in `registry`, labelled with their metrics scope,
+    /// name and this task's id. They are INFO metrics in Kafka Streams, so
+    /// apart from [`StoreContext::with_metrics`] (DEBUG latencies).
+    #[cfg(feature = "rocksdb")]
+    pub fn with_rocksdb_metrics(mut self, registry: MetricsRegistry) -> Self {
+        self.rocksdb_metrics = Some(registry);
         self
     }
 
@@ -261,5 +277,10 @@ impl StoreContext {
     #[cfg(feature = "rocksdb")]
     pub(crate) fn rocksdb(&self) -> &crate::rocks_settings::RocksDbSettings {
         &self.rocksdb
+    }
+
+    #[cfg(feature = "rocksdb")]
+    pub(crate) fn rocksdb_metrics(&self) -> Option<&MetricsRegistry> {
+        self.rocksdb_metrics.as_ref()
     }
 }

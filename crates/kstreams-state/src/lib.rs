@@ -74,6 +74,8 @@ mod restore;
 #[cfg(feature = "rocksdb")]
 mod rocks;
 #[cfg(feature = "rocksdb")]
+mod rocks_metrics;
+#[cfg(feature = "rocksdb")]
 mod rocks_settings;
 mod session;
 mod shared;

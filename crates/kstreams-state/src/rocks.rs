@@ -37,6 +37,7 @@ use rocksdb::{
 
 use crate::engine::backend::{prefix_successor, BytesIter, DirLayout, Keyspaces, ValueFamily};
 use crate::pending_writes::{PendingWrites, MAX_HELD_BYTES};
+use crate::rocks_metrics::PropertyMetrics;
 use crate::rocks_settings::RocksDbSettings;
 use crate::{Error, RecordedOffset, StoreContext};
 
@@ -65,6 +66,9 @@ const MOVE_BATCH: usize = 10_000;
 /// store); the others are key prefixes in the segments family.
 pub(crate) struct RocksKeyspaces {
     layout: DirLayout,
+    /// Kafka Streams' metrics scope of the store (`rocksdb`,
+    /// `rocksdb-window`, `rocksdb-session`): its metrics' `store_type`.
+    scope: &'static str,
     name: String,
     db: Option<DB>,
     options: Options,
@@ -81,6 +85,9 @@ pub(crate) struct RocksKeyspaces {
     /// absent when it was opened): only then do its offsets describe its
     /// data.
     closed_cleanly: bool,
+    /// Its RocksDB property metrics while open, when the task has a
+    /// registry for them. Declared after `db`: dropped with it.
+    property_metrics: Option<PropertyMetrics>,
 }
 
 /// A keyspace's column family in an open database.
@@ -148,11 +155,12 @@ fn parse_cf_name(name: &str) -> Option<i64> {
 }
 
 impl RocksKeyspaces {
-    pub(crate) fn new(layout: DirLayout) -> Self {
+    pub(crate) fn new(layout: DirLayout, scope: &'static str) -> Self {
         let mut write = WriteOptions::default();
         write.disable_wal(true);
         RocksKeyspaces {
             layout,
+            scope,
             name: String::new(),
             db: None,
             options: Options::default(),
@@ -162,6 +170,29 @@ impl RocksKeyspaces {
             pending: RefCell::new(PendingWrites::default()),
             settings: RocksDbSettings::default(),
             closed_cleanly: false,
+            property_metrics: None,
+        }
+    }
+
+    /// The column families open besides `default`.
+    fn named_families(db: &DB) -> Vec<&ColumnFamily> {
+        [TIMESTAMPED_FAMILY, SEGMENTS_FAMILY, OFFSETS_FAMILY]
+            .into_iter()
+            .filter_map(|family| db.cf_handle(family))
+            .collect()
+    }
+
+    /// Sets the property metrics from RocksDB: at open (`now`), else
+    /// unless they were set less than a second ago.
+    fn refresh_metrics(&mut self, now: bool) {
+        let (Some(db), Some(metrics)) = (&self.db, &mut self.property_metrics) else {
+            return;
+        };
+        let families = Self::named_families(db);
+        if now {
+            metrics.read_at_open(db, &families);
+        } else {
+            metrics.refresh(db, &families);
         }
     }
 
@@ -529,8 +560,13 @@ impl Keyspaces for RocksKeyspaces {
         self.options.create_missing_column_families(true);
         let existing = DB::list_cf(&self.options, &path).unwrap_or_default();
         let families = self.families_to_open(&existing, &path)?;
-        let descriptors: Vec<ColumnFamilyDescriptor> = families
-            .iter()
+        // `default` too: the `rocksdb` crate opens an unlisted `default`
+        // with RocksDB's own options (a 32 MiB cache of its own, level
+        // compaction, 64 MiB memtables), which would leave a plain store's
+        // data outside Kafka Streams' defaults, the config setter and the
+        // bounded memory.
+        let descriptors: Vec<ColumnFamilyDescriptor> = std::iter::once(DEFAULT_FAMILY)
+            .chain(families.iter().map(String::as_str))
             .map(|n| ColumnFamilyDescriptor::new(n, self.options.clone()))
             .collect();
         let mut db = DB::open_cf_descriptors(&self.options, &path, descriptors)
@@ -539,7 +575,17 @@ impl Keyspaces for RocksKeyspaces {
         self.convert_segment_families(&mut db, &existing)?;
         self.spaces = self.stored_keyspaces(&db)?;
         self.db = Some(db);
-        self.mark_open()
+        self.mark_open()?;
+        if let Some(registry) = context.rocksdb_metrics() {
+            self.property_metrics = Some(PropertyMetrics::new(
+                registry,
+                self.scope,
+                store,
+                context.task_id(),
+            ));
+            self.refresh_metrics(true);
+        }
+        Ok(())
     }
 
     fn is_open(&self) -> bool {
@@ -719,16 +765,17 @@ impl Keyspaces for RocksKeyspaces {
     fn flush(&mut self) -> Result<(), Error> {
         // Nothing is held once closed: writes are held only while open.
         self.write_pending()?;
+        // Before the memtables are written out: what they held between
+        // two commits is what an operator needs to see.
+        self.refresh_metrics(false);
         let Some(db) = &self.db else {
             return Ok(());
         };
         let mut opts = FlushOptions::default();
         opts.set_wait(true);
         db.flush_opt(&opts).map_err(|e| self.err(e))?;
-        for family in [TIMESTAMPED_FAMILY, SEGMENTS_FAMILY, OFFSETS_FAMILY] {
-            if let Some(cf) = db.cf_handle(family) {
-                db.flush_cf_opt(cf, &opts).map_err(|e| self.err(e))?;
-            }
+        for cf in Self::named_families(db) {
+            db.flush_cf_opt(cf, &opts).map_err(|e| self.err(e))?;
         }
         Ok(())
     }
@@ -750,6 +797,7 @@ impl Keyspaces for RocksKeyspaces {
                 .map_err(|e| self.err(e))?;
             }
         }
+        self.property_metrics = None;
         if self.db.take().is_some() {
             if let Some(setter) = &self.settings.config_setter {
                 setter.close(&self.name);
@@ -813,7 +861,7 @@ mod tests {
     fn shared_across_threads<T: Send + Sync + Clone>() {}
 
     fn opened(dir: &Path, layout: DirLayout) -> RocksKeyspaces {
-        let mut store = RocksKeyspaces::new(layout);
+        let mut store = RocksKeyspaces::new(layout, "rocksdb");
         let context = StoreContext::new("app", "0_0", 0).with_task_directory(dir);
         store.open("held", &context).unwrap();
         store

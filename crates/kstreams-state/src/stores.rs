@@ -61,6 +61,9 @@ fn millis(d: Duration) -> Timestamp {
 trait OnBackend {
     /// The engine trait object the supplier hands out.
     type Store: ?Sized;
+    /// What kind of store it is, for its metrics scope.
+    #[cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
+    const KIND: Kind;
     /// Where the RocksDB backend keeps its files, and how.
     #[cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
     fn layout(&self) -> DirLayout;
@@ -72,7 +75,10 @@ fn engine_on<S: OnBackend>(supplier: &S, engine: Engine) -> Box<S::Store> {
     match engine {
         Engine::InMemory => supplier.on(MemoryKeyspaces::default()),
         #[cfg(feature = "rocksdb")]
-        Engine::RocksDb => supplier.on(crate::rocks::RocksKeyspaces::new(supplier.layout())),
+        Engine::RocksDb => supplier.on(crate::rocks::RocksKeyspaces::new(
+            supplier.layout(),
+            engine.scope(S::KIND),
+        )),
     }
 }
 
@@ -84,6 +90,7 @@ struct KvSupplier {
 
 impl OnBackend for KvSupplier {
     type Store = dyn KeyValueBytesStore;
+    const KIND: Kind = Kind::KeyValue;
     fn layout(&self) -> DirLayout {
         DirLayout::KeyValue(self.family)
     }
@@ -115,6 +122,7 @@ struct WindowSupplier {
 
 impl OnBackend for WindowSupplier {
     type Store = dyn WindowBytesStore;
+    const KIND: Kind = Kind::Window;
     fn layout(&self) -> DirLayout {
         DirLayout::Segmented
     }
@@ -160,6 +168,7 @@ struct SessionSupplier {
 
 impl OnBackend for SessionSupplier {
     type Store = dyn SessionBytesStore;
+    const KIND: Kind = Kind::Session;
     fn layout(&self) -> DirLayout {
         DirLayout::Segmented
     }
@@ -196,6 +205,7 @@ struct VersionedSupplier {
 
 impl OnBackend for VersionedSupplier {
     type Store = dyn VersionedBytesStore;
+    const KIND: Kind = Kind::KeyValue;
     fn layout(&self) -> DirLayout {
         DirLayout::Versioned
     }

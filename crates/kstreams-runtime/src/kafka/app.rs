@@ -291,6 +291,12 @@ impl KafkaStreams {
             return Err(RuntimeError::IllegalState(state));
         }
         self.config.validate()?;
+        // Once per instance: its stores share what it makes (the bounded
+        // cache), across retried starts too.
+        #[cfg(feature = "rocksdb")]
+        if self.instance.rocksdb.is_none() {
+            self.instance.rocksdb = Some(self.config.rocksdb.instance_settings()?);
+        }
         if self.config.application_server.is_some()
             && self.config.group_protocol() != super::config::GroupProtocol::Streams
         {
@@ -325,11 +331,9 @@ impl KafkaStreams {
         self.shared.transition(State::Rebalancing);
         // Global tables are loaded whole before any stream thread runs, so
         // no record is joined against a half-loaded global table.
-        if let Some(updater) = super::global::GlobalUpdater::load(
-            &self.topology,
-            &self.config,
-            &self.instance.restore_board,
-        )? {
+        if let Some(updater) =
+            super::global::GlobalUpdater::load(&self.topology, &self.config, &self.instance)?
+        {
             let shared = self.shared.clone();
             let name = format!("{}-GlobalStreamThread", self.config.application_id);
             let handle = std::thread::Builder::new()

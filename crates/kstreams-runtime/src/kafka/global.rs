@@ -23,7 +23,7 @@ use rdkafka::{Message, Offset, TopicPartitionList};
 
 use super::clients;
 use super::config::StreamsConfig;
-use super::restore_progress::RestoreBoard;
+use super::instance::Instance;
 use super::restore_progress::{RestoreKind, RestoreReporter};
 use super::RuntimeError;
 use crate::kafka::client_error::ClientResult;
@@ -101,8 +101,9 @@ impl GlobalUpdater {
     pub(super) fn load(
         topology: &Topology,
         config: &StreamsConfig,
-        restore_board: &RestoreBoard,
+        instance: &Instance,
     ) -> Result<Option<Self>, RuntimeError> {
+        let restore_board = &instance.restore_board;
         if topology.global_stores().is_empty() {
             return Ok(None);
         }
@@ -146,10 +147,13 @@ impl GlobalUpdater {
             }
             // Without the `rocksdb` feature no global store wants persistence
             // (building the topology refuses StoreType::RocksDb): nothing to open.
+            // With the instance's config setter, and its shared cache under
+            // bounded memory, as the task stores.
             #[cfg(feature = "rocksdb")]
             for store in stores.values() {
                 let path = locked.path().join("rocksdb").join(store.name());
-                store.open_persistent(&path, &kstreams_state::RocksDbSettings::default())?;
+                let settings = instance.rocksdb.clone().unwrap_or_default();
+                store.open_persistent(&path, &settings)?;
             }
             directory = Some(locked);
         }

@@ -32,4 +32,9 @@ pub(crate) struct Instance {
     /// The runtime for async calls, started with the first task that has an
     /// async processor.
     pub(crate) async_executor: AsyncExecutor,
+    /// What every RocksDB store of the instance opens with: the config
+    /// setter, and under bounded memory the one block cache and write buffer
+    /// manager all the stores share. Made at the first `start`.
+    #[cfg(feature = "rocksdb")]
+    pub(crate) rocksdb: Option<kstreams_state::RocksDbSettings>,
 }

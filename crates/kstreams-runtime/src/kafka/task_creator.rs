@@ -54,6 +54,10 @@ pub(crate) struct TaskCreator {
     changelog_collector: Rc<ChangelogCollector>,
     /// The thread's cache, shared by the caching stores of all its tasks.
     thread_cache: Rc<kstreams_state::ThreadCache>,
+    /// What the instance's RocksDB stores open with (its config setter,
+    /// the block cache and write buffer manager they share when bounded).
+    #[cfg(feature = "rocksdb")]
+    rocksdb: Option<kstreams_state::RocksDbSettings>,
     /// Per changelog partition of the thread's tasks, the offset its store
     /// reached when restored: what a checkpoint records for a store that
     /// has not written since.
@@ -66,7 +70,10 @@ impl TaskCreator {
         thread: &str,
         config: &StreamsConfig,
         topology: Arc<Topology>,
+        instance: &super::instance::Instance,
     ) -> Result<Self, RuntimeError> {
+        #[cfg(not(feature = "rocksdb"))]
+        let _ = instance;
         let state_dir = StateDirectory::new(&config.state_dir, &config.application_id)?;
         Ok(Self {
             thread: thread.to_string(),
@@ -79,6 +86,8 @@ impl TaskCreator {
                 config.task_config().cache_max_bytes,
             )),
             restored: HashMap::new(),
+            #[cfg(feature = "rocksdb")]
+            rocksdb: instance.rocksdb.clone(),
         })
     }
 
@@ -124,6 +133,15 @@ impl TaskCreator {
         // reads the clock twice.
         if self.config.metrics_recording_level >= RecordingLevel::Debug {
             stores = stores.with_metrics(self.config.metrics.clone());
+        }
+        // The instance's RocksDB settings (config setter, shared bounded
+        // cache); its property metrics are INFO in Kafka Streams (KIP-607).
+        #[cfg(feature = "rocksdb")]
+        {
+            let rocksdb = self.rocksdb.clone().unwrap_or_default();
+            stores = stores
+                .with_rocksdb(rocksdb)
+                .with_rocksdb_metrics(self.config.metrics.clone());
         }
         if let Some(directory) = directory {
             stores = stores.with_task_directory(directory.path());

@@ -224,7 +224,7 @@ impl TaskManager {
                 &topology,
                 &config.application_id,
             ),
-            creator: TaskCreator::new(thread, config, topology)?,
+            creator: TaskCreator::new(thread, config, topology, instance)?,
             updater: StateUpdater::new(thread, config, instance.restore_board.clone()),
             restoring: FxHashMap::default(),
             holds: PartitionHolds::default(),

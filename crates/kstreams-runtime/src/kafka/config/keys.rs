@@ -564,6 +564,26 @@ pub(super) static KEYS: &[ConfigKey] = &[
     ),
     // kstreams' own keys.
     ConfigKey::kstreams(
+        super::rocksdb::BOUNDED_MEMORY_BYTES,
+        "The bytes of block cache, index and filter blocks and memtables all RocksDB stores of \
+         an instance share (Kafka Streams' BoundedMemoryRocksDBConfig); 0: each store has \
+         Kafka Streams' defaults.",
+        |c, s| {
+            c.rocksdb
+                .set_bounded_bytes(s.trimmed().parse("bytes, a whole number >= 0")?);
+            Ok(())
+        },
+    ),
+    ConfigKey::kstreams(
+        super::rocksdb::BOUNDED_MEMTABLE_BYTES,
+        "The part of kstreams.rocksdb.bounded.memory.bytes memtables may take; default half.",
+        |c, s| {
+            c.rocksdb
+                .set_memtable_bytes(s.trimmed().parse("bytes, a whole number >= 0")?);
+            Ok(())
+        },
+    ),
+    ConfigKey::kstreams(
         "kstreams.http.address",
         "Where kstreams-http's server listens when started from the configuration; empty: \
          nowhere.",
@@ -793,11 +813,15 @@ pub(super) static KEYS: &[ConfigKey] = &[
         "kstreams has no interactive queries, and without transactional state stores Kafka \
          Streams ignores it too",
     ),
-    ConfigKey::refused(
-        "rocksdb.config.setter",
-        "A class that sets the RocksDB options of each store.",
-        "RocksDB options are set in code (kstreams_state::RocksDbSettings); the runtime does \
-         not take a setter from properties yet",
+    ConfigKey::implemented(
+        super::rocksdb::CONFIG_SETTER,
+        "The RocksDB config setter of every store: the name of one registered with \
+         StreamsConfig::register_rocksdb_config_setter (a class name finds the one registered \
+         by its last part), resolved at start.",
+        |c, s| {
+            c.rocksdb.set_setter_name(s.trimmed().non_empty()?);
+            Ok(())
+        },
     ),
     ConfigKey::no_effect(
         "state.cleanup.delay.ms",

@@ -34,6 +34,7 @@ mod kafka_names;
 mod keys;
 mod offset_reset;
 mod properties;
+mod rocksdb;
 mod validate;
 
 pub(crate) use client::KafkaClient;
@@ -63,10 +64,13 @@ pub enum ProcessingGuarantee {
 /// every client librdkafka scopes it to; `consumer.` overrides it for the
 /// consumers, and `main.consumer.`, `restore.consumer.`, `global.consumer.`,
 /// `producer.` and `admin.` override both for their client. Each key and
-/// value is checked against librdkafka when set. Java client settings with
-/// no librdkafka counterpart (`max.poll.records`, serializer classes,
-/// `sasl.jaas.config`, truststores) are logged once as ignored, with what to
-/// set instead. kstreams decides `bootstrap.servers`, `group.id`,
+/// value is checked against librdkafka when set. Java's security keys
+/// (`sasl.jaas.config`, `ssl.truststore.*`, `ssl.keystore.*`) are translated
+/// to librdkafka's for every client and the streams group member, and what
+/// cannot be (a JKS store) is an error naming the key (docs/security.md).
+/// Other Java client settings with no librdkafka counterpart
+/// (`max.poll.records`, serializer classes) are logged once as ignored, with
+/// what to set instead. kstreams decides `bootstrap.servers`, `group.id`,
 /// `client.id` and `enable.auto.commit` itself, and under exactly-once
 /// `isolation.level` and `transactional.id`.
 ///
@@ -174,6 +178,9 @@ pub struct StreamsConfig {
     /// `kstreams.async.drain.timeout.ms`: how long an exactly-once commit,
     /// a rebalance or a close waits for async calls in flight.
     pub(crate) async_drain_timeout: Duration,
+    /// `rocksdb.config.setter`, the setters registered for it and
+    /// `kstreams.rocksdb.bounded.*`.
+    pub(crate) rocksdb: rocksdb::RocksDbConfig,
 }
 
 impl std::fmt::Debug for StreamsConfig {
@@ -225,6 +232,7 @@ impl StreamsConfig {
             application_server: None,
             async_limits: Default::default(),
             async_drain_timeout: crate::async_runtime::DEFAULT_DRAIN_TIMEOUT,
+            rocksdb: Default::default(),
         }
     }
 
@@ -351,6 +359,102 @@ impl StreamsConfig {
     /// At-least-once or exactly-once.
     pub fn processing_guarantee(mut self, guarantee: ProcessingGuarantee) -> Self {
         self.processing_guarantee = guarantee;
+        self
+    }
+
+    /// The options hook of every RocksDB store of the application (Kafka
+    /// Streams' `rocksdb.config.setter`, given as an object): called for
+    /// each store the instance opens, after Kafka Streams' defaults and the
+    /// bounded-memory settings, so what it sets wins. It replaces a setter
+    /// named by `rocksdb.config.setter` before, and one named after
+    /// replaces it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use kstreams_runtime::kafka::StreamsConfig;
+    /// use kstreams_state::rocksdb::{BlockBasedOptions, Options};
+    /// use kstreams_state::RocksDbConfigSetter;
+    ///
+    /// struct LargerBlocks;
+    /// impl RocksDbConfigSetter for LargerBlocks {
+    ///     fn set_config(&self, _store: &str, _options: &mut Options, table: &mut BlockBasedOptions) {
+    ///         table.set_block_size(16 * 1024);
+    ///     }
+    /// }
+    ///
+    /// let config = StreamsConfig::new("counts", "localhost:9092")
+    ///     .rocksdb_config_setter(Arc::new(LargerBlocks));
+    /// ```
+    #[cfg(feature = "rocksdb")]
+    pub fn rocksdb_config_setter(
+        mut self,
+        setter: std::sync::Arc<dyn kstreams_state::RocksDbConfigSetter>,
+    ) -> Self {
+        self.rocksdb.set_setter(setter);
+        self
+    }
+
+    /// Registers `setter` under `name`, for `rocksdb.config.setter=<name>`
+    /// in properties to pick it (a Java class can't be loaded: the key
+    /// names a setter written in Rust). A class name finds the setter
+    /// registered by its last part, so a Kafka Streams properties file's
+    /// `rocksdb.config.setter=com.example.BoundedMemoryRocksDBConfig` works
+    /// unchanged once the port is registered as `BoundedMemoryRocksDBConfig`.
+    /// The name is looked up by `KafkaStreams::start`, which fails with a
+    /// [`ConfigError`] naming the key if nothing is registered under it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use kstreams_runtime::kafka::StreamsConfig;
+    /// use kstreams_state::rocksdb::{BlockBasedOptions, Options};
+    /// use kstreams_state::RocksDbConfigSetter;
+    ///
+    /// struct FewerMemtables;
+    /// impl RocksDbConfigSetter for FewerMemtables {
+    ///     fn set_config(&self, _store: &str, options: &mut Options, _table: &mut BlockBasedOptions) {
+    ///         options.set_max_write_buffer_number(2);
+    ///     }
+    /// }
+    ///
+    /// let config = StreamsConfig::from_properties([
+    ///     ("application.id", "counts"),
+    ///     ("bootstrap.servers", "localhost:9092"),
+    ///     ("rocksdb.config.setter", "com.example.FewerMemtables"),
+    /// ])
+    /// .unwrap()
+    /// .register_rocksdb_config_setter("FewerMemtables", Arc::new(FewerMemtables));
+    /// ```
+    #[cfg(feature = "rocksdb")]
+    pub fn register_rocksdb_config_setter(
+        mut self,
+        name: impl Into<String>,
+        setter: std::sync::Arc<dyn kstreams_state::RocksDbConfigSetter>,
+    ) -> Self {
+        self.rocksdb.register(name.into(), setter);
+        self
+    }
+
+    /// Bounds the memory of all RocksDB stores of each instance together,
+    /// as Kafka Streams' `BoundedMemoryRocksDBConfig` recipe does: one
+    /// block cache of `total_bytes` shared by every store (task and global
+    /// stores, every segment), index and filter blocks cached in it with
+    /// high priority, and memtables charged to it through one write buffer
+    /// manager of `memtable_bytes`. Without it each store has Kafka
+    /// Streams' defaults: a 50 MiB block cache of its own and up to three
+    /// 16 MiB memtables per column family. Also set by
+    /// `kstreams.rocksdb.bounded.memory.bytes` and
+    /// `kstreams.rocksdb.bounded.memtable.bytes` (default: half the total).
+    ///
+    /// ```
+    /// use kstreams_runtime::kafka::StreamsConfig;
+    ///
+    /// // 256 MiB for every store of the instance, memtables at most 64 MiB of it.
+    /// let config = StreamsConfig::new("counts", "localhost:9092")
+    ///     .rocksdb_bounded_memory(256 << 20, 64 << 20);
+    /// ```
+    pub fn rocksdb_bounded_memory(mut self, total_bytes: usize, memtable_bytes: usize) -> Self {
+        self.rocksdb.set_bounded_bytes(total_bytes);
+        self.rocksdb.set_memtable_bytes(memtable_bytes);
         self
     }
 
