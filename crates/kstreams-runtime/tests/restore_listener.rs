@@ -16,7 +16,8 @@ use kstreams_embedded::rdkafka::ClientConfig;
 use kstreams_embedded::EmbeddedKafka;
 use kstreams_record::{I64Serde, Nullable, StringSerde};
 use kstreams_runtime::kafka::{
-    KafkaStreams, RuntimeError, State, StateRestoreListener, StreamsConfig, TopicPartition,
+    KafkaStreams, ProcessingGuarantee, RuntimeError, State, StateRestoreListener, StreamsConfig,
+    TopicPartition,
 };
 
 const APP: &str = "restore-listener";
@@ -334,6 +335,11 @@ impl StateRestoreListener for SlowListener {
 
 /// The latest count per key in `topic`, read from the start to its end.
 fn latest_counts(bootstrap: &str, topic: &str) -> BTreeMap<String, i64> {
+    latest_counts_of(bootstrap, topic, PARTITIONS)
+}
+
+/// [`latest_counts`] of a topic of `partitions` partitions.
+fn latest_counts_of(bootstrap: &str, topic: &str, partitions: i32) -> BTreeMap<String, i64> {
     use kstreams_embedded::rdkafka::consumer::{BaseConsumer, Consumer};
     use kstreams_embedded::rdkafka::{Message, Offset, TopicPartitionList};
     let consumer: BaseConsumer = ClientConfig::new()
@@ -344,7 +350,7 @@ fn latest_counts(bootstrap: &str, topic: &str) -> BTreeMap<String, i64> {
         .unwrap();
     let mut tpl = TopicPartitionList::new();
     let mut ends = BTreeMap::new();
-    for p in 0..PARTITIONS {
+    for p in 0..partitions {
         tpl.add_partition_offset(topic, p, Offset::Beginning)
             .unwrap();
         let (_, high) = consumer
@@ -516,4 +522,121 @@ fn a_restore_longer_than_the_poll_interval_runs_once_while_restored_tasks_proces
         2.0,
         "a task was lost and created again\n{metrics}"
     );
+}
+
+/// A restore stopped part-way (here the application closes; a revocation
+/// or a lost partition takes the same path) resumes from what it had
+/// restored, not from the start: the restoring task closes clean, its store
+/// flushed and checkpointed at the last record applied.
+fn an_interrupted_restore_resumes_from_its_checkpoint(guarantee: ProcessingGuarantee) {
+    const EVENTS: &str = "events";
+    const OUT: &str = "event-counts";
+    const RECORDS: usize = 100_000;
+    let app = match guarantee {
+        ProcessingGuarantee::ExactlyOnceV2 => "restore-resume-eos",
+        _ => "restore-resume",
+    };
+    let kafka = EmbeddedKafka::start(1).unwrap();
+    let bootstrap = kafka.bootstrap_servers();
+    let changelog = format!("{app}-counts-changelog");
+    for topic in [EVENTS, OUT, &changelog] {
+        kafka.create_topic(topic, 1, 1).unwrap();
+    }
+    let count_value = |i: usize| (i as i64).to_be_bytes().to_vec();
+    let k = |i: usize| format!("k{i}");
+    produce_to(&bootstrap, &changelog, k, RECORDS, count_value, |_| 0);
+    let topology = || {
+        let builder = StreamsBuilder::new();
+        builder
+            .stream_with(EVENTS, Consumed::with(StringSerde, StringSerde))
+            .group_by_key()
+            .count_with(None, Materialized::as_("counts"))
+            .to_stream()
+            .to_with(OUT, Produced::with(StringSerde, Nullable(I64Serde)));
+        builder.build().unwrap()
+    };
+    let state_dir = tempfile::tempdir().unwrap();
+    let config = || {
+        StreamsConfig::new(app, &bootstrap)
+            .commit_interval(Duration::from_millis(200))
+            .state_dir(state_dir.path())
+            .processing_guarantee(guarantee)
+    };
+    let partition = TopicPartition::new(&changelog, 0);
+    let key = ("counts".to_string(), partition.clone());
+
+    // First run: slowed down, closed a third of the way in.
+    let mut first = KafkaStreams::new(topology(), config());
+    let slow = Arc::new(SlowListener {
+        calls: Recorder::default(),
+        per_record: Duration::from_micros(40),
+        p0_ended: Mutex::new(None),
+    });
+    first
+        .set_global_state_restore_listener(slow.clone())
+        .unwrap();
+    first.start().unwrap();
+    let restored_so_far = || -> u64 {
+        let calls = slow.calls.0.lock().unwrap();
+        calls.get(&key).map_or(0, |calls| {
+            calls
+                .iter()
+                .map(|c| match c {
+                    Call::Batch(_, n) => *n,
+                    _ => 0,
+                })
+                .sum()
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while restored_so_far() < RECORDS as u64 / 3 {
+        assert!(Instant::now() < deadline, "the first run restored nothing");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(first.close(Duration::from_secs(30)));
+    let calls = slow.calls.0.lock().unwrap().get(&key).cloned().unwrap();
+    let Some(&Call::Suspended(suspended)) = calls.last() else {
+        panic!("the first run's restore was not suspended: {calls:?}");
+    };
+    assert!(
+        (1..RECORDS as u64).contains(&suspended),
+        "suspended after {suspended}"
+    );
+
+    // Second run: resumes after the last record the first applied.
+    let mut second = KafkaStreams::new(topology(), config());
+    let recorder = Arc::new(Recorder::default());
+    second
+        .set_global_state_restore_listener(recorder.clone())
+        .unwrap();
+    second.start().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while recorder.ended() < 1 || second.state() != State::Running {
+        assert!(
+            Instant::now() < deadline,
+            "{:?}",
+            recorder.0.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let resumed = recorder.0.lock().unwrap().get(&key).cloned().unwrap();
+    check_sequence("resumed", &resumed, suspended as i64, RECORDS as i64);
+    // The store has every record: k5's count goes on from 5.
+    let k5 = |_| "k5".to_string();
+    produce_to(&bootstrap, EVENTS, k5, 1, |_| b"e".to_vec(), |_| 0);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while latest_counts_of(&bootstrap, OUT, 1).get("k5") != Some(&6) {
+        assert!(Instant::now() < deadline, "k5 not counted on from 5");
+    }
+    assert!(second.close(Duration::from_secs(30)));
+}
+
+#[test]
+fn an_interrupted_restore_resumes_from_its_checkpoint_at_least_once() {
+    an_interrupted_restore_resumes_from_its_checkpoint(ProcessingGuarantee::AtLeastOnce);
+}
+
+#[test]
+fn an_interrupted_restore_resumes_from_its_checkpoint_exactly_once() {
+    an_interrupted_restore_resumes_from_its_checkpoint(ProcessingGuarantee::ExactlyOnceV2);
 }
