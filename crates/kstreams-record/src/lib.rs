@@ -9,6 +9,10 @@
 //! so a topic written by kstreams reads the same in Kafka Streams and the
 //! other way round.
 
+// One `unsafe` block, allowed where it is (serde.rs: a UTF-8 check not made
+// twice); anything else unsafe is an error.
+#![deny(unsafe_code)]
+
 mod byte_reader;
 mod headers;
 mod record;

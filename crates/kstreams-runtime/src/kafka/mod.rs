@@ -20,6 +20,7 @@ mod ffi;
 mod global;
 mod instance;
 mod local_metadata;
+mod offsets;
 mod outbox;
 mod partition_group;
 mod partitioner;

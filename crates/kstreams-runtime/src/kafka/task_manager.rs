@@ -22,12 +22,12 @@ use kstreams_dsl::__private::ConsumedRecord;
 use kstreams_dsl::{TaskId, Topology};
 use kstreams_metrics::{Counter, ThreadSensors};
 use kstreams_state::__private::TaskDirectory;
-use rdkafka::{Offset, TopicPartitionList};
 use rustc_hash::FxHashMap;
 
 use super::config::StreamsConfig;
 use super::instance::Instance;
 use super::local_metadata::{TaskMetadata, TaskPartition};
+use super::offsets::{Committed, Positions, ToCommit};
 use super::outbox::Outbox;
 use super::partition_group::PartitionGroup;
 use super::queries::{LocalStores, StoreInstance};
@@ -40,7 +40,6 @@ use super::state_updater::StateUpdater;
 use super::task_creator::{CreatedTask, TaskCreator};
 use super::topics::SourceTopicIndex;
 use super::RuntimeError;
-use crate::kafka::client_error::ClientResult;
 use crate::StreamTask;
 use kstreams_time::PartitionMetadata;
 
@@ -457,16 +456,16 @@ impl TaskManager {
     pub(super) fn assign(
         &mut self,
         assigned: &[Partition],
-        committed: Option<&TopicPartitionList>,
+        committed: &[Committed],
         mut bootstrap_end: impl FnMut(&str, i32) -> Option<(i64, i64)>,
     ) -> Result<(), RuntimeError> {
-        for e in committed.map(|c| c.elements()).unwrap_or_default() {
-            let key = (e.topic().to_string(), e.partition());
-            if let Offset::Offset(o) = e.offset() {
-                self.start_offsets.insert(key.clone(), o);
+        for c in committed {
+            if let Some(offset) = c.offset {
+                self.start_offsets.insert(c.partition.clone(), offset);
             }
-            if let Some(metadata) = PartitionMetadata::decode(e.metadata()) {
-                self.start_metadata.insert(key, metadata);
+            if let Some(metadata) = &c.metadata {
+                self.start_metadata
+                    .insert(c.partition.clone(), metadata.clone());
             }
         }
         for (topic, partition) in assigned {
@@ -751,14 +750,9 @@ impl TaskManager {
     /// end (`positions`: transaction markers are never handed out as
     /// records); the bootstrap progress reports progress as a restore
     /// does, and the task's end of bootstrap is logged here.
-    pub(super) fn track_bootstrap(&mut self, positions: &TopicPartitionList) {
-        let position = |topic: &str, partition: i32| match positions
-            .find_partition(topic, partition)
-            .map(|e| e.offset())
-        {
-            Some(Offset::Offset(o)) => Some(o),
-            _ => None,
-        };
+    pub(super) fn track_bootstrap(&mut self, positions: &Positions) {
+        let position =
+            |topic: &str, partition: i32| positions.get(&(topic.to_string(), partition)).copied();
         for (id, entry) in &mut self.tasks {
             let Some(began) = entry.bootstrap else {
                 continue;
@@ -907,8 +901,8 @@ impl TaskManager {
     /// The offsets to commit, each with Kafka Streams'
     /// `TopicPartitionMetadata`: its task's processed partition time and
     /// operators' metadata, so a restarted task resumes from them.
-    pub(super) fn offsets_to_commit(&self) -> Result<TopicPartitionList, RuntimeError> {
-        let mut tpl = TopicPartitionList::new();
+    pub(super) fn offsets_to_commit(&self) -> Vec<ToCommit> {
+        let mut offsets = Vec::with_capacity(self.processed.len());
         for ((topic, partition), offset) in &self.processed {
             let entry = self
                 .task_id(topic, *partition)
@@ -917,17 +911,20 @@ impl TaskManager {
             // crash it is read again from there.
             let unfinished = entry.and_then(|e| e.task.lowest_unfinished_offset(topic, *partition));
             let offset = unfinished.map_or(*offset, |lowest| lowest.min(*offset));
-            let mut element = tpl.add_partition(topic, *partition);
-            element.set_offset(Offset::Offset(offset)).client()?;
-            if let Some(entry) = entry {
-                let metadata = PartitionMetadata {
+            let metadata = entry.map(|entry| {
+                PartitionMetadata {
                     partition_time: entry.task.processed_partition_time(topic, *partition),
                     processor: entry.task.processor_metadata().clone(),
-                };
-                element.set_metadata(metadata.encode());
-            }
+                }
+                .encode()
+            });
+            offsets.push(ToCommit {
+                partition: (topic.clone(), *partition),
+                offset,
+                metadata,
+            });
         }
-        Ok(tpl)
+        offsets
     }
 
     /// Moves the offsets to commit up to the consumer's `positions` where a
@@ -942,17 +939,13 @@ impl TaskManager {
     /// Only partitions with a record processed since the tasks were last
     /// (re)built move: after a rewind the consumer's position is trusted
     /// once a record read from the rewound position went through.
-    pub(super) fn advance_to_positions(&mut self, positions: &TopicPartitionList) {
-        for e in positions.elements() {
-            let Offset::Offset(position) = e.offset() else {
+    pub(super) fn advance_to_positions(&mut self, positions: &Positions) {
+        for (key, &position) in positions {
+            let Some(&done) = self.processed.get(key) else {
                 continue;
             };
-            let key = (e.topic().to_string(), e.partition());
-            let Some(&done) = self.processed.get(&key) else {
-                continue;
-            };
-            if position > done && self.active_and_drained(e.topic(), e.partition()) {
-                self.processed.insert(key, position);
+            if position > done && self.active_and_drained(&key.0, key.1) {
+                self.processed.insert(key.clone(), position);
             }
         }
     }
@@ -1009,7 +1002,7 @@ impl TaskManager {
     /// transaction saw is processed again from scratch, from the committed
     /// partition times and operators' metadata. Restoring tasks hold
     /// committed changelog records only: they restore on.
-    pub(super) fn rewind(&mut self, committed: &TopicPartitionList) -> Result<(), RuntimeError> {
+    pub(super) fn rewind(&mut self, committed: &[Committed]) -> Result<(), RuntimeError> {
         self.forget_processed();
         for entry in self.restoring.values_mut() {
             entry.group.clear();
@@ -1045,19 +1038,20 @@ impl TaskManager {
                 }
             }
         }
-        for e in committed.elements() {
-            let Some(metadata) = PartitionMetadata::decode(e.metadata()) else {
+        for c in committed {
+            let Some(metadata) = &c.metadata else {
                 continue;
             };
-            let Some(id) = self.task_id(e.topic(), e.partition()) else {
+            let (topic, partition) = (&c.partition.0, c.partition.1);
+            let Some(id) = self.task_id(topic, partition) else {
                 continue;
             };
             if let Some(entry) = self.entry_mut(id) {
                 entry.task.resume_partition(
-                    e.topic(),
-                    e.partition(),
+                    topic,
+                    partition,
                     metadata.partition_time,
-                    metadata.processor,
+                    metadata.processor.clone(),
                 );
             }
         }
@@ -1206,6 +1200,11 @@ mod tests {
         .unwrap()
     }
 
+    /// The offset to commit of a partition, if any.
+    fn to_commit<'a>(offsets: &'a [ToCommit], topic: &str, partition: i32) -> Option<&'a ToCommit> {
+        offsets.iter().find(|o| o.partition == p(topic, partition))
+    }
+
     fn p(topic: &str, partition: i32) -> Partition {
         (topic.to_string(), partition)
     }
@@ -1227,11 +1226,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut tasks = manager(dir.path());
         tasks
-            .assign(
-                &[p("left", 0), p("right", 0), p("left", 1)],
-                None,
-                |_, _| None,
-            )
+            .assign(&[p("left", 0), p("right", 0), p("left", 1)], &[], |_, _| {
+                None
+            })
             .unwrap();
         let mut ids: Vec<TaskId> = tasks.task_ids().collect();
         ids.sort_by_key(|id| id.partition);
@@ -1264,12 +1261,12 @@ mod tests {
         );
 
         assert!(tasks.outputs_sent());
-        let offsets = tasks.offsets_to_commit().unwrap();
-        let left0 = offsets.find_partition("left", 0).unwrap();
-        assert_eq!(left0.offset(), Offset::Offset(1));
-        let metadata = PartitionMetadata::decode(left0.metadata()).unwrap();
+        let offsets = tasks.offsets_to_commit();
+        let left0 = to_commit(&offsets, "left", 0).unwrap();
+        assert_eq!(left0.offset, 1);
+        let metadata = PartitionMetadata::decode(left0.metadata.as_deref().unwrap()).unwrap();
         assert_eq!(metadata.partition_time, 1_000);
-        assert!(offsets.find_partition("left", 1).is_none());
+        assert!(to_commit(&offsets, "left", 1).is_none());
     }
 
     /// A transaction marker after the last record: the consumer's position
@@ -1281,7 +1278,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut tasks = manager(dir.path());
         tasks
-            .assign(&[p("left", 0), p("right", 0)], None, |_, _| None)
+            .assign(&[p("left", 0), p("right", 0)], &[], |_, _| None)
             .unwrap();
         tasks.update_missing_partitions(&HashMap::from([
             ("left".to_string(), 1),
@@ -1294,34 +1291,23 @@ mod tests {
         // left-0: its marker at 4 was read past; right-0 has a record
         // buffered at 6 (a marker at 4, an aborted one at 5).
         tasks.buffer(record("right", 0, 6, "c")).unwrap();
-        let mut positions = TopicPartitionList::new();
-        for (topic, partition, position) in [("left", 0, 5), ("right", 0, 7), ("other", 0, 9)] {
-            positions
-                .add_partition_offset(topic, partition, Offset::Offset(position))
-                .unwrap();
-        }
+        let positions =
+            Positions::from([(p("left", 0), 5), (p("right", 0), 7), (p("other", 0), 9)]);
         tasks.advance_to_positions(&positions);
-        let offsets = tasks.offsets_to_commit().unwrap();
-        let offset = |topic: &str| offsets.find_partition(topic, 0).map(|e| e.offset());
-        assert_eq!(offset("left"), Some(Offset::Offset(5)));
-        assert_eq!(offset("right"), Some(Offset::Offset(4)));
+        let offsets = tasks.offsets_to_commit();
+        let offset = |topic: &str| to_commit(&offsets, topic, 0).map(|e| e.offset);
+        assert_eq!(offset("left"), Some(5));
+        assert_eq!(offset("right"), Some(4));
         assert_eq!(offset("other"), None);
         // A position behind what was processed never moves a commit back.
-        let mut behind = TopicPartitionList::new();
-        behind
-            .add_partition_offset("left", 0, Offset::Offset(2))
-            .unwrap();
-        tasks.advance_to_positions(&behind);
-        let offsets = tasks.offsets_to_commit().unwrap();
-        assert_eq!(
-            offsets.find_partition("left", 0).map(|e| e.offset()),
-            Some(Offset::Offset(5))
-        );
+        tasks.advance_to_positions(&Positions::from([(p("left", 0), 2)]));
+        let offsets = tasks.offsets_to_commit();
+        assert_eq!(to_commit(&offsets, "left", 0).map(|e| e.offset), Some(5));
         // After a rewind nothing moves until a record went through again:
         // the position may still be the one before the seek.
         tasks.forget_processed();
         tasks.advance_to_positions(&positions);
-        assert_eq!(tasks.offsets_to_commit().unwrap().count(), 0);
+        assert!(tasks.offsets_to_commit().is_empty());
     }
 
     #[test]
@@ -1347,7 +1333,7 @@ mod tests {
             .state_dir(dir.path())
             .async_max_in_flight_per_task(2);
         let mut tasks = manager_of(topology, &config);
-        tasks.assign(&[p("in", 0)], None, |_, _| None).unwrap();
+        tasks.assign(&[p("in", 0)], &[], |_, _| None).unwrap();
         for offset in 0..5 {
             let mut r = record("in", 0, offset, "a");
             r.key = Some(format!("k{offset}").into_bytes());
@@ -1361,14 +1347,10 @@ mod tests {
         assert_eq!(tasks.async_in_flight(), 2);
         assert!(tasks.outputs_sent());
         let committed = |tasks: &TaskManager| {
-            let offsets = tasks.offsets_to_commit().unwrap();
-            offsets.find_partition("in", 0).unwrap().offset()
+            let offsets = tasks.offsets_to_commit();
+            to_commit(&offsets, "in", 0).unwrap().offset
         };
-        assert_eq!(
-            committed(&tasks),
-            Offset::Offset(0),
-            "offsets 0 and 1 are in flight"
-        );
+        assert_eq!(committed(&tasks), 0, "offsets 0 and 1 are in flight");
 
         ANSWER.store(true, Ordering::Release);
         let mut outputs = 0;
@@ -1381,7 +1363,7 @@ mod tests {
             tasks.outputs_sent();
         }
         assert_eq!(tasks.async_in_flight(), 0);
-        assert_eq!(committed(&tasks), Offset::Offset(5));
+        assert_eq!(committed(&tasks), 5);
     }
 
     #[test]
@@ -1389,7 +1371,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut tasks = manager(dir.path());
         tasks
-            .assign(&[p("left", 0), p("right", 0)], None, |_, _| None)
+            .assign(&[p("left", 0), p("right", 0)], &[], |_, _| None)
             .unwrap();
         for offset in 0..3 {
             tasks.buffer(record("left", 0, offset, "a")).unwrap();
@@ -1418,7 +1400,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut tasks = manager(dir.path());
         tasks
-            .assign(&[p("left", 0), p("right", 0)], None, |_, _| None)
+            .assign(&[p("left", 0), p("right", 0)], &[], |_, _| None)
             .unwrap();
         tasks.buffer(record("left", 0, 0, "a")).unwrap();
         step(&mut tasks, &|_, _, _| false, Duration::MAX);
@@ -1428,7 +1410,7 @@ mod tests {
             .revoke(&[p("left", 0)], true, &HashMap::new())
             .unwrap();
         assert_eq!(tasks.task_ids().count(), 1, "right-0 keeps the task");
-        assert_eq!(tasks.offsets_to_commit().unwrap().count(), 0);
+        assert!(tasks.offsets_to_commit().is_empty());
         tasks
             .revoke(&[p("right", 0)], true, &HashMap::new())
             .unwrap();
@@ -1440,14 +1422,13 @@ mod tests {
     fn an_empty_partition_is_asked_about_once_per_call_with_its_start_offset() {
         let dir = tempfile::tempdir().unwrap();
         let mut tasks = manager(dir.path());
-        let mut committed = TopicPartitionList::new();
-        committed
-            .add_partition_offset("right", 0, Offset::Offset(10))
-            .unwrap();
+        let committed = [Committed {
+            partition: p("right", 0),
+            offset: Some(10),
+            metadata: None,
+        }];
         tasks
-            .assign(&[p("left", 0), p("right", 0)], Some(&committed), |_, _| {
-                None
-            })
+            .assign(&[p("left", 0), p("right", 0)], &committed, |_, _| None)
             .unwrap();
         tasks.update_missing_partitions(&HashMap::from([
             ("left".to_string(), 1),
@@ -1481,22 +1462,16 @@ mod tests {
     fn committed_metadata_is_resumed_at_assignment_and_after_a_rewind() {
         let dir = tempfile::tempdir().unwrap();
         let mut tasks = manager(dir.path());
-        let mut committed = TopicPartitionList::new();
-        committed
-            .add_partition_offset("left", 0, Offset::Offset(10))
-            .unwrap();
-        let metadata = PartitionMetadata {
-            partition_time: 5_000,
-            processor: Default::default(),
-        };
-        committed
-            .find_partition("left", 0)
-            .unwrap()
-            .set_metadata(metadata.encode());
+        let committed = [Committed {
+            partition: p("left", 0),
+            offset: Some(10),
+            metadata: Some(PartitionMetadata {
+                partition_time: 5_000,
+                processor: Default::default(),
+            }),
+        }];
         tasks
-            .assign(&[p("left", 0), p("right", 0)], Some(&committed), |_, _| {
-                None
-            })
+            .assign(&[p("left", 0), p("right", 0)], &committed, |_, _| None)
             .unwrap();
         assert_eq!(tasks.start_offset("left", 0), Some(10));
         assert_eq!(tasks.start_offset("right", 0), None);
@@ -1512,7 +1487,7 @@ mod tests {
         tasks.outputs_sent();
         tasks.rewind(&committed).unwrap();
         assert_eq!(tasks.buffered("left", 0), 0);
-        assert_eq!(tasks.offsets_to_commit().unwrap().count(), 0);
+        assert!(tasks.offsets_to_commit().is_empty());
         assert_eq!(
             tasks.tasks[&id].task.processed_partition_time("left", 0),
             5_000
@@ -1542,7 +1517,7 @@ mod tests {
             .state_dir(dir.path())
             .processing_guarantee(super::super::config::ProcessingGuarantee::ExactlyOnceV2);
         let mut tasks = manager_of(topology, &config);
-        tasks.assign(&[p("in", 0)], None, |_, _| None).unwrap();
+        tasks.assign(&[p("in", 0)], &[], |_, _| None).unwrap();
         for offset in 0..3 {
             tasks.buffer(record("in", 0, offset, "a")).unwrap();
         }
@@ -1568,7 +1543,7 @@ mod tests {
     fn a_rewind_logs_nothing_of_the_aborted_work() {
         let (_cluster, _dir, mut tasks) = three_counted();
 
-        tasks.rewind(&TopicPartitionList::new()).unwrap();
+        tasks.rewind(&[]).unwrap();
         assert_eq!(tasks.creator.changelog().mark(), 0);
         let batch = step(&mut tasks, &|_, _, _| false, Duration::MAX);
         assert_eq!(logged_counts(&batch.outputs), Vec::<i64>::new());
@@ -1601,23 +1576,14 @@ mod tests {
         let mut tasks = manager(dir.path());
         tasks.bootstrap_topics.insert("right".to_string());
         tasks
-            .assign(&[p("left", 0), p("right", 0)], None, |t, _| {
+            .assign(&[p("left", 0), p("right", 0)], &[], |t, _| {
                 (t == "right").then_some((0, 3))
             })
             .unwrap();
         assert!(tasks.bootstrapping());
-        let mut positions = TopicPartitionList::new();
-        positions
-            .add_partition_offset("right", 0, Offset::Offset(2))
-            .unwrap();
-        tasks.track_bootstrap(&positions);
+        tasks.track_bootstrap(&Positions::from([(p("right", 0), 2)]));
         assert!(tasks.bootstrapping());
-        positions
-            .find_partition("right", 0)
-            .unwrap()
-            .set_offset(Offset::Offset(3))
-            .unwrap();
-        tasks.track_bootstrap(&positions);
+        tasks.track_bootstrap(&Positions::from([(p("right", 0), 3)]));
         assert!(!tasks.bootstrapping());
     }
 }

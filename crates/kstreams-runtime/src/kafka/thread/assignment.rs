@@ -16,6 +16,7 @@ use rdkafka::Offset;
 use super::membership::GroupChange;
 use super::{ThreadLoop, ThreadState, CONSUMER_TIMEOUT};
 use crate::kafka::client_error::ClientResult;
+use crate::kafka::offsets::committed_of;
 use crate::kafka::rebalance_listener::{partition_list, Partition, RebalanceListener};
 use crate::kafka::RuntimeError;
 
@@ -97,19 +98,19 @@ impl ThreadLoop<'_> {
                     self.name
                 )
             })
-            .ok();
+            .ok()
+            .map(|list| committed_of(&list))
+            .unwrap_or_default();
         let (consumer, name) = (&self.consumer, &self.name);
-        let result = self
-            .tasks
-            .assign(assigned, committed.as_ref(), |topic, partition| {
-                bootstrap_end(consumer, topic, partition).unwrap_or_else(|e| {
-                    log::warn!(
-                        "{name}: no bootstrap of {topic}-{partition}: its end offset is unknown \
+        let result = self.tasks.assign(assigned, &committed, |topic, partition| {
+            bootstrap_end(consumer, topic, partition).unwrap_or_else(|e| {
+                log::warn!(
+                    "{name}: no bootstrap of {topic}-{partition}: its end offset is unknown \
                          ({e}); processing without waiting for it"
-                    );
-                    None
-                })
-            });
+                );
+                None
+            })
+        });
         self.intake.tasks_created();
         result
     }

@@ -19,6 +19,7 @@ use super::{ThreadLoop, CONSUMER_TIMEOUT};
 use crate::kafka::client_error::ClientResult;
 use crate::kafka::config::ProcessingGuarantee;
 use crate::kafka::consumer_position::is_rebalance_error;
+use crate::kafka::offsets::{committed_of, positions_of, to_list};
 use crate::kafka::RuntimeError;
 
 impl ThreadLoop<'_> {
@@ -130,9 +131,9 @@ impl ThreadLoop<'_> {
         self.tasks.flush(&mut self.outbox)?;
         self.send_outbox()?;
         if let Ok(positions) = self.consumer.position() {
-            self.tasks.advance_to_positions(&positions);
+            self.tasks.advance_to_positions(&positions_of(&positions));
         }
-        let offsets = self.tasks.offsets_to_commit()?;
+        let offsets = to_list(&self.tasks.offsets_to_commit())?;
         match self.config.processing_guarantee {
             ProcessingGuarantee::AtLeastOnce => {
                 // Every output of these offsets must be acknowledged.
@@ -220,7 +221,7 @@ impl ThreadLoop<'_> {
                 )
                 .client()?;
         }
-        self.tasks.rewind(&committed)?;
+        self.tasks.rewind(&committed_of(&committed))?;
         // The rebuilt tasks restore: their partitions are held meanwhile.
         self.apply_holds()?;
         self.update_missing_partitions();

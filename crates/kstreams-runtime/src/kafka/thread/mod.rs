@@ -44,6 +44,7 @@ use super::consumer_position::is_lagging;
 use super::ffi::QueuedConsumer;
 use super::instance::Instance;
 use super::local_metadata::ThreadMetadata;
+use super::offsets::positions_of;
 use super::outbox::Outbox;
 use super::queries::QueryInbox;
 use super::rebalance_listener::{RebalanceEvents, RebalanceListener};
@@ -431,7 +432,7 @@ impl ThreadLoop<'_> {
             tracing::debug_span!("kstreams.process_batch", thread = self.name.as_str()).entered();
         if self.tasks.bootstrapping() {
             let positions = self.consumer.position().client()?;
-            self.tasks.track_bootstrap(&positions);
+            self.tasks.track_bootstrap(&positions_of(&positions));
         }
         let needs_lag = self.config.max_task_idle.needs_lag();
         loop {

@@ -1,0 +1,117 @@
+//! The input offsets the task manager deals in, as plain values: what the
+//! group committed for a partition (with Kafka Streams'
+//! `TopicPartitionMetadata`), where the consumer is, and what to commit.
+//! The task manager owns no Kafka client; the stream thread turns the
+//! consumer's lists into these and back (`from_list`, `to_list`), so its
+//! signatures say so and its unit tests need no rdkafka type.
+
+use std::collections::HashMap;
+
+use kstreams_time::PartitionMetadata;
+use rdkafka::{Offset, TopicPartitionList};
+
+use super::rebalance_listener::Partition;
+use super::RuntimeError;
+use crate::kafka::client_error::ClientResult;
+
+/// What the group committed for a partition.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Committed {
+    pub partition: Partition,
+    /// `None`: nothing committed (reading starts by `auto.offset.reset`).
+    pub offset: Option<i64>,
+    /// The partition time and operators' metadata committed with it.
+    pub metadata: Option<PartitionMetadata>,
+}
+
+/// Where the consumer reads each partition next.
+pub(crate) type Positions = HashMap<Partition, i64>;
+
+/// An offset to commit: the next record to read of a partition, with the
+/// encoded `TopicPartitionMetadata` its task resumes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ToCommit {
+    pub partition: Partition,
+    pub offset: i64,
+    pub metadata: Option<String>,
+}
+
+/// The committed offsets in a list the consumer returned.
+pub(crate) fn committed_of(list: &TopicPartitionList) -> Vec<Committed> {
+    list.elements()
+        .iter()
+        .map(|e| Committed {
+            partition: (e.topic().to_string(), e.partition()),
+            offset: match e.offset() {
+                Offset::Offset(o) => Some(o),
+                _ => None,
+            },
+            metadata: PartitionMetadata::decode(e.metadata()),
+        })
+        .collect()
+}
+
+/// The positions in a list the consumer returned (partitions without one
+/// left out).
+pub(crate) fn positions_of(list: &TopicPartitionList) -> Positions {
+    list.elements()
+        .iter()
+        .filter_map(|e| match e.offset() {
+            Offset::Offset(o) => Some(((e.topic().to_string(), e.partition()), o)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The list the consumer (or the transaction) commits.
+pub(crate) fn to_list(offsets: &[ToCommit]) -> Result<TopicPartitionList, RuntimeError> {
+    let mut list = TopicPartitionList::new();
+    for offset in offsets {
+        let (topic, partition) = &offset.partition;
+        let mut element = list.add_partition(topic, *partition);
+        element.set_offset(Offset::Offset(offset.offset)).client()?;
+        if let Some(metadata) = &offset.metadata {
+            element.set_metadata(metadata.clone());
+        }
+    }
+    Ok(list)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_and_values_carry_the_same_offsets_and_metadata() {
+        let metadata = PartitionMetadata {
+            partition_time: 42,
+            processor: Default::default(),
+        };
+        let to_commit = vec![
+            ToCommit {
+                partition: ("in".to_string(), 0),
+                offset: 7,
+                metadata: Some(metadata.encode()),
+            },
+            ToCommit {
+                partition: ("in".to_string(), 1),
+                offset: 3,
+                metadata: None,
+            },
+        ];
+        let list = to_list(&to_commit).unwrap();
+        let committed = committed_of(&list);
+        assert_eq!(committed[0].offset, Some(7));
+        assert_eq!(committed[0].metadata, Some(metadata));
+        assert_eq!(committed[1].offset, Some(3));
+        assert_eq!(committed[1].metadata, None);
+        assert_eq!(
+            positions_of(&list),
+            Positions::from([(("in".to_string(), 0), 7), (("in".to_string(), 1), 3)])
+        );
+        let mut unset = TopicPartitionList::new();
+        unset.add_partition("in", 2);
+        assert_eq!(committed_of(&unset)[0].offset, None);
+        assert!(positions_of(&unset).is_empty());
+    }
+}
