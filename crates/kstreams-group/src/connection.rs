@@ -140,11 +140,20 @@ impl Connection {
         };
         let started = Instant::now();
         let address = self.address.clone();
+        let hint = match sasl.oauth() {
+            Some(oauth) => oauth.hint().to_owned(),
+            None => format!(
+                "check sasl.username and sasl.password, or sasl.jaas.config (and \
+                 sasl.mechanism: the user needs {} credentials on the cluster)",
+                sasl.mechanism()
+            ),
+        };
         let failed = |reason: String| Error::Authentication {
             address: address.clone(),
             mechanism: sasl.mechanism().name(),
             username: sasl.username().to_owned(),
             reason,
+            hint: hint.clone(),
         };
         let handshake_served = self
             .versions
@@ -183,11 +192,29 @@ impl Connection {
                 )))
             }
         }
-        let mut exchange = Exchange::start(&sasl).map_err(failed)?;
+        let mut exchange = match sasl.oauth() {
+            // The token of the moment: fetched (OIDC) or made anew once
+            // past 80 % of its life, so a re-authentication presents a
+            // fresh one.
+            Some(oauth) => {
+                let token = oauth.token().await.map_err(&failed)?;
+                log::debug!(
+                    "OAUTHBEARER token for {} valid until {} s after the epoch",
+                    token.principal,
+                    token
+                        .expires_at
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap_or_default()
+                        .as_secs()
+                );
+                Exchange::oauthbearer(oauth.initial_response(&token))
+            }
+            None => Exchange::start(&sasl).map_err(&failed)?,
+        };
         let mut challenge: Option<Bytes> = None;
         let mut session_lifetime_ms = 0;
         loop {
-            let (token, last) = match exchange.step(challenge.as_deref()).map_err(failed)? {
+            let (token, last) = match exchange.step(challenge.as_deref()).map_err(&failed)? {
                 Step::Done => break,
                 Step::Send { token, last } => (token, last),
             };

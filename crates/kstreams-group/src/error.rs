@@ -60,12 +60,12 @@ pub enum Error {
         api: &'static str,
     },
     /// SASL authentication failed: the broker refused the credentials
-    /// (SaslAuthenticate's error, a wrong password among them), or the
-    /// broker failed SCRAM's proof that it holds the password.
+    /// (SaslAuthenticate's error, a wrong password or an expired or
+    /// insufficient OAUTHBEARER token among them), the broker failed
+    /// SCRAM's proof that it holds the password, or no OAUTHBEARER token
+    /// could be had.
     #[error(
-        "SASL {mechanism} authentication as {username:?} failed at {address}: {reason}; check \
-         sasl.username and sasl.password (and sasl.mechanism: the user needs {mechanism} \
-         credentials on the cluster)"
+        "SASL {mechanism} authentication as {username:?} failed at {address}: {reason}; {hint}"
     )]
     Authentication {
         /// `host:port` of the broker.
@@ -76,12 +76,14 @@ pub enum Error {
         username: String,
         /// The broker's message and error code, or what failed on this side.
         reason: String,
+        /// What to check, naming the keys.
+        hint: String,
     },
     /// The broker does not enable the SASL mechanism asked for.
     #[error(
         "the broker at {address} does not enable SASL {mechanism} (it enables: {enabled}); set \
-         sasl.mechanism to one of those (this client speaks PLAIN, SCRAM-SHA-256 and \
-         SCRAM-SHA-512)"
+         sasl.mechanism to one of those (this client speaks PLAIN, SCRAM-SHA-256, \
+         SCRAM-SHA-512 and OAUTHBEARER)"
     )]
     SaslMechanism {
         /// `host:port` of the broker.

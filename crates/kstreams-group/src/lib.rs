@@ -22,8 +22,9 @@
 //!   `security.protocol` ([`Security`], read from the same keys as the
 //!   librdkafka clients with [`Security::from_client_config`]): TLS with
 //!   rustls (server and host name verification, mutual TLS), SASL PLAIN,
-//!   SCRAM-SHA-256 and SCRAM-SHA-512 with rsasl, re-authentication before
-//!   the broker's session expires (KIP-368);
+//!   SCRAM-SHA-256 and SCRAM-SHA-512 with rsasl, OAUTHBEARER with
+//!   librdkafka's unsecured JWT or OIDC client credentials ([`OAuthBearer`]),
+//!   re-authentication before the broker's session expires (KIP-368);
 //! - the member lifecycle: join with epoch 0 and the topology, epochs,
 //!   fencing and rejoin, leave with epoch -1 (static members -2), leave and
 //!   rejoin around a missed poll deadline;
@@ -116,6 +117,8 @@ mod description;
 mod error;
 mod member;
 mod membership;
+mod oauth;
+mod pkcs12;
 mod sasl;
 mod security;
 mod status;
@@ -135,6 +138,8 @@ pub use description::{GroupDescription, MemberDescription};
 pub use error::{Error, Result};
 pub use member::StreamsGroupMember;
 pub use membership::{MemberEvent, MemberSnapshot, MemberState};
+pub use oauth::OAuthBearer;
+pub use pkcs12::{pkcs12_trusted_certificates_pem, StoreFormat, JKS_CONVERSION};
 pub use security::{Sasl, SaslMechanism, Security};
 pub use status::GroupStatus;
 pub use task::{TaskId, Tasks};

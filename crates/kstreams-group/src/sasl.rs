@@ -1,6 +1,7 @@
 //! The client side of a SASL exchange, without I/O: rsasl's PLAIN and
-//! SCRAM-SHA-256/512 mechanisms, fed the broker's answers
-//! (SaslAuthenticate's `auth_bytes`) and giving the next token to send.
+//! SCRAM-SHA-256/512 mechanisms, and OAUTHBEARER's (RFC 7628) initial
+//! response with a token, fed the broker's answers (SaslAuthenticate's
+//! `auth_bytes`) and giving the next token to send.
 
 use rsasl::prelude::{Mechname, SASLClient, SASLConfig, Session, SessionError, State};
 
@@ -25,12 +26,31 @@ pub(crate) enum Step {
 /// One authentication exchange.
 pub(crate) struct Exchange {
     mechanism: SaslMechanism,
-    session: Session,
+    inner: Inner,
     /// The client has sent its final message and checked the server's.
     finished: bool,
 }
 
+enum Inner {
+    Rsasl(Session),
+    /// OAUTHBEARER: the client initial response, until sent.
+    OAuthBearer(Option<Vec<u8>>),
+}
+
 impl Exchange {
+    /// An OAUTHBEARER exchange sending `initial`, the client initial
+    /// response with the token (RFC 7628 §3.1). A broker that refuses the
+    /// token answers with an error challenge (JSON: the status, the scope
+    /// it wants), to which the client answers ^A (§3.2.3), and then fails
+    /// the exchange with its message; one that accepts answers nothing.
+    pub(crate) fn oauthbearer(initial: Vec<u8>) -> Exchange {
+        Exchange {
+            mechanism: SaslMechanism::OAuthBearer,
+            inner: Inner::OAuthBearer(Some(initial)),
+            finished: false,
+        }
+    }
+
     /// A new exchange with the credentials of `sasl`.
     pub(crate) fn start(sasl: &Sasl) -> Result<Exchange, String> {
         let config = SASLConfig::with_credentials(
@@ -46,7 +66,7 @@ impl Exchange {
             .map_err(|e| format!("cannot start SASL {}: {e}", sasl.mechanism()))?;
         Ok(Exchange {
             mechanism: sasl.mechanism(),
-            session,
+            inner: Inner::Rsasl(session),
             finished: false,
         })
     }
@@ -57,14 +77,32 @@ impl Exchange {
         if self.finished {
             return Ok(Step::Done);
         }
+        let session = match &mut self.inner {
+            Inner::Rsasl(session) => session,
+            Inner::OAuthBearer(initial) => {
+                return Ok(match (initial.take(), challenge) {
+                    (Some(token), _) => Step::Send { token, last: false },
+                    (None, Some(challenge)) if !challenge.is_empty() => {
+                        self.finished = true;
+                        Step::Send {
+                            token: b"\x01".to_vec(),
+                            last: true,
+                        }
+                    }
+                    (None, _) => {
+                        self.finished = true;
+                        Step::Done
+                    }
+                })
+            }
+        };
         if let Some(challenge) = challenge {
-            self.check_iterations(challenge)?;
+            check_iterations(self.mechanism, challenge)?;
         }
         let mut token = Vec::new();
-        let state = self
-            .session
+        let state = session
             .step(challenge, &mut token)
-            .map_err(|e| self.explain(e))?;
+            .map_err(|e| explain(self.mechanism, e))?;
         match state {
             State::Running => Ok(Step::Send { token, last: false }),
             State::Finished(_) => {
@@ -77,40 +115,39 @@ impl Exchange {
             }
         }
     }
+}
 
-    /// Refuses a SCRAM server-first message asking for more PBKDF2
-    /// iterations than Kafka allows.
-    fn check_iterations(&self, challenge: &[u8]) -> Result<(), String> {
-        if self.mechanism == SaslMechanism::Plain {
-            return Ok(());
-        }
-        let text = String::from_utf8_lossy(challenge);
-        let iterations = text
-            .split(',')
-            .find_map(|attribute| attribute.strip_prefix("i="));
-        if let Some(iterations) = iterations {
-            match iterations.parse::<u32>() {
-                Ok(count) if count <= MAX_SCRAM_ITERATIONS => {}
-                _ => {
-                    return Err(format!(
-                        "the broker asked for {iterations} SCRAM iterations, more than Kafka's \
-                         limit of {MAX_SCRAM_ITERATIONS}"
-                    ))
-                }
+/// Refuses a SCRAM server-first message asking for more PBKDF2
+/// iterations than Kafka allows.
+fn check_iterations(mechanism: SaslMechanism, challenge: &[u8]) -> Result<(), String> {
+    if mechanism == SaslMechanism::Plain {
+        return Ok(());
+    }
+    let text = String::from_utf8_lossy(challenge);
+    let iterations = text
+        .split(',')
+        .find_map(|attribute| attribute.strip_prefix("i="));
+    if let Some(iterations) = iterations {
+        match iterations.parse::<u32>() {
+            Ok(count) if count <= MAX_SCRAM_ITERATIONS => {}
+            _ => {
+                return Err(format!(
+                    "the broker asked for {iterations} SCRAM iterations, more than Kafka's \
+                     limit of {MAX_SCRAM_ITERATIONS}"
+                ))
             }
         }
-        Ok(())
     }
+    Ok(())
+}
 
-    fn explain(&self, error: SessionError) -> String {
-        match error {
-            SessionError::MutualAuthenticationFailed => format!(
-                "the broker's {} server signature does not match the password: the broker does \
-                 not hold this password for the user (or is not the broker it claims to be)",
-                self.mechanism
-            ),
-            other => format!("the {} exchange failed: {other}", self.mechanism),
-        }
+fn explain(mechanism: SaslMechanism, error: SessionError) -> String {
+    match error {
+        SessionError::MutualAuthenticationFailed => format!(
+            "the broker's {mechanism} server signature does not match the password: the broker \
+             does not hold this password for the user (or is not the broker it claims to be)"
+        ),
+        other => format!("the {mechanism} exchange failed: {other}"),
     }
 }
 
@@ -306,6 +343,31 @@ mod tests {
             Step::Done => panic!("PLAIN sends its credentials"),
         }
         assert_eq!(exchange.step(Some(b"")).unwrap(), Step::Done);
+    }
+
+    #[test]
+    fn oauthbearer_sends_its_initial_response_and_answers_an_error_challenge_with_ctrl_a() {
+        let initial = b"n,,\x01auth=Bearer t\x01\x01".to_vec();
+        let mut accepted = Exchange::oauthbearer(initial.clone());
+        assert_eq!(
+            accepted.step(None).unwrap(),
+            Step::Send {
+                token: initial.clone(),
+                last: false
+            }
+        );
+        assert_eq!(accepted.step(Some(b"")).unwrap(), Step::Done);
+        let mut refused = Exchange::oauthbearer(initial);
+        refused.step(None).unwrap();
+        assert_eq!(
+            refused
+                .step(Some(br#"{"status":"invalid_token"}"#))
+                .unwrap(),
+            Step::Send {
+                token: b"\x01".to_vec(),
+                last: true
+            }
+        );
     }
 
     #[test]

@@ -5,10 +5,11 @@
 use std::fmt;
 
 use crate::error::{Error, Result};
+use crate::oauth::OAuthBearer;
 use crate::tls::{Tls, TlsOptions};
 
 /// The SASL mechanisms this client speaks, for error messages.
-pub(crate) const SPOKEN_MECHANISMS: &str = "PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512";
+pub(crate) const SPOKEN_MECHANISMS: &str = "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER";
 
 /// How the client reaches the brokers (`security.protocol`).
 #[derive(Debug, Clone, Default)]
@@ -34,17 +35,19 @@ impl Security {
     /// `probe`: the system's CA store), `ssl.ca.pem`,
     /// `ssl.certificate.location`/`ssl.certificate.pem` with
     /// `ssl.key.location`/`ssl.key.pem` (mutual TLS; `ssl.key.password` for
-    /// an encrypted PKCS#8 key), `ssl.endpoint.identification.algorithm`
+    /// an encrypted PKCS#8 key) or `ssl.keystore.location` with
+    /// `ssl.keystore.password` (a PKCS#12 store), `ssl.endpoint.identification.algorithm`
     /// (`https`, the default, or `none`), `enable.ssl.certificate.verification`,
     /// `sasl.mechanism` or its alias `sasl.mechanisms` (librdkafka's default
-    /// is GSSAPI), `sasl.username`, `sasl.password`.
+    /// is GSSAPI), `sasl.username`, `sasl.password`; for OAUTHBEARER
+    /// `sasl.oauthbearer.method` and the keys of its token source
+    /// ([`OAuthBearer`]: librdkafka's unsecured JWT or OIDC client
+    /// credentials).
     ///
     /// The files are read here, so that a missing or unreadable one is an
     /// [`Error::Config`] naming its key before any connection is tried.
     /// Settings this client cannot honour are refused, never ignored: the
-    /// SASL mechanisms other than PLAIN and SCRAM (GSSAPI, OAUTHBEARER),
-    /// a PKCS#12 key store (`ssl.keystore.location`), a revocation list
-    /// (`ssl.crl.location`).
+    /// GSSAPI (Kerberos), a revocation list (`ssl.crl.location`).
     pub fn from_client_config(get: impl Fn(&str) -> Option<String>) -> Result<Security> {
         let get = |key: &str| get(key).filter(|value| !value.trim().is_empty());
         let protocol = get("security.protocol").unwrap_or_else(|| "plaintext".to_owned());
@@ -114,6 +117,9 @@ pub enum SaslMechanism {
     ScramSha256,
     /// `SCRAM-SHA-512`.
     ScramSha512,
+    /// `OAUTHBEARER` (RFC 7628, KIP-255): a bearer token, from
+    /// librdkafka's unsecured JWT or OIDC client credentials.
+    OAuthBearer,
 }
 
 impl SaslMechanism {
@@ -123,20 +129,23 @@ impl SaslMechanism {
             SaslMechanism::Plain => "PLAIN",
             SaslMechanism::ScramSha256 => "SCRAM-SHA-256",
             SaslMechanism::ScramSha512 => "SCRAM-SHA-512",
+            SaslMechanism::OAuthBearer => "OAUTHBEARER",
         }
     }
 
-    /// The mechanism `name` names (any case); GSSAPI, OAUTHBEARER and the
-    /// others are refused, naming those that work.
+    /// The mechanism `name` names (any case); GSSAPI and the others are
+    /// refused, naming those that work.
     pub fn parse(name: &str) -> Result<SaslMechanism> {
         match name.trim().to_ascii_uppercase().as_str() {
             "PLAIN" => Ok(SaslMechanism::Plain),
             "SCRAM-SHA-256" => Ok(SaslMechanism::ScramSha256),
             "SCRAM-SHA-512" => Ok(SaslMechanism::ScramSha512),
-            "GSSAPI" | "OAUTHBEARER" => Err(Error::Config(format!(
-                "sasl.mechanism={name} is not supported by the streams group member yet; it \
-                 speaks {SPOKEN_MECHANISMS} (librdkafka's default when sasl.mechanism is \
-                 unset is GSSAPI: set it explicitly)"
+            "OAUTHBEARER" => Ok(SaslMechanism::OAuthBearer),
+            "GSSAPI" => Err(Error::Config(format!(
+                "sasl.mechanism={name} (Kerberos) is not supported by the streams group member: \
+                 no sound pure-Rust GSSAPI client exists to build it on; it speaks \
+                 {SPOKEN_MECHANISMS} (librdkafka's default when sasl.mechanism is unset is \
+                 GSSAPI: set it explicitly)"
             ))),
             _ => Err(Error::Config(format!(
                 "sasl.mechanism={name} is not a SASL mechanism the streams group member speaks: \
@@ -152,21 +161,33 @@ impl fmt::Display for SaslMechanism {
     }
 }
 
-/// SASL credentials. Their `Debug` never shows the password.
+/// SASL credentials. Their `Debug` never shows the password or a token
+/// source's secret.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Sasl {
     mechanism: SaslMechanism,
     username: String,
     password: String,
+    /// OAUTHBEARER's token source.
+    oauth: Option<OAuthBearer>,
 }
 
 impl Sasl {
     /// `username` and `password` for `mechanism`; neither may be empty.
+    /// OAUTHBEARER takes a token source instead
+    /// ([`Security::from_client_config`]).
     pub fn new(
         mechanism: SaslMechanism,
         username: impl Into<String>,
         password: impl Into<String>,
     ) -> Result<Sasl> {
+        if mechanism == SaslMechanism::OAuthBearer {
+            return Err(Error::Config(
+                "SASL OAUTHBEARER takes a token source (sasl.oauthbearer.*), not a user name \
+                 and password"
+                    .to_owned(),
+            ));
+        }
         let (username, password) = (username.into(), password.into());
         for (key, value) in [("sasl.username", &username), ("sasl.password", &password)] {
             if value.is_empty() {
@@ -179,6 +200,7 @@ impl Sasl {
             mechanism,
             username,
             password,
+            oauth: None,
         })
     }
 
@@ -200,6 +222,15 @@ impl Sasl {
             }
         };
         let mechanism = SaslMechanism::parse(&mechanism)?;
+        if mechanism == SaslMechanism::OAuthBearer {
+            let oauth = OAuthBearer::from_client_config(get)?;
+            return Ok(Sasl {
+                mechanism,
+                username: oauth.principal().to_owned(),
+                password: String::new(),
+                oauth: Some(oauth),
+            });
+        }
         Sasl::new(
             mechanism,
             get("sasl.username").unwrap_or_default(),
@@ -212,9 +243,15 @@ impl Sasl {
         self.mechanism
     }
 
-    /// The user name.
+    /// The user name (OAUTHBEARER: the unsecured token's principal, or
+    /// the OIDC client id).
     pub fn username(&self) -> &str {
         &self.username
+    }
+
+    /// OAUTHBEARER's token source.
+    pub(crate) fn oauth(&self) -> Option<&OAuthBearer> {
+        self.oauth.as_ref()
     }
 
     pub(crate) fn password(&self) -> &str {
@@ -228,6 +265,7 @@ impl fmt::Debug for Sasl {
             .field("mechanism", &self.mechanism)
             .field("username", &self.username)
             .field("password", &"[redacted]")
+            .field("oauth", &self.oauth)
             .finish()
     }
 }
@@ -332,17 +370,35 @@ mod tests {
     }
 
     #[test]
-    fn gssapi_and_oauthbearer_are_refused_naming_what_works() {
-        for mechanism in ["GSSAPI", "OAUTHBEARER"] {
-            let message = config_error(&[
-                ("security.protocol", "SASL_SSL"),
-                ("sasl.mechanism", mechanism),
-                ("sasl.username", "u"),
-                ("sasl.password", "p"),
-            ]);
-            assert!(message.contains(mechanism), "{message}");
-            assert!(message.contains(SPOKEN_MECHANISMS), "{message}");
-        }
+    fn oauthbearer_takes_its_token_source_and_gssapi_is_refused_naming_what_works() {
+        let oauth = parse(&[
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "OAUTHBEARER"),
+            ("enable.sasl.oauthbearer.unsecure.jwt", "true"),
+            ("sasl.oauthbearer.config", "principal=alice scope=kstreams"),
+        ])
+        .unwrap();
+        let sasl = oauth.sasl().unwrap();
+        assert_eq!(sasl.mechanism(), SaslMechanism::OAuthBearer);
+        assert_eq!(sasl.username(), "alice");
+        assert!(sasl.oauth().is_some());
+        // Without a token source it is refused, naming the keys.
+        let message = config_error(&[
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "OAUTHBEARER"),
+        ]);
+        assert!(
+            message.contains("sasl.oauthbearer.method=oidc"),
+            "{message}"
+        );
+        let message = config_error(&[
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "GSSAPI"),
+            ("sasl.username", "u"),
+            ("sasl.password", "p"),
+        ]);
+        assert!(message.contains("GSSAPI"), "{message}");
+        assert!(message.contains(SPOKEN_MECHANISMS), "{message}");
         // librdkafka's default mechanism is GSSAPI: unset is refused too.
         let message = config_error(&[("security.protocol", "SASL_PLAINTEXT")]);
         assert!(message.contains("GSSAPI"), "{message}");
@@ -381,10 +437,17 @@ mod tests {
 
     #[test]
     fn unsupported_ssl_keys_are_refused_not_ignored() {
-        for key in ["ssl.keystore.location", "ssl.crl.location"] {
-            let message = config_error(&[("security.protocol", "SSL"), (key, "/x")]);
-            assert!(message.contains(key), "{message}");
-        }
+        let message = config_error(&[("security.protocol", "SSL"), ("ssl.crl.location", "/x")]);
+        assert!(message.contains("ssl.crl.location"), "{message}");
+        // A PKCS#12 key store is read, so one that is not there is named.
+        let message = config_error(&[
+            ("security.protocol", "SSL"),
+            ("ssl.keystore.location", "/nonexistent/client.p12"),
+        ]);
+        assert!(
+            message.contains("ssl.keystore.location=/nonexistent/client.p12"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -47,6 +47,11 @@ pub struct TlsOptions {
     pub key_pem: Option<String>,
     /// `ssl.key.password`: decrypts an encrypted PKCS#8 key.
     pub key_password: Option<String>,
+    /// `ssl.keystore.location`: this client's key and certificate chain in
+    /// a PKCS#12 store, instead of `ssl.certificate.*` and `ssl.key.*`.
+    pub keystore_location: Option<PathBuf>,
+    /// `ssl.keystore.password`: the PKCS#12 store's password.
+    pub keystore_password: Option<String>,
     /// `ssl.endpoint.identification.algorithm=https` (the default): the
     /// certificate must be valid for the host name connected to; `none`
     /// verifies the certificate's chain only.
@@ -66,6 +71,8 @@ impl Default for TlsOptions {
             key_location: None,
             key_pem: None,
             key_password: None,
+            keystore_location: None,
+            keystore_password: None,
             verify_hostname: true,
             verify_certificate: true,
         }
@@ -86,6 +93,8 @@ impl fmt::Debug for TlsOptions {
             .field("key_location", &self.key_location)
             .field("key_pem", &redacted(&self.key_pem))
             .field("key_password", &redacted(&self.key_password))
+            .field("keystore_location", &self.keystore_location)
+            .field("keystore_password", &redacted(&self.keystore_password))
             .field("verify_hostname", &self.verify_hostname)
             .field("verify_certificate", &self.verify_certificate)
             .finish()
@@ -94,48 +103,25 @@ impl fmt::Debug for TlsOptions {
 
 impl TlsOptions {
     pub(crate) fn from_client_config(get: &impl Fn(&str) -> Option<String>) -> Result<TlsOptions> {
-        for (key, instead) in [
-            (
-                "ssl.keystore.location",
-                "ssl.certificate.location and ssl.key.location (PEM; \
-                 `openssl pkcs12 -in store.p12 -nokeys -out cert.pem` and \
-                 `openssl pkcs12 -in store.p12 -nocerts -out key.pem` extract them)",
-            ),
-            (
-                "ssl.crl.location",
-                "no revocation list (remove the key), or group.protocol=classic",
-            ),
-        ] {
-            if get(key).is_some() {
-                return Err(Error::Config(format!(
-                    "{key} is not supported by the streams group member; use {instead}"
-                )));
-            }
+        if get("ssl.crl.location").is_some() {
+            return Err(Error::Config(
+                "ssl.crl.location is not supported by the streams group member; use no \
+                 revocation list (remove the key), or group.protocol=classic"
+                    .to_owned(),
+            ));
         }
-        let verify_hostname = match get("ssl.endpoint.identification.algorithm") {
-            None => true,
-            Some(value) => match value.trim().to_ascii_lowercase().as_str() {
-                "https" => true,
-                "none" => false,
-                _ => {
-                    return Err(Error::Config(format!(
-                        "ssl.endpoint.identification.algorithm={value} is not one of https, none"
-                    )))
-                }
-            },
-        };
-        let verify_certificate = match get("enable.ssl.certificate.verification") {
-            None => true,
-            Some(value) => match value.trim().to_ascii_lowercase().as_str() {
-                "true" => true,
-                "false" => false,
-                _ => {
-                    return Err(Error::Config(format!(
-                        "enable.ssl.certificate.verification={value} is not one of true, false"
-                    )))
-                }
-            },
-        };
+        let verify_hostname = choice(
+            get,
+            "ssl.endpoint.identification.algorithm",
+            &[("https", true), ("none", false)],
+        )?
+        .unwrap_or(true);
+        let verify_certificate = choice(
+            get,
+            "enable.ssl.certificate.verification",
+            &[("true", true), ("false", false)],
+        )?
+        .unwrap_or(true);
         let ca_location = get("ssl.ca.location").filter(|location| location.trim() != "probe");
         Ok(TlsOptions {
             ca_location: ca_location.map(PathBuf::from),
@@ -145,10 +131,32 @@ impl TlsOptions {
             key_location: get("ssl.key.location").map(PathBuf::from),
             key_pem: get("ssl.key.pem"),
             key_password: get("ssl.key.password"),
+            keystore_location: get("ssl.keystore.location").map(PathBuf::from),
+            keystore_password: get("ssl.keystore.password"),
             verify_hostname,
             verify_certificate,
         })
     }
+}
+
+/// The value of `key` among `choices` (any case), `None` when unset; any
+/// other value is an error naming the key and the choices.
+fn choice<T: Copy>(
+    get: &impl Fn(&str) -> Option<String>,
+    key: &str,
+    choices: &[(&str, T)],
+) -> Result<Option<T>> {
+    let Some(value) = get(key) else {
+        return Ok(None);
+    };
+    choices
+        .iter()
+        .find(|(text, _)| value.trim().eq_ignore_ascii_case(text))
+        .map(|(_, chosen)| Some(*chosen))
+        .ok_or_else(|| {
+            let names: Vec<&str> = choices.iter().map(|(text, _)| *text).collect();
+            Error::Config(format!("{key}={value} is not one of {}", names.join(", ")))
+        })
 }
 
 /// TLS settings with their certificates and key loaded: ready to connect.
@@ -321,7 +329,7 @@ fn read(key: &str, path: &Path) -> Result<Vec<u8>> {
 }
 
 /// Every PEM certificate in `pem` (other sections are skipped).
-fn certificates(pem: &[u8]) -> Vec<CertificateDer<'static>> {
+pub(crate) fn certificates(pem: &[u8]) -> Vec<CertificateDer<'static>> {
     CertificateDer::pem_slice_iter(pem)
         .filter_map(std::result::Result::ok)
         .collect()
@@ -332,6 +340,27 @@ fn certificates(pem: &[u8]) -> Vec<CertificateDer<'static>> {
 fn client_identity(
     options: &TlsOptions,
 ) -> Result<Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>> {
+    if let Some(store) = &options.keystore_location {
+        if let Some(other) = [
+            (
+                "ssl.certificate.location",
+                options.certificate_location.is_some(),
+            ),
+            ("ssl.certificate.pem", options.certificate_pem.is_some()),
+            ("ssl.key.location", options.key_location.is_some()),
+            ("ssl.key.pem", options.key_pem.is_some()),
+        ]
+        .iter()
+        .find_map(|(key, set)| set.then_some(*key))
+        {
+            return Err(Error::Config(format!(
+                "ssl.keystore.location and {other} both give the client's identity: set the \
+                 PKCS#12 store or the PEM certificate and key, not both"
+            )));
+        }
+        let password = options.keystore_password.as_deref().unwrap_or_default();
+        return crate::pkcs12::identity(store, password).map(Some);
+    }
     let certificate = match (&options.certificate_pem, &options.certificate_location) {
         (Some(pem), _) => Some(("ssl.certificate.pem".to_owned(), pem.as_bytes().to_vec())),
         (None, Some(path)) => Some((
@@ -873,8 +902,10 @@ mod tests {
             .to_string()
     }
 
-    #[tokio::test]
-    async fn mutual_tls_presents_the_client_certificate_plain_or_encrypted() {
+    /// A server that requires a client certificate of a CA of its own: the
+    /// broker's CA, its address, and a client certificate (PEM) with its
+    /// key that it accepts.
+    async fn mutual_tls_server() -> (CertifiedIssuer<'static, KeyPair>, String, String, KeyPair) {
         let (ca, clients) = (authority("broker's"), authority("clients'"));
         let address = server(&ca, &["127.0.0.1"], false, Some(&clients)).await;
         let (certificate_pem, key) = certificate(
@@ -883,6 +914,12 @@ mod tests {
             ExtendedKeyUsagePurpose::ClientAuth,
             false,
         );
+        (ca, address, certificate_pem, key)
+    }
+
+    #[tokio::test]
+    async fn mutual_tls_presents_the_client_certificate_plain_or_encrypted() {
+        let (ca, address, certificate_pem, key) = mutual_tls_server().await;
 
         let without = echo(&address, trusting(&ca)).await.unwrap_err();
         let message = without.to_string();
@@ -903,6 +940,47 @@ mod tests {
             ..trusting(&ca)
         };
         echo(&address, encrypted).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn mutual_tls_presents_the_identity_of_a_pkcs12_key_store() {
+        use p12_keystore::{Certificate, KeyStore, KeyStoreEntry, PrivateKeyChain};
+        let (ca, address, certificate_pem, key) = mutual_tls_server().await;
+        let chain = certificates(certificate_pem.as_bytes())
+            .iter()
+            .map(|c| Certificate::from_der(c.as_ref()).unwrap())
+            .collect::<Vec<_>>();
+        let mut store = KeyStore::new();
+        store.add_entry(
+            "app",
+            KeyStoreEntry::PrivateKeyChain(PrivateKeyChain::new(key.serialize_der(), [1], chain)),
+        );
+        let dir = std::env::temp_dir().join(format!("kstreams-group-p12-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("client.p12");
+        std::fs::write(&path, store.writer("store-secret").write().unwrap()).unwrap();
+
+        let options = |password: &str| TlsOptions {
+            keystore_location: Some(path.clone()),
+            keystore_password: Some(password.to_owned()),
+            ..trusting(&ca)
+        };
+        echo(&address, options("store-secret")).await.unwrap();
+        let Err(Error::Config(wrong)) = Tls::new(options("not-it")) else {
+            panic!("a wrong store password must fail");
+        };
+        assert!(wrong.contains("ssl.keystore.password"), "{wrong}");
+        assert!(wrong.contains("client.p12"), "{wrong}");
+        assert!(!wrong.contains("not-it"), "{wrong}");
+        let both = TlsOptions {
+            key_pem: Some(key.serialize_pem()),
+            ..options("store-secret")
+        };
+        let Err(Error::Config(both)) = Tls::new(both) else {
+            panic!("a store and a PEM key together must fail");
+        };
+        assert!(both.contains("ssl.key.pem"), "{both}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

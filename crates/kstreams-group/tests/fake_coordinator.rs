@@ -6,31 +6,20 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::{BufMut, Bytes, BytesMut};
-use kacrab_protocol::generated::api_versions_request::ApiVersionsRequestData;
-use kacrab_protocol::generated::api_versions_response::{ApiVersion, ApiVersionsResponseData};
-use kacrab_protocol::generated::find_coordinator_request::FindCoordinatorRequestData;
-use kacrab_protocol::generated::find_coordinator_response::{
-    Coordinator, FindCoordinatorResponseData,
-};
-use kacrab_protocol::generated::request_header::RequestHeaderData;
-use kacrab_protocol::generated::response_header::ResponseHeaderData;
+mod common;
+
+use bytes::BytesMut;
+use common::{API_VERSIONS, FIND_COORDINATOR, STREAMS_GROUP_HEARTBEAT};
 use kacrab_protocol::generated::streams_group_heartbeat_request::StreamsGroupHeartbeatRequestData;
 use kacrab_protocol::generated::streams_group_heartbeat_response::{
     StreamsGroupHeartbeatResponseData, TaskIds,
 };
 use kacrab_protocol::generated::ErrorCode;
-use kacrab_protocol::version::{request_header_version, response_header_version};
 use kstreams_group::{
     ConnectionConfig, MemberConfig, MemberEvent, StreamsGroupMember, Subtopology, TaskId, Tasks,
     Topology, Uuid,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-
-const API_VERSIONS: i16 = 18;
-const FIND_COORDINATOR: i16 = 10;
-const STREAMS_GROUP_HEARTBEAT: i16 = 88;
 
 /// What the fake coordinator has been asked.
 #[derive(Default)]
@@ -75,39 +64,17 @@ impl Fake {
 }
 
 async fn serve(mut socket: TcpStream, port: u16, seen: Arc<Mutex<Seen>>, script: Script) {
-    while let Ok(length) = socket.read_i32().await {
-        let mut payload = vec![0; length as usize];
-        socket.read_exact(&mut payload).await.unwrap();
-        let mut request = Bytes::from(payload);
-        let (key, version) = (
-            i16::from_be_bytes([request[0], request[1]]),
-            i16::from_be_bytes([request[2], request[3]]),
-        );
-        let header =
-            RequestHeaderData::read(&mut request, request_header_version(key, version)).unwrap();
-        let mut body = BytesMut::new();
-        match key {
-            API_VERSIONS => {
-                ApiVersionsRequestData::read(&mut request, version).unwrap();
-                let api = |api_key, max_version| ApiVersion {
-                    api_key,
-                    min_version: 0,
-                    max_version,
-                    ..Default::default()
-                };
-                ApiVersionsResponseData {
-                    api_keys: vec![
-                        api(API_VERSIONS, 4),
-                        api(FIND_COORDINATOR, 6),
-                        api(STREAMS_GROUP_HEARTBEAT, 0),
-                    ],
-                    ..Default::default()
-                }
-                .write(&mut body, version)
-                .unwrap();
-            }
+    while let Some(mut request) = common::read_request(&mut socket).await {
+        let body = match request.key {
+            API_VERSIONS => common::api_versions(
+                &mut request,
+                &[
+                    (API_VERSIONS, 4),
+                    (FIND_COORDINATOR, 6),
+                    (STREAMS_GROUP_HEARTBEAT, 0),
+                ],
+            ),
             FIND_COORDINATOR => {
-                FindCoordinatorRequestData::read(&mut request, version).unwrap();
                 let first = {
                     let mut seen = seen.lock().unwrap();
                     seen.lookups += 1;
@@ -120,45 +87,25 @@ async fn serve(mut socket: TcpStream, port: u16, seen: Arc<Mutex<Seen>>, script:
                 } else {
                     0
                 };
-                FindCoordinatorResponseData {
-                    coordinators: vec![Coordinator {
-                        key: "app".to_owned().into(),
-                        node_id: 1,
-                        host: "127.0.0.1".to_owned().into(),
-                        port: i32::from(port),
-                        error_code,
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }
-                .write(&mut body, version)
-                .unwrap();
+                common::find_coordinator(&mut request, port, error_code)
             }
             STREAMS_GROUP_HEARTBEAT => {
                 let heartbeat =
-                    StreamsGroupHeartbeatRequestData::read(&mut request, version).unwrap();
+                    StreamsGroupHeartbeatRequestData::read(&mut request.body, request.version)
+                        .unwrap();
                 let answer = {
                     let mut seen = seen.lock().unwrap();
                     let answer = script(&seen.heartbeats, &heartbeat);
                     seen.heartbeats.push(heartbeat);
                     answer
                 };
-                answer.write(&mut body, version).unwrap();
+                let mut body = BytesMut::new();
+                answer.write(&mut body, request.version).unwrap();
+                body
             }
             other => panic!("the fake coordinator does not serve API {other}"),
-        }
-        let mut frame = BytesMut::new();
-        ResponseHeaderData {
-            correlation_id: header.correlation_id,
-            ..Default::default()
-        }
-        .write(&mut frame, response_header_version(key, version))
-        .unwrap();
-        frame.extend_from_slice(&body);
-        let mut out = BytesMut::new();
-        out.put_i32(frame.len() as i32);
-        out.extend_from_slice(&frame);
-        if socket.write_all(&out).await.is_err() {
+        };
+        if !common::write_response(&mut socket, &request, &body).await {
             return;
         }
     }

@@ -14,15 +14,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::{BufMut, Bytes, BytesMut};
-use kacrab_protocol::generated::api_versions_request::ApiVersionsRequestData;
-use kacrab_protocol::generated::api_versions_response::{ApiVersion, ApiVersionsResponseData};
-use kacrab_protocol::generated::find_coordinator_request::FindCoordinatorRequestData;
-use kacrab_protocol::generated::find_coordinator_response::{
-    Coordinator, FindCoordinatorResponseData,
-};
-use kacrab_protocol::generated::request_header::RequestHeaderData;
-use kacrab_protocol::generated::response_header::ResponseHeaderData;
+mod common;
+
+use bytes::BytesMut;
+use common::{API_VERSIONS, FIND_COORDINATOR, STREAMS_GROUP_HEARTBEAT};
 use kacrab_protocol::generated::sasl_authenticate_request::SaslAuthenticateRequestData;
 use kacrab_protocol::generated::sasl_authenticate_response::SaslAuthenticateResponseData;
 use kacrab_protocol::generated::sasl_handshake_request::SaslHandshakeRequestData;
@@ -32,20 +27,15 @@ use kacrab_protocol::generated::streams_group_heartbeat_response::{
     StreamsGroupHeartbeatResponseData, TaskIds,
 };
 use kacrab_protocol::generated::ErrorCode;
-use kacrab_protocol::version::{request_header_version, response_header_version};
 use kstreams_group::{
     ConnectionConfig, Error, MemberConfig, MemberEvent, StreamsGroupMember, Subtopology, Topology,
     Uuid,
 };
 use kstreams_group::{Sasl, SaslMechanism, Security};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-const API_VERSIONS: i16 = 18;
-const FIND_COORDINATOR: i16 = 10;
 const SASL_HANDSHAKE: i16 = 17;
 const SASL_AUTHENTICATE: i16 = 36;
-const STREAMS_GROUP_HEARTBEAT: i16 = 88;
 
 const USER: &str = "alice";
 const PASSWORD: &str = "alice-secret";
@@ -153,18 +143,8 @@ struct Connection {
 }
 
 async fn serve(mut socket: TcpStream, mut state: Connection) {
-    while let Ok(length) = socket.read_i32().await {
-        let mut payload = vec![0; length as usize];
-        if socket.read_exact(&mut payload).await.is_err() {
-            return;
-        }
-        let mut request = Bytes::from(payload);
-        let (key, version) = (
-            i16::from_be_bytes([request[0], request[1]]),
-            i16::from_be_bytes([request[2], request[3]]),
-        );
-        let header =
-            RequestHeaderData::read(&mut request, request_header_version(key, version)).unwrap();
+    while let Some(mut request) = common::read_request(&mut socket).await {
+        let (key, version) = (request.key, request.version);
         state
             .seen
             .lock()
@@ -185,28 +165,19 @@ async fn serve(mut socket: TcpStream, mut state: Connection) {
         let mut body = BytesMut::new();
         match key {
             API_VERSIONS => {
-                ApiVersionsRequestData::read(&mut request, version).unwrap();
-                let api = |api_key, max_version| ApiVersion {
-                    api_key,
-                    min_version: 0,
-                    max_version,
-                    ..Default::default()
-                };
-                ApiVersionsResponseData {
-                    api_keys: vec![
-                        api(API_VERSIONS, 4),
-                        api(SASL_HANDSHAKE, 1),
-                        api(SASL_AUTHENTICATE, 2),
-                        api(FIND_COORDINATOR, 6),
-                        api(STREAMS_GROUP_HEARTBEAT, 0),
+                body = common::api_versions(
+                    &mut request,
+                    &[
+                        (API_VERSIONS, 4),
+                        (SASL_HANDSHAKE, 1),
+                        (SASL_AUTHENTICATE, 2),
+                        (FIND_COORDINATOR, 6),
+                        (STREAMS_GROUP_HEARTBEAT, 0),
                     ],
-                    ..Default::default()
-                }
-                .write(&mut body, version)
-                .unwrap();
+                );
             }
             SASL_HANDSHAKE => {
-                let handshake = SaslHandshakeRequestData::read(&mut request, version).unwrap();
+                let handshake = SaslHandshakeRequestData::read(&mut request.body, version).unwrap();
                 let enabled = state
                     .script
                     .mechanisms
@@ -230,7 +201,7 @@ async fn serve(mut socket: TcpStream, mut state: Connection) {
             }
             SASL_AUTHENTICATE => {
                 let authenticate =
-                    SaslAuthenticateRequestData::read(&mut request, version).unwrap();
+                    SaslAuthenticateRequestData::read(&mut request.body, version).unwrap();
                 let expected = format!("\0{USER}\0{PASSWORD}");
                 let accepted = authenticate.auth_bytes.as_ref() == expected.as_bytes()
                     && state.password_valid.load(Ordering::SeqCst);
@@ -259,23 +230,11 @@ async fn serve(mut socket: TcpStream, mut state: Connection) {
                 response.write(&mut body, version).unwrap();
             }
             FIND_COORDINATOR => {
-                FindCoordinatorRequestData::read(&mut request, version).unwrap();
-                FindCoordinatorResponseData {
-                    coordinators: vec![Coordinator {
-                        key: "app".to_owned().into(),
-                        node_id: 1,
-                        host: "127.0.0.1".to_owned().into(),
-                        port: i32::from(state.port),
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }
-                .write(&mut body, version)
-                .unwrap();
+                body = common::find_coordinator(&mut request, state.port, 0);
             }
             STREAMS_GROUP_HEARTBEAT => {
                 let heartbeat =
-                    StreamsGroupHeartbeatRequestData::read(&mut request, version).unwrap();
+                    StreamsGroupHeartbeatRequestData::read(&mut request.body, version).unwrap();
                 let joining = heartbeat.member_epoch == 0;
                 StreamsGroupHeartbeatResponseData {
                     member_id: heartbeat.member_id.clone(),
@@ -297,18 +256,7 @@ async fn serve(mut socket: TcpStream, mut state: Connection) {
             }
             other => panic!("the fake broker does not serve API {other}"),
         }
-        let mut frame = BytesMut::new();
-        ResponseHeaderData {
-            correlation_id: header.correlation_id,
-            ..Default::default()
-        }
-        .write(&mut frame, response_header_version(key, version))
-        .unwrap();
-        frame.extend_from_slice(&body);
-        let mut out = BytesMut::new();
-        out.put_i32(frame.len() as i32);
-        out.extend_from_slice(&frame);
-        if socket.write_all(&out).await.is_err() {
+        if !common::write_response(&mut socket, &request, &body).await {
             return;
         }
     }

@@ -1,7 +1,8 @@
 //! The streams group member on a secured listener of a real broker: the
-//! SASL_SSL listener of `cargo xtask kafka start` (SCRAM-SHA-256 over TLS,
-//! the CA made at the broker's start), configured with the librdkafka keys
-//! an application sets for its other clients (`Security::from_client_config`).
+//! SASL_SSL listener of `cargo xtask kafka start` (SCRAM-SHA-256 and
+//! SCRAM-SHA-512 over TLS, the CA made at the broker's start), configured
+//! with the librdkafka keys an application sets for its other clients
+//! (`Security::from_client_config`).
 //!
 //! Found through KSTREAMS_SASL_SSL_BOOTSTRAP, KSTREAMS_SASL_SSL_CA,
 //! KSTREAMS_SASL_USERNAME and KSTREAMS_SASL_PASSWORD (`eval "$(cargo xtask
@@ -36,16 +37,13 @@ impl Secured {
     /// The librdkafka keys for this listener, `password` in place of the
     /// right one.
     fn keys(&self, password: &str) -> HashMap<String, String> {
-        [
+        owned(&[
             ("security.protocol", "SASL_SSL"),
             ("sasl.mechanism", "SCRAM-SHA-256"),
             ("sasl.username", self.username.as_str()),
             ("sasl.password", password),
             ("ssl.ca.location", self.ca.as_str()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
+        ])
     }
 
     fn connection(&self, bootstrap: &str, keys: &HashMap<String, String>) -> ConnectionConfig {
@@ -58,6 +56,14 @@ impl Secured {
     fn good(&self) -> ConnectionConfig {
         self.connection(&self.bootstrap, &self.keys(&self.password))
     }
+}
+
+/// `pairs` as a map of owned keys and values.
+fn owned(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
 }
 
 fn skip(why: &str) -> Option<Secured> {
@@ -127,12 +133,19 @@ async fn app(secured: &Secured, name: &str) -> (String, Topology) {
     (id, topology(&input))
 }
 
-/// Joins, and plays the application until the member runs every task.
-async fn join_and_run_everything(connection: ConnectionConfig, id: &str, topology: &Topology) {
+/// Joins, and plays the application until the member runs every task,
+/// then for `stay` more, every task kept.
+async fn join_and_run_everything(
+    connection: ConnectionConfig,
+    id: &str,
+    topology: &Topology,
+    stay: Duration,
+) {
     let config = MemberConfig::new(connection, id, Uuid::new_v4());
     let mut member = StreamsGroupMember::join(config, topology).await.unwrap();
     let all: Vec<TaskId> = (0..PARTITIONS).map(|p| TaskId::new("0", p)).collect();
-    let deadline = Instant::now() + SETTLE;
+    let deadline = Instant::now() + SETTLE + stay;
+    let mut settled: Option<Instant> = None;
     loop {
         member.record_poll();
         let wait = tokio::time::timeout(Duration::from_millis(200), member.next_event());
@@ -145,7 +158,11 @@ async fn join_and_run_everything(connection: ConnectionConfig, id: &str, topolog
         }
         let active: Vec<TaskId> = member.snapshot().assignment.active.iter().collect();
         if active == all {
-            break;
+            if settled.get_or_insert_with(Instant::now).elapsed() >= stay {
+                break;
+            }
+        } else {
+            assert!(settled.is_none(), "tasks moved away: {active:?}");
         }
         assert!(Instant::now() < deadline, "no full assignment: {active:?}");
     }
@@ -158,7 +175,7 @@ async fn a_member_joins_over_sasl_ssl_with_scram_and_gets_an_assignment() {
         return;
     };
     let (id, topology) = app(&secured, "secured-join").await;
-    join_and_run_everything(secured.good(), &id, &topology).await;
+    join_and_run_everything(secured.good(), &id, &topology, Duration::ZERO).await;
     // The group's description, asked over the secured listener too.
     let description = Admin::new(secured.good())
         .describe_streams_group(&id)
@@ -174,20 +191,7 @@ async fn a_wrong_password_fails_the_join_fast_with_the_clear_error() {
     };
     let (id, topology) = app(&secured, "secured-wrong-password").await;
     let connection = secured.connection(&secured.bootstrap, &secured.keys("not-the-password"));
-    let started = Instant::now();
-    let result = StreamsGroupMember::join(
-        MemberConfig::new(connection, &id, Uuid::new_v4()),
-        &topology,
-    )
-    .await;
-    let Err(error) = result else {
-        panic!("a wrong password joined");
-    };
-    eprintln!("wrong password: {error}");
-    assert!(started.elapsed() < FAST, "{:?}", started.elapsed());
-    assert!(matches!(error, Error::Authentication { .. }), "{error:?}");
-    assert!(error.is_fatal());
-    let message = error.to_string();
+    let message = refused_join(connection, &id, &topology).await;
     for part in [
         "SASL SCRAM-SHA-256 authentication as \"kstreams\" failed",
         "SaslAuthenticationFailed",
@@ -198,18 +202,37 @@ async fn a_wrong_password_fails_the_join_fast_with_the_clear_error() {
     assert!(!message.contains("not-the-password"), "{message}");
 }
 
+/// Joins with `connection`, which the broker must refuse within [`FAST`]
+/// with a (fatal) [`Error::Authentication`]; its message.
+async fn refused_join(connection: ConnectionConfig, id: &str, topology: &Topology) -> String {
+    let started = Instant::now();
+    let result =
+        StreamsGroupMember::join(MemberConfig::new(connection, id, Uuid::new_v4()), topology).await;
+    let Err(error) = result else {
+        panic!("the member joined");
+    };
+    eprintln!("refused: {error}");
+    assert!(started.elapsed() < FAST, "{:?}", started.elapsed());
+    assert!(matches!(error, Error::Authentication { .. }), "{error:?}");
+    assert!(error.is_fatal());
+    error.to_string()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mechanism_the_listener_does_not_enable_is_named_with_those_it_does() {
     let Some(secured) = secured().await else {
         return;
     };
     let mut keys = secured.keys(&secured.password);
-    keys.insert("sasl.mechanism".to_owned(), "SCRAM-SHA-512".to_owned());
+    // The listener enables SCRAM-SHA-256 and SCRAM-SHA-512, not PLAIN.
+    keys.insert("sasl.mechanism".to_owned(), "PLAIN".to_owned());
     let admin = Admin::new(secured.connection(&secured.bootstrap, &keys));
     let error = admin.supports_streams_groups().await.unwrap_err();
     eprintln!("mechanism: {error}");
     assert!(matches!(error, Error::SaslMechanism { .. }), "{error:?}");
-    assert!(error.to_string().contains("SCRAM-SHA-256"), "{error}");
+    for enabled in ["SCRAM-SHA-256", "SCRAM-SHA-512"] {
+        assert!(error.to_string().contains(enabled), "{error}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -320,5 +343,195 @@ async fn a_host_name_the_certificate_does_not_list_fails_unless_the_check_is_off
         "none".to_owned(),
     );
     let (id, topology) = app(&secured, "secured-no-hostname-check").await;
-    join_and_run_everything(secured.connection(&other_name, &unchecked), &id, &topology).await;
+    let connection = secured.connection(&other_name, &unchecked);
+    join_and_run_everything(connection, &id, &topology, Duration::ZERO).await;
+}
+
+/// The OAUTHBEARER listener of `cargo xtask kafka start` (SASL_SSL, the
+/// same CA; Kafka's unsecured-JWT validator requiring a scope): its
+/// bootstrap and scope, or `None` (skip).
+async fn oauth() -> Option<(Secured, String, String)> {
+    let secured = secured().await?;
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let Some(bootstrap) = var("KSTREAMS_OAUTH_BOOTSTRAP") else {
+        skip("no KSTREAMS_OAUTH_BOOTSTRAP (cargo xtask kafka start sets it)");
+        return None;
+    };
+    let scope = var("KSTREAMS_OAUTH_SCOPE").expect("KSTREAMS_OAUTH_SCOPE with the bootstrap");
+    Some((secured, bootstrap, scope))
+}
+
+/// The librdkafka keys of an OAUTHBEARER client with librdkafka's
+/// unsecured JWT (`sasl.oauthbearer.config`).
+fn unsecured_keys(secured: &Secured, config: &str) -> HashMap<String, String> {
+    owned(&[
+        ("security.protocol", "SASL_SSL"),
+        ("sasl.mechanism", "OAUTHBEARER"),
+        ("enable.sasl.oauthbearer.unsecure.jwt", "true"),
+        ("sasl.oauthbearer.config", config),
+        ("ssl.ca.location", secured.ca.as_str()),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_joins_over_oauthbearer_with_an_unsecured_jwt() {
+    let Some((secured, bootstrap, scope)) = oauth().await else {
+        return;
+    };
+    let (id, topology) = app(&secured, "oauth-join").await;
+    let keys = unsecured_keys(
+        &secured,
+        &format!("principal=kstreams-app scope={scope} lifeSeconds=600 extension_traceId=t1"),
+    );
+    let connection = secured.connection(&bootstrap, &keys);
+    join_and_run_everything(connection.clone(), &id, &topology, Duration::ZERO).await;
+    let description = Admin::new(connection)
+        .describe_streams_group(&id)
+        .await
+        .unwrap();
+    assert_eq!(description.group_id, id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_without_the_scope_the_broker_requires_fails_fast_naming_the_cause() {
+    let Some((secured, bootstrap, _)) = oauth().await else {
+        return;
+    };
+    let (id, topology) = app(&secured, "oauth-scope").await;
+    let keys = unsecured_keys(&secured, "principal=kstreams-app scope=another-scope");
+    let message = refused_join(secured.connection(&bootstrap, &keys), &id, &topology).await;
+    for part in [
+        "SASL OAUTHBEARER authentication as \"kstreams-app\" failed",
+        "insufficient_scope",
+        "SaslAuthenticationFailed",
+        "check sasl.oauthbearer.config",
+    ] {
+        assert!(message.contains(part), "{part:?} not in {message}");
+    }
+}
+
+/// A token endpoint on loopback (OAuth 2 client credentials): each request
+/// answered with `token(n)`'s access token, `n` counting from 0; the
+/// requests counted.
+fn token_endpoint(
+    token: impl Fn(usize) -> String + Send + 'static,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Read};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/token", listener.local_addr().unwrap());
+    let count = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = count.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let (mut length, mut basic) = (0, false);
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let lower = line.to_ascii_lowercase();
+                if let Some(value) = lower.strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap();
+                }
+                basic |= lower.starts_with("authorization: basic ");
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let form = String::from_utf8(body).unwrap();
+            let (status, answer) = if basic && form.starts_with("grant_type=client_credentials") {
+                let token = token(counted.fetch_add(1, Ordering::SeqCst));
+                (
+                    200,
+                    format!(r#"{{"access_token":"{token}","token_type":"Bearer"}}"#),
+                )
+            } else {
+                (400, r#"{"error":"invalid_request"}"#.to_owned())
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+                 connection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+        }
+    });
+    (url, count)
+}
+
+/// An unsigned JWT (`alg` `none`, what the broker's unsecured validator
+/// takes) for `sub` with `scope`, expiring `life_secs` from now.
+fn unsigned_jwt(sub: &str, scope: &str, life_secs: i64) -> String {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let claims =
+        serde_json::json!({"sub": sub, "iat": now, "exp": now + life_secs, "scope": scope});
+    format!(
+        "{}.{}.",
+        URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#),
+        URL_SAFE_NO_PAD.encode(claims.to_string())
+    )
+}
+
+fn oidc_keys(secured: &Secured, url: &str, scope: &str) -> HashMap<String, String> {
+    owned(&[
+        ("security.protocol", "SASL_SSL"),
+        ("sasl.mechanism", "OAUTHBEARER"),
+        ("sasl.oauthbearer.method", "oidc"),
+        ("sasl.oauthbearer.token.endpoint.url", url),
+        ("sasl.oauthbearer.client.id", "kstreams-app"),
+        ("sasl.oauthbearer.client.secret", "client-secret"),
+        ("sasl.oauthbearer.scope", scope),
+        ("ssl.ca.location", secured.ca.as_str()),
+    ])
+}
+
+/// OIDC client credentials against a local token endpoint whose tokens
+/// live 6 s: the broker ends each session with the token (KIP-368), so the
+/// member, staying in its group for 20 s, authenticates again on its
+/// connections with fresh tokens, and keeps its tasks. (The principal, the
+/// tokens' `sub`, stays the same: a broker refuses a re-authentication as
+/// another principal.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oidc_member_refreshes_its_token_and_reauthenticates_before_the_session_ends() {
+    let Some((secured, bootstrap, scope)) = oauth().await else {
+        return;
+    };
+    let (id, topology) = app(&secured, "oauth-oidc").await;
+    let token_scope = scope.clone();
+    let (url, requests) = token_endpoint(move |_| unsigned_jwt("svc", &token_scope, 6));
+    let connection = secured.connection(&bootstrap, &oidc_keys(&secured, &url, &scope));
+    join_and_run_everything(connection, &id, &topology, Duration::from_secs(20)).await;
+    // A 6 s token is refreshed after 4.8 s: 20 s in the group take several.
+    let fetched = requests.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(fetched >= 4, "only {fetched} token(s) fetched");
+}
+
+/// A token endpoint that hands out an expired token: the join fails at
+/// once, saying so, before the broker is asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_token_fails_the_join_fast_saying_it_expired() {
+    let Some((secured, bootstrap, scope)) = oauth().await else {
+        return;
+    };
+    let (id, topology) = app(&secured, "oauth-expired").await;
+    let token_scope = scope.clone();
+    let (url, _) = token_endpoint(move |_| unsigned_jwt("svc", &token_scope, -120));
+    let connection = secured.connection(&bootstrap, &oidc_keys(&secured, &url, &scope));
+    let message = refused_join(connection, &id, &topology).await;
+    for part in [
+        "SASL OAUTHBEARER authentication as \"kstreams-app\" failed",
+        "the token expired 12",
+        "sasl.oauthbearer.token.endpoint.url",
+    ] {
+        assert!(message.contains(part), "{part:?} not in {message}");
+    }
+    assert!(!message.contains("client-secret"), "{message}");
 }

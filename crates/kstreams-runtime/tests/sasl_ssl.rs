@@ -9,6 +9,11 @@
 //! `group.protocol=streams` the streams group member connects there with
 //! the same keys, and the broker assigns the tasks.
 //!
+//! A Kafka Streams application's `streams.properties` in Java's keys only
+//! (`sasl.jaas.config` with ScramLoginModule for SCRAM-SHA-512, a PEM
+//! `ssl.truststore.*`) runs unchanged: kstreams translates them for every
+//! librdkafka client and the streams group member alike.
+//!
 //! Skipped without KSTREAMS_BOOTSTRAP and KSTREAMS_SASL_SSL_BOOTSTRAP
 //! (`eval "$(cargo xtask kafka start)"` sets both; `cargo xtask ci` passes
 //! them to the tests).
@@ -23,9 +28,9 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kstreams_dsl::{Materialized, StreamsBuilder};
+use kstreams_dsl::{Materialized, Produced, StreamsBuilder};
 use kstreams_embedded::{test_broker, unique_name};
-use kstreams_record::StringSerde;
+use kstreams_record::{I64Serde, Nullable, StringSerde};
 use kstreams_runtime::kafka::{
     HostInfo, KafkaStreams, ProcessingGuarantee, QueryableStoreTypes, State, StoreQueryParameters,
     StreamsConfig,
@@ -266,4 +271,383 @@ fn a_streams_group_app_runs_over_sasl_ssl_and_answers_where_a_key_is() {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert!(app.close(Duration::from_secs(30)));
+}
+
+/// A Java application's streams.properties for the secured listener, in
+/// Java's keys only: SCRAM-SHA-512 through `sasl.jaas.config` (the JAAS
+/// text with a quoted, escaped password as Java writes it) and the CA as a
+/// PEM trust store.
+fn java_streams_properties(
+    secured: &SecuredCluster,
+    run: &common::FreshRun,
+    password: &str,
+) -> String {
+    // In a .properties file a backslash is escaped once more; the JAAS
+    // text itself escapes `"` and `\` inside the quotes.
+    let jaas_password = password.replace('\\', "\\\\").replace('"', "\\\"");
+    format!(
+        "# streams.properties of a Kafka Streams application, unchanged\n\
+         application.id={app}\n\
+         bootstrap.servers={bootstrap}\n\
+         processing.guarantee=exactly_once_v2\n\
+         group.protocol=streams\n\
+         statestore.cache.max.bytes=0\n\
+         commit.interval.ms=100\n\
+         state.dir={state}\n\
+         security.protocol=SASL_SSL\n\
+         sasl.mechanism=SCRAM-SHA-512\n\
+         sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n\
+         \x20   username=\"{user}\" \\\n\
+         \x20   password=\"{password}\";\n\
+         ssl.truststore.type=PEM\n\
+         ssl.truststore.location={ca}\n\
+         ssl.endpoint.identification.algorithm=https\n",
+        app = run.app_id,
+        bootstrap = secured.bootstrap,
+        state = run.state_dir.display(),
+        user = secured.username,
+        password = jaas_password.replace('\\', "\\\\"),
+        ca = secured.ca,
+    )
+}
+
+/// The done-when of issue 47: a Java application's streams.properties with
+/// SASL_SSL, SCRAM-SHA-512 in `sasl.jaas.config` and a PEM trust store runs
+/// unchanged against the secured listener: a stateful exactly-once app
+/// under `group.protocol=streams` (its streams group member and its
+/// librdkafka clients all logged in with SCRAM-SHA-512), outputs exact.
+#[test]
+fn a_java_streams_properties_with_jaas_scram_sha_512_and_a_pem_truststore_runs_unchanged() {
+    let (Some(plaintext), Some(secured)) = (test_broker(), secured_cluster()) else {
+        return;
+    };
+    let run = common::FreshRun::new(&plaintext, "java-keys");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("streams.properties");
+    std::fs::write(
+        &path,
+        java_streams_properties(&secured, &run, &secured.password),
+    )
+    .unwrap();
+    let config = StreamsConfig::from_properties_file(&path).unwrap();
+    counts_arrive_exactly_once(&plaintext, &run, config);
+}
+
+/// Runs a stateful app (a count per key, no cache, the output in `run`)
+/// under `config` until 10 keys' counts 1..=10 arrive committed, once each
+/// and in order, and nothing more.
+fn counts_arrive_exactly_once(plaintext: &str, run: &common::FreshRun, config: StreamsConfig) {
+    let builder = StreamsBuilder::new();
+    builder
+        .stream::<String, String>(&run.input)
+        .group_by_key()
+        .count_with(None, Materialized::as_("counts"))
+        .to_stream()
+        .to_with(&run.output, Produced::with(StringSerde, Nullable(I64Serde)));
+    let mut app = KafkaStreams::new(builder.build().unwrap(), config);
+    app.start().unwrap();
+
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", plaintext)
+        .create()
+        .unwrap();
+    let (keys, per_key) = (10, 10);
+    for i in 0..keys * per_key {
+        let key = format!("k{}", i % keys);
+        producer
+            .send(BaseRecord::to(&run.input).key(&key).payload("v"))
+            .unwrap();
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+
+    // Without a cache every update is sent: each key's counts 1..=10, once
+    // each and in order, committed.
+    let reader = common::read_committed_consumer(plaintext, &run.output);
+    let mut counts: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while counts.values().map(Vec::len).sum::<usize>() < keys * per_key {
+        assert!(
+            Instant::now() < deadline,
+            "not every count arrived: {counts:?}; {:?}",
+            app.errors()
+        );
+        assert_ne!(app.state(), State::Error, "app failed: {:?}", app.errors());
+        if let Some(Ok(message)) = reader.poll(Duration::from_millis(200)) {
+            let key = String::from_utf8(message.key().unwrap().to_vec()).unwrap();
+            let value: [u8; 8] = message.payload().unwrap().try_into().unwrap();
+            counts
+                .entry(key)
+                .or_default()
+                .push(i64::from_be_bytes(value));
+        }
+    }
+    // Nothing more than that arrives.
+    let extra = reader.poll(Duration::from_secs(2));
+    assert!(
+        extra.is_none(),
+        "an output beyond the exact ones: {extra:?}"
+    );
+    assert!(app.close(Duration::from_secs(30)));
+
+    let expected: std::collections::BTreeMap<String, Vec<i64>> = (0..keys)
+        .map(|k| (format!("k{k}"), (1..=per_key as i64).collect()))
+        .collect();
+    assert_eq!(counts, expected);
+}
+
+/// Starts the app of the Java streams.properties with a wrong password
+/// until the start or the app fails (within 60 s, or the test fails: a
+/// hang); the errors it gives.
+fn errors_of_a_wrong_password(
+    plaintext: &str,
+    secured: &SecuredCluster,
+    wrong: &str,
+) -> Vec<String> {
+    let run = common::FreshRun::new(plaintext, "java-keys-wrong");
+    let config =
+        StreamsConfig::from_properties_str(&java_streams_properties(secured, &run, wrong)).unwrap();
+    let builder = StreamsBuilder::new();
+    builder
+        .stream::<String, String>(&run.input)
+        .group_by_key()
+        .count_with(None, Materialized::as_("counts"));
+    let mut app = KafkaStreams::new(builder.build().unwrap(), config);
+    let started = Instant::now();
+    let start = app.start();
+    let errors = loop {
+        if start.is_err() || app.state() == State::Error {
+            break match &start {
+                Err(e) => vec![e.to_string()],
+                Ok(()) => app.errors(),
+            };
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "a wrong password neither failed the start nor the app: {:?}, {:?}",
+            app.state(),
+            app.errors()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    eprintln!("wrong password: {errors:?}");
+    let _ = app.close(Duration::from_secs(10));
+    errors
+}
+
+/// The same streams.properties with a wrong password: the application
+/// fails (at start) within seconds, instead of hanging in retries, and the
+/// password shows nowhere in what it says.
+#[test]
+fn a_wrong_password_in_sasl_jaas_config_fails_the_start_fast_without_showing_it() {
+    let (Some(plaintext), Some(secured)) = (test_broker(), secured_cluster()) else {
+        return;
+    };
+    let wrong = "not-\\the-\"password";
+    let errors = errors_of_a_wrong_password(&plaintext, &secured, wrong);
+    assert!(!errors.is_empty());
+    let text = errors.join("\n");
+    assert!(!text.contains("the-"), "the password shows: {text}");
+}
+
+/// What the failed start says names the cause: the SCRAM login of the
+/// user refused. The topic check before the threads start (a librdkafka
+/// metadata request, `kafka/topics.rs`) reads what librdkafka reported to
+/// its error callback, so the start fails with the SASL failure itself, not
+/// librdkafka's "Meta data fetch error: BrokerTransportFailure".
+#[test]
+fn a_wrong_password_failure_names_the_sasl_login_as_its_cause() {
+    let (Some(plaintext), Some(secured)) = (test_broker(), secured_cluster()) else {
+        return;
+    };
+    let errors = errors_of_a_wrong_password(&plaintext, &secured, "not-the-password");
+    let text = errors.join("\n");
+    assert_eq!(errors.len(), 1, "one error: {text}");
+    assert!(
+        text.contains(&format!(
+            "SASL authentication failed for user \"{}\" (mechanism SCRAM-SHA-512): ",
+            secured.username
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("check sasl.username/sasl.password or sasl.jaas.config"),
+        "{text}"
+    );
+    assert!(!text.contains("not-the-password"), "{text}");
+}
+
+/// A CA certificate (PEM) that did not sign the broker's: a fresh
+/// self-signed one, made with openssl in `dir`; `None` (the test skips)
+/// where openssl is not installed.
+fn another_ca(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    let (key, cert) = (dir.join("other-ca.key"), dir.join("other-ca.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args(["-subj", "/CN=not the kstreams test CA"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output();
+    match made {
+        Ok(output) if output.status.success() => Some(cert),
+        Ok(output) => panic!(
+            "openssl could not make a CA: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ),
+        Err(error) => {
+            eprintln!("skipped: no openssl to make another CA with ({error})");
+            None
+        }
+    }
+}
+
+/// A CA file that did not sign the broker's certificate: the start fails
+/// within seconds, once, naming the TLS handshake and the untrusted
+/// certificate, and what to check; never a hang in retries.
+#[test]
+fn an_untrusted_broker_certificate_fails_the_start_naming_the_tls_handshake() {
+    let (Some(plaintext), Some(secured)) = (test_broker(), secured_cluster()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let Some(other_ca) = another_ca(dir.path()) else {
+        return;
+    };
+    let run = common::FreshRun::new(&plaintext, "untrusted-ca");
+    let builder = StreamsBuilder::new();
+    builder
+        .stream::<String, String>(&run.input)
+        .map_values(|v| v.to_uppercase())
+        .to(&run.output);
+    let mut config = StreamsConfig::new(&run.app_id, &secured.bootstrap).state_dir(&run.state_dir);
+    for (key, value) in secured.keys() {
+        config.set(key, value).unwrap();
+    }
+    config
+        .set("ssl.ca.location", other_ca.to_str().unwrap())
+        .unwrap();
+    let error = start_error(
+        KafkaStreams::new(builder.build().unwrap(), config),
+        "a broker certificate the CA did not sign was trusted",
+    );
+    assert!(
+        error.contains("TLS handshake failed: certificate not trusted: "),
+        "{error}"
+    );
+    assert!(error.contains("ssl.ca.location"), "{error}");
+}
+
+/// The error of `app`'s start, which must fail within 20 s (`accepted`
+/// says what it would mean if it did not fail).
+fn start_error(mut app: KafkaStreams, accepted: &str) -> String {
+    let started = Instant::now();
+    let error = app.start().expect_err(accepted).to_string();
+    eprintln!("start failed: {error}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the start took {:?} to fail",
+        started.elapsed()
+    );
+    let _ = app.close(Duration::from_secs(10));
+    error
+}
+
+/// The OAUTHBEARER listener of `cargo xtask kafka start` (SASL_SSL, the
+/// same CA, Kafka's unsecured-JWT validator requiring a scope): its
+/// bootstrap and scope, or `None` (skip).
+fn oauth_listener() -> Option<(String, String)> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let Some(bootstrap) = var("KSTREAMS_OAUTH_BOOTSTRAP") else {
+        eprintln!("skipped: no KSTREAMS_OAUTH_BOOTSTRAP (cargo xtask kafka start sets it)");
+        return None;
+    };
+    Some((
+        bootstrap,
+        var("KSTREAMS_OAUTH_SCOPE").expect("KSTREAMS_OAUTH_SCOPE with the bootstrap"),
+    ))
+}
+
+/// A config for the OAUTHBEARER listener with librdkafka's unsecured JWT,
+/// `sasl.oauthbearer.config` as given: every librdkafka client and the
+/// streams group member make their tokens from it.
+fn oauth_config(
+    run: &common::FreshRun,
+    bootstrap: &str,
+    ca: &str,
+    oauthbearer_config: &str,
+) -> StreamsConfig {
+    let mut config = StreamsConfig::new(&run.app_id, bootstrap)
+        .processing_guarantee(ProcessingGuarantee::ExactlyOnceV2)
+        .commit_interval(Duration::from_millis(100))
+        .state_dir(&run.state_dir);
+    for (key, value) in [
+        ("group.protocol", "streams"),
+        ("statestore.cache.max.bytes", "0"),
+        ("security.protocol", "SASL_SSL"),
+        ("sasl.mechanism", "OAUTHBEARER"),
+        ("enable.sasl.oauthbearer.unsecure.jwt", "true"),
+        ("sasl.oauthbearer.config", oauthbearer_config),
+        ("ssl.ca.location", ca),
+    ] {
+        config.set(key, value).unwrap();
+    }
+    config
+}
+
+/// `group.protocol=streams` on the OAUTHBEARER listener: a stateful
+/// exactly-once app whose librdkafka clients and streams group member all
+/// log in with unsecured JWTs made from `sasl.oauthbearer.config`; outputs
+/// exact.
+#[test]
+fn a_streams_group_app_runs_over_oauthbearer_to_exact_outputs() {
+    let (Some(plaintext), Some(secured), Some((bootstrap, scope))) =
+        (test_broker(), secured_cluster(), oauth_listener())
+    else {
+        return;
+    };
+    let run = common::FreshRun::new(&plaintext, "oauthbearer");
+    let config = oauth_config(
+        &run,
+        &bootstrap,
+        &secured.ca,
+        &format!("principal=kstreams-app scope={scope}"),
+    );
+    counts_arrive_exactly_once(&plaintext, &run, config);
+}
+
+/// A token the broker refuses (without the scope it requires): the start
+/// fails within seconds, once, naming OAUTHBEARER, the broker's reason and
+/// the keys of the token's source.
+#[test]
+fn a_refused_oauthbearer_token_fails_the_start_naming_the_cause() {
+    let (Some(plaintext), Some(secured), Some((bootstrap, _))) =
+        (test_broker(), secured_cluster(), oauth_listener())
+    else {
+        return;
+    };
+    let run = common::FreshRun::new(&plaintext, "oauthbearer-refused");
+    let builder = StreamsBuilder::new();
+    builder
+        .stream::<String, String>(&run.input)
+        .group_by_key()
+        .count_with(None, Materialized::as_("counts"));
+    let config = oauth_config(
+        &run,
+        &bootstrap,
+        &secured.ca,
+        "principal=kstreams-app scope=not-the-scope",
+    );
+    let error = start_error(
+        KafkaStreams::new(builder.build().unwrap(), config),
+        "a token without the required scope was accepted",
+    );
+    assert!(
+        error.starts_with("SASL authentication failed (mechanism OAUTHBEARER): ")
+            && error.contains("insufficient_scope")
+            && error.contains("sasl.oauthbearer.config"),
+        "{error}"
+    );
 }

@@ -15,6 +15,9 @@ pub(super) struct Node {
     pub controller_port: u16,
     /// The SASL_SSL listener (SCRAM over TLS), when the cluster has one.
     pub sasl_ssl_port: Option<u16>,
+    /// The OAUTHBEARER listener (SASL_SSL, the broker's unsecured-JWT
+    /// validator), beside the SCRAM one.
+    pub oauth_port: Option<u16>,
     /// `.kafka/node-<id>`: config, data, log and pid file.
     pub dir: PathBuf,
 }
@@ -26,6 +29,10 @@ impl Node {
 
     pub(super) fn sasl_ssl_address(&self) -> Option<String> {
         self.sasl_ssl_port.map(|port| format!("127.0.0.1:{port}"))
+    }
+
+    pub(super) fn oauth_address(&self) -> Option<String> {
+        self.oauth_port.map(|port| format!("127.0.0.1:{port}"))
     }
 
     pub(super) fn config_file(&self) -> PathBuf {
@@ -45,6 +52,10 @@ impl Node {
     }
 }
 
+/// The longest session of the OAUTHBEARER listener (its
+/// `connections.max.reauth.ms`): a client re-authenticates before then.
+pub(super) const OAUTH_REAUTH_MS: u64 = 60_000;
+
 /// `controller.quorum.voters`: every node votes (a static quorum, so each node
 /// is formatted alike and no dynamic-quorum bootstrapping is needed).
 pub(super) fn voters(nodes: &[Node]) -> String {
@@ -62,8 +73,17 @@ pub(super) fn streams_groups(release: Option<(u32, u32, u32)>) -> bool {
 }
 
 /// server.properties of `node` in a cluster of `nodes.len()` nodes; with
-/// `keys`, the node also listens for SASL_SSL clients (SCRAM-SHA-256) on its
-/// `sasl_ssl_port`, while brokers and controllers talk in plaintext.
+/// `keys`, the node also listens for SASL_SSL clients (SCRAM-SHA-256 and
+/// SCRAM-SHA-512) on its `sasl_ssl_port` and for OAUTHBEARER ones (over
+/// TLS too, listener `OAUTH`) on its `oauth_port`, while brokers and
+/// controllers talk in plaintext.
+///
+/// The OAUTHBEARER listener validates with Kafka's default server callback,
+/// the unsecured-JWT validator (unsigned tokens, `alg` `none`: a test
+/// broker's), which requires the scope [`tls::OAUTH_SCOPE`] (so that a
+/// token without it is refused) and checks the expiry; its sessions last at
+/// most [`OAUTH_REAUTH_MS`] (KIP-368), so that clients re-authenticate with
+/// fresh tokens during a test.
 ///
 /// Choices for tests, not production:
 /// - Internal topics are replicated `min(3, nodes)` times, so one broker gives
@@ -103,6 +123,7 @@ pub(super) fn server_properties(
     set("node.id", &node.id);
     set("controller.quorum.voters", &voters(nodes));
     let sasl_ssl = keys.zip(node.sasl_ssl_address());
+    let oauth = keys.zip(node.oauth_address());
     let (mut listeners, mut advertised, mut protocols) = (
         format!(
             "PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
@@ -116,22 +137,51 @@ pub(super) fn server_properties(
         advertised.push_str(&format!(",SASL_SSL://{address}"));
         protocols.push_str(",SASL_SSL:SASL_SSL");
     }
+    if let Some((_, address)) = &oauth {
+        listeners.push_str(&format!(",OAUTH://{address}"));
+        advertised.push_str(&format!(",OAUTH://{address}"));
+        protocols.push_str(",OAUTH:SASL_SSL");
+    }
     set("listeners", &listeners);
     set("advertised.listeners", &advertised);
     set("controller.listener.names", &"CONTROLLER");
     set("inter.broker.listener.name", &"PLAINTEXT");
     set("listener.security.protocol.map", &protocols);
     if let Some((keys, _)) = sasl_ssl {
-        set("sasl.enabled.mechanisms", &tls::MECHANISM);
-        set(
-            &format!(
-                "listener.name.sasl_ssl.{}.sasl.jaas.config",
-                tls::MECHANISM.to_ascii_lowercase()
-            ),
-            &"org.apache.kafka.common.security.scram.ScramLoginModule required;",
-        );
+        set("sasl.enabled.mechanisms", &tls::MECHANISMS.join(","));
+        for mechanism in tls::MECHANISMS {
+            set(
+                &format!(
+                    "listener.name.sasl_ssl.{}.sasl.jaas.config",
+                    mechanism.to_ascii_lowercase()
+                ),
+                &"org.apache.kafka.common.security.scram.ScramLoginModule required;",
+            );
+        }
         for (key, value) in keys.broker_settings() {
             set(&format!("listener.name.sasl_ssl.{key}"), &value);
+        }
+    }
+    if let Some((keys, _)) = oauth {
+        set(
+            "listener.name.oauth.sasl.enabled.mechanisms",
+            &"OAUTHBEARER",
+        );
+        set(
+            "listener.name.oauth.oauthbearer.sasl.jaas.config",
+            &format!(
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required \
+                 unsecuredLoginStringClaim_sub=\"kstreams-broker\" \
+                 unsecuredValidatorRequiredScope=\"{}\";",
+                tls::OAUTH_SCOPE
+            ),
+        );
+        set(
+            "listener.name.oauth.oauthbearer.connections.max.reauth.ms",
+            &OAUTH_REAUTH_MS,
+        );
+        for (key, value) in keys.broker_settings() {
+            set(&format!("listener.name.oauth.{key}"), &value);
         }
     }
     set("log.dirs", &node.data_dir().display());
@@ -188,6 +238,7 @@ mod tests {
                 port: 9000 + id as u16,
                 controller_port: 9100 + id as u16,
                 sasl_ssl_port: Some(9200 + id as u16),
+                oauth_port: Some(9300 + id as u16),
                 dir: PathBuf::from(format!("/tmp/node-{id}")),
             })
             .collect()
@@ -241,15 +292,26 @@ mod tests {
         let props = server_properties(&nodes[0], &nodes, Some((4, 4, 0)), Some(&keys));
         assert!(props.contains(
             "listeners=PLAINTEXT://127.0.0.1:9001,CONTROLLER://127.0.0.1:9101,\
-             SASL_SSL://127.0.0.1:9201\n"
+             SASL_SSL://127.0.0.1:9201,OAUTH://127.0.0.1:9301\n"
         ));
-        assert!(props.contains("SASL_SSL:SASL_SSL"));
-        assert!(props.contains("inter.broker.listener.name=PLAINTEXT\n"));
-        assert!(props.contains("sasl.enabled.mechanisms=SCRAM-SHA-256\n"));
+        assert!(props.contains("SASL_SSL:SASL_SSL,OAUTH:SASL_SSL\n"));
+        assert!(props.contains("listener.name.oauth.sasl.enabled.mechanisms=OAUTHBEARER\n"));
         assert!(props.contains(
-            "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=\
-             org.apache.kafka.common.security.scram.ScramLoginModule required;\n"
+            "listener.name.oauth.oauthbearer.sasl.jaas.config=\
+             org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required \
+             unsecuredLoginStringClaim_sub=\"kstreams-broker\" \
+             unsecuredValidatorRequiredScope=\"kstreams\";\n"
         ));
+        assert!(props.contains("listener.name.oauth.oauthbearer.connections.max.reauth.ms=60000\n"));
+        assert!(props.contains("listener.name.oauth.ssl.keystore.location=/keys/broker.p12\n"));
+        assert!(props.contains("inter.broker.listener.name=PLAINTEXT\n"));
+        assert!(props.contains("sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512\n"));
+        for mechanism in ["scram-sha-256", "scram-sha-512"] {
+            assert!(props.contains(&format!(
+                "listener.name.sasl_ssl.{mechanism}.sasl.jaas.config=\
+                 org.apache.kafka.common.security.scram.ScramLoginModule required;\n"
+            )));
+        }
         assert!(props.contains("listener.name.sasl_ssl.ssl.keystore.location=/keys/broker.p12\n"));
     }
 }

@@ -28,13 +28,18 @@ use crate::process::{self, secs};
 
 /// The variable through which tests find a real broker.
 pub(crate) const BOOTSTRAP_ENV: &str = "KSTREAMS_BOOTSTRAP";
-/// The same cluster's SASL_SSL listeners (SCRAM-SHA-256 over TLS).
+/// The same cluster's SASL_SSL listeners (SCRAM-SHA-256 and SCRAM-SHA-512
+/// over TLS).
 pub(crate) const SASL_SSL_BOOTSTRAP_ENV: &str = "KSTREAMS_SASL_SSL_BOOTSTRAP";
 /// The CA certificate (PEM) that signed the brokers' certificates.
 pub(crate) const SASL_SSL_CA_ENV: &str = "KSTREAMS_SASL_SSL_CA";
 /// The SCRAM user and its password.
 pub(crate) const SASL_USERNAME_ENV: &str = "KSTREAMS_SASL_USERNAME";
 pub(crate) const SASL_PASSWORD_ENV: &str = "KSTREAMS_SASL_PASSWORD";
+/// The same cluster's OAUTHBEARER listeners (SASL_SSL, same CA; the
+/// broker's unsecured-JWT validator) and the scope they require.
+pub(crate) const OAUTH_BOOTSTRAP_ENV: &str = "KSTREAMS_OAUTH_BOOTSTRAP";
+pub(crate) const OAUTH_SCOPE_ENV: &str = "KSTREAMS_OAUTH_SCOPE";
 
 /// How long a fresh cluster may take to answer metadata requests. A cold JVM
 /// on a busy 2-core machine needs ~10 s per node; three nodes start together.
@@ -101,12 +106,17 @@ fn sasl_ssl_env() -> Vec<(&'static str, String)> {
     let Ok(keys) = tls::keys() else {
         return Vec::new();
     };
-    vec![
+    let mut env = vec![
         (SASL_SSL_BOOTSTRAP_ENV, bootstrap.trim().to_owned()),
         (SASL_SSL_CA_ENV, keys.ca_pem.display().to_string()),
         (SASL_USERNAME_ENV, tls::USER.to_owned()),
         (SASL_PASSWORD_ENV, tls::PASSWORD.to_owned()),
-    ]
+    ];
+    if let Ok(oauth) = fs::read_to_string(oauth_file()) {
+        env.push((OAUTH_BOOTSTRAP_ENV, oauth.trim().to_owned()));
+        env.push((OAUTH_SCOPE_ENV, tls::OAUTH_SCOPE.to_owned()));
+    }
+    env
 }
 
 /// A cluster this process started; its children are reaped by [`Lease`].
@@ -365,6 +375,11 @@ fn sasl_ssl_file() -> PathBuf {
     paths::kafka_dir().join("sasl_ssl_bootstrap")
 }
 
+/// The OAUTHBEARER listeners' address list, written when the cluster has them.
+fn oauth_file() -> PathBuf {
+    paths::kafka_dir().join("oauth_bootstrap")
+}
+
 /// `.kafka/node-*` directories, in node order.
 fn node_dirs() -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(paths::kafka_dir()) else {
@@ -394,6 +409,7 @@ fn node_at(dir: PathBuf) -> Node {
         port: 0,
         controller_port: 0,
         sasl_ssl_port: None,
+        oauth_port: None,
         dir,
     }
 }
@@ -417,6 +433,7 @@ fn remove_run_files() {
     }
     let _ = fs::remove_file(bootstrap_file());
     let _ = fs::remove_file(sasl_ssl_file());
+    let _ = fs::remove_file(oauth_file());
 }
 
 fn broker_classpath() -> Result<String> {
@@ -484,16 +501,20 @@ fn allocate_nodes(
             None => hold_port(&mut held, 0)?,
         };
         let controller_port = hold_port(&mut held, 0)?;
-        let sasl_ssl_port = if sasl_ssl {
-            Some(hold_port(&mut held, 0)?)
+        let (sasl_ssl_port, oauth_port) = if sasl_ssl {
+            (
+                Some(hold_port(&mut held, 0)?),
+                Some(hold_port(&mut held, 0)?),
+            )
         } else {
-            None
+            (None, None)
         };
         nodes.push(Node {
             id,
             port,
             controller_port,
             sasl_ssl_port,
+            oauth_port,
             dir: root.join(format!("node-{id}")),
         });
     }
@@ -526,12 +547,14 @@ fn format_storage(nodes: &[Node], classpath: &str, scram_user: bool) -> Result<(
                         .args(["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c"])
                         .arg(node.config_file());
                     if scram_user {
-                        format.arg("--add-scram").arg(format!(
-                            "{}=[name={},password={}]",
-                            tls::MECHANISM,
-                            tls::USER,
-                            tls::PASSWORD
-                        ));
+                        // One credential per mechanism (--add-scram repeats).
+                        for mechanism in tls::MECHANISMS {
+                            format.arg("--add-scram").arg(format!(
+                                "{mechanism}=[name={},password={}]",
+                                tls::USER,
+                                tls::PASSWORD
+                            ));
+                        }
                     }
                     process::run_captured(
                         &mut format,
@@ -576,8 +599,17 @@ fn launch_and_wait(nodes: &[Node], classpath: &str, lifetime: Lifetime) -> Resul
         fs::write(sasl_ssl_file(), sasl_ssl.join(","))?;
         eprintln!(
             "kafka: SASL_SSL ({}) at {}",
-            tls::MECHANISM,
+            tls::MECHANISMS.join(", "),
             sasl_ssl.join(",")
+        );
+    }
+    let oauth: Vec<String> = nodes.iter().filter_map(Node::oauth_address).collect();
+    if !oauth.is_empty() {
+        fs::write(oauth_file(), oauth.join(","))?;
+        eprintln!(
+            "kafka: OAUTHBEARER (SASL_SSL, unsecured JWT, scope {}) at {}",
+            tls::OAUTH_SCOPE,
+            oauth.join(",")
         );
     }
     eprintln!(

@@ -1,7 +1,8 @@
 //! The test cluster's SASL_SSL listener: a throwaway certificate authority
 //! and a broker certificate for 127.0.0.1, made with the JDK's keytool (the
 //! JDK runs the broker already, so nothing new is installed), and one SCRAM
-//! user, added when the storage is formatted.
+//! user with a SCRAM-SHA-256 and a SCRAM-SHA-512 credential, added when the
+//! storage is formatted.
 //!
 //! The keys are for a test broker on the loopback interface only: made once
 //! and kept in `~/.cache/kstreams/tls/` (each keytool call is a JVM start),
@@ -16,12 +17,15 @@ use anyhow::{Context, Result};
 use crate::paths;
 use crate::process;
 
-/// The SCRAM mechanism of the listener.
-pub(super) const MECHANISM: &str = "SCRAM-SHA-256";
+/// The SCRAM mechanisms of the listener: the user has a credential for
+/// each, so a client may log in with either.
+pub(super) const MECHANISMS: [&str; 2] = ["SCRAM-SHA-256", "SCRAM-SHA-512"];
 /// The SCRAM user clients log in as.
 pub(super) const USER: &str = "kstreams";
 /// Its password; a test broker's, on loopback only.
 pub(super) const PASSWORD: &str = "kstreams-test-secret";
+/// The scope the OAUTHBEARER listener requires of a token.
+pub(super) const OAUTH_SCOPE: &str = "kstreams";
 /// The broker's key store (PKCS12) password.
 const STORE_PASSWORD: &str = "kstreams-test-store";
 /// How long the certificates are valid, in days.

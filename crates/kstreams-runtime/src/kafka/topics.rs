@@ -1,19 +1,22 @@
 //! The topics an application reads and the internal ones it creates.
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use futures_executor::block_on;
 use kstreams_dsl::__private::TopicPattern;
 use kstreams_dsl::{ChangelogTopic, Topology};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
+use rdkafka::client::{ClientContext, DefaultClientContext};
+use rdkafka::config::ClientConfig;
 use rdkafka::error::KafkaError;
+use rdkafka::producer::{BaseProducer, DeliveryResult, Producer, ProducerContext};
 use rdkafka::types::RDKafkaErrorCode;
 use rustc_hash::FxHashMap;
 
 use super::client_error::ClientError;
-use super::config::StreamsConfig;
+use super::config::{ConfigError, StreamsConfig};
 use super::RuntimeError;
 use crate::kafka::client_error::ClientResult;
 
@@ -63,14 +66,150 @@ impl SourceTopicIndex {
     }
 }
 
-/// The partition count of every topic the cluster has.
+/// How long the start waits for the cluster's metadata.
+const METADATA_TIMEOUT: Duration = Duration::from_secs(30);
+/// One metadata request's share of it: between two, the start looks at what
+/// librdkafka reported, so that a refused login fails it at once.
+const METADATA_ATTEMPT: Duration = Duration::from_secs(2);
+
+/// The context of the start's metadata probe: librdkafka's errors logged
+/// as rust-rdkafka does, and the last authentication (`__AUTHENTICATION`) or
+/// TLS (`__SSL`) failure kept. librdkafka reports those as error events of
+/// the client's main queue only: a metadata request on a client whose every
+/// login fails just fails (transport failure, timeout), without the cause.
+/// (rust-rdkafka's `AdminClient` never polls its main queue, so the probe is
+/// a producer, the kind of client an admin client is inside librdkafka.)
+#[derive(Default)]
+struct StartContext {
+    refused: Mutex<Option<(RDKafkaErrorCode, String)>>,
+}
+
+impl ClientContext for StartContext {
+    fn error(&self, error: KafkaError, reason: &str) {
+        log::error!("librdkafka: {error}: {reason}");
+        if let Some(code @ (RDKafkaErrorCode::Authentication | RDKafkaErrorCode::SSL)) =
+            error.rdkafka_error_code()
+        {
+            *self.refused.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some((code, reason.to_owned()));
+        }
+    }
+}
+
+impl ProducerContext for StartContext {
+    type DeliveryOpaque = ();
+    // The probe produces nothing.
+    fn delivery(&self, _: &DeliveryResult<'_>, _: ()) {}
+}
+
+impl StartContext {
+    /// The authentication or TLS failure librdkafka last reported, as the
+    /// error naming its cause and the keys to check (`client` is the
+    /// configuration the client was made with).
+    fn refusal(&self, client: &ClientConfig) -> Option<ConfigError> {
+        let refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        let (code, reason) = refused.as_ref()?;
+        Some(ConfigError::Refused {
+            message: explain_refusal(*code, reason, |key| client.get(key)),
+        })
+    }
+}
+
+/// What an authentication (`__AUTHENTICATION`) or TLS (`__SSL`) failure
+/// librdkafka reported with `reason` means, naming the user and mechanism
+/// (from `get`, the client's settings; never the password) and the keys to
+/// check.
+fn explain_refusal<'a>(
+    code: RDKafkaErrorCode,
+    reason: &str,
+    get: impl Fn(&str) -> Option<&'a str>,
+) -> String {
+    // librdkafka's reason ends with how long the state lasted, of no use here.
+    let reason = reason
+        .rsplit_once(" (after ")
+        .map_or(reason, |(reason, _)| reason)
+        .trim();
+    if code == RDKafkaErrorCode::SSL {
+        let lower = reason.to_ascii_lowercase();
+        let (cause, fix) = if lower.contains("certificate verify failed")
+            || lower.contains("could not be verified")
+        {
+            (
+                "certificate not trusted",
+                "check ssl.ca.location / ssl.ca.pem (Java: ssl.truststore.*): the CA that \
+                 signed the brokers' certificates",
+            )
+        } else if lower.contains("hostname") || lower.contains("host name") {
+            (
+                "certificate not valid for the host name",
+                "connect by a name the certificate lists, or set \
+                 ssl.endpoint.identification.algorithm=none",
+            )
+        } else {
+            (
+                "the handshake did not complete",
+                "check security.protocol (SSL or SASL_SSL on a TLS listener only) and the ssl.* \
+                 settings (Java: ssl.truststore.*, ssl.keystore.*)",
+            )
+        };
+        return format!("TLS handshake failed: {cause}: {reason}; {fix}");
+    }
+    let mechanism = get("sasl.mechanism")
+        .or_else(|| get("sasl.mechanisms"))
+        .unwrap_or("GSSAPI");
+    if mechanism.eq_ignore_ascii_case("OAUTHBEARER") {
+        return format!(
+            "SASL authentication failed (mechanism OAUTHBEARER): {reason}; check the token's \
+             source: sasl.oauthbearer.config with enable.sasl.oauthbearer.unsecure.jwt, or \
+             sasl.oauthbearer.method=oidc with sasl.oauthbearer.token.endpoint.url, .client.id, \
+             .client.secret and .scope (Java: sasl.jaas.config)"
+        );
+    }
+    let user = get("sasl.username").unwrap_or("");
+    format!(
+        "SASL authentication failed for user {user:?} (mechanism {mechanism}): {reason}; check \
+         sasl.username/sasl.password or sasl.jaas.config (the user needs {mechanism} \
+         credentials on the cluster)"
+    )
+}
+
+/// The partition count of every topic the cluster has. A login or TLS
+/// handshake the cluster refuses fails it at once, naming the cause; other
+/// failures are retried for [`METADATA_TIMEOUT`].
 fn partition_counts_on_broker(
-    admin: &AdminClient<DefaultClientContext>,
+    client: &ClientConfig,
 ) -> Result<HashMap<String, usize>, RuntimeError> {
-    let metadata = admin
-        .inner()
-        .fetch_metadata(None, Duration::from_secs(30))
+    let probe: BaseProducer<StartContext> = client
+        .create_with_context(StartContext::default())
         .client()?;
+    let probe = DropAside(Some(probe));
+    let probe = probe.0.as_ref().expect("present until dropped");
+    let deadline = Instant::now() + METADATA_TIMEOUT;
+    let metadata = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let error = match probe
+            .client()
+            .fetch_metadata(None, left.min(METADATA_ATTEMPT))
+        {
+            Ok(metadata) => break metadata,
+            Err(error) => error,
+        };
+        // The error events wait in the main queue, and the failed login's
+        // may trail the request's failure.
+        let waited = Instant::now();
+        loop {
+            probe.poll(Duration::from_millis(50));
+            if let Some(refused) = probe.context().refusal(client) {
+                return Err(refused.into());
+            }
+            if waited.elapsed() >= Duration::from_millis(300) {
+                break;
+            }
+        }
+        if Instant::now() >= deadline {
+            return Err(RuntimeError::client(error));
+        }
+    };
     Ok(metadata
         .topics()
         .iter()
@@ -79,27 +218,20 @@ fn partition_counts_on_broker(
         .collect())
 }
 
-/// The admin client of an application's start, closed on a thread of its
-/// own: rust-rdkafka's `AdminClient` joins its polling thread when
-/// dropped, and that thread polls in 100 ms steps, so the start (the
-/// stream threads joining the group) waited up to 100 ms for it.
-struct StartAdmin(Option<AdminClient<DefaultClientContext>>);
+/// A client of an application's start, closed on a thread of its own: a
+/// librdkafka client's close waits for its threads (rust-rdkafka's
+/// `AdminClient` joins a polling thread that polls in 100 ms steps), and
+/// the start (the stream threads joining the group) need not wait for it.
+struct DropAside<T: Send + 'static>(Option<T>);
 
-impl std::ops::Deref for StartAdmin {
-    type Target = AdminClient<DefaultClientContext>;
-    fn deref(&self) -> &Self::Target {
-        self.0.as_ref().expect("present until dropped")
-    }
-}
-
-impl Drop for StartAdmin {
+impl<T: Send + 'static> Drop for DropAside<T> {
     fn drop(&mut self) {
-        if let Some(admin) = self.0.take() {
+        if let Some(client) = self.0.take() {
             // If no thread can be made, the closure, and the client with
             // it, is dropped here.
             let _ = std::thread::Builder::new()
-                .name("kstreams-start-admin-close".into())
-                .spawn(move || drop(admin));
+                .name("kstreams-start-client-close".into())
+                .spawn(move || drop(client));
         }
     }
 }
@@ -112,8 +244,8 @@ pub(crate) fn prepare_topics(
     topology: &Topology,
     config: &StreamsConfig,
 ) -> Result<BTreeMap<u32, usize>, RuntimeError> {
-    let admin = StartAdmin(Some(super::clients::admin(config).create().client()?));
-    let partitions = partition_counts_on_broker(&admin)?;
+    let client = super::clients::admin(config);
+    let partitions = partition_counts_on_broker(&client)?;
     let partitions: HashMap<&str, usize> =
         partitions.iter().map(|(t, n)| (t.as_str(), *n)).collect();
     let internal: Vec<String> = topology
@@ -193,6 +325,9 @@ pub(crate) fn prepare_topics(
     if new_topics.is_empty() {
         return Ok(tasks_per_subtopology);
     }
+    let admin: AdminClient<DefaultClientContext> = client.create().client()?;
+    let admin = DropAside(Some(admin));
+    let admin = admin.0.as_ref().expect("present until dropped");
     let results = block_on(admin.create_topics(&new_topics, &AdminOptions::new())).client()?;
     for result in results {
         match result {
@@ -458,6 +593,59 @@ mod tests {
     use super::*;
     use kstreams_dsl::StreamsBuilder;
     use kstreams_group::InternalTopic;
+
+    /// librdkafka's reasons, as its error callback gives them, become one
+    /// message naming the cause, the user and mechanism and the keys to
+    /// check.
+    #[test]
+    fn a_refused_login_or_handshake_is_explained_naming_the_keys() {
+        let settings: HashMap<&str, &str> = HashMap::from([
+            ("sasl.mechanism", "SCRAM-SHA-512"),
+            ("sasl.username", "alice"),
+            ("sasl.password", "hunter2"),
+        ]);
+        let get = |key: &str| settings.get(key).copied();
+        let sasl = explain_refusal(
+            RDKafkaErrorCode::Authentication,
+            "SASL authentication error: Authentication failed during authentication due to \
+             invalid credentials with SASL mechanism SCRAM-SHA-512 (after 312ms in state \
+             AUTH_REQ)",
+            get,
+        );
+        assert!(
+            sasl.starts_with(
+                "SASL authentication failed for user \"alice\" (mechanism SCRAM-SHA-512): SASL \
+                 authentication error: Authentication failed during authentication due to \
+                 invalid credentials with SASL mechanism SCRAM-SHA-512; check \
+                 sasl.username/sasl.password or sasl.jaas.config"
+            ),
+            "{sasl}"
+        );
+        assert!(!sasl.contains("hunter2"), "{sasl}");
+        let tls = explain_refusal(
+            RDKafkaErrorCode::SSL,
+            "ssl handshake failed: error:0A000086:SSL routines::certificate verify failed: \
+             broker certificate could not be verified, verify that ssl.ca.location is \
+             correctly configured (after 4ms in state SSL_HANDSHAKE)",
+            get,
+        );
+        assert!(
+            tls.starts_with("TLS handshake failed: certificate not trusted: ssl handshake"),
+            "{tls}"
+        );
+        assert!(tls.ends_with("signed the brokers' certificates"), "{tls}");
+        let oauth = explain_refusal(
+            RDKafkaErrorCode::Authentication,
+            "SASL authentication error: {\"status\":\"invalid_token\"}",
+            |key| (key == "sasl.mechanisms").then_some("OAUTHBEARER"),
+        );
+        assert!(
+            oauth.starts_with("SASL authentication failed (mechanism OAUTHBEARER)")
+                && oauth.contains("invalid_token")
+                && oauth.contains("sasl.oauthbearer.config"),
+            "{oauth}"
+        );
+    }
 
     #[test]
     fn the_streams_group_sees_sub_topologies_with_their_internal_topics_and_joins() {

@@ -7,6 +7,8 @@
 
 use std::collections::BTreeMap;
 
+mod java_security;
+
 use super::keys::{
     closest_known_key, AUTO_INCLUDE_JMX_REPORTER, BOOTSTRAP_SERVERS, GROUP_PROTOCOL,
     METRICS_NUM_SAMPLES, METRICS_RECORDING_LEVEL, METRICS_SAMPLE_WINDOW_MS, METRIC_REPORTERS,
@@ -21,10 +23,33 @@ impl StreamsConfig {
     /// `consumer.` (consumers only), then the client's own prefix
     /// (`main.consumer.`, `restore.consumer.`, `global.consumer.`,
     /// `producer.`, `admin.`).
+    ///
+    /// Java's security settings (`sasl.jaas.config`, `ssl.truststore.*`,
+    /// `ssl.keystore.*`) come translated to librdkafka's keys
+    /// (`java_security`); [`StreamsConfig::validate`] reports what does not
+    /// translate, and an error here (a store file gone since) is logged and
+    /// leaves the Java keys out.
     pub(crate) fn client_settings(
         &self,
         client: KafkaClient,
     ) -> BTreeMap<String, (ClientPrefix, String)> {
+        self.checked_client_settings(client)
+            .unwrap_or_else(|(error, settings)| {
+                log::error!("{error}");
+                settings
+            })
+    }
+
+    /// [`StreamsConfig::client_settings`], or the first setting that does
+    /// not translate to librdkafka's (with the settings less the Java keys).
+    #[allow(clippy::type_complexity)]
+    pub(super) fn checked_client_settings(
+        &self,
+        client: KafkaClient,
+    ) -> Result<
+        BTreeMap<String, (ClientPrefix, String)>,
+        (ConfigError, BTreeMap<String, (ClientPrefix, String)>),
+    > {
         let mut resolved = BTreeMap::new();
         for layer in client.layers() {
             for ((prefix, key), value) in &self.client_settings {
@@ -33,7 +58,10 @@ impl StreamsConfig {
                 }
             }
         }
-        resolved
+        match java_security::translate(&mut resolved) {
+            Ok(()) => Ok(resolved),
+            Err(error) => Err((error, resolved)),
+        }
     }
 
     /// Takes a Kafka client setting `key` (without `prefix`), checked
@@ -51,6 +79,14 @@ impl StreamsConfig {
                 suggestion: None,
             });
         }
+        if java_security::is_java_security_key(key) {
+            // Kept as given, checked alone here, translated per client.
+            java_security::check(&written, key, value)?;
+            self.client_settings
+                .insert((prefix, key.to_string()), value.to_string());
+            return Ok(());
+        }
+        let value = java_security::librdkafka_value(key, value).unwrap_or(value);
         if let Some(why) = java_only_client_key(key) {
             log::warn!(
                 "config {written} is ignored: it is a Java client setting with no librdkafka \
@@ -222,6 +258,15 @@ pub(crate) enum KafkaClient {
 }
 
 impl KafkaClient {
+    /// Every client kstreams makes.
+    pub(super) const ALL: [KafkaClient; 5] = [
+        KafkaClient::MainConsumer,
+        KafkaClient::RestoreConsumer,
+        KafkaClient::GlobalConsumer,
+        KafkaClient::Producer,
+        KafkaClient::Admin,
+    ];
+
     /// The prefixes whose settings reach this client, weakest first.
     fn layers(self) -> &'static [ClientPrefix] {
         use ClientPrefix::*;
@@ -364,23 +409,24 @@ fn java_only_client_key(key: &str) -> Option<&'static str> {
         | "sasl.login.class"
         | "sasl.login.callback.handler.class"
         | "sasl.client.callback.handler.class" => "a Java class or JMX setting",
-        "sasl.jaas.config" => {
-            "librdkafka takes sasl.username and sasl.password (PLAIN, SCRAM) or \
-             sasl.oauthbearer.* instead"
-        }
-        "ssl.truststore.location"
-        | "ssl.truststore.password"
-        | "ssl.truststore.type"
-        | "ssl.truststore.certificates"
-        | "ssl.keystore.type"
-        | "ssl.protocol"
+        "ssl.protocol"
         | "ssl.enabled.protocols"
         | "ssl.provider"
         | "ssl.trustmanager.algorithm"
         | "ssl.keymanager.algorithm"
         | "ssl.secure.random.implementation" => {
-            "librdkafka uses OpenSSL: set ssl.ca.location (PEM) instead of a truststore; \
-             ssl.keystore.location takes a PKCS#12 file"
+            "a JSSE setting: librdkafka's TLS (OpenSSL) chooses the protocol versions and \
+             algorithms itself (ssl.cipher.suites, ssl.curves.list tune them)"
+        }
+        "sasl.login.refresh.window.factor"
+        | "sasl.login.refresh.window.jitter"
+        | "sasl.login.refresh.min.period.seconds"
+        | "sasl.login.refresh.buffer.seconds"
+        | "sasl.login.connect.timeout.ms"
+        | "sasl.login.read.timeout.ms"
+        | "sasl.login.retry.backoff.ms"
+        | "sasl.login.retry.backoff.max.ms" => {
+            "librdkafka refreshes logins and tokens on its own schedule"
         }
         "fetch.max.wait.ms" => "librdkafka's is fetch.wait.max.ms",
         "send.buffer.bytes" => "librdkafka's is socket.send.buffer.bytes",
@@ -506,7 +552,7 @@ mod tests {
             "consumer.max.poll.records",
             "key.deserializer",
             "producer.value.serializer",
-            "sasl.jaas.config",
+            "ssl.protocol",
             "consumer.acks",
             "main.consumer.linger.ms",
             "producer.auto.offset.reset",

@@ -74,6 +74,15 @@ pub enum ConfigError {
         /// What went wrong, and what to do.
         message: String,
     },
+    /// The cluster refused the credentials or certificates configured: a
+    /// SASL login failed, or the TLS handshake (the broker's certificate not
+    /// trusted, say). The message names the cause and the keys to check.
+    #[error("{message}")]
+    Refused {
+        /// What failed, the broker's or librdkafka's reason, and what to
+        /// check.
+        message: String,
+    },
     /// Two settings that cannot be used together.
     #[error("config {key} cannot be used with {with}: {hint}")]
     Conflict {
@@ -97,7 +106,7 @@ impl ConfigError {
             | ConfigError::Client { key, .. }
             | ConfigError::Conflict { key, .. } => Some(key.clone()),
             ConfigError::InProperties { error, .. } => error.key(),
-            ConfigError::Unreadable { .. } => None,
+            ConfigError::Unreadable { .. } | ConfigError::Refused { .. } => None,
         }
     }
 }

@@ -39,6 +39,12 @@ impl StreamsConfig {
         if let Some(e) = &self.deferred_error {
             return Err(e.clone());
         }
+        // Java's security settings that do not translate to librdkafka's,
+        // for any client.
+        for client in KafkaClient::ALL {
+            self.checked_client_settings(client)
+                .map_err(|(error, _)| error)?;
+        }
         let main = self.client_settings(KafkaClient::MainConsumer);
         if self.streams_group_protocol {
             streams_group_without_consumer_protocol(&main)?;
@@ -91,9 +97,9 @@ fn streams_group_without_consumer_protocol(main: &Settings) -> Result<(), Config
 
 /// The streams group member (kstreams-group) connects as the main
 /// consumer does, from its `security.protocol`, `ssl.*` and `sasl.*`
-/// settings: what it cannot honour (GSSAPI, OAUTHBEARER, a PKCS#12 key
-/// store, a CA file that cannot be read) fails here, not at a thread's
-/// start.
+/// settings (Java's translated to librdkafka's): what it cannot honour
+/// (GSSAPI, OAUTHBEARER without a token source it can use, a CA file that
+/// cannot be read) fails here, not at a thread's start.
 fn streams_group_member_security(main: &Settings) -> Result<(), ConfigError> {
     match kstreams_group::Security::from_client_config(|key| {
         main.get(key).map(|(_, value)| value.clone())
@@ -213,6 +219,70 @@ mod tests {
                 && err.to_string().contains("group.protocol=streams"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn java_security_keys_reach_every_client_translated_and_the_member_names_what_works() {
+        let scram = "org.apache.kafka.common.security.scram.ScramLoginModule required \
+                     username=\"app\" password=\"s3cret\";";
+        let mut p = base();
+        p.extend([
+            ("group.protocol", "streams"),
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "SCRAM-SHA-512"),
+            ("sasl.jaas.config", scram),
+        ]);
+        let config = StreamsConfig::from_properties(p).unwrap();
+        for client in KafkaClient::ALL {
+            let settings = config.client_settings(client);
+            assert_eq!(settings["sasl.username"].1, "app", "{client:?}");
+            assert_eq!(settings["sasl.password"].1, "s3cret", "{client:?}");
+            assert!(!settings.contains_key("sasl.jaas.config"), "{client:?}");
+        }
+        // OAUTHBEARER translates for librdkafka and the streams group
+        // member alike (librdkafka's unsecured JWT here).
+        let oauth = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule \
+                     required unsecuredLoginStringClaim_sub=\"app\";";
+        let mut p = base();
+        p.extend([
+            ("security.protocol", "SASL_PLAINTEXT"),
+            ("sasl.mechanism", "OAUTHBEARER"),
+            ("sasl.jaas.config", oauth),
+        ]);
+        let classic = StreamsConfig::from_properties(p.clone()).unwrap();
+        let settings = classic.client_settings(KafkaClient::Producer);
+        assert_eq!(
+            settings["sasl.oauthbearer.config"].1,
+            "principalClaimName=sub principal=app"
+        );
+        p.push(("group.protocol", "streams"));
+        assert!(StreamsConfig::from_properties(p).is_ok());
+        // OAUTHBEARER without a token source the member can use is refused
+        // under group.protocol=streams, naming the keys.
+        let mut p = base();
+        p.extend([
+            ("group.protocol", "streams"),
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "OAUTHBEARER"),
+        ]);
+        let err = StreamsConfig::from_properties(p).unwrap_err().to_string();
+        assert!(
+            err.contains("sasl.oauthbearer.method=oidc")
+                && err.contains("enable.sasl.oauthbearer.unsecure.jwt=true"),
+            "{err}"
+        );
+        // A mistake in the JAAS text is found at start, under a prefix too,
+        // without showing the password.
+        let config = StreamsConfig::new("app", "b:1")
+            .client_config("producer.security.protocol", "SASL_SSL")
+            .client_config("producer.sasl.mechanism", "PLAIN")
+            .client_config("producer.sasl.jaas.config", scram);
+        let err = config.validate().unwrap_err().to_string();
+        assert!(
+            err.starts_with("config producer.sasl.jaas.config cannot be used with"),
+            "{err}"
+        );
+        assert!(!err.contains("s3cret"), "{err}");
     }
 
     #[test]
