@@ -125,6 +125,12 @@ pub(crate) struct StateUpdater {
     /// more than the store's write of it).
     consumer: Option<QueuedConsumer<DefaultConsumerContext>>,
     changelogs: HashMap<Partition, Changelog>,
+    /// Changelog partitions added since the last step, with their start
+    /// offsets: assigned together at the next step. One by one, each new
+    /// partition waited for the fetch request in flight to the same broker,
+    /// held there up to `fetch.wait.max.ms` (500 ms) once the partitions
+    /// before it had nothing more.
+    to_assign: Vec<(Partition, i64)>,
     tasks: HashMap<TaskId, RestoringTask>,
     /// Tasks restored since the last [`StateUpdater::take_restored`].
     restored: Vec<RestoredTask>,
@@ -139,6 +145,7 @@ impl StateUpdater {
             restore_board,
             consumer: None,
             changelogs: HashMap::new(),
+            to_assign: Vec::new(),
             tasks: HashMap::new(),
             restored: Vec::new(),
         }
@@ -150,6 +157,25 @@ impl StateUpdater {
             self.consumer = Some(QueuedConsumer::new(client.create().client()?));
         }
         Ok(self.consumer.as_ref().expect("just made"))
+    }
+
+    /// Assigns the changelog partitions added since the last step, each
+    /// from where its restoration starts.
+    fn assign_added(&mut self) -> Result<(), RuntimeError> {
+        if self.to_assign.is_empty() {
+            return Ok(());
+        }
+        let mut assign = TopicPartitionList::new();
+        for ((topic, partition), start) in self.to_assign.drain(..) {
+            assign
+                .add_partition_offset(&topic, partition, Offset::Offset(start))
+                .client()?;
+        }
+        let consumer = self
+            .consumer
+            .as_ref()
+            .expect("made with the first changelog");
+        consumer.incremental_assign(&assign).client()
     }
 
     /// Forwards the restoring changelog partitions to the consumer's fetch
@@ -192,7 +218,6 @@ impl StateUpdater {
             pending: 0,
             since_checkpoint: 0,
         };
-        let mut assign = TopicPartitionList::new();
         for RestoreFrom { changelog, after } in from {
             let Some(store) = task
                 .stores()
@@ -219,9 +244,7 @@ impl StateUpdater {
                 changelog.topic,
                 id.partition
             );
-            assign
-                .add_partition_offset(&changelog.topic, id.partition, Offset::Offset(low))
-                .client()?;
+            self.to_assign.push((key.clone(), low));
             let before = after.filter(|_| persistent && low > 0).map(|_| low - 1);
             restoring.reached.insert(key.clone(), before);
             restoring.pending += 1;
@@ -242,10 +265,6 @@ impl StateUpdater {
                     before,
                 },
             );
-        }
-        if assign.count() > 0 {
-            self.consumer()?.incremental_assign(&assign).client()?;
-            self.forward_changelogs();
         }
         if restoring.pending == 0 {
             self.restored.push(RestoredTask {
@@ -268,6 +287,7 @@ impl StateUpdater {
         let _span =
             tracing::debug_span!("kstreams.restore", thread = self.thread.as_str()).entered();
         let deadline = Instant::now() + budget;
+        self.assign_added()?;
         self.forward_changelogs();
         let mut applied = 0;
         let mut wait = FIRST_RECORD_WAIT.min(budget);
@@ -444,6 +464,14 @@ impl StateUpdater {
             .filter(|(_, c)| c.task == id)
             .map(|(key, _)| key.clone())
             .collect();
+        // Those not assigned yet are only dropped from the list.
+        let unassigned: Vec<Partition> = self
+            .to_assign
+            .iter()
+            .filter(|(key, _)| mine.contains(key))
+            .map(|(key, _)| key.clone())
+            .collect();
+        self.to_assign.retain(|(key, _)| !mine.contains(key));
         let mut unassign = TopicPartitionList::new();
         for key in mine {
             let changelog = self.changelogs.remove(&key).expect("listed");
@@ -455,9 +483,11 @@ impl StateUpdater {
                 key.0,
                 key.1
             );
-            unassign.add_partition(&key.0, key.1);
+            if !unassigned.contains(&key) {
+                unassign.add_partition(&key.0, key.1);
+            }
         }
-        if let Some(consumer) = &self.consumer {
+        if let (Some(consumer), true) = (&self.consumer, unassign.count() > 0) {
             consumer.incremental_unassign(&unassign).client()?;
         }
         Ok(Some(task.reached))
