@@ -2,6 +2,7 @@
 //! workload, and the raw librdkafka consume-produce loop (the ceiling of a
 //! pass-through). compat/'s `bench` command is the Kafka Streams side.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -16,7 +17,7 @@ use kstreams::embedded::rdkafka::{
 use kstreams::prelude::*;
 use kstreams_benches::{flush_promptly, send_waiting};
 
-use crate::progress::Progress;
+use crate::progress::{cpu_time, peak_rss_kib, Progress};
 use crate::scrape::Scraper;
 use crate::workload::{self, Workload, WINDOW_SIZE_MS};
 use crate::{Error, RunArgs};
@@ -44,7 +45,7 @@ fn topology(workload: Workload, run: &RunArgs) -> Result<Topology, Error> {
                     Produced::with(StringSerde, StringSerde),
                 );
         }
-        Workload::Count => {
+        Workload::Count | Workload::Restore => {
             stream.group_by_key().count().to_stream().to_with(
                 run.output.as_str(),
                 Produced::with(StringSerde, Nullable(I64Serde)),
@@ -112,16 +113,110 @@ pub fn run_kstreams(workload: Workload, run: &RunArgs) -> Result<(), Error> {
         .scrape_every
         .map(|every| Scraper::start(&app, every))
         .transpose()?;
+    let restores = Arc::new(RestoreTally::default());
+    if workload == Workload::Restore {
+        app.set_global_state_restore_listener(restores.clone())?;
+    }
+    let started = Instant::now();
     app.start()?;
+    let stopped = |app: &KafkaStreams| {
+        (app.state() == State::Error || app.state() == State::NotRunning)
+            .then(|| format!("kstreams stopped: {:?}", app.errors()))
+    };
+    if workload == Workload::Restore {
+        let partitions = run
+            .restore_partitions
+            .ok_or("restore needs --restore-partitions")?;
+        let then_target = run.then_target.ok_or("restore needs --then-target")?;
+        // Serving: RUNNING, no thread restoring (the readiness an operator's
+        // probe reads), and every changelog partition with records restored.
+        loop {
+            if let Some(why) = stopped(&app) {
+                return Err(why.into());
+            }
+            if app.state() == State::Running
+                && restores.ended() >= partitions
+                && app.metadata().not_ready_reason().is_none()
+            {
+                break;
+            }
+            std::thread::sleep(SERVING_CHECK);
+        }
+        println!("{}", restores.done_line(started, partitions));
+        return progress.wait_for(then_target, || stopped(&app));
+    }
     let mut said_ready = false;
     progress.wait_and_report(|| {
         if !said_ready && ready.load(Ordering::Acquire) {
             said_ready = true;
             println!("READY");
         }
-        (app.state() == State::Error || app.state() == State::NotRunning)
-            .then(|| format!("kstreams stopped: {:?}", app.errors()))
-    })
+        stopped(&app)
+    })?;
+    if run.leave {
+        // Leaves the group, so that the restore run after it joins at once.
+        app.close(Duration::from_secs(30));
+    }
+    Ok(())
+}
+
+/// How often a restore run looks whether it serves again: the resolution of
+/// its wall time (compat/'s `bench` looks as often).
+const SERVING_CHECK: Duration = Duration::from_millis(2);
+
+/// What the restore listener heard: per changelog partition (and store),
+/// the records the restoration set out to read (ending minus starting
+/// offset) and, once it ended, the records it restored.
+#[derive(Default)]
+struct RestoreTally {
+    partitions: Mutex<HashMap<String, (i64, Option<u64>)>>,
+}
+
+impl RestoreTally {
+    fn ended(&self) -> usize {
+        let partitions = self.partitions.lock().unwrap();
+        partitions.values().filter(|(_, end)| end.is_some()).count()
+    }
+
+    /// The `DONE` line of a restore run (the figures of Kafka Streams'
+    /// side have the same names).
+    fn done_line(&self, started: Instant, partitions: usize) -> String {
+        let tally = self.partitions.lock().unwrap();
+        let span: i64 = tally.values().map(|(span, _)| span).sum();
+        let restored: u64 = tally.values().filter_map(|(_, end)| *end).sum();
+        format!(
+            "DONE wall_ms={} cpu_ms={} peak_rss_kib={} restored={restored} restore_span={span} \
+             restored_partitions={} expected_partitions={partitions}",
+            started.elapsed().as_millis(),
+            cpu_time().as_millis(),
+            peak_rss_kib(),
+            tally.len(),
+        )
+    }
+}
+
+impl StateRestoreListener for RestoreTally {
+    fn on_restore_start(
+        &self,
+        partition: &TopicPartition,
+        store: &str,
+        starting_offset: i64,
+        ending_offset: i64,
+    ) {
+        self.partitions.lock().unwrap().insert(
+            format!("{store}@{partition}"),
+            (ending_offset - starting_offset, None),
+        );
+    }
+
+    fn on_restore_end(&self, partition: &TopicPartition, store: &str, total_restored: u64) {
+        self.partitions
+            .lock()
+            .unwrap()
+            .entry(format!("{store}@{partition}"))
+            .or_default()
+            .1 = Some(total_restored);
+    }
 }
 
 /// librdkafka's consumer and producer with the settings kstreams gives its

@@ -10,6 +10,11 @@
 //! bench-node kstreams|raw --bootstrap B --workload W --app-id A --input T [--table T2]
 //!                     --output O --threads N --state-dir D [--target N] [--set KEY=VALUE ...]
 //!                     [--scrape-ms N]  (kstreams: /metrics fetched every N ms)
+//!                     [--leave true]  (close, leaving the group, once done)
+//!                     [--restore-partitions P --then-target N]  (restore, below)
+//! bench-node produce-check --bootstrap B --topic T --records N
+//! bench-node changelog --bootstrap B --app-id A
+//! bench-node await-group-empty --bootstrap B --group G [--timeout-secs S]
 //! bench-node verify   --bootstrap B --workload W --output O --records N --seed S
 //! bench-node latency  --bootstrap B --output O [--skip 0.1]
 //! bench-node report   --results FILE.tsv --out-dir DIR
@@ -18,6 +23,14 @@
 //! Measured runs print `READY` once they process, then one `DONE` line of
 //! figures when their group has committed the whole input (see
 //! progress.rs); compat/'s `bench` prints the same lines for Kafka Streams.
+//!
+//! `restore` runs the count's topology on the state the count left in its
+//! changelog (xtask runs `count` with the same app id first, with `--leave
+//! true`, then deletes the local state): `DONE` once the app serves again
+//! (RUNNING, no store restoring, `--restore-partitions` changelog
+//! partitions restored as the restore listener tells), with the records
+//! restored; then, once xtask has fed `produce-check`'s records, `CAUGHT_UP`
+//! when the group has committed `--then-target` input records.
 
 mod apps;
 mod load;
@@ -93,6 +106,16 @@ pub struct RunArgs {
     /// every N ms while the run lasts, as a Prometheus would (kstreams
     /// only), to measure what being watched costs.
     pub scrape_every: Option<std::time::Duration>,
+    /// `--leave true`: once done, close the app (leaving the group), so
+    /// that the next run of the same app id does not wait out this
+    /// member's session.
+    pub leave: bool,
+    /// restore: the changelog partitions that hold records, each of which
+    /// must be restored before the app serves.
+    pub restore_partitions: Option<usize>,
+    /// restore: the input records committed once the check records are
+    /// processed.
+    pub then_target: Option<i64>,
 }
 
 impl RunArgs {
@@ -121,6 +144,15 @@ impl RunArgs {
                 .map(str::parse)
                 .transpose()?
                 .map(std::time::Duration::from_millis),
+            leave: options.optional("leave") == Some("true"),
+            restore_partitions: options
+                .optional("restore-partitions")
+                .map(str::parse)
+                .transpose()?,
+            then_target: options
+                .optional("then-target")
+                .map(str::parse)
+                .transpose()?,
         })
     }
 
@@ -183,6 +215,29 @@ fn run(command: &str, options: &Options) -> Result<(), Error> {
                 load::produce_all(bootstrap()?, table, workload::table_input())?;
             }
             println!("PRODUCED {sent}");
+        }
+        "produce-check" => {
+            let sent = load::produce_all(
+                bootstrap()?,
+                options.required("topic")?,
+                workload::check_input(options.number("records")?),
+            )?;
+            println!("PRODUCED {sent}");
+        }
+        "changelog" => {
+            let (partitions, records) =
+                verify::changelog(bootstrap()?, options.required("app-id")?)?;
+            println!("CHANGELOG partitions={partitions} records={records}");
+        }
+        "await-group-empty" => {
+            let timeout = options
+                .optional("timeout-secs")
+                .map_or(Ok(120), str::parse)?;
+            verify::await_group_empty(
+                bootstrap()?,
+                options.required("group")?,
+                std::time::Duration::from_secs(timeout),
+            )?;
         }
         "produce-rate" => {
             let sent = load::produce_at_rate(

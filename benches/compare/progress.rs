@@ -29,6 +29,21 @@ pub fn cpu_time() -> Duration {
     Duration::from_micros(micros(usage.ru_utime) + micros(usage.ru_stime))
 }
 
+/// This process's peak resident set so far, in KiB (`VmHWM` of
+/// /proc/self/status; the Kafka Streams side reads the same line): what
+/// `wait4` would report had the process ended here.
+pub fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
 /// Watches a group's committed offsets of its input topics.
 pub struct Progress {
     consumer: BaseConsumer,
@@ -105,6 +120,26 @@ impl Progress {
                     (cpu - cpu_from).as_millis(),
                     (now - from).as_millis(),
                 );
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Blocks until `target` input records are committed, then prints
+    /// `CAUGHT_UP` (restore: the records fed after it served are
+    /// processed). `failed` is asked between checks.
+    pub fn wait_for(
+        &self,
+        target: i64,
+        mut failed: impl FnMut() -> Option<String>,
+    ) -> Result<(), Error> {
+        loop {
+            if let Some(why) = failed() {
+                return Err(why.into());
+            }
+            if self.committed()? >= target {
+                println!("CAUGHT_UP");
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(50));

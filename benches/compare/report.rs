@@ -13,6 +13,9 @@ use crate::Error;
 
 /// One line of the results file that xtask writes.
 struct Row {
+    /// `throughput`, `restore` (records: the records restored; wall, CPU
+    /// and peak RSS: from the process's start until it served again) or
+    /// `latency`.
     kind: String,
     workload: String,
     threads: u32,
@@ -109,6 +112,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 /// Medians of the runs of one workload, thread count and implementation.
 struct Summary {
     runs: usize,
+    records: f64,
     wall_s: f64,
     wall_range: (f64, f64),
     first_output_s: f64,
@@ -141,6 +145,7 @@ fn summarize(rows: &[&Row]) -> Summary {
     let walls: Vec<f64> = rows.iter().map(|r| r.wall_s).collect();
     Summary {
         runs: rows.len(),
+        records: of(|r| r.records),
         wall_s: of(|r| r.wall_s),
         wall_range: (
             walls.iter().copied().fold(f64::INFINITY, f64::min),
@@ -166,7 +171,12 @@ type Groups<'a> = BTreeMap<(u32, String), BTreeMap<String, Summary>>;
 
 fn group(rows: &[Row]) -> Groups<'_> {
     let mut by: BTreeMap<(u32, String, String), Vec<&Row>> = BTreeMap::new();
-    for row in rows.iter().filter(|r| r.kind == "throughput") {
+    // A restore row reads as a throughput row: records restored, from the
+    // start until serving.
+    for row in rows
+        .iter()
+        .filter(|r| r.kind == "throughput" || r.kind == "restore")
+    {
         by.entry((
             row.threads,
             row.workload.clone(),
@@ -237,7 +247,10 @@ fn markdown(rows: &[Row], groups: &Groups) -> String {
          process's start to the last output record's append, which commit steps do not \
          coarsen (pass-through and join); output span: from the first output record's \
          append to the last's, start-up left out. Without Kafka Streams in the run, only \
-         the columns against the raw loop are filled.\n\n| workload | threads | speed (wall) | speed (output complete) | records/CPU-s | steady records/CPU-s | RSS (kstreams / Kafka Streams) | kstreams / raw (wall) | kstreams / raw (output complete) | kstreams / raw (output span) | records/CPU-s, kstreams' whole run / Kafka Streams' steady |\n|---|---|---|---|---|---|---|---|---|---|---|"
+         the columns against the raw loop are filled. restore: the count's app started again \
+         after its local state was deleted; records are the records restored from its \
+         changelog, wall, CPU and peak RSS run from the process's start until it serves \
+         again (RUNNING, every changelog partition restored).\n\n| workload | threads | speed (wall) | speed (output complete) | records/CPU-s | steady records/CPU-s | RSS (kstreams / Kafka Streams) | kstreams / raw (wall) | kstreams / raw (output complete) | kstreams / raw (output span) | records/CPU-s, kstreams' whole run / Kafka Streams' steady |\n|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for ((threads, workload), by_impl) in groups {
         let Some(k) = by_impl.get("kstreams") else {
@@ -269,6 +282,7 @@ fn markdown(rows: &[Row], groups: &Groups) -> String {
             )),
         );
     }
+    restore_table(&mut out, groups);
     baseline_table(&mut out, groups);
     let latency: Vec<&Row> = rows.iter().filter(|r| r.kind == "latency").collect();
     if !latency.is_empty() {
@@ -302,6 +316,40 @@ fn markdown(rows: &[Row], groups: &Groups) -> String {
         }
     }
     out
+}
+
+/// The restore rows again with the records restored, which the tables
+/// above leave out, and kstreams' restore rate against Kafka Streams'.
+fn restore_table(out: &mut String, groups: &Groups) {
+    let restores: Vec<_> = groups
+        .iter()
+        .filter(|((_, workload), _)| workload == "restore")
+        .collect();
+    if restores.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nRestore: from the start of the application, its local state deleted, until it \
+         serves again (medians):\n\n| threads | implementation | runs | records restored | \
+         wall s | restored records/s | CPU s | peak RSS MiB | restore rate, kstreams / Kafka \
+         Streams |\n|---|---|---|---|---|---|---|---|---|"
+    );
+    for ((threads, _), by_impl) in restores {
+        let kafka_streams = by_impl.get("kafka-streams");
+        for name in IMPLEMENTATIONS.into_iter().chain(OBSERVED) {
+            let Some(s) = by_impl.get(name) else { continue };
+            let ratio = match (name, kafka_streams) {
+                ("kafka-streams", _) | (_, None) => "–".to_owned(),
+                (_, Some(j)) => times(s.records_per_s / j.records_per_s),
+            };
+            let _ = writeln!(
+                out,
+                "| {threads} | {name} | {} | {:.0} | {:.2} | {:.0} | {:.2} | {:.0} | {ratio} |",
+                s.runs, s.records, s.wall_s, s.records_per_s, s.cpu_s, s.rss_mib
+            );
+        }
+    }
 }
 
 /// This build against `--baseline`'s (another commit's), where it ran:

@@ -107,6 +107,62 @@ pub fn topics_named(bootstrap: &str, prefix: &str) -> Result<Vec<String>, Error>
         .collect())
 }
 
+/// The changelog topics of `app_id` (its internal topics named
+/// `…-changelog`): how many partitions hold records, and how many records
+/// they hold (high minus low watermark), what a restore from scratch reads.
+pub fn changelog(bootstrap: &str, app_id: &str) -> Result<(usize, i64), Error> {
+    let topics: Vec<String> = topics_named(bootstrap, &format!("{app_id}-"))?
+        .into_iter()
+        .filter(|t| t.ends_with("-changelog"))
+        .collect();
+    if topics.is_empty() {
+        return Err(format!("{app_id} has no changelog topic").into());
+    }
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()?;
+    let (mut partitions, mut records) = (0, 0);
+    for topic in &topics {
+        for (_, low, high) in watermarks(&consumer, topic)? {
+            if high > low {
+                partitions += 1;
+                records += high - low;
+            }
+        }
+    }
+    Ok((partitions, records))
+}
+
+/// Waits until consumer group `group` has no member left (the previous run
+/// of the app left it, or its session expired), so that the next run's
+/// join does not wait for it.
+pub fn await_group_empty(bootstrap: &str, group: &str, timeout: Duration) -> Result<(), Error> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()?;
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let list = consumer.fetch_group_list(Some(group), Duration::from_secs(10))?;
+        let members = list
+            .groups()
+            .iter()
+            .filter(|g| g.name() == group)
+            .map(|g| g.members().len())
+            .sum::<usize>();
+        if members == 0 {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(format!(
+                "group {group} still has {members} member(s) after {} s",
+                timeout.as_secs()
+            )
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// The earliest and the latest timestamp of a topic's records: on a
 /// `LogAppendTime` topic, when its first record was appended and when it was
 /// complete. `(i64::MAX, -1)` for an empty topic.
@@ -144,7 +200,7 @@ pub fn observed(
             })?;
             Expected::Records(digest)
         }
-        Workload::Count | Workload::WindowCount => {
+        Workload::Count | Workload::WindowCount | Workload::Restore => {
             let mut finals = HashMap::new();
             read_topic(bootstrap, topic, |key, value, timestamp| {
                 span.add(timestamp);

@@ -32,15 +32,20 @@ pub enum Workload {
     WindowCount,
     /// A stream left-joined with a table of every key, co-partitioned.
     Join,
+    /// The count's topology restarted after its local state was deleted:
+    /// timed until it serves again (every changelog partition restored,
+    /// RUNNING), then fed [`check_input`] to show the restored counts go on.
+    Restore,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 5] = [
+    pub const ALL: [Workload; 6] = [
         Workload::PassThrough,
         Workload::Count,
         Workload::WindowCount,
         Workload::Join,
         Workload::PassThroughEos,
+        Workload::Restore,
     ];
 
     pub fn parse(name: &str) -> Result<Workload, String> {
@@ -60,6 +65,7 @@ impl Workload {
             Workload::Count => "count",
             Workload::WindowCount => "window-count",
             Workload::Join => "join",
+            Workload::Restore => "restore",
         }
     }
 
@@ -141,6 +147,31 @@ pub fn table_input() -> impl Iterator<Item = InputRecord> {
     })
 }
 
+/// Keys `restore` feeds one more record each after its restore: every
+/// `CHECK_EVERY`th key.
+pub const CHECK_EVERY: u64 = 10;
+
+/// What `restore` feeds once it serves again: one record for every
+/// [`CHECK_EVERY`]th key, timestamped after the `records` of the stream
+/// input, so that each of those keys' counts must go on from the restored
+/// one (a count restored wrong, or not at all, shows in the output).
+pub fn check_input(records: u64) -> impl Iterator<Item = InputRecord> {
+    let after = BASE_TIME_MS + records as i64 * TIME_STEP_MS;
+    (0..KEYS)
+        .step_by(CHECK_EVERY as usize)
+        .map(move |k| InputRecord {
+            key: key_name(k),
+            value: format!("check-{k}").into_bytes(),
+            timestamp: after,
+        })
+}
+
+/// How many records [`check_input`] holds (xtask's `CHECK_RECORDS`).
+#[cfg(test)]
+pub fn check_records() -> u64 {
+    KEYS.div_ceil(CHECK_EVERY)
+}
+
 /// What the pass-through does to one value.
 pub fn pass_through(value: &[u8]) -> Option<Vec<u8>> {
     (value.first() != Some(&DROPPED_MARK)).then(|| value.to_ascii_uppercase())
@@ -215,9 +246,12 @@ pub fn expected(workload: Workload, seed: u64, records: u64) -> Expected {
             }
             Expected::Records(digest)
         }
-        Workload::Count | Workload::WindowCount => {
+        Workload::Count | Workload::WindowCount | Workload::Restore => {
             let mut finals = HashMap::new();
-            for record in input {
+            // restore: the count's input, then the records fed after the
+            // restore.
+            let check = (workload == Workload::Restore).then(|| check_input(records));
+            for record in input.chain(check.into_iter().flatten()) {
                 let window = if workload == Workload::WindowCount {
                     window_start(record.timestamp)
                 } else {
@@ -282,5 +316,26 @@ mod tests {
         };
         assert_eq!(finals.values().sum::<i64>(), 50_000);
         assert!(finals.keys().all(|(_, start)| start % WINDOW_SIZE_MS == 0));
+    }
+
+    #[test]
+    fn restore_expects_the_count_plus_one_per_checked_key() {
+        let Expected::Finals(count) = expected(Workload::Count, 3, 50_000) else {
+            panic!("count expects finals");
+        };
+        let Expected::Finals(restore) = expected(Workload::Restore, 3, 50_000) else {
+            panic!("restore expects finals");
+        };
+        assert_eq!(check_input(50_000).count() as u64, check_records());
+        assert_eq!(
+            restore.values().sum::<i64>(),
+            50_000 + check_records() as i64
+        );
+        for k in [0, CHECK_EVERY, 5 * CHECK_EVERY] {
+            let key = (key_name(k), 0);
+            assert_eq!(restore[&key], count[&key] + 1);
+        }
+        let unchecked = (key_name(1), 0);
+        assert_eq!(restore[&unchecked], count[&unchecked]);
     }
 }

@@ -139,7 +139,8 @@ bench compare [WORKLOAD...] [--records N] [--runs R] [--threads 1,2]
               [--only IMPL,...] [--baseline BENCH_NODE] [--smoke]
     kstreams, Apache Kafka Streams and a raw librdkafka loop on the same
     input, outputs checked; results in <target>/bench/compare.{md,svg,tsv}
-    (workloads: pass-through, count, window-count, join, pass-through-eos;
+    (workloads: pass-through, count, window-count, join, pass-through-eos,
+    restore: start to serving after the local state is deleted;
     --smoke: one small run of each; --only may also name
     kstreams-debug-metrics and kstreams-scraped: kstreams with DEBUG
     metrics, and with /metrics scraped every second; --baseline runs a

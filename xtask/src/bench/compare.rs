@@ -16,6 +16,17 @@
 //! commits step every second, so the committed figure of a run of a few
 //! seconds lands on whole commit intervals, these do not. A latency run then feeds pass-through at half of Kafka
 //! Streams' steady rate and measures producer-send to output-append time.
+//!
+//! `restore` (kstreams and Kafka Streams; the raw loop keeps no state):
+//! the count runs once on the input (its output checked as count's is)
+//! and leaves its group, its local state directory is deleted, and the
+//! same application (id, state directory) starts again; timed from that
+//! process's start until it serves again: RUNNING with every changelog
+//! partition restored, as a restore listener tells. The records restored
+//! must be the changelog's (its watermarks, and the span each restoration
+//! set out to read); then one more record for every tenth key is fed and
+//! the output must hold each of those counts one above the restored one.
+//! Its CPU time and peak RSS are the process's own when it serves.
 //! Results go to `<target>/bench/compare.{tsv,md,svg}`.
 
 use std::collections::HashMap;
@@ -36,17 +47,22 @@ use crate::kafka::Lease;
 use crate::paths;
 use crate::process::{self, secs};
 
-const WORKLOADS: [&str; 5] = [
+const WORKLOADS: [&str; 6] = [
     "pass-through",
     "count",
     "window-count",
     "join",
     "pass-through-eos",
+    "restore",
 ];
 const PARTITIONS: u32 = 4;
 const SEED: u64 = 42;
 /// Longest a single measured run may take before it counts as hung.
 const RUN_TIMEOUT: Duration = Duration::from_secs(900);
+/// The records `restore` feeds once the app serves again
+/// (benches/compare/workload.rs `check_records`: one per tenth key of
+/// 10 000); `produce-check` must say as many.
+const CHECK_RECORDS: u64 = 1_000;
 
 /// What to run.
 struct Plan {
@@ -231,15 +247,24 @@ struct Measured {
     spawned_epoch_ms: i64,
     cpu: Duration,
     rss_mib: f64,
-    steady_records: u64,
-    steady_cpu: Duration,
-    steady_wall: Duration,
+    /// The figures of its `DONE` line.
+    figures: HashMap<String, String>,
 }
 
 impl Measured {
+    /// A figure of the `DONE` line.
+    fn figure(&self, k: &str) -> Result<u64> {
+        self.figures
+            .get(k)
+            .ok_or_else(|| anyhow!("DONE line lacks {k}"))?
+            .parse()
+            .with_context(|| format!("DONE {k}"))
+    }
+
     /// Records per wall second after start-up (see progress.rs).
-    fn steady_rate(&self) -> f64 {
-        self.steady_records as f64 / self.steady_wall.as_secs_f64().max(1e-3)
+    fn steady_rate(&self) -> Result<f64> {
+        Ok(self.figure("steady_records")? as f64
+            / (self.figure("steady_wall_ms")? as f64 / 1000.0).max(1e-3))
     }
 }
 
@@ -265,8 +290,17 @@ impl Bench<'_> {
     fn run_all(&mut self) -> Result<()> {
         let mut pass_through_rate = None;
         for workload in self.plan.workloads.clone() {
-            let topics = self.produce(workload)?;
+            // restore feeds records to its input after the restore: each of
+            // its runs has an input of its own (`restore_run`).
+            let topics = if workload == "restore" {
+                None
+            } else {
+                Some(self.produce(workload, workload)?)
+            };
             let mut fingerprints: HashMap<String, String> = HashMap::new();
+            // restore: the output after the restore and the check records,
+            // equal on every implementation too.
+            let mut restored_fingerprints: HashMap<String, String> = HashMap::new();
             for threads in self.plan.threads.clone() {
                 for run in 1..=self.plan.runs {
                     let mut order = implementations(workload);
@@ -285,8 +319,31 @@ impl Bench<'_> {
                     let lead = (run as usize - 1) % order.len().max(1);
                     order.rotate_left(lead);
                     for implementation in order {
+                        if workload == "restore" {
+                            let (fingerprint, restored) =
+                                self.restore_run(implementation, threads, run)?;
+                            for (seen, new, what) in [
+                                (&mut fingerprints, fingerprint, "count run's output"),
+                                (
+                                    &mut restored_fingerprints,
+                                    restored,
+                                    "output after the restore",
+                                ),
+                            ] {
+                                if let Some(other) = seen.values().find(|f| **f != new) {
+                                    bail!(
+                                        "restore: {implementation}'s {what} ({new}) differs from another run's ({other})"
+                                    );
+                                }
+                                seen.insert(format!("{implementation}-{threads}-{run}"), new);
+                            }
+                            continue;
+                        }
+                        let topics = topics
+                            .as_ref()
+                            .expect("produced for every workload but restore");
                         let (measured, fingerprint) =
-                            self.throughput_run(workload, implementation, threads, run, &topics)?;
+                            self.throughput_run(workload, implementation, threads, run, topics)?;
                         if let Some(other) = fingerprints.values().find(|f| **f != fingerprint) {
                             bail!(
                                 "{workload}: {implementation}'s output ({fingerprint}) differs from another run's ({other})"
@@ -300,14 +357,18 @@ impl Bench<'_> {
                         {
                             // Its rate once warmed up (wall time), the
                             // first such run's.
-                            pass_through_rate.get_or_insert(measured.steady_rate());
+                            if pass_through_rate.is_none() {
+                                pass_through_rate = Some(measured.steady_rate()?);
+                            }
                         }
                     }
                 }
             }
-            let mut inputs = vec![topics.input.as_str()];
-            inputs.extend(topics.table.as_deref());
-            self.delete_topics(&inputs, None)?;
+            if let Some(topics) = &topics {
+                let mut inputs = vec![topics.input.as_str()];
+                inputs.extend(topics.table.as_deref());
+                self.delete_topics(&inputs, None)?;
+            }
         }
         if self.plan.latency_seconds > 0 {
             // Half of Kafka Streams' measured rate, rounded to a thousand
@@ -365,9 +426,10 @@ impl Bench<'_> {
         process::run(&mut command, "deleting the bench topics")
     }
 
-    fn produce(&self, workload: &str) -> Result<Topics> {
+    /// Produces `workload`'s input to a topic named after `stem`.
+    fn produce(&self, workload: &str, stem: &str) -> Result<Topics> {
         let began = Instant::now();
-        let input = self.name(&format!("{workload}-in"));
+        let input = self.name(&format!("{stem}-in"));
         let table = (workload == "join").then(|| self.name(&format!("{workload}-table")));
         let mut specs = vec![format!("{input}:{PARTITIONS}")];
         specs.extend(table.iter().map(|t| format!("{t}:{PARTITIONS}")));
@@ -483,33 +545,10 @@ impl Bench<'_> {
         }])?;
         let command = self.app(workload, implementation, &app_id, topics, &output, threads)?;
         let log = self.out_dir.join("logs").join(format!("{label}.log"));
-        let measured = measure(command, &log, || Ok(()))?;
+        let measured = measure(command, &log, || Ok(()), None)?;
         let _ = fs::remove_dir_all(self.out_dir.join("state").join(&app_id));
-        let verified = process::output(
-            self.node
-                .command("verify")
-                .args([
-                    "--bootstrap",
-                    &self.bootstrap,
-                    "--workload",
-                    workload,
-                    "--output",
-                    &output,
-                ])
-                .args([
-                    "--records",
-                    &self.plan.records.to_string(),
-                    "--seed",
-                    &SEED.to_string(),
-                ]),
-            &format!("checking the output of {label}"),
-        )?;
+        let (fingerprint, verified) = self.verify(workload, &output, &label)?;
         self.delete_topics(&[&output], Some(&app_id))?;
-        let fingerprint = verified
-            .lines()
-            .find_map(|l| l.strip_prefix("VERIFIED "))
-            .ok_or_else(|| anyhow!("{label}: verify printed no VERIFIED line"))?
-            .to_owned();
         let (first_output_s, output_s) = if timed_on_append {
             let times = key_values(
                 verified
@@ -545,10 +584,173 @@ impl Bench<'_> {
             measured.wall.as_secs_f64(),
             measured.cpu.as_secs_f64(),
             measured.rss_mib,
-            measured.steady_records,
-            measured.steady_cpu.as_secs_f64()
+            measured.figure("steady_records")?,
+            measured.figure("steady_cpu_ms")? as f64 / 1000.0
         );
         Ok((measured, fingerprint))
+    }
+
+    /// Reads `output` back and checks it against `workload`'s expected
+    /// output: the fingerprint, and all that verify printed.
+    fn verify(&self, workload: &str, output: &str, label: &str) -> Result<(String, String)> {
+        let verified = process::output(
+            self.node
+                .command("verify")
+                .args([
+                    "--bootstrap",
+                    &self.bootstrap,
+                    "--workload",
+                    workload,
+                    "--output",
+                    output,
+                ])
+                .args([
+                    "--records",
+                    &self.plan.records.to_string(),
+                    "--seed",
+                    &SEED.to_string(),
+                ]),
+            &format!("checking the output of {label}"),
+        )?;
+        let fingerprint = verified
+            .lines()
+            .find_map(|l| l.strip_prefix("VERIFIED "))
+            .ok_or_else(|| anyhow!("{label}: verify printed no VERIFIED line"))?
+            .to_owned();
+        Ok((fingerprint, verified))
+    }
+
+    /// One `restore` run of `implementation`: the count over the input
+    /// (untimed, its output checked), its local state deleted, then the
+    /// same app started again and timed until it serves; the check records
+    /// fed and the output checked. Returns the fingerprints of the count's
+    /// output and of the output after the check records.
+    fn restore_run(
+        &mut self,
+        implementation: &str,
+        threads: u32,
+        run: u32,
+    ) -> Result<(String, String)> {
+        let label = format!("restore-{implementation}-{threads}t-{run}");
+        let app_id = self.name(&label);
+        let output = format!("{app_id}-out");
+        let state_dir = self.out_dir.join("state").join(&app_id);
+        // Its own input: the check records are fed to it.
+        let topics = &self.produce("restore", &label)?;
+        self.create_topics(&[format!("{output}:{PARTITIONS}")])?;
+
+        // The state to restore: the count, which then leaves its group.
+        let mut setup = self.app("count", implementation, &app_id, topics, &output, threads)?;
+        setup.args(["--leave", "true"]);
+        let setup_log = self.out_dir.join("logs").join(format!("{label}-count.log"));
+        let counted = measure(setup, &setup_log, || Ok(()), None)?;
+        let (count_fingerprint, _) = self.verify("count", &output, &format!("{label} (count)"))?;
+        // Should it not have left, the restart would first wait out its
+        // session, which is not the restore's time.
+        process::run(
+            self.node.command("await-group-empty").args([
+                "--bootstrap",
+                &self.bootstrap,
+                "--group",
+                &app_id,
+                "--timeout-secs",
+                "120",
+            ]),
+            "waiting for the count run to leave its group",
+        )?;
+        let changelog = process::output(
+            self.node.command("changelog").args([
+                "--bootstrap",
+                &self.bootstrap,
+                "--app-id",
+                &app_id,
+            ]),
+            "reading the changelog's size",
+        )?;
+        let changelog = key_values(
+            changelog
+                .lines()
+                .find_map(|l| l.strip_prefix("CHANGELOG "))
+                .ok_or_else(|| anyhow!("{label}: changelog printed no CHANGELOG line"))?,
+        );
+        let changelog_figure = |k: &str| -> Result<u64> {
+            changelog
+                .get(k)
+                .ok_or_else(|| anyhow!("CHANGELOG lacks {k}"))?
+                .parse()
+                .with_context(|| format!("CHANGELOG {k}"))
+        };
+        let (partitions, changelog_records) = (
+            changelog_figure("partitions")?,
+            changelog_figure("records")?,
+        );
+        if !state_dir.is_dir() {
+            bail!(
+                "{label}: the count run left no local state in {}",
+                state_dir.display()
+            );
+        }
+        fs::remove_dir_all(&state_dir)
+            .with_context(|| format!("deleting {}", state_dir.display()))?;
+
+        // The restore, timed.
+        let mut command = self.app("restore", implementation, &app_id, topics, &output, threads)?;
+        command
+            .args(["--restore-partitions", &partitions.to_string()])
+            .args([
+                "--then-target",
+                &(self.plan.records + CHECK_RECORDS).to_string(),
+            ]);
+        let log = self.out_dir.join("logs").join(format!("{label}.log"));
+        let feed_check = || {
+            let produced = process::output(
+                self.node.command("produce-check").args([
+                    "--bootstrap",
+                    &self.bootstrap,
+                    "--topic",
+                    &topics.input,
+                    "--records",
+                    &self.plan.records.to_string(),
+                ]),
+                "feeding the records after the restore",
+            )?;
+            if produced.trim() != format!("PRODUCED {CHECK_RECORDS}") {
+                bail!("produce-check: {produced:?}, expected PRODUCED {CHECK_RECORDS}");
+            }
+            Ok(())
+        };
+        let measured = measure(command, &log, || Ok(()), Some(&feed_check))?;
+        let _ = fs::remove_dir_all(&state_dir);
+        let (restored_fingerprint, _) =
+            self.verify("restore", &output, &format!("{label} (after the restore)"))?;
+        self.delete_topics(&[&topics.input, &output], Some(&app_id))?;
+
+        let restored = measured.figure("restored")?;
+        let span = measured.figure("restore_span")?;
+        let restored_partitions = measured.figure("restored_partitions")?;
+        if restored != span || restored != changelog_records || restored_partitions != partitions {
+            bail!(
+                "{label}: restored {restored} records from {restored_partitions} partitions; \
+                 the restorations set out to read {span}, the changelog holds \
+                 {changelog_records} in {partitions} partitions"
+            );
+        }
+        // The process's own CPU time and peak RSS when it served: wait4's
+        // would add the check records after it.
+        let cpu = measured.figure("cpu_ms")? as f64 / 1000.0;
+        let rss_mib = measured.figure("peak_rss_kib")? as f64 / 1024.0;
+        let wall = measured.wall.as_secs_f64();
+        eprintln!(
+            "bench: {label}: serving after {wall:.2} s ({restored} records restored, {:.0} records/s), \
+             {cpu:.2} s CPU, {rss_mib:.0} MiB; the count before it {:.2} s; counts go on after it",
+            restored as f64 / wall.max(1e-3),
+            counted.wall.as_secs_f64()
+        );
+        let _ = writeln!(
+            self.results,
+            "restore\trestore\t{threads}\t{implementation}\t{run}\t{restored}\t{wall:.3}\t-\t-\t{cpu:.3}\t{rss_mib:.1}\t-\t-\t-\t-\t-",
+        );
+        Ok((count_fingerprint, restored_fingerprint))
     }
 
     fn latency_run(&mut self, implementation: &str, rate: u64) -> Result<()> {
@@ -579,7 +781,7 @@ impl Bench<'_> {
                 "producing the latency input",
             )
         };
-        let measured = measure(command, &log, produce)?;
+        let measured = measure(command, &log, produce, None)?;
         let _ = fs::remove_dir_all(self.out_dir.join("state").join(&app_id));
         let report = process::output(
             self.node.command("latency").args([
@@ -626,6 +828,8 @@ const OBSERVED: [&str; 2] = ["kstreams-debug-metrics", "kstreams-scraped"];
 /// kstreams built from another commit (`--baseline`).
 const BASELINE: &str = "kstreams-baseline";
 
+/// The implementations that run `workload`: the raw loop runs only the
+/// pass-through (it keeps no state: no count, no restore).
 fn implementations(workload: &str) -> Vec<&'static str> {
     if workload == "pass-through" {
         vec!["kstreams", "kafka-streams", "raw"]
@@ -645,10 +849,14 @@ fn key_values(line: &str) -> HashMap<String, String> {
 /// Runs `command` until it prints `DONE`, calling `on_ready` once it prints
 /// `READY`; its stderr goes to `log`. Wall time runs from the spawn to the
 /// `DONE` line; CPU time and peak RSS are the kernel's for the whole process.
+/// With `after_done`, that is called once `DONE` is read, and the process
+/// then runs on until it prints `CAUGHT_UP` (restore: the check records
+/// processed), which is untimed.
 fn measure(
     mut command: Command,
     log: &Path,
     on_ready: impl FnOnce() -> Result<()>,
+    after_done: Option<&dyn Fn() -> Result<()>>,
 ) -> Result<Measured> {
     command
         .stdin(Stdio::null())
@@ -670,27 +878,37 @@ fn measure(
         }
     });
     let mut on_ready = Some(on_ready);
-    let done = loop {
+    let mut done = None;
+    let finished = loop {
         match received.recv_timeout(RUN_TIMEOUT.saturating_sub(started.elapsed())) {
             Ok(line) if line == "READY" => {
                 if let Some(ready) = on_ready.take() {
                     ready()?;
                 }
             }
+            Ok(line) if line == "CAUGHT_UP" && done.is_some() => break true,
             Ok(line) => {
                 if let Some(figures) = line.strip_prefix("DONE ") {
-                    break Some((started.elapsed(), key_values(figures)));
+                    done = Some((started.elapsed(), key_values(figures)));
+                    let Some(after_done) = after_done else {
+                        break true;
+                    };
+                    if let Err(error) = after_done() {
+                        process::signal(pid, libc::SIGKILL);
+                        let _ = reap(pid);
+                        return Err(error);
+                    }
                 }
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 process::signal(pid, libc::SIGKILL);
-                break None;
+                break false;
             }
-            Err(mpsc::RecvTimeoutError::Disconnected) => break None,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break false,
         }
     };
     let (status, usage) = reap(pid)?;
-    let Some((wall, figures)) = done else {
+    let (Some((wall, figures)), true) = (done, finished) else {
         bail!(
             "{:?} ended without finishing ({status}); the end of {}:\n{}",
             command.get_program(),
@@ -698,22 +916,13 @@ fn measure(
             process::tail(log, 30)
         );
     };
-    let figure = |k: &str| -> Result<u64> {
-        figures
-            .get(k)
-            .ok_or_else(|| anyhow!("DONE line lacks {k}"))?
-            .parse()
-            .with_context(|| format!("DONE {k}"))
-    };
     let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     Ok(Measured {
         wall,
         spawned_epoch_ms,
         cpu: time(usage.ru_utime) + time(usage.ru_stime),
         rss_mib: usage.ru_maxrss as f64 / 1024.0,
-        steady_records: figure("steady_records")?,
-        steady_cpu: Duration::from_millis(figure("steady_cpu_ms")?),
-        steady_wall: Duration::from_millis(figure("steady_wall_ms")?),
+        figures,
     })
 }
 

@@ -1,12 +1,16 @@
 package dev.kstreams.compat;
 
 import com.sun.management.OperatingSystemMXBean;
+import java.io.IOException;
 import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
@@ -14,6 +18,7 @@ import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
@@ -25,6 +30,7 @@ import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.processor.StateRestoreListener;
 
 /**
  * {@code bench WORKLOAD}: the Kafka Streams side of {@code cargo xtask bench
@@ -33,11 +39,21 @@ import org.apache.kafka.streams.kstream.WindowedSerdes;
  * both sides share (threads, guarantee, the at-least-once commit interval,
  * state directory). Prints {@code READY} once RUNNING and one {@code DONE}
  * line of figures when the group has committed the whole input, as
- * benches/compare/progress.rs does, then exits without closing.
+ * benches/compare/progress.rs does, then exits without closing ({@code --leave
+ * true}: closes first, leaving the group).
+ *
+ * <p>{@code restore} runs the count's topology on the state the count left in
+ * its changelog (xtask deletes the local state before): {@code DONE} once it
+ * serves again (RUNNING, and a {@link StateRestoreListener} has seen the
+ * restoration of {@code --restore-partitions} changelog partitions end), with
+ * the records restored; then {@code CAUGHT_UP} once the group has committed
+ * {@code --then-target} input records (the records xtask feeds after the
+ * restore), as benches/compare/apps.rs does.
  *
  * <pre>
  * bench WORKLOAD --bootstrap B --app-id A --input T [--table T2] --output O
  *       --threads N --state-dir D [--target RECORDS] [--set KEY=VALUE ...]
+ *       [--leave true] [--restore-partitions P --then-target RECORDS]
  * </pre>
  */
 final class Bench {
@@ -48,6 +64,8 @@ final class Bench {
     private static final char DROPPED_MARK = '#';
     /** benches/compare/progress.rs STEADY_FROM. */
     private static final double STEADY_FROM = 0.25;
+    /** benches/compare/apps.rs SERVING_CHECK. */
+    private static final long SERVING_CHECK_MS = 2;
 
     private Bench() {}
 
@@ -95,14 +113,46 @@ final class Bench {
                 died.set(e);
                 return StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
             });
+            boolean restore = workload.equals("restore");
             streams.setStateListener((now, before) -> {
-                if (now == KafkaStreams.State.RUNNING) {
+                if (now == KafkaStreams.State.RUNNING && !restore) {
                     System.out.println("READY");
                     System.out.flush();
                 }
             });
+            RestoreTally restores = new RestoreTally();
+            if (restore) {
+                streams.setGlobalStateRestoreListener(restores);
+            }
             streams.start();
             OperatingSystemMXBean os = (OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+            if (restore) {
+                int expected = Integer.parseInt(args.required("restore-partitions"));
+                long thenTarget = Long.parseLong(args.required("then-target"));
+                // Serving: RUNNING (every task restored) and every changelog
+                // partition with records restored, as the listener tells.
+                while (streams.state() != KafkaStreams.State.RUNNING || restores.ended() < expected) {
+                    if (died.get() != null) {
+                        throw new HarnessException("Kafka Streams died: " + died.get());
+                    }
+                    Thread.sleep(SERVING_CHECK_MS);
+                }
+                long now = System.nanoTime();
+                System.out.printf("DONE wall_ms=%d cpu_ms=%d peak_rss_kib=%d restored=%d restore_span=%d"
+                        + " restored_partitions=%d expected_partitions=%d%n",
+                        (now - started) / 1_000_000, os.getProcessCpuTime() / 1_000_000, peakRssKib(),
+                        restores.restored(), restores.span(), restores.started(), expected);
+                System.out.flush();
+                while (committed(admin, appId, partitions) < thenTarget) {
+                    if (died.get() != null) {
+                        throw new HarnessException("Kafka Streams died: " + died.get());
+                    }
+                    Thread.sleep(50);
+                }
+                System.out.println("CAUGHT_UP");
+                System.out.flush();
+                return;
+            }
             long steadyAt = -1;
             long steadyCpu = 0;
             long steadyRecords = 0;
@@ -110,11 +160,7 @@ final class Bench {
                 if (died.get() != null) {
                     throw new HarnessException("Kafka Streams died: " + died.get());
                 }
-                Map<TopicPartition, OffsetAndMetadata> committed =
-                        admin.listConsumerGroupOffsets(appId).partitionsToOffsetAndMetadata().get();
-                long done = partitions.stream()
-                        .mapToLong(tp -> committed.get(tp) == null ? 0 : committed.get(tp).offset())
-                        .sum();
+                long done = committed(admin, appId, partitions);
                 long now = System.nanoTime();
                 if (steadyAt < 0 && done >= end * STEADY_FROM) {
                     steadyAt = now;
@@ -127,10 +173,74 @@ final class Bench {
                             (now - started) / 1_000_000, cpu / 1_000_000, done - steadyRecords,
                             (cpu - steadyCpu) / 1_000_000, (now - steadyAt) / 1_000_000);
                     System.out.flush();
+                    if (args.optional("leave", "false").equals("true")) {
+                        // So that the restore run after it joins at once.
+                        streams.close(CloseOptions.groupMembershipOperation(
+                                CloseOptions.GroupMembershipOperation.LEAVE_GROUP)
+                                .withTimeout(Duration.ofSeconds(30)));
+                    }
                     return;
                 }
                 Thread.sleep(50);
             }
+        }
+    }
+
+    /** Input records the group has committed. */
+    private static long committed(Admin admin, String appId, List<TopicPartition> partitions) throws Exception {
+        Map<TopicPartition, OffsetAndMetadata> committed =
+                admin.listConsumerGroupOffsets(appId).partitionsToOffsetAndMetadata().get();
+        return partitions.stream()
+                .mapToLong(tp -> committed.get(tp) == null ? 0 : committed.get(tp).offset())
+                .sum();
+    }
+
+    /** VmHWM of /proc/self/status in KiB, as benches/compare/progress.rs reads it. */
+    private static long peakRssKib() throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+            if (line.startsWith("VmHWM:")) {
+                return Long.parseLong(line.substring("VmHWM:".length()).replace("kB", "").trim());
+            }
+        }
+        return 0;
+    }
+
+    /**
+     * What the restore listener heard: per changelog partition (and store), the
+     * records the restoration set out to read and, once ended, the records
+     * restored (benches/compare/apps.rs RestoreTally).
+     */
+    private static final class RestoreTally implements StateRestoreListener {
+        private final Map<String, Long> spans = new ConcurrentHashMap<>();
+        private final Map<String, Long> ended = new ConcurrentHashMap<>();
+
+        @Override
+        public void onRestoreStart(TopicPartition partition, String store, long startingOffset, long endingOffset) {
+            spans.put(store + "@" + partition, endingOffset - startingOffset);
+        }
+
+        @Override
+        public void onBatchRestored(TopicPartition partition, String store, long batchEndOffset, long numRestored) {}
+
+        @Override
+        public void onRestoreEnd(TopicPartition partition, String store, long totalRestored) {
+            ended.put(store + "@" + partition, totalRestored);
+        }
+
+        int ended() {
+            return ended.size();
+        }
+
+        int started() {
+            return spans.size();
+        }
+
+        long restored() {
+            return ended.values().stream().mapToLong(Long::longValue).sum();
+        }
+
+        long span() {
+            return spans.values().stream().mapToLong(Long::longValue).sum();
         }
     }
 
@@ -144,7 +254,7 @@ final class Bench {
                     .filter((k, v) -> v.isEmpty() || v.charAt(0) != DROPPED_MARK)
                     .mapValues(v -> v.toUpperCase(java.util.Locale.ROOT))
                     .to(output, Produced.with(Serdes.String(), Serdes.String()));
-            case "count" -> stream.groupByKey().count().toStream()
+            case "count", "restore" -> stream.groupByKey().count().toStream()
                     .to(output, Produced.with(Serdes.String(), Serdes.Long()));
             case "window-count" -> stream.groupByKey()
                     .windowedBy(TimeWindows.ofSizeWithNoGrace(WINDOW_SIZE))
@@ -162,7 +272,7 @@ final class Bench {
                         .to(output, Produced.with(Serdes.String(), Serdes.String()));
             }
             default -> throw new HarnessException("unknown bench workload " + workload
-                    + " (pass-through, pass-through-eos, count, window-count, join)");
+                    + " (pass-through, pass-through-eos, count, window-count, join, restore)");
         }
         return builder.build();
     }

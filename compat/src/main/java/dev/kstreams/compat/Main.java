@@ -22,7 +22,8 @@ import java.util.Arrays;
  * dump          --bootstrap B --topic T --key SERDE --value SERDE --out FILE [--headers true]
  *               (SERDE: string, long, bytes, windowed-string, session-string)
  * bench WORKLOAD --bootstrap B --app-id A --input T [--table T2] --output O
- *               --threads N --state-dir D [--target N] [--set KEY=VALUE]
+ *               --threads N --state-dir D [--target N] [--set KEY=VALUE] [--leave true]
+ *               [--restore-partitions P --then-target N]
  *               (see Bench.java; cargo xtask bench compare runs it)
  * config-names  (every StreamsConfig name with its type and default; see ConfigNames.java)
  * wire-vectors  (bytes of Kafka Streams' internal topic layouts; see WireVectors.java)
