@@ -297,13 +297,21 @@ fn assign_only_consumer(
 /// The consumer a stream thread named `thread` restores (and later keeps
 /// standby tasks current) with.
 pub(crate) fn restore_consumer(config: &StreamsConfig, thread: &str) -> ClientConfig {
-    assign_only_consumer(
+    let mut client = assign_only_consumer(
         config,
         KafkaClient::RestoreConsumer,
         format!("{thread}-restore-consumer"),
         "restore",
         &[],
-    )
+    );
+    // A changelog offset out of range (retention deleted what a checkpoint
+    // or a restore in progress points at) reads on from the log start, as a
+    // restore from a checkpoint before it does: librdkafka's default, the
+    // end, would skip the rest of the changelog silently (Kafka Streams
+    // sets `none` and rebuilds the task from its changelog's start). Not a
+    // user's choice: the main consumer's policy is for input.
+    client.set("auto.offset.reset", "earliest");
+    client
 }
 
 /// The global thread's consumer.
@@ -475,8 +483,13 @@ pub(super) mod tests {
             Some("app-restore")
         );
         assert_eq!(global_consumer(&c).get("group.id"), Some("app-global"));
-        // The user's reset policy wins over the global consumer's default.
+        // The user's reset policy wins over the global consumer's default,
+        // never over the restore consumer's.
         assert_eq!(global_consumer(&c).get("auto.offset.reset"), Some("latest"));
+        assert_eq!(
+            restore_consumer(&c, "t").get("auto.offset.reset"),
+            Some("earliest")
+        );
         assert_eq!(
             global_consumer(&config(&[])).get("auto.offset.reset"),
             Some("earliest")
@@ -520,8 +533,12 @@ pub(super) mod tests {
         assert_eq!(main.get("fetch.min.bytes"), Some("4"));
         assert_eq!(restore.get("fetch.min.bytes"), Some("3"));
         assert_eq!(global.get("fetch.min.bytes"), Some("2"));
-        for consumer in [&main, &restore, &global] {
+        // The restore consumer's reset is kstreams' (restore_consumer).
+        assert_eq!(restore.get("auto.offset.reset"), Some("earliest"));
+        for consumer in [&main, &global] {
             assert_eq!(consumer.get("auto.offset.reset"), Some("latest"));
+        }
+        for consumer in [&main, &restore, &global] {
             assert_eq!(consumer.get("acks"), None);
             assert_eq!(consumer.get("compression.type"), None);
             assert_eq!(consumer.get("security.protocol"), Some("SSL"));
@@ -576,7 +593,10 @@ pub(super) mod tests {
             main_consumer(&c, "t", 0).get("auto.offset.reset"),
             Some("error")
         );
-        assert_eq!(restore_consumer(&c, "t").get("auto.offset.reset"), None);
+        assert_eq!(
+            restore_consumer(&c, "t").get("auto.offset.reset"),
+            Some("earliest")
+        );
         assert_eq!(
             global_consumer(&c).get("auto.offset.reset"),
             Some("earliest")
@@ -596,7 +616,10 @@ pub(super) mod tests {
                 7200
             ))
         );
-        assert_eq!(restore_consumer(&c, "t").get("auto.offset.reset"), None);
+        assert_eq!(
+            restore_consumer(&c, "t").get("auto.offset.reset"),
+            Some("earliest")
+        );
         assert_eq!(
             global_consumer(&c).get("auto.offset.reset"),
             Some("earliest")

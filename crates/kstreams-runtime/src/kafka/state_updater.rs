@@ -109,7 +109,8 @@ struct RestoringTask {
 pub(crate) struct RestoredTask {
     pub id: TaskId,
     /// Per changelog partition, the offset of the last record its store
-    /// holds (`None`: an empty changelog, or an in-memory store).
+    /// holds (`None`: not known, as for an empty changelog; the task
+    /// creator records it for persistent stores only).
     pub reached: HashMap<Partition, Option<i64>>,
 }
 

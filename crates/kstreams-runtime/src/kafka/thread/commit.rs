@@ -225,6 +225,7 @@ impl ThreadLoop<'_> {
         // The rebuilt tasks restore: their partitions are held meanwhile.
         self.apply_holds()?;
         self.update_missing_partitions();
+        self.publish_metadata();
         Ok(())
     }
 }

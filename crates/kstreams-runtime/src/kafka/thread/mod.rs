@@ -510,7 +510,9 @@ impl ThreadLoop<'_> {
             // Polling keeps the thread in its group (max.poll.interval.ms);
             // what it fetches is read again after the next rewind.
             self.poll(Duration::from_millis(100))?;
-            self.apply_group_changes()?;
+            if self.apply_group_changes()? {
+                self.apply_holds()?;
+            }
         }
         self.abort_and_rewind()
     }
