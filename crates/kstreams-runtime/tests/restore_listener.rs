@@ -303,6 +303,18 @@ fn changelog_global_and_bootstrap_restorations_reach_the_listener_and_the_metric
     }
 }
 
+/// Counts per key of `input` in store "counts", to `output`.
+fn counts_of(input: &str, output: &str) -> kstreams_dsl::Topology {
+    let builder = StreamsBuilder::new();
+    builder
+        .stream_with(input, Consumed::with(StringSerde, StringSerde))
+        .group_by_key()
+        .count_with(None, Materialized::as_("counts"))
+        .to_stream()
+        .to_with(output, Produced::with(StringSerde, Nullable(I64Serde)));
+    builder.build().unwrap()
+}
+
 /// A listener that restores slowly: it sleeps on each batch of partition 0
 /// in proportion to its size, `per_record` a record, and notes when
 /// partition 0's restoration ended.
@@ -426,13 +438,6 @@ fn a_restore_longer_than_the_poll_interval_runs_once_while_restored_tasks_proces
     let j = |i: usize| format!("j{i}");
     produce_to(&bootstrap, &changelog, j, 100, count_value, |_| 1);
 
-    let builder = StreamsBuilder::new();
-    builder
-        .stream_with(EVENTS, Consumed::with(StringSerde, StringSerde))
-        .group_by_key()
-        .count_with(None, Materialized::as_("counts"))
-        .to_stream()
-        .to_with(OUT, Produced::with(StringSerde, Nullable(I64Serde)));
     let state_dir = tempfile::tempdir().unwrap();
     let mut config = StreamsConfig::new(APP, &bootstrap)
         .commit_interval(Duration::from_millis(200))
@@ -448,7 +453,7 @@ fn a_restore_longer_than_the_poll_interval_runs_once_while_restored_tasks_proces
     config
         .set("main.consumer.max.poll.interval.ms", "3000")
         .unwrap();
-    let mut app = KafkaStreams::new(builder.build().unwrap(), config);
+    let mut app = KafkaStreams::new(counts_of(EVENTS, OUT), config);
     let listener = Arc::new(SlowListener {
         calls: Recorder::default(),
         per_record: Duration::from_micros(40),
@@ -545,16 +550,7 @@ fn an_interrupted_restore_resumes_from_its_checkpoint(guarantee: ProcessingGuara
     let count_value = |i: usize| (i as i64).to_be_bytes().to_vec();
     let k = |i: usize| format!("k{i}");
     produce_to(&bootstrap, &changelog, k, RECORDS, count_value, |_| 0);
-    let topology = || {
-        let builder = StreamsBuilder::new();
-        builder
-            .stream_with(EVENTS, Consumed::with(StringSerde, StringSerde))
-            .group_by_key()
-            .count_with(None, Materialized::as_("counts"))
-            .to_stream()
-            .to_with(OUT, Produced::with(StringSerde, Nullable(I64Serde)));
-        builder.build().unwrap()
-    };
+    let topology = || counts_of(EVENTS, OUT);
     let state_dir = tempfile::tempdir().unwrap();
     let config = || {
         StreamsConfig::new(app, &bootstrap)
