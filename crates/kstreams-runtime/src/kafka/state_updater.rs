@@ -296,14 +296,17 @@ impl StateUpdater {
             let read = self.read_batch(wait)?;
             wait = Duration::ZERO;
             applied += read;
-            if read == 0 {
+            let last = read == 0 || Instant::now() >= deadline;
+            if last {
                 // Transaction markers (exactly-once changelogs end with one)
                 // are never handed out as records: the consumer's position
-                // says when a partition is read through.
+                // says when a partition is read through. Asked at the end
+                // of every step, not only when the queue ran dry: other
+                // partitions' records can keep it from running dry.
                 self.mark_read_through()?;
             }
             self.complete_finished()?;
-            if read == 0 || self.changelogs.is_empty() || Instant::now() >= deadline {
+            if last || self.changelogs.is_empty() {
                 return Ok(applied);
             }
         }
