@@ -278,9 +278,11 @@ fn many_stores_written_well_beyond_the_bound_stay_within_it() {
 
 /// The same workload with Kafka Streams' defaults (a cache per store, no
 /// write buffer manager) takes several times the bound: the test above
-/// would catch bounds that did not hold.
+/// would catch bounds that did not hold. The usage depends on when RocksDB
+/// flushes (24 to 33 MiB seen, less on a loaded machine); the capacities,
+/// a cache of its own per store, do not.
 #[test]
-fn without_bounds_the_same_stores_take_three_times_the_bound() {
+fn without_bounds_the_same_stores_take_twice_the_bound() {
     let figures = write_many_stores(RocksDbSettings::new(), None);
     let caches: f64 = figures.cache_usage.iter().sum();
     let total = caches + figures.memtables;
@@ -291,5 +293,11 @@ fn without_bounds_the_same_stores_take_three_times_the_bound() {
         mib(figures.memtables),
         mib(total),
     );
-    assert!(total > (3 * 8 * MIB) as f64, "total {}", mib(total));
+    assert!(total > (2 * 8 * MIB) as f64, "total {}", mib(total));
+    let capacity: f64 = figures.cache_capacity.iter().sum();
+    assert!(
+        capacity > (STORES * 8 * MIB) as f64,
+        "capacities {}",
+        mib(capacity)
+    );
 }
