@@ -25,12 +25,11 @@ use std::time::{Duration, Instant};
 use kstreams_dsl::{ChangelogTopic, TaskId};
 use kstreams_state::__private::{restore_start, Restoration, RestoreStart};
 use kstreams_state::ChangelogRecord;
-use rdkafka::consumer::{BaseConsumer, Consumer, DefaultConsumerContext};
-use rdkafka::{Offset, TopicPartitionList};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::{Message, Offset, TopicPartitionList};
 
 use super::clients;
 use super::config::StreamsConfig;
-use super::ffi::{FetchedMessage, MessageView, QueuedConsumer};
 use super::rebalance_listener::Partition;
 use super::restore_progress::{RestoreBoard, RestoreKind};
 use super::RuntimeError;
@@ -121,10 +120,13 @@ pub(crate) struct StateUpdater {
     /// Where restorations report their progress.
     restore_board: RestoreBoard,
     /// Made at the first restoration: most threads of a stateless
-    /// application never need one. Its changelog partitions are forwarded
-    /// to its fetch queue, read a batch at a time (a poll per record cost
-    /// more than the store's write of it).
-    consumer: Option<QueuedConsumer<DefaultConsumerContext>>,
+    /// application never need one. Read a record per poll from its own
+    /// queue: forwarding its partitions to a fetch queue read in batches
+    /// (as the main consumer does) lost the first records of a partition
+    /// when its fetch started before the forwarding, to the consumer's
+    /// queue (seen on CI: a hole in a restored store). Forwarding before
+    /// the assignment is the fix to try.
+    consumer: Option<BaseConsumer>,
     changelogs: HashMap<Partition, Changelog>,
     /// Changelog partitions added since the last step, with their start
     /// offsets: assigned together at the next step. One by one, each new
@@ -152,10 +154,10 @@ impl StateUpdater {
         }
     }
 
-    fn consumer(&mut self) -> Result<&QueuedConsumer<DefaultConsumerContext>, RuntimeError> {
+    fn consumer(&mut self) -> Result<&BaseConsumer, RuntimeError> {
         if self.consumer.is_none() {
             let client = clients::restore_consumer(&self.config, &self.thread);
-            self.consumer = Some(QueuedConsumer::new(client.create().client()?));
+            self.consumer = Some(client.create().client()?);
         }
         Ok(self.consumer.as_ref().expect("just made"))
     }
@@ -177,19 +179,6 @@ impl StateUpdater {
             .as_ref()
             .expect("made with the first changelog");
         consumer.incremental_assign(&assign).client()
-    }
-
-    /// Forwards the restoring changelog partitions to the consumer's fetch
-    /// queue. Again at every step: stopping a partition's fetch (one
-    /// restored and unassigned, then assigned again) clears its forwarding,
-    /// and records it fetched meanwhile move over, in order.
-    fn forward_changelogs(&self) {
-        if let Some(consumer) = &self.consumer {
-            consumer.fetch_queue().forward(
-                consumer,
-                self.changelogs.keys().map(|(t, p)| (t.as_str(), *p)),
-            );
-        }
     }
 
     /// Takes new task `task` over: each of its logged stores restores from
@@ -289,7 +278,6 @@ impl StateUpdater {
             tracing::debug_span!("kstreams.restore", thread = self.thread.as_str()).entered();
         let deadline = Instant::now() + budget;
         self.assign_added()?;
-        self.forward_changelogs();
         let mut applied = 0;
         let mut wait = FIRST_RECORD_WAIT.min(budget);
         loop {
@@ -312,58 +300,59 @@ impl StateUpdater {
         }
     }
 
-    /// Reads one batch from the restore consumer's fetch queue and applies
-    /// it to the stores, a run of one changelog partition's records at a
-    /// time, borrowed from the fetched messages (no copy). Returns how many
+    /// Reads one batch from the restore consumer, a record per poll, and
+    /// applies it, per changelog partition, to its store. Returns how many
     /// records it read.
     fn read_batch(&mut self, wait: Duration) -> Result<usize, RuntimeError> {
+        type Fetched = Vec<(Vec<u8>, Option<Vec<u8>>, i64, i64)>;
         let consumer = self
             .consumer
             .as_ref()
             .expect("made with the first changelog");
-        let mut fetched: Vec<FetchedMessage> = Vec::new();
-        let read = consumer.read_fetched(wait, RESTORE_BATCH, &mut fetched);
-        let views: Vec<MessageView<'_>> = fetched.iter().map(FetchedMessage::view).collect();
-        for view in &views {
-            if let Some(error) = view.error() {
-                return Err(RuntimeError::client(error));
-            }
-        }
-        for run in views
-            .chunk_by(|a, b| a.partition() == b.partition() && a.topic_name() == b.topic_name())
-        {
-            let topic = run[0].topic_name().to_string_lossy();
-            let key = (topic.into_owned(), run[0].partition());
-            let Some(changelog) = self.changelogs.get_mut(&key) else {
+        let mut fetched: HashMap<Partition, Fetched> = HashMap::new();
+        let mut read = 0;
+        let mut wait = wait;
+        while read < RESTORE_BATCH {
+            let Some(message) = consumer.poll(wait) else {
+                break;
+            };
+            wait = Duration::ZERO;
+            let message = message.client()?;
+            read += 1;
+            let key = (message.topic().to_string(), message.partition());
+            let Some(changelog) = self.changelogs.get(&key) else {
                 continue; // of a restoration removed since it was fetched
             };
-            // Records written after the restore began are left to
-            // processing.
-            let end = changelog.end;
-            let records: Vec<ChangelogRecord<'_>> = run
+            if message.offset() >= changelog.end {
+                continue; // written after the restore began: processing will see it
+            }
+            fetched.entry(key).or_default().push((
+                message.key().unwrap_or_default().to_vec(),
+                message.payload().map(<[u8]>::to_vec),
+                message.timestamp().to_millis().unwrap_or(-1),
+                message.offset(),
+            ));
+        }
+        for (key, records) in fetched {
+            let changelog = self.changelogs.get_mut(&key).expect("fetched for it");
+            let batch: Vec<ChangelogRecord<'_>> = records
                 .iter()
-                .filter(|m| m.offset() < end)
-                .map(|m| ChangelogRecord {
+                .map(|(k, value, timestamp, _)| ChangelogRecord {
                     topic: &key.0,
                     partition: key.1,
-                    key: m.key().unwrap_or_default(),
-                    value: m.payload(),
-                    timestamp: m.timestamp(),
+                    key: k,
+                    value: value.as_deref(),
+                    timestamp: *timestamp,
                     headers: &[],
                 })
                 .collect();
-            let Some(last) = run.iter().map(|m| m.offset()).rfind(|o| *o < end) else {
-                continue;
-            };
-            changelog.restoration.restore_batch(&records, last)?;
+            let last = records.last().map_or(-1, |r| r.3);
+            changelog.restoration.restore_batch(&batch, last)?;
             if let Some(task) = self.tasks.get_mut(&changelog.task) {
                 task.since_checkpoint += records.len() as u64;
                 task.reached.insert(key.clone(), Some(last));
             }
         }
-        // The views borrow the messages, dropped here, before the consumer.
-        drop(views);
-        drop(fetched);
         Ok(read)
     }
 
