@@ -100,6 +100,7 @@ const SUPPORTED: &[&str] = &[
     "processing-dead-letters",
     "branch-merge",
     "stream-stream-outer-join",
+    "session-suppress",
 ];
 
 fn main() -> ExitCode {
@@ -135,6 +136,7 @@ fn topology(scenario: &str, input: &str, output: &str) -> Result<Topology, Strin
         "windowed-count" => windows::windowed_count(&builder, input, output),
         "windowed-count-histogram" => windows::windowed_count_histogram(&builder, input, output),
         "session-windows" => windows::session_windows(&builder, input, output),
+        "session-suppress" => windows::session_suppress(&builder, input, output),
         "sliding-windows" => windows::sliding_windows(&builder, input, output),
         "stream-table-join" => joins::stream_table_join(&builder, two()?, output),
         // The cached variant differs only in its config (--cache-max-bytes).

@@ -90,3 +90,23 @@ pub(crate) fn sliding_windows(builder: &StreamsBuilder, input: &str, output: &st
 fn millis(duration: std::time::Duration) -> i64 {
     duration.as_millis() as i64
 }
+
+/// session-suppress: session-windows' sessions suppressed until they close
+/// (`suppress(untilWindowCloses(unbounded()))`): each session written once,
+/// when stream time passes its end + inactivity gap + grace.
+pub(crate) fn session_suppress(builder: &StreamsBuilder, input: &str, output: &str) {
+    builder
+        .stream_with(input, Consumed::with(StringSerde, StringSerde))
+        .group_by_key()
+        .windowed_by_session(SessionWindows::of_inactivity_gap_and_grace(
+            SESSION_GAP,
+            SESSION_GRACE,
+        ))
+        .count()
+        .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
+        .to_stream()
+        .to_with(
+            output,
+            Produced::with(SessionWindowedSerde::new(StringSerde), Nullable(I64Serde)),
+        );
+}

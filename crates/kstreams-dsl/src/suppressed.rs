@@ -106,7 +106,7 @@ pub(crate) type BufferTime<K> = Arc<dyn Fn(&K, Timestamp) -> Timestamp + Send + 
 pub struct Suppressed<K> {
     pub(crate) name: Option<String>,
     pub(crate) buffer: BufferConfig,
-    /// `None`: until the window closes (the grace comes from the table).
+    /// `None`: until the window closes (the delay comes from the table).
     pub(crate) limit_ms: Option<i64>,
     pub(crate) time: BufferTime<K>,
     pub(crate) final_results: bool,
@@ -114,7 +114,9 @@ pub struct Suppressed<K> {
 
 impl<K> Suppressed<Windowed<K>> {
     /// Emits each window's result once, when stream time has passed the
-    /// window's end plus its grace period. Needs a table from a windowed
+    /// window's end plus its grace period; for session windows, the end
+    /// plus the inactivity gap and the grace, since until then a record can
+    /// still merge into the session. Needs a table from a windowed
     /// aggregation; the buffer may not emit early.
     pub fn until_window_closes(buffer: BufferConfig) -> Self {
         Suppressed {

@@ -6,8 +6,8 @@ use std::time::Duration;
 use kstreams_dsl::{BufferConfig, Produced, StreamsBuilder, Suppressed, Topology};
 use kstreams_record::{I64Serde, Nullable, StringSerde};
 use kstreams_runtime::{TaskConfig, TopologyTestDriver};
-use kstreams_state::{TimeWindowedSerde, Window, Windowed};
-use kstreams_time::TimeWindows;
+use kstreams_state::{SessionWindowedSerde, TimeWindowedSerde, Window, Windowed};
+use kstreams_time::{SessionWindows, TimeWindows};
 
 type S = String;
 
@@ -67,6 +67,55 @@ fn until_window_closes_emits_each_final_count_once() {
     assert_eq!(
         output.read_key_values_to_list(),
         vec![(w("a", 10), Some(2))]
+    );
+}
+
+/// A session is final only once no record can merge into it any more:
+/// stream time past its end + inactivity gap + grace (Kafka Streams'
+/// `GraphGraceSearchUtil` for session aggregations). At end + grace alone a
+/// record within the gap still merges, and the "final" result would be
+/// taken back.
+#[test]
+fn until_window_closes_waits_out_a_sessions_gap_before_its_final_result() {
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("events")
+        .group_by_key()
+        .windowed_by_session(SessionWindows::of_inactivity_gap_and_grace(ms(10), ms(2)))
+        .count()
+        .suppress(Suppressed::until_window_closes(BufferConfig::unbounded()))
+        .to_stream()
+        .to_with(
+            "finals",
+            Produced::with(SessionWindowedSerde::new(StringSerde), Nullable(I64Serde)),
+        );
+    let driver = driver(b.build().unwrap());
+    let input = driver.create_input_topic("events", StringSerde, StringSerde);
+    let output = driver.create_output_topic(
+        "finals",
+        SessionWindowedSerde::new(StringSerde),
+        Nullable(I64Serde),
+    );
+    input.pipe_input_at(s("a"), s("x"), 0);
+    // Stream time 5 is past a's end + grace (2), but a record at 8 is
+    // within the gap of a's session and merges into it.
+    input.pipe_input_at(s("b"), s("x"), 5);
+    input.pipe_input_at(s("a"), s("x"), 8);
+    assert!(
+        output.is_empty(),
+        "no session is closed before 12 + its end"
+    );
+    // 19 closes a session ending at 5 (b) but not one ending at 8 (a).
+    input.pipe_input_at(s("c"), s("x"), 19);
+    let session = |k: &str, start, end| Windowed::new(s(k), Window::new(start, end));
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![(session("b", 5, 5), Some(1))]
+    );
+    input.pipe_input_at(s("c"), s("x"), 20);
+    // The merged session once, never the [0, 0] one it replaced.
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![(session("a", 0, 8), Some(2))]
     );
 }
 

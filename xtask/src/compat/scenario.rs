@@ -202,6 +202,7 @@ pub(super) const SCENARIOS: &[Scenario] = &[
     CODECS,
     aggregations::COGROUP,
     aggregations::SESSION_WINDOWS,
+    aggregations::SESSION_SUPPRESS,
     aggregations::SLIDING_WINDOWS,
     aggregations::WINDOWED_COUNT_HISTOGRAM,
     aggregations::SUPPRESS_TIME_LIMIT,

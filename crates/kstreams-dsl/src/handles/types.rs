@@ -92,8 +92,9 @@ impl<K, V> Clone for KTable<K, V> {
 /// What a windowed table knows of its windows, for `suppress`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct WindowInfo {
-    /// Grace period: a window is final once stream time passes end + grace.
-    pub grace_ms: i64,
+    /// A window is final once stream time reaches its end plus this delay
+    /// (grace; for sessions, inactivity gap + grace).
+    pub close_delay_ms: i64,
 }
 
 /// How a table turns on old values: for a source table it materializes

@@ -124,8 +124,12 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static>
         let grace = self.windows.grace_ms();
         let close_time = expiry::window_close_time(self.output.observe(timestamp), grace);
         // Before this record's writes: a write can advance the store's
-        // retention past windows that close with this very record. The
-        // windows written below are open, so the output is the same.
+        // retention past windows that close with this very record, and
+        // their final results would be lost. Kafka Streams 4.4 writes first
+        // (`KStreamWindowAggregate`) and does lose them when stream time
+        // jumps past several windows at once; emit-on-window-close promises
+        // every window's final result, so kstreams follows the promise
+        // (test: emit_on_window_close_keeps_every_window_a_jump_in_stream_time_closes).
         if let Some(last_close) = self.output.closing(ctx, close_time) {
             self.emit_closed(ctx, last_close, close_time, &record.headers)?;
         }

@@ -34,6 +34,19 @@ pub(super) const SESSION_WINDOWS: Scenario = Scenario {
     expect: Expect::KafkaStreams,
 };
 
+/// session-windows' sessions suppressed until they close: one final count
+/// per session, once stream time passes its end + gap (5 s) + grace (2 s).
+/// A session that a later record merges away before then is never written.
+pub(super) const SESSION_SUPPRESS: Scenario = Scenario {
+    name: "session-suppress",
+    input_partitions: 3,
+    output_partitions: 3,
+    output_serdes: ("session-string", "long"),
+    default_records: 1000,
+    generate: generate_user_events,
+    expect: Expect::KafkaStreams,
+};
+
 /// windowed-count's counts (tumbling windows, no suppression) regrouped by
 /// count and counted: how many (user, window) pairs have each count. Kafka
 /// Streams forwards a window's first update with the initializer's 0 as

@@ -498,7 +498,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                 if !(suppressed.buffer.bounded()
                     && suppressed.buffer.when_full == WhenFull::EmitEarly) =>
             {
-                Ok(window.grace_ms)
+                Ok(window.close_delay_ms)
             }
             (None, Some(_)) => Err(invalid(
                 "until_window_closes never emits early: bound the buffer with \

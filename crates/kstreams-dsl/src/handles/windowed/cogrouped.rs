@@ -87,7 +87,12 @@ fn windowed_cogroup<K: Clone + 'static, A: Clone + 'static, W: WindowKind>(
 ) -> KTable<Windowed<K>, A> {
     let flag: OldValuesFlag = Arc::default();
     let state = cogrouped.state.clone();
-    let mut table = windowed_table(&state, String::new(), windows.grace_ms(), flag.clone());
+    let mut table = windowed_table(
+        &state,
+        String::new(),
+        windows.close_delay_ms(),
+        flag.clone(),
+    );
     if let Err(message) = windows.validate() {
         state
             .borrow_mut()

@@ -36,7 +36,12 @@ pub(crate) trait WindowKind: Copy + 'static {
     /// The store builder of the aggregates.
     type Store<K: 'static, A: Clone + 'static>: StoreBuilder;
 
-    fn grace_ms(&self) -> i64;
+    /// How long after a window's end stream time must pass before its
+    /// result is final (`suppress(until_window_closes)`): the grace period,
+    /// and for sessions the inactivity gap too, since a record within the
+    /// gap after a session's end still merges into it (Kafka Streams'
+    /// `GraphGraceSearchUtil`).
+    fn close_delay_ms(&self) -> i64;
     /// The windows' own checks (size, grace, ...), as a message.
     fn validate(&self) -> Result<(), String>;
     /// The store of the aggregates, kept as long as the windows need.
@@ -178,7 +183,12 @@ impl<K: Clone + 'static, V: Clone + 'static, W: WindowKind> WindowedStream<K, V,
         );
         let name = s.name_or_generate(named.into_name().map(|Named(n)| n), prefix);
         let flag: OldValuesFlag = Arc::default();
-        let mut table = windowed_table(&state, name.clone(), self.windows.grace_ms(), flag.clone());
+        let mut table = windowed_table(
+            &state,
+            name.clone(),
+            self.windows.close_delay_ms(),
+            flag.clone(),
+        );
         let checked = self
             .windows
             .validate()
@@ -245,7 +255,7 @@ impl<K: Clone + 'static, V: Clone + 'static, W: WindowKind> WindowedStream<K, V,
 pub(crate) fn windowed_table<K, A>(
     state: &SharedState,
     node: String,
-    grace_ms: i64,
+    close_delay_ms: i64,
     flag: OldValuesFlag,
 ) -> KTable<Windowed<K>, A> {
     KTable {
@@ -256,7 +266,7 @@ pub(crate) fn windowed_table<K, A>(
         value_serde: None,
         old_values: OldValues::own(flag),
         getter: no_getter(),
-        window: Some(WindowInfo { grace_ms }),
+        window: Some(WindowInfo { close_delay_ms }),
         types: PhantomData,
     }
 }

@@ -20,8 +20,8 @@ impl WindowKind for SessionWindows {
     type Fns<K: 'static, V: 'static, A: 'static> = SessionFns<K, V, A>;
     type Store<K: 'static, A: Clone + 'static> = SessionStoreBuilder<K, A>;
 
-    fn grace_ms(&self) -> i64 {
-        SessionWindows::grace_ms(self)
+    fn close_delay_ms(&self) -> i64 {
+        SessionWindows::grace_ms(self).saturating_add(self.inactivity_gap_ms())
     }
 
     fn validate(&self) -> Result<(), String> {

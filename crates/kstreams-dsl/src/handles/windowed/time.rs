@@ -31,7 +31,7 @@ impl WindowKind for TimeWindowing {
     type Fns<K: 'static, V: 'static, A: 'static> = AggregateFold<K, V, A>;
     type Store<K: 'static, A: Clone + 'static> = WindowStoreBuilder<K, ValueAndTimestamp<A>>;
 
-    fn grace_ms(&self) -> i64 {
+    fn close_delay_ms(&self) -> i64 {
         match self {
             TimeWindowing::Fixed(windows) => windows.grace_ms(),
             TimeWindowing::Sliding(windows) => windows.grace_ms(),

@@ -72,7 +72,7 @@ final class Scenarios {
             "table-table-join", "table-table-outer-join", "stream-stream-join", "cogroup", "session-windows",
             "sliding-windows", "foreign-key-join", "global-table-join", "suppress-time-limit",
             "versioned-join-grace", "table-table-join-cached", "punctuation", "dead-letter-queue", "processing-dead-letters",
-            "branch-merge", "stream-stream-outer-join");
+            "branch-merge", "stream-stream-outer-join", "session-suppress");
 
     private Scenarios() {}
 
@@ -90,6 +90,7 @@ final class Scenarios {
             case "stream-stream-join" -> streamStreamJoin(inputs(input, name), output, false);
             case "cogroup" -> cogroup(inputs(input, name), output);
             case "session-windows" -> sessionWindows(input, output);
+            case "session-suppress" -> sessionSuppress(input, output);
             case "sliding-windows" -> slidingWindows(input, output);
             case "foreign-key-join" -> foreignKeyJoin(inputs(input, name), output);
             case "global-table-join" -> globalTableJoin(inputs(input, name), output);
@@ -277,6 +278,23 @@ final class Scenarios {
                 .groupByKey()
                 .windowedBy(SessionWindows.ofInactivityGapAndGrace(SESSION_GAP, SESSION_GRACE))
                 .count()
+                .toStream()
+                .to(output, Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+        return builder.build();
+    }
+
+    /**
+     * session-windows' sessions, each written once, final: suppressed until
+     * it closes (stream time past its end, the inactivity gap and the
+     * grace). Sessions merged away before they close are never written.
+     */
+    static Topology sessionSuppress(String input, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .groupByKey()
+                .windowedBy(SessionWindows.ofInactivityGapAndGrace(SESSION_GAP, SESSION_GRACE))
+                .count()
+                .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()))
                 .toStream()
                 .to(output, Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
         return builder.build();
