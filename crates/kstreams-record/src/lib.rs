@@ -22,9 +22,12 @@ pub use byte_reader::ByteReader;
 pub use headers::{Header, Headers};
 pub use record::{Record, RecordMetadata};
 pub use serde::{
-    builtin_serde, BytesSerde, DefaultSerde, F64Serde, I32Serde, I64Serde, JsonSerde, Nullable,
-    Serde, SerdeError, SharedSerde, StringSerde, UnitSerde,
+    builtin_serde, BoolSerde, BytesSerde, DefaultSerde, F32Serde, F64Serde, I16Serde, I32Serde,
+    I64Serde, JsonSerde, ListSerde, Nullable, Serde, SerdeError, SharedSerde, StringSerde,
+    UnitSerde, UuidSerde, VoidSerde,
 };
+/// The UUID type of [`UuidSerde`] (the `uuid` crate's).
+pub use uuid::Uuid;
 
 /// A timestamp in milliseconds since the Unix epoch, as Kafka stores it.
 pub type Timestamp = i64;

@@ -11,6 +11,14 @@ use std::sync::Arc;
 
 use crate::Headers;
 
+mod boolean;
+mod java_uuid;
+mod list;
+
+pub use boolean::BoolSerde;
+pub use java_uuid::UuidSerde;
+pub use list::ListSerde;
+
 /// Why a key or value could not be turned into bytes or back.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -56,6 +64,20 @@ pub enum SerdeError {
         /// The serde_json error.
         source: serde_json::Error,
     },
+    /// Bytes that hold no value of the type (a boolean byte other than 0
+    /// or 1, text that is no UUID, a list cut short), where Kafka's
+    /// deserializer throws for the same bytes.
+    #[error("topic {topic}: {kafka_message}{}", detail_suffix(.detail))]
+    Malformed {
+        /// The topic being read.
+        topic: String,
+        /// What Kafka's deserializer throws for the same bytes (its
+        /// exception's `getMessage()`).
+        kafka_message: String,
+        /// What exactly is wrong where Kafka's message does not say;
+        /// empty when it does.
+        detail: String,
+    },
     /// Any other failure, from a user serde.
     #[error("topic {topic}: {message}")]
     Custom {
@@ -71,7 +93,8 @@ impl SerdeError {
     /// Kafka Streams handler sees it in `getMessage()` (and as the
     /// `__streams.errors.message` header of a dead letter carries it):
     /// `Size of data received by IntegerDeserializer is not 4` for a
-    /// fixed-width number of the wrong size; otherwise this error's text
+    /// fixed-width number of the wrong size; Kafka's own message for the
+    /// bytes of a [`SerdeError::Malformed`]; otherwise this error's text
     /// without the topic, which Kafka's messages do not name.
     pub fn kafka_message(&self) -> String {
         match self {
@@ -92,17 +115,44 @@ impl SerdeError {
             SerdeError::Json {
                 type_name, source, ..
             } => format!("JSON for {type_name}: {source}"),
+            SerdeError::Malformed { kafka_message, .. } => kafka_message.clone(),
             SerdeError::Custom { message, .. } => message.clone(),
         }
+    }
+}
+
+/// The detail of a [`SerdeError::Malformed`] as the end of its message.
+fn detail_suffix(detail: &str) -> String {
+    if detail.is_empty() {
+        String::new()
+    } else {
+        format!(" ({detail})")
+    }
+}
+
+/// A [`SerdeError::Malformed`] for `topic`.
+fn malformed(
+    topic: &str,
+    kafka_message: impl Into<String>,
+    detail: impl Into<String>,
+) -> SerdeError {
+    SerdeError::Malformed {
+        topic: topic.to_string(),
+        kafka_message: kafka_message.into(),
+        detail: detail.into(),
     }
 }
 
 /// Kafka's deserializer class for a fixed-width type of the built-in serdes.
 fn java_deserializer(type_name: &str) -> Option<&'static str> {
     match type_name {
+        "bool" => Some("BooleanDeserializer"),
+        "i16" => Some("ShortDeserializer"),
         "i32" => Some("IntegerDeserializer"),
         "i64" => Some("LongDeserializer"),
         "f64" => Some("DoubleDeserializer"),
+        // Kafka's FloatDeserializer names no class in its message.
+        "f32" => Some("Deserializer"),
         _ => None,
     }
 }
@@ -192,14 +242,27 @@ pub trait Serde<T>: Send + Sync + 'static {
         let _ = serialized;
         None
     }
+
+    /// How many bytes every non-null value takes, for the serdes whose
+    /// lists Kafka's `ListSerializer` writes without a length per entry
+    /// (its `CONSTANT_SIZE` strategy, chosen for Kafka's Short, Integer,
+    /// Long, Float, Double and UUID serializers): [`ListSerde`] writes and
+    /// reads lists of this serde that way. `None`, the default, for every
+    /// other serde: [`ListSerde`] then writes each entry after its length,
+    /// as Kafka does for any other serializer. Keep `None` in a serde of
+    /// your own: Kafka picks the layout by the serializer's class and never
+    /// picks the constant-size one for a user's serializer.
+    fn fixed_size(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// A shared, type-erased serde, as topologies store them.
 pub type SharedSerde<T> = Arc<dyn Serde<T>>;
 
 /// Types with an obvious serde, so `builder.stream::<String, i64>(..)` needs
-/// no serde arguments: strings, bytes, Kafka's numeric types, unit and
-/// `Option` of any of them.
+/// no serde arguments: strings, bytes, Kafka's numeric types, booleans,
+/// UUIDs, unit and `Option` of any of them.
 pub trait DefaultSerde: Sized + 'static {
     /// The serde used when none is given.
     fn default_serde() -> SharedSerde<Self>;
@@ -356,13 +419,18 @@ impl Serde<()> for UnitSerde {
     ) -> Result<(), SerdeError> {
         match bytes {
             None => Ok(()),
-            Some(b) => Err(SerdeError::Custom {
-                topic: topic.to_string(),
-                message: format!("the unit serde reads only nulls, got {} bytes", b.len()),
-            }),
+            Some(b) => Err(malformed(
+                topic,
+                "Data should be null for a VoidDeserializer.",
+                format!("the unit serde reads only nulls, got {} bytes", b.len()),
+            )),
         }
     }
 }
+
+/// Kafka's `VoidSerde` (`Serdes.Void()`) under its Kafka name: the
+/// [`UnitSerde`].
+pub use UnitSerde as VoidSerde;
 
 macro_rules! big_endian_serde {
     ($(#[$doc:meta])* $name:ident, $ty:ty, $width:expr) => {
@@ -374,6 +442,9 @@ macro_rules! big_endian_serde {
         pub struct $name;
 
         impl Serde<$ty> for $name {
+            fn fixed_size(&self) -> Option<usize> {
+                Some($width)
+            }
             fn serialize(&self, _: &str, _: &mut Headers, value: &$ty) -> Result<Option<Vec<u8>>, SerdeError> {
                 Ok(Some($before_write(*value).to_be_bytes().to_vec()))
             }
@@ -396,6 +467,10 @@ macro_rules! big_endian_serde {
 }
 
 big_endian_serde!(
+    /// 2 bytes big-endian, as Kafka's `ShortSerializer` (`Serdes.Short()`).
+    I16Serde, i16, 2
+);
+big_endian_serde!(
     /// 4 bytes big-endian, as Kafka's `IntegerSerializer`.
     I32Serde, i32, 4
 );
@@ -409,6 +484,15 @@ big_endian_serde!(
     /// Like Java's `Double.doubleToLongBits`, every NaN is written as the
     /// canonical NaN `7ff8000000000000`; reading keeps the bits as they are.
     F64Serde, f64, 8, canonical_nan
+);
+
+big_endian_serde!(
+    /// 4 bytes of the IEEE 754 bits big-endian, as Kafka's `FloatSerializer`
+    /// (`Serdes.Float()`).
+    ///
+    /// Unlike Kafka's `DoubleSerializer`, Kafka's `FloatSerializer` writes
+    /// the raw bits (`Float.floatToRawIntBits`), so a NaN keeps its bits.
+    F32Serde, f32, 4
 );
 
 /// Java's `doubleToLongBits` collapses every NaN to one bit pattern; a NaN
@@ -431,6 +515,9 @@ impl<T: 'static, S: Serde<T>> Serde<Option<T>> for Nullable<S> {
     }
     fn base_key_len(&self, serialized: &[u8]) -> Option<usize> {
         self.0.base_key_len(serialized)
+    }
+    fn fixed_size(&self) -> Option<usize> {
+        self.0.fixed_size()
     }
     fn serialize(
         &self,
@@ -559,9 +646,13 @@ macro_rules! default_serde {
 default_serde!(String, StringSerde);
 default_serde!(Vec<u8>, BytesSerde);
 default_serde!((), UnitSerde);
+default_serde!(bool, BoolSerde);
+default_serde!(i16, I16Serde);
 default_serde!(i32, I32Serde);
 default_serde!(i64, I64Serde);
+default_serde!(f32, F32Serde);
 default_serde!(f64, F64Serde);
+default_serde!(uuid::Uuid, UuidSerde);
 
 impl<T: DefaultSerde> DefaultSerde for Option<T> {
     fn default_serde() -> SharedSerde<Self> {
@@ -570,7 +661,8 @@ impl<T: DefaultSerde> DefaultSerde for Option<T> {
 }
 
 /// The default serde of `T` when `T` is one of the types with a built-in
-/// serde (strings, bytes, unit, i32, i64, f64, and `Option` of each),
+/// serde (strings, bytes, unit, bool, i16, i32, i64, f32, f64, UUIDs, and
+/// `Option` of each),
 /// found by type at run time: what the DSL falls back on when an operator
 /// changed a type and was given no serde, as Kafka Streams falls back on
 /// `default.key.serde` and `default.value.serde`.
@@ -585,11 +677,19 @@ pub fn builtin_serde<T: 'static>() -> Option<SharedSerde<T>> {
         .or_else(of::<T, i32>)
         .or_else(of::<T, f64>)
         .or_else(of::<T, ()>)
+        .or_else(of::<T, bool>)
+        .or_else(of::<T, i16>)
+        .or_else(of::<T, f32>)
+        .or_else(of::<T, uuid::Uuid>)
         .or_else(of::<T, Option<String>>)
         .or_else(of::<T, Option<Vec<u8>>>)
         .or_else(of::<T, Option<i64>>)
         .or_else(of::<T, Option<i32>>)
         .or_else(of::<T, Option<f64>>)
+        .or_else(of::<T, Option<bool>>)
+        .or_else(of::<T, Option<i16>>)
+        .or_else(of::<T, Option<f32>>)
+        .or_else(of::<T, Option<uuid::Uuid>>)
 }
 
 /// Adapts a shared serde so it can be wrapped by value (as in [`Nullable`]).
@@ -601,6 +701,9 @@ impl<T: 'static> Serde<T> for SharedInner<T> {
     }
     fn base_key_len(&self, serialized: &[u8]) -> Option<usize> {
         self.0.base_key_len(serialized)
+    }
+    fn fixed_size(&self) -> Option<usize> {
+        self.0.fixed_size()
     }
     fn serialize(
         &self,
@@ -651,6 +754,9 @@ impl<T: 'static> Serde<T> for Arc<dyn Serde<T>> {
     }
     fn base_key_len(&self, serialized: &[u8]) -> Option<usize> {
         (**self).base_key_len(serialized)
+    }
+    fn fixed_size(&self) -> Option<usize> {
+        (**self).fixed_size()
     }
     fn serialize(
         &self,
@@ -710,6 +816,21 @@ mod builtin_tests {
         let n = builtin_serde::<Option<i64>>().unwrap();
         assert_eq!(n.serialize("t", &mut Headers::new(), &None).unwrap(), None);
         assert!(builtin_serde::<u8>().is_none());
+        let b = builtin_serde::<bool>().unwrap();
+        assert_eq!(
+            b.serialize("t", &mut Headers::new(), &true).unwrap(),
+            Some(vec![1])
+        );
+        let f = builtin_serde::<Option<f32>>().unwrap();
+        assert_eq!(f.fixed_size(), Some(4), "the shared wrappers keep the size");
+        assert_eq!(builtin_serde::<i16>().unwrap().fixed_size(), Some(2));
+        let u = builtin_serde::<Option<uuid::Uuid>>().unwrap();
+        assert_eq!(
+            u.serialize("t", &mut Headers::new(), &Some(uuid::Uuid::nil()))
+                .unwrap()
+                .map(|b| b.len()),
+            Some(36)
+        );
     }
 
     /// The owned paths give what the borrowed paths give, through the

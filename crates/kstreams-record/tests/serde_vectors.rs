@@ -329,8 +329,12 @@ fn unit_serde_writes_null_and_rejects_non_null() {
     de(&UnitSerde, None).unwrap();
     for bytes in [&b""[..], b"\x00", b"abc"] {
         match de(&UnitSerde, Some(bytes)) {
-            Err(ref err @ SerdeError::Custom { ref topic, .. }) => {
+            Err(ref err @ SerdeError::Malformed { ref topic, .. }) => {
                 assert_eq!(topic, TOPIC);
+                assert_eq!(
+                    err.kafka_message(),
+                    "Data should be null for a VoidDeserializer."
+                );
                 let message = err.to_string();
                 assert!(message.contains(TOPIC), "{message}");
                 assert!(
