@@ -101,6 +101,7 @@ const SUPPORTED: &[&str] = &[
     "branch-merge",
     "stream-stream-outer-join",
     "session-suppress",
+    "custom-partitioner",
 ];
 
 fn main() -> ExitCode {
@@ -129,6 +130,7 @@ fn topology(scenario: &str, input: &str, output: &str) -> Result<Topology, Strin
         "dead-letter-queue" => stateless::dead_letter_queue(&builder, input, output),
         "processing-dead-letters" => stateless::processing_dead_letters(&builder, input, output),
         "branch-merge" => stateless::branch_merge(&builder, input, output),
+        "custom-partitioner" => stateless::custom_partitioner(&builder, input, output),
         "wordcount" => aggregations::wordcount(&builder, input, output),
         "table-aggregate" => aggregations::table_aggregate(&builder, input, output),
         "cogroup" => aggregations::cogroup(&builder, two()?, output),

@@ -1,5 +1,5 @@
 //! The scenarios without state: filter-map, branch-merge,
-//! dead-letter-queue and processing-dead-letters.
+//! dead-letter-queue, processing-dead-letters and custom-partitioner.
 
 use kstreams::prelude::*;
 
@@ -102,4 +102,46 @@ impl Processor<String, String, String, String> for DoubleOrReject {
         ctx.forward(record.with_value((2 * n).to_string()))?;
         Ok(())
     }
+}
+
+/// Mirrors `Scenarios.PARTITIONED_BY_NUMBER` and its partition count.
+const PARTITIONED_BY_NUMBER: &str = "by-user-number";
+const PARTITIONED_BY_NUMBER_PARTITIONS: i32 = 3;
+
+/// custom-partitioner: `repartition` by the user's number N (N % 3 of 3
+/// partitions, not Kafka's hash), then `to` with a multicast partitioner:
+/// N % 7 == 0 dropped, 1 copied to N % 3 and N % 3 + 3, 2 moved to
+/// N % 3 + 3, the others at N % 3.
+pub(crate) fn custom_partitioner(builder: &StreamsBuilder, input: &str, output: &str) {
+    fn user_number(key: &str) -> i32 {
+        key.rsplit('-')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    }
+    let by_number = |_: &str, key: &String, _: &String, _: &Headers, partitions: i32| {
+        Some(vec![user_number(key) % partitions])
+    };
+    let copies = |_: &str, key: &String, _: &String, _: &Headers, _: i32| {
+        let n = user_number(key);
+        let home = n % 3;
+        Some(match n % 7 {
+            0 => vec![],
+            1 => vec![home, home + 3],
+            2 => vec![home + 3],
+            _ => vec![home],
+        })
+    };
+    builder
+        .stream_with(input, Consumed::with(StringSerde, StringSerde))
+        .repartition_with(
+            Repartitioned::with(StringSerde, StringSerde)
+                .with_name(PARTITIONED_BY_NUMBER)
+                .with_partitions(PARTITIONED_BY_NUMBER_PARTITIONS)
+                .with_partitioner(by_number),
+        )
+        .to_with(
+            output,
+            Produced::with(StringSerde, StringSerde).with_partitioner(copies),
+        );
 }

@@ -185,6 +185,19 @@ pub enum StreamsError {
         /// Why (boxed: serde errors are large and rare).
         source: Box<kstreams_record::SerdeError>,
     },
+    /// A sink's partitioner could not choose (the topic's partition count
+    /// is not known) or chose a partition the topic does not have.
+    #[error(
+        "sink {node:?} could not choose the partition of a record for topic {topic:?}: {message}"
+    )]
+    Partitioning {
+        /// The sink node.
+        node: String,
+        /// Destination topic.
+        topic: String,
+        /// Why.
+        message: String,
+    },
     /// No timestamp could be extracted.
     #[error(transparent)]
     Timestamp(#[from] kstreams_time::Error),

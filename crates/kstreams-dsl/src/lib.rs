@@ -33,6 +33,7 @@ mod materialized;
 mod nodes;
 mod operators;
 mod options;
+mod partitioner;
 mod processor;
 mod suppressed;
 mod task_context;
@@ -60,6 +61,7 @@ pub use handles::types::{
 pub use join_options::{Joined, StreamJoined};
 pub use materialized::{Grouped, Materialized, StoreType};
 pub use options::{Consumed, IntoName, Named, Printed, Produced, Repartitioned};
+pub use partitioner::{PartitionCounts, StreamPartitioner};
 pub use processor::{Processor, ProcessorContext, PunctuationId};
 pub use suppressed::{BufferConfig, Suppressed};
 pub use topology::{ChangelogTopic, SubtopologySources, Topology};

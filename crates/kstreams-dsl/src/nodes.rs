@@ -8,6 +8,7 @@ use kstreams_record::{Record, RecordMetadata, SharedSerde, Timestamp};
 use kstreams_time::TimestampExtractor;
 
 use crate::forwarding::{Input, NodeInfo, Outputs};
+use crate::partitioner::{SharedPartitioner, StreamPartitioner};
 use crate::processor::{Processor, ProcessorContext, PunctuationId};
 use crate::task_context::{ConsumedRecord, ProducedRecord, TaskContext};
 use crate::{ProcessorError, RecordPosition, StreamsError};
@@ -276,9 +277,8 @@ pub(crate) enum SinkTarget<K, V> {
     Extractor(SharedExtractor<K, V>),
 }
 
-/// Which bytes of a sink's keys choose their partition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SinkPartitioning {
+/// How a sink chooses the partitions of its records.
+pub(crate) enum SinkPartitioning<K, V> {
     /// The whole key, by the producer's default partitioner: Processor API
     /// sinks and repartition topics.
     WholeKey,
@@ -286,6 +286,18 @@ pub(crate) enum SinkPartitioning {
     /// of a key land in one partition: Kafka Streams' `KStream#to` with a
     /// windowed key serde (`WindowedStreamPartitioner`).
     BaseKeyOfWindows,
+    /// The application's partitioner, over the typed record.
+    Custom(SharedPartitioner<K, V>),
+}
+
+impl<K, V> Clone for SinkPartitioning<K, V> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::WholeKey => Self::WholeKey,
+            Self::BaseKeyOfWindows => Self::BaseKeyOfWindows,
+            Self::Custom(partitioner) => Self::Custom(Arc::clone(partitioner)),
+        }
+    }
 }
 
 /// A sink node: serializes once and hands the bytes to the task's output.
@@ -294,7 +306,7 @@ pub(crate) struct SinkNode<K, V> {
     pub(crate) target: SinkTarget<K, V>,
     pub(crate) key_serde: SharedSerde<K>,
     pub(crate) value_serde: SharedSerde<V>,
-    pub(crate) partitioning: SinkPartitioning,
+    pub(crate) partitioning: SinkPartitioning<K, V>,
 }
 
 impl<K: 'static, V: 'static> Input<K, V> for SinkNode<K, V> {
@@ -313,6 +325,23 @@ impl<K: 'static, V: 'static> Input<K, V> for SinkNode<K, V> {
                 task.current_node = previous;
                 Arc::from(topic)
             }
+        };
+        let chosen = match &self.partitioning {
+            SinkPartitioning::Custom(partitioner) => {
+                match self.choose_partitions(partitioner.as_ref(), &topic, &record, task)? {
+                    Some(partitions) if partitions.is_empty() => {
+                        log::warn!(
+                            "sink {}: dropping a record for topic {topic}: its partitioner \
+                             chose no partition",
+                            self.info.name
+                        );
+                        task.dropped_records += 1;
+                        return Ok(());
+                    }
+                    chosen => chosen,
+                }
+            }
+            _ => None,
         };
         let mut headers = record.headers;
         let serialization_error = |part, source| StreamsError::Serialization {
@@ -339,11 +368,11 @@ impl<K: 'static, V: 'static> Input<K, V> for SinkNode<K, V> {
             }
             Err(error) => return Err(error),
         };
-        let partition_key_len = match (self.partitioning, &key) {
+        let partition_key_len = match (&self.partitioning, &key) {
             (SinkPartitioning::BaseKeyOfWindows, Some(key)) => self.key_serde.base_key_len(key),
             _ => None,
         };
-        task.output.push(ProducedRecord {
+        let record = ProducedRecord {
             topic,
             partition: None,
             partition_key_len,
@@ -352,7 +381,63 @@ impl<K: 'static, V: 'static> Input<K, V> for SinkNode<K, V> {
             timestamp: record.timestamp,
             headers,
             sink: Some(self.info.name.clone()),
-        });
+        };
+        match chosen {
+            None => task.output.push(record),
+            Some(partitions) => {
+                // A copy per partition (KIP-837): the bytes are cloned for
+                // all but the last.
+                let last = partitions.len() - 1;
+                for &partition in &partitions[..last] {
+                    task.output.push(ProducedRecord {
+                        partition: Some(partition),
+                        ..record.clone()
+                    });
+                }
+                task.output.push(ProducedRecord {
+                    partition: Some(partitions[last]),
+                    ..record
+                });
+            }
+        }
         Ok(())
+    }
+}
+
+impl<K: 'static, V: 'static> SinkNode<K, V> {
+    /// The partitions the application's partitioner chose for `record`:
+    /// `None` for the default, else a non-empty, sorted list without
+    /// duplicates. `Ok(Some(empty))` never comes back: the caller drops
+    /// such a record.
+    fn choose_partitions(
+        &self,
+        partitioner: &dyn StreamPartitioner<K, V>,
+        topic: &str,
+        record: &Record<K, V>,
+        task: &mut TaskContext,
+    ) -> Result<Option<Vec<i32>>, StreamsError> {
+        let failed = |message: String| StreamsError::Partitioning {
+            node: self.info.name.to_string(),
+            topic: topic.to_string(),
+            message,
+        };
+        let count = task.partition_count(topic).map_err(failed)?;
+        let previous = task.current_node.replace(self.info.name.clone());
+        let chosen =
+            partitioner.partitions(topic, &record.key, &record.value, &record.headers, count);
+        task.current_node = previous;
+        let Some(mut partitions) = chosen else {
+            return Ok(None);
+        };
+        if let Some(bad) = partitions.iter().find(|&&p| !(0..count).contains(&p)) {
+            return Err(failed(format!(
+                "the partitioner chose partition {bad}, but the topic has {count} \
+                 (partitions 0 to {})",
+                count - 1
+            )));
+        }
+        partitions.sort_unstable();
+        partitions.dedup();
+        Ok(Some(partitions))
     }
 }

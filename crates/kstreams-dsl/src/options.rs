@@ -6,6 +6,8 @@ use std::sync::Arc;
 use kstreams_record::{DefaultSerde, Serde, SharedSerde};
 use kstreams_time::TimestampExtractor;
 
+use crate::partitioner::{SharedPartitioner, StreamPartitioner};
+
 /// A processor name chosen by the user instead of a generated one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Named(pub(crate) String);
@@ -115,6 +117,7 @@ pub struct Produced<K, V> {
     pub(crate) key_serde: SharedSerde<K>,
     pub(crate) value_serde: SharedSerde<V>,
     pub(crate) name: Option<String>,
+    pub(crate) partitioner: Option<SharedPartitioner<K, V>>,
 }
 
 impl<K: 'static, V: 'static> Produced<K, V> {
@@ -124,12 +127,20 @@ impl<K: 'static, V: 'static> Produced<K, V> {
             key_serde: Arc::new(key_serde),
             value_serde: Arc::new(value_serde),
             name: None,
+            partitioner: None,
         }
     }
 
     /// Names the sink node.
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
+        self
+    }
+
+    /// Chooses each record's partitions with `partitioner` instead of
+    /// Kafka's default (Kafka Streams' `Produced#withStreamPartitioner`).
+    pub fn with_partitioner(mut self, partitioner: impl StreamPartitioner<K, V>) -> Self {
+        self.partitioner = Some(Arc::new(partitioner));
         self
     }
 }
@@ -140,6 +151,7 @@ impl<K: DefaultSerde, V: DefaultSerde> Default for Produced<K, V> {
             key_serde: K::default_serde(),
             value_serde: V::default_serde(),
             name: None,
+            partitioner: None,
         }
     }
 }
@@ -150,6 +162,7 @@ pub struct Repartitioned<K, V> {
     pub(crate) value_serde: SharedSerde<V>,
     pub(crate) name: Option<String>,
     pub(crate) partitions: Option<i32>,
+    pub(crate) partitioner: Option<SharedPartitioner<K, V>>,
 }
 
 impl<K: 'static, V: 'static> Repartitioned<K, V> {
@@ -160,6 +173,7 @@ impl<K: 'static, V: 'static> Repartitioned<K, V> {
             value_serde: Arc::new(value_serde),
             name: None,
             partitions: None,
+            partitioner: None,
         }
     }
 
@@ -174,6 +188,14 @@ impl<K: 'static, V: 'static> Repartitioned<K, V> {
         self.partitions = Some(partitions);
         self
     }
+
+    /// Chooses each record's partitions of the topic with `partitioner`
+    /// instead of Kafka's default (Kafka Streams'
+    /// `Repartitioned#withStreamPartitioner`).
+    pub fn with_partitioner(mut self, partitioner: impl StreamPartitioner<K, V>) -> Self {
+        self.partitioner = Some(Arc::new(partitioner));
+        self
+    }
 }
 
 impl<K: DefaultSerde, V: DefaultSerde> Default for Repartitioned<K, V> {
@@ -183,6 +205,7 @@ impl<K: DefaultSerde, V: DefaultSerde> Default for Repartitioned<K, V> {
             value_serde: V::default_serde(),
             name: None,
             partitions: None,
+            partitioner: None,
         }
     }
 }

@@ -136,6 +136,8 @@ pub struct TaskContext {
     pub(crate) record_headers: std::rc::Rc<std::cell::RefCell<kstreams_record::Headers>>,
     /// Records in the task's async nodes and the offsets they hold.
     pub(crate) async_work: crate::async_processing::AsyncWork,
+    /// Where sinks with a partitioner learn their topics' partition counts.
+    pub(crate) partition_counts: Option<std::rc::Rc<dyn crate::PartitionCounts>>,
 }
 
 impl TaskContext {
@@ -158,6 +160,7 @@ impl TaskContext {
             processor_metadata: std::collections::BTreeMap::new(),
             record_headers: Default::default(),
             async_work: Default::default(),
+            partition_counts: None,
         }
     }
 
@@ -217,6 +220,19 @@ impl TaskContext {
     /// The serialization errors sinks skipped since the last call.
     pub fn take_skipped_errors(&mut self) -> Vec<crate::StreamsError> {
         std::mem::take(&mut self.skipped_errors)
+    }
+
+    /// Tells sinks with a partitioner how many partitions their topics
+    /// have (the runtime's metadata).
+    pub fn set_partition_counts(&mut self, counts: std::rc::Rc<dyn crate::PartitionCounts>) {
+        self.partition_counts = Some(counts);
+    }
+
+    pub(crate) fn partition_count(&self, topic: &str) -> Result<i32, String> {
+        match &self.partition_counts {
+            Some(counts) => counts.partition_count(topic),
+            None => Err("the runtime told this task no partition counts".to_string()),
+        }
     }
 
     /// The task this context belongs to.

@@ -22,6 +22,7 @@ use crate::nodes::SharedExtractor;
 use crate::nodes::TopicNameExtractor;
 use crate::nodes::{NodeHandle, ProcessorNode, SinkNode, SinkPartitioning, SinkTarget, SourceNode};
 use crate::operators::async_call::{async_node_factory, records_call};
+use crate::partitioner::StreamPartitioner;
 use crate::{Processor, ProcessorError, TopologyError};
 
 /// A graph of sources, processors, sinks and stores: Kafka Streams'
@@ -181,6 +182,29 @@ impl Topology {
             Arc::new(key_serde),
             Arc::new(value_serde),
             SinkPartitioning::WholeKey,
+            parents,
+        )?;
+        Ok(self)
+    }
+
+    /// [`Topology::add_sink`] with the application's partitioner choosing
+    /// each record's partitions (Kafka Streams' `addSink` with a
+    /// `StreamPartitioner`).
+    pub fn add_sink_with_partitioner<K: 'static, V: 'static>(
+        &mut self,
+        name: &str,
+        topic: &str,
+        key_serde: impl Serde<K>,
+        value_serde: impl Serde<V>,
+        partitioner: impl StreamPartitioner<K, V>,
+        parents: &[&str],
+    ) -> Result<&mut Self, TopologyError> {
+        self.add_typed_sink(
+            name.to_string(),
+            SinkTopic::Fixed(topic.to_string()),
+            Arc::new(key_serde),
+            Arc::new(value_serde),
+            SinkPartitioning::Custom(Arc::new(partitioner)),
             parents,
         )?;
         Ok(self)
@@ -524,7 +548,7 @@ impl Topology {
         topic: SinkTopic<K, V>,
         key_serde: SharedSerde<K>,
         value_serde: SharedSerde<V>,
-        partitioning: SinkPartitioning,
+        partitioning: SinkPartitioning<K, V>,
         parents: &[&str],
     ) -> Result<usize, TopologyError> {
         let description = match &topic {
@@ -541,7 +565,7 @@ impl Topology {
                 target,
                 key_serde: key_serde.clone(),
                 value_serde: value_serde.clone(),
-                partitioning,
+                partitioning: partitioning.clone(),
             });
             Box::new(input) as Box<dyn Any>
         });

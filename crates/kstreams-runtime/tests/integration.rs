@@ -25,6 +25,7 @@ mod joins;
 mod kafka_broker;
 mod kafka_embedded;
 mod metrics;
+mod partitioners;
 mod ported_config;
 mod regrouped_aggregations;
 mod restore_listener;

@@ -100,14 +100,15 @@ pub mod prelude {
         FixedKeyProcessorContext, FixedKeyRecord, GlobalKTable, Grouped, Joined, KGroupedStream,
         KGroupedTable, KStream, KTable, Materialized, Named, Printed, Processor, ProcessorContext,
         ProcessorError, Produced, PunctuationId, RecordContext, Repartitioned,
-        SessionWindowedKStream, StoreType, StreamJoined, StreamsBuilder, StreamsError, Suppressed,
-        TimeWindowedKStream, TopicNameExtractor, Topology, TopologyError,
+        SessionWindowedKStream, StoreType, StreamJoined, StreamPartitioner, StreamsBuilder,
+        StreamsError, Suppressed, TimeWindowedKStream, TopicNameExtractor, Topology, TopologyError,
     };
     #[cfg(feature = "embedded")]
     pub use kstreams_embedded::EmbeddedKafka;
     pub use kstreams_record::{
-        BytesSerde, DefaultSerde, F64Serde, Headers, I32Serde, I64Serde, JsonSerde, Nullable,
-        Record, RecordMetadata, Serde, SerdeError, StringSerde, UnitSerde,
+        BoolSerde, BytesSerde, DefaultSerde, F32Serde, F64Serde, Headers, I16Serde, I32Serde,
+        I64Serde, JsonSerde, ListSerde, Nullable, Record, RecordMetadata, Serde, SerdeError,
+        StringSerde, UnitSerde, UuidSerde, VoidSerde,
     };
     pub use kstreams_runtime::kafka::{
         HostInfo, KafkaStreams, KeyQueryMetadata, ProcessingGuarantee, QueryError,

@@ -128,6 +128,7 @@ impl Scenario {
                 | "sliding-windows"
                 | "stream-stream-join"
                 | "stream-stream-outer-join"
+                | "custom-partitioner"
         )
     }
 
@@ -215,6 +216,7 @@ pub(super) const SCENARIOS: &[Scenario] = &[
     streams::DEAD_LETTER_QUEUE,
     streams::PROCESSING_DEAD_LETTERS,
     streams::BRANCH_MERGE,
+    streams::CUSTOM_PARTITIONER,
 ];
 
 pub(super) fn find(name: &str) -> Option<&'static Scenario> {

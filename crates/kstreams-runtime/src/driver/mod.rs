@@ -296,9 +296,20 @@ impl TopologyTestDriver {
                     .with_task_directory(task_dir)
                     .with_changelog_writer(writer)
                     .with_thread_cache(cache.clone());
-                StreamTask::with_store_context(&topology, id, config.clone(), wall_clock, stores)
+                let mut task = StreamTask::with_store_context(
+                    &topology,
+                    id,
+                    config.clone(),
+                    wall_clock,
+                    stores,
+                )?;
+                // The driver's topics have one partition each, as its
+                // records all come from and go to partition 0.
+                task.context()
+                    .set_partition_counts(Rc::new(|_: &str| Ok(1)));
+                Ok(task)
             })
-            .collect::<Result<Vec<StreamTask>, _>>()?;
+            .collect::<Result<Vec<StreamTask>, StreamsError>>()?;
         let mut tasks = tasks;
         let async_side = if tasks.iter().any(StreamTask::has_async_nodes) {
             let mut side = ThreadAsync::new(AsyncExecutor::default(), AsyncLimits::default());

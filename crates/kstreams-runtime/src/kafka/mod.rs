@@ -22,6 +22,7 @@ mod instance;
 mod local_metadata;
 mod offsets;
 mod outbox;
+mod partition_counts;
 mod partition_group;
 mod partitioner;
 mod queries;

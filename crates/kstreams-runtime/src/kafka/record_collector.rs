@@ -4,6 +4,7 @@
 //! transactions.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,6 +21,7 @@ use super::client_error::ClientError;
 use super::config::ProcessingGuarantee;
 use super::ffi::{Outgoing, TopicHandle};
 use super::outbox::Outbox;
+use super::partition_counts::PartitionCounts;
 use super::partitioner::partition_for_key;
 use super::spare_buffers::SpareBuffers;
 use super::RuntimeError;
@@ -194,7 +196,7 @@ pub(crate) struct RecordCollector {
     in_transaction: bool,
     /// Partition counts of the topics the collector picks partitions in,
     /// by name (source topics are asked too).
-    partition_counts: FxHashMap<String, i32>,
+    partition_counts: Rc<PartitionCounts>,
     /// The topics sent to, with librdkafka's handle of each.
     sinks: SinkTopics,
     /// The byte buffers of the records sent, for the next poll's copies.
@@ -257,10 +259,10 @@ impl RecordCollector {
         guarantee: ProcessingGuarantee,
     ) -> Self {
         Self {
+            partition_counts: Rc::new(PartitionCounts::new(Arc::clone(&producer))),
             producer,
             guarantee,
             in_transaction: false,
-            partition_counts: FxHashMap::default(),
             sinks: SinkTopics::default(),
             spare: SpareBuffers::default(),
         }
@@ -365,30 +367,12 @@ impl RecordCollector {
     /// The partition count of `topic`, from the producer's metadata on first
     /// use, as Kafka Streams' record collector asks `partitionsFor`.
     pub(super) fn partition_count(&mut self, topic: &str) -> Result<i32, RuntimeError> {
-        if let Some(&count) = self.partition_counts.get(topic) {
-            return Ok(count);
-        }
-        let metadata = self
-            .producer
-            .client()
-            .fetch_metadata(Some(topic), Duration::from_secs(30))
-            .client()?;
-        let found = metadata.topics().iter().find(|t| t.name() == topic);
-        let count = match found {
-            None => 0,
-            Some(t) => match t.error() {
-                Some(rdkafka::types::RDKafkaRespErr::RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) => 0,
-                Some(_) => return Err(RuntimeError::NoPartitionInfo(topic.to_string())),
-                None => t.partitions().len() as i32,
-            },
-        };
-        if count == 0 {
-            return Err(RuntimeError::MissingSinkTopic {
-                topic: topic.to_string(),
-            });
-        }
-        self.partition_counts.insert(topic.to_string(), count);
-        Ok(count)
+        self.partition_counts.get(topic)
+    }
+
+    /// The thread's partition counts, shared with its tasks' sinks.
+    pub(super) fn partition_counts(&self) -> Rc<PartitionCounts> {
+        Rc::clone(&self.partition_counts)
     }
 
     /// Serves the delivery reports that arrived.
@@ -740,7 +724,7 @@ mod tests {
     #[test]
     fn records_for_a_known_partition_count_are_queued_without_metadata() {
         let mut collector = collector(ProcessingGuarantee::AtLeastOnce);
-        collector.partition_counts.insert("out".to_string(), 4);
+        collector.partition_counts.insert("out", 4);
         let mut headers = kstreams_record::Headers::new();
         headers.add("h", Some(b"v".to_vec()));
         let mut outbox = Outbox::default();

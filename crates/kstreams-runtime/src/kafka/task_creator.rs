@@ -62,6 +62,8 @@ pub(crate) struct TaskCreator {
     /// reached when restored: what a checkpoint records for a store that
     /// has not written since.
     restored: HashMap<(String, i32), i64>,
+    /// The thread's partition counts, for sinks with a partitioner.
+    partition_counts: Rc<dyn kstreams_dsl::PartitionCounts>,
 }
 
 impl TaskCreator {
@@ -71,6 +73,7 @@ impl TaskCreator {
         config: &StreamsConfig,
         topology: Arc<Topology>,
         instance: &super::instance::Instance,
+        partition_counts: Rc<dyn kstreams_dsl::PartitionCounts>,
     ) -> Result<Self, RuntimeError> {
         #[cfg(not(feature = "rocksdb"))]
         let _ = instance;
@@ -86,6 +89,7 @@ impl TaskCreator {
                 config.task_config().cache_max_bytes,
             )),
             restored: HashMap::new(),
+            partition_counts,
             #[cfg(feature = "rocksdb")]
             rocksdb: instance.rocksdb.clone(),
         })
@@ -272,6 +276,8 @@ impl TaskCreator {
             }
             (Err(error), _) => return Err(error.into()),
         };
+        task.context()
+            .set_partition_counts(Rc::clone(&self.partition_counts));
         let mut stores_on_disk = HashSet::new();
         for changelog in self.changelogs_of(id.subtopology) {
             let Some(store) = task.stores().get(&changelog.store) else {

@@ -15,6 +15,7 @@
 //! everything here runs in unit tests without a broker.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -210,6 +211,7 @@ impl TaskManager {
         topology: Arc<Topology>,
         sources: Arc<SourceTopicIndex>,
         sensors: &ThreadSensors,
+        partition_counts: Rc<dyn kstreams_dsl::PartitionCounts>,
     ) -> Result<Self, RuntimeError> {
         Ok(Self {
             thread: thread.to_string(),
@@ -223,7 +225,7 @@ impl TaskManager {
                 &topology,
                 &config.application_id,
             ),
-            creator: TaskCreator::new(thread, config, topology, instance)?,
+            creator: TaskCreator::new(thread, config, topology, instance, partition_counts)?,
             updater: StateUpdater::new(thread, config, instance.restore_board.clone()),
             restoring: FxHashMap::default(),
             holds: PartitionHolds::default(),
@@ -1196,6 +1198,7 @@ mod tests {
             topology,
             sources,
             &sensors,
+            Rc::new(|_: &str| Ok(1)),
         )
         .unwrap()
     }

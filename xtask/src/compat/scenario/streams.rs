@@ -1,7 +1,8 @@
 //! Stateless stream scenarios: branches merged back, records that do not
-//! deserialize and records a processor rejects sent to a dead-letter queue.
+//! deserialize and records a processor rejects sent to a dead-letter queue,
+//! partitioners of the application's own.
 
-use super::{generate_keyed_sentences, Expect, Rng, Scenario};
+use super::{generate_keyed_sentences, generate_user_events, Expect, Rng, Scenario};
 use crate::compat::partitioner::partition_for_key;
 use crate::compat::records::Record;
 
@@ -16,6 +17,22 @@ pub(crate) const BRANCH_MERGE: Scenario = Scenario {
     default_records: 1000,
     generate: generate_keyed_sentences,
     expect: Expect::Records(expect_branch_merge),
+};
+
+/// User events through partitioners of the application's own: a
+/// repartition topic of 3 partitions by the user's number N (N % 3, not
+/// Kafka's hash), then the output by a multicast partitioner (KIP-837):
+/// N % 7 == 0 dropped, 1 copied to N % 3 and N % 3 + 3, 2 moved to
+/// N % 3 + 3, the others at N % 3. One input partition, so each output
+/// partition holds its records in input order.
+pub(crate) const CUSTOM_PARTITIONER: Scenario = Scenario {
+    name: "custom-partitioner",
+    input_partitions: 1,
+    output_partitions: 6,
+    output_serdes: ("string", "string"),
+    default_records: 1000,
+    generate: generate_user_events,
+    expect: Expect::Records(expect_custom_partitions),
 };
 
 /// Values read with Kafka's Integer serde (exactly 4 bytes, big-endian)
@@ -109,6 +126,34 @@ fn expect_branch_merge(input: &[Record], partitions: i32) -> Vec<Record> {
             }
         })
         .collect()
+}
+
+/// Each input record at the partitions custom-partitioner's output
+/// partitioner chooses for its user number, in input order.
+fn expect_custom_partitions(input: &[Record], _partitions: i32) -> Vec<Record> {
+    let mut output = Vec::new();
+    for record in input {
+        let key = record.key.clone().unwrap_or_default();
+        let n: i32 = key
+            .rsplit('-')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .expect("user events are keyed user-N");
+        let home = n % 3;
+        let partitions = match n % 7 {
+            0 => vec![],
+            1 => vec![home, home + 3],
+            2 => vec![home + 3],
+            _ => vec![home],
+        };
+        for partition in partitions {
+            output.push(Record {
+                partition,
+                ..record.clone()
+            });
+        }
+    }
+    output
 }
 
 /// Keys `user-0` to `user-19`; values of four ASCII characters, or, one in

@@ -459,7 +459,10 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             topic,
             produced.key_serde,
             produced.value_serde,
-            SinkPartitioning::BaseKeyOfWindows,
+            match produced.partitioner {
+                Some(partitioner) => SinkPartitioning::Custom(partitioner),
+                None => SinkPartitioning::BaseKeyOfWindows,
+            },
             &[self.node.as_str()],
         );
         state.record(added);
@@ -483,11 +486,16 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             Some(name) => name,
             None => state.new_name("KSTREAM-REPARTITION-"),
         };
-        let out = self.through_repartition_topic(
+        let partitioning = match repartitioned.partitioner {
+            Some(partitioner) => SinkPartitioning::Custom(partitioner),
+            None => SinkPartitioning::WholeKey,
+        };
+        let out = self.through_partitioned_topic(
             &mut state,
             prefix,
             repartitioned.key_serde,
             repartitioned.value_serde,
+            partitioning,
         );
         if let Some(partitions) = repartitioned.partitions {
             // The topic the source just added reads.
@@ -519,6 +527,24 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         prefix: String,
         key_serde: SharedSerde<K>,
         value_serde: SharedSerde<V>,
+    ) -> KStream<K, V> {
+        self.through_partitioned_topic(
+            state,
+            prefix,
+            key_serde,
+            value_serde,
+            SinkPartitioning::WholeKey,
+        )
+    }
+
+    /// [`KStream::through_repartition_topic`] with the sink's partitioning.
+    fn through_partitioned_topic(
+        &self,
+        state: &mut crate::handles::state::BuilderState,
+        prefix: String,
+        key_serde: SharedSerde<K>,
+        value_serde: SharedSerde<V>,
+        partitioning: SinkPartitioning<K, V>,
     ) -> KStream<K, V> {
         let topic = if prefix.ends_with("-repartition") {
             prefix.clone()
@@ -553,7 +579,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             SinkTopic::Fixed(topic.clone()),
             key_serde.clone(),
             value_serde.clone(),
-            SinkPartitioning::WholeKey,
+            partitioning,
             &[dropped.node.as_str()],
         );
         state.record(added);

@@ -187,6 +187,7 @@ impl StreamThread {
         on_state: StateListener<'_>,
     ) -> Result<(), RuntimeError> {
         let sensors = self.config.metrics.thread_sensors(&self.name)?;
+        let collector = RecordCollector::new(self.producer, self.config.processing_guarantee);
         let tasks = TaskManager::new(
             &self.name,
             &self.config,
@@ -194,6 +195,7 @@ impl StreamThread {
             self.topology.clone(),
             self.sources,
             &sensors,
+            collector.partition_counts(),
         )?;
         let consumer = Rc::new(self.consumer);
         ThreadLoop {
@@ -206,7 +208,7 @@ impl StreamThread {
             ),
             queries: self.instance.store_queries.register(&self.name),
             purge: RepartitionPurge::new(&self.topology, &self.config),
-            collector: RecordCollector::new(self.producer, self.config.processing_guarantee),
+            collector,
             outbox: Outbox::default(),
             tasks,
             sensors,

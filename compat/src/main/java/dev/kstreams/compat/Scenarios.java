@@ -5,6 +5,8 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
@@ -22,6 +24,7 @@ import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.Repartitioned;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.StreamJoined;
@@ -29,6 +32,7 @@ import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.processor.StreamPartitioner;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
 
@@ -72,7 +76,7 @@ final class Scenarios {
             "table-table-join", "table-table-outer-join", "stream-stream-join", "cogroup", "session-windows",
             "sliding-windows", "foreign-key-join", "global-table-join", "suppress-time-limit",
             "versioned-join-grace", "table-table-join-cached", "punctuation", "dead-letter-queue", "processing-dead-letters",
-            "branch-merge", "stream-stream-outer-join", "session-suppress");
+            "branch-merge", "stream-stream-outer-join", "session-suppress", "custom-partitioner");
 
     private Scenarios() {}
 
@@ -91,6 +95,7 @@ final class Scenarios {
             case "cogroup" -> cogroup(inputs(input, name), output);
             case "session-windows" -> sessionWindows(input, output);
             case "session-suppress" -> sessionSuppress(input, output);
+            case "custom-partitioner" -> customPartitioner(input, output);
             case "sliding-windows" -> slidingWindows(input, output);
             case "foreign-key-join" -> foreignKeyJoin(inputs(input, name), output);
             case "global-table-join" -> globalTableJoin(inputs(input, name), output);
@@ -455,5 +460,69 @@ final class Scenarios {
                 .merge(branches.get("split-other"))
                 .to(output, Produced.with(Serdes.String(), Serdes.String()));
         return builder.build();
+    }
+
+    /** custom-partitioner's repartition topic and its partition count. */
+    static final String PARTITIONED_BY_NUMBER = "by-user-number";
+    static final int PARTITIONED_BY_NUMBER_PARTITIONS = 3;
+
+    /**
+     * Partitioners of the application's own on a repartition topic and on
+     * the output: user-N's records go through a repartition topic of 3
+     * partitions by N % 3 (not Kafka's hash of the key), then to the
+     * output (6 partitions) by a multicast partitioner (KIP-837) that
+     * drops users N % 7 == 0, copies users N % 7 == 1 to partitions
+     * N % 3 and N % 3 + 3, sends users N % 7 == 2 to N % 3 + 3 and the
+     * others to N % 3. One input partition keeps the repartition topic's
+     * order the input's, and each output partition is written by one task.
+     */
+    static Topology customPartitioner(String input, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .repartition(Repartitioned.with(Serdes.String(), Serdes.String())
+                        .withName(PARTITIONED_BY_NUMBER)
+                        .withNumberOfPartitions(PARTITIONED_BY_NUMBER_PARTITIONS)
+                        .withStreamPartitioner(new ByUserNumber()))
+                .to(output, Produced.with(Serdes.String(), Serdes.String())
+                        .withStreamPartitioner(new UserCopies()));
+        return builder.build();
+    }
+
+    /** N of a key "user-N". */
+    static int userNumber(String key) {
+        return Integer.parseInt(key.substring(key.indexOf('-') + 1));
+    }
+
+    /** custom-partitioner's repartition: partition N % partitions. */
+    static final class ByUserNumber implements StreamPartitioner<String, String> {
+        @Override
+        public Optional<Set<Integer>> partitions(String topic, String key, String value, int partitions) {
+            return Optional.of(Set.of(userNumber(key) % partitions));
+        }
+
+        @SuppressWarnings("deprecation")
+        public Integer partition(String topic, String key, String value, int partitions) {
+            return userNumber(key) % partitions;
+        }
+    }
+
+    /** custom-partitioner's output: drops, multicasts or moves by N % 7. */
+    static final class UserCopies implements StreamPartitioner<String, String> {
+        @Override
+        public Optional<Set<Integer>> partitions(String topic, String key, String value, int partitions) {
+            int n = userNumber(key);
+            int home = n % 3;
+            return Optional.of(switch (n % 7) {
+                case 0 -> Set.of();
+                case 1 -> Set.of(home, home + 3);
+                case 2 -> Set.of(home + 3);
+                default -> Set.of(home);
+            });
+        }
+
+        @SuppressWarnings("deprecation")
+        public Integer partition(String topic, String key, String value, int partitions) {
+            return null;
+        }
     }
 }
