@@ -10,6 +10,7 @@
 
 mod app;
 mod bootstrap_progress;
+mod changelog_batch;
 mod client_error;
 mod clients;
 mod config;

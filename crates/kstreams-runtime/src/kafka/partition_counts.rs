@@ -8,24 +8,24 @@ use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rdkafka::producer::{BaseProducer, Producer};
+use rdkafka::producer::{BaseProducer, Producer, ProducerContext};
 use rustc_hash::FxHashMap;
 
 use super::client_error::ClientResult;
-use super::record_collector::DeliveryContext;
 use super::RuntimeError;
 
 /// How long one metadata request for a topic may take.
 const METADATA_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Partition counts by topic name, asked of the producer once per topic.
-pub(crate) struct PartitionCounts {
-    producer: Arc<BaseProducer<DeliveryContext>>,
+/// Generic over the producer's context, which the record collector owns.
+pub(crate) struct PartitionCounts<C: ProducerContext> {
+    producer: Arc<BaseProducer<C>>,
     known: RefCell<FxHashMap<String, i32>>,
 }
 
-impl PartitionCounts {
-    pub(crate) fn new(producer: Arc<BaseProducer<DeliveryContext>>) -> Self {
+impl<C: ProducerContext> PartitionCounts<C> {
+    pub(crate) fn new(producer: Arc<BaseProducer<C>>) -> Self {
         Self {
             producer,
             known: RefCell::default(),
@@ -68,7 +68,7 @@ impl PartitionCounts {
     }
 }
 
-impl kstreams_dsl::PartitionCounts for PartitionCounts {
+impl<C: ProducerContext> kstreams_dsl::PartitionCounts for PartitionCounts<C> {
     fn partition_count(&self, topic: &str) -> Result<i32, String> {
         self.get(topic).map_err(|e| e.to_string())
     }

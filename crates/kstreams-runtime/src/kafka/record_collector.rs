@@ -196,7 +196,7 @@ pub(crate) struct RecordCollector {
     in_transaction: bool,
     /// Partition counts of the topics the collector picks partitions in,
     /// by name (source topics are asked too).
-    partition_counts: Rc<PartitionCounts>,
+    partition_counts: Rc<PartitionCounts<DeliveryContext>>,
     /// The topics sent to, with librdkafka's handle of each.
     sinks: SinkTopics,
     /// The byte buffers of the records sent, for the next poll's copies.
@@ -371,7 +371,7 @@ impl RecordCollector {
     }
 
     /// The thread's partition counts, shared with its tasks' sinks.
-    pub(super) fn partition_counts(&self) -> Rc<PartitionCounts> {
+    pub(super) fn partition_counts(&self) -> Rc<PartitionCounts<DeliveryContext>> {
         Rc::clone(&self.partition_counts)
     }
 

@@ -24,10 +24,11 @@ use std::time::Duration;
 use kstreams_dsl::TaskId;
 use kstreams_metrics::Counter;
 use kstreams_state::__private::TaskDirectory;
-use kstreams_state::{ChangelogRecord, TopicPartition};
+use kstreams_state::TopicPartition;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::{Message, Offset, TopicPartitionList};
+use rdkafka::{Offset, TopicPartitionList};
 
+use super::changelog_batch;
 use super::clients;
 use super::config::StreamsConfig;
 use super::consumer_position::is_fatal_consumer_error;
@@ -205,31 +206,21 @@ impl StandbyTasks {
         if self.tasks.is_empty() {
             return Ok(0);
         }
-        type Fetched = Vec<(Vec<u8>, Option<Vec<u8>>, i64, i64)>;
-        let mut fetched: HashMap<Partition, Fetched> = HashMap::new();
-        let mut count = 0;
-        while count < UPDATE_BATCH {
-            let message = match consumer.poll(Duration::ZERO) {
-                None => break,
-                Some(Ok(message)) => message,
-                Some(Err(e)) if is_fatal_consumer_error(&e) => return Err(RuntimeError::client(e)),
-                Some(Err(e)) => {
-                    log::debug!("{}: standby consumer: {e}", self.thread);
-                    continue;
+        let thread = &self.thread;
+        let batch = changelog_batch::read_batch(
+            consumer,
+            UPDATE_BATCH,
+            Duration::ZERO,
+            |e| {
+                if is_fatal_consumer_error(&e) {
+                    return Err(RuntimeError::client(e));
                 }
-            };
-            fetched
-                .entry((message.topic().to_string(), message.partition()))
-                .or_default()
-                .push((
-                    message.key().unwrap_or_default().to_vec(),
-                    message.payload().map(<[u8]>::to_vec),
-                    message.timestamp().to_millis().unwrap_or(-1),
-                    message.offset(),
-                ));
-            count += 1;
-        }
-        for (key, records) in fetched {
+                log::debug!("{thread}: standby consumer: {e}");
+                Ok(())
+            },
+            |_, _| true,
+        )?;
+        for (key, records) in batch.partitions {
             let Some((id, store)) = self.partitions.get(&key) else {
                 continue; // unassigned since it was fetched
             };
@@ -239,34 +230,27 @@ impl StandbyTasks {
             let Some(built) = standby.task.stores().get(store) else {
                 continue;
             };
-            let batch: Vec<ChangelogRecord<'_>> = records
-                .iter()
-                .map(|(k, v, timestamp, _)| ChangelogRecord {
-                    topic: &key.0,
-                    partition: key.1,
-                    key: k,
-                    value: v.as_deref(),
-                    timestamp: *timestamp,
-                    headers: &[],
-                })
-                .collect();
-            built.lifecycle.borrow_mut().restore_batch(&batch)?;
-            let last = records.last().map_or(-1, |r| r.3);
+            built
+                .lifecycle
+                .borrow_mut()
+                .restore_batch(&records.changelog_records(&key))?;
+            let last = records.last_offset();
+            let count = records.count() as u64;
             standby.reached.insert(key.clone(), last);
-            standby.since_checkpoint += records.len() as u64;
-            self.updates.add(records.len() as u64);
+            standby.since_checkpoint += count;
+            self.updates.add(count);
             if let Some(listener) = &self.listener {
                 listener.on_batch_loaded(
                     &tp(&key),
                     store,
                     &id.to_string(),
                     last,
-                    records.len() as u64,
+                    count,
                     end_offset(Some(consumer), &key),
                 );
             }
         }
-        Ok(count)
+        Ok(batch.read)
     }
 
     /// Each standby's changelog position and end, summed over its changelog

@@ -24,10 +24,10 @@ use std::time::{Duration, Instant};
 
 use kstreams_dsl::{ChangelogTopic, TaskId};
 use kstreams_state::__private::{restore_start, Restoration, RestoreStart};
-use kstreams_state::ChangelogRecord;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::{Message, Offset, TopicPartitionList};
+use rdkafka::{Offset, TopicPartitionList};
 
+use super::changelog_batch;
 use super::clients;
 use super::config::StreamsConfig;
 use super::rebalance_listener::Partition;
@@ -304,56 +304,32 @@ impl StateUpdater {
     /// applies it, per changelog partition, to its store. Returns how many
     /// records it read.
     fn read_batch(&mut self, wait: Duration) -> Result<usize, RuntimeError> {
-        type Fetched = Vec<(Vec<u8>, Option<Vec<u8>>, i64, i64)>;
         let consumer = self
             .consumer
             .as_ref()
             .expect("made with the first changelog");
-        let mut fetched: HashMap<Partition, Fetched> = HashMap::new();
-        let mut read = 0;
-        let mut wait = wait;
-        while read < RESTORE_BATCH {
-            let Some(message) = consumer.poll(wait) else {
-                break;
-            };
-            wait = Duration::ZERO;
-            let message = message.client()?;
-            read += 1;
-            let key = (message.topic().to_string(), message.partition());
-            let Some(changelog) = self.changelogs.get(&key) else {
-                continue; // of a restoration removed since it was fetched
-            };
-            if message.offset() >= changelog.end {
-                continue; // written after the restore began: processing will see it
-            }
-            fetched.entry(key).or_default().push((
-                message.key().unwrap_or_default().to_vec(),
-                message.payload().map(<[u8]>::to_vec),
-                message.timestamp().to_millis().unwrap_or(-1),
-                message.offset(),
-            ));
-        }
-        for (key, records) in fetched {
+        let changelogs = &self.changelogs;
+        let batch = changelog_batch::read_batch(
+            consumer,
+            RESTORE_BATCH,
+            wait,
+            |e| Err(RuntimeError::client(e)),
+            // Not of a restoration removed since it was fetched, nor written
+            // after the restore began (processing will see it).
+            |key, offset| changelogs.get(key).is_some_and(|c| offset < c.end),
+        )?;
+        for (key, records) in batch.partitions {
             let changelog = self.changelogs.get_mut(&key).expect("fetched for it");
-            let batch: Vec<ChangelogRecord<'_>> = records
-                .iter()
-                .map(|(k, value, timestamp, _)| ChangelogRecord {
-                    topic: &key.0,
-                    partition: key.1,
-                    key: k,
-                    value: value.as_deref(),
-                    timestamp: *timestamp,
-                    headers: &[],
-                })
-                .collect();
-            let last = records.last().map_or(-1, |r| r.3);
-            changelog.restoration.restore_batch(&batch, last)?;
+            let last = records.last_offset();
+            changelog
+                .restoration
+                .restore_batch(&records.changelog_records(&key), last)?;
             if let Some(task) = self.tasks.get_mut(&changelog.task) {
-                task.since_checkpoint += records.len() as u64;
+                task.since_checkpoint += records.count() as u64;
                 task.reached.insert(key.clone(), Some(last));
             }
         }
-        Ok(read)
+        Ok(batch.read)
     }
 
     /// Completes the restorations whose consumer position is past their
