@@ -2,6 +2,8 @@ use std::sync::Arc;
 
 use kstreams_time::{FailOnInvalidTimestamp, TimestampExtractor};
 
+use crate::handlers::{DeserializationExceptionHandler, ProcessingExceptionHandler};
+
 /// What to do with a record whose key or value cannot be deserialized:
 /// Kafka Streams' `default.deserialization.exception.handler`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -61,6 +63,12 @@ pub struct TaskConfig {
     pub cache_max_bytes: usize,
     /// Record tracing with W3C `traceparent` headers (off by default).
     pub tracing: crate::TracingConfig,
+    /// A deserialization handler of the application's own, in place of
+    /// the built-in one `deserialization` names.
+    pub deserialization_handler: Option<Arc<dyn DeserializationExceptionHandler>>,
+    /// A processing handler of the application's own, in place of the
+    /// built-in one `processing` names.
+    pub processing_handler: Option<Arc<dyn ProcessingExceptionHandler>>,
 }
 
 impl TaskConfig {
@@ -76,7 +84,28 @@ impl TaskConfig {
             dead_letter_queue: None,
             cache_max_bytes: kstreams_state::ThreadCache::DEFAULT_MAX_BYTES,
             tracing: crate::TracingConfig::default(),
+            deserialization_handler: None,
+            processing_handler: None,
         }
+    }
+
+    /// The deserialization handler in force: the application's own, else
+    /// the built-in one `deserialization` names.
+    pub(crate) fn deserialization_handler(&self) -> Arc<dyn DeserializationExceptionHandler> {
+        self.deserialization_handler.clone().unwrap_or_else(|| {
+            crate::handlers::deserialization_built_in(
+                self.deserialization,
+                self.dead_letter_queue.clone(),
+            )
+        })
+    }
+
+    /// The processing handler in force: the application's own, else the
+    /// built-in one `processing` names.
+    pub(crate) fn processing_handler(&self) -> Arc<dyn ProcessingExceptionHandler> {
+        self.processing_handler.clone().unwrap_or_else(|| {
+            crate::handlers::processing_built_in(self.processing, self.dead_letter_queue.clone())
+        })
     }
 }
 
@@ -88,6 +117,13 @@ impl std::fmt::Debug for TaskConfig {
             .field("processing", &self.processing)
             .field("production", &self.production)
             .field("dead_letter_queue", &self.dead_letter_queue)
+            .field(
+                "own_handlers",
+                &(
+                    self.deserialization_handler.is_some(),
+                    self.processing_handler.is_some(),
+                ),
+            )
             .field("cache_max_bytes", &self.cache_max_bytes)
             .finish_non_exhaustive()
     }

@@ -17,6 +17,7 @@ mod changelog;
 mod clock;
 mod config;
 pub mod driver;
+pub mod handlers;
 pub mod kafka;
 mod partition_times;
 mod task;

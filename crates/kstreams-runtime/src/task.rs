@@ -1,16 +1,21 @@
 //! `StreamTask`: one sub-topology over one partition of its topics.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 use kstreams_dsl::__private::{ConsumedRecord, ProducedRecord, TaskContext, TaskTopology};
 use kstreams_dsl::{RecordPosition, StreamsError, TaskId, Topology};
 use kstreams_metrics::{Counter, Histogram, LocalHistogram, MetricsRegistry, RecordingLevel};
-use kstreams_record::Timestamp;
+use kstreams_record::{Headers, Timestamp};
 use kstreams_state::StoreContext;
 use kstreams_time::{ConsumedRecordView, PunctuationType};
 
+use crate::handlers::{
+    DeadLetterRecord, DeserializationExceptionHandler, ErrorHandlerContext, HandlerResult,
+    ProcessingExceptionHandler,
+};
 use crate::partition_times::PartitionTimes;
-use crate::{DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig};
+use crate::{ProductionHandling, TaskConfig};
 
 /// Counts a task keeps about its records.
 ///
@@ -152,9 +157,16 @@ pub struct StreamTask {
     /// read again after a restart, so they must not count).
     processed_time: PartitionTimes,
     metrics: TaskMetrics,
-    /// With a dead-letter queue: the consumed records still in async
-    /// processors, for the queue if their call fails.
+    /// With a dead-letter queue or handlers of the application's own: the
+    /// consumed records still in async processors, for the handler if
+    /// their call fails.
     async_raw: Vec<ConsumedRecord>,
+    /// The handlers in force (the application's own or the built-in ones).
+    deserialization_handler: Arc<dyn DeserializationExceptionHandler>,
+    processing_handler: Arc<dyn ProcessingExceptionHandler>,
+    /// Whether each record is kept as consumed until processed: the
+    /// handlers' context gives its raw key and value.
+    keeps_raw: bool,
 }
 
 impl StreamTask {
@@ -189,7 +201,13 @@ impl StreamTask {
         topology
             .context()
             .set_continue_on_serialization_error(config.production == ProductionHandling::Continue);
+        let keeps_raw = config.dead_letter_queue.is_some()
+            || config.deserialization_handler.is_some()
+            || config.processing_handler.is_some();
         Ok(Self {
+            deserialization_handler: config.deserialization_handler(),
+            processing_handler: config.processing_handler(),
+            keeps_raw,
             topology,
             config,
             partition_time: PartitionTimes::default(),
@@ -352,12 +370,8 @@ impl StreamTask {
             .as_ref()
             .map(|_| std::time::Instant::now());
         self.topology.context().advance_stream_time(timestamp);
-        // The raw record is kept only when a dead-letter queue may need it.
-        let raw = self
-            .config
-            .dead_letter_queue
-            .is_some()
-            .then(|| record.clone());
+        // The raw record is kept only when a handler may need it.
+        let raw = self.keeps_raw.then(|| record.clone());
         let trace = crate::trace_context::begin(
             &self.config.tracing,
             self.id(),
@@ -395,10 +409,7 @@ impl StreamTask {
                 if matches!(error, StreamsError::Deserialization { .. }) {
                     self.topology.context().set_stream_time(stream_time_before);
                 }
-                if let Some(raw) = raw {
-                    self.dead_letter(&error, raw);
-                }
-                self.handle(error)?
+                self.on_error(error, raw.as_ref())?
             }
         }
         self.punctuate(PunctuationType::StreamTime)?;
@@ -459,17 +470,15 @@ impl StreamTask {
                         | StreamsError::Panic { position, .. } => position.clone(),
                         _ => None,
                     };
-                    if let Some(p) = position {
-                        if let Some(i) = self.async_raw.iter().position(|r| {
+                    let raw = position.and_then(|p| {
+                        let i = self.async_raw.iter().position(|r| {
                             r.offset == p.offset
                                 && r.partition == p.partition
                                 && *r.topic == *p.topic
-                        }) {
-                            let raw = self.async_raw.swap_remove(i);
-                            self.dead_letter(&error, raw);
-                        }
-                    }
-                    self.handle(error)?
+                        })?;
+                        Some(self.async_raw.swap_remove(i))
+                    });
+                    self.on_error(error, raw.as_ref())?
                 }
             }
         }
@@ -508,7 +517,7 @@ impl StreamTask {
                 Ok(())
             }
             Ok(false) => Ok(()),
-            Err(error) => self.handle(error),
+            Err(error) => self.on_error(error, None),
         }
     }
 
@@ -545,76 +554,127 @@ impl StreamTask {
         }
     }
 
-    /// KIP-1034: the record a handler drops goes to the dead-letter queue
-    /// as it was consumed, with the headers Kafka Streams 4.4's
-    /// `ExceptionHandlerUtils.buildDeadLetterQueueRecord` writes: the
-    /// record's own headers first, then `__streams.errors.exception` (the
-    /// exception's Java class name), `.message` (its message), `.stacktrace`
-    /// (what `printStackTrace` prints), `.topic`, `.partition`, `.offset`;
-    /// key, value and timestamp those of the consumed record.
-    ///
-    /// Rust errors have no Java class, so each kind takes the class Kafka
-    /// Streams' handler sees for it: a deserializer's or serializer's
-    /// failure is Kafka's `SerializationException`; a processor's error or
-    /// panic, user code failing, is an unchecked `RuntimeException`. The
-    /// message is the failure's own (as `getMessage()` of the exception a
-    /// handler receives, Kafka's own text for its serdes' failures), not
-    /// kstreams' text around it; the stack trace has
-    /// Java's first line and a `Caused by: ` line per cause, without
-    /// frames, which Rust does not keep.
-    fn dead_letter(&mut self, error: &StreamsError, raw: ConsumedRecord) {
-        const SERIALIZATION_EXCEPTION: &str =
-            "org.apache.kafka.common.errors.SerializationException";
-        const RUNTIME_EXCEPTION: &str = "java.lang.RuntimeException";
+    /// KIP-1034: a record the production handler drops goes to the
+    /// dead-letter queue as it was consumed, with Kafka Streams' headers
+    /// ([`DeadLetterRecord::for_error`]).
+    fn dead_letter(&mut self, error: &StreamsError, raw: &ConsumedRecord) {
         let Some(topic) = self.config.dead_letter_queue.clone() else {
             return;
         };
-        let (class, message, cause): (&str, String, Option<&dyn std::error::Error>) = match error {
-            StreamsError::Deserialization { source, .. }
-            | StreamsError::Serialization { source, .. } => (
-                SERIALIZATION_EXCEPTION,
-                source.kafka_message(),
-                std::error::Error::source(&**source),
-            ),
-            StreamsError::Processing { source, .. } => (
-                RUNTIME_EXCEPTION,
-                source.to_string(),
-                std::error::Error::source(&**source),
-            ),
-            StreamsError::Panic { message, .. } => (RUNTIME_EXCEPTION, message.clone(), None),
-            _ => return,
-        };
-        // `Throwable.toString()` and `printStackTrace`'s line per cause;
-        // Java ends each line with the platform's separator, "\n" here.
-        let mut stacktrace = format!("{class}: {message}\n");
-        let mut cause = cause;
-        while let Some(e) = cause {
-            stacktrace.push_str(&format!("Caused by: {RUNTIME_EXCEPTION}: {e}\n"));
-            cause = e.source();
-        }
-        let mut headers = raw.headers;
-        headers.add("__streams.errors.exception", Some(class.as_bytes()));
-        headers.add("__streams.errors.message", Some(message.into_bytes()));
-        headers.add("__streams.errors.stacktrace", Some(stacktrace.into_bytes()));
-        headers.add("__streams.errors.topic", Some(raw.topic.as_bytes()));
-        headers.add(
-            "__streams.errors.partition",
-            Some(raw.partition.to_string().into_bytes()),
-        );
-        headers.add(
-            "__streams.errors.offset",
-            Some(raw.offset.to_string().into_bytes()),
-        );
+        let record =
+            DeadLetterRecord::for_error(topic, &self.error_context(error, Some(raw)), error);
+        self.write_dead_letter(record);
+    }
+
+    fn write_dead_letter(&mut self, record: DeadLetterRecord) {
         self.topology.context().push_output(ProducedRecord {
-            topic: topic.into(),
-            partition: None,
+            topic: record.topic.into(),
+            partition: record.partition,
             partition_key_len: None,
-            key: raw.key,
-            value: raw.value,
-            timestamp: raw.timestamp,
-            headers,
+            key: record.key,
+            value: record.value,
+            timestamp: record.timestamp,
+            headers: record.headers,
             sink: None,
         });
+    }
+
+    /// Where `error` happened, for a handler: the consumed record's place
+    /// and bytes when there is one, else the error's position (a
+    /// punctuation has none), at the task's stream time.
+    fn error_context<'a>(
+        &'a self,
+        error: &'a StreamsError,
+        raw: Option<&'a ConsumedRecord>,
+    ) -> ErrorHandlerContext<'a> {
+        static NO_HEADERS: std::sync::OnceLock<Headers> = std::sync::OnceLock::new();
+        let (node, position) = match error {
+            StreamsError::Processing { node, position, .. }
+            | StreamsError::Panic { node, position, .. } => (node.as_str(), position.as_ref()),
+            StreamsError::Deserialization { node, position, .. } => (node.as_str(), Some(position)),
+            StreamsError::Serialization { node, .. } => (node.as_str(), None),
+            _ => ("", None),
+        };
+        let task_id = self.id();
+        match raw {
+            Some(raw) => ErrorHandlerContext {
+                topic: Some(&raw.topic),
+                partition: raw.partition,
+                offset: raw.offset,
+                headers: &raw.headers,
+                processor_node_id: node,
+                task_id,
+                timestamp: raw.timestamp,
+                source_raw_key: raw.key.as_deref(),
+                source_raw_value: raw.value.as_deref(),
+            },
+            None => ErrorHandlerContext {
+                topic: position.map(|p| p.topic.as_str()),
+                partition: position.map_or(-1, |p| p.partition),
+                offset: position.map_or(-1, |p| p.offset),
+                headers: NO_HEADERS.get_or_init(Headers::new),
+                processor_node_id: node,
+                task_id,
+                timestamp: self.stream_time(),
+                source_raw_key: None,
+                source_raw_value: None,
+            },
+        }
+    }
+
+    /// Hands a failed record (or punctuation) to its handler: the
+    /// deserialization handler for bytes that do not deserialize, the
+    /// processing handler for a processor's error or panic; other errors
+    /// go to [`StreamTask::handle`]. The handler's dead-letter records are
+    /// written either way; `Ok` if it resumes.
+    fn on_error(
+        &mut self,
+        error: StreamsError,
+        raw: Option<&ConsumedRecord>,
+    ) -> Result<(), StreamsError> {
+        let response = match &error {
+            StreamsError::Deserialization { .. } => {
+                let handler = Arc::clone(&self.deserialization_handler);
+                let context = self.error_context(&error, raw);
+                catch_unwind(AssertUnwindSafe(|| handler.handle_error(&context, &error)))
+            }
+            StreamsError::Processing { .. } | StreamsError::Panic { .. } => {
+                let handler = Arc::clone(&self.processing_handler);
+                let context = self.error_context(&error, raw);
+                catch_unwind(AssertUnwindSafe(|| handler.handle_error(&context, &error)))
+            }
+            StreamsError::Serialization { .. } => {
+                if let Some(raw) = raw {
+                    self.dead_letter(&error, raw);
+                }
+                return self.handle(error);
+            }
+            _ => return self.handle(error),
+        };
+        let Ok(response) = response else {
+            // Kafka Streams fails the task when its handler throws.
+            log::error!(
+                "task {}: the exception handler panicked on: {error}; failing",
+                self.id()
+            );
+            return Err(error);
+        };
+        for record in response.dead_letter_records {
+            self.write_dead_letter(record);
+        }
+        match response.result {
+            HandlerResult::Resume => {
+                log::warn!("task {}: dropping record: {error}", self.id());
+                self.metrics.dropped.inc();
+                Ok(())
+            }
+            HandlerResult::Fail => {
+                // The caller fails with it: a stream thread logs it once,
+                // as it ends; the test driver returns it.
+                log::debug!("task {}: {error}", self.id());
+                Err(error)
+            }
+        }
     }
 
     /// Outputs sinks dropped because they did not serialize (production
@@ -625,26 +685,17 @@ impl StreamTask {
             log::warn!("task {}: dropping an output: {error}", self.id());
             self.metrics.dropped.inc();
             if let Some(raw) = raw {
-                self.dead_letter(&error, raw.clone());
+                self.dead_letter(&error, raw);
             }
         }
     }
 
-    /// Applies the configured handler: `Ok` if the record is to be dropped
-    /// and processing goes on.
+    /// Applies the production handling to a record that did not serialize
+    /// (other errors fail): `Ok` if the record is to be dropped and
+    /// processing goes on.
     fn handle(&mut self, error: StreamsError) -> Result<(), StreamsError> {
-        let carry_on = match &error {
-            StreamsError::Deserialization { .. } => {
-                self.config.deserialization == DeserializationHandling::LogAndContinue
-            }
-            StreamsError::Processing { .. } | StreamsError::Panic { .. } => {
-                self.config.processing == ProcessingHandling::Continue
-            }
-            StreamsError::Serialization { .. } => {
-                self.config.production == crate::ProductionHandling::Continue
-            }
-            _ => false,
-        };
+        let carry_on = matches!(error, StreamsError::Serialization { .. })
+            && self.config.production == ProductionHandling::Continue;
         if carry_on {
             log::warn!("task {}: dropping record: {error}", self.id());
             self.metrics.dropped.inc();

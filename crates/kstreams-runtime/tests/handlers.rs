@@ -1,9 +1,16 @@
 //! Exception handlers in the TopologyTestDriver: dead-letter records
-//! (KIP-1034) with the original bytes and the failure in headers, and the
-//! production handler that drops records that cannot be written.
+//! (KIP-1034) with the original bytes and the failure in headers, the
+//! production handler that drops records that cannot be written, and
+//! handlers of the application's own deciding by the error and its context.
 
-use kstreams_dsl::{Produced, StreamsBuilder, Topology};
-use kstreams_record::{BytesSerde, Headers, I64Serde, Serde, SerdeError, StringSerde};
+use kstreams_dsl::{
+    Processor, ProcessorContext, ProcessorError, Produced, StreamsBuilder, StreamsError, Topology,
+};
+use kstreams_record::{BytesSerde, Headers, I64Serde, Record, Serde, SerdeError, StringSerde};
+use kstreams_runtime::handlers::{
+    DeadLetterRecord, DeserializationExceptionHandler, ErrorHandlerContext,
+    ProcessingExceptionHandler, Response,
+};
 use kstreams_runtime::{
     DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig, TopologyTestDriver,
 };
@@ -190,4 +197,147 @@ fn a_serialization_failure_under_continue_drops_that_output_only() {
         "org.apache.kafka.common.errors.SerializationException"
     );
     assert!(header(&failed[0].headers, "__streams.errors.message").contains("3 is odd"));
+}
+
+/// What a handler of the application's own saw, per call.
+type Calls = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// Dead-letters a processor's error to "rejected" and resumes; fails on
+/// a panic. Records each context it sees.
+struct ByErrorType(Calls);
+
+impl ProcessingExceptionHandler for ByErrorType {
+    fn handle_error(&self, context: &ErrorHandlerContext<'_>, error: &StreamsError) -> Response {
+        self.0.lock().unwrap().push(format!(
+            "{:?} {} {} {} {} {:?} {:?}",
+            context.topic,
+            context.partition,
+            context.offset,
+            context.processor_node_id,
+            context.timestamp,
+            context.source_raw_key,
+            context.source_raw_value,
+        ));
+        match error {
+            StreamsError::Processing { .. } => {
+                let mut record = DeadLetterRecord::for_error("rejected", context, error);
+                record.headers.add("reason", Some(b"rejected".to_vec()));
+                Response::resume_with(vec![record])
+            }
+            _ => Response::fail(),
+        }
+    }
+}
+
+/// Numbers; a processor rejects odd ones with an error and panics on
+/// negative ones.
+fn numbers_checked() -> Topology {
+    let mut topology = Topology::new();
+    topology
+        .add_source("numbers", &["numbers"], StringSerde, I64Serde)
+        .unwrap()
+        .add_processor("check", || Checker, &["numbers"])
+        .unwrap()
+        .add_sink("out", "checked", StringSerde, I64Serde, &["check"])
+        .unwrap();
+    topology
+}
+
+struct Checker;
+
+impl Processor<String, i64, String, i64> for Checker {
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, i64>,
+        record: Record<String, i64>,
+    ) -> Result<(), ProcessorError> {
+        assert!(record.value >= 0, "negative");
+        if record.value % 2 == 1 {
+            return Err(format!("odd number {}", record.value).into());
+        }
+        ctx.forward(record)?;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_processing_handler_of_the_applications_own_routes_failures_by_type() {
+    let calls = Calls::default();
+    let mut config = TaskConfig::new("app");
+    config.processing_handler = Some(std::sync::Arc::new(ByErrorType(calls.clone())));
+    let driver = TopologyTestDriver::with_config(numbers_checked(), config, 0).unwrap();
+    let input = driver.create_input_topic("numbers", StringSerde, I64Serde);
+    let output = driver.create_output_topic("checked", StringSerde, I64Serde);
+    let rejected = driver.create_output_topic("rejected", BytesSerde, BytesSerde);
+    input.pipe_input_at("a".to_string(), 2, 10);
+    input.pipe_input_at("b".to_string(), 3, 11);
+    input.pipe_input_at("c".to_string(), 4, 12);
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![("a".to_string(), 2), ("c".to_string(), 4)]
+    );
+    assert_eq!(driver.dropped_records(), 1);
+    let dead = rejected.read_record();
+    assert_eq!(dead.key, b"b".to_vec());
+    assert_eq!(dead.value, 3i64.to_be_bytes().to_vec());
+    assert_eq!(dead.timestamp, 11);
+    assert_eq!(header(&dead.headers, "reason"), "rejected");
+    assert_eq!(
+        header(&dead.headers, "__streams.errors.message"),
+        "odd number 3"
+    );
+    assert_eq!(header(&dead.headers, "__streams.errors.offset"), "1");
+    assert_eq!(
+        calls.lock().unwrap().as_slice(),
+        [format!(
+            "Some(\"numbers\") 0 1 check 11 Some({:?}) Some({:?})",
+            b"b",
+            3i64.to_be_bytes()
+        )]
+    );
+    // A panic: the handler fails, and the error reaches the caller.
+    let error = input
+        .try_pipe_input("d".to_string(), -4)
+        .expect_err("the handler fails on a panic");
+    assert!(matches!(error, StreamsError::Panic { .. }), "{error:?}");
+    assert!(rejected.is_empty());
+}
+
+/// Routes records that do not deserialize to a topic named after the
+/// source topic, keeping the bytes.
+struct BadBytesAside;
+
+impl DeserializationExceptionHandler for BadBytesAside {
+    fn handle_error(&self, context: &ErrorHandlerContext<'_>, _: &StreamsError) -> Response {
+        Response::resume_with(vec![DeadLetterRecord {
+            topic: format!("{}-unreadable", context.topic.unwrap_or("none")),
+            partition: None,
+            key: context.source_raw_key.map(<[u8]>::to_vec),
+            value: context.source_raw_value.map(<[u8]>::to_vec),
+            timestamp: context.timestamp,
+            headers: Headers::new().with("node", context.processor_node_id),
+        }])
+    }
+}
+
+#[test]
+fn a_deserialization_handler_of_the_applications_own_gets_the_raw_record() {
+    let mut config = TaskConfig::new("app");
+    config.deserialization_handler = Some(std::sync::Arc::new(BadBytesAside));
+    let driver = TopologyTestDriver::with_config(numbers_checked(), config, 0).unwrap();
+    let input = driver.create_input_topic("numbers", StringSerde, I64Serde);
+    let output = driver.create_output_topic("checked", StringSerde, I64Serde);
+    let aside = driver.create_output_topic("numbers-unreadable", BytesSerde, BytesSerde);
+    input
+        .try_pipe_raw(Some(b"k".to_vec()), Some(vec![9, 9]), 7)
+        .unwrap();
+    input.pipe_input_at("a".to_string(), 2, 8);
+    assert_eq!(output.read_key_values_to_list(), vec![("a".to_string(), 2)]);
+    let dead = aside.read_record();
+    assert_eq!(
+        (dead.key, dead.value, dead.timestamp),
+        (b"k".to_vec(), vec![9, 9], 7)
+    );
+    assert_eq!(header(&dead.headers, "node"), "numbers");
+    assert_eq!(driver.dropped_records(), 1);
 }

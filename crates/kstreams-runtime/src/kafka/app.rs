@@ -291,6 +291,9 @@ impl KafkaStreams {
             return Err(RuntimeError::IllegalState(state));
         }
         self.config.validate()?;
+        // Named handlers resolve only now: the application registers them
+        // after reading its properties.
+        self.config.exception_handlers.resolve()?;
         // Once per instance: its stores share what it makes (the bounded
         // cache), across retried starts too.
         #[cfg(feature = "rocksdb")]

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use kstreams_time::FailOnInvalidTimestamp;
 
+use super::registry::Chosen;
 use super::{ConfigError, ProcessingGuarantee, StreamsConfig};
 use crate::kafka::partition_group::MaxTaskIdle;
 use crate::{DeserializationHandling, ProcessingHandling, ProductionHandling};
@@ -189,25 +190,10 @@ pub(super) fn closest_known_key(key: &str) -> Option<&'static str> {
     KEYS.iter()
         .filter(|entry| entry.is_implemented())
         .flat_map(ConfigKey::names)
-        .map(|known| (edit_distance(key, known), known))
+        .map(|known| (strsim::levenshtein(key, known), known))
         .filter(|(distance, known)| *distance <= 2.max(known.len() / 5))
         .min()
         .map(|(_, known)| known)
-}
-
-/// Levenshtein distance over bytes (config keys are ASCII).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut current = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous[j] + usize::from(ca != cb);
-            current.push(substitution.min(previous[j + 1] + 1).min(current[j] + 1));
-        }
-        previous = current;
-    }
-    previous[b.len()]
 }
 
 /// A value being set, for an [`Apply`] to parse: errors name the key as
@@ -421,17 +407,27 @@ pub(super) static KEYS: &[ConfigKey] = &[
     ConfigKey::renamed(
         "deserialization.exception.handler",
         "default.deserialization.exception.handler",
-        "What is done with a record that cannot be deserialized: fail, or log and skip it.",
+        "What is done with a record that cannot be deserialized: fail, log and skip it, or a \
+         handler of the application's own registered under the name \
+         (StreamsConfig::register_deserialization_exception_handler; a Java class name finds it \
+         by its last part).",
         |c, s| {
-            c.deserialization = match s.class() {
-                "LogAndFailExceptionHandler" => DeserializationHandling::LogAndFail,
-                "LogAndContinueExceptionHandler" => DeserializationHandling::LogAndContinue,
-                _ => {
-                    return Err(
-                        s.invalid("LogAndFailExceptionHandler or LogAndContinueExceptionHandler")
-                    )
-                }
+            // A built-in class sets the built-in handling; any other name
+            // is a handler the application registers, resolved at start.
+            let built_in = match s.class() {
+                "LogAndFailExceptionHandler" => Some(DeserializationHandling::LogAndFail),
+                "LogAndContinueExceptionHandler" => Some(DeserializationHandling::LogAndContinue),
+                _ => None,
             };
+            match built_in {
+                Some(handling) => {
+                    c.deserialization = handling;
+                    c.exception_handlers.choose_deserialization(None);
+                }
+                None => c
+                    .exception_handlers
+                    .choose_deserialization(Some(Chosen::Named(s.non_empty()?))),
+            }
             Ok(())
         },
     ),
@@ -457,18 +453,27 @@ pub(super) static KEYS: &[ConfigKey] = &[
     ),
     ConfigKey::implemented(
         "processing.exception.handler",
-        "What is done when a processor fails on a record: fail, or log and skip it (KIP-1033).",
+        "What is done when a processor fails on a record (KIP-1033): fail, log and skip it, or a \
+         handler of the application's own registered under the name \
+         (StreamsConfig::register_processing_exception_handler; a Java class name finds it by \
+         its last part).",
         |c, s| {
-            c.processing = match s.class() {
-                "LogAndFailProcessingExceptionHandler" => ProcessingHandling::Fail,
-                "LogAndContinueProcessingExceptionHandler" => ProcessingHandling::Continue,
-                _ => {
-                    return Err(s.invalid(
-                        "LogAndFailProcessingExceptionHandler or \
-                         LogAndContinueProcessingExceptionHandler",
-                    ))
-                }
+            // A built-in class sets the built-in handling; any other name
+            // is a handler the application registers, resolved at start.
+            let built_in = match s.class() {
+                "LogAndFailProcessingExceptionHandler" => Some(ProcessingHandling::Fail),
+                "LogAndContinueProcessingExceptionHandler" => Some(ProcessingHandling::Continue),
+                _ => None,
             };
+            match built_in {
+                Some(handling) => {
+                    c.processing = handling;
+                    c.exception_handlers.choose_processing(None);
+                }
+                None => c
+                    .exception_handlers
+                    .choose_processing(Some(Chosen::Named(s.non_empty()?))),
+            }
             Ok(())
         },
     ),
@@ -992,8 +997,6 @@ mod tests {
         );
         assert_eq!(closest_known_key("max.task.idle"), Some("max.task.idle.ms"));
         assert_eq!(closest_known_key("fetch.min.bytes"), None);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("", "abc"), 3);
     }
 
     #[test]
@@ -1055,7 +1058,7 @@ mod tests {
             ("commit.interval.ms", "-5"),
             ("max.task.idle.ms", "-2"),
             ("replication.factor", "0"),
-            ("deserialization.exception.handler", "Ignore"),
+            ("deserialization.exception.handler", " "),
             ("metrics.recording.level", "verbose"),
         ] {
             let mut p = base();

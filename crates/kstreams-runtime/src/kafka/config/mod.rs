@@ -23,17 +23,21 @@ use std::time::Duration;
 use kstreams_metrics::{MetricsRegistry, RecordingLevel};
 use kstreams_time::{FailOnInvalidTimestamp, TimestampExtractor};
 
+use crate::handlers::{DeserializationExceptionHandler, ProcessingExceptionHandler};
 use crate::kafka::partition_group::MaxTaskIdle;
 use crate::{DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig};
+use registry::Chosen;
 
 mod client;
 mod error;
+mod exception_handlers;
 mod group_protocol;
 #[cfg(test)]
 mod kafka_names;
 mod keys;
 mod offset_reset;
 mod properties;
+mod registry;
 mod rocksdb;
 mod validate;
 
@@ -181,6 +185,9 @@ pub struct StreamsConfig {
     /// `rocksdb.config.setter`, the setters registered for it and
     /// `kstreams.rocksdb.bounded.*`.
     pub(crate) rocksdb: rocksdb::RocksDbConfig,
+    /// The exception handlers of the application's own: chosen in code or
+    /// by name, and the ones registered for the keys to name.
+    pub(crate) exception_handlers: exception_handlers::ExceptionHandlers,
 }
 
 impl std::fmt::Debug for StreamsConfig {
@@ -233,6 +240,7 @@ impl StreamsConfig {
             async_limits: Default::default(),
             async_drain_timeout: crate::async_runtime::DEFAULT_DRAIN_TIMEOUT,
             rocksdb: Default::default(),
+            exception_handlers: Default::default(),
         }
     }
 
@@ -483,12 +491,114 @@ impl StreamsConfig {
     /// What to do with undeserializable records.
     pub fn deserialization_handling(mut self, handling: DeserializationHandling) -> Self {
         self.deserialization = handling;
+        self.exception_handlers.choose_deserialization(None);
         self
     }
 
     /// What to do when a processor fails.
     pub fn processing_handling(mut self, handling: ProcessingHandling) -> Self {
         self.processing = handling;
+        self.exception_handlers.choose_processing(None);
+        self
+    }
+
+    /// Hands records that do not deserialize to `handler`, the
+    /// application's own (Kafka Streams'
+    /// `default.deserialization.exception.handler` set to a class): see
+    /// [`crate::handlers`].
+    pub fn deserialization_exception_handler(
+        mut self,
+        handler: Arc<dyn DeserializationExceptionHandler>,
+    ) -> Self {
+        self.exception_handlers
+            .choose_deserialization(Some(Chosen::Given(handler)));
+        self
+    }
+
+    /// Hands processors' failures to `handler`, the application's own
+    /// (Kafka Streams' `processing.exception.handler` set to a class): see
+    /// [`crate::handlers`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use kstreams_dsl::StreamsError;
+    /// use kstreams_runtime::handlers::{ErrorHandlerContext, ProcessingExceptionHandler, Response};
+    /// use kstreams_runtime::kafka::StreamsConfig;
+    ///
+    /// /// Skips records a processor rejects; a panic stops the application.
+    /// struct SkipRejected;
+    /// impl ProcessingExceptionHandler for SkipRejected {
+    ///     fn handle_error(&self, _: &ErrorHandlerContext<'_>, error: &StreamsError) -> Response {
+    ///         match error {
+    ///             StreamsError::Processing { .. } => Response::resume(),
+    ///             _ => Response::fail(),
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// let config = StreamsConfig::new("orders", "localhost:9092")
+    ///     .processing_exception_handler(Arc::new(SkipRejected));
+    /// ```
+    pub fn processing_exception_handler(
+        mut self,
+        handler: Arc<dyn ProcessingExceptionHandler>,
+    ) -> Self {
+        self.exception_handlers
+            .choose_processing(Some(Chosen::Given(handler)));
+        self
+    }
+
+    /// Registers `handler` under `name`, for
+    /// `default.deserialization.exception.handler=<name>` in properties to
+    /// pick it; a Java class name finds the handler registered under its
+    /// last part. Resolved by `KafkaStreams::start`, which fails naming the
+    /// key if nothing is registered under the name.
+    pub fn register_deserialization_exception_handler(
+        mut self,
+        name: impl Into<String>,
+        handler: Arc<dyn DeserializationExceptionHandler>,
+    ) -> Self {
+        self.exception_handlers
+            .register_deserialization(name.into(), handler);
+        self
+    }
+
+    /// Registers `handler` under `name`, for
+    /// `processing.exception.handler=<name>` in properties to pick it; a
+    /// Java class name finds the handler registered under its last part.
+    /// Resolved by `KafkaStreams::start`, which fails naming the key if
+    /// nothing is registered under the name.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use kstreams_dsl::StreamsError;
+    /// use kstreams_runtime::handlers::{ErrorHandlerContext, ProcessingExceptionHandler, Response};
+    /// use kstreams_runtime::kafka::StreamsConfig;
+    ///
+    /// struct DeadLetters;
+    /// impl ProcessingExceptionHandler for DeadLetters {
+    ///     fn handle_error(&self, _: &ErrorHandlerContext<'_>, _: &StreamsError) -> Response {
+    ///         Response::resume()
+    ///     }
+    /// }
+    ///
+    /// // A Kafka Streams properties file, unchanged, and the port registered.
+    /// let config = StreamsConfig::from_properties([
+    ///     ("application.id", "orders"),
+    ///     ("bootstrap.servers", "localhost:9092"),
+    ///     ("processing.exception.handler", "com.example.DeadLetters"),
+    /// ])
+    /// .unwrap()
+    /// .register_processing_exception_handler("DeadLetters", Arc::new(DeadLetters));
+    /// # let _ = config;
+    /// ```
+    pub fn register_processing_exception_handler(
+        mut self,
+        name: impl Into<String>,
+        handler: Arc<dyn ProcessingExceptionHandler>,
+    ) -> Self {
+        self.exception_handlers
+            .register_processing(name.into(), handler);
         self
     }
 
@@ -548,6 +658,15 @@ impl StreamsConfig {
     }
 
     pub(crate) fn task_config(&self) -> TaskConfig {
+        // Resolved at start: a name that does not resolve never gets here
+        // (the built-in handling is the fallback).
+        let handlers = self.exception_handlers.resolve().unwrap_or_else(|e| {
+            log::error!("{e}");
+            exception_handlers::ResolvedHandlers {
+                deserialization: None,
+                processing: None,
+            }
+        });
         TaskConfig {
             application_id: self.application_id.clone(),
             default_timestamp_extractor: self.timestamp_extractor.clone(),
@@ -556,6 +675,8 @@ impl StreamsConfig {
             production: self.production,
             dead_letter_queue: self.dead_letter_queue.clone(),
             tracing: self.tracing,
+            deserialization_handler: handlers.deserialization,
+            processing_handler: handlers.processing,
             // Kafka Streams splits the budget evenly between the threads.
             // Only a total of 0 turns caching off (a thread's share of 0
             // would too): a share that rounds to 0 is a byte, which writes

@@ -9,13 +9,13 @@
 //! name is resolved there and not when the key is set, because a properties
 //! file is read before the application registers its setters.
 
-use std::collections::BTreeMap;
 #[cfg(feature = "rocksdb")]
 use std::sync::Arc;
 
 #[cfg(feature = "rocksdb")]
 use kstreams_state::{RocksDbConfigSetter, RocksDbMemoryBounds, RocksDbSettings};
 
+use super::registry::{Chosen, Registry};
 #[cfg(feature = "rocksdb")]
 use super::ConfigError;
 
@@ -25,25 +25,19 @@ pub(super) const CONFIG_SETTER: &str = "rocksdb.config.setter";
 pub(super) const BOUNDED_MEMORY_BYTES: &str = "kstreams.rocksdb.bounded.memory.bytes";
 pub(super) const BOUNDED_MEMTABLE_BYTES: &str = "kstreams.rocksdb.bounded.memtable.bytes";
 
-/// The config setter in force: the last one set.
-#[derive(Clone)]
-enum Setter {
-    /// Named by `rocksdb.config.setter`, resolved at start.
-    Named(String),
-    /// Given in code.
-    #[cfg(feature = "rocksdb")]
-    Given(Arc<dyn RocksDbConfigSetter>),
-}
+/// What `rocksdb.config.setter` chooses.
+#[cfg(feature = "rocksdb")]
+type Setter = dyn RocksDbConfigSetter;
+/// Without RocksDB no setter can be given: the key's name is kept, unused.
+#[cfg(not(feature = "rocksdb"))]
+type Setter = ();
 
 /// What the application set about RocksDB.
 #[derive(Clone, Default)]
 pub(crate) struct RocksDbConfig {
-    setter: Option<Setter>,
+    setter: Option<Chosen<Setter>>,
     /// The setters `rocksdb.config.setter` may name, by name.
-    #[cfg(feature = "rocksdb")]
-    registered: BTreeMap<String, Arc<dyn RocksDbConfigSetter>>,
-    #[cfg(not(feature = "rocksdb"))]
-    registered: BTreeMap<String, ()>,
+    registered: Registry<Setter>,
     /// The bound on all stores' block cache and memtables; 0: unbounded.
     bounded_bytes: usize,
     /// The memtables' part of it; `None`: half.
@@ -52,15 +46,9 @@ pub(crate) struct RocksDbConfig {
 
 impl std::fmt::Debug for RocksDbConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let setter = match &self.setter {
-            None => "none".to_string(),
-            Some(Setter::Named(name)) => format!("{CONFIG_SETTER}={name}"),
-            #[cfg(feature = "rocksdb")]
-            Some(Setter::Given(_)) => "set in code".to_string(),
-        };
         f.debug_struct("RocksDbConfig")
-            .field("setter", &setter)
-            .field("registered", &self.registered.keys().collect::<Vec<_>>())
+            .field("setter", &self.setter)
+            .field("registered", &self.registered)
             .field("bounded_bytes", &self.bounded_bytes)
             .field("memtable_bytes", &self.memtable_bytes)
             .finish()
@@ -71,7 +59,7 @@ impl RocksDbConfig {
     /// `rocksdb.config.setter`: a registered setter's name, or a Java class
     /// name whose last part is one.
     pub(super) fn set_setter_name(&mut self, name: String) {
-        self.setter = Some(Setter::Named(name));
+        self.setter = Some(Chosen::Named(name));
     }
 
     /// `kstreams.rocksdb.bounded.memory.bytes`.
@@ -88,11 +76,11 @@ impl RocksDbConfig {
 #[cfg(feature = "rocksdb")]
 impl RocksDbConfig {
     pub(super) fn set_setter(&mut self, setter: Arc<dyn RocksDbConfigSetter>) {
-        self.setter = Some(Setter::Given(setter));
+        self.setter = Some(Chosen::Given(setter));
     }
 
     pub(super) fn register(&mut self, name: String, setter: Arc<dyn RocksDbConfigSetter>) {
-        self.registered.insert(name, setter);
+        self.registered.register(name, setter);
     }
 
     /// The setter in force, a name resolved among the registered ones: by
@@ -101,44 +89,17 @@ impl RocksDbConfig {
     /// (`com.example.BoundedMemoryRocksDBConfig`) finds the setter
     /// registered as `BoundedMemoryRocksDBConfig`.
     fn setter(&self) -> Result<Option<Arc<dyn RocksDbConfigSetter>>, ConfigError> {
-        let name = match &self.setter {
-            None => return Ok(None),
-            Some(Setter::Given(setter)) => return Ok(Some(setter.clone())),
-            Some(Setter::Named(name)) => name.trim(),
+        let Some(chosen) = &self.setter else {
+            return Ok(None);
         };
-        let class = name.rsplit('.').next().unwrap_or(name);
-        if let Some(setter) = self
-            .registered
-            .get(name)
-            .or_else(|| self.registered.get(class))
-        {
-            return Ok(Some(setter.clone()));
-        }
-        let registered = match self.registered.len() {
-            0 => "none is".to_string(),
-            _ => format!(
-                "{} {}",
-                self.registered
-                    .keys()
-                    .map(String::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                if self.registered.len() == 1 {
-                    "is"
-                } else {
-                    "are"
-                }
-            ),
-        };
-        Err(ConfigError::Invalid {
-            key: CONFIG_SETTER.to_string(),
-            value: name.to_string(),
-            expected: format!(
-                "the name of a RocksDbConfigSetter registered in code before start, with \
-                 StreamsConfig::register_rocksdb_config_setter(\"{class}\", Arc::new(..)) \
-                 ({registered} registered; a Java class cannot be loaded: port it to Rust)"
-            ),
-        })
+        self.registered
+            .resolve(
+                chosen,
+                CONFIG_SETTER,
+                "RocksDbConfigSetter",
+                "register_rocksdb_config_setter",
+            )
+            .map(Some)
     }
 
     /// The memory bounds the figures ask for, made now: one per instance.
