@@ -15,11 +15,13 @@
 
 mod byte_reader;
 mod headers;
+mod partitioner;
 mod record;
 pub mod serde;
 
 pub use byte_reader::ByteReader;
 pub use headers::{Header, Headers};
+pub use partitioner::{murmur2, partition_for_key};
 pub use record::{Record, RecordMetadata};
 pub use serde::{
     builtin_serde, BoolSerde, BytesSerde, DefaultSerde, F32Serde, F64Serde, I16Serde, I32Serde,

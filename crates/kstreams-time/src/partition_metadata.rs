@@ -11,6 +11,8 @@
 
 use std::collections::BTreeMap;
 
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
+use base64::Engine;
 use kstreams_record::Timestamp;
 
 const VERSION: u8 = 2;
@@ -79,44 +81,16 @@ impl PartitionMetadata {
     }
 }
 
-const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 /// Base64 with the standard alphabet and padding (Java's
 /// `Base64.getEncoder()`).
 fn base64_encode(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = (u32::from(chunk[0]) << 16)
-            | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*chunk.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    STANDARD.encode(bytes)
 }
 
+/// What Java's `Base64.getDecoder()` reads: padding may be left out, as
+/// kstreams has always read it.
 fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let text = text.trim_end_matches('=').as_bytes();
-    if text.len() % 4 == 1 {
-        return None;
-    }
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    for chunk in text.chunks(4) {
-        let mut n = 0u32;
-        for (i, c) in chunk.iter().enumerate() {
-            let sextet = ALPHABET.iter().position(|a| a == c)? as u32;
-            n |= sextet << (18 - 6 * i);
-        }
-        for i in 0..chunk.len() - 1 {
-            out.push((n >> (16 - 8 * i)) as u8);
-        }
-    }
-    Some(out)
+    STANDARD_NO_PAD.decode(text.trim_end_matches('=')).ok()
 }
 
 #[cfg(test)]

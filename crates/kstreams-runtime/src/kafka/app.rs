@@ -837,7 +837,7 @@ impl KafkaStreams {
                 message: "the key serialized to null, which has no partition".to_string(),
             })?;
         self.query_metadata_for_key_with_partitioner(store, |partitions| {
-            super::partitioner::partition_for_key(&bytes, partitions)
+            kstreams_record::partition_for_key(&bytes, partitions)
         })
     }
 

@@ -25,7 +25,6 @@ mod offsets;
 mod outbox;
 mod partition_counts;
 mod partition_group;
-mod partitioner;
 mod queries;
 mod rebalance_listener;
 mod record_collector;

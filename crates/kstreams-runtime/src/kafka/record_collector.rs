@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kstreams_dsl::__private::ProducedRecord;
+use kstreams_record::partition_for_key;
 use rdkafka::consumer::ConsumerGroupMetadata;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{DeliveryResult, Message};
@@ -22,7 +23,6 @@ use super::config::ProcessingGuarantee;
 use super::ffi::{Outgoing, TopicHandle};
 use super::outbox::Outbox;
 use super::partition_counts::PartitionCounts;
-use super::partitioner::partition_for_key;
 use super::spare_buffers::SpareBuffers;
 use super::RuntimeError;
 use crate::kafka::client_error::ClientResult;
