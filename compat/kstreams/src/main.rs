@@ -23,6 +23,7 @@
 
 mod aggregations;
 mod consumed;
+mod handlers;
 mod joins;
 mod processors;
 mod stateless;
@@ -102,6 +103,7 @@ const SUPPORTED: &[&str] = &[
     "stream-stream-outer-join",
     "session-suppress",
     "custom-partitioner",
+    "processing-handler-by-type",
 ];
 
 fn main() -> ExitCode {
@@ -131,6 +133,9 @@ fn topology(scenario: &str, input: &str, output: &str) -> Result<Topology, Strin
         "processing-dead-letters" => stateless::processing_dead_letters(&builder, input, output),
         "branch-merge" => stateless::branch_merge(&builder, input, output),
         "custom-partitioner" => stateless::custom_partitioner(&builder, input, output),
+        "processing-handler-by-type" => {
+            handlers::processing_handler_by_type(&builder, input, output)
+        }
         "wordcount" => aggregations::wordcount(&builder, input, output),
         "table-aggregate" => aggregations::table_aggregate(&builder, input, output),
         "cogroup" => aggregations::cogroup(&builder, two()?, output),
@@ -238,6 +243,11 @@ fn run(args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
             .dead_letter_queue(topic)
             .deserialization_handling(DeserializationHandling::LogAndContinue)
             .processing_handling(ProcessingHandling::Continue);
+        // processing-handler-by-type: the application's own processing
+        // handler, by name, as the Java side's properties name its class.
+        if scenario == "processing-handler-by-type" {
+            config = handlers::with_handler(config, topic)?;
+        }
     }
     let mut app = KafkaStreams::new(topology, config);
     let stop = Arc::new(AtomicBool::new(false));

@@ -32,6 +32,7 @@ const HEADERS: [&str; 6] = [
 ];
 const SERIALIZATION_EXCEPTION: &str = "org.apache.kafka.common.errors.SerializationException";
 const RUNTIME_EXCEPTION: &str = "java.lang.RuntimeException";
+const ILLEGAL_ARGUMENT_EXCEPTION: &str = "java.lang.IllegalArgumentException";
 
 /// A dead letter reduced to what must match: where it came from, the
 /// record, and the failure's class, message and first stack-trace line.
@@ -92,6 +93,18 @@ fn failure(scenario: &Scenario, record: &Record) -> Option<Vec<(String, String)>
             vec![
                 header("exception", RUNTIME_EXCEPTION),
                 header("message", &message),
+            ]
+        }),
+        // The application's own handler dead-letters only the multiples of
+        // seven, as the IllegalArgumentException they are on the Java side.
+        "processing-handler-by-type" => rejection(record.value.as_deref()).map(|message| {
+            vec![
+                header("exception", ILLEGAL_ARGUMENT_EXCEPTION),
+                header("message", &message),
+                header(
+                    "stacktrace",
+                    &format!("{ILLEGAL_ARGUMENT_EXCEPTION}: {message}"),
+                ),
             ]
         }),
         _ => (!is_int(record.value.as_deref()))

@@ -145,7 +145,10 @@ impl Scenario {
     /// log-and-continue deserialization and processing handlers, and their
     /// dead-letter records are compared too.
     pub(crate) fn has_dead_letter_queue(&self) -> bool {
-        matches!(self.name, "dead-letter-queue" | "processing-dead-letters")
+        matches!(
+            self.name,
+            "dead-letter-queue" | "processing-dead-letters" | "processing-handler-by-type"
+        )
     }
 
     /// The topology both sides run: the scenario's own, or for a scenario
@@ -215,6 +218,7 @@ pub(super) const SCENARIOS: &[Scenario] = &[
     joins::STREAM_STREAM_OUTER_JOIN,
     streams::DEAD_LETTER_QUEUE,
     streams::PROCESSING_DEAD_LETTERS,
+    streams::PROCESSING_HANDLER_BY_TYPE,
     streams::BRANCH_MERGE,
     streams::CUSTOM_PARTITIONER,
 ];

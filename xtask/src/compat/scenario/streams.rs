@@ -66,6 +66,23 @@ pub(crate) const PROCESSING_DEAD_LETTERS: Scenario = Scenario {
     expect: Expect::Records(expect_doubled),
 };
 
+/// Numbers as decimal text through a processor that fails two ways: a
+/// multiple of seven with one kind of error (Java's
+/// `IllegalArgumentException`), another multiple of eleven with another
+/// (`IllegalStateException`). The application's own processing handler,
+/// named by its class in the properties (registered under that name on the
+/// kstreams side), dead-letters the first kind with Kafka Streams' headers
+/// and drops the second without one; both sides' dead letters are compared.
+pub(crate) const PROCESSING_HANDLER_BY_TYPE: Scenario = Scenario {
+    name: "processing-handler-by-type",
+    input_partitions: 3,
+    output_partitions: 3,
+    output_serdes: ("string", "string"),
+    default_records: 1000,
+    generate: generate_numbers,
+    expect: Expect::Records(expect_doubled_by_type),
+};
+
 /// The message of the exception the processor of processing-dead-letters
 /// fails with for `value`, or `None` when it doubles it.
 pub(crate) fn rejection(value: Option<&str>) -> Option<String> {
@@ -90,9 +107,33 @@ fn generate_numbers(rng: &mut Rng, records: usize, partitions: i32) -> Vec<Recor
 }
 
 fn expect_doubled(input: &[Record], partitions: i32) -> Vec<Record> {
+    doubled_unless(input, partitions, |value| rejection(value).is_some())
+}
+
+/// processing-handler-by-type's output: the numbers neither a multiple of
+/// seven (dead-lettered) nor of eleven (dropped), doubled.
+fn expect_doubled_by_type(input: &[Record], partitions: i32) -> Vec<Record> {
+    doubled_unless(input, partitions, |value| {
+        rejection(value).is_some() || eleven_fold(value)
+    })
+}
+
+/// Whether processing-handler-by-type's processor rejects `value` as a
+/// multiple of eleven (and not of seven, which it checks first).
+pub(crate) fn eleven_fold(value: Option<&str>) -> bool {
+    let n: Option<i64> = value.and_then(|v| v.parse().ok());
+    n.is_some_and(|n| n % 7 != 0 && n % 11 == 0)
+}
+
+/// The input's numbers doubled, but those `rejected`.
+fn doubled_unless(
+    input: &[Record],
+    partitions: i32,
+    rejected: impl Fn(Option<&str>) -> bool,
+) -> Vec<Record> {
     input
         .iter()
-        .filter(|r| rejection(r.value.as_deref()).is_none())
+        .filter(|r| !rejected(r.value.as_deref()))
         .map(|record| {
             let n: i64 = record.value.as_deref().unwrap_or("0").parse().unwrap_or(0);
             let key = record.key.clone().unwrap_or_default();

@@ -50,7 +50,13 @@ final class RunApp {
 
         AtomicReference<Throwable> died = new AtomicReference<>();
         long started = System.nanoTime();
-        try (KafkaStreams streams = new KafkaStreams(topology, config(args, bootstrap, appId));
+        Properties props = config(args, bootstrap, appId);
+        // processing-handler-by-type: the application's own processing
+        // handler, named by its class as a properties file names it.
+        if (scenario.equals("processing-handler-by-type")) {
+            props.put(StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG, DeadLettersByType.class.getName());
+        }
+        try (KafkaStreams streams = new KafkaStreams(topology, props);
                 Admin admin = Topics.admin(bootstrap)) {
             streams.setUncaughtExceptionHandler(e -> {
                 died.set(e);

@@ -76,7 +76,8 @@ final class Scenarios {
             "table-table-join", "table-table-outer-join", "stream-stream-join", "cogroup", "session-windows",
             "sliding-windows", "foreign-key-join", "global-table-join", "suppress-time-limit",
             "versioned-join-grace", "table-table-join-cached", "punctuation", "dead-letter-queue", "processing-dead-letters",
-            "branch-merge", "stream-stream-outer-join", "session-suppress", "custom-partitioner");
+            "branch-merge", "stream-stream-outer-join", "session-suppress", "custom-partitioner",
+            "processing-handler-by-type");
 
     private Scenarios() {}
 
@@ -96,6 +97,7 @@ final class Scenarios {
             case "session-windows" -> sessionWindows(input, output);
             case "session-suppress" -> sessionSuppress(input, output);
             case "custom-partitioner" -> customPartitioner(input, output);
+            case "processing-handler-by-type" -> processingHandlerByType(input, output);
             case "sliding-windows" -> slidingWindows(input, output);
             case "foreign-key-join" -> foreignKeyJoin(inputs(input, name), output);
             case "global-table-join" -> globalTableJoin(inputs(input, name), output);
@@ -435,6 +437,20 @@ final class Scenarios {
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
                 .process(DoubleOrReject::new)
+                .to(output, Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build();
+    }
+
+    /**
+     * Numbers as text doubled by a processor that fails two ways
+     * ({@link DoubleOrRejectByType}); the run sets the application's own
+     * processing handler ({@link DeadLettersByType}), which dead-letters one
+     * kind of failure and drops the other.
+     */
+    static Topology processingHandlerByType(String input, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .process(DoubleOrRejectByType::new)
                 .to(output, Produced.with(Serdes.String(), Serdes.String()));
         return builder.build();
     }
