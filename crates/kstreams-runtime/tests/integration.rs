@@ -28,6 +28,7 @@ mod metrics;
 mod partitioners;
 mod ported_config;
 mod regrouped_aggregations;
+mod reset;
 mod restore_listener;
 // Bounds RocksDB stores' memory (Stores::persistent_* by default).
 #[cfg(feature = "rocksdb")]

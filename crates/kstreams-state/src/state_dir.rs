@@ -7,10 +7,11 @@
 //! for versioned, window and session stores, whose layouts are kstreams'
 //! own (out of the way of Kafka Streams' `<store>/` segments).
 //!
-//! In the application directory: `.lock` (held while an instance runs) and
+//! In the application directory: `.lock` (held while an instance runs),
 //! `kafka-streams-process-metadata`, the instance's process id, kept across
 //! restarts so that a restarted instance has the transactional ids of the
-//! one it replaces and fences it.
+//! one it replaces and fences it, and `global/`, the global stores' state
+//! (locked as a task directory is).
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -178,7 +179,87 @@ impl StateDirectory {
         }
         Ok(removed)
     }
+
+    /// Deletes the application's local state: every task directory and the
+    /// global stores' directory (`global`), each under its own lock. What
+    /// Kafka Streams' `StateDirectory#clean` does for `KafkaStreams#cleanUp`.
+    ///
+    /// `held` is this directory's lock, which the caller holds: no instance
+    /// runs on the directory meanwhile. A task directory whose lock another
+    /// stream thread or process holds anyway (an instance that runs without
+    /// the application directory's lock) is left alone: the others are
+    /// deleted, then the first such [`Error::TaskDirectoryLocked`] (or I/O
+    /// error) is returned. Kafka Streams deletes task directories its own
+    /// threads still lock; kstreams' locks are the operating system's, so
+    /// one that is held is held by someone running.
+    ///
+    /// As in Kafka Streams 4.4 (KIP-1283), the application directory stays,
+    /// with its `.lock` and the process file (`kafka-streams-process-metadata`:
+    /// the instance keeps its process id, and its transactional ids fence
+    /// the producers of the instance it replaces). Other files there are
+    /// left and logged. Returns the names of the directories deleted.
+    pub fn clean(&self, held: &ApplicationDirectoryLock) -> Result<Vec<String>, Error> {
+        debug_assert_eq!(held.app_dir, self.app_dir, "the lock of another directory");
+        let entries =
+            std::fs::read_dir(&self.app_dir).map_err(|e| Error::io("listing", &self.app_dir, e))?;
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io("listing", &self.app_dir, e))?;
+            if let Some(name) = entry.file_name().to_str() {
+                names.push((name.to_string(), entry.path().is_dir()));
+            }
+        }
+        names.sort();
+        let mut removed = Vec::new();
+        let mut first_error = None;
+        let mut left = Vec::new();
+        for (name, is_dir) in names {
+            if !(is_dir && (is_task_id(&name) || name == GLOBAL_DIRECTORY_NAME)) {
+                if name != LOCK_FILE_NAME && name != PROCESS_FILE_NAME {
+                    left.push(name);
+                }
+                continue;
+            }
+            let path = self.app_dir.join(&name);
+            let result = match try_lock(&path) {
+                Ok(Some(lock)) => {
+                    log::info!(
+                        "deleting state directory {} as the application cleans up",
+                        path.display()
+                    );
+                    let result =
+                        std::fs::remove_dir_all(&path).map_err(|e| Error::io("deleting", &path, e));
+                    drop(lock);
+                    result
+                }
+                Ok(None) => Err(Error::TaskDirectoryLocked { path: path.clone() }),
+                Err(e) => Err(e),
+            };
+            match result {
+                Ok(()) => removed.push(name),
+                Err(e) => {
+                    log::error!("cleaning up the state directory: {e}");
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if !left.is_empty() {
+            log::warn!(
+                "state directory {} was not fully cleaned up: files that are no task's state \
+                 remain: {}",
+                self.app_dir.display(),
+                left.join(", ")
+            );
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(removed),
+        }
+    }
 }
+
+/// The directory of the global stores' state in the application directory.
+const GLOBAL_DIRECTORY_NAME: &str = "global";
 
 /// The lock on an application directory; released on drop.
 #[derive(Debug)]
@@ -464,5 +545,55 @@ mod tests {
             .collect();
         assert_eq!(left, vec![std::ffi::OsString::from(".lock")]);
         assert!(dir.lock_task("0_0").is_err());
+    }
+
+    #[test]
+    fn cleaning_deletes_every_task_and_the_global_state_and_keeps_the_process_file() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = StateDirectory::new(root.path(), "app").unwrap();
+        let held = dir.lock_application_directory().unwrap();
+        let id = held.initialize_process_id().unwrap();
+        for task in ["0_0", "1_3", "global"] {
+            let path = dir.lock_task(task).unwrap().path().to_path_buf();
+            std::fs::create_dir_all(path.join("rocksdb/counts")).unwrap();
+            std::fs::write(path.join(CHECKPOINT_FILE_NAME), "0\n0\n").unwrap();
+        }
+        std::fs::write(dir.application_directory().join("notes.txt"), "mine").unwrap();
+        assert_eq!(dir.clean(&held).unwrap(), ["0_0", "1_3", "global"]);
+        let mut left: Vec<_> = std::fs::read_dir(dir.application_directory())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, [".lock", PROCESS_FILE_NAME, "notes.txt"]);
+        // The instance keeps its process id (KIP-1283).
+        assert_eq!(held.initialize_process_id().unwrap(), id);
+        // Nothing left to delete: cleaning again is fine.
+        assert!(dir.clean(&held).unwrap().is_empty());
+    }
+
+    #[test]
+    fn cleaning_leaves_a_task_directory_someone_holds_and_says_so() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = StateDirectory::new(root.path(), "app").unwrap();
+        let held = dir.lock_application_directory().unwrap();
+        drop(dir.lock_task("0_0").unwrap());
+        drop(dir.lock_task("0_2").unwrap());
+        // Another process (a second StateDirectory) runs task 0_1.
+        let elsewhere = StateDirectory::new(root.path(), "app")
+            .unwrap()
+            .lock_task("0_1")
+            .unwrap();
+        let err = dir.clean(&held).unwrap_err();
+        assert!(
+            matches!(&err, Error::TaskDirectoryLocked { path } if path.ends_with("0_1")),
+            "{err}"
+        );
+        // The others are deleted all the same.
+        assert!(!dir.task_directory_path("0_0").exists());
+        assert!(!dir.task_directory_path("0_2").exists());
+        assert!(elsewhere.path().exists());
+        drop(elsewhere);
+        assert_eq!(dir.clean(&held).unwrap(), ["0_1"]);
     }
 }

@@ -420,6 +420,89 @@ impl KafkaStreams {
         }
         all_stopped
     }
+
+    /// Deletes this application's local state: every task's stores and
+    /// checkpoint and the global stores' state under
+    /// `<state.dir>/<application.id>`, so that the next [`start`](Self::start)
+    /// restores them from their changelogs. Kafka Streams'
+    /// `KafkaStreams#cleanUp`.
+    ///
+    /// Only before `start` or after [`close`](Self::close): in states
+    /// `Created`, `NotRunning` and `Error`, as in Kafka Streams; otherwise
+    /// [`RuntimeError::CleanUpWhileRunning`]. (In `Error` the stopped
+    /// threads are joined first.) Another instance running on the same
+    /// state directory holds its lock: then nothing is deleted and the
+    /// error is the state directory's `StateDirectoryLocked`; a task
+    /// directory someone else locks is left and reported
+    /// (`TaskDirectoryLocked`) once the rest is deleted. The application
+    /// directory itself stays with its lock file and the process id file
+    /// (`kafka-streams-process-metadata`), as in Kafka Streams 4.4
+    /// (KIP-1283): the instance keeps its process id.
+    ///
+    /// The reset runbook: stop every instance; reset the application on
+    /// the cluster with Kafka's tool (it deletes the internal topics and
+    /// moves the input offsets back); then clean up each instance before
+    /// starting it again, or its stores keep the counts of the first run
+    /// and the reprocessed input adds to them. (Should one be started
+    /// without it, kstreams notices a store checkpointed past the end of
+    /// its re-created changelog and rebuilds it, logging why; a changelog
+    /// that has grown past the checkpoint again cannot be told apart.)
+    ///
+    /// ```no_run
+    /// use kstreams_dsl::StreamsBuilder;
+    /// use kstreams_runtime::kafka::{KafkaStreams, RuntimeError, StreamsConfig};
+    ///
+    /// // 1. Every instance of "word-counts" is stopped.
+    /// // 2. bin/kafka-streams-application-reset.sh --bootstrap-server localhost:9092 \
+    /// //        --application-id word-counts --input-topics words
+    /// // 3. On each instance:
+    /// let builder = StreamsBuilder::new();
+    /// builder.stream::<String, String>("words").group_by_key().count();
+    /// let config = StreamsConfig::new("word-counts", "localhost:9092");
+    /// let mut app = KafkaStreams::new(builder.build().unwrap(), config);
+    /// app.clean_up()?; // <state.dir>/word-counts keeps no task's state
+    /// app.start()?; // the input from the start, counted afresh
+    /// # Ok::<(), RuntimeError>(())
+    /// ```
+    pub fn clean_up(&mut self) -> Result<(), RuntimeError> {
+        let state = self.state();
+        if !matches!(state, State::Created | State::NotRunning | State::Error) {
+            return Err(RuntimeError::CleanUpWhileRunning(state));
+        }
+        // In ERROR the threads have stopped but are not joined: joined now,
+        // every task directory is free and the instance's lock released.
+        if (!self.threads.is_empty() || self.global.is_some())
+            && !self.close(Duration::from_secs(30))
+        {
+            return Err(RuntimeError::CleanUpWhileRunning(state));
+        }
+        let state_dir = kstreams_state::__private::StateDirectory::new(
+            &self.config.state_dir,
+            &self.config.application_id,
+        )?;
+        // A start that failed in CREATED keeps the lock for the next try.
+        let taken;
+        let lock = match self
+            .process
+            .as_ref()
+            .and_then(|p| p._directory_lock.as_ref())
+        {
+            Some(lock) => lock,
+            None => {
+                taken = state_dir.lock_application_directory()?;
+                &taken
+            }
+        };
+        let removed = state_dir.clean(lock)?;
+        log::info!(
+            "cleaned up the local state of {} in {}: {} director{} deleted",
+            self.config.application_id,
+            state_dir.application_directory().display(),
+            removed.len(),
+            if removed.len() == 1 { "y" } else { "ies" }
+        );
+        Ok(())
+    }
 }
 
 impl Drop for KafkaStreams {

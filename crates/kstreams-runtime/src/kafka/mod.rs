@@ -209,6 +209,13 @@ pub enum RuntimeError {
     /// `start` on an application that is not in state CREATED.
     #[error("the application can only be started once, from state CREATED; it is {0:?}")]
     IllegalState(State),
+    /// `KafkaStreams::clean_up` while the application runs (Kafka Streams'
+    /// `IllegalStateException("Cannot clean up while running.")`).
+    #[error(
+        "cannot clean up while running: the application is {0:?}; clean_up() deletes the local \
+         state only before start() or after close() (states Created, NotRunning and Error)"
+    )]
+    CleanUpWhileRunning(State),
 }
 
 impl RuntimeError {

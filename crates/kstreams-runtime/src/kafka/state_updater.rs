@@ -66,12 +66,34 @@ pub(crate) fn restore_range(
     (start < high).then_some((start, high))
 }
 
+/// Whether a store whose last changelog record is at `checkpointed` is
+/// ahead of its changelog partition, which ends (exclusive) at `high`: its
+/// local state was not written from this changelog (it was deleted and
+/// re-created, emptied or truncated, as `kafka-streams-application-reset`
+/// does), so restoring after it would keep what the changelog no longer
+/// has. A checkpoint is the offset of a record the changelog had, below its
+/// end for as long as the changelog lives (transaction markers only add to
+/// the end); a negative one is no position (Kafka's `OFFSET_UNKNOWN`).
+///
+/// Kafka Streams 4.4 keeps such a store: an empty changelog (end 0) counts
+/// as restored, and a position at or past the end as read through
+/// (`StoreChangelogReader#hasRestoredToEnd`); only a fetch answered
+/// `OFFSET_OUT_OF_RANGE` before that, if one is made, makes the task
+/// corrupted (`TaskCorruptedException`).
+pub(crate) fn checkpoint_beyond_end(checkpointed: i64, high: i64) -> bool {
+    checkpointed >= 0 && checkpointed >= high
+}
+
 /// Where a store of a new task starts restoring: its changelog, and the
 /// offset of the last changelog record the store holds (`None`: none, or
 /// not known).
 pub(crate) struct RestoreFrom {
     pub changelog: ChangelogTopic,
     pub after: Option<i64>,
+    /// The changelog partition's watermarks (log start, end), when the task
+    /// creator asked for them already (checking `after` against the end,
+    /// [`checkpoint_beyond_end`]); else the state updater asks.
+    pub watermarks: Option<(i64, i64)>,
 }
 
 /// One changelog partition being restored.
@@ -208,7 +230,12 @@ impl StateUpdater {
             pending: 0,
             since_checkpoint: 0,
         };
-        for RestoreFrom { changelog, after } in from {
+        for RestoreFrom {
+            changelog,
+            after,
+            watermarks,
+        } in from
+        {
             let Some(store) = task
                 .stores()
                 .get(&changelog.store)
@@ -217,9 +244,26 @@ impl StateUpdater {
                 continue;
             };
             let key = (changelog.topic.clone(), id.partition);
-            let (low, high) =
-                changelog_watermarks(self.consumer()?, &changelog.topic, id.partition)?;
+            let (low, high) = match watermarks {
+                Some(watermarks) => watermarks,
+                None => changelog_watermarks(self.consumer()?, &changelog.topic, id.partition)?,
+            };
             let persistent = store.borrow().persistent();
+            if after.is_some_and(|after| persistent && checkpoint_beyond_end(after, high)) {
+                // The task creator rebuilds such a store before it gets here
+                // (with these watermarks); only a changelog truncated in
+                // between gets here.
+                log::warn!(
+                    "{}: task {id}: state store {} has changelog offset {} checkpointed, past \
+                     the end {high} of {}-{}: its local state may hold what the changelog no \
+                     longer has (KafkaStreams::clean_up before the next start rebuilds it)",
+                    self.thread,
+                    changelog.store,
+                    after.unwrap_or_default(),
+                    changelog.topic,
+                    id.partition
+                );
+            }
             let Some((low, high)) = restore_range(after, persistent, low, high) else {
                 let reached = (high > 0).then_some(high - 1);
                 restoring
@@ -234,6 +278,9 @@ impl StateUpdater {
                 changelog.topic,
                 id.partition
             );
+            // The restoration reads with it (the watermarks may have come
+            // without it).
+            self.consumer()?;
             self.to_assign.push((key.clone(), low));
             let before = after.filter(|_| persistent && low > 0).map(|_| low - 1);
             restoring.reached.insert(key.clone(), before);
@@ -485,7 +532,7 @@ impl StateUpdater {
 /// A changelog partition's watermarks. A changelog created just before
 /// the application started may have no leader yet; as Kafka Streams, ask
 /// again until it has (or until the timeout).
-fn changelog_watermarks(
+pub(crate) fn changelog_watermarks(
     consumer: &BaseConsumer,
     topic: &str,
     partition: i32,
@@ -527,5 +574,20 @@ mod tests {
         // Current already, or an empty changelog.
         assert_eq!(restore_range(Some(9), true, 0, 10), None);
         assert_eq!(restore_range(None, true, 0, 0), None);
+    }
+
+    #[test]
+    fn a_checkpoint_at_or_past_the_changelogs_end_is_stale() {
+        // The last record at 9 of a changelog ending at 10: current.
+        assert!(!checkpoint_beyond_end(9, 10));
+        assert!(!checkpoint_beyond_end(0, 1));
+        // Re-created and empty, or shorter than what the store has.
+        assert!(checkpoint_beyond_end(41, 0));
+        assert!(checkpoint_beyond_end(0, 0));
+        assert!(checkpoint_beyond_end(10, 10));
+        assert!(checkpoint_beyond_end(99, 10));
+        // OFFSET_UNKNOWN (-2) is no position.
+        assert!(!checkpoint_beyond_end(-2, 0));
+        assert!(!checkpoint_beyond_end(-1, 0));
     }
 }

@@ -4,6 +4,7 @@
 //! collector, where each logged store restores from (the state updater
 //! restores it), and the task's `.checkpoint`.
 
+use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -12,13 +13,16 @@ use kstreams_dsl::{ChangelogTopic, TaskId, Topology};
 use kstreams_metrics::RecordingLevel;
 use kstreams_state::__private::{Offsets, StateDirectory, TaskDirectory};
 use kstreams_state::{ChangelogWriter, StoreContext};
+use rdkafka::consumer::BaseConsumer;
 
+use super::clients;
 use super::config::{ProcessingGuarantee, StreamsConfig};
 use super::rebalance_listener::Partition;
-use super::state_updater::RestoreFrom;
+use super::state_updater::{changelog_watermarks, checkpoint_beyond_end, RestoreFrom};
 use super::RuntimeError;
 use crate::changelog::ChangelogCollector;
 use crate::clock::now_ms;
+use crate::kafka::client_error::ClientResult;
 use crate::StreamTask;
 
 /// Whether a checkpoint could not be read for what it holds (not in
@@ -64,6 +68,9 @@ pub(crate) struct TaskCreator {
     restored: HashMap<(String, i32), i64>,
     /// The thread's partition counts, for sinks with a partitioner.
     partition_counts: Rc<dyn kstreams_dsl::PartitionCounts>,
+    /// Asks for the end offsets of changelogs that stores were checkpointed
+    /// in (see [`TaskCreator::create`]); made with the first such store.
+    end_offsets: OnceCell<BaseConsumer>,
 }
 
 impl TaskCreator {
@@ -90,6 +97,7 @@ impl TaskCreator {
             )),
             restored: HashMap::new(),
             partition_counts,
+            end_offsets: OnceCell::new(),
             #[cfg(feature = "rocksdb")]
             rocksdb: instance.rocksdb.clone(),
         })
@@ -100,6 +108,19 @@ impl TaskCreator {
     /// left out.
     pub(super) fn offset_sums_on_disk(&self) -> Result<Vec<(TaskId, i64)>, RuntimeError> {
         offset_sums_on_disk(&self.state_dir)
+    }
+
+    /// The consumer that asks for changelogs' watermarks (a restore
+    /// consumer's settings, never assigned anything).
+    fn end_offsets(&self) -> Result<&BaseConsumer, RuntimeError> {
+        if let Some(consumer) = self.end_offsets.get() {
+            return Ok(consumer);
+        }
+        let name = format!("{}-checkpoints", self.thread);
+        let consumer = clients::restore_consumer(&self.config, &name)
+            .create()
+            .client()?;
+        Ok(self.end_offsets.get_or_init(|| consumer))
     }
 
     /// The changelog records the stores wrote since the last drain.
@@ -184,7 +205,12 @@ impl TaskCreator {
     /// local state is wiped first, as it may hold writes of an aborted
     /// transaction. Damaged local state (a checkpoint that
     /// does not parse, a store directory gone, a store that does not open)
-    /// is logged and rebuilt from the changelogs.
+    /// is logged and rebuilt from the changelogs, and so is stale local
+    /// state: a store checkpointed at or past the end of its changelog
+    /// partition, which was deleted and re-created, emptied or truncated
+    /// since (`kafka-streams-application-reset` deletes the changelogs; see
+    /// `KafkaStreams::clean_up`), under either guarantee. Kafka Streams
+    /// keeps such a store, and the reprocessed input adds to its old state.
     pub(super) fn create(&mut self, id: TaskId) -> Result<CreatedTask, RuntimeError> {
         // What an earlier task of that id restored says nothing of this one.
         for changelog in self
@@ -276,8 +302,6 @@ impl TaskCreator {
             }
             (Err(error), _) => return Err(error.into()),
         };
-        task.context()
-            .set_partition_counts(Rc::clone(&self.partition_counts));
         let mut stores_on_disk = HashSet::new();
         for changelog in self.changelogs_of(id.subtopology) {
             let Some(store) = task.stores().get(&changelog.store) else {
@@ -354,6 +378,49 @@ impl TaskCreator {
         } else {
             checkpointed.extend(from_stores);
         }
+        // A store checkpointed at or past its changelog's end holds what the
+        // changelog no longer has: the task is rebuilt from its changelogs
+        // (thrown away dirty first, as above). The watermarks go on to the
+        // state updater.
+        let mut watermarks = HashMap::new();
+        if let Some(locked) = directory.as_ref() {
+            let mut stale = None;
+            for changelog in self.changelogs_of(id.subtopology) {
+                let key = (changelog.topic.clone(), id.partition);
+                let Some(&after) = checkpointed.get(&key) else {
+                    continue;
+                };
+                let persistent = task
+                    .stores()
+                    .get(&changelog.store)
+                    .is_some_and(|s| s.lifecycle.borrow().persistent());
+                // In-memory stores and stores without files restore their
+                // whole changelog anyway.
+                if after < 0 || !persistent || !stores_on_disk.contains(&changelog.store) {
+                    continue;
+                }
+                let (low, high) =
+                    changelog_watermarks(self.end_offsets()?, &changelog.topic, id.partition)?;
+                watermarks.insert(key, (low, high));
+                if stale.is_none() && checkpoint_beyond_end(after, high) {
+                    stale = Some(format!(
+                        "state store {} has changelog offset {after} checkpointed, but its \
+                         changelog {}-{} ends at offset {high}: the changelog was deleted and \
+                         re-created, emptied or truncated since (kafka-streams-application-reset \
+                         deletes it; KafkaStreams::clean_up after a reset deletes the local \
+                         state too), so the local state is stale",
+                        changelog.store, changelog.topic, id.partition
+                    ));
+                }
+            }
+            if let Some(reason) = stale {
+                task.close_dirty();
+                task = rebuild(locked, reason, &mut checkpointed)?;
+            }
+        }
+        // On the task as finally built.
+        task.context()
+            .set_partition_counts(Rc::clone(&self.partition_counts));
         task.register_metrics(
             &self.config.metrics,
             self.config.metrics_recording_level,
@@ -383,6 +450,7 @@ impl TaskCreator {
             restore_from.push(RestoreFrom {
                 changelog: changelog.clone(),
                 after,
+                watermarks: watermarks.get(&key).copied(),
             });
         }
         Ok(CreatedTask {
