@@ -4,7 +4,7 @@
 
 use kstreams::prelude::*;
 
-use crate::{JOIN_DIFFERENCE, JOIN_GRACE};
+use crate::{FK_JOIN_NAME, FK_JOIN_STORE, JOIN_DIFFERENCE, JOIN_GRACE, NO_CUSTOMER};
 use crate::{VERSIONED_HISTORY, VERSIONED_JOIN_GRACE, VERSIONED_STORE};
 
 fn strings() -> Consumed<String, String> {
@@ -129,6 +129,43 @@ pub(crate) fn foreign_key_join(
             &customers,
             |customer_id: &String| customer_id.clone(),
             |customer_id, name| format!("{customer_id}|{}", or_null(name)),
+        )
+        .to_stream()
+        .to_with(output, produced_nullable());
+}
+
+/// foreign-key-join-options: foreign-key-join with Kafka Streams 4.4's
+/// options (Java's `leftJoin(other, BiFunction, joiner, TableJoined,
+/// Materialized)`): the foreign key from the key and the value (KIP-1104),
+/// none for an order whose value is `none` (KIP-962: kept, joined with no
+/// customer), the join named `orders-with-customers` with both tables
+/// partitioned by their keys' number N (`customer-N`, `order-N`) modulo
+/// the partition count, and the result in the store
+/// `orders-with-customers-store`.
+pub(crate) fn foreign_key_join_options(
+    builder: &StreamsBuilder,
+    (first, second): (&str, &str),
+    output: &str,
+) {
+    // The partitioner of both tables (Java's `ByKeyNumber`): a key `kind-N`
+    // to partition N % partitions.
+    let by_key_number = |_: &str, key: &String, _: &(), _: &Headers, partitions: i32| {
+        let n: i32 = key.rsplit('-').next()?.parse().ok()?;
+        Some(vec![n % partitions])
+    };
+    let customers = builder.table_with(first, strings(), Materialized::new());
+    let orders = builder.table_with(second, strings(), Materialized::new());
+    orders
+        .left_join_fk_with(
+            &customers,
+            ForeignKeyExtractor::from_key_and_value(|_order_id: &String, customer_id: &String| {
+                (customer_id != NO_CUSTOMER).then(|| customer_id.clone())
+            }),
+            |customer_id, name| format!("{customer_id}|{}", or_null(name)),
+            TableJoined::with(by_key_number, by_key_number).with_name(FK_JOIN_NAME),
+            Materialized::as_(FK_JOIN_STORE)
+                .with_key_serde(StringSerde)
+                .with_value_serde(StringSerde),
         )
         .to_stream()
         .to_with(output, produced_nullable());

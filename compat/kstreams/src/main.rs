@@ -76,6 +76,13 @@ const VERSIONED_JOIN_GRACE: Duration = Duration::from_secs(3);
 /// punctuation's store, and how often (stream time) every count goes out.
 const PUNCTUATED_STORE: &str = "punctuated-counts";
 const PUNCTUATE_INTERVAL: Duration = Duration::from_secs(10);
+/// Mirrors `Scenarios.FK_JOIN_NAME`, `Scenarios.FK_JOIN_STORE` and
+/// `Scenarios.NO_CUSTOMER`: foreign-key-join-options' join name (its
+/// internal topics and subscription store), its result store, and the
+/// order value that names no customer.
+const FK_JOIN_NAME: &str = "orders-with-customers";
+const FK_JOIN_STORE: &str = "orders-with-customers-store";
+const NO_CUSTOMER: &str = "none";
 
 /// The scenarios this side can run: all of them.
 const SUPPORTED: &[&str] = &[
@@ -92,6 +99,7 @@ const SUPPORTED: &[&str] = &[
     "cogroup",
     "sliding-windows",
     "foreign-key-join",
+    "foreign-key-join-options",
     "global-table-join",
     "suppress-time-limit",
     "versioned-join-grace",
@@ -154,6 +162,7 @@ fn topology(scenario: &str, input: &str, output: &str) -> Result<Topology, Strin
         "stream-stream-join" => joins::stream_stream_join(&builder, two()?, output),
         "stream-stream-outer-join" => joins::stream_stream_outer_join(&builder, two()?, output),
         "foreign-key-join" => joins::foreign_key_join(&builder, two()?, output),
+        "foreign-key-join-options" => joins::foreign_key_join_options(&builder, two()?, output),
         "global-table-join" => joins::global_table_join(&builder, two()?, output),
         "versioned-join-grace" => joins::versioned_join_grace(&builder, two()?, output),
         "punctuation" => processors::punctuation(&builder, input, output),

@@ -36,6 +36,7 @@ mod options;
 mod partitioner;
 mod processor;
 mod suppressed;
+mod table_joined;
 mod task_context;
 mod topology;
 
@@ -59,6 +60,7 @@ pub use handles::types::{
     TimeWindowedKStream,
 };
 pub use join_options::{Joined, StreamJoined};
+pub use table_joined::{ForeignKeyExtractor, TableJoined};
 pub use materialized::{Grouped, Materialized, StoreType};
 pub use options::{Consumed, IntoName, Named, Printed, Produced, Repartitioned};
 pub use partitioner::{PartitionCounts, StreamPartitioner};

@@ -4,11 +4,12 @@
 use std::time::Duration;
 
 use kstreams_dsl::{
-    Branched, BufferConfig, Consumed, Grouped, Joined, KTable, Materialized, Named, Printed,
-    Processor, ProcessorContext, ProcessorError, Produced, RecordContext, Repartitioned,
-    StreamJoined, StreamsBuilder, Suppressed, TopicNameExtractor, Topology,
+    Branched, BufferConfig, Consumed, ForeignKeyExtractor, Grouped, Joined, KTable, Materialized,
+    Named, Printed, Processor, ProcessorContext, ProcessorError, Produced, RecordContext,
+    Repartitioned, StreamJoined, StreamsBuilder, Suppressed, TableJoined, TopicNameExtractor,
+    Topology,
 };
-use kstreams_record::{I32Serde, I64Serde, Nullable, Record, StringSerde};
+use kstreams_record::{Headers, I32Serde, I64Serde, Nullable, Record, StringSerde};
 use kstreams_state::{SessionWindowedSerde, Stores, TimeWindowedSerde, Windowed};
 use kstreams_time::{EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, TimeWindows};
 
@@ -1348,4 +1349,214 @@ fn stream_tables_cogroup() {
         .to_stream()
         .to("activity");
     assert_describes_as(&b.build().unwrap(), "stream_tables_cogroup");
+}
+
+/// What Kafka Streams 4.4 prints for the foreign-key joins below (printed
+/// by `builder.build().describe()` on kafka-streams-4.4.0.jar, the same
+/// programs in Java; compat/topology-describe's fixtures have none).
+const KAFKA_FK_JOIN: &str = r#"Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000001 (topics: [customers])
+      --> KTABLE-SOURCE-0000000002
+    Source: KTABLE-SOURCE-0000000009 (topics: [KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic])
+      --> KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000011
+    Processor: KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000011 (stores: [KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000010])
+      --> KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000012
+      <-- KTABLE-SOURCE-0000000009
+    Processor: KTABLE-SOURCE-0000000002 (stores: [customers-STATE-STORE-0000000000])
+      --> KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000013
+      <-- KSTREAM-SOURCE-0000000001
+    Processor: KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000012 (stores: [customers-STATE-STORE-0000000000])
+      --> KTABLE-SINK-0000000015
+      <-- KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000011
+    Processor: KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000013 (stores: [KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000010])
+      --> KTABLE-SINK-0000000015
+      <-- KTABLE-SOURCE-0000000002
+    Sink: KTABLE-SINK-0000000015 (topic: KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000014-topic)
+      <-- KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000012, KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000013
+
+  Sub-topology: 1
+    Source: KTABLE-SOURCE-0000000016 (topics: [KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000014-topic])
+      --> KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-0000000017
+    Source: KSTREAM-SOURCE-0000000004 (topics: [orders])
+      --> KTABLE-SOURCE-0000000005
+    Processor: KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-0000000017 (stores: [orders-STATE-STORE-0000000003])
+      --> KTABLE-FK-JOIN-OUTPUT-0000000018
+      <-- KTABLE-SOURCE-0000000016
+    Processor: KTABLE-FK-JOIN-OUTPUT-0000000018 (stores: [])
+      --> KTABLE-TOSTREAM-0000000020
+      <-- KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-0000000017
+    Processor: KTABLE-SOURCE-0000000005 (stores: [orders-STATE-STORE-0000000003])
+      --> KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000007
+      <-- KSTREAM-SOURCE-0000000004
+    Processor: KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000007 (stores: [])
+      --> KTABLE-SINK-0000000008
+      <-- KTABLE-SOURCE-0000000005
+    Processor: KTABLE-TOSTREAM-0000000020 (stores: [])
+      --> KSTREAM-SINK-0000000021
+      <-- KTABLE-FK-JOIN-OUTPUT-0000000018
+    Sink: KSTREAM-SINK-0000000021 (topic: out)
+      <-- KTABLE-TOSTREAM-0000000020
+    Sink: KTABLE-SINK-0000000008 (topic: KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic)
+      <-- KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000007
+
+"#;
+
+const KAFKA_FK_LEFT_JOIN_NAMED_MATERIALIZED: &str = r#"Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000001 (topics: [customers])
+      --> KTABLE-SOURCE-0000000002
+    Source: orders-with-customers-subscription-registration-source (topics: [orders-with-customers-subscription-registration-topic])
+      --> orders-with-customers-subscription-receive
+    Processor: KTABLE-SOURCE-0000000002 (stores: [customers-STATE-STORE-0000000000])
+      --> orders-with-customers-foreign-join-subscription
+      <-- KSTREAM-SOURCE-0000000001
+    Processor: orders-with-customers-subscription-receive (stores: [orders-with-customers-subscription-store])
+      --> orders-with-customers-subscription-join-foreign
+      <-- orders-with-customers-subscription-registration-source
+    Processor: orders-with-customers-foreign-join-subscription (stores: [orders-with-customers-subscription-store])
+      --> orders-with-customers-subscription-response-sink
+      <-- KTABLE-SOURCE-0000000002
+    Processor: orders-with-customers-subscription-join-foreign (stores: [customers-STATE-STORE-0000000000])
+      --> orders-with-customers-subscription-response-sink
+      <-- orders-with-customers-subscription-receive
+    Sink: orders-with-customers-subscription-response-sink (topic: orders-with-customers-subscription-response-topic)
+      <-- orders-with-customers-subscription-join-foreign, orders-with-customers-foreign-join-subscription
+
+  Sub-topology: 1
+    Source: orders-with-customers-subscription-response-source (topics: [orders-with-customers-subscription-response-topic])
+      --> orders-with-customers-subscription-response-resolver
+    Source: KSTREAM-SOURCE-0000000004 (topics: [orders])
+      --> KTABLE-SOURCE-0000000005
+    Processor: orders-with-customers-subscription-response-resolver (stores: [orders-STATE-STORE-0000000003])
+      --> orders-with-customers-result
+      <-- orders-with-customers-subscription-response-source
+    Processor: KTABLE-SOURCE-0000000005 (stores: [orders-STATE-STORE-0000000003])
+      --> orders-with-customers-subscription-registration-processor
+      <-- KSTREAM-SOURCE-0000000004
+    Processor: orders-with-customers-result (stores: [joined-orders])
+      --> KTABLE-TOSTREAM-0000000019
+      <-- orders-with-customers-subscription-response-resolver
+    Processor: KTABLE-TOSTREAM-0000000019 (stores: [])
+      --> KSTREAM-SINK-0000000020
+      <-- orders-with-customers-result
+    Processor: orders-with-customers-subscription-registration-processor (stores: [])
+      --> orders-with-customers-subscription-registration-sink
+      <-- KTABLE-SOURCE-0000000005
+    Sink: KSTREAM-SINK-0000000020 (topic: out)
+      <-- KTABLE-TOSTREAM-0000000019
+    Sink: orders-with-customers-subscription-registration-sink (topic: orders-with-customers-subscription-registration-topic)
+      <-- orders-with-customers-subscription-registration-processor
+
+"#;
+
+const KAFKA_FK_JOIN_NAMED: &str = r#"Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000001 (topics: [customers])
+      --> KTABLE-SOURCE-0000000002
+    Source: fk-subscription-registration-source (topics: [fk-subscription-registration-topic])
+      --> fk-subscription-receive
+    Processor: KTABLE-SOURCE-0000000002 (stores: [customers-STATE-STORE-0000000000])
+      --> fk-foreign-join-subscription
+      <-- KSTREAM-SOURCE-0000000001
+    Processor: fk-subscription-receive (stores: [fk-subscription-store])
+      --> fk-subscription-join-foreign
+      <-- fk-subscription-registration-source
+    Processor: fk-foreign-join-subscription (stores: [fk-subscription-store])
+      --> fk-subscription-response-sink
+      <-- KTABLE-SOURCE-0000000002
+    Processor: fk-subscription-join-foreign (stores: [customers-STATE-STORE-0000000000])
+      --> fk-subscription-response-sink
+      <-- fk-subscription-receive
+    Sink: fk-subscription-response-sink (topic: fk-subscription-response-topic)
+      <-- fk-subscription-join-foreign, fk-foreign-join-subscription
+
+  Sub-topology: 1
+    Source: fk-subscription-response-source (topics: [fk-subscription-response-topic])
+      --> fk-subscription-response-resolver
+    Source: KSTREAM-SOURCE-0000000004 (topics: [orders])
+      --> KTABLE-SOURCE-0000000005
+    Processor: fk-subscription-response-resolver (stores: [orders-STATE-STORE-0000000003])
+      --> fk-result
+      <-- fk-subscription-response-source
+    Processor: KTABLE-SOURCE-0000000005 (stores: [orders-STATE-STORE-0000000003])
+      --> fk-subscription-registration-processor
+      <-- KSTREAM-SOURCE-0000000004
+    Processor: fk-result (stores: [])
+      --> KTABLE-TOSTREAM-0000000020
+      <-- fk-subscription-response-resolver
+    Processor: KTABLE-TOSTREAM-0000000020 (stores: [])
+      --> KSTREAM-SINK-0000000021
+      <-- fk-result
+    Processor: fk-subscription-registration-processor (stores: [])
+      --> fk-subscription-registration-sink
+      <-- KTABLE-SOURCE-0000000005
+    Sink: KSTREAM-SINK-0000000021 (topic: out)
+      <-- KTABLE-TOSTREAM-0000000020
+    Sink: fk-subscription-registration-sink (topic: fk-subscription-registration-topic)
+      <-- fk-subscription-registration-processor
+
+"#;
+
+fn assert_describes_as_text(topology: &Topology, want: &str) {
+    let got = topology.describe().to_string();
+    assert_eq!(got, want, "\n--- ours\n{got}--- Kafka Streams\n{want}");
+}
+
+/// `orders.leftJoin(customers, v -> v, (o, c) -> o + c)`: generated names.
+#[test]
+fn foreign_key_left_join() {
+    let b = StreamsBuilder::new();
+    let customers = b.table::<String, String>("customers");
+    let orders = b.table::<String, String>("orders");
+    orders
+        .left_join_fk(&customers, |v: &String| v.clone(), pair_left)
+        .to_stream()
+        .to_with("out", Produced::with(StringSerde, Nullable(StringSerde)));
+    assert_describes_as_text(&b.build().unwrap(), KAFKA_FK_JOIN);
+}
+
+/// `orders.leftJoin(customers, (k, v) -> v, (o, c) -> o + c,
+/// TableJoined.with(p, p).withName("orders-with-customers"),
+/// Materialized.as("joined-orders"))`: every name from the join's, the
+/// result store the Materialized's (no index drawn for it).
+#[test]
+fn foreign_key_left_join_named_materialized() {
+    let first_partition = |_: &str, _: &String, _: &(), _: &Headers, _: i32| Some(vec![0]);
+    let b = StreamsBuilder::new();
+    let customers = b.table::<String, String>("customers");
+    let orders = b.table::<String, String>("orders");
+    orders
+        .left_join_fk_with(
+            &customers,
+            ForeignKeyExtractor::from_key_and_value(|_: &String, v: &String| Some(v.clone())),
+            pair_left,
+            TableJoined::with(first_partition, first_partition).with_name("orders-with-customers"),
+            Materialized::as_("joined-orders")
+                .with_key_serde(StringSerde)
+                .with_value_serde(StringSerde),
+        )
+        .to_stream()
+        .to_with("out", Produced::with(StringSerde, Nullable(StringSerde)));
+    assert_describes_as_text(&b.build().unwrap(), KAFKA_FK_LEFT_JOIN_NAMED_MATERIALIZED);
+}
+
+/// `orders.join(customers, v -> v, (o, c) -> o + c, TableJoined.as("fk"))`:
+/// the result store's index is drawn although the join is named.
+#[test]
+fn foreign_key_join_named() {
+    let b = StreamsBuilder::new();
+    let customers = b.table::<String, String>("customers");
+    let orders = b.table::<String, String>("orders");
+    orders
+        .join_fk_with(
+            &customers,
+            ForeignKeyExtractor::from_value(|v: &String| Some(v.clone())),
+            pair,
+            TableJoined::as_("fk"),
+            Materialized::new(),
+        )
+        .to_stream()
+        .to_with("out", Produced::with(StringSerde, Nullable(StringSerde)));
+    assert_describes_as_text(&b.build().unwrap(), KAFKA_FK_JOIN_NAMED);
 }

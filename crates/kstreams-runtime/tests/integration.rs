@@ -16,6 +16,7 @@ mod driver_async;
 #[cfg(feature = "rocksdb")]
 mod driver_stores;
 mod eos_restart;
+mod fk_join_options;
 mod handlers;
 mod interactive_queries;
 mod internal_topic_configs;

@@ -97,11 +97,12 @@ pub mod prelude {
     pub use kstreams_dsl::{
         late_headers, AsyncOptions, AsyncOrder, AsyncTimeout, Branched, BranchedKStream,
         BufferConfig, Change, CogroupedKStream, Consumed, FixedKeyProcessor,
-        FixedKeyProcessorContext, FixedKeyRecord, GlobalKTable, Grouped, Joined, KGroupedStream,
-        KGroupedTable, KStream, KTable, Materialized, Named, Printed, Processor, ProcessorContext,
-        ProcessorError, Produced, PunctuationId, RecordContext, Repartitioned,
-        SessionWindowedKStream, StoreType, StreamJoined, StreamPartitioner, StreamsBuilder,
-        StreamsError, Suppressed, TimeWindowedKStream, TopicNameExtractor, Topology, TopologyError,
+        FixedKeyProcessorContext, FixedKeyRecord, ForeignKeyExtractor, GlobalKTable, Grouped,
+        Joined, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Named, Printed,
+        Processor, ProcessorContext, ProcessorError, Produced, PunctuationId, RecordContext,
+        Repartitioned, SessionWindowedKStream, StoreType, StreamJoined, StreamPartitioner,
+        StreamsBuilder, StreamsError, Suppressed, TableJoined, TimeWindowedKStream,
+        TopicNameExtractor, Topology, TopologyError,
     };
     #[cfg(feature = "embedded")]
     pub use kstreams_embedded::EmbeddedKafka;

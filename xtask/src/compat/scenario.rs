@@ -86,6 +86,7 @@ impl Scenario {
         match self.name {
             "stream-table-join"
             | "foreign-key-join"
+            | "foreign-key-join-options"
             | "global-table-join"
             | "versioned-join-grace" => &["customers", "orders"],
             "table-table-join"
@@ -212,6 +213,7 @@ pub(super) const SCENARIOS: &[Scenario] = &[
     aggregations::SUPPRESS_TIME_LIMIT,
     aggregations::PUNCTUATION,
     joins::FOREIGN_KEY_JOIN,
+    joins::FOREIGN_KEY_JOIN_OPTIONS,
     joins::GLOBAL_TABLE_JOIN,
     joins::VERSIONED_JOIN_GRACE,
     joins::TABLE_TABLE_JOIN_CACHED,

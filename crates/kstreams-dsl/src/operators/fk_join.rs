@@ -9,23 +9,29 @@
 //! side keeps the subscriptions by foreign key and answers each, and again
 //! whenever the right row changes, on
 //! `<app>-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-<n>-topic` keyed by the
-//! primary key. The left side joins an answer only if the hash still
+//! primary key, to the partition the left record came from (which the
+//! subscription carries) or the one the application's partitioner of the
+//! left table chooses. The left side joins an answer only if the hash still
 //! matches its current value, so answers to outdated rows are dropped.
+//! A named join (`TableJoined`) puts `<name>-subscription-registration`
+//! and `<name>-subscription-response` in place of the generated names.
 //! The topics' and the subscription store's bytes are Kafka Streams' (see
 //! `fk_format`).
 
 use std::sync::Arc;
 
-use kstreams_record::{Headers, Record, SharedSerde};
+use kstreams_record::{Headers, Record, Serde, SerdeError, SharedSerde};
 use kstreams_state::{KeyValueStoreHandle, ValueAndTimestamp};
 
 use crate::change::Change;
 use crate::operators::fk_format::{
     murmur3_hash128, parse_response, parse_subscription, response, subscription, subscription_key,
-    subscription_prefix, DELETE_KEY_AND_PROPAGATE, DELETE_KEY_NO_PROPAGATE,
+    subscription_prefix, Subscription, DELETE_KEY_AND_PROPAGATE, DELETE_KEY_NO_PROPAGATE,
     PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE,
 };
 use crate::operators::getters::{GetterFactory, ValueGetter};
+use crate::partitioner::{SharedPartitioner, StreamPartitioner};
+use crate::table_joined::ForeignKeyExtractor;
 use crate::{Processor, ProcessorContext, ProcessorError};
 
 pub(crate) fn serialize<T: 'static>(
@@ -43,52 +49,63 @@ pub(crate) fn serialize<T: 'static>(
 /// timestamped store of `SubscriptionWrapper`s).
 pub(crate) type SubscriptionStore = KeyValueStoreHandle<Vec<u8>, ValueAndTimestamp<Vec<u8>>>;
 
-pub(crate) type ForeignKey<V, KO> = Arc<dyn Fn(&V) -> KO + Send + Sync>;
 pub(crate) type FkJoiner<V, VO, VR> = Arc<dyn Fn(&V, Option<&VO>) -> VR + Send + Sync>;
 
 /// Left side: a left row's change becomes subscriptions, keyed by the
-/// foreign key (so they reach its partition), carrying the primary key.
+/// foreign key (so they reach its partition: the subscription sink
+/// serializes it), carrying the primary key.
 pub(crate) struct SubscriptionSender<K, V, KO> {
-    pub(crate) foreign_key: ForeignKey<V, KO>,
+    pub(crate) foreign_key: ForeignKeyExtractor<K, V, KO>,
     pub(crate) key_serde: SharedSerde<K>,
     pub(crate) value_serde: SharedSerde<V>,
-    pub(crate) fk_serde: SharedSerde<KO>,
     pub(crate) topic: String,
     pub(crate) left_join: bool,
 }
 
-impl<K: 'static, V: 'static, KO: PartialEq + 'static>
-    Processor<K, Change<V>, Option<Vec<u8>>, Vec<u8>> for SubscriptionSender<K, V, KO>
+impl<K: 'static, V: 'static, KO: Clone + PartialEq + 'static>
+    Processor<K, Change<V>, Option<KO>, Vec<u8>> for SubscriptionSender<K, V, KO>
 {
     /// Kafka Streams' `SubscriptionSendProcessorSupplier`, instruction for
-    /// instruction: the subscription topic's records are the same.
+    /// instruction: the subscription topic's records are the same. A row
+    /// whose foreign key is `None` (KIP-962) subscribes to nothing: a left
+    /// join sends it without a key, to be answered with no foreign value;
+    /// an inner join drops it (counted as dropped), unsubscribing what the
+    /// row had subscribed to before.
     fn process(
         &mut self,
-        ctx: &mut ProcessorContext<'_, Option<Vec<u8>>, Vec<u8>>,
+        ctx: &mut ProcessorContext<'_, Option<KO>, Vec<u8>>,
         record: Record<K, Change<V>>,
     ) -> Result<(), ProcessorError> {
         let topic = self.topic.as_str();
+        let change = &record.value;
+        if change.old_value.is_none() && change.new_value.is_none() {
+            return Ok(()); // deleting what was never there
+        }
         let pk = serialize(&self.key_serde, topic, &record.key)?;
         // Kafka Streams sends the left record's partition along, for the
         // response to find its way back.
         let partition = ctx
             .record_metadata()
             .map_or(ctx.task_id().partition, |m| m.partition);
-        let change = &record.value;
-        let old_fk = change.old_value.as_ref().map(|v| (self.foreign_key)(v));
-        let new_fk = change.new_value.as_ref().map(|v| (self.foreign_key)(v));
+        let extract = |value: &Option<V>| {
+            value
+                .as_ref()
+                .and_then(|v| self.foreign_key.extract(&record.key, v))
+        };
+        let old_fk = extract(&change.old_value);
+        let new_fk = extract(&change.new_value);
         // Every subscription of a change carries the new value's hash (none
         // for a delete), the one to the old foreign key too.
         let hash = match &change.new_value {
             Some(v) => Some(murmur3_hash128(&serialize(&self.value_serde, topic, v)?)),
             None => None,
         };
-        let mut send = |fk: Option<&KO>, instruction: u8| -> Result<(), ProcessorError> {
-            let key = fk
-                .map(|fk| serialize(&self.fk_serde, topic, fk))
-                .transpose()?;
+        let send = |ctx: &mut ProcessorContext<'_, Option<KO>, Vec<u8>>,
+                    fk: Option<&KO>,
+                    instruction: u8|
+         -> Result<(), ProcessorError> {
             ctx.forward(Record {
-                key,
+                key: fk.cloned(),
                 value: subscription(instruction, hash.as_ref(), &pk, partition),
                 timestamp: record.timestamp,
                 headers: record.headers.clone(),
@@ -97,30 +114,42 @@ impl<K: 'static, V: 'static, KO: PartialEq + 'static>
         };
         let moved = old_fk.is_some() && old_fk != new_fk;
         if self.left_join {
-            if change.old_value.is_none() && change.new_value.is_none() {
-                return Ok(()); // deleting what was never there
-            }
             if moved {
-                send(old_fk.as_ref(), DELETE_KEY_NO_PROPAGATE)?;
+                send(ctx, old_fk.as_ref(), DELETE_KEY_NO_PROPAGATE)?;
             }
             // Always, a delete included: a left row must hear back to emit
-            // its result. A delete's subscription has no foreign key (a
-            // null key); the right side answers it without a lookup.
-            return send(new_fk.as_ref(), PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE);
+            // its result. A delete's subscription, or a row's without a
+            // foreign key, has a null key; the right side answers it
+            // without a lookup.
+            return send(ctx, new_fk.as_ref(), PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE);
         }
         match &new_fk {
             Some(new_fk) => {
                 // A row that moved to another foreign key must hear back
                 // even if that key has no row: its old result is retracted.
                 if moved {
-                    send(old_fk.as_ref(), DELETE_KEY_NO_PROPAGATE)?;
-                    send(Some(new_fk), PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
+                    send(ctx, old_fk.as_ref(), DELETE_KEY_NO_PROPAGATE)?;
+                    send(ctx, Some(new_fk), PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
                 } else {
-                    send(Some(new_fk), PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
+                    send(ctx, Some(new_fk), PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
                 }
             }
-            None if old_fk.is_some() => send(old_fk.as_ref(), DELETE_KEY_AND_PROPAGATE),
-            None => Ok(()),
+            None => {
+                if change.new_value.is_some() {
+                    // A row without a foreign key has no inner join result.
+                    log::warn!(
+                        "{}: skipping a record with a null foreign key (at {:?})",
+                        ctx.node_name(),
+                        ctx.record_metadata()
+                    );
+                    ctx.record_dropped();
+                }
+                // Its old result, if any, is retracted.
+                match &old_fk {
+                    Some(old_fk) => send(ctx, Some(old_fk), DELETE_KEY_AND_PROPAGATE),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }
@@ -153,10 +182,18 @@ impl Processor<Option<Vec<u8>>, Vec<u8>, Option<Vec<u8>>, Vec<u8>> for Subscript
             .ok_or("foreign-key join not initialized")?;
         let sub = parse_subscription(&record.value).ok_or("malformed foreign-key subscription")?;
         let Some(foreign_key) = &record.key else {
-            // A left join's deleted row: nothing to keep, only an answer
-            // to give. Any other instruction without a key is dropped.
+            // A left join's deleted row, or one without a foreign key:
+            // nothing to keep, only an answer to give. Any other
+            // instruction without a key is dropped.
             if sub.instruction == PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE {
                 ctx.forward(record)?;
+            } else {
+                log::warn!(
+                    "{}: skipping a subscription with a null foreign key (at {:?})",
+                    ctx.node_name(),
+                    ctx.record_metadata()
+                );
+                ctx.record_dropped();
             }
             return Ok(());
         };
@@ -178,19 +215,20 @@ impl Processor<Option<Vec<u8>>, Vec<u8>, Option<Vec<u8>>, Vec<u8>> for Subscript
 /// Right side: answers a subscription with the right row (keyed by the
 /// primary key, back to the left partition); Kafka Streams'
 /// `SubscriptionJoinProcessorSupplier`.
-pub(crate) struct SubscriptionJoinForeign<KO, VO> {
+pub(crate) struct SubscriptionJoinForeign<K, KO, VO> {
     pub(crate) make: GetterFactory<KO, VO>,
     pub(crate) getter: Option<Box<dyn ValueGetter<KO, VO>>>,
     pub(crate) fk_serde: SharedSerde<KO>,
     pub(crate) right_serde: SharedSerde<VO>,
+    pub(crate) addressing: Addressing<K>,
 }
 
-impl<KO: 'static, VO: 'static> Processor<Option<Vec<u8>>, Vec<u8>, Vec<u8>, Vec<u8>>
-    for SubscriptionJoinForeign<KO, VO>
+impl<K: Clone + 'static, KO: 'static, VO: 'static>
+    Processor<Option<Vec<u8>>, Vec<u8>, Vec<u8>, Answer<K>> for SubscriptionJoinForeign<K, KO, VO>
 {
     fn init(
         &mut self,
-        ctx: &mut ProcessorContext<'_, Vec<u8>, Vec<u8>>,
+        ctx: &mut ProcessorContext<'_, Vec<u8>, Answer<K>>,
     ) -> Result<(), ProcessorError> {
         self.getter = Some((self.make)(&ctx.store_lookup())?);
         Ok(())
@@ -198,7 +236,7 @@ impl<KO: 'static, VO: 'static> Processor<Option<Vec<u8>>, Vec<u8>, Vec<u8>, Vec<
 
     fn process(
         &mut self,
-        ctx: &mut ProcessorContext<'_, Vec<u8>, Vec<u8>>,
+        ctx: &mut ProcessorContext<'_, Vec<u8>, Answer<K>>,
         record: Record<Option<Vec<u8>>, Vec<u8>>,
     ) -> Result<(), ProcessorError> {
         let getter = self
@@ -206,7 +244,7 @@ impl<KO: 'static, VO: 'static> Processor<Option<Vec<u8>>, Vec<u8>, Vec<u8>, Vec<
             .as_ref()
             .ok_or("foreign-key join not initialized")?;
         let sub = parse_subscription(&record.value).ok_or("malformed foreign-key subscription")?;
-        let (instruction, pk) = (sub.instruction, sub.primary_key);
+        let instruction = sub.instruction;
         if instruction == DELETE_KEY_NO_PROPAGATE {
             return Ok(());
         }
@@ -232,9 +270,10 @@ impl<KO: 'static, VO: 'static> Processor<Option<Vec<u8>>, Vec<u8>, Vec<u8>, Vec<
             }
             _ => None,
         };
+        let answer = self.addressing.answer(&sub, right_bytes.as_deref())?;
         ctx.forward(Record {
-            key: pk.to_vec(),
-            value: response(sub.hash.as_ref(), right_bytes.as_deref()),
+            key: sub.primary_key.to_vec(),
+            value: answer,
             timestamp,
             headers: record.headers,
         })?;
@@ -242,20 +281,22 @@ impl<KO: 'static, VO: 'static> Processor<Option<Vec<u8>>, Vec<u8>, Vec<u8>, Vec<
     }
 }
 
-/// Right side: a right row's change answers every subscription to it.
-pub(crate) struct ForeignChangeProcessor<KO, VO> {
+/// Right side: a right row's change answers every subscription to it
+/// (Kafka Streams' `ForeignTableJoinProcessorSupplier`).
+pub(crate) struct ForeignChangeProcessor<K, KO, VO> {
     pub(crate) store_name: String,
     pub(crate) store: Option<SubscriptionStore>,
     pub(crate) fk_serde: SharedSerde<KO>,
     pub(crate) right_serde: SharedSerde<VO>,
+    pub(crate) addressing: Addressing<K>,
 }
 
-impl<KO: 'static, VO: 'static> Processor<KO, Change<VO>, Vec<u8>, Vec<u8>>
-    for ForeignChangeProcessor<KO, VO>
+impl<K: Clone + 'static, KO: 'static, VO: 'static> Processor<KO, Change<VO>, Vec<u8>, Answer<K>>
+    for ForeignChangeProcessor<K, KO, VO>
 {
     fn init(
         &mut self,
-        ctx: &mut ProcessorContext<'_, Vec<u8>, Vec<u8>>,
+        ctx: &mut ProcessorContext<'_, Vec<u8>, Answer<K>>,
     ) -> Result<(), ProcessorError> {
         self.store = Some(ctx.get_state_store(&self.store_name)?);
         Ok(())
@@ -263,7 +304,7 @@ impl<KO: 'static, VO: 'static> Processor<KO, Change<VO>, Vec<u8>, Vec<u8>>
 
     fn process(
         &mut self,
-        ctx: &mut ProcessorContext<'_, Vec<u8>, Vec<u8>>,
+        ctx: &mut ProcessorContext<'_, Vec<u8>, Answer<K>>,
         record: Record<KO, Change<VO>>,
     ) -> Result<(), ProcessorError> {
         let store = self
@@ -285,15 +326,165 @@ impl<KO: 'static, VO: 'static> Processor<KO, Change<VO>, Vec<u8>, Vec<u8>>
             // Every subscriber hears of the change, a delete included: a
             // joined row is retracted then. Kafka Streams stamps the answer
             // with the right row's timestamp alone.
+            let answer = self.addressing.answer(&sub, right.as_deref())?;
             ctx.forward(Record {
                 key: sub.primary_key.to_vec(),
-                value: response(sub.hash.as_ref(), right.as_deref()),
+                value: answer,
                 timestamp: record.timestamp,
                 headers: record.headers.clone(),
             })?;
         }
         Ok(())
     }
+}
+
+/// An answer on its way to the response topic: its bytes (Kafka Streams'
+/// `SubscriptionResponseWrapper`, see `fk_format`), and what the response
+/// sink's partitioner needs: the partition of the left record the
+/// subscription came from (none in a version 0 subscription), and the
+/// primary key, read back, when the application partitions the left table
+/// itself.
+#[derive(Clone)]
+pub(crate) struct Answer<K> {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) primary_partition: Option<i32>,
+    pub(crate) primary_key: Option<K>,
+}
+
+/// How the right side addresses its answers: it reads the primary key back
+/// only for a partitioner of the application's own (`key_serde` is then
+/// set); otherwise the answer goes by the partition the subscription
+/// carries, and the key's bytes travel as they came.
+pub(crate) struct Addressing<K> {
+    pub(crate) key_serde: Option<SharedSerde<K>>,
+}
+
+impl<K> Clone for Addressing<K> {
+    fn clone(&self) -> Self {
+        Addressing {
+            key_serde: self.key_serde.clone(),
+        }
+    }
+}
+
+impl<K: 'static> Addressing<K> {
+    fn answer(
+        &self,
+        sub: &Subscription<'_>,
+        right: Option<&[u8]>,
+    ) -> Result<Answer<K>, ProcessorError> {
+        let primary_key = match &self.key_serde {
+            Some(serde) => Some(serde.deserialize("", &Headers::new(), Some(sub.primary_key))?),
+            None => None,
+        };
+        Ok(Answer {
+            bytes: response(sub.hash.as_ref(), right),
+            primary_partition: sub.primary_partition,
+            primary_key,
+        })
+    }
+}
+
+/// Writes an [`Answer`]'s bytes. The response topic is read back as bytes,
+/// so it never deserializes.
+pub(crate) struct AnswerSerde;
+
+impl<K: 'static> Serde<Answer<K>> for AnswerSerde {
+    fn serialize(
+        &self,
+        _: &str,
+        _: &mut Headers,
+        answer: &Answer<K>,
+    ) -> Result<Option<Vec<u8>>, SerdeError> {
+        Ok(Some(answer.bytes.clone()))
+    }
+
+    fn serialize_owned(
+        &self,
+        _: &str,
+        _: &mut Headers,
+        answer: Answer<K>,
+    ) -> Result<Option<Vec<u8>>, SerdeError> {
+        Ok(Some(answer.bytes))
+    }
+
+    fn deserialize(
+        &self,
+        topic: &str,
+        _: &Headers,
+        _: Option<&[u8]>,
+    ) -> Result<Answer<K>, SerdeError> {
+        Err(SerdeError::Custom {
+            topic: topic.to_string(),
+            message: "a foreign-key join's answers are read as bytes".to_string(),
+        })
+    }
+}
+
+/// The subscription sink's partitioner when the application partitions
+/// the foreign table itself (`TableJoined::with_other_partitioner`): the
+/// foreign key's partition. A subscription without a foreign key goes by
+/// the default partitioner (it is answered without a lookup wherever it
+/// lands); Kafka Streams asks the partitioner with a `null` key.
+pub(crate) struct SubscriptionPartitioner<KO>(pub(crate) SharedPartitioner<KO, ()>);
+
+impl<KO: 'static> StreamPartitioner<Option<KO>, Vec<u8>> for SubscriptionPartitioner<KO> {
+    fn partitions(
+        &self,
+        topic: &str,
+        foreign_key: &Option<KO>,
+        _: &Vec<u8>,
+        headers: &Headers,
+        partitions: i32,
+    ) -> Option<Vec<i32>> {
+        let foreign_key = foreign_key.as_ref()?;
+        one_partition(
+            self.0
+                .partitions(topic, foreign_key, &(), headers, partitions),
+        )
+    }
+}
+
+/// The response sink's partitioner, always set (Kafka Streams'
+/// `DefaultForeignResponseSinkPartitioner` and
+/// `ForeignResponseSinkPartitioner`): the application's partitioner of the
+/// left table's keys (`TableJoined::with_partitioner`) if any, else the
+/// partition of the left record the subscription came from, else (a
+/// version 0 subscription) the default partitioner.
+pub(crate) struct ResponsePartitioner<K>(pub(crate) Option<SharedPartitioner<K, ()>>);
+
+impl<K: 'static> StreamPartitioner<Vec<u8>, Answer<K>> for ResponsePartitioner<K> {
+    fn partitions(
+        &self,
+        topic: &str,
+        _: &Vec<u8>,
+        answer: &Answer<K>,
+        headers: &Headers,
+        partitions: i32,
+    ) -> Option<Vec<i32>> {
+        match (&self.0, &answer.primary_key) {
+            (Some(partitioner), Some(key)) => {
+                one_partition(partitioner.partitions(topic, key, &(), headers, partitions))
+            }
+            _ => answer.primary_partition.map(|partition| vec![partition]),
+        }
+    }
+}
+
+/// A foreign-key join's partitioner must choose one partition or leave the
+/// choice to the default: the join's state for a key lives in one place.
+/// Anything else fails the task, as Kafka Streams' `IllegalArgumentException`
+/// does (a panic here is caught by the task and reported naming the sink).
+fn one_partition(chosen: Option<Vec<i32>>) -> Option<Vec<i32>> {
+    let mut partitions = chosen?;
+    partitions.sort_unstable();
+    partitions.dedup();
+    assert!(
+        partitions.len() == 1,
+        "a foreign-key join's partitioner must choose exactly one partition, it chose \
+         {partitions:?}"
+    );
+    Some(partitions)
 }
 
 /// Left side: joins an answer with the left row if the answer is about the
@@ -346,7 +537,10 @@ impl<K: Clone + 'static, V: 'static, VO: 'static, VR: Clone + 'static>
             None => None,
         };
         if current_hash != hash {
-            return Ok(()); // an answer about a value the row no longer has
+            // An answer about a value the row no longer has: dropped, and
+            // counted so, as Kafka Streams does.
+            ctx.record_dropped();
+            return Ok(());
         }
         let right = match right {
             Some(bytes) => Some(
@@ -368,5 +562,81 @@ impl<K: Clone + 'static, V: 'static, VO: 'static, VR: Clone + 'static>
             headers: record.headers,
         })?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(primary_partition: Option<i32>, primary_key: Option<&str>) -> Answer<String> {
+        Answer {
+            bytes: Vec::new(),
+            primary_partition,
+            primary_key: primary_key.map(str::to_string),
+        }
+    }
+
+    fn by_length() -> SharedPartitioner<String, ()> {
+        Arc::new(
+            |_: &str, key: &String, _: &(), _: &Headers, partitions: i32| {
+                Some(vec![key.len() as i32 % partitions])
+            },
+        )
+    }
+
+    /// Without a partitioner of the application's own, an answer goes back
+    /// to the partition its subscription came from (Kafka Streams 4.4's
+    /// `DefaultForeignResponseSinkPartitioner`), or by the default
+    /// partitioner for a version 0 subscription, which carries none.
+    #[test]
+    fn answers_go_back_to_the_partition_the_subscription_came_from() {
+        let primary = ResponsePartitioner::<String>(None);
+        let headers = Headers::new();
+        assert_eq!(
+            primary.partitions("t", &b"k".to_vec(), &answer(Some(5), None), &headers, 8),
+            Some(vec![5])
+        );
+        assert_eq!(
+            primary.partitions("t", &b"k".to_vec(), &answer(None, None), &headers, 8),
+            None
+        );
+        let own = ResponsePartitioner(Some(by_length()));
+        assert_eq!(
+            own.partitions(
+                "t",
+                &b"k".to_vec(),
+                &answer(Some(5), Some("abc")),
+                &headers,
+                8
+            ),
+            Some(vec![3])
+        );
+    }
+
+    #[test]
+    fn subscriptions_without_a_foreign_key_go_by_the_default_partitioner() {
+        let partitioner = SubscriptionPartitioner(by_length());
+        let headers = Headers::new();
+        assert_eq!(
+            partitioner.partitions("t", &Some("ab".to_string()), &Vec::new(), &headers, 8),
+            Some(vec![2])
+        );
+        assert_eq!(
+            partitioner.partitions("t", &None, &Vec::new(), &headers, 8),
+            None
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "exactly one partition")]
+    fn a_partitioner_must_choose_one_partition() {
+        one_partition(Some(vec![1, 2]));
+    }
+
+    #[test]
+    fn choosing_one_partition_twice_is_choosing_it() {
+        assert_eq!(one_partition(Some(vec![1, 1])), Some(vec![1]));
+        assert_eq!(one_partition(None), None);
     }
 }

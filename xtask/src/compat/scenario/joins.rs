@@ -27,6 +27,27 @@ pub(crate) const FOREIGN_KEY_JOIN: Scenario = Scenario {
     expect: Expect::FinalValues(expect_foreign_key_join),
 };
 
+/// foreign-key-join with Kafka Streams 4.4's options: the join named
+/// (`TableJoined#withName`), both tables partitioned by their keys' number
+/// N (`customer-N`, `order-N`: N % partitions, in the input topics and by
+/// the join's partitioners of both sides), some orders naming no customer
+/// (`none`: a null foreign key, kept by the left join as `none|null`,
+/// KIP-962), the foreign key read from key and value (KIP-1104) and the
+/// result materialized. Compared by final value per order, as
+/// foreign-key-join.
+pub(crate) const FOREIGN_KEY_JOIN_OPTIONS: Scenario = Scenario {
+    name: "foreign-key-join-options",
+    input_partitions: 3,
+    output_partitions: 3,
+    output_serdes: ("string", "string"),
+    default_records: 1000,
+    generate: generate_orders_by_key_number,
+    expect: Expect::FinalValues(expect_foreign_key_join_options),
+};
+
+/// The order value that names no customer (Scenarios.NO_CUSTOMER).
+const NO_CUSTOMER: &str = "none";
+
 /// A stream of orders (key `order-N`, value: a customer id) left-joined
 /// with a global table of customers through that id. A global table is
 /// loaded to its end before any record is processed, so every order meets
@@ -125,6 +146,29 @@ fn generate_orders_with_tombstones(rng: &mut Rng, records: usize, partitions: i3
     orders(rng, records, partitions, true)
 }
 
+/// foreign-key-join's input with one order in six naming no customer
+/// (`none`), every record of both topics at partition N % partitions of
+/// its key `customer-N` or `order-N` (not where Kafka's default
+/// partitioner would put it).
+fn generate_orders_by_key_number(rng: &mut Rng, records: usize, partitions: i32) -> Vec<Record> {
+    let mut input = orders(rng, records, partitions, true);
+    for record in &mut input {
+        let topic = record.partition / partitions;
+        if topic == 1 && record.value.is_some() && rng.below(6) == 0 {
+            record.value = Some(NO_CUSTOMER.to_owned());
+        }
+        record.partition = topic * partitions + key_number(record.key.as_deref()) % partitions;
+    }
+    input
+}
+
+/// N of a key `kind-N` (Scenarios.userNumber).
+fn key_number(key: Option<&str>) -> i32 {
+    key.and_then(|k| k.rsplit('-').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
 /// Orders as a stream carry no tombstones: a stream-table join drops
 /// records without a value before the join, which the expectation here
 /// does not model.
@@ -148,7 +192,23 @@ fn final_tables(input: &[Record], partitions: i32) -> [BTreeMap<String, String>;
 
 /// Each live order with its customer's final name (or `null`).
 fn expect_foreign_key_join(input: &[Record], partitions: i32) -> Vec<Record> {
-    let [customers, orders] = final_tables(input, FOREIGN_KEY_JOIN.input_partitions);
+    live_orders_with_final_names(input, FOREIGN_KEY_JOIN.input_partitions, partitions)
+}
+
+/// As foreign-key-join: an order naming no customer (`none`) has no
+/// customer's name, `none|null` (no customer is keyed `none`).
+fn expect_foreign_key_join_options(input: &[Record], partitions: i32) -> Vec<Record> {
+    live_orders_with_final_names(input, FOREIGN_KEY_JOIN_OPTIONS.input_partitions, partitions)
+}
+
+/// Each live order with its customer's final name (or `null`), where the
+/// output's default partitioner puts the order.
+fn live_orders_with_final_names(
+    input: &[Record],
+    input_partitions: i32,
+    partitions: i32,
+) -> Vec<Record> {
+    let [customers, orders] = final_tables(input, input_partitions);
     orders
         .into_iter()
         .map(|(order, customer)| {
@@ -249,6 +309,22 @@ mod tests {
                 ("order-2".into(), "customer-2|null".into())
             ]
         );
+    }
+
+    #[test]
+    fn orders_by_key_number_sit_at_their_number_and_some_name_no_customer() {
+        let input = FOREIGN_KEY_JOIN_OPTIONS.input(42, 600);
+        for record in &input {
+            let number = key_number(record.key.as_deref());
+            assert_eq!(record.partition % 3, number % 3, "{record:?}");
+        }
+        let no_customer = input
+            .iter()
+            .filter(|r| r.value.as_deref() == Some(NO_CUSTOMER))
+            .count();
+        assert!(no_customer > 10, "{no_customer} orders without a customer");
+        let out = expect_foreign_key_join_options(&input, 3);
+        assert!(out.iter().any(|r| r.value.as_deref() == Some("none|null")));
     }
 
     #[test]

@@ -12,31 +12,40 @@ use crate::graph::SourceTopics;
 use crate::handles::types::KTable;
 use crate::materialized::{add_store, Materialized, StoreSpec};
 use crate::nodes::SinkPartitioning;
+use crate::operators::fk_join::Addressing;
+use crate::operators::fk_join::Answer;
+use crate::operators::fk_join::AnswerSerde;
 use crate::operators::fk_join::FkJoiner;
 use crate::operators::fk_join::ForeignChangeProcessor;
-use crate::operators::fk_join::ForeignKey;
+use crate::operators::fk_join::ResponsePartitioner;
 use crate::operators::fk_join::SubscriptionJoinForeign;
+use crate::operators::fk_join::SubscriptionPartitioner;
 use crate::operators::fk_join::SubscriptionResolver;
 use crate::operators::fk_join::SubscriptionSender;
 use crate::operators::fk_join::SubscriptionStoreReceiver;
 use crate::topology::SinkTopic;
-use crate::TopologyError;
+use crate::{ForeignKeyExtractor, TableJoined, TopologyError};
 
 impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
     /// Joins each row with the row of `other` whose key `foreign_key`
     /// takes from the row's value; rows without one are absent from the
     /// result. Kafka Streams' foreign-key `KTable#join` (KIP-213).
+    ///
+    /// [`KTable::join_fk_with`] takes a name, partitioners, a store for the
+    /// result and a foreign key that may be absent or read from the key.
     pub fn join_fk<KO: Clone + PartialEq + 'static, VO: Clone + 'static, VR: Clone + 'static>(
         &self,
         other: &KTable<KO, VO>,
         foreign_key: impl Fn(&V) -> KO + Send + Sync + 'static,
         joiner: impl Fn(&V, &VO) -> VR + Send + Sync + 'static,
     ) -> KTable<K, VR> {
-        let joiner: FkJoiner<V, VO, VR> = Arc::new(move |v, o| match o {
-            Some(o) => joiner(v, o),
-            None => unreachable!("an inner join calls its joiner with both values"),
-        });
-        self.fk_join(other, Arc::new(foreign_key), joiner, false)
+        self.join_fk_with(
+            other,
+            ForeignKeyExtractor::from_value(move |v| Some(foreign_key(v))),
+            joiner,
+            TableJoined::default(),
+            Materialized::new(),
+        )
     }
 
     /// Like [`KTable::join_fk`], keeping rows whose foreign row is missing
@@ -51,16 +60,116 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         foreign_key: impl Fn(&V) -> KO + Send + Sync + 'static,
         joiner: impl Fn(&V, Option<&VO>) -> VR + Send + Sync + 'static,
     ) -> KTable<K, VR> {
-        self.fk_join(other, Arc::new(foreign_key), Arc::new(joiner), true)
+        self.left_join_fk_with(
+            other,
+            ForeignKeyExtractor::from_value(move |v| Some(foreign_key(v))),
+            joiner,
+            TableJoined::default(),
+            Materialized::new(),
+        )
+    }
+
+    /// [`KTable::join_fk`] with all of Kafka Streams' options (its
+    /// `KTable#join(other, extractor, joiner, TableJoined, Materialized)`):
+    ///
+    /// - `foreign_key` reads the foreign key from the value or from the key
+    ///   and value (KIP-1104). A row whose foreign key is `None` has no
+    ///   result: it is dropped (counted as dropped, with a warning), and
+    ///   the result it had before, if any, is deleted (KIP-962);
+    /// - `table_joined` names the join's processors, internal topics and
+    ///   subscription store, and partitions the internal topics for tables
+    ///   not partitioned by Kafka's default partitioner (see
+    ///   [`TableJoined`]);
+    /// - `materialized` keeps the result in a store: named, it is made at
+    ///   once and is queryable; unnamed (`Materialized::new()`), the store
+    ///   is made only if a downstream operator needs it.
+    ///
+    /// ```
+    /// use kstreams_dsl::{ForeignKeyExtractor, Materialized, StreamsBuilder, TableJoined};
+    ///
+    /// let builder = StreamsBuilder::new();
+    /// let customers = builder.table::<String, String>("customers");
+    /// // An order's value names its customer, or "none".
+    /// let orders = builder.table::<String, String>("orders");
+    /// let named = orders.join_fk_with(
+    ///     &customers,
+    ///     ForeignKeyExtractor::from_value(|customer: &String| {
+    ///         (customer != "none").then(|| customer.clone())
+    ///     }),
+    ///     |customer, name| format!("{customer}: {name}"),
+    ///     TableJoined::as_("orders-with-customers"),
+    ///     Materialized::as_("orders-with-customers-store"),
+    /// );
+    /// assert_eq!(
+    ///     named.queryable_store_name().as_deref(),
+    ///     Some("orders-with-customers-store")
+    /// );
+    /// ```
+    pub fn join_fk_with<
+        KO: Clone + PartialEq + 'static,
+        VO: Clone + 'static,
+        VR: Clone + 'static,
+    >(
+        &self,
+        other: &KTable<KO, VO>,
+        foreign_key: ForeignKeyExtractor<K, V, KO>,
+        joiner: impl Fn(&V, &VO) -> VR + Send + Sync + 'static,
+        table_joined: TableJoined<K, KO>,
+        materialized: Materialized<K, VR>,
+    ) -> KTable<K, VR> {
+        let joiner: FkJoiner<V, VO, VR> = Arc::new(move |v, o| match o {
+            Some(o) => joiner(v, o),
+            None => unreachable!("an inner join calls its joiner with both values"),
+        });
+        self.fk_join(
+            other,
+            foreign_key,
+            joiner,
+            false,
+            table_joined,
+            materialized,
+        )
+    }
+
+    /// [`KTable::left_join_fk`] with all of Kafka Streams' options, as
+    /// [`KTable::join_fk_with`]. A row whose foreign key is `None` is in
+    /// the result, joined with `None` (KIP-962).
+    pub fn left_join_fk_with<
+        KO: Clone + PartialEq + 'static,
+        VO: Clone + 'static,
+        VR: Clone + 'static,
+    >(
+        &self,
+        other: &KTable<KO, VO>,
+        foreign_key: ForeignKeyExtractor<K, V, KO>,
+        joiner: impl Fn(&V, Option<&VO>) -> VR + Send + Sync + 'static,
+        table_joined: TableJoined<K, KO>,
+        materialized: Materialized<K, VR>,
+    ) -> KTable<K, VR> {
+        self.fk_join(
+            other,
+            foreign_key,
+            Arc::new(joiner),
+            true,
+            table_joined,
+            materialized,
+        )
     }
 
     fn fk_join<KO: Clone + PartialEq + 'static, VO: Clone + 'static, VR: Clone + 'static>(
         &self,
         other: &KTable<KO, VO>,
-        foreign_key: ForeignKey<V, KO>,
+        foreign_key: ForeignKeyExtractor<K, V, KO>,
         joiner: FkJoiner<V, VO, VR>,
         left_join: bool,
+        table_joined: TableJoined<K, KO>,
+        materialized: Materialized<K, VR>,
     ) -> KTable<K, VR> {
+        let TableJoined {
+            name,
+            partitioner,
+            other_partitioner,
+        } = table_joined;
         // The left side must know which foreign key a row had before.
         self.enable_old_values(true);
         let left_getter = (self.getter)();
@@ -71,19 +180,28 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         // between the two.
         let names = {
             let mut s = self.state.borrow_mut();
-            FkJoinNames::draw(&mut s)
+            FkJoinNames::draw(&mut s, name.as_deref(), materialized.name.as_deref())
         };
         let key_serde = self
             .key_serde
             .clone()
             .or_else(kstreams_record::builtin_serde::<K>);
-        let result_serde = kstreams_record::builtin_serde::<VR>();
-        // The output is a table source: its store (Kafka Streams'
-        // KTABLE-FK-JOIN-OUTPUT-STATE-STORE-<n>, named whether or not it is
-        // made) is added only when a downstream join or old values need it.
+        // The result table's values are read with the store's serde, if
+        // given (Kafka Streams' result takes the Materialized's).
+        let result_serde = materialized
+            .value_serde
+            .clone()
+            .or_else(kstreams_record::builtin_serde::<VR>);
+        // The output is a table source: its store (named by `materialized`,
+        // else Kafka Streams' KTABLE-FK-JOIN-OUTPUT-STATE-STORE-<n>, drawn
+        // whether or not it is made) is added at once when named
+        // (queryable), otherwise only when a downstream join or old values
+        // need it.
+        let materialize_now = materialized.name.is_some();
+        let result_store = names.result_store.clone();
         let spec = StoreSpec::settle(
-            Materialized::new(),
-            || names.result_store.clone(),
+            materialized,
+            || result_store,
             key_serde.clone(),
             result_serde.clone(),
         );
@@ -101,7 +219,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                 &resolver,
                 result,
                 spec,
-                false,
+                materialize_now,
                 (Some, |v| v),
             );
             table.key_serde = output_key_serde;
@@ -144,9 +262,28 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             return output();
         };
         let bytes: SharedSerde<Vec<u8>> = Arc::new(BytesSerde);
-        // A left join's subscription for a deleted row has no foreign key:
-        // Kafka Streams writes it with a null key.
+        // A left join's subscription for a deleted row, or a row without a
+        // foreign key, has none: Kafka Streams writes it with a null key.
         let foreign_key_bytes: SharedSerde<Option<Vec<u8>>> = Arc::new(Nullable(BytesSerde));
+        let foreign_key_serde: SharedSerde<Option<KO>> = Arc::new(Nullable(fk_serde.clone()));
+        // Where the subscriptions go: the foreign key's partition by the
+        // application's partitioner of the foreign table if there is one,
+        // else by Kafka's default partitioner of the serialized key.
+        let subscription_partitioning = match other_partitioner {
+            Some(partitioner) => {
+                SinkPartitioning::Custom(Arc::new(SubscriptionPartitioner(partitioner)))
+            }
+            None => SinkPartitioning::WholeKey,
+        };
+        // Where the answers go: the left row's partition by the
+        // application's partitioner of the left table (which needs the
+        // primary key read back), else the partition the subscription
+        // carries (Kafka Streams 4.4's DefaultForeignResponseSinkPartitioner).
+        let addressing = Addressing {
+            key_serde: partitioner.as_ref().map(|_| key_serde.clone()),
+        };
+        let response_partitioning: SinkPartitioning<Vec<u8>, Answer<K>> =
+            SinkPartitioning::Custom(Arc::new(ResponsePartitioner(partitioner)));
         let FkJoinNames {
             subscription_topic,
             sender,
@@ -165,22 +302,16 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
 
         // Left: changes of the left table become subscriptions.
         {
-            let (foreign_key, key_serde, value_serde, fk_serde) = (
-                foreign_key.clone(),
-                key_serde.clone(),
-                value_serde.clone(),
-                fk_serde.clone(),
-            );
+            let (key_serde, value_serde) = (key_serde.clone(), value_serde.clone());
             let topic = subscription_topic.clone();
             let added = s
                 .topology
-                .add_typed_processor::<K, Change<V>, Option<Vec<u8>>, Vec<u8>, _>(
+                .add_typed_processor::<K, Change<V>, Option<KO>, Vec<u8>, _>(
                     sender.clone(),
                     Arc::new(move || SubscriptionSender {
                         foreign_key: foreign_key.clone(),
                         key_serde: key_serde.clone(),
                         value_serde: value_serde.clone(),
-                        fk_serde: fk_serde.clone(),
                         topic: topic.clone(),
                         left_join,
                     }),
@@ -191,9 +322,9 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         let added = s.topology.add_typed_sink(
             subscription_sink,
             SinkTopic::Fixed(subscription_topic.clone()),
-            foreign_key_bytes.clone(),
+            foreign_key_serde,
             bytes.clone(),
-            SinkPartitioning::WholeKey,
+            subscription_partitioning,
             &[sender.as_str()],
         );
         s.record(added);
@@ -235,15 +366,17 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         {
             let make = right_getter.make.clone();
             let (right_serde, fk_serde) = (right_serde.clone(), fk_serde.clone());
+            let addressing = addressing.clone();
             let added = s
                 .topology
-                .add_typed_processor::<Option<Vec<u8>>, Vec<u8>, Vec<u8>, Vec<u8>, _>(
+                .add_typed_processor::<Option<Vec<u8>>, Vec<u8>, Vec<u8>, Answer<K>, _>(
                     join_foreign.clone(),
-                    Arc::new(move || SubscriptionJoinForeign::<KO, VO> {
+                    Arc::new(move || SubscriptionJoinForeign::<K, KO, VO> {
                         make: make.clone(),
                         getter: None,
                         fk_serde: fk_serde.clone(),
                         right_serde: right_serde.clone(),
+                        addressing: addressing.clone(),
                     }),
                     &[receiver.as_str()],
                 );
@@ -261,13 +394,14 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                 (store.clone(), fk_serde.clone(), right_serde.clone());
             let added = s
                 .topology
-                .add_typed_processor::<KO, Change<VO>, Vec<u8>, Vec<u8>, _>(
+                .add_typed_processor::<KO, Change<VO>, Vec<u8>, Answer<K>, _>(
                     foreign_processor.clone(),
-                    Arc::new(move || ForeignChangeProcessor::<KO, VO> {
+                    Arc::new(move || ForeignChangeProcessor::<K, KO, VO> {
                         store_name: store_name.clone(),
                         store: None,
                         fk_serde: fk_serde.clone(),
                         right_serde: right_serde.clone(),
+                        addressing: addressing.clone(),
                     }),
                     &[other.node.as_str()],
                 );
@@ -283,8 +417,8 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             response_sink,
             SinkTopic::Fixed(response_topic.clone()),
             bytes.clone(),
-            bytes.clone(),
-            SinkPartitioning::WholeKey,
+            Arc::new(AnswerSerde),
+            response_partitioning,
             &[join_foreign.as_str(), foreign_processor.as_str()],
         );
         s.record(added);
@@ -338,7 +472,8 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
     }
 }
 
-/// The names a foreign-key join draws, in Kafka Streams' order.
+/// The names a foreign-key join draws, in Kafka Streams' order
+/// (`KTableImpl#doJoinOnForeignKey`).
 struct FkJoinNames {
     subscription_topic: String,
     sender: String,
@@ -357,26 +492,54 @@ struct FkJoinNames {
 }
 
 impl FkJoinNames {
-    fn draw(s: &mut crate::handles::state::BuilderState) -> Self {
+    /// Generated names, or with the join's `name` (`TableJoined#withName`)
+    /// `<name><suffix>` for each, an index drawn all the same (Kafka
+    /// Streams' `NamedInternal#suffixWithOrElseGet`, so that naming the join
+    /// does not shift the generated names of other operators). The result
+    /// store is `materialized`'s name if it has one, else a generated name
+    /// (whether or not the join is named), as Kafka Streams'
+    /// `MaterializedInternal`.
+    fn draw(
+        s: &mut crate::handles::state::BuilderState,
+        name: Option<&str>,
+        materialized: Option<&str>,
+    ) -> Self {
         const PROCESSOR: &str = "KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-";
         const REGISTRATION: &str = "KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-";
-        let subscription_topic = format!("{}-topic", s.new_name(REGISTRATION));
-        let sender = s.new_name(REGISTRATION);
-        let subscription_sink = s.new_name("KTABLE-SINK-");
-        let subscription_source = s.new_name("KTABLE-SOURCE-");
-        let store = s.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-");
-        let receiver = s.new_name(PROCESSOR);
-        let join_foreign = s.new_name(PROCESSOR);
-        let foreign_processor = s.new_name(PROCESSOR);
-        let response_topic = format!(
+        const RESPONSE: &str = "KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-";
+        let mut named = |suffix: &str, prefix: &str| {
+            let generated = s.new_name(prefix);
+            match name {
+                Some(name) => format!("{name}{suffix}"),
+                None => generated,
+            }
+        };
+        let subscription_topic = format!(
             "{}-topic",
-            s.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-")
+            named("-subscription-registration", REGISTRATION)
         );
-        let response_sink = s.new_name("KTABLE-SINK-");
-        let response_source = s.new_name("KTABLE-SOURCE-");
-        let resolver = s.new_name("KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-");
-        let result = s.new_name("KTABLE-FK-JOIN-OUTPUT-");
-        let result_store = s.new_name("KTABLE-FK-JOIN-OUTPUT-STATE-STORE-");
+        let sender = named("-subscription-registration-processor", REGISTRATION);
+        let subscription_sink = named("-subscription-registration-sink", "KTABLE-SINK-");
+        let subscription_source = named("-subscription-registration-source", "KTABLE-SOURCE-");
+        let store = named(
+            "-subscription-store",
+            "KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-",
+        );
+        let receiver = named("-subscription-receive", PROCESSOR);
+        let join_foreign = named("-subscription-join-foreign", PROCESSOR);
+        let foreign_processor = named("-foreign-join-subscription", PROCESSOR);
+        let response_topic = format!("{}-topic", named("-subscription-response", RESPONSE));
+        let response_sink = named("-subscription-response-sink", "KTABLE-SINK-");
+        let response_source = named("-subscription-response-source", "KTABLE-SOURCE-");
+        let resolver = named(
+            "-subscription-response-resolver",
+            "KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-",
+        );
+        let result = named("-result", "KTABLE-FK-JOIN-OUTPUT-");
+        let result_store = match materialized {
+            Some(store) => store.to_string(),
+            None => s.new_name("KTABLE-FK-JOIN-OUTPUT-STATE-STORE-"),
+        };
         FkJoinNames {
             subscription_topic,
             sender,

@@ -7,6 +7,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.BiFunction;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
@@ -30,6 +31,7 @@ import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
 import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.processor.StreamPartitioner;
@@ -74,7 +76,7 @@ final class Scenarios {
     static final List<String> NAMES = List.of(
             "wordcount", "filter-map", "windowed-count", "windowed-count-histogram", "table-aggregate", "stream-table-join",
             "table-table-join", "table-table-outer-join", "stream-stream-join", "cogroup", "session-windows",
-            "sliding-windows", "foreign-key-join", "global-table-join", "suppress-time-limit",
+            "sliding-windows", "foreign-key-join", "foreign-key-join-options", "global-table-join", "suppress-time-limit",
             "versioned-join-grace", "table-table-join-cached", "punctuation", "dead-letter-queue", "processing-dead-letters",
             "branch-merge", "stream-stream-outer-join", "session-suppress", "custom-partitioner",
             "processing-handler-by-type");
@@ -100,6 +102,7 @@ final class Scenarios {
             case "processing-handler-by-type" -> processingHandlerByType(input, output);
             case "sliding-windows" -> slidingWindows(input, output);
             case "foreign-key-join" -> foreignKeyJoin(inputs(input, name), output);
+            case "foreign-key-join-options" -> foreignKeyJoinOptions(inputs(input, name), output);
             case "global-table-join" -> globalTableJoin(inputs(input, name), output);
             case "suppress-time-limit" -> suppressTimeLimit(input, output);
             case "versioned-join-grace" -> versionedJoinGrace(inputs(input, name), output);
@@ -339,6 +342,56 @@ final class Scenarios {
                 .toStream()
                 .to(output, Produced.with(Serdes.String(), Serdes.String()));
         return builder.build();
+    }
+
+    /** foreign-key-join-options: the join's name, its result store, an order without a customer. */
+    static final String FK_JOIN_NAME = "orders-with-customers";
+    static final String FK_JOIN_STORE = "orders-with-customers-store";
+    static final String NO_CUSTOMER = "none";
+
+    /**
+     * foreign-key-join with Kafka Streams 4.4's options: the foreign key read
+     * from the key and the value (KIP-1104), null for an order whose value is
+     * {@link #NO_CUSTOMER} (KIP-962: the left join keeps it, joined with
+     * null), a {@code TableJoined} naming the internal topics and store after
+     * {@link #FK_JOIN_NAME} with partitioners of the application's own on
+     * both sides (both input topics are partitioned by the number N of the
+     * keys {@code customer-N} and {@code order-N}, N % partitions), and the
+     * result materialized in {@link #FK_JOIN_STORE}.
+     */
+    static Topology foreignKeyJoinOptions(String[] inputs, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> customers = builder.table(inputs[0], Consumed.with(Serdes.String(), Serdes.String()));
+        KTable<String, String> orders = builder.table(inputs[1], Consumed.with(Serdes.String(), Serdes.String()));
+        BiFunction<String, String, String> customerOf =
+                (orderId, customerId) -> NO_CUSTOMER.equals(customerId) ? null : customerId;
+        orders.leftJoin(customers, customerOf,
+                        (customerId, name) -> customerId + "|" + orNull(name),
+                        TableJoined.<String, String>with(new ByKeyNumber(), new ByKeyNumber())
+                                .withName(FK_JOIN_NAME),
+                        Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(FK_JOIN_STORE)
+                                .withKeySerde(Serdes.String())
+                                .withValueSerde(Serdes.String()))
+                .toStream()
+                .to(output, Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build();
+    }
+
+    /**
+     * foreign-key-join-options' partitioner of both tables: a key "kind-N"
+     * to partition N % partitions. A subscription without a foreign key
+     * comes with a null key: the default partitioner then.
+     */
+    static final class ByKeyNumber implements StreamPartitioner<String, Void> {
+        @Override
+        public Optional<Set<Integer>> partitions(String topic, String key, Void value, int partitions) {
+            return key == null ? Optional.empty() : Optional.of(Set.of(userNumber(key) % partitions));
+        }
+
+        @SuppressWarnings("deprecation")
+        public Integer partition(String topic, String key, Void value, int partitions) {
+            return key == null ? null : userNumber(key) % partitions;
+        }
     }
 
     /**
