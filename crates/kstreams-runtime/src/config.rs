@@ -2,7 +2,11 @@ use std::sync::Arc;
 
 use kstreams_time::{FailOnInvalidTimestamp, TimestampExtractor};
 
-use crate::handlers::{DeserializationExceptionHandler, ProcessingExceptionHandler};
+use crate::handlers::{
+    DeserializationExceptionHandler, LogAndContinueExceptionHandler,
+    LogAndContinueProcessingExceptionHandler, LogAndFailExceptionHandler,
+    LogAndFailProcessingExceptionHandler, ProcessingExceptionHandler,
+};
 
 /// What to do with a record whose key or value cannot be deserialized:
 /// Kafka Streams' `default.deserialization.exception.handler`.
@@ -92,20 +96,35 @@ impl TaskConfig {
     /// The deserialization handler in force: the application's own, else
     /// the built-in one `deserialization` names.
     pub(crate) fn deserialization_handler(&self) -> Arc<dyn DeserializationExceptionHandler> {
-        self.deserialization_handler.clone().unwrap_or_else(|| {
-            crate::handlers::deserialization_built_in(
-                self.deserialization,
-                self.dead_letter_queue.clone(),
-            )
-        })
+        if let Some(handler) = &self.deserialization_handler {
+            return Arc::clone(handler);
+        }
+        let dead_letter_queue = self.dead_letter_queue.clone();
+        match self.deserialization {
+            DeserializationHandling::LogAndFail => {
+                Arc::new(LogAndFailExceptionHandler { dead_letter_queue })
+            }
+            DeserializationHandling::LogAndContinue => {
+                Arc::new(LogAndContinueExceptionHandler { dead_letter_queue })
+            }
+        }
     }
 
     /// The processing handler in force: the application's own, else the
     /// built-in one `processing` names.
     pub(crate) fn processing_handler(&self) -> Arc<dyn ProcessingExceptionHandler> {
-        self.processing_handler.clone().unwrap_or_else(|| {
-            crate::handlers::processing_built_in(self.processing, self.dead_letter_queue.clone())
-        })
+        if let Some(handler) = &self.processing_handler {
+            return Arc::clone(handler);
+        }
+        let dead_letter_queue = self.dead_letter_queue.clone();
+        match self.processing {
+            ProcessingHandling::Fail => {
+                Arc::new(LogAndFailProcessingExceptionHandler { dead_letter_queue })
+            }
+            ProcessingHandling::Continue => {
+                Arc::new(LogAndContinueProcessingExceptionHandler { dead_letter_queue })
+            }
+        }
     }
 }
 

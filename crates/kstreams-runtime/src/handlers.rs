@@ -42,12 +42,8 @@
 //! }
 //! ```
 
-use std::sync::Arc;
-
 use kstreams_dsl::{StreamsError, TaskId};
 use kstreams_record::{Headers, Timestamp};
-
-use crate::{DeserializationHandling, ProcessingHandling};
 
 /// Where a record failed, as a handler sees it: Kafka Streams'
 /// `ErrorHandlerContext`. For a failure outside a record (a punctuation)
@@ -321,36 +317,5 @@ impl ProcessingExceptionHandler for LogAndContinueProcessingExceptionHandler {
             context,
             error,
         )
-    }
-}
-
-/// The built-in deserialization handler a [`DeserializationHandling`]
-/// stands for.
-pub(crate) fn deserialization_built_in(
-    handling: DeserializationHandling,
-    dead_letter_queue: Option<String>,
-) -> Arc<dyn DeserializationExceptionHandler> {
-    match handling {
-        DeserializationHandling::LogAndFail => {
-            Arc::new(LogAndFailExceptionHandler { dead_letter_queue })
-        }
-        DeserializationHandling::LogAndContinue => {
-            Arc::new(LogAndContinueExceptionHandler { dead_letter_queue })
-        }
-    }
-}
-
-/// The built-in processing handler a [`ProcessingHandling`] stands for.
-pub(crate) fn processing_built_in(
-    handling: ProcessingHandling,
-    dead_letter_queue: Option<String>,
-) -> Arc<dyn ProcessingExceptionHandler> {
-    match handling {
-        ProcessingHandling::Fail => {
-            Arc::new(LogAndFailProcessingExceptionHandler { dead_letter_queue })
-        }
-        ProcessingHandling::Continue => {
-            Arc::new(LogAndContinueProcessingExceptionHandler { dead_letter_queue })
-        }
     }
 }
