@@ -27,6 +27,7 @@ mod kafka_broker;
 mod kafka_embedded;
 mod metrics;
 mod partitioners;
+mod pause;
 mod ported_config;
 mod regrouped_aggregations;
 mod reset;

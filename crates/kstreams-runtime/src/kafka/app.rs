@@ -268,6 +268,32 @@ impl KafkaStreams {
         *self.shared.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Pauses this instance's processing (Kafka Streams'
+    /// `KafkaStreams#pause`): its active tasks process and punctuate no
+    /// more, its standbys are not updated and its restorations wait, from
+    /// each stream thread's next pass on. The threads stay in the group:
+    /// they poll (their input partitions paused, nothing fetched), commit
+    /// what was processed before, and keep their tasks; tasks assigned
+    /// while paused start paused. The state does not change (RUNNING stays
+    /// RUNNING). Global tables keep updating. Callable in any state, also
+    /// before [`start`](Self::start). Only this instance pauses.
+    pub fn pause(&self) {
+        self.instance.paused.set(true);
+    }
+
+    /// Continues after [`pause`](Self::pause) (Kafka Streams'
+    /// `KafkaStreams#resume`), each task from where it stopped.
+    pub fn resume(&self) {
+        self.instance.paused.set(false);
+    }
+
+    /// Whether [`pause`](Self::pause) was called and
+    /// [`resume`](Self::resume) not since (Kafka Streams'
+    /// `KafkaStreams#isPaused`).
+    pub fn is_paused(&self) -> bool {
+        self.instance.paused.get()
+    }
+
     /// The application's metrics (Kafka Streams' `KafkaStreams#metrics`):
     /// serve them with kstreams-http's `HttpServer` or read them
     /// with [`MetricsRegistry::gather_text`](kstreams_metrics::MetricsRegistry::gather_text).

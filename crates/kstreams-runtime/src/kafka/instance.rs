@@ -2,10 +2,11 @@
 //! running state that Kafka Streams keeps on the `KafkaStreams` object and
 //! hands to its `StreamThread`s (the metadata they publish, restore
 //! progress and listeners, query routing, the streams group's endpoints,
-//! the async executor). The configuration (`StreamsConfig`) holds values
+//! the async executor, whether the instance is paused). The configuration (`StreamsConfig`) holds values
 //! only; `KafkaStreams::new` builds this, its setters fill it, and every
 //! thread, task, standby and query gets a clone.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::local_metadata::MetadataBoard;
@@ -29,6 +30,9 @@ pub(crate) struct Instance {
     /// The streams group's latest endpoints, for the interactive query
     /// metadata calls.
     pub(crate) endpoints: EndpointBoard,
+    /// Set by `KafkaStreams::pause`, cleared by `resume`; every stream
+    /// thread reads it each pass of its loop.
+    pub(crate) paused: PauseFlag,
     /// The runtime for async calls, started with the first task that has an
     /// async processor.
     pub(crate) async_executor: AsyncExecutor,
@@ -37,4 +41,21 @@ pub(crate) struct Instance {
     /// manager all the stores share. Made at the first `start`.
     #[cfg(feature = "rocksdb")]
     pub(crate) rocksdb: Option<kstreams_state::RocksDbSettings>,
+}
+
+/// Whether the instance's processing is paused (Kafka Streams'
+/// `TopologyMetadata#pausedTopologies`, for the one unnamed topology): the
+/// stream threads stay in the group, poll and commit, but process,
+/// punctuate, restore and update standbys no more until it is cleared.
+#[derive(Clone, Default)]
+pub(crate) struct PauseFlag(Arc<AtomicBool>);
+
+impl PauseFlag {
+    pub(crate) fn set(&self, paused: bool) {
+        self.0.store(paused, Ordering::Release);
+    }
+
+    pub(crate) fn get(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
 }

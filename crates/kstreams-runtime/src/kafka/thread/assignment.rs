@@ -85,7 +85,7 @@ impl ThreadLoop<'_> {
     /// Creates the tasks of `assigned` (handed to the state updater), each
     /// resuming from its committed offset's metadata.
     fn assign(&mut self, assigned: &[Partition]) -> Result<(), RuntimeError> {
-        self.intake.assigned(assigned, &self.config.metrics);
+        self.intake.assigned(assigned, &self.config.metrics)?;
         let committed = self
             .consumer
             .committed_offsets(partition_list(assigned), Duration::from_secs(10))

@@ -2,6 +2,12 @@
 //! assigned partitions are forwarded to, pausing for backpressure, and the
 //! copy of each consumed record into its task's buffer.
 //!
+//! A partition is paused for three reasons, each kept apart: its buffer is
+//! over the bound (backpressure), its task restores (a hold), or the
+//! instance is paused (`KafkaStreams::pause`: every assigned partition).
+//! librdkafka has one pause flag per partition, so a partition is resumed
+//! only when none of the three holds it any more.
+//!
 //! Kafka Streams' `StreamThread.pollRequests` and `addRecordsToTasks`,
 //! with the consumer's lag and pause bookkeeping beside them.
 
@@ -83,6 +89,9 @@ pub(crate) struct Intake {
     paused: HashSet<Partition>,
     /// Partitions paused while their task restores.
     held: HashSet<Partition>,
+    /// The instance is paused (`KafkaStreams::pause`): every assigned
+    /// partition is.
+    instance_paused: bool,
     /// The consumed topics' shared names.
     topic_names: TopicNames,
     /// The last batch read from the fetch queue (its buffer, kept).
@@ -115,6 +124,7 @@ impl Intake {
             bound,
             paused: HashSet::new(),
             held: HashSet::new(),
+            instance_paused: false,
             topic_names: TopicNames::default(),
             fetched: Vec::new(),
             forward_again_until: Instant::now(),
@@ -374,6 +384,9 @@ impl Intake {
     /// prefetched for the partition, so every such cycle cost a fetch of up
     /// to `max.partition.fetch.bytes` for a handful of records.
     pub(super) fn resume_drained(&mut self, tasks: &TaskManager) -> Result<(), RuntimeError> {
+        if self.instance_paused {
+            return Ok(());
+        }
         let low_water = self.bound / 2;
         let resumable: Vec<Partition> = self
             .paused
@@ -394,9 +407,18 @@ impl Intake {
 
     /// Partitions were assigned: resumed (librdkafka keeps an application
     /// pause across a revocation, and a partition paused before and
-    /// assigned again would never be fetched) and given lag gauges.
-    pub(super) fn assigned(&mut self, assigned: &[Partition], metrics: &MetricsRegistry) {
-        if let Err(e) = self.consumer.resume(&partition_list(assigned)) {
+    /// assigned again would never be fetched), or paused while the instance
+    /// is, and given lag gauges.
+    pub(super) fn assigned(
+        &mut self,
+        assigned: &[Partition],
+        metrics: &MetricsRegistry,
+    ) -> Result<(), RuntimeError> {
+        if self.instance_paused {
+            // Not fetched until the instance resumes: a failed pause would
+            // let them be read and buffered without bound.
+            self.consumer.pause(&partition_list(assigned)).client()?;
+        } else if let Err(e) = self.consumer.resume(&partition_list(assigned)) {
             log::debug!("{}: resume of assigned partitions: {e}", self.thread);
         }
         for (topic, partition) in assigned {
@@ -405,6 +427,7 @@ impl Intake {
             self.held.remove(&tp);
             self.partition_metrics.add(metrics, topic, *partition);
         }
+        Ok(())
     }
 
     /// The tasks of the assigned partitions exist: their partitions are
@@ -440,12 +463,40 @@ impl Intake {
     }
 
     /// Resumes `partitions`, their task restored (those paused for
-    /// backpressure too stay paused until their buffers drain).
+    /// backpressure too stay paused until their buffers drain, and all stay
+    /// paused while the instance is).
     pub(super) fn release(&mut self, partitions: &[Partition]) -> Result<(), RuntimeError> {
         let resumable: Vec<Partition> = partitions
             .iter()
             .filter(|tp| self.held.remove(*tp) && !self.paused.contains(*tp))
             .cloned()
+            .collect();
+        if resumable.is_empty() || self.instance_paused {
+            return Ok(());
+        }
+        self.consumer.resume(&partition_list(&resumable)).client()
+    }
+
+    /// The instance was paused (`paused`) or resumed: every assigned
+    /// partition is paused, or those that neither backpressure nor a
+    /// restoring task holds are resumed. A pause drops what librdkafka
+    /// prefetched; the records already buffered stay in their tasks, and
+    /// the fetch goes on after them on resume.
+    pub(super) fn set_instance_paused(&mut self, paused: bool) -> Result<(), RuntimeError> {
+        if paused == self.instance_paused {
+            return Ok(());
+        }
+        self.instance_paused = paused;
+        let assigned = partitions(&self.consumer.assignment().client()?);
+        if paused {
+            if assigned.is_empty() {
+                return Ok(());
+            }
+            return self.consumer.pause(&partition_list(&assigned)).client();
+        }
+        let resumable: Vec<Partition> = assigned
+            .into_iter()
+            .filter(|tp| !self.paused.contains(tp) && !self.held.contains(tp))
             .collect();
         if resumable.is_empty() {
             return Ok(());

@@ -15,6 +15,12 @@
 //! 5. punctuate: wall-clock punctuators, into the outbox likewise;
 //! 6. commit ([`commit`]): when the interval is up or a task asked for it.
 //!
+//! While the instance is paused (`KafkaStreams::pause`, read at the start
+//! of each pass) steps 3 to 5 and the standbys' updates are skipped, as
+//! Kafka Streams skips the tasks of a paused topology in its task executor
+//! and state updater; the intake pauses every assigned partition, and the
+//! thread keeps polling, serving queries and committing.
+//!
 //! The thread's state ([`state`]) follows Kafka Streams' `StreamThread.State`.
 
 mod assignment;
@@ -216,6 +222,7 @@ impl StreamThread {
             last_commit: Instant::now(),
             rewound: false,
             settled: false,
+            paused: false,
             name: self.name,
             config: self.config,
             instance: self.instance,
@@ -249,6 +256,8 @@ struct ThreadLoop<'a> {
     /// The group settled the thread's assignment: RUNNING once its active
     /// tasks are restored.
     settled: bool,
+    /// The instance was paused as this pass began (`KafkaStreams::pause`).
+    paused: bool,
     sensors: ThreadSensors,
     /// Missing sink topics already logged as errors: retries log quietly.
     missing_sink_reported: std::collections::HashSet<String>,
@@ -319,11 +328,14 @@ impl ThreadLoop<'_> {
 
     /// One pass: intake, assignment, process, punctuate, maybe commit.
     fn run_once(&mut self) -> Result<(), RuntimeError> {
+        self.follow_pause()?;
         // With async calls out, the poll must not block for long: their
         // completions are applied by this loop, not by the consumer.
         // While tasks restore the thread waits in the state updater
-        // instead.
-        let poll = if self.tasks.restores_active() {
+        // instead. Paused, it has nothing to do but poll.
+        let poll = if self.paused {
+            self.config.poll
+        } else if self.tasks.restores_active() {
             Duration::ZERO
         } else if self.tasks.async_in_flight() == 0 {
             self.config.poll
@@ -341,10 +353,16 @@ impl ThreadLoop<'_> {
         // transaction, and outputs below need an open one.
         self.collector.begin_transaction_if_needed()?;
         self.serve_queries();
-        let committable = self.process()?;
-        self.restore()?;
-        self.tasks.update_standbys()?;
-        self.tasks.punctuate(now_ms(), &mut self.outbox)?;
+        let committable = if self.paused {
+            // What was processed before the pause is still committed.
+            self.send_outbox()?
+        } else {
+            let committable = self.process()?;
+            self.restore()?;
+            self.tasks.update_standbys()?;
+            self.tasks.punctuate(now_ms(), &mut self.outbox)?;
+            committable
+        };
         self.send_outbox()?;
         self.collector.poll();
         self.collector.check_deliveries()?;
@@ -356,6 +374,27 @@ impl ThreadLoop<'_> {
         let interval = self.config.effective_commit_interval();
         if committable && (requested || self.last_commit.elapsed() >= interval) {
             self.commit()?;
+        }
+        Ok(())
+    }
+
+    /// Follows `KafkaStreams::pause` and `resume`: the thread's input
+    /// partitions are paused (or resumed, those nothing else holds) as the
+    /// flag changes.
+    fn follow_pause(&mut self) -> Result<(), RuntimeError> {
+        let paused = self.instance.paused.get();
+        if paused != self.paused {
+            self.intake.set_instance_paused(paused)?;
+            self.paused = paused;
+            log::info!(
+                "{}: {}",
+                self.name,
+                if paused {
+                    "paused: processing, punctuation, restoration and standby updates stop"
+                } else {
+                    "resumed"
+                }
+            );
         }
         Ok(())
     }
