@@ -39,6 +39,7 @@ mod suppressed;
 mod table_joined;
 mod task_context;
 mod topology;
+mod value_transformer;
 
 pub use describe::{
     GlobalStoreDescription, NodeDescription, NodeDescriptionKind, SubtopologyDescription,
@@ -60,10 +61,11 @@ pub use handles::types::{
     TimeWindowedKStream,
 };
 pub use join_options::{Joined, StreamJoined};
-pub use table_joined::{ForeignKeyExtractor, TableJoined};
 pub use materialized::{Grouped, Materialized, StoreType};
 pub use options::{Consumed, IntoName, Named, Printed, Produced, Repartitioned};
 pub use partitioner::{PartitionCounts, StreamPartitioner};
 pub use processor::{Processor, ProcessorContext, PunctuationId};
 pub use suppressed::{BufferConfig, Suppressed};
+pub use table_joined::{ForeignKeyExtractor, TableJoined};
 pub use topology::{ChangelogTopic, SubtopologySources, Topology};
+pub use value_transformer::{ValueTransformerContext, ValueTransformerWithKey};

@@ -1560,3 +1560,219 @@ fn foreign_key_join_named() {
         .to_with("out", Produced::with(StringSerde, Nullable(StringSerde)));
     assert_describes_as_text(&b.build().unwrap(), KAFKA_FK_JOIN_NAMED);
 }
+
+// Issue 48: `KTable#filterNot` with Named and Materialized, and
+// `KTable#transformValues`. The texts are Kafka Streams 4.4's for the Java
+// programs quoted above each test (`describe()` of `StreamsBuilder#build`).
+
+/// No transformation: the transformer's value is its input's.
+struct SameValue;
+
+impl kstreams_dsl::ValueTransformerWithKey<String, String, String> for SameValue {
+    fn transform(
+        &mut self,
+        _: &String,
+        value: Option<String>,
+    ) -> Result<Option<String>, ProcessorError> {
+        Ok(value)
+    }
+}
+
+fn seen_store() -> impl kstreams_state::StoreBuilder {
+    Stores::key_value_store_builder(
+        Stores::in_memory_key_value_store("seen"),
+        StringSerde,
+        I64Serde,
+    )
+}
+
+const KAFKA_FILTER_NOT_NAMED_MATERIALIZED: &str = r#"Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000001 (topics: [input])
+      --> KTABLE-SOURCE-0000000002
+    Processor: KTABLE-SOURCE-0000000002 (stores: [])
+      --> drop-x
+      <-- KSTREAM-SOURCE-0000000001
+    Processor: drop-x (stores: [kept])
+      --> KTABLE-TOSTREAM-0000000004
+      <-- KTABLE-SOURCE-0000000002
+    Processor: KTABLE-TOSTREAM-0000000004 (stores: [])
+      --> KSTREAM-SINK-0000000005
+      <-- drop-x
+    Sink: KSTREAM-SINK-0000000005 (topic: out)
+      <-- KTABLE-TOSTREAM-0000000004
+
+"#;
+
+/// `table.filterNot((k, v) -> v.startsWith("x"), Named.as("drop-x"),
+/// Materialized.as("kept")).toStream().to("out")`.
+#[test]
+fn table_filter_not_named_materialized() {
+    let b = StreamsBuilder::new();
+    b.table::<String, String>("input")
+        .filter_not_with(
+            |_, v| v.starts_with('x'),
+            Named::new("drop-x"),
+            Some(Materialized::as_("kept")),
+        )
+        .to_stream()
+        .to_with("out", Produced::with(StringSerde, Nullable(StringSerde)));
+    assert_describes_as_text(&b.build().unwrap(), KAFKA_FILTER_NOT_NAMED_MATERIALIZED);
+}
+
+const KAFKA_FILTER_NOT_UNNAMED_MATERIALIZED: &str = r#"Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000001 (topics: [input])
+      --> KTABLE-SOURCE-0000000002
+    Processor: KTABLE-SOURCE-0000000002 (stores: [])
+      --> KTABLE-FILTER-0000000004
+      <-- KSTREAM-SOURCE-0000000001
+    Processor: KTABLE-FILTER-0000000004 (stores: [])
+      --> none
+      <-- KTABLE-SOURCE-0000000002
+    Processor: none (stores: [])
+      --> KTABLE-TOSTREAM-0000000006
+      <-- KTABLE-FILTER-0000000004
+    Processor: KTABLE-TOSTREAM-0000000006 (stores: [])
+      --> KSTREAM-SINK-0000000007
+      <-- none
+    Sink: KSTREAM-SINK-0000000007 (topic: out)
+      <-- KTABLE-TOSTREAM-0000000006
+
+"#;
+
+/// `table.filterNot(p, Materialized.with(String, String))
+/// .filterNot((k, v) -> false, Named.as("none")).toStream().to("out")`:
+/// an unnamed store draws its index and keeps no store.
+#[test]
+fn table_filter_not_unnamed_materialized() {
+    let b = StreamsBuilder::new();
+    b.table::<String, String>("input")
+        .filter_not_with(
+            |_, v| v.starts_with('x'),
+            None,
+            Some(Materialized::with(StringSerde, StringSerde)),
+        )
+        .filter_not_with(|_, _| false, Named::new("none"), None)
+        .to_stream()
+        .to_with("out", Produced::with(StringSerde, Nullable(StringSerde)));
+    assert_describes_as_text(&b.build().unwrap(), KAFKA_FILTER_NOT_UNNAMED_MATERIALIZED);
+}
+
+const KAFKA_TRANSFORM_VALUES_STORES: &str = r#"Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000001 (topics: [input])
+      --> KTABLE-SOURCE-0000000002
+    Processor: KTABLE-SOURCE-0000000002 (stores: [])
+      --> KTABLE-TRANSFORMVALUES-0000000003
+      <-- KSTREAM-SOURCE-0000000001
+    Processor: KTABLE-TRANSFORMVALUES-0000000003 (stores: [seen])
+      --> KTABLE-TOSTREAM-0000000004
+      <-- KTABLE-SOURCE-0000000002
+    Processor: KTABLE-TOSTREAM-0000000004 (stores: [])
+      --> KSTREAM-SINK-0000000005
+      <-- KTABLE-TRANSFORMVALUES-0000000003
+    Sink: KSTREAM-SINK-0000000005 (topic: out)
+      <-- KTABLE-TOSTREAM-0000000004
+
+"#;
+
+/// `builder.addStateStore(seen); table.transformValues(VT::new, "seen")
+/// .toStream().to("out")`.
+#[test]
+fn table_transform_values_with_a_store() {
+    let b = StreamsBuilder::new();
+    b.add_state_store(seen_store());
+    b.table::<String, String>("input")
+        .transform_values(|| SameValue, &["seen"])
+        .to_stream()
+        .to_with("out", Produced::with(StringSerde, Nullable(StringSerde)));
+    assert_describes_as_text(&b.build().unwrap(), KAFKA_TRANSFORM_VALUES_STORES);
+}
+
+const KAFKA_TRANSFORM_VALUES_NAMED_MATERIALIZED: &str = r#"Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000001 (topics: [input])
+      --> KTABLE-SOURCE-0000000002
+    Processor: KTABLE-SOURCE-0000000002 (stores: [])
+      --> tv
+      <-- KSTREAM-SOURCE-0000000001
+    Processor: tv (stores: [tv-store, seen])
+      --> KTABLE-TOSTREAM-0000000004
+      <-- KTABLE-SOURCE-0000000002
+    Processor: KTABLE-TOSTREAM-0000000004 (stores: [])
+      --> KSTREAM-SINK-0000000005
+      <-- tv
+    Sink: KSTREAM-SINK-0000000005 (topic: out)
+      <-- KTABLE-TOSTREAM-0000000004
+
+"#;
+
+/// `table.transformValues(VT::new, Materialized.as("tv-store"),
+/// Named.as("tv"), "seen").toStream().to("out")`.
+#[test]
+fn table_transform_values_named_materialized() {
+    let b = StreamsBuilder::new();
+    b.add_state_store(seen_store());
+    b.table::<String, String>("input")
+        .transform_values_with(
+            || SameValue,
+            &["seen"],
+            Named::new("tv"),
+            Some(Materialized::as_("tv-store").with_value_serde(StringSerde)),
+        )
+        .to_stream()
+        .to_with("out", Produced::with(StringSerde, Nullable(StringSerde)));
+    assert_describes_as_text(
+        &b.build().unwrap(),
+        KAFKA_TRANSFORM_VALUES_NAMED_MATERIALIZED,
+    );
+}
+
+const KAFKA_TRANSFORM_VALUES_UNNAMED_MATERIALIZED: &str = r#"Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000001 (topics: [input])
+      --> KTABLE-SOURCE-0000000002
+    Processor: KTABLE-SOURCE-0000000002 (stores: [])
+      --> KTABLE-TRANSFORMVALUES-0000000003
+      <-- KSTREAM-SOURCE-0000000001
+    Processor: KTABLE-TRANSFORMVALUES-0000000003 (stores: [])
+      --> KTABLE-MAPVALUES-0000000005
+      <-- KTABLE-SOURCE-0000000002
+    Processor: KTABLE-MAPVALUES-0000000005 (stores: [])
+      --> KTABLE-TOSTREAM-0000000006
+      <-- KTABLE-TRANSFORMVALUES-0000000003
+    Processor: KTABLE-TOSTREAM-0000000006 (stores: [])
+      --> KSTREAM-SINK-0000000007
+      <-- KTABLE-MAPVALUES-0000000005
+    Sink: KSTREAM-SINK-0000000007 (topic: out)
+      <-- KTABLE-TOSTREAM-0000000006
+
+"#;
+
+/// `table.transformValues(VT::new, Materialized.with(String, String))
+/// .mapValues(v -> v, Materialized.with(String, String))
+/// .toStream().to("out")`: transformValues draws no store index for an
+/// unnamed store, mapValues does.
+#[test]
+fn table_transform_values_unnamed_materialized() {
+    let b = StreamsBuilder::new();
+    b.table::<String, String>("input")
+        .transform_values_with(
+            || SameValue,
+            &[],
+            None,
+            Some(Materialized::with(StringSerde, StringSerde)),
+        )
+        .map_values_with(
+            |_, v| v,
+            None,
+            Some(Materialized::with(StringSerde, StringSerde)),
+        )
+        .to_stream()
+        .to_with("out", Produced::with(StringSerde, Nullable(StringSerde)));
+    assert_describes_as_text(
+        &b.build().unwrap(),
+        KAFKA_TRANSFORM_VALUES_UNNAMED_MATERIALIZED,
+    );
+}

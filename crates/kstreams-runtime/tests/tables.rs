@@ -1,7 +1,9 @@
 //! Tables and aggregations in the TopologyTestDriver, each expected output
 //! written out as Kafka Streams produces it for the same input.
 
-use kstreams_dsl::{Grouped, Materialized, Produced, StoreType, StreamsBuilder, Topology};
+use kstreams_dsl::{
+    Consumed, Grouped, Materialized, Produced, StoreType, StreamsBuilder, Topology,
+};
 use kstreams_record::{I64Serde, Nullable, StringSerde};
 use kstreams_runtime::{TaskConfig, TopologyTestDriver};
 use kstreams_state::{TimestampedKeyValueStoreHandle, ValueAndTimestamp};
@@ -607,5 +609,350 @@ fn a_cache_keeps_the_headers_its_node_saw() {
     assert_eq!(
         out[0].headers.last("stage").and_then(|h| h.value.clone()),
         Some(b"restamped".to_vec())
+    );
+}
+
+/// `stream.toTable(Materialized.as("latest"))` on a stream whose values may
+/// be null: as Kafka Streams' `KTableSource`, a null value deletes the key
+/// (the store forgets it, a stream-table join no longer finds it, the
+/// table's update is a tombstone) instead of keeping a null as the value.
+#[test]
+fn to_table_reads_a_null_value_as_a_delete_of_its_key() {
+    let b = StreamsBuilder::new();
+    let latest = b
+        .stream_with::<S, Option<S>>("in", Consumed::with(StringSerde, Nullable(StringSerde)))
+        .to_table_with(None, Materialized::as_("latest"));
+    latest.to_stream().to_with(
+        "updates",
+        Produced::with(StringSerde, Nullable(Nullable(StringSerde))),
+    );
+    b.stream::<S, S>("orders")
+        .left_join(&latest, |order, found| {
+            format!(
+                "{order}/{}",
+                found.map_or("none", |v| v.as_deref().unwrap_or("null"))
+            )
+        })
+        .to("joined");
+    let driver = driver_with_cache(b.build().unwrap(), 0);
+    let input = driver.create_input_topic("in", StringSerde, Nullable(StringSerde));
+    let orders = driver.create_input_topic("orders", StringSerde, StringSerde);
+    let updates = driver.create_output_topic("updates", StringSerde, Nullable(StringSerde));
+    let joined = driver.create_output_topic("joined", StringSerde, StringSerde);
+    let store: TimestampedKeyValueStoreHandle<S, Option<S>> =
+        driver.get_state_store("latest").unwrap().unwrap();
+
+    input.pipe_input_at(s("a"), Some(s("1")), 10);
+    orders.pipe_input_at(s("a"), s("o1"), 11);
+    assert_eq!(
+        store.borrow().get(&s("a")).unwrap(),
+        Some(ValueAndTimestamp::make(Some(s("1")), 10))
+    );
+    input.pipe_input_at(s("a"), None, 12);
+    orders.pipe_input_at(s("a"), s("o2"), 13);
+    assert_eq!(store.borrow().get(&s("a")).unwrap(), None);
+    assert_eq!(
+        updates.read_key_values_to_list(),
+        vec![(s("a"), Some(s("1"))), (s("a"), None)]
+    );
+    assert_eq!(
+        joined.read_key_values_to_list(),
+        vec![(s("a"), s("o1/1")), (s("a"), s("o2/none"))]
+    );
+    assert_eq!(driver.dropped_records(), 0);
+}
+
+/// A null value deletes the key downstream of an unmaterialized
+/// `toTable()` too: a table aggregation subtracts the old value and adds
+/// nothing (Kafka Streams' `KTableSource` forwards `Change(null, old)`).
+#[test]
+fn to_table_null_value_is_subtracted_by_a_table_aggregation() {
+    let b = StreamsBuilder::new();
+    b.stream_with::<S, Option<S>>("in", Consumed::with(StringSerde, Nullable(StringSerde)))
+        .to_table()
+        .group_by_with(
+            |_, v: Option<S>| (v.unwrap_or_default(), 1i64),
+            Grouped::with(StringSerde, I64Serde),
+        )
+        .count()
+        .to_stream()
+        .to_with("counts", Produced::with(StringSerde, Nullable(I64Serde)));
+    let driver = driver_with_cache(b.build().unwrap(), 0);
+    let input = driver.create_input_topic("in", StringSerde, Nullable(StringSerde));
+    let counts = driver.create_output_topic("counts", StringSerde, Nullable(I64Serde));
+    input.pipe_input(s("a"), Some(s("red")));
+    input.pipe_input(s("b"), Some(s("red")));
+    input.pipe_input(s("a"), None);
+    assert_eq!(
+        counts.read_key_values_to_list(),
+        vec![
+            (s("red"), Some(1)),
+            (s("red"), Some(2)),
+            (s("red"), Some(1))
+        ]
+    );
+}
+
+/// A null key cannot be a table's key: `toTable()` drops the record and
+/// counts it, as Kafka Streams' `KTableSource` ("Skipping record due to
+/// null key").
+#[test]
+fn to_table_drops_and_counts_a_null_key() {
+    let b = StreamsBuilder::new();
+    b.stream_with::<Option<S>, S>("in", Consumed::with(Nullable(StringSerde), StringSerde))
+        .to_table()
+        .to_stream()
+        .to_with(
+            "out",
+            Produced::with(Nullable(StringSerde), Nullable(StringSerde)),
+        );
+    let driver = driver_with_cache(b.build().unwrap(), 0);
+    let input = driver.create_input_topic("in", Nullable(StringSerde), StringSerde);
+    let output = driver.create_output_topic("out", Nullable(StringSerde), Nullable(StringSerde));
+    input.pipe_input(None, s("no key"));
+    input.pipe_input(Some(s("k")), s("v"));
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![(Some(s("k")), Some(s("v")))]
+    );
+    assert_eq!(driver.dropped_records(), 1);
+}
+
+/// Counts each key's updates in the store "seen" and tags the value with
+/// the count; a delete becomes `gone#n` (a transformer sees deletes, and
+/// what it returns is the value). Logs every call.
+struct CountingTag {
+    seen: Option<kstreams_state::KeyValueStoreHandle<S, i64>>,
+    calls: Calls,
+}
+
+impl kstreams_dsl::ValueTransformerWithKey<S, S, S> for CountingTag {
+    fn init(
+        &mut self,
+        ctx: &kstreams_dsl::ValueTransformerContext<'_>,
+    ) -> Result<(), kstreams_dsl::ProcessorError> {
+        self.seen = Some(ctx.get_state_store("seen")?);
+        Ok(())
+    }
+
+    fn transform(
+        &mut self,
+        key: &S,
+        value: Option<S>,
+    ) -> Result<Option<S>, kstreams_dsl::ProcessorError> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push((key.clone(), value.clone()));
+        let seen = self.seen.as_ref().ok_or("not initialized")?;
+        let n = seen.borrow().get(key)?.unwrap_or(0) + 1;
+        seen.borrow_mut().put(key.clone(), n)?;
+        Ok(Some(match value {
+            Some(v) => format!("{v}#{n}"),
+            None => format!("gone#{n}"),
+        }))
+    }
+}
+
+fn seen_store() -> impl kstreams_state::StoreBuilder {
+    kstreams_state::Stores::key_value_store_builder(
+        kstreams_state::Stores::in_memory_key_value_store("seen"),
+        StringSerde,
+        I64Serde,
+    )
+}
+
+type Calls = std::sync::Arc<std::sync::Mutex<Vec<(S, Option<S>)>>>;
+
+/// `table.transformValues(supplier, "seen")`: a per-key transformer with a
+/// state store, called for a delete too (Kafka Streams'
+/// `KTableTransformValues` calls `transform(key, null)`).
+#[test]
+fn table_transform_values_uses_its_store_and_sees_deletes() {
+    let calls: Calls = Default::default();
+    let b = StreamsBuilder::new();
+    b.add_state_store(seen_store());
+    let log = calls.clone();
+    b.table_with::<S, S>(
+        "prices",
+        Consumed::with(StringSerde, StringSerde),
+        Materialized::new(),
+    )
+    .transform_values(
+        move || CountingTag {
+            seen: None,
+            calls: log.clone(),
+        },
+        &["seen"],
+    )
+    .to_stream()
+    .to_with("out", Produced::with(StringSerde, Nullable(StringSerde)));
+    let driver = driver_with_cache(b.build().unwrap(), 0);
+    let input = driver.create_input_topic("prices", StringSerde, Nullable(StringSerde));
+    let output = driver.create_output_topic("out", StringSerde, Nullable(StringSerde));
+    input.pipe_input(s("a"), Some(s("1")));
+    input.pipe_input(s("b"), Some(s("1")));
+    input.pipe_input(s("a"), Some(s("2")));
+    input.pipe_input(s("a"), None);
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![
+            (s("a"), Some(s("1#1"))),
+            (s("b"), Some(s("1#1"))),
+            (s("a"), Some(s("2#2"))),
+            (s("a"), Some(s("gone#3"))),
+        ]
+    );
+    // No old values needed downstream: one call per update.
+    assert_eq!(calls.lock().unwrap().len(), 4);
+}
+
+/// Unmaterialized, with old values needed downstream (a `groupBy`): as
+/// Kafka Streams' `KTableTransformValuesProcessor`, the transformer runs
+/// on the new value and then on the old one (null for a key's first
+/// update), and the old result is what the aggregation subtracts.
+#[test]
+fn table_transform_values_computes_old_values_with_a_second_call() {
+    let calls: Calls = Default::default();
+    let b = StreamsBuilder::new();
+    b.add_state_store(seen_store());
+    let log = calls.clone();
+    b.table::<S, S>("prices")
+        .transform_values(
+            move || CountingTag {
+                seen: None,
+                calls: log.clone(),
+            },
+            &["seen"],
+        )
+        .group_by_with(|_, v: S| (v, 1i64), Grouped::with(StringSerde, I64Serde))
+        .count()
+        .to_stream()
+        .to_with("counts", Produced::with(StringSerde, Nullable(I64Serde)));
+    let driver = driver_with_cache(b.build().unwrap(), 0);
+    let input = driver.create_input_topic("prices", StringSerde, StringSerde);
+    let counts = driver.create_output_topic("counts", StringSerde, Nullable(I64Serde));
+    input.pipe_input(s("a"), s("x"));
+    input.pipe_input(s("a"), s("y"));
+    assert_eq!(
+        *calls.lock().unwrap(),
+        vec![
+            (s("a"), Some(s("x"))),
+            (s("a"), None),
+            (s("a"), Some(s("y"))),
+            (s("a"), Some(s("x"))),
+        ]
+    );
+    // The old results are the second calls' (`gone#2` for the first
+    // update's null, then `x#4`: the store counted every call). As Kafka
+    // Streams' KTableRepartitionMap, the old pair goes first; subtracted
+    // from no aggregate, it leaves none (a tombstone).
+    assert_eq!(
+        counts.read_key_values_to_list(),
+        vec![
+            (s("gone#2"), None),
+            (s("x#1"), Some(1)),
+            (s("x#4"), None),
+            (s("y#3"), Some(1)),
+        ]
+    );
+}
+
+/// Materialized (`transformValues(supplier, Materialized.as("tagged"),
+/// Named.as("tag"), "seen")`): old values come from the store, so the
+/// transformer runs once per update; the store holds its results.
+#[test]
+fn table_transform_values_materialized_reads_old_values_from_its_store() {
+    let calls: Calls = Default::default();
+    let b = StreamsBuilder::new();
+    b.add_state_store(seen_store());
+    let log = calls.clone();
+    let tagged = b.table::<S, S>("prices").transform_values_with(
+        move || CountingTag {
+            seen: None,
+            calls: log.clone(),
+        },
+        &["seen"],
+        kstreams_dsl::Named::new("tag"),
+        Some(Materialized::as_("tagged").with_value_serde(StringSerde)),
+    );
+    assert_eq!(tagged.queryable_store_name(), Some(s("tagged")));
+    tagged
+        .group_by_with(|_, v: S| (v, 1i64), Grouped::with(StringSerde, I64Serde))
+        .count()
+        .to_stream()
+        .to_with("counts", Produced::with(StringSerde, Nullable(I64Serde)));
+    let driver = driver_with_cache(b.build().unwrap(), 0);
+    let input = driver.create_input_topic("prices", StringSerde, StringSerde);
+    let counts = driver.create_output_topic("counts", StringSerde, Nullable(I64Serde));
+    input.pipe_input_at(s("a"), s("x"), 5);
+    input.pipe_input_at(s("a"), s("y"), 6);
+    assert_eq!(calls.lock().unwrap().len(), 2);
+    assert_eq!(
+        counts.read_key_values_to_list(),
+        vec![
+            (s("x#1"), Some(1)),
+            (s("x#1"), Some(0)),
+            (s("y#2"), Some(1))
+        ]
+    );
+    let store: TimestampedKeyValueStoreHandle<S, S> =
+        driver.get_state_store("tagged").unwrap().unwrap();
+    assert_eq!(
+        store.borrow().get(&s("a")).unwrap(),
+        Some(ValueAndTimestamp::make(s("y#2"), 6))
+    );
+}
+
+/// Upper-cases values; in `init` it takes the store "seen" (which a join's
+/// lookup transformer must find too).
+struct Upper {
+    seen: Option<kstreams_state::KeyValueStoreHandle<S, i64>>,
+}
+
+impl kstreams_dsl::ValueTransformerWithKey<S, S, S> for Upper {
+    fn init(
+        &mut self,
+        ctx: &kstreams_dsl::ValueTransformerContext<'_>,
+    ) -> Result<(), kstreams_dsl::ProcessorError> {
+        self.seen = Some(ctx.get_state_store("seen")?);
+        Ok(())
+    }
+
+    fn transform(
+        &mut self,
+        _: &S,
+        value: Option<S>,
+    ) -> Result<Option<S>, kstreams_dsl::ProcessorError> {
+        self.seen.as_ref().ok_or("not initialized")?;
+        Ok(value.map(|v| v.to_uppercase()))
+    }
+}
+
+/// A stream-table join on an unmaterialized `transformValues`: the join
+/// reads the parent's value through a transformer of its own (Kafka
+/// Streams' `KTableTransformValuesGetter`).
+#[test]
+fn stream_join_reads_an_unmaterialized_transform_values_through_the_transformer() {
+    let b = StreamsBuilder::new();
+    b.add_state_store(seen_store());
+    let names = b
+        .table::<S, S>("names")
+        .transform_values(|| Upper { seen: None }, &["seen"]);
+    b.stream::<S, S>("orders")
+        .left_join(&names, |order, name| {
+            format!("{order} for {}", name.map_or("nobody", |n| n.as_str()))
+        })
+        .to("out");
+    let driver = driver_with_cache(b.build().unwrap(), 0);
+    let names_in = driver.create_input_topic("names", StringSerde, StringSerde);
+    let orders = driver.create_input_topic("orders", StringSerde, StringSerde);
+    let output = driver.create_output_topic("out", StringSerde, StringSerde);
+    orders.pipe_input(s("1"), s("tea"));
+    names_in.pipe_input(s("1"), s("ada"));
+    orders.pipe_input(s("1"), s("cake"));
+    assert_eq!(
+        output.read_values_to_list(),
+        vec![s("tea for nobody"), s("cake for ADA")]
     );
 }

@@ -11,6 +11,7 @@ use kstreams_state::{TimestampedKeyValueStoreHandle, ValueAndTimestamp};
 use crate::operators::table_transform_values::ValueFn;
 use crate::operators::LazyStoreName;
 use crate::processor::StoreLookup;
+use crate::value_transformer::{ValueTransformerContext, ValueTransformerWithKey};
 use crate::ProcessorError;
 
 /// Reads a table's current value for a key inside a task: Kafka Streams'
@@ -171,4 +172,90 @@ pub(crate) fn lazy_store_getter<K: 'static, V: Clone + 'static>(
 /// No getter (windowed and suppressed tables).
 pub(crate) fn no_getter<K, V>() -> TableGetter<K, V> {
     Rc::new(|| None)
+}
+
+/// The getter of an unmaterialized `transform_values`: the parent's value
+/// run through a transformer of the getter's own (Kafka Streams'
+/// `KTableTransformValuesGetter`); a key the parent has not is transformed
+/// too, its result timestamped -1 (unknown).
+pub(crate) struct TransformedGetter<K, V, V2, T: ValueTransformerWithKey<K, V, V2>> {
+    parent: Box<dyn ValueGetter<K, V>>,
+    transformer: std::cell::RefCell<T>,
+    types: std::marker::PhantomData<fn(V2)>,
+}
+
+impl<K, V, V2, T: ValueTransformerWithKey<K, V, V2>> TransformedGetter<K, V, V2, T> {
+    fn apply(
+        &self,
+        key: &K,
+        found: Option<ValueAndTimestamp<V>>,
+    ) -> Result<Option<ValueAndTimestamp<V2>>, ProcessorError> {
+        let (value, timestamp) = match found {
+            Some(found) => (Some(found.value), found.timestamp),
+            None => (None, -1),
+        };
+        let value = self.transformer.borrow_mut().transform(key, value)?;
+        Ok(value.map(|v| ValueAndTimestamp::make(v, timestamp)))
+    }
+}
+
+impl<K, V, V2, T: ValueTransformerWithKey<K, V, V2>> ValueGetter<K, V2>
+    for TransformedGetter<K, V, V2, T>
+{
+    fn get(&self, key: &K) -> Result<Option<ValueAndTimestamp<V2>>, ProcessorError> {
+        self.apply(key, self.parent.get(key)?)
+    }
+    fn get_as_of(
+        &self,
+        key: &K,
+        timestamp: Timestamp,
+    ) -> Result<Option<ValueAndTimestamp<V2>>, ProcessorError> {
+        self.apply(key, self.parent.get_as_of(key, timestamp)?)
+    }
+}
+
+impl<K, V, V2, T: ValueTransformerWithKey<K, V, V2>> Drop for TransformedGetter<K, V, V2, T> {
+    /// The getter ends with its task: its transformer closes.
+    fn drop(&mut self) {
+        self.transformer.get_mut().close();
+    }
+}
+
+/// The getter of an unmaterialized `transform_values` node `node` whose
+/// transformer uses `stores` (found in the task, as the node's own; not
+/// connected to the reader, as Kafka Streams connects only the parent's).
+pub(crate) fn transformed_getter<K, V, V2, T>(
+    parent: GetterSupplier<K, V>,
+    supplier: Arc<dyn Fn() -> T + Send + Sync>,
+    node: String,
+    stores: Vec<String>,
+) -> GetterSupplier<K, V2>
+where
+    K: 'static,
+    V: 'static,
+    V2: 'static,
+    T: ValueTransformerWithKey<K, V, V2>,
+{
+    let make_parent = parent.make.clone();
+    let make: GetterFactory<K, V2> = Arc::new(move |lookup: &StoreLookup<'_>| {
+        let mut transformer = supplier();
+        transformer.init(&ValueTransformerContext {
+            lookup: StoreLookup {
+                stores: lookup.stores,
+            },
+            stores: &stores,
+            node: &node,
+        })?;
+        let getter: Box<dyn ValueGetter<K, V2>> = Box::new(TransformedGetter {
+            parent: make_parent(lookup)?,
+            transformer: std::cell::RefCell::new(transformer),
+            types: std::marker::PhantomData,
+        });
+        Ok(getter)
+    });
+    GetterSupplier {
+        stores: parent.stores,
+        make,
+        versioned: parent.versioned,
+    }
 }

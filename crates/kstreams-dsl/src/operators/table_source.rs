@@ -1,6 +1,8 @@
 //! Kafka Streams' `KTableSource`: a table's source node and the store writes
 //! of table operators (`TableStore`).
 
+use std::sync::Arc;
+
 use kstreams_record::{Record, Timestamp};
 use kstreams_state::{TimestampedKeyValueStoreHandle, ValueAndTimestamp};
 
@@ -74,6 +76,35 @@ impl<K: Clone + 'static, V: Clone + 'static> TableStore<K, V> {
     }
 }
 
+/// Whether a key or value is Kafka's null.
+pub(crate) type IsNull<T> = Arc<dyn Fn(&T) -> bool + Send + Sync>;
+
+/// Tells an input's null keys and values: Kafka's nulls as the input's
+/// serdes write them ([`kstreams_record::Serde::is_null`]).
+pub(crate) struct InputNulls<KI, I> {
+    pub key: Option<IsNull<KI>>,
+    pub value: Option<IsNull<I>>,
+}
+
+impl<KI, I> InputNulls<KI, I> {
+    /// No null but the ones `to_key` and `to_value` tell.
+    pub(crate) fn none() -> Self {
+        InputNulls {
+            key: None,
+            value: None,
+        }
+    }
+}
+
+impl<KI, I> Clone for InputNulls<KI, I> {
+    fn clone(&self) -> Self {
+        InputNulls {
+            key: self.key.clone(),
+            value: self.value.clone(),
+        }
+    }
+}
+
 /// `builder.table(..)` and `stream.to_table()`: each record is an upsert
 /// (a `None` value a delete) of its key. With a store, old values come from
 /// it; without one there are none.
@@ -82,6 +113,10 @@ pub(crate) struct TableSource<K, V, KI, I> {
     pub send_old: OldValuesFlag,
     pub to_key: fn(KI) -> Option<K>,
     pub to_value: fn(I) -> Option<V>,
+    /// Which input keys and values are Kafka's nulls beyond what `to_key`
+    /// and `to_value` say (`stream.to_table()`: what the stream's serdes
+    /// write as null, a `None` of a `Nullable` serde).
+    pub nulls: InputNulls<KI, I>,
     /// The store is versioned (KIP-889): it keeps history, and only
     /// updates that become the latest version go downstream.
     pub versioned: bool,
@@ -114,7 +149,8 @@ impl<K: Clone + 'static, V: Clone + 'static, KI: 'static, I: 'static> Processor<
             timestamp,
             headers,
         } = record;
-        let Some(key) = (self.to_key)(key) else {
+        let null_key = self.nulls.key.as_ref().is_some_and(|is_null| is_null(&key));
+        let Some(key) = (!null_key).then(|| (self.to_key)(key)).flatten() else {
             log::warn!(
                 target: "kstreams_dsl::stateful",
                 "{}: skipping a table update with a null key (at {:?})",
@@ -124,7 +160,14 @@ impl<K: Clone + 'static, V: Clone + 'static, KI: 'static, I: 'static> Processor<
             ctx.record_dropped();
             return Ok(());
         };
-        let value = (self.to_value)(value);
+        // A null value deletes the key (Kafka Streams' KTableSource puts
+        // the null, which deletes).
+        let null_value = self
+            .nulls
+            .value
+            .as_ref()
+            .is_some_and(|is_null| is_null(&value));
+        let value = (!null_value).then(|| (self.to_value)(value)).flatten();
         if let Some(store) = &self.versioned_store {
             let old = store.borrow().get(&key)?;
             let put = store

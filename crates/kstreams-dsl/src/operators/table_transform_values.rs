@@ -1,6 +1,7 @@
 //! Kafka Streams' `KTableFilter`, `KTableMapValues` and
 //! `KTableTransformValues`: a table's values changed one by one.
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use kstreams_record::Record;
@@ -8,6 +9,7 @@ use kstreams_record::Record;
 use crate::operators::forwarder::sends_old;
 use crate::operators::forwarder::OldValuesFlag;
 use crate::operators::table_source::TableStore;
+use crate::value_transformer::{ValueTransformerContext, ValueTransformerWithKey};
 use crate::Change;
 use crate::{Processor, ProcessorContext, ProcessorError};
 
@@ -83,5 +85,97 @@ impl<K: Clone + 'static, V: Clone + 'static, V2: Clone + 'static>
             Some(table) => table.flush(ctx),
             None => Ok(()),
         }
+    }
+}
+
+/// `KTable::transform_values`: Kafka Streams' `KTableTransformValues` with
+/// a user [`ValueTransformerWithKey`]. The transformer sees deletes (a
+/// `None` value) too; without a store, old values are the transformer's
+/// result for the old value (a second call), with one, the store's.
+pub(crate) struct TableValueTransformer<K, V, V2, T> {
+    pub transformer: T,
+    pub store_name: Option<String>,
+    pub send_old: OldValuesFlag,
+    pub store: Option<TableStore<K, V2>>,
+    pub types: PhantomData<fn(V)>,
+}
+
+impl<K, V, V2, T> Processor<K, Change<V>, K, Change<V2>> for TableValueTransformer<K, V, V2, T>
+where
+    K: Clone + 'static,
+    V: Clone + 'static,
+    V2: Clone + 'static,
+    T: ValueTransformerWithKey<K, V, V2>,
+{
+    fn init(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, K, Change<V2>>,
+    ) -> Result<(), ProcessorError> {
+        self.transformer.init(&ValueTransformerContext {
+            lookup: ctx.store_lookup(),
+            stores: &ctx.node.stores,
+            node: &ctx.node.name,
+        })?;
+        if let Some(name) = &self.store_name {
+            self.store = Some(TableStore::open(ctx, name, sends_old(&self.send_old))?);
+        }
+        Ok(())
+    }
+
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, K, Change<V2>>,
+        record: Record<K, Change<V>>,
+    ) -> Result<(), ProcessorError> {
+        let send_old = sends_old(&self.send_old);
+        let Record {
+            key,
+            value: change,
+            timestamp,
+            headers,
+        } = record;
+        let new_value = self.transformer.transform(&key, change.new_value)?;
+        let Some(table) = &self.store else {
+            let old_value = if send_old {
+                self.transformer.transform(&key, change.old_value)?
+            } else {
+                None
+            };
+            ctx.forward(Record {
+                key,
+                value: Change::new(new_value, old_value),
+                timestamp,
+                headers,
+            })?;
+            return Ok(());
+        };
+        let old_value = if send_old {
+            table.get(&key)?.map(|o| o.value)
+        } else {
+            None
+        };
+        if table.put(ctx, key.clone(), new_value.clone(), timestamp)? {
+            ctx.forward(Record {
+                key,
+                value: Change::new(new_value, old_value),
+                timestamp,
+                headers,
+            })?;
+        }
+        Ok(())
+    }
+
+    fn flush(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, K, Change<V2>>,
+    ) -> Result<(), ProcessorError> {
+        match &self.store {
+            Some(table) => table.flush(ctx),
+            None => Ok(()),
+        }
+    }
+
+    fn close(&mut self) {
+        self.transformer.close();
     }
 }

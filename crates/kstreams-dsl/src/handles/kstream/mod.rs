@@ -20,6 +20,7 @@ use crate::operators::stateless::{
     DropNullKeys, Filter, FlatMap, FlatMapValues, Map, MapValues, PassThrough, Peek, Print,
     SelectKey, Split,
 };
+use crate::operators::table_source::{InputNulls, IsNull};
 use crate::options::IntoName;
 use crate::topology::SinkTopic;
 use crate::{
@@ -817,7 +818,11 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
-    /// This stream as a table: each record is an update of its key.
+    /// This stream as a table: each record is an update of its key, as
+    /// Kafka Streams' `toTable()`. A record whose value is a null (a value
+    /// the stream's value serde writes as null: `None` of a
+    /// [`kstreams_record::Nullable`] serde) deletes its key; one whose key
+    /// is a null is dropped (and counted in the dropped records).
     pub fn to_table(&self) -> KTable<K, V> {
         self.to_table_with(None, Materialized::new())
     }
@@ -857,13 +862,36 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
             }
             (name, spec, parent)
         };
-        let mut table = KTable::<K, V>::source::<K, V>(
+        // Kafka's nulls, as the stream's serdes (else the store's, else
+        // the built-in ones) write them: a null key is dropped and
+        // counted, a null value deletes its key, as Kafka Streams'
+        // KTableSource does.
+        let (spec_key_serde, spec_value_serde) = match &spec {
+            Ok(spec) => (Some(spec.key_serde.clone()), Some(spec.value_serde.clone())),
+            Err(_) => (None, None),
+        };
+        let key_serde = self
+            .key_serde
+            .clone()
+            .or(spec_key_serde)
+            .or_else(kstreams_record::builtin_serde::<K>);
+        let value_serde = self
+            .value_serde
+            .clone()
+            .or(spec_value_serde)
+            .or_else(kstreams_record::builtin_serde::<V>);
+        let nulls = InputNulls {
+            key: key_serde.map(|serde| Arc::new(move |k: &K| serde.is_null(k)) as IsNull<K>),
+            value: value_serde.map(|serde| Arc::new(move |v: &V| serde.is_null(v)) as IsNull<V>),
+        };
+        let mut table = KTable::<K, V>::source_with_nulls::<K, V>(
             &self.state,
             &parent,
             name,
             spec,
             named_store,
             (Some, Some),
+            nulls,
         );
         if table.key_serde.is_none() {
             table.key_serde = self.key_serde.clone();

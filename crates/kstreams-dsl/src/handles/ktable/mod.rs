@@ -19,19 +19,21 @@ use crate::handles::types::{KGroupedTable, KTable, OldValues};
 use crate::materialized::{add_store, StoreSpec};
 use crate::operators::forwarder::OldValuesFlag;
 use crate::operators::getters::lazy_store_getter;
+use crate::operators::getters::transformed_getter;
 use crate::operators::getters::TableGetter;
 use crate::operators::getters::{mapped_getter, store_getter};
 use crate::operators::suppress::SuppressProcessor;
 use crate::operators::suppress_buffer::{BufferedSerde, BUFFER_CHANGELOG_HEADERS};
 use crate::operators::table_rekey::TableRekey;
-use crate::operators::table_source::TableSource;
+use crate::operators::table_source::{InputNulls, TableSource};
 use crate::operators::table_to_stream::TableToStream;
-use crate::operators::table_transform_values::TableTransformValues;
+use crate::operators::table_transform_values::{TableTransformValues, TableValueTransformer};
 use crate::operators::LazyStoreName;
 use crate::options::IntoName;
 use crate::suppressed::WhenFull;
 use crate::Suppressed;
 use crate::{Grouped, KStream, Materialized, TopologyError};
+use crate::{Processor, ValueTransformerWithKey};
 
 impl OldValues {
     /// Old values come from this operator's own store: always possible.
@@ -59,7 +61,29 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         name: String,
         spec: Result<StoreSpec<K, V>, crate::TopologyError>,
         materialize_now: bool,
+        input: TableInput<KI, I, K, V>,
+    ) -> Self {
+        Self::source_with_nulls(
+            state,
+            parent,
+            name,
+            spec,
+            materialize_now,
+            input,
+            InputNulls::none(),
+        )
+    }
+
+    /// [`KTable::source`] whose input also has the nulls `nulls` tells
+    /// (a null key dropped, a null value a delete).
+    pub(crate) fn source_with_nulls<KI: Clone + 'static, I: Clone + 'static>(
+        state: &SharedState,
+        parent: &str,
+        name: String,
+        spec: Result<StoreSpec<K, V>, crate::TopologyError>,
+        materialize_now: bool,
         (to_key, to_value): TableInput<KI, I, K, V>,
+        nulls: InputNulls<KI, I>,
     ) -> Self {
         let store: LazyStoreName = Arc::new(OnceLock::new());
         let flag: OldValuesFlag = Arc::default();
@@ -75,6 +99,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                     send_old: supplier_flag.clone(),
                     to_key,
                     to_value,
+                    nulls: nulls.clone(),
                     versioned,
                     store: None,
                     versioned_store: None,
@@ -200,8 +225,24 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         self.filter_with(move |k, v| !predicate(k, v), None, None)
     }
 
+    /// [`KTable::filter_not`] with a processor name and, to materialize
+    /// the result, a store: Kafka Streams' `filterNot(predicate, Named,
+    /// Materialized)` (`None` for either: `filterNot(predicate,
+    /// Materialized)` and `filterNot(predicate, Named)`). As in Kafka
+    /// Streams, a `Materialized` without a store name draws a store index
+    /// but keeps no store.
+    pub fn filter_not_with(
+        &self,
+        predicate: impl Fn(&K, &V) -> bool + Send + Sync + 'static,
+        named: impl IntoName,
+        materialized: Option<Materialized<K, V>>,
+    ) -> KTable<K, V> {
+        self.filter_with(move |k, v| !predicate(k, v), named, materialized)
+    }
+
     /// [`KTable::filter`] with a processor name and, to materialize the
-    /// result, a store.
+    /// result, a store: Kafka Streams' `filter(predicate, Named,
+    /// Materialized)`.
     pub fn filter_with(
         &self,
         predicate: impl Fn(&K, &V) -> bool + Send + Sync + 'static,
@@ -213,7 +254,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         // aggregation, a materialized table), so that it can leave out the
         // deletes of keys it never let through (Kafka Streams' KAFKA-10077).
         let parent_sends_old = self.enable_old_values(false);
-        let mut table = self.transform_values::<V>(
+        let mut table = self.transform_values_fn::<V>(
             compute,
             "KTABLE-FILTER-",
             named,
@@ -245,7 +286,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         materialized: Option<Materialized<K, V2>>,
     ) -> KTable<K, V2> {
         let compute = Arc::new(move |k: &K, v: V| Some(mapper(k, v)));
-        let mut table = self.transform_values::<V2>(
+        let mut table = self.transform_values_fn::<V2>(
             compute,
             "KTABLE-MAPVALUES-",
             named,
@@ -257,7 +298,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         table
     }
 
-    fn transform_values<V2: Clone + 'static>(
+    fn transform_values_fn<V2: Clone + 'static>(
         &self,
         compute: crate::operators::table_transform_values::ValueFn<K, V, V2>,
         prefix: &str,
@@ -266,13 +307,52 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         value_serde: Option<SharedSerde<V2>>,
         skip_double_absent: bool,
     ) -> KTable<K, V2> {
+        let getter_compute = compute.clone();
+        self.values_node(
+            prefix,
+            named,
+            materialized,
+            value_serde,
+            true,
+            move |store_name, send_old| TableTransformValues {
+                compute: compute.clone(),
+                store_name,
+                send_old,
+                skip_double_absent,
+                store: None,
+            },
+            move |parent, _| {
+                Rc::new(move || Some(mapped_getter(parent()?, getter_compute.clone())))
+            },
+        )
+    }
+
+    /// A table operator computing values under the same keys (filter,
+    /// map_values, transform_values): its node named `named` (else
+    /// `prefix` and an index), materialized when `materialized` names a
+    /// store (an unnamed one draws a store index if `draw_unnamed_store`,
+    /// as Kafka Streams' filter and mapValues do, not its transformValues);
+    /// `getter` reads an unmaterialized result through the parent's.
+    #[allow(clippy::too_many_arguments)]
+    fn values_node<V2: Clone + 'static, P: Processor<K, Change<V>, K, Change<V2>>>(
+        &self,
+        prefix: &str,
+        named: impl IntoName,
+        materialized: Option<Materialized<K, V2>>,
+        value_serde: Option<SharedSerde<V2>>,
+        draw_unnamed_store: bool,
+        processor: impl Fn(Option<String>, OldValuesFlag) -> P + Send + Sync + 'static,
+        getter: impl FnOnce(TableGetter<K, V>, &str) -> TableGetter<K, V2>,
+    ) -> KTable<K, V2> {
         let mut s = self.state.borrow_mut();
         // Only a named store materializes the result; an unnamed one just
         // draws its index, as in Kafka Streams.
         let spec = materialized.and_then(|m| {
             let store_prefix = format!("{prefix}STATE-STORE-");
             if m.name.is_none() {
-                s.new_name(&store_prefix);
+                if draw_unnamed_store {
+                    s.new_name(&store_prefix);
+                }
                 return None;
             }
             let spec = StoreSpec::settle(
@@ -288,18 +368,11 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         let store_name = spec.as_ref().map(|spec| spec.name.clone());
         let supplier_flag = flag.clone();
         let supplier_store = store_name.clone();
-        let supplier_compute = compute.clone();
         let added = s
             .topology
             .add_typed_processor::<K, Change<V>, K, Change<V2>, _>(
                 name.clone(),
-                Arc::new(move || TableTransformValues {
-                    compute: supplier_compute.clone(),
-                    store_name: supplier_store.clone(),
-                    send_old: supplier_flag.clone(),
-                    skip_double_absent,
-                    store: None,
-                }),
+                Arc::new(move || processor(supplier_store.clone(), supplier_flag.clone())),
                 &[self.node.as_str()],
             );
         s.record(added);
@@ -329,10 +402,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         let value_serde = spec.as_ref().map(|s| s.value_serde.clone()).or(value_serde);
         let getter: TableGetter<K, V2> = match &spec {
             Some(_) => lazy_store_getter(&store),
-            None => {
-                let parent = self.getter.clone();
-                Rc::new(move || Some(mapped_getter(parent()?, compute.clone())))
-            }
+            None => getter(self.getter.clone(), &name),
         };
         KTable {
             state: self.state.clone(),
@@ -345,6 +415,84 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             window: None,
             types: PhantomData,
         }
+    }
+
+    /// A new value for each key computed by a transformer with state
+    /// stores: Kafka Streams' `KTable#transformValues(supplier,
+    /// stateStoreNames...)`. `supplier` makes one transformer per task
+    /// (and one per reader of the result's values, see below); `stores`
+    /// are stores added with [`crate::StreamsBuilder::add_state_store`]
+    /// that it may use.
+    ///
+    /// The transformer is called for deletes too (with `None`). When a
+    /// downstream operator needs old values (a `group_by`, a table join),
+    /// it is called twice per update, with the new value and then the old
+    /// one; a join that looks the result up runs a transformer of its own
+    /// on the parent's value. Materialize the result
+    /// ([`KTable::transform_values_with`]) to have old values and lookups
+    /// come from the store instead. See [`crate::ValueTransformerWithKey`]
+    /// for an example.
+    pub fn transform_values<V2: Clone + 'static, T: ValueTransformerWithKey<K, V, V2>>(
+        &self,
+        supplier: impl Fn() -> T + Send + Sync + 'static,
+        stores: &[&str],
+    ) -> KTable<K, V2> {
+        self.transform_values_with(supplier, stores, None, None)
+    }
+
+    /// [`KTable::transform_values`] with a processor name and, to
+    /// materialize the result, a store: Kafka Streams'
+    /// `transformValues(supplier, Materialized, Named, stateStoreNames...)`.
+    /// As in Kafka Streams, only a `Materialized` with a store name
+    /// materializes (one without draws no store index), and the result's
+    /// value serde is the `Materialized`'s (else a built-in one), never the
+    /// parent's.
+    pub fn transform_values_with<V2: Clone + 'static, T: ValueTransformerWithKey<K, V, V2>>(
+        &self,
+        supplier: impl Fn() -> T + Send + Sync + 'static,
+        stores: &[&str],
+        named: impl IntoName,
+        materialized: Option<Materialized<K, V2>>,
+    ) -> KTable<K, V2> {
+        let supplier: Arc<dyn Fn() -> T + Send + Sync> = Arc::new(supplier);
+        let processor_supplier = supplier.clone();
+        let user_stores: Vec<String> = stores.iter().map(|s| s.to_string()).collect();
+        let getter_stores = user_stores.clone();
+        let mut table = self.values_node(
+            "KTABLE-TRANSFORMVALUES-",
+            named,
+            materialized,
+            None,
+            false,
+            move |store_name, send_old| TableValueTransformer {
+                transformer: processor_supplier(),
+                store_name,
+                send_old,
+                store: None,
+                types: PhantomData,
+            },
+            move |parent, node| {
+                let node = node.to_string();
+                Rc::new(move || {
+                    Some(transformed_getter(
+                        parent()?,
+                        supplier.clone(),
+                        node.clone(),
+                        getter_stores.clone(),
+                    ))
+                })
+            },
+        );
+        if !user_stores.is_empty() {
+            let mut s = self.state.borrow_mut();
+            let connected = s
+                .topology
+                .connect_processor_and_state_stores(&table.node, stores)
+                .map(|_| ());
+            s.record(connected);
+        }
+        table.window = self.window;
+        table
     }
 
     /// The table's updates as a stream: each update's new value, `None`
