@@ -15,10 +15,11 @@ use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams_embedded::rdkafka::{ClientConfig, Message};
 use kstreams_embedded::{create_topic, test_broker, unique_name};
 use kstreams_group::{Admin, ConnectionConfig, GroupDescription, TaskId};
-use kstreams_record::{I64Serde, Nullable, StringSerde};
+use kstreams_record::{Headers, I64Serde, Nullable, StringSerde};
 use kstreams_runtime::kafka::{
-    HostInfo, KafkaStreams, ProcessingGuarantee, QueryableStoreTypes, StandbyUpdateListener, State,
-    StateRestoreListener, StoreQueryParameters, StreamsConfig, SuspendReason, TopicPartition,
+    HostInfo, KafkaStreams, ProcessingGuarantee, QueryError, QueryableStoreTypes,
+    StandbyUpdateListener, State, StateRestoreListener, StoreQueryParameters, StreamsConfig,
+    SuspendReason, TopicPartition,
 };
 
 const PARTITIONS: i32 = 4;
@@ -413,7 +414,37 @@ fn key_queries_find_the_instance_that_holds_the_key_from_the_group_endpoints() {
             elsewhere.is_err(),
             "{key} also on the other instance: {elsewhere:?}"
         );
-        answered_by.insert(metadata.active_host);
+        answered_by.insert(metadata.active_host.clone());
+        // The same through a StreamPartitioner: one that leaves the
+        // choice to the default agrees, one that names a partition is
+        // taken at its word, one that names two is an error.
+        let default = |_: &str, _: &String, _: &(), _: &Headers, _: i32| None;
+        assert_eq!(
+            first
+                .streams
+                .query_metadata_for_key_with_stream_partitioner(
+                    "counts",
+                    &key,
+                    &StringSerde,
+                    &default
+                )
+                .unwrap(),
+            metadata
+        );
+        let last = |_: &str, _: &String, _: &(), _: &Headers, n: i32| Some(vec![n - 1]);
+        let named = first
+            .streams
+            .query_metadata_for_key_with_stream_partitioner("counts", &key, &StringSerde, &last)
+            .unwrap();
+        assert_eq!(named.partition, PARTITIONS - 1, "{key}");
+        let two = |_: &str, _: &String, _: &(), _: &Headers, _: i32| Some(vec![0, 1]);
+        let refused = first
+            .streams
+            .query_metadata_for_key_with_stream_partitioner("counts", &key, &StringSerde, &two);
+        assert!(
+            matches!(&refused, Err(QueryError::Store { message, .. }) if message.contains("exactly one")),
+            "{refused:?}"
+        );
     }
     assert_eq!(answered_by, counting, "the keys' holders");
     assert!(second.streams.close(Duration::from_secs(30)));

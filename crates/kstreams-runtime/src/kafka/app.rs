@@ -935,19 +935,58 @@ impl KafkaStreams {
         serializer: &dyn kstreams_record::Serde<K>,
     ) -> Result<super::KeyQueryMetadata, super::QueryError> {
         let topic = self.store_source_topic(store);
-        let bytes = serializer
-            .serialize(&topic, &mut kstreams_record::Headers::new(), key)
-            .map_err(|e| super::QueryError::Store {
-                store: store.to_string(),
-                message: format!("serializing the key: {e}"),
-            })?
-            .ok_or_else(|| super::QueryError::Store {
-                store: store.to_string(),
-                message: "the key serialized to null, which has no partition".to_string(),
-            })?;
+        let bytes = key_bytes(store, &topic, key, serializer)?;
         self.query_metadata_for_key_with_partitioner(store, |partitions| {
             kstreams_record::partition_for_key(&bytes, partitions)
         })
+    }
+
+    /// [`KafkaStreams::query_metadata_for_key`] for a key the application
+    /// partitions with `partitioner`, the one its sinks use: Kafka Streams'
+    /// `queryMetadataForKey(store, key, StreamPartitioner)`. The
+    /// partitioner sees the key and no value (Kafka passes a null one); if
+    /// it leaves the choice to the default, `serializer`'s bytes are hashed
+    /// as Kafka's producer does. A key lives in one partition: a partitioner
+    /// that chooses none or several is an error, as in Kafka Streams.
+    pub fn query_metadata_for_key_with_stream_partitioner<K: 'static>(
+        &self,
+        store: &str,
+        key: &K,
+        serializer: &dyn kstreams_record::Serde<K>,
+        partitioner: &dyn kstreams_dsl::StreamPartitioner<K, ()>,
+    ) -> Result<super::KeyQueryMetadata, super::QueryError> {
+        let topic = self.store_source_topic(store);
+        let headers = kstreams_record::Headers::new();
+        let mut failure = None;
+        let metadata = self.query_metadata_for_key_with_partitioner(store, |partitions| {
+            let chosen = match partitioner.partitions(&topic, key, &(), &headers, partitions) {
+                None => key_bytes(store, &topic, key, serializer)
+                    .map(|bytes| kstreams_record::partition_for_key(&bytes, partitions)),
+                Some(mut chosen) => {
+                    chosen.sort_unstable();
+                    chosen.dedup();
+                    match chosen[..] {
+                        [partition] if (0..partitions).contains(&partition) => Ok(partition),
+                        _ => Err(super::QueryError::Store {
+                            store: store.to_string(),
+                            message: format!(
+                                "the partitioner chose partitions {chosen:?} of {partitions} for \
+                                 the key: a key's metadata needs exactly one of 0 to {}",
+                                partitions - 1
+                            ),
+                        }),
+                    }
+                }
+            };
+            chosen.unwrap_or_else(|e| {
+                failure = Some(e);
+                0
+            })
+        });
+        match failure {
+            Some(e) => Err(e),
+            None => metadata,
+        }
     }
 
     /// [`KafkaStreams::query_metadata_for_key`] for a key partitioned by the
@@ -1023,6 +1062,26 @@ impl KafkaStreams {
     pub fn describe(&self) -> kstreams_dsl::TopologyDescription {
         self.topology.describe()
     }
+}
+
+/// `key`'s bytes for the default partitioner, as `serializer` writes them
+/// for `topic`; null bytes have no partition.
+fn key_bytes<K: 'static>(
+    store: &str,
+    topic: &str,
+    key: &K,
+    serializer: &dyn kstreams_record::Serde<K>,
+) -> Result<Vec<u8>, super::QueryError> {
+    serializer
+        .serialize(topic, &mut kstreams_record::Headers::new(), key)
+        .map_err(|e| super::QueryError::Store {
+            store: store.to_string(),
+            message: format!("serializing the key: {e}"),
+        })?
+        .ok_or_else(|| super::QueryError::Store {
+            store: store.to_string(),
+            message: "the key serialized to null, which has no partition".to_string(),
+        })
 }
 
 #[cfg(test)]
