@@ -18,6 +18,7 @@ mod headers;
 mod partitioner;
 mod record;
 pub mod serde;
+mod topic_partition;
 
 pub use byte_reader::ByteReader;
 pub use headers::{Header, Headers};
@@ -29,6 +30,7 @@ pub use serde::{
     UnitSerde, UuidSerde, VoidSerde,
 };
 /// The UUID type of [`UuidSerde`] (the `uuid` crate's).
+pub use topic_partition::TopicPartition;
 pub use uuid::Uuid;
 
 /// A timestamp in milliseconds since the Unix epoch, as Kafka stores it.

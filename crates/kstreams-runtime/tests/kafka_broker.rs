@@ -678,7 +678,10 @@ fn a_global_store_on_disk_goes_on_from_its_checkpoint_after_a_restart() {
             .fetch_watermarks(&customers, partition, Duration::from_secs(10))
             .unwrap();
         assert_eq!(
-            checkpoint.get(&(customers.clone(), partition)),
+            checkpoint.get(&kstreams_state::TopicPartition::new(
+                customers.as_str(),
+                partition
+            )),
             Some(&high),
             "the checkpoint holds the next offset to read"
         );

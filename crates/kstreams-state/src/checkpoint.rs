@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::Error;
+use crate::{Error, TopicPartition};
 
 /// A checkpoint file: changelog partitions and their offsets.
 #[derive(Clone, Debug)]
@@ -23,8 +23,8 @@ pub struct OffsetCheckpoint {
     path: PathBuf,
 }
 
-/// Changelog offsets by (topic, partition).
-pub type Offsets = BTreeMap<(String, i32), i64>;
+/// Changelog offsets by partition.
+pub type Offsets = BTreeMap<TopicPartition, i64>;
 
 impl OffsetCheckpoint {
     /// The only version Kafka Streams writes.
@@ -57,14 +57,14 @@ impl OffsetCheckpoint {
             .filter(|(tp, o)| {
                 let ok = Self::valid(**o);
                 if !ok {
-                    log::warn!("not checkpointing invalid offset {o} of {}-{}", tp.0, tp.1);
+                    log::warn!("not checkpointing invalid offset {o} of {tp}");
                 }
                 ok
             })
             .collect();
         let mut text = format!("{}\n{}\n", Self::VERSION, valid.len());
-        for ((topic, partition), offset) in valid {
-            text.push_str(&format!("{topic} {partition} {offset}\n"));
+        for (tp, offset) in valid {
+            text.push_str(&format!("{} {} {offset}\n", tp.topic, tp.partition));
         }
         let mut tmp = self.path.clone().into_os_string();
         tmp.push(".tmp");
@@ -123,7 +123,7 @@ impl OffsetCheckpoint {
             };
             seen += 1;
             if Self::valid(offset) {
-                offsets.insert((topic.to_string(), partition), offset);
+                offsets.insert(TopicPartition::new(topic, partition), offset);
             } else {
                 log::warn!(
                     "ignoring invalid offset {offset} of {topic}-{partition} in {}",
@@ -158,9 +158,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cp = OffsetCheckpoint::new(dir.path().join(".checkpoint"));
         let offsets = Offsets::from([
-            (("app-counts-changelog".to_string(), 3), 42),
+            (TopicPartition::new("app-counts-changelog", 3), 42),
             (
-                ("app-other-changelog".to_string(), 0),
+                TopicPartition::new("app-other-changelog", 0),
                 OffsetCheckpoint::OFFSET_UNKNOWN,
             ),
         ]);
@@ -182,7 +182,7 @@ mod tests {
         std::fs::write(cp.path(), "0\n1\nt  7   100\n").unwrap();
         assert_eq!(
             cp.read().unwrap(),
-            Offsets::from([(("t".to_string(), 7), 100)])
+            Offsets::from([(TopicPartition::new("t", 7), 100)])
         );
         std::fs::write(cp.path(), "1\n0\n").unwrap();
         assert!(cp.read().unwrap_err().to_string().contains("version 1"));

@@ -10,33 +10,9 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
+pub use kstreams_record::TopicPartition;
+
 use crate::{ChangelogRecord, Error, StateStore};
-
-/// A changelog (or global topic) partition: Kafka's `TopicPartition`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TopicPartition {
-    /// The topic.
-    pub topic: String,
-    /// The partition number.
-    pub partition: i32,
-}
-
-impl TopicPartition {
-    /// `topic`'s partition `partition`.
-    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
-        Self {
-            topic: topic.into(),
-            partition,
-        }
-    }
-}
-
-impl std::fmt::Display for TopicPartition {
-    /// As Kafka prints it: `topic-3`.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}-{}", self.topic, self.partition)
-    }
-}
 
 /// Hears about restorations: Kafka Streams' `StateRestoreListener`, with
 /// its callbacks and their arguments in Kafka's order.

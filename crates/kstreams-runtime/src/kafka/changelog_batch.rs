@@ -16,8 +16,8 @@ use rdkafka::consumer::BaseConsumer;
 use rdkafka::error::KafkaError;
 use rdkafka::Message;
 
-use super::rebalance_listener::Partition;
 use super::RuntimeError;
+use kstreams_state::TopicPartition;
 
 /// A changelog record as read: key, value, timestamp in milliseconds (-1
 /// without one), offset.
@@ -38,16 +38,16 @@ impl PartitionRecords {
     }
 
     /// The records as a store restores them, of changelog partition
-    /// `(topic, partition)`, without headers.
+    /// `changelog`, without headers.
     pub(super) fn changelog_records<'a>(
         &'a self,
-        (topic, partition): &'a Partition,
+        changelog: &'a TopicPartition,
     ) -> Vec<ChangelogRecord<'a>> {
         self.0
             .iter()
             .map(|(key, value, timestamp, _)| ChangelogRecord {
-                topic,
-                partition: *partition,
+                topic: &changelog.topic,
+                partition: changelog.partition,
                 key,
                 value: value.as_deref(),
                 timestamp: *timestamp,
@@ -62,7 +62,7 @@ pub(super) struct ChangelogBatch {
     /// The records read, kept ones or not (errors passed over not counted).
     pub(super) read: usize,
     /// The records kept, per changelog partition.
-    pub(super) partitions: HashMap<Partition, PartitionRecords>,
+    pub(super) partitions: HashMap<TopicPartition, PartitionRecords>,
 }
 
 /// Reads up to `most` records from `consumer`, a record per poll: the first
@@ -75,9 +75,9 @@ pub(super) fn read_batch(
     most: usize,
     first_wait: Duration,
     mut on_error: impl FnMut(KafkaError) -> Result<(), RuntimeError>,
-    mut keep: impl FnMut(&Partition, i64) -> bool,
+    mut keep: impl FnMut(&TopicPartition, i64) -> bool,
 ) -> Result<ChangelogBatch, RuntimeError> {
-    let mut partitions: HashMap<Partition, PartitionRecords> = HashMap::new();
+    let mut partitions: HashMap<TopicPartition, PartitionRecords> = HashMap::new();
     let mut read = 0;
     let mut wait = first_wait;
     while read < most {
@@ -93,7 +93,7 @@ pub(super) fn read_batch(
             }
         };
         read += 1;
-        let key = (message.topic().to_string(), message.partition());
+        let key = TopicPartition::new(message.topic(), message.partition());
         if !keep(&key, message.offset()) {
             continue;
         }

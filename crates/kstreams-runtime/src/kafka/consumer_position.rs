@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use kstreams_dsl::__private::ConsumedRecord;
 use kstreams_metrics::{Counter, MetricsRegistry, PartitionSensors};
+use kstreams_state::TopicPartition;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::Offset;
@@ -139,7 +140,7 @@ impl PartitionMetrics {
         &self,
         consumer: &BaseConsumer<C>,
         start: impl Fn(&str, i32) -> Option<i64>,
-    ) -> HashMap<(String, i32), i64> {
+    ) -> HashMap<TopicPartition, i64> {
         let mut lags = HashMap::new();
         let Ok(positions) = consumer.position() else {
             return lags;
@@ -159,7 +160,7 @@ impl PartitionMetrics {
                 reading_position(e.offset(), start(e.topic(), e.partition()), low).unwrap_or(low);
             let lag = (high - position).max(0);
             sensors.records_lag.set(lag);
-            lags.insert((e.topic().to_string(), e.partition()), lag);
+            lags.insert(TopicPartition::new(e.topic(), e.partition()), lag);
         }
         lags
     }

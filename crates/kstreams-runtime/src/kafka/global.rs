@@ -129,13 +129,13 @@ impl GlobalUpdater {
             // (retention): their deletes with them, so the store is
             // rebuilt, as Kafka Streams does on an out-of-range offset.
             let timeout = Duration::from_secs(30);
-            for ((topic, partition), next) in &checkpointed {
+            for (changelog, next) in &checkpointed {
                 let (low, _) = consumer
-                    .fetch_watermarks(topic, *partition, timeout)
+                    .fetch_watermarks(&changelog.topic, changelog.partition, timeout)
                     .client()?;
                 if *next < low {
                     log::warn!(
-                        "global tables: {topic}-{partition} was checkpointed at {next}, before \
+                        "global tables: {changelog} was checkpointed at {next}, before \
                          its log start {low}; rebuilding the global stores from the topics"
                     );
                     checkpointed.clear();
@@ -159,7 +159,7 @@ impl GlobalUpdater {
         }
         let timeout = Duration::from_secs(30);
         let mut tpl = TopicPartitionList::new();
-        let mut ends: HashMap<(String, i32), i64> = HashMap::new();
+        let mut ends: HashMap<TopicPartition, i64> = HashMap::new();
         let mut loads: Vec<PartitionLoad> = Vec::new();
         let mut reporters: HashMap<String, Arc<RestoreReporter>> = HashMap::new();
         let mut missing = Vec::new();
@@ -183,7 +183,7 @@ impl GlobalUpdater {
                 // A store on disk goes on from its checkpoint (unless
                 // retention has deleted records past it since).
                 let resume = checkpointed
-                    .get(&(topic.clone(), partition))
+                    .get(&TopicPartition::new(topic.as_str(), partition))
                     .copied()
                     .filter(|_| persistent)
                     .map(|next| next.max(low));
@@ -195,7 +195,7 @@ impl GlobalUpdater {
                 )
                 .client()?;
                 if high > start {
-                    ends.insert((topic.clone(), partition), high);
+                    ends.insert(TopicPartition::new(topic.as_str(), partition), high);
                 }
                 let store = stores[topic].name().to_string();
                 let reporter = match reporters.get(&store) {
@@ -253,7 +253,7 @@ impl GlobalUpdater {
             if began.elapsed() > LOAD_TIMEOUT {
                 let mut left: Vec<(String, i32, i64)> = ends
                     .iter()
-                    .map(|((t, p), end)| (t.clone(), *p, *end))
+                    .map(|(tp, end)| (tp.topic.clone(), tp.partition, *end))
                     .collect();
                 left.sort();
                 for mut load in loads {
@@ -289,7 +289,7 @@ impl GlobalUpdater {
                         }
                     }
                 }
-                let key = (message.topic().to_string(), message.partition());
+                let key = TopicPartition::new(message.topic(), message.partition());
                 if ends
                     .get(&key)
                     .is_some_and(|end| message.offset() + 1 >= *end)
@@ -300,17 +300,16 @@ impl GlobalUpdater {
             // Transaction markers at the end are never handed out: the
             // consumer's position says when a partition is read through.
             let positions = updater.consumer.position().client()?;
-            ends.retain(|(topic, partition), end| {
+            ends.retain(|tp, end| {
                 !matches!(
-                    positions.find_partition(topic, *partition).map(|e| e.offset()),
+                    positions.find_partition(&tp.topic, tp.partition).map(|e| e.offset()),
                     Some(Offset::Offset(p)) if p >= *end
                 )
             });
             // Partitions read through end their restoration.
-            let (done, going): (Vec<_>, Vec<_>) =
-                std::mem::take(&mut loads).into_iter().partition(|l| {
-                    !ends.contains_key(&(l.partition.topic.clone(), l.partition.partition))
-                });
+            let (done, going): (Vec<_>, Vec<_>) = std::mem::take(&mut loads)
+                .into_iter()
+                .partition(|l| !ends.contains_key(&l.partition));
             done.into_iter().for_each(PartitionLoad::finish);
             loads = going;
             if last_log.elapsed() >= Duration::from_secs(5) {
@@ -354,7 +353,7 @@ impl GlobalUpdater {
                 .get(e.topic())
                 .is_some_and(|s| s.is_persistent());
             if let (true, Offset::Offset(next)) = (persistent, e.offset()) {
-                positions.insert((e.topic().to_string(), e.partition()), next);
+                positions.insert(TopicPartition::new(e.topic(), e.partition()), next);
             }
         }
         // Partitions not read yet keep their checkpointed position.

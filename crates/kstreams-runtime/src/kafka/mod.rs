@@ -179,12 +179,12 @@ pub enum RuntimeError {
         if partitions.is_empty() {
             "a partition".to_string()
         } else {
-            partitions.iter().map(|(t, p)| format!("{t}-{p}")).collect::<Vec<_>>().join(", ")
+            partitions.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
         }
     )]
     NoCommittedOffset {
         /// The partitions without one, as far as the consumer could tell.
-        partitions: Vec<(String, i32)>,
+        partitions: Vec<TopicPartition>,
     },
     /// A stream thread panicked outside the processors (a processor's
     /// panic is a processing error, for the processing handler).

@@ -10,14 +10,14 @@ use std::collections::HashMap;
 use kstreams_time::PartitionMetadata;
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::rebalance_listener::Partition;
 use super::RuntimeError;
 use crate::kafka::client_error::ClientResult;
+use kstreams_state::TopicPartition;
 
 /// What the group committed for a partition.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Committed {
-    pub partition: Partition,
+    pub partition: TopicPartition,
     /// `None`: nothing committed (reading starts by `auto.offset.reset`).
     pub offset: Option<i64>,
     /// The partition time and operators' metadata committed with it.
@@ -25,13 +25,13 @@ pub(crate) struct Committed {
 }
 
 /// Where the consumer reads each partition next.
-pub(crate) type Positions = HashMap<Partition, i64>;
+pub(crate) type Positions = HashMap<TopicPartition, i64>;
 
 /// An offset to commit: the next record to read of a partition, with the
 /// encoded `TopicPartitionMetadata` its task resumes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ToCommit {
-    pub partition: Partition,
+    pub partition: TopicPartition,
     pub offset: i64,
     pub metadata: Option<String>,
 }
@@ -41,7 +41,7 @@ pub(crate) fn committed_of(list: &TopicPartitionList) -> Vec<Committed> {
     list.elements()
         .iter()
         .map(|e| Committed {
-            partition: (e.topic().to_string(), e.partition()),
+            partition: TopicPartition::new(e.topic(), e.partition()),
             offset: match e.offset() {
                 Offset::Offset(o) => Some(o),
                 _ => None,
@@ -57,7 +57,7 @@ pub(crate) fn positions_of(list: &TopicPartitionList) -> Positions {
     list.elements()
         .iter()
         .filter_map(|e| match e.offset() {
-            Offset::Offset(o) => Some(((e.topic().to_string(), e.partition()), o)),
+            Offset::Offset(o) => Some((TopicPartition::new(e.topic(), e.partition()), o)),
             _ => None,
         })
         .collect()
@@ -67,8 +67,7 @@ pub(crate) fn positions_of(list: &TopicPartitionList) -> Positions {
 pub(crate) fn to_list(offsets: &[ToCommit]) -> Result<TopicPartitionList, RuntimeError> {
     let mut list = TopicPartitionList::new();
     for offset in offsets {
-        let (topic, partition) = &offset.partition;
-        let mut element = list.add_partition(topic, *partition);
+        let mut element = list.add_partition(&offset.partition.topic, offset.partition.partition);
         element.set_offset(Offset::Offset(offset.offset)).client()?;
         if let Some(metadata) = &offset.metadata {
             element.set_metadata(metadata.clone());
@@ -89,12 +88,12 @@ mod tests {
         };
         let to_commit = vec![
             ToCommit {
-                partition: ("in".to_string(), 0),
+                partition: TopicPartition::new("in", 0),
                 offset: 7,
                 metadata: Some(metadata.encode()),
             },
             ToCommit {
-                partition: ("in".to_string(), 1),
+                partition: TopicPartition::new("in", 1),
                 offset: 3,
                 metadata: None,
             },
@@ -107,7 +106,10 @@ mod tests {
         assert_eq!(committed[1].metadata, None);
         assert_eq!(
             positions_of(&list),
-            Positions::from([(("in".to_string(), 0), 7), (("in".to_string(), 1), 3)])
+            Positions::from([
+                (TopicPartition::new("in", 0), 7),
+                (TopicPartition::new("in", 1), 3)
+            ])
         );
         let mut unset = TopicPartitionList::new();
         unset.add_partition("in", 2);

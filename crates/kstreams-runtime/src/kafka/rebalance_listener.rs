@@ -8,6 +8,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use kstreams_state::TopicPartition;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, RebalanceProtocol};
 use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::types::RDKafkaRespErr;
@@ -16,16 +17,13 @@ use rdkafka::{ClientContext, TopicPartitionList};
 use super::ffi::FetchQueue;
 use super::uncommitted_start::UncommittedStart;
 
-/// A partition: topic and number.
-pub(crate) type Partition = (String, i32);
-
 /// What a rebalance changed, in the order the callbacks saw it.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum AssignmentEvent {
     /// Partitions this thread now owns.
-    Assigned(Vec<Partition>),
+    Assigned(Vec<TopicPartition>),
     /// Partitions this thread gave up (or lost).
-    Revoked(Vec<Partition>),
+    Revoked(Vec<TopicPartition>),
 }
 
 /// What the callbacks share with the loop.
@@ -36,7 +34,7 @@ pub(crate) struct RebalanceEvents {
     /// The partitions of a revocation waiting for the loop: their tasks
     /// are committed, then closed, then the revocation is acknowledged to
     /// librdkafka (which waits for that before the group moves on).
-    pending_revocation: Mutex<Option<Vec<Partition>>>,
+    pending_revocation: Mutex<Option<Vec<TopicPartition>>>,
     /// Whether the loop runs and so takes revocations over; outside it
     /// (before it starts, while it shuts down, after a panic) the callback
     /// acknowledges at once, or closing the consumer would wait forever.
@@ -99,7 +97,7 @@ impl RebalanceEvents {
 
     /// Records a revocation; returns whether the loop takes it over
     /// (`false`: the caller acknowledges it now).
-    pub(crate) fn revoked(&self, partitions: Vec<Partition>) -> bool {
+    pub(crate) fn revoked(&self, partitions: Vec<TopicPartition>) -> bool {
         let deferred = self.deferring.load(Ordering::Acquire);
         if deferred {
             *self
@@ -113,18 +111,18 @@ impl RebalanceEvents {
 }
 
 /// The partitions of a list.
-pub(crate) fn partitions(tpl: &TopicPartitionList) -> Vec<Partition> {
+pub(crate) fn partitions(tpl: &TopicPartitionList) -> Vec<TopicPartition> {
     tpl.elements()
         .iter()
-        .map(|e| (e.topic().to_string(), e.partition()))
+        .map(|e| TopicPartition::new(e.topic(), e.partition()))
         .collect()
 }
 
 /// A list of partitions, without offsets.
-pub(crate) fn partition_list(partitions: &[Partition]) -> TopicPartitionList {
+pub(crate) fn partition_list(partitions: &[TopicPartition]) -> TopicPartitionList {
     let mut tpl = TopicPartitionList::new();
-    for (topic, partition) in partitions {
-        tpl.add_partition(topic, *partition);
+    for tp in partitions {
+        tpl.add_partition(&tp.topic, tp.partition);
     }
     tpl
 }
@@ -256,8 +254,8 @@ fn acknowledge_revocation<C: Consumer<RebalanceListener>>(consumer: &C, tpl: &To
 mod tests {
     use super::*;
 
-    fn p(topic: &str, partition: i32) -> Partition {
-        (topic.to_string(), partition)
+    fn p(topic: &str, partition: i32) -> TopicPartition {
+        TopicPartition::new(topic, partition)
     }
 
     #[test]

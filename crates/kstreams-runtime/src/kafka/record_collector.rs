@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use kstreams_dsl::__private::ProducedRecord;
 use kstreams_record::partition_for_key;
+use kstreams_state::TopicPartition;
 use rdkafka::consumer::ConsumerGroupMetadata;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{DeliveryResult, Message};
@@ -128,7 +129,7 @@ impl DeliveryContext {
     }
 
     /// The acknowledged changelog offsets so far, by partition.
-    fn changelog_offsets(&self) -> HashMap<(String, i32), i64> {
+    fn changelog_offsets(&self) -> HashMap<TopicPartition, i64> {
         let offsets = self
             .changelog_offsets
             .lock()
@@ -136,9 +137,9 @@ impl DeliveryContext {
         offsets
             .iter()
             .flat_map(|(topic, partitions)| {
-                partitions
-                    .iter()
-                    .map(move |(&partition, &offset)| ((topic.clone(), partition), offset))
+                partitions.iter().map(move |(&partition, &offset)| {
+                    (TopicPartition::new(topic.as_str(), partition), offset)
+                })
             })
             .collect()
     }
@@ -461,7 +462,7 @@ impl RecordCollector {
 
     /// The offset of the last acknowledged record per changelog partition,
     /// after serving pending delivery reports (they carry the offsets).
-    pub(super) fn delivered_changelog_offsets(&self) -> HashMap<(String, i32), i64> {
+    pub(super) fn delivered_changelog_offsets(&self) -> HashMap<TopicPartition, i64> {
         self.poll();
         self.producer.context().changelog_offsets()
     }
@@ -649,7 +650,8 @@ mod tests {
         collector.flush().unwrap();
         // The 50 records are offsets 0..=49 of the changelog, in order.
         assert_eq!(
-            collector.delivered_changelog_offsets()[&("changelog-full-changelog".to_string(), 0)],
+            collector.delivered_changelog_offsets()
+                [&TopicPartition::new("changelog-full-changelog", 0)],
             49
         );
     }
@@ -663,8 +665,8 @@ mod tests {
         context.delivered("output", 0, false, Ok(99));
         let offsets = context.changelog_offsets();
         assert_eq!(offsets.len(), 2);
-        assert_eq!(offsets[&("app-store-changelog".to_string(), 0)], 7);
-        assert_eq!(offsets[&("app-store-changelog".to_string(), 1)], 2);
+        assert_eq!(offsets[&TopicPartition::new("app-store-changelog", 0)], 7);
+        assert_eq!(offsets[&TopicPartition::new("app-store-changelog", 1)], 2);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use kstreams_dsl::Topology;
+use kstreams_state::TopicPartition;
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::{Offset, TopicPartitionList};
@@ -19,7 +20,7 @@ pub(crate) struct RepartitionPurge {
     topics: HashSet<String>,
     admin: Option<AdminClient<DefaultClientContext>>,
     /// Committed offsets not purged yet.
-    committed: HashMap<(String, i32), i64>,
+    committed: HashMap<TopicPartition, i64>,
     last: Instant,
     interval: Duration,
 }
@@ -54,7 +55,7 @@ impl RepartitionPurge {
         for e in offsets.elements() {
             if let (true, Offset::Offset(o)) = (self.topics.contains(e.topic()), e.offset()) {
                 self.committed
-                    .insert((e.topic().to_string(), e.partition()), o);
+                    .insert(TopicPartition::new(e.topic(), e.partition()), o);
             }
         }
     }
@@ -76,9 +77,9 @@ impl RepartitionPurge {
             return;
         };
         let mut tpl = TopicPartitionList::new();
-        for ((topic, partition), offset) in self.committed.drain() {
+        for (tp, offset) in self.committed.drain() {
             if tpl
-                .add_partition_offset(&topic, partition, Offset::Offset(offset))
+                .add_partition_offset(&tp.topic, tp.partition, Offset::Offset(offset))
                 .is_err()
             {
                 return;
@@ -123,7 +124,7 @@ mod tests {
         purge.committed(&tpl);
         assert_eq!(
             purge.committed,
-            HashMap::from([((repartition.clone(), 1), 9)])
+            HashMap::from([(TopicPartition::new(repartition.as_str(), 1), 9)])
         );
         assert!(purge.due());
     }

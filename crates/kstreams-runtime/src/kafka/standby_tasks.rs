@@ -34,7 +34,6 @@ use super::config::StreamsConfig;
 use super::consumer_position::is_fatal_consumer_error;
 use super::ffi::cached_watermarks;
 use super::queries::StoreInstance;
-use super::rebalance_listener::Partition;
 use super::standby_listener::{StandbyUpdateListener, SuspendReason};
 use super::task_creator::TaskCreator;
 use super::RuntimeError;
@@ -55,7 +54,7 @@ struct Standby {
     task: StreamTask,
     directory: Option<TaskDirectory>,
     /// Per changelog partition, the offset of the last record applied.
-    reached: HashMap<Partition, i64>,
+    reached: HashMap<TopicPartition, i64>,
     /// Records applied since the last checkpoint.
     since_checkpoint: u64,
 }
@@ -66,7 +65,7 @@ pub(crate) struct StandbyTasks {
     config: StreamsConfig,
     tasks: HashMap<TaskId, Standby>,
     /// Changelog partition → its standby task and store.
-    partitions: HashMap<Partition, (TaskId, String)>,
+    partitions: HashMap<TopicPartition, (TaskId, String)>,
     /// Made with the first standby.
     consumer: Option<BaseConsumer>,
     listener: Option<Arc<dyn StandbyUpdateListener>>,
@@ -118,7 +117,7 @@ impl StandbyTasks {
         let mut positions = TopicPartitionList::new();
         for from in &created.restore_from {
             let changelog = &from.changelog;
-            let key = (changelog.topic.clone(), id.partition);
+            let key = TopicPartition::new(changelog.topic.as_str(), id.partition);
             let persistent = created
                 .task
                 .stores()
@@ -139,7 +138,7 @@ impl StandbyTasks {
                 .client()?;
             if let Some(listener) = &self.listener {
                 let from = reached.get(&key).map_or(-1, |o| *o);
-                listener.on_update_start(&tp(&key), &changelog.store, from);
+                listener.on_update_start(&key, &changelog.store, from);
             }
             self.partitions.insert(key, (id, changelog.store.clone()));
         }
@@ -172,7 +171,7 @@ impl StandbyTasks {
             return Ok(());
         };
         let mut positions = TopicPartitionList::new();
-        let owned: Vec<Partition> = self
+        let owned: Vec<TopicPartition> = self
             .partitions
             .iter()
             .filter(|(_, (task, _))| *task == id)
@@ -180,11 +179,11 @@ impl StandbyTasks {
             .collect();
         for key in &owned {
             let (_, store) = self.partitions.remove(key).expect("listed");
-            positions.add_partition(&key.0, key.1);
+            positions.add_partition(&key.topic, key.partition);
             if let Some(listener) = &self.listener {
                 let at = standby.reached.get(key).map_or(-1, |o| *o);
                 let end = end_offset(self.consumer.as_ref(), key);
-                listener.on_update_suspended(&tp(key), &store, at, end, why);
+                listener.on_update_suspended(key, &store, at, end, why);
             }
         }
         if let (Some(consumer), true) = (&self.consumer, positions.count() > 0) {
@@ -241,7 +240,7 @@ impl StandbyTasks {
             self.updates.add(count);
             if let Some(listener) = &self.listener {
                 listener.on_batch_loaded(
-                    &tp(&key),
+                    &key,
                     store,
                     &id.to_string(),
                     last,
@@ -337,12 +336,8 @@ fn checkpoint(
 /// partition, and librdkafka's -1001 (`RD_KAFKA_OFFSET_INVALID`) while no
 /// fetch response came yet. rust-rdkafka offers only `fetch_watermarks`, a
 /// request to the broker per call, too slow for every batch.
-fn end_offset(consumer: Option<&BaseConsumer>, (topic, partition): &Partition) -> i64 {
+fn end_offset(consumer: Option<&BaseConsumer>, changelog: &TopicPartition) -> i64 {
     consumer
-        .and_then(|consumer| cached_watermarks(consumer, topic, *partition))
+        .and_then(|consumer| cached_watermarks(consumer, &changelog.topic, changelog.partition))
         .map_or(-1, |(_, high)| high)
-}
-
-fn tp((topic, partition): &Partition) -> TopicPartition {
-    TopicPartition::new(topic.clone(), *partition)
 }

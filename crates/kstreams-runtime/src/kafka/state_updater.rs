@@ -30,11 +30,11 @@ use rdkafka::{Offset, TopicPartitionList};
 use super::changelog_batch;
 use super::clients;
 use super::config::StreamsConfig;
-use super::rebalance_listener::Partition;
 use super::restore_progress::{RestoreBoard, RestoreKind};
 use super::RuntimeError;
 use crate::kafka::client_error::ClientResult;
 use crate::StreamTask;
+use kstreams_state::TopicPartition;
 
 /// Records handed to a store in one restore batch at most.
 const RESTORE_BATCH: usize = 10_000;
@@ -119,7 +119,7 @@ struct RestoringTask {
     began: Instant,
     /// Per changelog partition of the task, the offset of the last record
     /// its store holds, as far as known (complete ones included).
-    reached: HashMap<Partition, Option<i64>>,
+    reached: HashMap<TopicPartition, Option<i64>>,
     /// Its changelog partitions not restored yet.
     pending: usize,
     /// Records restored since its last progress checkpoint.
@@ -132,7 +132,7 @@ pub(crate) struct RestoredTask {
     /// Per changelog partition, the offset of the last record its store
     /// holds (`None`: not known, as for an empty changelog; the task
     /// creator records it for persistent stores only).
-    pub reached: HashMap<Partition, Option<i64>>,
+    pub reached: HashMap<TopicPartition, Option<i64>>,
 }
 
 /// The state updater of one stream thread.
@@ -149,13 +149,13 @@ pub(crate) struct StateUpdater {
     /// queue (seen on CI: a hole in a restored store). Forwarding before
     /// the assignment is the fix to try.
     consumer: Option<BaseConsumer>,
-    changelogs: HashMap<Partition, Changelog>,
+    changelogs: HashMap<TopicPartition, Changelog>,
     /// Changelog partitions added since the last step, with their start
     /// offsets: assigned together at the next step. One by one, each new
     /// partition waited for the fetch request in flight to the same broker,
     /// held there up to `fetch.wait.max.ms` (500 ms) once the partitions
     /// before it had nothing more.
-    to_assign: Vec<(Partition, i64)>,
+    to_assign: Vec<(TopicPartition, i64)>,
     tasks: HashMap<TaskId, RestoringTask>,
     /// Tasks restored since the last [`StateUpdater::take_restored`].
     restored: Vec<RestoredTask>,
@@ -191,9 +191,9 @@ impl StateUpdater {
             return Ok(());
         }
         let mut assign = TopicPartitionList::new();
-        for ((topic, partition), start) in self.to_assign.drain(..) {
+        for (changelog, start) in self.to_assign.drain(..) {
             assign
-                .add_partition_offset(&topic, partition, Offset::Offset(start))
+                .add_partition_offset(&changelog.topic, changelog.partition, Offset::Offset(start))
                 .client()?;
         }
         let consumer = self
@@ -243,7 +243,7 @@ impl StateUpdater {
             else {
                 continue;
             };
-            let key = (changelog.topic.clone(), id.partition);
+            let key = TopicPartition::new(changelog.topic.as_str(), id.partition);
             let (low, high) = match watermarks {
                 Some(watermarks) => watermarks,
                 None => changelog_watermarks(self.consumer()?, &changelog.topic, id.partition)?,
@@ -390,7 +390,9 @@ impl StateUpdater {
             if changelog.restoration.is_complete() {
                 continue;
             }
-            let position = positions.find_partition(&key.0, key.1).map(|e| e.offset());
+            let position = positions
+                .find_partition(&key.topic, key.partition)
+                .map(|e| e.offset());
             if matches!(position, Some(Offset::Offset(p)) if p >= changelog.end) {
                 changelog
                     .restoration
@@ -406,7 +408,7 @@ impl StateUpdater {
     /// Ends the complete restorations; a task whose last one that was is
     /// restored.
     fn complete_finished(&mut self) -> Result<(), RuntimeError> {
-        let complete: Vec<Partition> = self
+        let complete: Vec<TopicPartition> = self
             .changelogs
             .iter()
             .filter(|(_, c)| c.restoration.is_complete())
@@ -418,7 +420,7 @@ impl StateUpdater {
         let mut unassign = TopicPartitionList::new();
         for key in complete {
             let changelog = self.changelogs.remove(&key).expect("listed");
-            unassign.add_partition(&key.0, key.1);
+            unassign.add_partition(&key.topic, key.partition);
             let reached = changelog.reached();
             changelog.restoration.finish()?;
             let Some(task) = self.tasks.get_mut(&changelog.task) else {
@@ -450,7 +452,7 @@ impl StateUpdater {
     pub(super) fn take_restored_task(
         &mut self,
         id: TaskId,
-    ) -> Option<HashMap<Partition, Option<i64>>> {
+    ) -> Option<HashMap<TopicPartition, Option<i64>>> {
         let at = self.restored.iter().position(|t| t.id == id)?;
         Some(self.restored.remove(at).reached)
     }
@@ -467,21 +469,21 @@ impl StateUpdater {
     pub(super) fn remove(
         &mut self,
         id: TaskId,
-    ) -> Result<Option<HashMap<Partition, Option<i64>>>, RuntimeError> {
+    ) -> Result<Option<HashMap<TopicPartition, Option<i64>>>, RuntimeError> {
         if let Some(reached) = self.take_restored_task(id) {
             return Ok(Some(reached));
         }
         let Some(mut task) = self.tasks.remove(&id) else {
             return Ok(None);
         };
-        let mine: Vec<Partition> = self
+        let mine: Vec<TopicPartition> = self
             .changelogs
             .iter()
             .filter(|(_, c)| c.task == id)
             .map(|(key, _)| key.clone())
             .collect();
         // Those not assigned yet are only dropped from the list.
-        let unassigned: Vec<Partition> = self
+        let unassigned: Vec<TopicPartition> = self
             .to_assign
             .iter()
             .filter(|(key, _)| mine.contains(key))
@@ -494,13 +496,11 @@ impl StateUpdater {
             task.reached.insert(key.clone(), changelog.reached());
             let restored = changelog.restoration.suspend();
             log::info!(
-                "{}: task {id}: restoration of {}-{} suspended after {restored} records",
+                "{}: task {id}: restoration of {key} suspended after {restored} records",
                 self.thread,
-                key.0,
-                key.1
             );
             if !unassigned.contains(&key) {
-                unassign.add_partition(&key.0, key.1);
+                unassign.add_partition(&key.topic, key.partition);
             }
         }
         if let (Some(consumer), true) = (&self.consumer, unassign.count() > 0) {
@@ -512,7 +512,7 @@ impl StateUpdater {
     /// The restoring tasks that restored enough since their last progress
     /// checkpoint for another, with what their stores reached; their
     /// counts start again.
-    pub(super) fn checkpoints_due(&mut self) -> Vec<(TaskId, HashMap<Partition, i64>)> {
+    pub(super) fn checkpoints_due(&mut self) -> Vec<(TaskId, HashMap<TopicPartition, i64>)> {
         self.tasks
             .iter_mut()
             .filter(|(_, t)| t.since_checkpoint >= CHECKPOINT_DELTA)

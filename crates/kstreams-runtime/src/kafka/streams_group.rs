@@ -13,9 +13,9 @@ use kstreams_group::{
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::config::{KafkaClient, StreamsConfig};
-use super::rebalance_listener::Partition;
 use super::task_manager::TaskOffsetSums;
 use super::RuntimeError;
+use kstreams_state::TopicPartition;
 
 /// How long a commit as the member may wait for the coordinator's answer.
 const COMMIT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -29,7 +29,7 @@ pub(crate) enum MemberChange {
     /// Give these partitions up: committed first and closed clean, unless
     /// `lost` (the tasks are someone else's already: closed dirty).
     Revoke {
-        partitions: Vec<Partition>,
+        partitions: Vec<TopicPartition>,
         lost: bool,
     },
     /// Close these standby tasks, checkpointed: `promoted` ones become
@@ -39,7 +39,7 @@ pub(crate) enum MemberChange {
         promoted: bool,
     },
     /// Take these partitions over.
-    Assign(Vec<Partition>),
+    Assign(Vec<TopicPartition>),
     /// Keep these tasks' stores current from their changelogs (standby and
     /// warm-up tasks).
     AddStandbys(Vec<kstreams_dsl::TaskId>),
@@ -53,7 +53,7 @@ pub(crate) struct GroupMembership {
     member: Option<StreamsGroupMember>,
     topology: kstreams_group::Topology,
     /// The partitions of the active tasks the thread runs now.
-    owned: BTreeSet<Partition>,
+    owned: BTreeSet<TopicPartition>,
     /// The standby and warm-up tasks the thread keeps.
     standbys: BTreeSet<kstreams_group::TaskId>,
     /// Where the group's endpoints go for interactive queries.
@@ -220,14 +220,18 @@ impl GroupMembership {
     }
 
     fn assigned(&mut self, assignment: Assignment, changes: &mut Vec<MemberChange>) {
-        let target: BTreeSet<Partition> = self
+        let target: BTreeSet<TopicPartition> = self
             .topology
             .input_partitions(&assignment.active)
             .into_iter()
-            .flat_map(|(topic, partitions)| partitions.into_iter().map(move |p| (topic.clone(), p)))
+            .flat_map(|(topic, partitions)| {
+                partitions
+                    .into_iter()
+                    .map(move |p| TopicPartition::new(topic.as_str(), p))
+            })
             .collect();
-        let revoked: Vec<Partition> = self.owned.difference(&target).cloned().collect();
-        let added: Vec<Partition> = target.difference(&self.owned).cloned().collect();
+        let revoked: Vec<TopicPartition> = self.owned.difference(&target).cloned().collect();
+        let added: Vec<TopicPartition> = target.difference(&self.owned).cloned().collect();
         if !revoked.is_empty() {
             changes.push(MemberChange::Revoke {
                 partitions: revoked,
@@ -443,8 +447,8 @@ mod tests {
         }
     }
 
-    fn p(topic: &str, partition: i32) -> Partition {
-        (topic.to_string(), partition)
+    fn p(topic: &str, partition: i32) -> TopicPartition {
+        TopicPartition::new(topic, partition)
     }
 
     #[test]

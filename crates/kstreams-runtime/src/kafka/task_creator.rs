@@ -17,13 +17,13 @@ use rdkafka::consumer::BaseConsumer;
 
 use super::clients;
 use super::config::{ProcessingGuarantee, StreamsConfig};
-use super::rebalance_listener::Partition;
 use super::state_updater::{changelog_watermarks, checkpoint_beyond_end, RestoreFrom};
 use super::RuntimeError;
 use crate::changelog::ChangelogCollector;
 use crate::clock::now_ms;
 use crate::kafka::client_error::ClientResult;
 use crate::StreamTask;
+use kstreams_state::TopicPartition;
 
 /// Whether a checkpoint could not be read for what it holds (not in
 /// Kafka Streams' format, or not even text), rather than for the disk.
@@ -65,7 +65,7 @@ pub(crate) struct TaskCreator {
     /// Per changelog partition of the thread's tasks, the offset its store
     /// reached when restored: what a checkpoint records for a store that
     /// has not written since.
-    restored: HashMap<(String, i32), i64>,
+    restored: HashMap<TopicPartition, i64>,
     /// The thread's partition counts, for sinks with a partitioner.
     partition_counts: Rc<dyn kstreams_dsl::PartitionCounts>,
     /// Asks for the end offsets of changelogs that stores were checkpointed
@@ -130,7 +130,7 @@ impl TaskCreator {
 
     /// Notes what the stores of a task reached when restored (per
     /// changelog partition; `None`: nothing to record).
-    pub(super) fn set_restored(&mut self, reached: &HashMap<Partition, Option<i64>>) {
+    pub(super) fn set_restored(&mut self, reached: &HashMap<TopicPartition, Option<i64>>) {
         for (key, offset) in reached {
             match offset {
                 Some(offset) => self.restored.insert(key.clone(), *offset),
@@ -219,7 +219,7 @@ impl TaskCreator {
             .filter(|c| c.subtopology == id.subtopology)
         {
             self.restored
-                .remove(&(changelog.topic.clone(), id.partition));
+                .remove(&TopicPartition::new(changelog.topic.as_str(), id.partition));
         }
         let mut directory = None;
         let mut checkpointed = Offsets::new();
@@ -322,7 +322,7 @@ impl TaskCreator {
                 // here is Kafka Streams' (its downgrade checkpoint lists its
                 // own window stores) or an earlier kstreams' for files that
                 // are gone (its versioned stores at `rocksdb/`).
-                checkpointed.remove(&(changelog.topic.clone(), id.partition));
+                checkpointed.remove(&TopicPartition::new(changelog.topic.as_str(), id.partition));
             }
         }
         // Offsets a checkpoint lacks, from the stores that record their own
@@ -330,7 +330,7 @@ impl TaskCreator {
         let mut from_stores = Offsets::new();
         let mut unrecorded = None;
         for changelog in self.changelogs_of(id.subtopology) {
-            let key = (changelog.topic.clone(), id.partition);
+            let key = TopicPartition::new(changelog.topic.as_str(), id.partition);
             let Some(store) = task.stores().get(&changelog.store) else {
                 continue;
             };
@@ -386,7 +386,7 @@ impl TaskCreator {
         if let Some(locked) = directory.as_ref() {
             let mut stale = None;
             for changelog in self.changelogs_of(id.subtopology) {
-                let key = (changelog.topic.clone(), id.partition);
+                let key = TopicPartition::new(changelog.topic.as_str(), id.partition);
                 let Some(&after) = checkpointed.get(&key) else {
                     continue;
                 };
@@ -428,7 +428,7 @@ impl TaskCreator {
         )?;
         let mut restore_from = Vec::new();
         for changelog in self.changelogs_of(id.subtopology) {
-            let key = (changelog.topic.clone(), id.partition);
+            let key = TopicPartition::new(changelog.topic.as_str(), id.partition);
             let mut after = checkpointed.get(&key).copied();
             let persistent = task
                 .context()
@@ -502,12 +502,12 @@ impl TaskCreator {
         id: TaskId,
         directory: &TaskDirectory,
         task: &StreamTask,
-        delivered: &HashMap<(String, i32), i64>,
+        delivered: &HashMap<TopicPartition, i64>,
     ) -> Result<(), RuntimeError> {
         let checkpoint = directory.checkpoint();
         let mut offsets = checkpoint.read()?;
         for changelog in self.changelogs_of(id.subtopology) {
-            let key = (changelog.topic.clone(), id.partition);
+            let key = TopicPartition::new(changelog.topic.as_str(), id.partition);
             let Some(store) = task.stores().get(&changelog.store) else {
                 continue;
             };

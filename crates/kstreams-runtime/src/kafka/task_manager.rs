@@ -32,7 +32,6 @@ use super::offsets::{Committed, Positions, ToCommit};
 use super::outbox::Outbox;
 use super::partition_group::PartitionGroup;
 use super::queries::{LocalStores, StoreInstance};
-use super::rebalance_listener::Partition;
 use super::restore_progress::RestoreBoard;
 use super::slice_clock::SliceClock;
 use super::standby_listener::SuspendReason;
@@ -42,6 +41,7 @@ use super::task_creator::{CreatedTask, TaskCreator};
 use super::topics::SourceTopicIndex;
 use super::RuntimeError;
 use crate::StreamTask;
+use kstreams_state::TopicPartition;
 use kstreams_time::PartitionMetadata;
 
 /// Whether a partition is known to be behind its end (KIP-695), given the
@@ -51,11 +51,13 @@ pub(crate) type IsLagging<'a> = &'a dyn Fn(&str, i32, Option<i64>) -> bool;
 /// A partition's start offset in `start_offsets`: a function of the map
 /// alone, so that `process` can read it while it borrows the tasks.
 fn start_offset_in(
-    start_offsets: &HashMap<Partition, i64>,
+    start_offsets: &HashMap<TopicPartition, i64>,
     topic: &str,
     partition: i32,
 ) -> Option<i64> {
-    start_offsets.get(&(topic.to_string(), partition)).copied()
+    start_offsets
+        .get(&TopicPartition::new(topic, partition))
+        .copied()
 }
 
 /// An active task with its input buffers.
@@ -73,7 +75,7 @@ struct TaskEntry {
     /// Source partitions of the task this thread was not given (yet): the
     /// task processes nothing until it has them all, so that under an
     /// incremental protocol two members never run halves of one task.
-    missing: Vec<Partition>,
+    missing: Vec<TopicPartition>,
 }
 
 impl TaskEntry {
@@ -94,19 +96,19 @@ impl TaskEntry {
 /// not yet told to the consumer.
 #[derive(Default)]
 struct PartitionHolds {
-    hold: Vec<Partition>,
-    release: Vec<Partition>,
+    hold: Vec<TopicPartition>,
+    release: Vec<TopicPartition>,
 }
 
 impl PartitionHolds {
-    fn hold(&mut self, partition: Partition) {
+    fn hold(&mut self, partition: TopicPartition) {
         self.release.retain(|p| *p != partition);
         if !self.hold.contains(&partition) {
             self.hold.push(partition);
         }
     }
 
-    fn release(&mut self, partition: Partition) {
+    fn release(&mut self, partition: TopicPartition) {
         self.hold.retain(|p| *p != partition);
         if !self.release.contains(&partition) {
             self.release.push(partition);
@@ -114,7 +116,7 @@ impl PartitionHolds {
     }
 
     /// The partition was revoked: nothing to tell.
-    fn forget(&mut self, partition: &Partition) {
+    fn forget(&mut self, partition: &TopicPartition) {
         self.hold.retain(|p| p != partition);
         self.release.retain(|p| p != partition);
     }
@@ -181,18 +183,18 @@ pub(crate) struct TaskManager {
     /// The store each bootstrap topic fills.
     bootstrap_stores: HashMap<String, String>,
     /// Next offset to commit per partition: last processed + 1.
-    processed: HashMap<Partition, i64>,
+    processed: HashMap<TopicPartition, i64>,
     /// The next offsets of the last processing step, whose outputs are in
     /// the outbox: they count as processed once the outbox is sent
     /// ([`TaskManager::outputs_sent`]).
-    unsent: Vec<(Partition, i64)>,
+    unsent: Vec<(TopicPartition, i64)>,
     /// Committed offsets of the assigned partitions, read at assignment:
     /// where reading starts before a record is consumed (for KIP-695 and
     /// the lag).
-    start_offsets: HashMap<Partition, i64>,
+    start_offsets: HashMap<TopicPartition, i64>,
     /// What was committed with those offsets (partition time, operators'
     /// metadata), for the tasks to resume from.
-    start_metadata: HashMap<Partition, PartitionMetadata>,
+    start_metadata: HashMap<TopicPartition, PartitionMetadata>,
     task_created: Counter,
     task_closed: Counter,
     /// The thread's side of async processors: their runtime, the
@@ -457,7 +459,7 @@ impl TaskManager {
     /// the task's others.
     pub(super) fn assign(
         &mut self,
-        assigned: &[Partition],
+        assigned: &[TopicPartition],
         committed: &[Committed],
         mut bootstrap_end: impl FnMut(&str, i32) -> Option<(i64, i64)>,
     ) -> Result<(), RuntimeError> {
@@ -470,7 +472,8 @@ impl TaskManager {
                     .insert(c.partition.clone(), metadata.clone());
             }
         }
-        for (topic, partition) in assigned {
+        for tp in assigned {
+            let (topic, partition) = (&tp.topic, &tp.partition);
             let Some(id) = self.task_id(topic, *partition) else {
                 continue;
             };
@@ -480,7 +483,7 @@ impl TaskManager {
                 log::info!("{}: created task {id}", self.thread);
             }
             if self.restoring.contains_key(&id) {
-                self.holds.hold((topic.clone(), *partition));
+                self.holds.hold(tp.clone());
             }
             let end = if self.bootstrap_topics.contains(topic) {
                 bootstrap_end(topic, *partition)
@@ -491,7 +494,7 @@ impl TaskManager {
                 Some(entry) => entry,
                 None => self.restoring.get_mut(&id).expect("present"),
             };
-            if let Some(committed) = self.start_metadata.remove(&(topic.clone(), *partition)) {
+            if let Some(committed) = self.start_metadata.remove(tp) {
                 entry.task.resume_partition(
                     topic,
                     *partition,
@@ -577,7 +580,7 @@ impl TaskManager {
             self.creator
                 .begin_processing(&entry.task, entry.directory.as_ref())?;
             for (topic, partition) in entry.group.partitions() {
-                self.holds.release((topic.to_string(), partition));
+                self.holds.release(TopicPartition::new(topic, partition));
             }
             log::info!("{}: task {} is running", self.thread, task.id);
             self.tasks.insert(task.id, entry);
@@ -602,7 +605,7 @@ impl TaskManager {
     /// Streams' tasks in its state updater): its restorations suspended,
     /// its stores flushed and checkpointed at what they reached.
     fn close_restoring(&mut self, id: TaskId, mut entry: TaskEntry) -> Result<(), RuntimeError> {
-        let reached: HashMap<Partition, i64> = self
+        let reached: HashMap<TopicPartition, i64> = self
             .updater
             .remove(id)?
             .unwrap_or_default()
@@ -610,7 +613,7 @@ impl TaskManager {
             .filter_map(|(key, offset)| Some((key, offset?)))
             .collect();
         for (topic, partition) in entry.group.partitions() {
-            self.holds.forget(&(topic.to_string(), partition));
+            self.holds.forget(&TopicPartition::new(topic, partition));
         }
         Self::flush_stores(&entry.task)?;
         self.checkpoint(id, &entry, &reached)?;
@@ -631,7 +634,7 @@ impl TaskManager {
 
     /// The input partitions to pause (their task restores) and to resume
     /// (it is restored) since the last call.
-    pub(super) fn take_holds(&mut self) -> (Vec<Partition>, Vec<Partition>) {
+    pub(super) fn take_holds(&mut self) -> (Vec<TopicPartition>, Vec<TopicPartition>) {
         (
             std::mem::take(&mut self.holds.hold),
             std::mem::take(&mut self.holds.release),
@@ -647,15 +650,15 @@ impl TaskManager {
     /// thrown away: they close dirty.
     pub(super) fn revoke(
         &mut self,
-        revoked: &[Partition],
+        revoked: &[TopicPartition],
         clean: bool,
-        delivered: &HashMap<Partition, i64>,
+        delivered: &HashMap<TopicPartition, i64>,
     ) -> Result<(), RuntimeError> {
         for key in revoked {
             self.start_offsets.remove(key);
             self.start_metadata.remove(key);
             self.processed.remove(key);
-            let (topic, partition) = (key.0.as_str(), key.1);
+            let (topic, partition) = (key.topic.as_str(), key.partition);
             let Some(id) = self.task_id(topic, partition) else {
                 continue;
             };
@@ -718,7 +721,7 @@ impl TaskManager {
 
     /// The tasks as [`TaskMetadata`], ordered by id, with the partitions'
     /// lags where `lags` knows them.
-    pub(super) fn metadata(&self, lags: &HashMap<Partition, i64>) -> Vec<TaskMetadata> {
+    pub(super) fn metadata(&self, lags: &HashMap<TopicPartition, i64>) -> Vec<TaskMetadata> {
         let running = self.tasks.iter().map(|(id, e)| (id, e, false));
         let restoring = self.restoring.iter().map(|(id, e)| (id, e, true));
         let mut tasks: Vec<TaskMetadata> = running
@@ -732,7 +735,7 @@ impl TaskManager {
                     .map(|(topic, partition)| TaskPartition {
                         topic: topic.to_string(),
                         partition,
-                        lag: lags.get(&(topic.to_string(), partition)).copied(),
+                        lag: lags.get(&TopicPartition::new(topic, partition)).copied(),
                     })
                     .collect(),
                 bootstrapping: entry.group.bootstrapping(),
@@ -753,8 +756,11 @@ impl TaskManager {
     /// records); the bootstrap progress reports progress as a restore
     /// does, and the task's end of bootstrap is logged here.
     pub(super) fn track_bootstrap(&mut self, positions: &Positions) {
-        let position =
-            |topic: &str, partition: i32| positions.get(&(topic.to_string(), partition)).copied();
+        let position = |topic: &str, partition: i32| {
+            positions
+                .get(&TopicPartition::new(topic, partition))
+                .copied()
+        };
         for (id, entry) in &mut self.tasks {
             let Some(began) = entry.bootstrap else {
                 continue;
@@ -851,7 +857,7 @@ impl TaskManager {
                 entry
                     .group
                     .take_progress()
-                    .map(|(topic, partition, next)| ((topic.to_string(), partition), next)),
+                    .map(|(topic, partition, next)| (TopicPartition::new(topic, partition), next)),
             );
             entry.task.drain_output_into(outbox.records());
         }
@@ -905,7 +911,8 @@ impl TaskManager {
     /// operators' metadata, so a restarted task resumes from them.
     pub(super) fn offsets_to_commit(&self) -> Vec<ToCommit> {
         let mut offsets = Vec::with_capacity(self.processed.len());
-        for ((topic, partition), offset) in &self.processed {
+        for (tp, offset) in &self.processed {
+            let (topic, partition) = (&tp.topic, &tp.partition);
             let entry = self
                 .task_id(topic, *partition)
                 .and_then(|id| self.tasks.get(&id));
@@ -921,7 +928,7 @@ impl TaskManager {
                 .encode()
             });
             offsets.push(ToCommit {
-                partition: (topic.clone(), *partition),
+                partition: tp.clone(),
                 offset,
                 metadata,
             });
@@ -946,7 +953,7 @@ impl TaskManager {
             let Some(&done) = self.processed.get(key) else {
                 continue;
             };
-            if position > done && self.active_and_drained(&key.0, key.1) {
+            if position > done && self.active_and_drained(&key.topic, key.partition) {
                 self.processed.insert(key.clone(), position);
             }
         }
@@ -975,7 +982,7 @@ impl TaskManager {
         &self,
         id: TaskId,
         entry: &TaskEntry,
-        delivered: &HashMap<Partition, i64>,
+        delivered: &HashMap<TopicPartition, i64>,
     ) -> Result<(), RuntimeError> {
         match &entry.directory {
             Some(directory) => self
@@ -989,7 +996,7 @@ impl TaskManager {
     /// changelog offsets.
     pub(super) fn write_checkpoints(
         &self,
-        delivered: &HashMap<Partition, i64>,
+        delivered: &HashMap<TopicPartition, i64>,
     ) -> Result<(), RuntimeError> {
         for (id, entry) in &self.tasks {
             self.checkpoint(*id, entry, delivered)?;
@@ -1036,7 +1043,7 @@ impl TaskManager {
             self.open(id, group)?;
             if let Some(entry) = self.restoring.get(&id) {
                 for (topic, partition) in entry.group.partitions() {
-                    self.holds.hold((topic.to_string(), partition));
+                    self.holds.hold(TopicPartition::new(topic, partition));
                 }
             }
         }
@@ -1044,7 +1051,7 @@ impl TaskManager {
             let Some(metadata) = &c.metadata else {
                 continue;
             };
-            let (topic, partition) = (&c.partition.0, c.partition.1);
+            let (topic, partition) = (&c.partition.topic, c.partition.partition);
             let Some(id) = self.task_id(topic, partition) else {
                 continue;
             };
@@ -1103,7 +1110,7 @@ fn missing_partitions(
     topics: &[(String, u32)],
     counts: &HashMap<String, i32>,
     has: impl Fn(&str, i32) -> bool,
-) -> Vec<Partition> {
+) -> Vec<TopicPartition> {
     topics
         .iter()
         .filter(|(t, s)| {
@@ -1111,7 +1118,7 @@ fn missing_partitions(
                 && counts.get(t).is_some_and(|n| id.partition < *n)
                 && !has(t, id.partition)
         })
-        .map(|(t, _)| (t.clone(), id.partition))
+        .map(|(t, _)| TopicPartition::new(t.as_str(), id.partition))
         .collect()
 }
 
@@ -1143,7 +1150,7 @@ mod tests {
         let has = |t: &str, p: i32| p == 1 && (t == "orders" || t == "wide");
         assert_eq!(
             missing_partitions(task(1), &topics, &counts, has),
-            vec![("customers".to_string(), 1)]
+            vec![TopicPartition::new("customers", 1)]
         );
         // Partition 6 exists only in "wide": nothing else to wait for.
         let has_wide = |t: &str, p: i32| t == "wide" && p == 6;
@@ -1161,7 +1168,7 @@ mod tests {
         outputs: Vec<ProducedRecord>,
         /// The offsets it processed up to (not yet counted: see
         /// [`TaskManager::outputs_sent`]).
-        progress: Vec<(Partition, i64)>,
+        progress: Vec<(TopicPartition, i64)>,
         more: bool,
     }
 
@@ -1208,8 +1215,8 @@ mod tests {
         offsets.iter().find(|o| o.partition == p(topic, partition))
     }
 
-    fn p(topic: &str, partition: i32) -> Partition {
-        (topic.to_string(), partition)
+    fn p(topic: &str, partition: i32) -> TopicPartition {
+        TopicPartition::new(topic, partition)
     }
 
     fn record(topic: &str, partition: i32, offset: i64, value: &str) -> ConsumedRecord {

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use kstreams_dsl::Topology;
 use kstreams_group::{Endpoints, TopicPartitions};
+use kstreams_state::TopicPartition;
 
 use super::QueryError;
 
@@ -46,11 +47,11 @@ pub struct StreamsMetadata {
     /// The stores of its active tasks.
     pub state_store_names: BTreeSet<String>,
     /// The source partitions of its active tasks.
-    pub topic_partitions: BTreeSet<(String, i32)>,
+    pub topic_partitions: BTreeSet<TopicPartition>,
     /// The stores of its standby tasks.
     pub standby_state_store_names: BTreeSet<String>,
     /// The source partitions of its standby tasks.
-    pub standby_topic_partitions: BTreeSet<(String, i32)>,
+    pub standby_topic_partitions: BTreeSet<TopicPartition>,
 }
 
 /// The latest endpoints any of the instance's members was told. Shared by
@@ -251,9 +252,9 @@ pub(crate) fn unknown_store(topology: &Topology, store: &str) -> QueryError {
     }
 }
 
-fn flatten(partitions: &TopicPartitions) -> BTreeSet<(String, i32)> {
+fn flatten(partitions: &TopicPartitions) -> BTreeSet<TopicPartition> {
     partitions
         .iter()
-        .flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), *p)))
+        .flat_map(|(t, ps)| ps.iter().map(move |p| TopicPartition::new(t.as_str(), *p)))
         .collect()
 }

@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use kstreams_state::TopicPartition;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::Offset;
 
@@ -17,7 +18,7 @@ use super::membership::GroupChange;
 use super::{ThreadLoop, ThreadState, CONSUMER_TIMEOUT};
 use crate::kafka::client_error::ClientResult;
 use crate::kafka::offsets::committed_of;
-use crate::kafka::rebalance_listener::{partition_list, Partition, RebalanceListener};
+use crate::kafka::rebalance_listener::{partition_list, RebalanceListener};
 use crate::kafka::RuntimeError;
 
 impl ThreadLoop<'_> {
@@ -74,7 +75,7 @@ impl ThreadLoop<'_> {
     /// Kafka Streams' `onPartitionsRevoked`: every task is committed first
     /// (unless `lost`: the thread was dropped from the group), then the
     /// revoked ones close, then the revocation is acknowledged.
-    fn revoke(&mut self, revoked: &[Partition], lost: bool) -> Result<(), RuntimeError> {
+    fn revoke(&mut self, revoked: &[TopicPartition], lost: bool) -> Result<(), RuntimeError> {
         let clean = self.commit_before_revocation(lost)?;
         self.intake.revoked(revoked, &self.config.metrics);
         let delivered = self.collector.delivered_changelog_offsets();
@@ -84,7 +85,7 @@ impl ThreadLoop<'_> {
 
     /// Creates the tasks of `assigned` (handed to the state updater), each
     /// resuming from its committed offset's metadata.
-    fn assign(&mut self, assigned: &[Partition]) -> Result<(), RuntimeError> {
+    fn assign(&mut self, assigned: &[TopicPartition]) -> Result<(), RuntimeError> {
         self.intake.assigned(assigned, &self.config.metrics)?;
         let committed = self
             .consumer
@@ -152,7 +153,7 @@ fn bootstrap_end(
         .client()?;
     let committed = consumer
         .committed_offsets(
-            partition_list(&[(topic.to_string(), partition)]),
+            partition_list(&[TopicPartition::new(topic, partition)]),
             CONSUMER_TIMEOUT,
         )
         .client()?

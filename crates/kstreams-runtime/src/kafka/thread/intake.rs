@@ -11,22 +11,23 @@
 //! Kafka Streams' `StreamThread.pollRequests` and `addRecordsToTasks`,
 //! with the consumer's lag and pause bookkeeping beside them.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use kstreams_metrics::MetricsRegistry;
+use kstreams_state::TopicPartition;
 use rdkafka::consumer::Consumer;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::Offset;
 
 use super::membership::Membership;
+use super::pauses::Pauses;
 use super::{MainConsumer, CONSUMER_TIMEOUT};
-use crate::kafka::client_error::ClientResult;
 use crate::kafka::consumer_position::{consumed, is_fatal_consumer_error, PartitionMetrics};
 use crate::kafka::ffi::{FetchedMessage, MessageView};
 use crate::kafka::queries::{QueryInbox, QUERY_POLL};
-use crate::kafka::rebalance_listener::{partition_list, partitions, Partition};
+use crate::kafka::rebalance_listener::partitions;
 use crate::kafka::spare_buffers::SpareBuffers;
 use crate::kafka::task_manager::TaskManager;
 use crate::kafka::RuntimeError;
@@ -85,13 +86,9 @@ pub(crate) struct Intake {
     /// `buffered.records.per.partition`: a partition's buffer over it
     /// pauses the partition.
     bound: usize,
-    /// Partitions paused for backpressure.
-    paused: HashSet<Partition>,
-    /// Partitions paused while their task restores.
-    held: HashSet<Partition>,
-    /// The instance is paused (`KafkaStreams::pause`): every assigned
-    /// partition is.
-    instance_paused: bool,
+    /// Why partitions are not fetched: backpressure, restoring tasks, the
+    /// application paused.
+    pauses: Pauses,
     /// The consumed topics' shared names.
     topic_names: TopicNames,
     /// The last batch read from the fetch queue (its buffer, kept).
@@ -105,7 +102,7 @@ pub(crate) struct Intake {
     /// When the partitions' lag gauges were last set.
     lag_recorded: Instant,
     /// The lags last set, for the thread's published metadata.
-    lags: HashMap<Partition, i64>,
+    lags: HashMap<TopicPartition, i64>,
 }
 
 impl Drop for Intake {
@@ -122,9 +119,7 @@ impl Intake {
             thread: thread.to_string(),
             consumer,
             bound,
-            paused: HashSet::new(),
-            held: HashSet::new(),
-            instance_paused: false,
+            pauses: Pauses::default(),
             topic_names: TopicNames::default(),
             fetched: Vec::new(),
             forward_again_until: Instant::now(),
@@ -136,7 +131,7 @@ impl Intake {
     }
 
     /// The lags last recorded, by partition.
-    pub(super) fn lags(&self) -> &HashMap<Partition, i64> {
+    pub(super) fn lags(&self) -> &HashMap<TopicPartition, i64> {
         &self.lags
     }
 
@@ -325,29 +320,28 @@ impl Intake {
         if tasks.buffer(record)?.is_some_and(|n| n > self.bound) {
             // The record has moved into its task; the message still names
             // its topic (read only on this rare path).
-            let tp = (topic_of(message), partition);
-            if self.paused.insert(tp.clone()) {
+            // Backpressure: stop fetching this partition until the task
+            // has worked its buffer down.
+            let tp = TopicPartition::new(topic_of(message), partition);
+            if self.pauses.over_bound(&tp, &*self.consumer)? {
                 log::trace!(
-                    "{}: pausing {}-{} at {} buffered records",
+                    "{}: paused {tp} at {} buffered records",
                     self.thread,
-                    tp.0,
-                    tp.1,
                     self.bound
                 );
-                // Backpressure: stop fetching this partition until the
-                // task has worked its buffer down.
-                self.consumer.pause(&partition_list(&[tp])).client()?;
             }
         }
         Ok(())
     }
 
     /// Forwards `partitions`' fetch queues to the thread's.
-    pub(super) fn forward(&self, partitions: &[Partition]) {
+    pub(super) fn forward(&self, partitions: &[TopicPartition]) {
         if let Some(queue) = self.consumer.context().fetch_queue() {
             queue.forward(
                 &self.consumer,
-                partitions.iter().map(|(t, p)| (t.as_str(), *p)),
+                partitions
+                    .iter()
+                    .map(|tp| (tp.topic.as_str(), tp.partition)),
             );
         }
     }
@@ -355,7 +349,7 @@ impl Intake {
     /// The assigned partitions the group has no committed offset for, to
     /// name them when `auto.offset.reset=none` fails the thread (librdkafka's
     /// error does not say which partition it was).
-    fn partitions_without_committed_offset(&self) -> Vec<Partition> {
+    fn partitions_without_committed_offset(&self) -> Vec<TopicPartition> {
         let Ok(assignment) = self.consumer.assignment() else {
             return Vec::new();
         };
@@ -367,7 +361,7 @@ impl Intake {
                 .elements()
                 .iter()
                 .filter(|e| !matches!(e.offset(), Offset::Offset(_)))
-                .map(|e| (e.topic().to_string(), e.partition()))
+                .map(|e| TopicPartition::new(e.topic(), e.partition()))
                 .collect(),
             Err(e) => {
                 log::debug!("{}: committed offsets unknown: {e}", self.thread);
@@ -384,48 +378,23 @@ impl Intake {
     /// prefetched for the partition, so every such cycle cost a fetch of up
     /// to `max.partition.fetch.bytes` for a handful of records.
     pub(super) fn resume_drained(&mut self, tasks: &TaskManager) -> Result<(), RuntimeError> {
-        if self.instance_paused {
-            return Ok(());
-        }
         let low_water = self.bound / 2;
-        let resumable: Vec<Partition> = self
-            .paused
-            .iter()
-            .filter(|tp| !self.held.contains(*tp))
-            .filter(|(t, p)| tasks.buffered(t, *p) <= low_water)
-            .cloned()
-            .collect();
-        if resumable.is_empty() {
-            return Ok(());
-        }
-        for tp in &resumable {
-            self.paused.remove(tp);
-        }
-        self.consumer.resume(&partition_list(&resumable)).client()?;
-        Ok(())
+        self.pauses.resume_drained(
+            |tp| tasks.buffered(&tp.topic, tp.partition) <= low_water,
+            &*self.consumer,
+        )
     }
 
-    /// Partitions were assigned: resumed (librdkafka keeps an application
-    /// pause across a revocation, and a partition paused before and
-    /// assigned again would never be fetched), or paused while the instance
-    /// is, and given lag gauges.
+    /// Partitions were assigned: their pauses follow ([`Pauses::assigned`])
+    /// and they get lag gauges.
     pub(super) fn assigned(
         &mut self,
-        assigned: &[Partition],
+        assigned: &[TopicPartition],
         metrics: &MetricsRegistry,
     ) -> Result<(), RuntimeError> {
-        if self.instance_paused {
-            // Not fetched until the instance resumes: a failed pause would
-            // let them be read and buffered without bound.
-            self.consumer.pause(&partition_list(assigned)).client()?;
-        } else if let Err(e) = self.consumer.resume(&partition_list(assigned)) {
-            log::debug!("{}: resume of assigned partitions: {e}", self.thread);
-        }
-        for (topic, partition) in assigned {
-            let tp = (topic.clone(), *partition);
-            self.paused.remove(&tp);
-            self.held.remove(&tp);
-            self.partition_metrics.add(metrics, topic, *partition);
+        self.pauses.assigned(assigned, &*self.consumer)?;
+        for tp in assigned {
+            self.partition_metrics.add(metrics, &tp.topic, tp.partition);
         }
         Ok(())
     }
@@ -439,69 +408,30 @@ impl Intake {
     }
 
     /// Partitions were revoked: no longer paused or measured.
-    pub(super) fn revoked(&mut self, revoked: &[Partition], metrics: &MetricsRegistry) {
-        for (topic, partition) in revoked {
-            self.partition_metrics.remove(metrics, topic, *partition);
-            self.paused.remove(&(topic.clone(), *partition));
-            self.held.remove(&(topic.clone(), *partition));
+    pub(super) fn revoked(&mut self, revoked: &[TopicPartition], metrics: &MetricsRegistry) {
+        self.pauses.revoked(revoked);
+        for tp in revoked {
+            self.partition_metrics
+                .remove(metrics, &tp.topic, tp.partition);
         }
     }
 
-    /// Pauses `partitions` while their task restores (Kafka Streams'
-    /// `TaskManager.handleRebalanceComplete` pausing the partitions of the
-    /// tasks in its state updater).
-    pub(super) fn hold(&mut self, partitions: &[Partition]) -> Result<(), RuntimeError> {
-        let new: Vec<Partition> = partitions
-            .iter()
-            .filter(|tp| self.held.insert((*tp).clone()))
-            .cloned()
-            .collect();
-        if new.is_empty() {
-            return Ok(());
-        }
-        self.consumer.pause(&partition_list(&new)).client()
+    /// Pauses `partitions` while their task restores.
+    pub(super) fn hold(&mut self, partitions: &[TopicPartition]) -> Result<(), RuntimeError> {
+        self.pauses.hold(partitions, &*self.consumer)
     }
 
-    /// Resumes `partitions`, their task restored (those paused for
-    /// backpressure too stay paused until their buffers drain, and all stay
-    /// paused while the instance is).
-    pub(super) fn release(&mut self, partitions: &[Partition]) -> Result<(), RuntimeError> {
-        let resumable: Vec<Partition> = partitions
-            .iter()
-            .filter(|tp| self.held.remove(*tp) && !self.paused.contains(*tp))
-            .cloned()
-            .collect();
-        if resumable.is_empty() || self.instance_paused {
-            return Ok(());
-        }
-        self.consumer.resume(&partition_list(&resumable)).client()
+    /// Resumes `partitions`, their task restored, unless another reason
+    /// still pauses them.
+    pub(super) fn release(&mut self, partitions: &[TopicPartition]) -> Result<(), RuntimeError> {
+        self.pauses.release(partitions, &*self.consumer)
     }
 
-    /// The instance was paused (`paused`) or resumed: every assigned
-    /// partition is paused, or those that neither backpressure nor a
-    /// restoring task holds are resumed. A pause drops what librdkafka
-    /// prefetched; the records already buffered stay in their tasks, and
-    /// the fetch goes on after them on resume.
+    /// The application was paused (`paused`) or resumed. A pause drops
+    /// what librdkafka prefetched; the records already buffered stay in
+    /// their tasks, and the fetch goes on after them on resume.
     pub(super) fn set_instance_paused(&mut self, paused: bool) -> Result<(), RuntimeError> {
-        if paused == self.instance_paused {
-            return Ok(());
-        }
-        self.instance_paused = paused;
-        let assigned = partitions(&self.consumer.assignment().client()?);
-        if paused {
-            if assigned.is_empty() {
-                return Ok(());
-            }
-            return self.consumer.pause(&partition_list(&assigned)).client();
-        }
-        let resumable: Vec<Partition> = assigned
-            .into_iter()
-            .filter(|tp| !self.paused.contains(tp) && !self.held.contains(tp))
-            .collect();
-        if resumable.is_empty() {
-            return Ok(());
-        }
-        self.consumer.resume(&partition_list(&resumable)).client()
+        self.pauses.set_instance_paused(paused, &*self.consumer)
     }
 
     /// Sets the partitions' lag gauges, at most every

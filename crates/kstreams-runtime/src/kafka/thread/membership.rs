@@ -13,15 +13,14 @@ use std::time::{Duration, Instant};
 
 use kstreams_dsl::TaskId;
 use kstreams_group::Assignment;
+use kstreams_state::TopicPartition;
 use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::TopicPartitionList;
 
 use super::MainConsumer;
 use crate::kafka::client_error::ClientResult;
 use crate::kafka::consumer_position::is_rebalance_error;
-use crate::kafka::rebalance_listener::{
-    partition_list, AssignmentEvent, Partition, RebalanceEvents,
-};
+use crate::kafka::rebalance_listener::{partition_list, AssignmentEvent, RebalanceEvents};
 use crate::kafka::streams_group::{GroupMembership, MemberChange};
 use crate::kafka::task_manager::TaskOffsetSums;
 use crate::kafka::RuntimeError;
@@ -37,14 +36,14 @@ pub(crate) enum GroupChange {
     /// Give these partitions up: committed first and closed clean, unless
     /// `lost` (the tasks are someone else's already: closed dirty).
     Revoke {
-        partitions: Vec<Partition>,
+        partitions: Vec<TopicPartition>,
         lost: bool,
     },
     /// Close these standby tasks, checkpointed: `promoted` ones become
     /// active tasks of the thread next.
     RemoveStandbys { tasks: Vec<TaskId>, promoted: bool },
     /// Take these partitions over.
-    Assign(Vec<Partition>),
+    Assign(Vec<TopicPartition>),
     /// Keep these tasks' stores current from their changelogs.
     AddStandbys(Vec<TaskId>),
     /// The round's changes are applied: the thread has its tasks (the
@@ -150,8 +149,8 @@ impl Membership {
     pub(super) fn assign(
         &self,
         consumer: &MainConsumer,
-        partitions: &[Partition],
-        forward: impl FnOnce(&[Partition]),
+        partitions: &[TopicPartition],
+        forward: impl FnOnce(&[TopicPartition]),
     ) -> Result<(), RuntimeError> {
         if self.streams.is_none() {
             return Ok(());
@@ -168,7 +167,7 @@ impl Membership {
     pub(super) fn revoked(
         &self,
         consumer: &MainConsumer,
-        partitions: &[Partition],
+        partitions: &[TopicPartition],
     ) -> Result<(), RuntimeError> {
         self.events.acknowledge_pending(&**consumer);
         if self.streams.is_some() {
@@ -269,8 +268,8 @@ mod tests {
     use crate::kafka::rebalance_listener::RebalanceListener;
     use crate::kafka::uncommitted_start::UncommittedStart;
 
-    fn p(topic: &str, partition: i32) -> Partition {
-        (topic.to_string(), partition)
+    fn p(topic: &str, partition: i32) -> TopicPartition {
+        TopicPartition::new(topic, partition)
     }
 
     /// A consumer that never connects (nothing here asks a broker).

@@ -27,6 +27,7 @@ mod assignment;
 mod commit;
 mod intake;
 mod membership;
+mod pauses;
 mod state;
 
 pub use state::ThreadState;
