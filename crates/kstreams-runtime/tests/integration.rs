@@ -36,6 +36,7 @@ mod restore_listener;
 #[cfg(feature = "rocksdb")]
 mod rocksdb_memory;
 mod stateless;
+mod stream_threads;
 // Opens RocksDB stores by name (Stores::persistent_*).
 #[cfg(feature = "rocksdb")]
 mod streams_group;

@@ -112,10 +112,11 @@ pub mod prelude {
         StringSerde, UnitSerde, UuidSerde, VoidSerde,
     };
     pub use kstreams_runtime::kafka::{
-        HostInfo, KafkaStreams, KeyQueryMetadata, ProcessingGuarantee, QueryError,
-        QueryableStoreTypes, ReadOnlyKeyValueView, ReadOnlySessionView, ReadOnlyVersionedView,
-        ReadOnlyWindowView, State, StateRestoreListener, StoreQueryParameters,
-        StreamThreadExceptionResponse, StreamsConfig, StreamsMetadata, TopicPartition,
+        CloseOptions, GroupMembershipOperation, HostInfo, KafkaStreams, KeyQueryMetadata,
+        LagInfo, ProcessingGuarantee, QueryError, QueryableStoreTypes, ReadOnlyKeyValueView,
+        ReadOnlySessionView, ReadOnlyVersionedView, ReadOnlyWindowView, State,
+        StateRestoreListener, StoreQueryParameters, StreamThreadExceptionResponse,
+        StreamsConfig, StreamsMetadata, TopicPartition,
     };
     pub use kstreams_runtime::{
         DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig,

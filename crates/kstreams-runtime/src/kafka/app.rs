@@ -1,9 +1,10 @@
 //! `KafkaStreams`: the application's lifecycle.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kstreams_dsl::Topology;
 
@@ -13,6 +14,12 @@ pub(super) use super::state::State;
 use super::thread::{StreamThread, ThreadState};
 use super::topics::{prepare_topics, SourceTopicIndex};
 use super::RuntimeError;
+
+mod close_options;
+mod stream_threads;
+
+pub use close_options::{CloseOptions, GroupMembershipOperation};
+use stream_threads::{StreamThreadHandle, ThreadFactory};
 
 /// What to do when a stream thread fails: Kafka Streams'
 /// `StreamsUncaughtExceptionHandler` responses.
@@ -43,7 +50,9 @@ struct Shared {
     /// Stops the global thread: set only once the stream threads are done,
     /// as their last records and commit may still read the global stores.
     global_stop: AtomicBool,
-    threads_total: usize,
+    /// The stream threads the instance runs: `num.stream.threads`, then
+    /// one more or fewer for each thread added or removed.
+    threads_total: AtomicUsize,
     threads_assigned: AtomicUsize,
     threads_alive: AtomicUsize,
     errors: Mutex<Vec<String>>,
@@ -99,7 +108,13 @@ pub struct KafkaStreams {
     /// What the instance runs with, shared by its threads.
     instance: Instance,
     shared: Arc<Shared>,
-    threads: Vec<JoinHandle<()>>,
+    threads: Vec<StreamThreadHandle>,
+    /// What the stream threads are made from, from `start` on.
+    factory: Option<ThreadFactory>,
+    /// Reads the changelogs' end offsets for
+    /// [`all_local_store_partition_lags`](Self::all_local_store_partition_lags),
+    /// made at its first call.
+    lag_consumer: Mutex<Option<rdkafka::consumer::BaseConsumer>>,
     /// The global thread, when the topology has global tables.
     global: Option<JoinHandle<()>>,
     /// The process id and the application directory's lock, held from
@@ -178,12 +193,14 @@ impl KafkaStreams {
                 handler: Mutex::new(None),
                 stop: AtomicBool::new(false),
                 global_stop: AtomicBool::new(false),
-                threads_total,
+                threads_total: AtomicUsize::new(threads_total),
                 threads_assigned: AtomicUsize::new(0),
                 threads_alive: AtomicUsize::new(0),
                 errors: Mutex::new(Vec::new()),
             }),
             threads: Vec::new(),
+            factory: None,
+            lag_consumer: Mutex::new(None),
             global: None,
             process: None,
             tasks_per_subtopology: Default::default(),
@@ -396,55 +413,35 @@ impl KafkaStreams {
             self.shared.transition(State::Running);
             return Ok(());
         }
-        for index in 0..self.config.num_stream_threads {
-            let recipe = ThreadRecipe {
-                index,
-                process_id: process_id.clone(),
-                config: self.config.clone(),
-                instance: self.instance.clone(),
-                topology: self.topology.clone(),
-                sources: sources.clone(),
-            };
-            // Build the clients here so a bad client setting fails start().
-            let thread = recipe.make()?;
-            self.threads
-                .push(spawn(thread, recipe, self.shared.clone())?);
+        // The threads' standby listener records where each standby store
+        // is, for all_local_store_partition_lags, and tells the
+        // application's listener.
+        let mut instance = self.instance.clone();
+        instance.standby_listener = Some(
+            self.instance
+                .standby_positions
+                .listener(self.instance.standby_listener.clone()),
+        );
+        self.factory = Some(ThreadFactory {
+            process_id,
+            config: self.config.clone(),
+            instance,
+            topology: self.topology.clone(),
+            sources,
+        });
+        let threads = self.config.num_stream_threads;
+        for index in 0..threads {
+            self.start_thread(index, threads, false)?;
         }
         Ok(())
     }
 
     /// Stops the threads (each commits and closes its tasks) and waits up
-    /// to `timeout`. Returns whether all stopped in time.
+    /// to `timeout`. Returns whether all stopped in time. Kafka Streams'
+    /// `close(Duration)`: [`close_with`](Self::close_with) with the timeout
+    /// and the default membership operation.
     pub fn close(&mut self, timeout: Duration) -> bool {
-        if self.state() != State::Error && self.state() != State::PendingError {
-            self.shared.transition(State::PendingShutdown);
-        }
-        self.shared.stop.store(true, Ordering::Release);
-        let deadline = Instant::now() + timeout;
-        while self.threads.iter().any(|t| !t.is_finished()) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let all_stopped = self.threads.iter().all(JoinHandle::is_finished);
-        if all_stopped {
-            for t in self.threads.drain(..) {
-                let _ = t.join();
-            }
-            // The global stores close last, as in Kafka Streams.
-            self.shared.global_stop.store(true, Ordering::Release);
-            if let Some(global) = self.global.take() {
-                let _ = global.join();
-            }
-            // No thread uses the state directory any more: another instance
-            // may take it.
-            self.process = None;
-            let end = if self.state() == State::PendingError {
-                State::Error
-            } else {
-                State::NotRunning
-            };
-            self.shared.transition(end);
-        }
-        all_stopped
+        self.close_with(CloseOptions::timeout(timeout))
     }
 
     /// Deletes this application's local state: every task's stores and
@@ -563,10 +560,13 @@ impl ThreadRecipe {
     }
 }
 
+/// Runs `thread` on a thread of its own until `stop` (this thread's) or
+/// the instance's stop is set.
 fn spawn(
     thread: StreamThread,
     recipe: ThreadRecipe,
     shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
 ) -> Result<JoinHandle<()>, RuntimeError> {
     let name = thread.name().to_string();
     let thread_name = name.clone();
@@ -579,8 +579,8 @@ fn spawn(
             while let Some(thread) = current.take() {
                 let assigned_once = AtomicBool::new(false);
                 // Kafka Streams' `StreamStateListener`: the application is
-                // REBALANCING while a thread is, and RUNNING once every
-                // thread is.
+                // REBALANCING while a thread is (one just added too), and
+                // RUNNING once every thread is.
                 let on_state = |_from: ThreadState, to: ThreadState| {
                     let assigned = match to {
                         ThreadState::Running => true,
@@ -590,19 +590,23 @@ fn spawn(
                     let was = assigned_once.swap(assigned, Ordering::AcqRel);
                     if assigned && !was {
                         let n = shared.threads_assigned.fetch_add(1, Ordering::AcqRel) + 1;
-                        if n == shared.threads_total {
+                        if n >= shared.threads_total.load(Ordering::Acquire) {
                             shared.transition(State::Running);
                         }
-                    } else if !assigned && was {
-                        shared.threads_assigned.fetch_sub(1, Ordering::AcqRel);
+                    } else if !assigned {
+                        if was {
+                            shared.threads_assigned.fetch_sub(1, Ordering::AcqRel);
+                        }
                         shared.transition(State::Rebalancing);
                     }
                 };
+                let stopping =
+                    || stop.load(Ordering::Acquire) || shared.stop.load(Ordering::Acquire);
                 let thread_name = thread.name().to_string();
                 // A panic outside the processors (they turn theirs into
                 // processing errors) must reach the handler too.
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    thread.run(&shared.stop, &on_state)
+                    thread.run(&stop, &on_state)
                 }))
                 .unwrap_or_else(|panic| {
                     Err(RuntimeError::ThreadPanicked {
@@ -620,7 +624,7 @@ fn spawn(
                 let retriable = error.is_retriable_production();
                 let stalled = matches!(error, RuntimeError::TransactionStalled { .. });
                 if (fenced || retriable || stalled || is_recoverable_transaction_error(&error))
-                    && !shared.stop.load(Ordering::Acquire)
+                    && !stopping()
                 {
                     // Another producer took over this thread's transactional
                     // id (a zombie was fenced, or this thread was), or the
@@ -662,9 +666,7 @@ fn spawn(
                     .push(error.to_string());
                 let response = handler_response(&shared, &error);
                 match response {
-                    StreamThreadExceptionResponse::ReplaceThread
-                        if !shared.stop.load(Ordering::Acquire) =>
-                    {
+                    StreamThreadExceptionResponse::ReplaceThread if !stopping() => {
                         match recipe.make() {
                             Ok(replacement) => {
                                 log::info!("{name}: replaced after failure");
@@ -846,18 +848,80 @@ impl KafkaStreams {
         // As start() decides: a topology of global tables alone runs no
         // stream thread, and none is missing.
         let sources = SourceTopicIndex::new(&self.topology, &self.config.application_id);
-        let threads_configured =
-            if sources.topics().next().is_none() && sources.patterns().next().is_none() {
-                0
-            } else {
-                shared.threads_total
-            };
+        let global_only = sources.topics().next().is_none() && sources.patterns().next().is_none();
         move || super::LocalMetadata {
             state: *shared.state.lock().unwrap_or_else(|p| p.into_inner()),
-            threads_configured,
+            threads_configured: if global_only {
+                0
+            } else {
+                shared.threads_total.load(Ordering::Acquire)
+            },
             threads_alive: shared.threads_alive.load(Ordering::Acquire),
             threads: board.threads(),
         }
+    }
+
+    /// How far each local store partition is behind the end of its
+    /// changelog: Kafka Streams' `KafkaStreams#allLocalStorePartitionLags`.
+    /// By store name and partition, every changelogged store of the
+    /// instance's active and standby tasks: an active task that runs is at
+    /// the end (its current position is the end offset, lag 0, as Kafka
+    /// Streams reports it), one that restores is where its restoration has
+    /// got to, a standby is past the last record it applied. The end offsets
+    /// are the partitions' high watermarks, asked of the broker now; an
+    /// error is a broker that did not answer. Stores without a changelog
+    /// are not listed; before `start` the map is empty.
+    ///
+    /// ```no_run
+    /// # use kstreams_runtime::kafka::{KafkaStreams, RuntimeError};
+    /// # fn lags(app: &KafkaStreams) -> Result<(), RuntimeError> {
+    /// // Route a stale read to the instance whose copy lags least.
+    /// for (store, partitions) in app.all_local_store_partition_lags()? {
+    ///     for (partition, lag) in partitions {
+    ///         println!(
+    ///             "{store} partition {partition}: at {} of {}, {} behind",
+    ///             lag.current_offset_position(),
+    ///             lag.end_offset_position(),
+    ///             lag.offset_lag()
+    ///         );
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn all_local_store_partition_lags(
+        &self,
+    ) -> Result<HashMap<String, HashMap<i32, super::LagInfo>>, RuntimeError> {
+        use super::client_error::ClientResult;
+        let positions = super::store_lags::local_positions(
+            &self.topology,
+            &self.config.application_id,
+            &self.instance.local_metadata.threads(),
+            self.instance.restore_board.changelog_positions(),
+            &self.instance.standby_positions,
+        );
+        if positions.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut consumer = self.lag_consumer.lock().unwrap_or_else(|p| p.into_inner());
+        if consumer.is_none() {
+            let name = format!("{}-store-lags", self.config.application_id);
+            *consumer = Some(
+                super::clients::restore_consumer(&self.config, &name)
+                    .create()
+                    .client()?,
+            );
+        }
+        let Some(consumer) = consumer.as_ref() else {
+            return Ok(HashMap::new());
+        };
+        super::store_lags::lags(positions, |partition| {
+            super::state_updater::changelog_watermarks(
+                consumer,
+                &partition.topic,
+                partition.partition,
+            )
+            .map(|(_, high)| high)
+        })
     }
 
     /// Sets the listener of standby tasks' updates (Kafka Streams'
@@ -1096,7 +1160,7 @@ mod tests {
             handler: Mutex::new(None),
             stop: AtomicBool::new(false),
             global_stop: AtomicBool::new(false),
-            threads_total: 1,
+            threads_total: AtomicUsize::new(1),
             threads_assigned: AtomicUsize::new(0),
             threads_alive: AtomicUsize::new(0),
             errors: Mutex::new(Vec::new()),

@@ -13,6 +13,7 @@ use super::local_metadata::MetadataBoard;
 use super::queries::{EndpointBoard, QueryRouter};
 use super::restore_progress::RestoreBoard;
 use super::standby_listener::StandbyUpdateListener;
+use super::store_lags::StandbyPositions;
 use crate::async_runtime::AsyncExecutor;
 
 /// The instance's shared running state. A clone shares every part.
@@ -25,6 +26,11 @@ pub(crate) struct Instance {
     pub(crate) restore_board: RestoreBoard,
     /// Hears of standby tasks' updates (set before `start`).
     pub(crate) standby_listener: Option<Arc<dyn StandbyUpdateListener>>,
+    /// Where the standby stores have got to, for
+    /// `KafkaStreams::all_local_store_partition_lags`: `start` hands the
+    /// threads a standby listener that records here (and passes on to
+    /// `standby_listener`).
+    pub(crate) standby_positions: StandbyPositions,
     /// The stream threads' inboxes for interactive queries.
     pub(crate) store_queries: QueryRouter,
     /// The streams group's latest endpoints, for the interactive query

@@ -20,7 +20,8 @@ use super::thread::ThreadState;
 pub struct LocalMetadata {
     /// The application's state.
     pub state: State,
-    /// Stream threads configured (`num.stream.threads`).
+    /// Stream threads the instance runs: `num.stream.threads`, plus those
+    /// added and less those removed since `start`.
     pub threads_configured: usize,
     /// Stream threads still running (a failed thread that was not replaced
     /// is no longer counted).

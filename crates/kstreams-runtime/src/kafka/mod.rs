@@ -36,6 +36,7 @@ mod standby_listener;
 mod standby_tasks;
 mod state;
 mod state_updater;
+mod store_lags;
 mod streams_group;
 mod task_creator;
 mod task_manager;
@@ -43,7 +44,9 @@ mod thread;
 mod topics;
 mod uncommitted_start;
 
-pub use app::{KafkaStreams, StreamThreadExceptionResponse};
+pub use app::{
+    CloseOptions, GroupMembershipOperation, KafkaStreams, StreamThreadExceptionResponse,
+};
 pub use client_error::ClientError;
 pub use clients::STREAM_CLIENT_DEFAULTS;
 pub use config::{ConfigError, ProcessingGuarantee, StreamsConfig};
@@ -59,6 +62,7 @@ pub use queries::{
 pub use restore_progress::{RestoreKind, RestoreProgress};
 pub use standby_listener::{StandbyUpdateListener, SuspendReason};
 pub use state::State;
+pub use store_lags::LagInfo;
 pub use thread::ThreadState;
 
 use kstreams_dsl::StreamsError;
@@ -216,6 +220,21 @@ pub enum RuntimeError {
          state only before start() or after close() (states Created, NotRunning and Error)"
     )]
     CleanUpWhileRunning(State),
+    /// `KafkaStreams::remove_stream_thread` asked a thread to stop and it
+    /// did not within the timeout (Kafka Streams' `TimeoutException`). The
+    /// thread is no longer counted and finishes stopping on its own;
+    /// `close` waits for it.
+    #[error(
+        "stream thread {thread} did not stop within {timeout:?}; it goes on shutting down \
+         (committing and closing its tasks) and close() waits for it: give \
+         remove_stream_thread a longer timeout to wait for the shutdown"
+    )]
+    ThreadRemovalTimedOut {
+        /// The thread being removed.
+        thread: String,
+        /// How long `remove_stream_thread` waited.
+        timeout: std::time::Duration,
+    },
 }
 
 impl RuntimeError {

@@ -94,6 +94,9 @@ type RestoreKey = (RestoreKind, Option<String>, String, TopicPartition);
 struct Running {
     starting_offset: i64,
     ending_offset: i64,
+    /// The next offset to restore: the starting offset, then past each
+    /// batch's last record.
+    position: i64,
     restored: u64,
     began: Instant,
     last_log: Instant,
@@ -135,6 +138,18 @@ impl RestoreBoard {
                 restored: r.restored,
                 elapsed: r.began.elapsed(),
             })
+            .collect()
+    }
+
+    /// Where each changelog restoration in flight has got to: store,
+    /// changelog partition and the next offset to restore (Kafka Streams'
+    /// changelog offsets of a restoring active task).
+    pub(super) fn changelog_positions(&self) -> Vec<(String, TopicPartition, i64)> {
+        let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        running
+            .iter()
+            .filter(|((kind, ..), _)| *kind == RestoreKind::Changelog)
+            .map(|((_, _, store, partition), r)| (store.clone(), partition.clone(), r.position))
             .collect()
     }
 
@@ -233,6 +248,7 @@ impl StateRestoreListener for RestoreReporter {
                 Running {
                     starting_offset,
                     ending_offset,
+                    position: starting_offset,
                     restored: 0,
                     began: now,
                     last_log: now,
@@ -267,6 +283,7 @@ impl StateRestoreListener for RestoreReporter {
             let mut running = self.board.running.lock().unwrap_or_else(|p| p.into_inner());
             running.get_mut(&self.key(partition, store)).and_then(|r| {
                 r.restored += num_restored;
+                r.position = r.position.max(batch_end_offset + 1);
                 (r.last_log.elapsed() >= LOG_INTERVAL).then(|| {
                     r.last_log = Instant::now();
                     RestoreProgress {
