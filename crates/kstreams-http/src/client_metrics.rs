@@ -83,6 +83,7 @@ mod tests {
             threads_configured: 2,
             threads_alive: 2,
             threads: vec![],
+            paused: false,
         };
         gauges.update(&metadata);
         metadata.state = State::Running;

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use kstreams_dsl::{NodeDescriptionKind, TopologyDescription};
-use kstreams_runtime::kafka::{LocalMetadata, RestoreProgress, State};
+use kstreams_runtime::kafka::{LocalMetadata, RestoreProgress, State, TaskMetadata};
 use serde_json::{json, Value};
 
 /// The stores of each sub-topology, by id.
@@ -63,6 +63,24 @@ fn restore_json(r: &RestoreProgress) -> Value {
     })
 }
 
+/// One task, active or standby, as `/state` lists it: its partitions with
+/// their lag (none for a standby) and the stores it holds.
+fn task_json(task: &TaskMetadata, stores: &BTreeMap<u32, Vec<String>>) -> Value {
+    let partitions: Vec<Value> = task
+        .topic_partitions
+        .iter()
+        .map(|p| json!({"topic": p.topic, "partition": p.partition, "lag": p.lag}))
+        .collect();
+    json!({
+        "task_id": format!("{}_{}", task.subtopology, task.partition),
+        "partitions": partitions,
+        "lag": task.topic_partitions.iter().filter_map(|p| p.lag).sum::<i64>(),
+        "bootstrapping": task.bootstrapping,
+        "restoring": task.restoring,
+        "stores": stores.get(&task.subtopology).cloned().unwrap_or_default(),
+    })
+}
+
 /// The JSON document of `/state`: `restoring` are the restorations in
 /// flight (the same the restore listener and metrics hear about).
 pub(crate) fn state_json(
@@ -74,36 +92,25 @@ pub(crate) fn state_json(
         .threads
         .iter()
         .map(|thread| {
-            let tasks: Vec<Value> = thread
-                .active_tasks
-                .iter()
-                .map(|task| {
-                    let partitions: Vec<Value> = task
-                        .topic_partitions
-                        .iter()
-                        .map(|p| json!({"topic": p.topic, "partition": p.partition, "lag": p.lag}))
-                        .collect();
-                    json!({
-                            "task_id": format!("{}_{}", task.subtopology, task.partition),
-                            "partitions": partitions,
-                            "lag": task.topic_partitions.iter().filter_map(|p| p.lag).sum::<i64>(),
-                            "bootstrapping": task.bootstrapping,
-                    "restoring": task.restoring,
-                            "stores": stores.get(&task.subtopology).cloned().unwrap_or_default(),
-                        })
-                })
-                .collect();
+            let tasks = |tasks: &[TaskMetadata]| -> Vec<Value> {
+                tasks.iter().map(|task| task_json(task, stores)).collect()
+            };
             json!({
                 "thread_name": thread.thread_name,
                 "thread_state": thread.thread_state.name(),
                 "restoring": thread.restoring,
-                "active_tasks": tasks,
+                "active_tasks": tasks(&thread.active_tasks),
+                "standby_tasks": tasks(&thread.standby_tasks),
+                "consumer_client_id": thread.consumer_client_id,
+                "restore_consumer_client_id": thread.restore_consumer_client_id,
+                "producer_client_ids": thread.producer_client_ids,
             })
         })
         .collect();
     json!({
         "state": state_name(metadata.state),
         "ready": metadata.not_ready_reason().is_none(),
+        "paused": metadata.paused,
         "threads_configured": metadata.threads_configured,
         "threads_alive": metadata.threads_alive,
         "threads": threads,
@@ -122,8 +129,23 @@ mod tests {
             state: State::Running,
             threads_configured: 1,
             threads_alive: 1,
+            paused: true,
             threads: vec![ThreadMetadata {
                 thread_name: "t-1".to_string(),
+                standby_tasks: vec![TaskMetadata {
+                    subtopology: 0,
+                    partition: 2,
+                    topic_partitions: vec![TaskPartition {
+                        topic: "in".to_string(),
+                        partition: 2,
+                        lag: None,
+                    }],
+                    bootstrapping: false,
+                    restoring: false,
+                }],
+                consumer_client_id: "t-1-consumer".to_string(),
+                restore_consumer_client_id: "t-1-restore-consumer".to_string(),
+                producer_client_ids: vec!["t-1-producer".to_string()],
                 thread_state: kstreams_runtime::kafka::ThreadState::PartitionsAssigned,
                 restoring: false,
                 active_tasks: vec![TaskMetadata {
@@ -159,6 +181,16 @@ mod tests {
         assert_eq!(task["lag"], 4);
         assert_eq!(task["partitions"][0]["topic"], "in");
         assert_eq!(task["stores"][0], "counts");
+        assert_eq!(state["paused"], true);
+        let standby = &state["threads"][0]["standby_tasks"][0];
+        assert_eq!(standby["task_id"], "0_2");
+        assert_eq!(standby["partitions"][0]["partition"], 2);
+        assert_eq!(standby["stores"][0], "counts");
+        assert_eq!(state["threads"][0]["consumer_client_id"], "t-1-consumer");
+        assert_eq!(
+            state["threads"][0]["producer_client_ids"][0],
+            "t-1-producer"
+        );
         let restore = &state["restoring"][0];
         assert_eq!(restore["kind"], "changelog");
         assert_eq!(restore["task_id"], "0_1");

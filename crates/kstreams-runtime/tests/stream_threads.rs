@@ -410,8 +410,33 @@ fn store_lags_show_active_stores_at_the_end_and_standbys_where_they_are() {
     let active_second = active_counting(&second.streams);
     let standby_second: BTreeSet<i32> = all.difference(&active_second).copied().collect();
     assert!(!standby_second.is_empty() && !active_second.is_empty());
+    // Its threads' metadata lists those standbys with their input
+    // partitions, and the clients' ids (Kafka Streams' ThreadMetadata).
+    let standby_tasks = |streams: &KafkaStreams| -> BTreeSet<i32> {
+        streams
+            .metadata()
+            .threads
+            .iter()
+            .flat_map(|t| t.standby_tasks.iter())
+            .flat_map(|task| task.topic_partitions.iter().map(|p| p.partition))
+            .collect()
+    };
+    wait_for("the standbys in the metadata", || {
+        standby_tasks(&second.streams) == standby_second
+    });
+    for thread in second.streams.metadata().threads {
+        let name = &thread.thread_name;
+        assert_eq!(thread.consumer_client_id, format!("{name}-consumer"));
+        assert_eq!(
+            thread.restore_consumer_client_id,
+            format!("{name}-restore-consumer")
+        );
+        assert_eq!(thread.producer_client_ids, vec![format!("{name}-producer")]);
+    }
+    assert!(!second.streams.metadata().paused);
     let before = store_lags(&second.streams, |_| true);
     second.streams.pause();
+    assert!(second.streams.metadata().paused);
     std::thread::sleep(Duration::from_secs(1));
     let paused_at = store_lags(&second.streams, |_| true);
     // The first instance counts on: its changelogs grow past the second
@@ -444,6 +469,7 @@ fn store_lags_show_active_stores_at_the_end_and_standbys_where_they_are() {
     }
     // Resumed, the standbys catch up.
     second.streams.resume();
+    assert!(!second.streams.metadata().paused);
     store_lags(&second.streams, |lags| {
         lags.len() == PARTITIONS as usize && lags.values().all(|l| l.offset_lag() == 0)
     });

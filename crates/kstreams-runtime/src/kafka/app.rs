@@ -845,6 +845,7 @@ impl KafkaStreams {
     pub fn metadata_source(&self) -> impl Fn() -> super::LocalMetadata + Send + Sync + 'static {
         let shared = self.shared.clone();
         let board = self.instance.local_metadata.clone();
+        let paused = self.instance.paused.clone();
         // As start() decides: a topology of global tables alone runs no
         // stream thread, and none is missing.
         let sources = SourceTopicIndex::new(&self.topology, &self.config.application_id);
@@ -858,6 +859,7 @@ impl KafkaStreams {
             },
             threads_alive: shared.threads_alive.load(Ordering::Acquire),
             threads: board.threads(),
+            paused: paused.get(),
         }
     }
 

@@ -122,12 +122,28 @@ fn isolation_level(config: &StreamsConfig) -> &'static str {
 
 /// The consumer of stream thread `index` (0-based) named `thread`: a
 /// member of the application's group that commits offsets itself.
+/// The `client.id` of stream thread `thread`'s main consumer, as Kafka
+/// Streams names it.
+pub(crate) fn consumer_client_id(thread: &str) -> String {
+    format!("{thread}-consumer")
+}
+
+/// The `client.id` of stream thread `thread`'s restore consumer.
+pub(crate) fn restore_consumer_client_id(thread: &str) -> String {
+    format!("{thread}-restore-consumer")
+}
+
+/// The `client.id` of stream thread `thread`'s producer.
+pub(crate) fn producer_client_id(thread: &str) -> String {
+    format!("{thread}-producer")
+}
+
 pub(crate) fn main_consumer(config: &StreamsConfig, thread: &str, index: usize) -> ClientConfig {
     let mut client = ClientConfig::new();
     client
         .set("bootstrap.servers", &config.bootstrap_servers)
         .set("group.id", &config.application_id)
-        .set("client.id", format!("{thread}-consumer"))
+        .set("client.id", consumer_client_id(thread))
         .set("enable.auto.commit", "false")
         .set("auto.offset.reset", "earliest")
         .set("isolation.level", isolation_level(config));
@@ -162,8 +178,15 @@ pub(crate) fn main_consumer(config: &StreamsConfig, thread: &str, index: usize) 
             }
         }
     }
+    // Under the streams group protocol `group.instance.id` is the streams
+    // group member's (streams_group.rs), not the consumer's: in the
+    // transactions' group metadata it would name a static member the
+    // broker does not know.
+    let streams_group = config.group_protocol() == GroupProtocol::Streams;
     apply_user_settings(&mut client, config, KafkaClient::MainConsumer, |k| {
-        decided_by_kstreams(k) || decided_under_exactly_once(config, k)
+        decided_by_kstreams(k)
+            || decided_under_exactly_once(config, k)
+            || (streams_group && k == "group.instance.id")
     });
     if let Some((_, instance)) = config
         .client_settings(KafkaClient::MainConsumer)
@@ -201,7 +224,7 @@ pub(crate) fn producer(
     let mut client = ClientConfig::new();
     client
         .set("bootstrap.servers", &config.bootstrap_servers)
-        .set("client.id", format!("{thread}-producer"))
+        .set("client.id", producer_client_id(thread))
         // Java's default partitioner: murmur2 of the key bytes, so a key
         // lands where Kafka Streams would put it.
         .set("partitioner", "murmur2_random");
@@ -300,7 +323,7 @@ pub(crate) fn restore_consumer(config: &StreamsConfig, thread: &str) -> ClientCo
     let mut client = assign_only_consumer(
         config,
         KafkaClient::RestoreConsumer,
-        format!("{thread}-restore-consumer"),
+        restore_consumer_client_id(thread),
         "restore",
         &[],
     );
@@ -464,6 +487,28 @@ pub(super) mod tests {
             producer(&c, "t", "p", 0).get("partitioner"),
             Some("murmur2_random")
         );
+    }
+
+    #[test]
+    fn under_the_streams_protocol_the_instance_id_is_the_members_not_the_consumers() {
+        for key in ["group.instance.id", "consumer.group.instance.id"] {
+            let c = config(&[
+                ("group.protocol", "streams"),
+                ("processing.guarantee", "exactly_once_v2"),
+                (key, "pod-a"),
+            ]);
+            // The member gets `pod-a-<thread>` (streams_group.rs); the
+            // consumer, whose group metadata goes with each transaction,
+            // none.
+            assert_eq!(main_consumer(&c, "t", 0).get("group.instance.id"), None);
+            assert_eq!(
+                c.client_settings(KafkaClient::MainConsumer)
+                    .get("group.instance.id")
+                    .map(|(_, v)| v.as_str()),
+                Some("pod-a"),
+                "{key}"
+            );
+        }
     }
 
     #[test]

@@ -28,6 +28,10 @@ pub struct LocalMetadata {
     pub threads_alive: usize,
     /// Each live stream thread, by name.
     pub threads: Vec<ThreadMetadata>,
+    /// Whether processing is paused (`KafkaStreams::pause`; Kafka Streams'
+    /// `isPaused`): the threads stay in the group and commit, but process
+    /// nothing and standbys update nothing.
+    pub paused: bool,
 }
 
 impl LocalMetadata {
@@ -82,9 +86,20 @@ pub struct ThreadMetadata {
     pub restoring: bool,
     /// Its active tasks, by id.
     pub active_tasks: Vec<TaskMetadata>,
+    /// Its standby tasks, by id, with their input partitions (no lag: a
+    /// standby reads its changelogs, not its input).
+    pub standby_tasks: Vec<TaskMetadata>,
+    /// Its main consumer's `client.id` (Kafka Streams' `consumerClientId`).
+    pub consumer_client_id: String,
+    /// Its restore consumer's `client.id` (`restoreConsumerClientId`),
+    /// which standbys read with too.
+    pub restore_consumer_client_id: String,
+    /// Its producers' `client.id`s (`producerClientIds`): one per thread
+    /// under both guarantees (exactly-once v2 has no producer per task).
+    pub producer_client_ids: Vec<String>,
 }
 
-/// One active task: Kafka Streams' `TaskMetadata`.
+/// One active or standby task: Kafka Streams' `TaskMetadata`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskMetadata {
     /// The sub-topology it runs (the first half of its id, `0` in `0_3`).
@@ -202,6 +217,7 @@ mod tests {
             state: State::Running,
             threads_configured: 1,
             threads_alive: 1,
+            paused: false,
             threads,
         }
     }
@@ -209,6 +225,10 @@ mod tests {
     fn thread(restoring: bool, bootstrapping: bool) -> ThreadMetadata {
         ThreadMetadata {
             thread_name: "app-1-StreamThread-1".to_string(),
+            standby_tasks: Vec::new(),
+            consumer_client_id: String::new(),
+            restore_consumer_client_id: String::new(),
+            producer_client_ids: Vec::new(),
             thread_state: ThreadState::Running,
             restoring,
             active_tasks: vec![TaskMetadata {
@@ -257,6 +277,10 @@ mod tests {
     fn reading(partitions: &[(&str, i32, Option<i64>)]) -> ThreadMetadata {
         ThreadMetadata {
             thread_name: "t".to_string(),
+            standby_tasks: Vec::new(),
+            consumer_client_id: String::new(),
+            restore_consumer_client_id: String::new(),
+            producer_client_ids: Vec::new(),
             thread_state: ThreadState::Running,
             restoring: false,
             active_tasks: partitions

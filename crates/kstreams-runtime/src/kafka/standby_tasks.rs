@@ -252,6 +252,11 @@ impl StandbyTasks {
         Ok(batch.read)
     }
 
+    /// The standby tasks' ids, in no particular order.
+    pub(super) fn task_ids(&self) -> impl Iterator<Item = TaskId> + '_ {
+        self.tasks.keys().copied()
+    }
+
     /// Each standby's changelog position and end, summed over its changelog
     /// partitions (Kafka Streams' task offset sums): the offsets of the last
     /// records applied, and the high watermarks librdkafka last saw (`None`

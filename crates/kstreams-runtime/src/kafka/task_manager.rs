@@ -746,6 +746,32 @@ impl TaskManager {
         tasks
     }
 
+    /// The standby tasks, by id, each with its input partitions.
+    pub(super) fn standby_metadata(&self) -> Vec<TaskMetadata> {
+        let topics = self.source_topics();
+        let mut tasks: Vec<TaskMetadata> = self
+            .standbys
+            .task_ids()
+            .map(|id| TaskMetadata {
+                subtopology: id.subtopology,
+                partition: id.partition,
+                topic_partitions: topics
+                    .iter()
+                    .filter(|(_, subtopology)| *subtopology == id.subtopology)
+                    .map(|(topic, _)| TaskPartition {
+                        topic: topic.clone(),
+                        partition: id.partition,
+                        lag: None,
+                    })
+                    .collect(),
+                bootstrapping: false,
+                restoring: false,
+            })
+            .collect();
+        tasks.sort_by_key(|t| (t.subtopology, t.partition));
+        tasks
+    }
+
     /// Whether a task still reads its bootstrap partitions.
     pub(super) fn bootstrapping(&self) -> bool {
         self.tasks.values().any(|e| e.group.bootstrapping())

@@ -520,6 +520,10 @@ impl ThreadLoop<'_> {
             thread_state: self.state.state(),
             restoring: self.tasks.restores_active(),
             active_tasks: self.tasks.metadata(self.intake.lags()),
+            standby_tasks: self.tasks.standby_metadata(),
+            consumer_client_id: clients::consumer_client_id(&self.name),
+            restore_consumer_client_id: clients::restore_consumer_client_id(&self.name),
+            producer_client_ids: vec![clients::producer_client_id(&self.name)],
         });
         self.instance
             .local_metadata
