@@ -474,3 +474,54 @@ fn store_lags_show_active_stores_at_the_end_and_standbys_where_they_are() {
         lags.len() == PARTITIONS as usize && lags.values().all(|l| l.offset_lag() == 0)
     });
 }
+
+/// The counting tasks (sub-topology 1) whose state directory is on disk in
+/// `app`'s state directory.
+fn counting_directories(run: &Run, app: &App) -> BTreeSet<i32> {
+    let Ok(entries) = std::fs::read_dir(app.dir.join(&run.app_id)) else {
+        return BTreeSet::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter_map(|name| name.strip_prefix("1_")?.parse().ok())
+        .collect()
+}
+
+#[test]
+fn the_state_of_tasks_moved_away_is_deleted_after_the_cleanup_delay() {
+    let Some(run) = Run::new("cleanup") else {
+        return;
+    };
+    let with_delay = |mut c: StreamsConfig| {
+        c.set("state.cleanup.delay.ms", "1000").unwrap();
+        c
+    };
+    let mut first = run.app("a", with_delay);
+    first.streams.start().unwrap();
+    wait_for("RUNNING", || first.streams.state() == State::Running);
+    run.settled(1);
+    run.produce(0, 200);
+    assert_eq!(run.counts_reaching(10), exactly(10));
+    let all: BTreeSet<i32> = (0..PARTITIONS).collect();
+    assert_eq!(counting_directories(&run, &first), all);
+    // A second instance takes some of the tasks: the first one's copies of
+    // their stores are no longer its own.
+    let mut second = run.app("b", with_delay);
+    second.streams.start().unwrap();
+    run.settled(2);
+    wait_for("both instances RUNNING", || {
+        first.streams.state() == State::Running && second.streams.state() == State::Running
+    });
+    let kept = active_counting(&first.streams);
+    assert!(!kept.is_empty() && kept != all, "{kept:?}");
+    wait_for("the moved tasks' state deleted", || {
+        counting_directories(&run, &first) == kept
+    });
+    // The tasks it still runs keep their state and count on exactly.
+    run.produce(200, 200);
+    assert_eq!(run.counts_reaching(20), exactly(20));
+    assert_eq!(
+        counting_directories(&run, &first),
+        active_counting(&first.streams)
+    );
+}

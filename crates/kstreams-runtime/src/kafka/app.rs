@@ -16,6 +16,7 @@ use super::topics::{prepare_topics, SourceTopicIndex};
 use super::RuntimeError;
 
 mod close_options;
+mod state_cleaner;
 mod stream_threads;
 
 pub use close_options::{CloseOptions, GroupMembershipOperation};
@@ -117,6 +118,9 @@ pub struct KafkaStreams {
     lag_consumer: Mutex<Option<rdkafka::consumer::BaseConsumer>>,
     /// The global thread, when the topology has global tables.
     global: Option<JoinHandle<()>>,
+    /// Deletes the state of tasks no longer owned here, from `start` until
+    /// the threads have stopped.
+    state_cleaner: Option<state_cleaner::StateCleaner>,
     /// The process id and the application directory's lock, held from
     /// `start` until the threads are stopped.
     process: Option<ProcessIdentity>,
@@ -202,6 +206,7 @@ impl KafkaStreams {
             factory: None,
             lag_consumer: Mutex::new(None),
             global: None,
+            state_cleaner: None,
             process: None,
             tasks_per_subtopology: Default::default(),
         }
@@ -358,6 +363,9 @@ impl KafkaStreams {
         if self.process.is_none() {
             self.process = Some(ProcessIdentity::initialize(&self.topology, &self.config)?);
         }
+        if self.state_cleaner.is_none() {
+            self.state_cleaner = Some(self.state_cleaner()?);
+        }
         self.tasks_per_subtopology = prepare_topics(&self.topology, &self.config)?;
         if let (Some(replicas), super::config::GroupProtocol::Streams) = (
             self.config.num_standby_replicas,
@@ -434,6 +442,28 @@ impl KafkaStreams {
             self.start_thread(index, threads, false)?;
         }
         Ok(())
+    }
+
+    /// The state directory's cleaner (Kafka Streams' `stateDirCleaner`):
+    /// what the instance owns is what its threads publish, active and
+    /// standby tasks both.
+    fn state_cleaner(&self) -> Result<state_cleaner::StateCleaner, RuntimeError> {
+        let shared = self.shared.clone();
+        let board = self.instance.local_metadata.clone();
+        state_cleaner::StateCleaner::start(
+            self.config.state_dir.clone(),
+            &self.config.application_id,
+            self.config.state_cleanup_delay,
+            move || *shared.state.lock().unwrap_or_else(|p| p.into_inner()) == State::Running,
+            move || {
+                board
+                    .threads()
+                    .iter()
+                    .flat_map(|t| t.active_tasks.iter().chain(&t.standby_tasks))
+                    .map(|task| format!("{}_{}", task.subtopology, task.partition))
+                    .collect()
+            },
+        )
     }
 
     /// Stops the threads (each commits and closes its tasks) and waits up

@@ -299,6 +299,7 @@ impl KafkaStreams {
             }
             // No thread uses the state directory any more: another instance
             // may take it.
+            self.state_cleaner = None;
             self.process = None;
             *self
                 .lag_consumer

@@ -828,11 +828,16 @@ pub(super) static KEYS: &[ConfigKey] = &[
             Ok(())
         },
     ),
-    ConfigKey::no_effect(
+    ConfigKey::implemented(
         "state.cleanup.delay.ms",
-        "How long the state of a task the instance no longer owns is kept before deletion.",
-        "the state directories of tasks this instance no longer owns are kept, not deleted \
-         after a delay",
+        "How long the state of a task the instance no longer owns is kept before deletion, and \
+         how often the cleaner looks (10 minutes).",
+        |c, s| {
+            c.state_cleanup_delay = s
+                .parse_if(|ms: &u64| *ms > 0, "milliseconds, a whole number > 0")
+                .map(Duration::from_millis)?;
+            Ok(())
+        },
     ),
     ConfigKey::no_effect(
         "state.cleanup.dir.max.age.ms",

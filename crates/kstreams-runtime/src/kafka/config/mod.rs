@@ -140,6 +140,9 @@ pub struct StreamsConfig {
     pub(crate) production: ProductionHandling,
     pub(crate) dead_letter_queue: Option<String>,
     pub(crate) repartition_purge_interval: Duration,
+    /// `state.cleanup.delay.ms`: how often, and after how long idle, the
+    /// state of tasks the instance no longer owns is deleted.
+    pub(crate) state_cleanup_delay: Duration,
     /// `windowstore.changelog.additional.retention.ms`: what a window or
     /// session store's changelog keeps beyond the store's retention.
     pub(crate) window_store_changelog_additional_retention_ms: i64,
@@ -222,6 +225,8 @@ impl StreamsConfig {
             production: ProductionHandling::Fail,
             dead_letter_queue: None,
             repartition_purge_interval: Duration::from_secs(30),
+            // Kafka Streams' default: 10 minutes.
+            state_cleanup_delay: Duration::from_secs(600),
             // Kafka Streams' default: a day, for clock drift between the
             // application and the brokers.
             window_store_changelog_additional_retention_ms: 24 * 60 * 60 * 1000,
@@ -613,6 +618,15 @@ impl StreamsConfig {
     /// its repartition topics (`repartition.purge.interval.ms`, 30 s).
     pub fn repartition_purge_interval(mut self, interval: Duration) -> Self {
         self.repartition_purge_interval = interval;
+        self
+    }
+
+    /// How long the state directory of a task this instance no longer owns
+    /// is kept, unmodified, before it is deleted; the cleaner looks this
+    /// often, while the application is RUNNING (`state.cleanup.delay.ms`,
+    /// 10 minutes). Must be more than zero.
+    pub fn state_cleanup_delay(mut self, delay: Duration) -> Self {
+        self.state_cleanup_delay = delay;
         self
     }
 
