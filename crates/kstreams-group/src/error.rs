@@ -148,6 +148,27 @@ pub enum Error {
         /// The broker's message, when it sent one.
         message: Option<String>,
     },
+    /// The group refused this static member's `group.instance.id`
+    /// (UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID): another member holds
+    /// it. Kafka's clients stop on it, and so does this one.
+    #[error(
+        "streams group {group_id}: group.instance.id={instance_id} {reason} ({name}, code \
+         {code}); {fix}"
+    )]
+    InstanceId {
+        /// The group.
+        group_id: String,
+        /// The static member's instance id.
+        instance_id: String,
+        /// Kafka's error code.
+        code: i16,
+        /// Kafka's name for the code.
+        name: &'static str,
+        /// What happened.
+        reason: &'static str,
+        /// What to do.
+        fix: &'static str,
+    },
     /// A configuration value that cannot work.
     #[error("invalid configuration: {0}")]
     Config(String),
@@ -214,6 +235,7 @@ impl Error {
             | Error::UntrustedCertificate { .. }
             | Error::CertificateHostname { .. }
             | Error::Tls { .. }
+            | Error::InstanceId { .. }
             | Error::Config(_)
             | Error::InvalidTopology(_) => true,
             Error::NoBroker { last, .. } => last.is_fatal(),
@@ -224,7 +246,7 @@ impl Error {
     /// Kafka's error code when the broker answered with one.
     pub fn broker_code(&self) -> Option<i16> {
         match self {
-            Error::Broker { code, .. } => Some(*code),
+            Error::Broker { code, .. } | Error::InstanceId { code, .. } => Some(*code),
             _ => None,
         }
     }

@@ -430,6 +430,10 @@ impl Membership {
                 let message = message.unwrap_or_else(|| format!("{code:?}"));
                 Reaction::Report(vec![MemberEvent::TopicAuthorizationFailed(message)])
             }
+            ErrorCode::UnreleasedInstanceId | ErrorCode::FencedInstanceId => {
+                let error = self.instance_id_refused(code, response.error_code);
+                self.fail(error)
+            }
             _ => {
                 let message = response.error_message.map(|m| m.as_str().to_owned());
                 self.fail(Error::broker(
@@ -438,6 +442,41 @@ impl Membership {
                     message,
                 ))
             }
+        }
+    }
+
+    /// The error for a refused `group.instance.id`. The broker's semantics
+    /// (Kafka 4.4's GroupMetadataManager): a static member joining (epoch 0,
+    /// any member id) replaces the member that holds its instance id only
+    /// if that one left with epoch -2; otherwise it is refused with
+    /// UNRELEASED_INSTANCE_ID until the holder's session times out. A
+    /// member whose instance id a newer member took over is refused with
+    /// FENCED_INSTANCE_ID.
+    fn instance_id_refused(&self, code: ErrorCode, raw: i16) -> Error {
+        let instance_id = self.instance_id.clone().unwrap_or_default();
+        let (name, reason, fix) = if code == ErrorCode::UnreleasedInstanceId {
+            (
+                "UnreleasedInstanceId",
+                "is still held by another member that has not left the group (an instance \
+                 that was killed or is still running)",
+                "stop the other instance with this group.instance.id, or wait until its \
+                 session times out (the group's streams.session.timeout.ms) and start again; \
+                 a static member that closes leaves with epoch -2 and is taken over at once",
+            )
+        } else {
+            (
+                "FencedInstanceId",
+                "was taken over by a newer member with the same id",
+                "give every instance (and stream thread) its own group.instance.id",
+            )
+        };
+        Error::InstanceId {
+            group_id: self.group_id.clone(),
+            instance_id,
+            code: raw,
+            name,
+            reason,
+            fix,
         }
     }
 

@@ -253,6 +253,39 @@ fn every_heartbeat_names_the_instance() {
 }
 
 #[test]
+fn a_refused_instance_id_stops_the_member_saying_what_holds_it_and_what_to_do() {
+    for (code, reason, fix) in [
+        (
+            ErrorCode::UnreleasedInstanceId,
+            "is still held by another member that has not left the group",
+            "wait until its session times out (the group's streams.session.timeout.ms)",
+        ),
+        (
+            ErrorCode::FencedInstanceId,
+            "was taken over by a newer member with the same id",
+            "give every instance (and stream thread) its own group.instance.id",
+        ),
+    ] {
+        let mut config = config();
+        config.instance_id = Some("instance-a".to_owned());
+        let mut member = Membership::new(&config, &topology()).unwrap();
+        member.heartbeat(Instant::now());
+        events(member.on_response(assigned(3, &[0], &[])));
+        let Reaction::Fatal(error, events) = member.on_response(failed(code)) else {
+            panic!("{code:?} must stop the member");
+        };
+        assert_eq!(events, [MemberEvent::TasksLost]);
+        assert!(matches!(error, Error::InstanceId { .. }), "{error:?}");
+        assert!(error.is_fatal());
+        assert_eq!(error.broker_code(), Some(i16::from(code)));
+        let message = error.to_string();
+        for part in ["group.instance.id=instance-a", reason, fix] {
+            assert!(message.contains(part), "{part:?} not in {message}");
+        }
+    }
+}
+
+#[test]
 fn fencing_loses_the_tasks_and_rejoins_with_epoch_0_and_the_topology() {
     for code in [ErrorCode::FencedMemberEpoch, ErrorCode::UnknownMemberId] {
         let mut member = member();

@@ -184,6 +184,22 @@ impl Tls {
         self.config.clone()
     }
 
+    /// Where the client certificate comes from, for error messages; `None`
+    /// without one.
+    pub(crate) fn client_identity_source(&self) -> Option<String> {
+        let options = &self.options;
+        match (
+            &options.keystore_location,
+            &options.certificate_location,
+            &options.certificate_pem,
+        ) {
+            (Some(store), _, _) => Some(format!("ssl.keystore.location={}", store.display())),
+            (None, Some(file), _) => Some(format!("ssl.certificate.location={}", file.display())),
+            (None, None, Some(_)) => Some("ssl.certificate.pem".to_owned()),
+            (None, None, None) => None,
+        }
+    }
+
     /// Where the trusted CAs come from, for error messages.
     pub(crate) fn trust_source(&self) -> String {
         match (&self.options.ca_location, &self.options.ca_pem) {
@@ -538,25 +554,37 @@ pub(crate) fn classify(address: &str, tls: &Tls, error: std::io::Error) -> Error
         },
         rustls::Error::AlertReceived(alert) => {
             use rustls::AlertDescription as Alert;
-            let fix = match alert {
+            let refused_certificate = matches!(
+                alert,
                 Alert::CertificateRequired
-                | Alert::BadCertificate
-                | Alert::UnknownCA
-                | Alert::CertificateUnknown
-                | Alert::UnsupportedCertificate
-                | Alert::CertificateExpired
-                | Alert::CertificateRevoked
-                | Alert::AccessDenied => {
-                    "the broker did not accept this client's certificate: set \
-                     ssl.certificate.location and ssl.key.location to a certificate and key \
-                     its ssl.truststore trusts"
+                    | Alert::BadCertificate
+                    | Alert::UnknownCA
+                    | Alert::CertificateUnknown
+                    | Alert::UnsupportedCertificate
+                    | Alert::CertificateExpired
+                    | Alert::CertificateRevoked
+                    | Alert::AccessDenied
+            );
+            let fix = match (refused_certificate, tls.client_identity_source()) {
+                (true, None) => "the broker requires a client certificate (mutual TLS, its \
+                     ssl.client.auth=required) and this client has none: set \
+                     ssl.certificate.location and ssl.key.location (or ssl.keystore.location) \
+                     to a certificate and key signed by a CA the broker's ssl.truststore trusts"
+                    .to_owned(),
+                (true, Some(source)) => format!(
+                    "the broker did not accept this client's certificate ({source}): set \
+                     ssl.certificate.location and ssl.key.location (or ssl.keystore.location) \
+                     to a certificate and key signed by a CA the broker's ssl.truststore \
+                     trusts, and valid now"
+                ),
+                (false, _) => {
+                    "check the broker listener's TLS settings against this client's".to_owned()
                 }
-                _ => "check the broker listener's TLS settings against this client's",
             };
             Error::Tls {
                 address,
                 reason: format!("the broker sent the TLS alert {alert:?}"),
-                fix: fix.to_owned(),
+                fix,
             }
         }
         other => Error::Tls {

@@ -9,6 +9,12 @@
 //! kafka start)"` sets them; `cargo xtask ci` passes them to the tests).
 //! Skipped without them, failed without them under CI; skipped on a broker
 //! without streams groups (Kafka 4.2+ needed).
+//!
+//! The mutual-TLS listener (security protocol SSL, a client certificate
+//! signed by the test CA required) is found through KSTREAMS_MTLS_BOOTSTRAP,
+//! KSTREAMS_MTLS_CA, KSTREAMS_MTLS_CERTIFICATE and KSTREAMS_MTLS_KEY (PEM),
+//! KSTREAMS_MTLS_KEYSTORE and KSTREAMS_MTLS_KEYSTORE_PASSWORD (the same
+//! identity in a PKCS#12 store); its tests are skipped without them.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -66,7 +72,7 @@ fn owned(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         .collect()
 }
 
-fn skip(why: &str) -> Option<Secured> {
+fn skip<T>(why: &str) -> Option<T> {
     let test = std::thread::current().name().unwrap_or("test").to_owned();
     // One write, so that parallel tests do not interleave mid-line.
     let line = format!("skipped {test}: {why}\n");
@@ -312,7 +318,7 @@ async fn a_host_name_the_certificate_does_not_list_fails_unless_the_check_is_off
         .trim()
         .to_owned();
     let Some(other_name) = forwarder(&first).await else {
-        skip("127.0.0.2 cannot be bound here");
+        skip::<()>("127.0.0.2 cannot be bound here");
         return;
     };
     let keys = secured.keys(&secured.password);
@@ -354,7 +360,7 @@ async fn oauth() -> Option<(Secured, String, String)> {
     let secured = secured().await?;
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
     let Some(bootstrap) = var("KSTREAMS_OAUTH_BOOTSTRAP") else {
-        skip("no KSTREAMS_OAUTH_BOOTSTRAP (cargo xtask kafka start sets it)");
+        skip::<()>("no KSTREAMS_OAUTH_BOOTSTRAP (cargo xtask kafka start sets it)");
         return None;
     };
     let scope = var("KSTREAMS_OAUTH_SCOPE").expect("KSTREAMS_OAUTH_SCOPE with the bootstrap");
@@ -534,4 +540,200 @@ async fn an_expired_token_fails_the_join_fast_saying_it_expired() {
         assert!(message.contains(part), "{part:?} not in {message}");
     }
     assert!(!message.contains("client-secret"), "{message}");
+}
+
+/// The mutual-TLS listener of `cargo xtask kafka start` and the client
+/// identity its CA signed.
+struct MutualTls {
+    bootstrap: String,
+    ca: String,
+    certificate: String,
+    key: String,
+    keystore: String,
+    keystore_password: String,
+}
+
+impl MutualTls {
+    /// The librdkafka keys of an SSL client that trusts the test CA, with
+    /// `identity` (the client certificate's keys) added.
+    fn keys(&self, identity: &[(&str, &str)]) -> HashMap<String, String> {
+        let mut keys = owned(&[
+            ("security.protocol", "SSL"),
+            ("ssl.ca.location", self.ca.as_str()),
+        ]);
+        keys.extend(owned(identity));
+        keys
+    }
+
+    /// The keys with the client certificate and key as PEM files.
+    fn pem_keys(&self) -> HashMap<String, String> {
+        self.keys(&[
+            ("ssl.certificate.location", self.certificate.as_str()),
+            ("ssl.key.location", self.key.as_str()),
+        ])
+    }
+
+    /// The keys with the client identity in the PKCS#12 store.
+    fn keystore_keys(&self) -> HashMap<String, String> {
+        self.keys(&[
+            ("ssl.keystore.location", self.keystore.as_str()),
+            ("ssl.keystore.password", self.keystore_password.as_str()),
+        ])
+    }
+
+    fn connection(&self, keys: &HashMap<String, String>) -> ConnectionConfig {
+        let mut connection = ConnectionConfig::new(&self.bootstrap);
+        connection.security = Security::from_client_config(|key| keys.get(key).cloned()).unwrap();
+        connection.request_timeout = Duration::from_secs(10);
+        connection
+    }
+}
+
+/// The mutual-TLS listener of a broker with streams groups, or `None`
+/// (skip).
+async fn mutual_tls() -> Option<MutualTls> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let Some(bootstrap) = var("KSTREAMS_MTLS_BOOTSTRAP") else {
+        return skip("no KSTREAMS_MTLS_BOOTSTRAP (cargo xtask kafka start sets it)");
+    };
+    let expect =
+        |name: &str| var(name).unwrap_or_else(|| panic!("{name} with KSTREAMS_MTLS_BOOTSTRAP"));
+    let mtls = MutualTls {
+        bootstrap,
+        ca: expect("KSTREAMS_MTLS_CA"),
+        certificate: expect("KSTREAMS_MTLS_CERTIFICATE"),
+        key: expect("KSTREAMS_MTLS_KEY"),
+        keystore: expect("KSTREAMS_MTLS_KEYSTORE"),
+        keystore_password: expect("KSTREAMS_MTLS_KEYSTORE_PASSWORD"),
+    };
+    match Admin::new(mtls.connection(&mtls.pem_keys()))
+        .supports_streams_groups()
+        .await
+    {
+        Ok(true) => Some(mtls),
+        Ok(false) => skip("the broker has no streams groups (Kafka 4.2+ needed)"),
+        Err(error) => panic!(
+            "the mutual-TLS listener at {} does not answer: {error}",
+            mtls.bootstrap
+        ),
+    }
+}
+
+/// A new application on the mutual-TLS listener: its id and topology, its
+/// input topic made over that listener.
+async fn mutual_tls_app(mtls: &MutualTls, name: &str) -> (String, Topology) {
+    let id = unique(name);
+    let input = format!("{id}-input");
+    Admin::new(mtls.connection(&mtls.pem_keys()))
+        .create_topic(&input, PARTITIONS)
+        .await
+        .unwrap();
+    (id, topology(&input))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_joins_over_mutual_tls_with_a_pem_certificate_and_key() {
+    let Some(mtls) = mutual_tls().await else {
+        return;
+    };
+    let (id, topology) = mutual_tls_app(&mtls, "mtls-pem").await;
+    let connection = mtls.connection(&mtls.pem_keys());
+    join_and_run_everything(connection.clone(), &id, &topology, Duration::ZERO).await;
+    let description = Admin::new(connection)
+        .describe_streams_group(&id)
+        .await
+        .unwrap();
+    assert_eq!(description.group_id, id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_joins_over_mutual_tls_with_a_pkcs12_key_store() {
+    let Some(mtls) = mutual_tls().await else {
+        return;
+    };
+    let (id, topology) = mutual_tls_app(&mtls, "mtls-pkcs12").await;
+    let connection = mtls.connection(&mtls.keystore_keys());
+    join_and_run_everything(connection, &id, &topology, Duration::ZERO).await;
+}
+
+/// Joins with `keys`, which the mutual-TLS listener must refuse within
+/// [`FAST`] with one fatal TLS error saying `expected` and naming the client
+/// certificate keys; its message.
+async fn refused_client_certificate(
+    mtls: &MutualTls,
+    keys: &HashMap<String, String>,
+    id: &str,
+    topology: &Topology,
+    expected: &str,
+) -> String {
+    let started = Instant::now();
+    let config = MemberConfig::new(mtls.connection(keys), id, Uuid::new_v4());
+    let Err(error) = StreamsGroupMember::join(config, topology).await else {
+        panic!("the member joined without a certificate the listener trusts");
+    };
+    eprintln!("refused: {error}");
+    assert!(started.elapsed() < FAST, "{:?}", started.elapsed());
+    assert!(error.is_fatal(), "{error:?}");
+    let cause = match &error {
+        Error::NoBroker { last, .. } => last.as_ref(),
+        other => other,
+    };
+    assert!(matches!(cause, Error::Tls { .. }), "{error:?}");
+    let message = error.to_string();
+    for part in [
+        expected,
+        "ssl.certificate.location and ssl.key.location (or ssl.keystore.location)",
+        "ssl.truststore trusts",
+    ] {
+        assert!(message.contains(part), "{part:?} not in {message}");
+    }
+    message
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_client_certificate_the_join_fails_fast_naming_the_keys() {
+    let Some(mtls) = mutual_tls().await else {
+        return;
+    };
+    let (id, topology) = mutual_tls_app(&mtls, "mtls-none").await;
+    let cause = "the broker requires a client certificate (mutual TLS, its \
+                 ssl.client.auth=required) and this client has none";
+    refused_client_certificate(&mtls, &mtls.keys(&[]), &id, &topology, cause).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_certificate_of_another_ca_fails_the_join_fast_naming_the_keys() {
+    let Some(mtls) = mutual_tls().await else {
+        return;
+    };
+    let (id, topology) = mutual_tls_app(&mtls, "mtls-other-ca").await;
+    // A CA the broker does not trust, and a client certificate it signed.
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let ca = rcgen::CertifiedIssuer::self_signed(params, ca_key).unwrap();
+    let mut params = rcgen::CertificateParams::new(vec!["kstreams-client".to_owned()]).unwrap();
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let key = rcgen::KeyPair::generate().unwrap();
+    let certificate = params.signed_by(&key, &ca).unwrap();
+    let dir = std::env::temp_dir().join(unique("kstreams-other-client"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (certificate_file, key_file) = (dir.join("client.pem"), dir.join("client.key"));
+    std::fs::write(&certificate_file, certificate.pem()).unwrap();
+    std::fs::write(&key_file, key.serialize_pem()).unwrap();
+    let keys = mtls.keys(&[
+        (
+            "ssl.certificate.location",
+            &certificate_file.display().to_string(),
+        ),
+        ("ssl.key.location", &key_file.display().to_string()),
+    ]);
+    let cause = format!(
+        "the broker did not accept this client's certificate (ssl.certificate.location={})",
+        certificate_file.display()
+    );
+    let message = refused_client_certificate(&mtls, &keys, &id, &topology, &cause).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    // The key's content never shows.
+    assert!(!message.contains("PRIVATE KEY"), "{message}");
 }

@@ -474,6 +474,106 @@ async fn a_static_member_that_comes_back_gets_its_tasks_again() {
     b_again.close().await.unwrap();
 }
 
+/// A member whose heartbeat loop runs on a runtime of its own, on a thread
+/// of its own; the function it comes with drops that runtime: the loop stops
+/// mid-flight without a leave heartbeat, as in a killed process.
+async fn join_killable(
+    config: MemberConfig,
+    topology: &Topology,
+) -> (StreamsGroupMember, impl FnOnce()) {
+    let topology = topology.clone();
+    let (joined_tx, joined) = tokio::sync::oneshot::channel();
+    let (kill, killed) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let _ = joined_tx.send(StreamsGroupMember::join(config, &topology).await);
+            let _ = killed.await;
+        });
+        // Dropping the runtime drops the heartbeat loop where it stands.
+        drop(runtime);
+    });
+    let member = joined.await.unwrap().unwrap();
+    let kill = move || {
+        let _ = kill.send(());
+        thread.join().unwrap();
+    };
+    (member, kill)
+}
+
+/// Kafka 4.4's broker (GroupMetadataManager, getOrMaybeCreateStaticStreamsGroupMember)
+/// lets a static member take over the instance id of one that left with
+/// epoch -2 (the test above); a member killed without leaving keeps holding
+/// it until its session times out. Meanwhile its tasks wait for it (no other
+/// member gets them) and a new member with the same id is refused with
+/// UNRELEASED_INSTANCE_ID, which stops it at once with the error naming the
+/// cause and the fix; once the session has timed out the tasks move and the
+/// id is free again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_static_member_holds_its_id_and_its_tasks_until_its_session_times_out() {
+    let Some(app) = App::new("static-killed").await else {
+        return;
+    };
+    // The broker's minimum on the test cluster (45 s by default).
+    let session = Duration::from_secs(6);
+    app.admin()
+        .set_group_configs(&app.id, &[("streams.session.timeout.ms", "6000")])
+        .await
+        .unwrap();
+    let config = |instance: &str| {
+        let mut config = app.config();
+        config.instance_id = Some(instance.to_owned());
+        config
+    };
+    let mut a = app.join(config("instance-a")).await;
+    let (mut b, kill_b) = join_killable(config("instance-b"), &app.topology).await;
+    let before = settle(&mut [&mut a, &mut b], split).await;
+    kill_b();
+    drop(b);
+    let killed_at = Instant::now();
+
+    // Restarted at once: refused, fast, with the error that says why.
+    let mut b_again = app.join(config("instance-b")).await;
+    let stopped = tokio::time::timeout(Duration::from_secs(10), async {
+        while b_again.next_event().await.is_some() {}
+    })
+    .await;
+    assert!(stopped.is_ok(), "the refused member did not stop");
+    let error = b_again.close().await.unwrap_err();
+    eprintln!("refused: {error}");
+    assert!(
+        matches!(error, kstreams_group::Error::InstanceId { .. }),
+        "{error:?}"
+    );
+    assert_eq!(error.broker_code(), Some(111), "UNRELEASED_INSTANCE_ID");
+    let message = error.to_string();
+    for part in [
+        "group.instance.id=instance-b",
+        "still held by another member",
+        "streams.session.timeout.ms",
+    ] {
+        assert!(message.contains(part), "{part:?} not in {message}");
+    }
+
+    // Within the session the killed member's tasks stay its own.
+    while killed_at.elapsed() < session - Duration::from_secs(2) {
+        let during = step(&mut [&mut a]).await;
+        assert_eq!(
+            during[0].active, before[0].active,
+            "instance-b's tasks wait for it during its session"
+        );
+    }
+    // After it, they move to the member still there, and the id is free.
+    settle(&mut [&mut a], |s| s[0].active == all_tasks()).await;
+    let mut b_later = app.join(config("instance-b")).await;
+    settle(&mut [&mut a, &mut b_later], split).await;
+    a.close().await.unwrap();
+    b_later.close().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_commits_offsets_as_the_member_and_not_once_it_left() {
     let Some(app) = App::new("commit").await else {

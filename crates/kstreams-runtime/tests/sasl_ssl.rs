@@ -14,9 +14,14 @@
 //! `ssl.truststore.*`) runs unchanged: kstreams translates them for every
 //! librdkafka client and the streams group member alike.
 //!
-//! Skipped without KSTREAMS_BOOTSTRAP and KSTREAMS_SASL_SSL_BOOTSTRAP
-//! (`eval "$(cargo xtask kafka start)"` sets both; `cargo xtask ci` passes
-//! them to the tests).
+//! On the mutual-TLS listener (`security.protocol=SSL` with a client
+//! certificate) a streams group app runs to exact outputs, and static
+//! members (`group.instance.id`) restarted within their session get their
+//! own tasks back.
+//!
+//! Skipped without KSTREAMS_BOOTSTRAP and KSTREAMS_SASL_SSL_BOOTSTRAP (the
+//! mutual-TLS tests without KSTREAMS_MTLS_BOOTSTRAP; `eval "$(cargo xtask
+//! kafka start)"` sets them all; `cargo xtask ci` passes them to the tests).
 
 // Its own test binary (Cargo.toml), not a module of tests/integration.rs:
 // it installs the process's one logger to capture what kstreams logs, which
@@ -650,4 +655,201 @@ fn a_refused_oauthbearer_token_fails_the_start_naming_the_cause() {
             && error.contains("sasl.oauthbearer.config"),
         "{error}"
     );
+}
+
+/// The mutual-TLS listener of `cargo xtask kafka start` (security protocol
+/// SSL, the same CA, a client certificate signed by it required) and the
+/// keys of a client with that certificate, as PEM files; or `None` (skip).
+fn mutual_tls_keys() -> Option<(String, [(&'static str, String); 4])> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let Some(bootstrap) = var("KSTREAMS_MTLS_BOOTSTRAP") else {
+        eprintln!("skipped: no KSTREAMS_MTLS_BOOTSTRAP (cargo xtask kafka start sets it)");
+        return None;
+    };
+    let expect =
+        |name: &str| var(name).unwrap_or_else(|| panic!("{name} with KSTREAMS_MTLS_BOOTSTRAP"));
+    let keys = [
+        ("security.protocol", "SSL".to_owned()),
+        ("ssl.ca.location", expect("KSTREAMS_MTLS_CA")),
+        (
+            "ssl.certificate.location",
+            expect("KSTREAMS_MTLS_CERTIFICATE"),
+        ),
+        ("ssl.key.location", expect("KSTREAMS_MTLS_KEY")),
+    ];
+    Some((bootstrap, keys))
+}
+
+/// `group.protocol=streams` on mutual TLS: a stateful exactly-once app whose
+/// librdkafka clients and streams group member all present the client
+/// certificate (`security.protocol=SSL`, `ssl.certificate.location`,
+/// `ssl.key.location`); outputs exact.
+#[test]
+fn a_streams_group_app_runs_over_mutual_tls_to_exact_outputs() {
+    let (Some(plaintext), Some((bootstrap, keys))) = (test_broker(), mutual_tls_keys()) else {
+        return;
+    };
+    let run = common::FreshRun::new(&plaintext, "mutual-tls");
+    let mut config = StreamsConfig::new(&run.app_id, &bootstrap)
+        .processing_guarantee(ProcessingGuarantee::ExactlyOnceV2)
+        .commit_interval(Duration::from_millis(100))
+        .state_dir(&run.state_dir);
+    config.set("group.protocol", "streams").unwrap();
+    config.set("statestore.cache.max.bytes", "0").unwrap();
+    for (key, value) in &keys {
+        config.set(key, value).unwrap();
+    }
+    counts_arrive_exactly_once(&plaintext, &run, config);
+}
+
+/// Which tasks each static member of `app_id` runs, by instance id, as the
+/// broker describes the group (asked over the mutual-TLS listener too).
+fn active_tasks_by_instance(
+    bootstrap: &str,
+    keys: &[(&'static str, String)],
+    app_id: &str,
+) -> std::collections::BTreeMap<String, Vec<kstreams_group::TaskId>> {
+    let mut connection = kstreams_group::ConnectionConfig::new(bootstrap);
+    connection.security = kstreams_group::Security::from_client_config(|key| {
+        keys.iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, value)| value.clone())
+    })
+    .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let description = runtime
+        .block_on(kstreams_group::Admin::new(connection).describe_streams_group(app_id))
+        .unwrap();
+    description
+        .members
+        .into_iter()
+        .filter_map(|member| {
+            let instance = member.instance_id?;
+            Some((instance, member.assignment.active.iter().collect()))
+        })
+        .collect()
+}
+
+/// Static membership under `group.protocol=streams` (Kafka 4.4), on mutual
+/// TLS: two instances with `group.instance.id`; one closes (a static member
+/// leaves with epoch -2, its tasks kept for it until its session times out)
+/// and starts again on its state directory well within the session: it gets
+/// its own task back, the other instance never runs it, and every record
+/// reaches the output exactly once.
+#[test]
+fn a_static_instance_restarted_within_its_session_gets_its_own_task_back() {
+    let (Some(plaintext), Some((bootstrap, keys))) = (test_broker(), mutual_tls_keys()) else {
+        return;
+    };
+    let run = common::FreshRun::new(&plaintext, "static-mtls");
+    let topology = || {
+        let builder = StreamsBuilder::new();
+        builder
+            .stream::<String, String>(&run.input)
+            .map_values(|v| v.to_uppercase())
+            .to(&run.output);
+        builder.build().unwrap()
+    };
+    let config = |instance: &str| {
+        let mut config = StreamsConfig::new(&run.app_id, &bootstrap)
+            .processing_guarantee(ProcessingGuarantee::ExactlyOnceV2)
+            .commit_interval(Duration::from_millis(100))
+            .state_dir(run.state_dir.join(instance));
+        config.set("group.protocol", "streams").unwrap();
+        config.set("group.instance.id", instance).unwrap();
+        for (key, value) in &keys {
+            config.set(key, value).unwrap();
+        }
+        config
+    };
+    let owners = || active_tasks_by_instance(&bootstrap, &keys, &run.app_id);
+    // Each instance's one stream thread is a member `<group.instance.id>-1`.
+    let settled = |expected_members: usize| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let owners = owners();
+            if owners.len() == expected_members && owners.values().all(|tasks| tasks.len() == 1) {
+                return owners;
+            }
+            assert!(Instant::now() < deadline, "no split: {owners:?}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    let mut a = KafkaStreams::new(topology(), config("static-a"));
+    a.start().unwrap();
+    let mut b = KafkaStreams::new(topology(), config("static-b"));
+    b.start().unwrap();
+    let before = settled(2);
+    assert_eq!(
+        before.keys().collect::<Vec<_>>(),
+        ["static-a-1", "static-b-1"],
+        "the instance ids the runtime sends"
+    );
+
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &plaintext)
+        .create()
+        .unwrap();
+    let produce = |from: usize| {
+        for i in from..from + 20 {
+            producer
+                .send(
+                    BaseRecord::to(&run.input)
+                        .key(&format!("k{}", i % 10))
+                        .payload(&format!("v{i}")),
+                )
+                .unwrap();
+        }
+        producer.flush(Duration::from_secs(30)).unwrap();
+    };
+    produce(0);
+
+    assert!(b.close(Duration::from_secs(30)));
+    // Gone for 3 s (the session is 45 s): its task waits for it.
+    let gap = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < gap {
+        let during = owners();
+        assert_eq!(
+            during.get("static-a-1"),
+            before.get("static-a-1"),
+            "static-a never takes static-b's task"
+        );
+        assert_eq!(
+            during.get("static-b-1"),
+            before.get("static-b-1"),
+            "static-b's task stays reserved for it"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let mut b = KafkaStreams::new(topology(), config("static-b"));
+    b.start().unwrap();
+    let after = settled(2);
+    assert_eq!(after, before, "each instance runs the task it ran before");
+    produce(20);
+
+    let reader = common::read_committed_consumer(&plaintext, &run.output);
+    let mut values = std::collections::BTreeSet::new();
+    let mut read = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while read < 40 {
+        assert!(Instant::now() < deadline, "only {read} outputs: {values:?}");
+        assert_ne!(a.state(), State::Error, "{:?}", a.errors());
+        assert_ne!(b.state(), State::Error, "{:?}", b.errors());
+        if let Some(Ok(message)) = reader.poll(Duration::from_millis(200)) {
+            values.insert(String::from_utf8(message.payload().unwrap().to_vec()).unwrap());
+            read += 1;
+        }
+    }
+    let extra = reader.poll(Duration::from_secs(2));
+    assert!(
+        extra.is_none(),
+        "an output beyond the exact ones: {extra:?}"
+    );
+    let expected: std::collections::BTreeSet<String> = (0..40).map(|i| format!("V{i}")).collect();
+    assert_eq!(values, expected);
+    assert!(a.close(Duration::from_secs(30)));
+    assert!(b.close(Duration::from_secs(30)));
 }

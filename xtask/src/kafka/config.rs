@@ -18,6 +18,9 @@ pub(super) struct Node {
     /// The OAUTHBEARER listener (SASL_SSL, the broker's unsecured-JWT
     /// validator), beside the SCRAM one.
     pub oauth_port: Option<u16>,
+    /// The mutual-TLS listener (SSL, a client certificate of the test CA
+    /// required), beside the SASL ones.
+    pub mtls_port: Option<u16>,
     /// `.kafka/node-<id>`: config, data, log and pid file.
     pub dir: PathBuf,
 }
@@ -33,6 +36,10 @@ impl Node {
 
     pub(super) fn oauth_address(&self) -> Option<String> {
         self.oauth_port.map(|port| format!("127.0.0.1:{port}"))
+    }
+
+    pub(super) fn mtls_address(&self) -> Option<String> {
+        self.mtls_port.map(|port| format!("127.0.0.1:{port}"))
     }
 
     pub(super) fn config_file(&self) -> PathBuf {
@@ -74,8 +81,11 @@ pub(super) fn streams_groups(release: Option<(u32, u32, u32)>) -> bool {
 
 /// server.properties of `node` in a cluster of `nodes.len()` nodes; with
 /// `keys`, the node also listens for SASL_SSL clients (SCRAM-SHA-256 and
-/// SCRAM-SHA-512) on its `sasl_ssl_port` and for OAUTHBEARER ones (over
-/// TLS too, listener `OAUTH`) on its `oauth_port`, while brokers and
+/// SCRAM-SHA-512) on its `sasl_ssl_port`, for OAUTHBEARER ones (over
+/// TLS too, listener `OAUTH`) on its `oauth_port` and for mutual-TLS ones
+/// (security protocol SSL, listener `MTLS`, a client certificate signed by
+/// the test CA required; Kafka's default principal mapping, the
+/// certificate's whole subject) on its `mtls_port`, while brokers and
 /// controllers talk in plaintext.
 ///
 /// The OAUTHBEARER listener validates with Kafka's default server callback,
@@ -124,6 +134,7 @@ pub(super) fn server_properties(
     set("controller.quorum.voters", &voters(nodes));
     let sasl_ssl = keys.zip(node.sasl_ssl_address());
     let oauth = keys.zip(node.oauth_address());
+    let mtls = keys.zip(node.mtls_address());
     let (mut listeners, mut advertised, mut protocols) = (
         format!(
             "PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
@@ -141,6 +152,11 @@ pub(super) fn server_properties(
         listeners.push_str(&format!(",OAUTH://{address}"));
         advertised.push_str(&format!(",OAUTH://{address}"));
         protocols.push_str(",OAUTH:SASL_SSL");
+    }
+    if let Some((_, address)) = &mtls {
+        listeners.push_str(&format!(",MTLS://{address}"));
+        advertised.push_str(&format!(",MTLS://{address}"));
+        protocols.push_str(",MTLS:SSL");
     }
     set("listeners", &listeners);
     set("advertised.listeners", &advertised);
@@ -182,6 +198,11 @@ pub(super) fn server_properties(
         );
         for (key, value) in keys.broker_settings() {
             set(&format!("listener.name.oauth.{key}"), &value);
+        }
+    }
+    if let Some((keys, _)) = mtls {
+        for (key, value) in keys.mutual_tls_settings() {
+            set(&format!("listener.name.mtls.{key}"), &value);
         }
     }
     set("log.dirs", &node.data_dir().display());
@@ -239,6 +260,7 @@ mod tests {
                 controller_port: 9100 + id as u16,
                 sasl_ssl_port: Some(9200 + id as u16),
                 oauth_port: Some(9300 + id as u16),
+                mtls_port: Some(9400 + id as u16),
                 dir: PathBuf::from(format!("/tmp/node-{id}")),
             })
             .collect()
@@ -288,13 +310,16 @@ mod tests {
         let keys = Keys {
             ca_pem: PathBuf::from("/keys/ca.pem"),
             keystore: PathBuf::from("/keys/broker.p12"),
+            client_certificate: PathBuf::from("/keys/client.pem"),
+            client_key: PathBuf::from("/keys/client.key"),
+            client_keystore: PathBuf::from("/keys/client.p12"),
         };
         let props = server_properties(&nodes[0], &nodes, Some((4, 4, 0)), Some(&keys));
         assert!(props.contains(
             "listeners=PLAINTEXT://127.0.0.1:9001,CONTROLLER://127.0.0.1:9101,\
-             SASL_SSL://127.0.0.1:9201,OAUTH://127.0.0.1:9301\n"
+             SASL_SSL://127.0.0.1:9201,OAUTH://127.0.0.1:9301,MTLS://127.0.0.1:9401\n"
         ));
-        assert!(props.contains("SASL_SSL:SASL_SSL,OAUTH:SASL_SSL\n"));
+        assert!(props.contains("SASL_SSL:SASL_SSL,OAUTH:SASL_SSL,MTLS:SSL\n"));
         assert!(props.contains("listener.name.oauth.sasl.enabled.mechanisms=OAUTHBEARER\n"));
         assert!(props.contains(
             "listener.name.oauth.oauthbearer.sasl.jaas.config=\
@@ -313,5 +338,35 @@ mod tests {
             )));
         }
         assert!(props.contains("listener.name.sasl_ssl.ssl.keystore.location=/keys/broker.p12\n"));
+        assert!(props.contains("listener.name.sasl_ssl.ssl.client.auth=none\n"));
+    }
+
+    #[test]
+    fn mutual_tls_listener_requires_a_client_certificate_of_the_test_ca() {
+        let nodes = cluster(1);
+        let keys = Keys {
+            ca_pem: PathBuf::from("/keys/ca.pem"),
+            keystore: PathBuf::from("/keys/broker.p12"),
+            client_certificate: PathBuf::from("/keys/client.pem"),
+            client_key: PathBuf::from("/keys/client.key"),
+            client_keystore: PathBuf::from("/keys/client.p12"),
+        };
+        let props = server_properties(&nodes[0], &nodes, Some((4, 4, 0)), Some(&keys));
+        assert!(props.contains(",MTLS://127.0.0.1:9401\n"));
+        for line in [
+            "listener.name.mtls.ssl.client.auth=required",
+            "listener.name.mtls.ssl.truststore.type=PEM",
+            "listener.name.mtls.ssl.truststore.location=/keys/ca.pem",
+            "listener.name.mtls.ssl.keystore.location=/keys/broker.p12",
+        ] {
+            assert!(props.contains(&format!("{line}\n")), "{line}");
+        }
+        // Required once, not also "none" from the broker's own settings.
+        assert_eq!(
+            props.matches("listener.name.mtls.ssl.client.auth=").count(),
+            1
+        );
+        // No principal mapping rules: Kafka's default (the whole subject).
+        assert!(!props.contains("ssl.principal.mapping.rules"));
     }
 }

@@ -40,6 +40,16 @@ pub(crate) const SASL_PASSWORD_ENV: &str = "KSTREAMS_SASL_PASSWORD";
 /// broker's unsecured-JWT validator) and the scope they require.
 pub(crate) const OAUTH_BOOTSTRAP_ENV: &str = "KSTREAMS_OAUTH_BOOTSTRAP";
 pub(crate) const OAUTH_SCOPE_ENV: &str = "KSTREAMS_OAUTH_SCOPE";
+/// The same cluster's mutual-TLS listeners (security protocol SSL, same CA,
+/// a client certificate signed by it required), and the client's
+/// certificate and key: as PEM files, and as a PKCS12 store with its
+/// password.
+pub(crate) const MTLS_BOOTSTRAP_ENV: &str = "KSTREAMS_MTLS_BOOTSTRAP";
+pub(crate) const MTLS_CA_ENV: &str = "KSTREAMS_MTLS_CA";
+pub(crate) const MTLS_CERTIFICATE_ENV: &str = "KSTREAMS_MTLS_CERTIFICATE";
+pub(crate) const MTLS_KEY_ENV: &str = "KSTREAMS_MTLS_KEY";
+pub(crate) const MTLS_KEYSTORE_ENV: &str = "KSTREAMS_MTLS_KEYSTORE";
+pub(crate) const MTLS_KEYSTORE_PASSWORD_ENV: &str = "KSTREAMS_MTLS_KEYSTORE_PASSWORD";
 
 /// How long a fresh cluster may take to answer metadata requests. A cold JVM
 /// on a busy 2-core machine needs ~10 s per node; three nodes start together.
@@ -98,14 +108,14 @@ fn print_exports(bootstrap: &str) {
     }
 }
 
-/// The variables of the running cluster's SASL_SSL listener, if it has one.
+/// The variables of the running cluster's SASL_SSL listener, if it has one,
+/// and of its OAUTHBEARER and mutual-TLS listeners.
 fn sasl_ssl_env() -> Vec<(&'static str, String)> {
     let Ok(bootstrap) = fs::read_to_string(sasl_ssl_file()) else {
         return Vec::new();
     };
-    let Ok(keys) = tls::keys() else {
-        return Vec::new();
-    };
+    // The keys the running cluster was started with: never remade here.
+    let keys = tls::cached();
     let mut env = vec![
         (SASL_SSL_BOOTSTRAP_ENV, bootstrap.trim().to_owned()),
         (SASL_SSL_CA_ENV, keys.ca_pem.display().to_string()),
@@ -115,6 +125,20 @@ fn sasl_ssl_env() -> Vec<(&'static str, String)> {
     if let Ok(oauth) = fs::read_to_string(oauth_file()) {
         env.push((OAUTH_BOOTSTRAP_ENV, oauth.trim().to_owned()));
         env.push((OAUTH_SCOPE_ENV, tls::OAUTH_SCOPE.to_owned()));
+    }
+    if let Ok(mtls) = fs::read_to_string(mtls_file()) {
+        let path = |file: &Path| file.display().to_string();
+        env.extend([
+            (MTLS_BOOTSTRAP_ENV, mtls.trim().to_owned()),
+            (MTLS_CA_ENV, path(&keys.ca_pem)),
+            (MTLS_CERTIFICATE_ENV, path(&keys.client_certificate)),
+            (MTLS_KEY_ENV, path(&keys.client_key)),
+            (MTLS_KEYSTORE_ENV, path(&keys.client_keystore)),
+            (
+                MTLS_KEYSTORE_PASSWORD_ENV,
+                tls::CLIENT_STORE_PASSWORD.to_owned(),
+            ),
+        ]);
     }
     env
 }
@@ -159,11 +183,11 @@ pub(crate) fn start(
     let classpath = broker_classpath()?;
     let release = maven::release(&maven::kafka_version()?);
     // The plaintext listener is what tests need; a failure to make keys
-    // leaves the SASL_SSL one out, said here, rather than no broker at all.
+    // leaves the TLS ones out, said here, rather than no broker at all.
     let keys = match tls::keys() {
         Ok(keys) => Some(keys),
         Err(error) => {
-            eprintln!("kafka: no SASL_SSL listener: {error:#}");
+            eprintln!("kafka: no SASL_SSL, OAUTHBEARER or mutual-TLS listener: {error:#}");
             None
         }
     };
@@ -380,6 +404,11 @@ fn oauth_file() -> PathBuf {
     paths::kafka_dir().join("oauth_bootstrap")
 }
 
+/// The mutual-TLS listeners' address list, written when the cluster has them.
+fn mtls_file() -> PathBuf {
+    paths::kafka_dir().join("mtls_bootstrap")
+}
+
 /// `.kafka/node-*` directories, in node order.
 fn node_dirs() -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(paths::kafka_dir()) else {
@@ -410,6 +439,7 @@ fn node_at(dir: PathBuf) -> Node {
         controller_port: 0,
         sasl_ssl_port: None,
         oauth_port: None,
+        mtls_port: None,
         dir,
     }
 }
@@ -434,6 +464,7 @@ fn remove_run_files() {
     let _ = fs::remove_file(bootstrap_file());
     let _ = fs::remove_file(sasl_ssl_file());
     let _ = fs::remove_file(oauth_file());
+    let _ = fs::remove_file(mtls_file());
 }
 
 fn broker_classpath() -> Result<String> {
@@ -501,13 +532,14 @@ fn allocate_nodes(
             None => hold_port(&mut held, 0)?,
         };
         let controller_port = hold_port(&mut held, 0)?;
-        let (sasl_ssl_port, oauth_port) = if sasl_ssl {
+        let (sasl_ssl_port, oauth_port, mtls_port) = if sasl_ssl {
             (
+                Some(hold_port(&mut held, 0)?),
                 Some(hold_port(&mut held, 0)?),
                 Some(hold_port(&mut held, 0)?),
             )
         } else {
-            (None, None)
+            (None, None, None)
         };
         nodes.push(Node {
             id,
@@ -515,6 +547,7 @@ fn allocate_nodes(
             controller_port,
             sasl_ssl_port,
             oauth_port,
+            mtls_port,
             dir: root.join(format!("node-{id}")),
         });
     }
@@ -610,6 +643,14 @@ fn launch_and_wait(nodes: &[Node], classpath: &str, lifetime: Lifetime) -> Resul
             "kafka: OAUTHBEARER (SASL_SSL, unsecured JWT, scope {}) at {}",
             tls::OAUTH_SCOPE,
             oauth.join(",")
+        );
+    }
+    let mtls: Vec<String> = nodes.iter().filter_map(Node::mtls_address).collect();
+    if !mtls.is_empty() {
+        fs::write(mtls_file(), mtls.join(","))?;
+        eprintln!(
+            "kafka: mutual TLS (SSL, client certificate of the test CA required) at {}",
+            mtls.join(",")
         );
     }
     eprintln!(
