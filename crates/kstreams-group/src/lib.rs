@@ -137,7 +137,7 @@ pub use connection::ConnectionConfig;
 pub use description::{GroupDescription, MemberDescription};
 pub use error::{Error, Result};
 pub use member::StreamsGroupMember;
-pub use membership::{MemberEvent, MemberSnapshot, MemberState};
+pub use membership::{LeaveOperation, MemberEvent, MemberSnapshot, MemberState};
 pub use oauth::OAuthBearer;
 pub use pkcs12::{pkcs12_trusted_certificates_pem, StoreFormat, JKS_CONVERSION};
 pub use security::{Sasl, SaslMechanism, Security};

@@ -16,7 +16,9 @@ use crate::config::MemberConfig;
 use crate::connection::Connection;
 use crate::coordinator;
 use crate::error::{Error, Result};
-use crate::membership::{MemberEvent, MemberSnapshot, MemberState, Membership, Reaction};
+use crate::membership::{
+    LeaveOperation, MemberEvent, MemberSnapshot, MemberState, Membership, Reaction,
+};
 use crate::task_offset::TaskOffset;
 use crate::topology::Topology;
 
@@ -120,7 +122,7 @@ impl PollClock {
 pub struct StreamsGroupMember {
     member_id: String,
     commands: mpsc::UnboundedSender<Command>,
-    leave: Option<oneshot::Sender<()>>,
+    leave: Option<oneshot::Sender<LeaveOperation>>,
     events: mpsc::UnboundedReceiver<MemberEvent>,
     snapshot: watch::Receiver<MemberSnapshot>,
     poll: Arc<PollClock>,
@@ -277,8 +279,15 @@ impl StreamsGroupMember {
     /// Leaves the group (epoch -1; -2 for a static member, whose tasks wait for
     /// its return until the session times out) and stops heartbeating.
     /// Returns the loop's error if it had failed before.
-    pub async fn close(mut self) -> Result<()> {
-        self.signal_leave();
+    pub async fn close(self) -> Result<()> {
+        self.close_with(LeaveOperation::Default).await
+    }
+
+    /// [`close`](Self::close), with the membership `operation` Kafka's
+    /// `CloseOptions` names: a static member that leaves for good, or a
+    /// member that remains in the group until its session times out.
+    pub async fn close_with(mut self, operation: LeaveOperation) -> Result<()> {
+        self.signal_leave(operation);
         let result = (&mut self.done).await.unwrap_or(Err(Error::Stopped));
         self.join_thread();
         result
@@ -288,8 +297,18 @@ impl StreamsGroupMember {
     /// `timeout` for the leave heartbeat's answer
     /// ([`Error::CloseTimedOut`] after that; the member still tries to leave
     /// in the background). Panics inside an async context.
-    pub fn close_blocking(mut self, timeout: Duration) -> Result<()> {
-        self.signal_leave();
+    pub fn close_blocking(self, timeout: Duration) -> Result<()> {
+        self.close_blocking_with(timeout, LeaveOperation::Default)
+    }
+
+    /// [`close_blocking`](Self::close_blocking) with the membership
+    /// `operation` of [`close_with`](Self::close_with).
+    pub fn close_blocking_with(
+        mut self,
+        timeout: Duration,
+        operation: LeaveOperation,
+    ) -> Result<()> {
+        self.signal_leave(operation);
         let runtime = self.runtime.clone();
         // The timer is made inside the runtime: it needs its time driver.
         let done = &mut self.done;
@@ -303,9 +322,9 @@ impl StreamsGroupMember {
         }
     }
 
-    fn signal_leave(&mut self) {
+    fn signal_leave(&mut self, operation: LeaveOperation) {
         if let Some(leave) = self.leave.take() {
-            let _ = leave.send(());
+            let _ = leave.send(operation);
         }
     }
 
@@ -328,7 +347,7 @@ impl Drop for StreamsGroupMember {
         // tasks until its session times out. It runs on, on the caller's
         // runtime or on the member's own thread (not waited for here), until
         // the leave is answered.
-        self.signal_leave();
+        self.signal_leave(LeaveOperation::Default);
     }
 }
 
@@ -437,10 +456,11 @@ impl Heartbeats {
     async fn run(
         mut self,
         mut commands: mpsc::UnboundedReceiver<Command>,
-        mut leave: oneshot::Receiver<()>,
+        mut leave: oneshot::Receiver<LeaveOperation>,
     ) -> Result<()> {
         let mut next = Instant::now();
         let mut backoff = Backoff::default();
+        let mut leave_with = LeaveOperation::Default;
         let max_poll_interval = self.config.max_poll_interval;
         loop {
             let stale = self.membership.state() == MemberState::Stale;
@@ -454,7 +474,10 @@ impl Heartbeats {
                 .and_then(Connection::reauthenticate_at);
             tokio::select! {
                 biased;
-                _ = &mut leave => break,
+                operation = &mut leave => {
+                    leave_with = operation.unwrap_or_default();
+                    break;
+                }
                 command = commands.recv() => {
                     match command {
                         Some(Command::Commit(offsets, reply)) => {
@@ -549,7 +572,7 @@ impl Heartbeats {
                 }
             }
         }
-        self.leave().await;
+        self.leave(leave_with).await;
         Ok(())
     }
 
@@ -681,12 +704,21 @@ impl Heartbeats {
 
     /// Leaves for good on close. Best effort: a member that cannot say
     /// goodbye is dropped by the broker after its session timeout.
-    async fn leave(&mut self) {
+    async fn leave(&mut self, operation: LeaveOperation) {
         // A failed member is not in the group; a stale one has left already.
         let state = self.membership.state();
-        let request = self.membership.leave();
-        if !matches!(state, MemberState::Failed | MemberState::Stale) {
-            self.send_leave(&request).await;
+        let request = self.membership.leave(operation);
+        match request {
+            Some(request) if !matches!(state, MemberState::Failed | MemberState::Stale) => {
+                self.send_leave(&request).await;
+            }
+            Some(_) => {}
+            None => log::info!(
+                "streams group {}: member {} stops heartbeating and remains in the group until \
+                 its session times out",
+                self.config.group_id,
+                self.membership.member_id()
+            ),
         }
         let _ = self.membership.on_response(Default::default());
         self.publish(Vec::new());

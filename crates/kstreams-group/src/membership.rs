@@ -80,6 +80,20 @@ pub enum MemberEvent {
     TopicAuthorizationFailed(String),
 }
 
+/// What a member does with its group membership when it closes: Kafka's
+/// `CloseOptions.GroupMembershipOperation` (KIP-1092).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LeaveOperation {
+    /// A dynamic member leaves; a static one (`group.instance.id`) keeps
+    /// its tasks reserved until its session times out, for its restart.
+    #[default]
+    Default,
+    /// Leaves for good, static or not: its tasks move at once.
+    LeaveGroup,
+    /// Stays in the group until its session times out, dynamic or not.
+    RemainInGroup,
+}
+
 /// What the heartbeat loop does after an answer.
 #[derive(Debug)]
 pub(crate) enum Reaction {
@@ -330,22 +344,28 @@ impl Membership {
         request
     }
 
-    /// The heartbeat that leaves: epoch -1, or -2 for a static member, which
-    /// keeps its tasks reserved for its instance id until the session ends.
-    pub(crate) fn leave(&mut self) -> StreamsGroupHeartbeatRequestData {
+    /// The heartbeat that leaves, as `operation` asks: by default epoch -1,
+    /// or -2 for a static member, which keeps its tasks reserved for its
+    /// instance id until the session ends; -1 for a static member too when
+    /// it leaves for good; none when a dynamic member remains in the group
+    /// (its session ends it, as Kafka's client does on `REMAIN_IN_GROUP`).
+    pub(crate) fn leave(
+        &mut self,
+        operation: LeaveOperation,
+    ) -> Option<StreamsGroupHeartbeatRequestData> {
         self.state = MemberState::Leaving;
-        let epoch = if self.instance_id.is_some() {
-            STATIC_LEAVE_EPOCH
-        } else {
-            LEAVE_EPOCH
+        let epoch = match (operation, self.instance_id.is_some()) {
+            (LeaveOperation::LeaveGroup, _) | (LeaveOperation::Default, false) => LEAVE_EPOCH,
+            (LeaveOperation::Default | LeaveOperation::RemainInGroup, true) => STATIC_LEAVE_EPOCH,
+            (LeaveOperation::RemainInGroup, false) => return None,
         };
-        StreamsGroupHeartbeatRequestData {
+        Some(StreamsGroupHeartbeatRequestData {
             group_id: self.group_id.clone().into(),
             member_id: self.member_id.clone().into(),
             member_epoch: epoch,
             instance_id: self.instance_id.clone().map(KafkaString::from),
             ..Default::default()
-        }
+        })
     }
 
     /// The application missed its poll deadline: the heartbeat that leaves

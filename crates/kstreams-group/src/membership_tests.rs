@@ -404,7 +404,7 @@ fn leaving_uses_epoch_minus_1_and_a_static_member_minus_2() {
     let mut dynamic = member();
     dynamic.heartbeat(Instant::now());
     events(dynamic.on_response(accepted(4)));
-    let leave = dynamic.leave();
+    let leave = dynamic.leave(LeaveOperation::Default).unwrap();
     assert_eq!(leave.member_epoch, -1);
     assert_eq!(dynamic.state(), MemberState::Leaving);
     // Whatever the answer, the member is out.
@@ -416,9 +416,46 @@ fn leaving_uses_epoch_minus_1_and_a_static_member_minus_2() {
     let mut fixed = Membership::new(&config, &topology()).unwrap();
     let join = fixed.heartbeat(Instant::now());
     assert_eq!(join.instance_id.unwrap().as_str(), "instance-a");
-    let leave = fixed.leave();
+    let leave = fixed.leave(LeaveOperation::Default).unwrap();
     assert_eq!(leave.member_epoch, -2);
     assert_eq!(leave.instance_id.unwrap().as_str(), "instance-a");
+}
+
+#[test]
+fn a_close_can_leave_a_static_member_for_good_or_keep_a_dynamic_one() {
+    let mut config = config();
+    config.instance_id = Some("instance-a".to_owned());
+    let mut fixed = Membership::new(&config, &topology()).unwrap();
+    fixed.heartbeat(Instant::now());
+    events(fixed.on_response(accepted(4)));
+    assert_eq!(
+        fixed
+            .leave(LeaveOperation::LeaveGroup)
+            .unwrap()
+            .member_epoch,
+        -1
+    );
+    let mut fixed = Membership::new(&config, &topology()).unwrap();
+    fixed.heartbeat(Instant::now());
+    assert_eq!(
+        fixed
+            .leave(LeaveOperation::RemainInGroup)
+            .unwrap()
+            .member_epoch,
+        -2
+    );
+    let mut dynamic = member();
+    dynamic.heartbeat(Instant::now());
+    events(dynamic.on_response(accepted(4)));
+    assert!(dynamic.leave(LeaveOperation::RemainInGroup).is_none());
+    assert_eq!(dynamic.state(), MemberState::Leaving);
+    assert_eq!(
+        member()
+            .leave(LeaveOperation::LeaveGroup)
+            .unwrap()
+            .member_epoch,
+        -1
+    );
 }
 
 #[test]

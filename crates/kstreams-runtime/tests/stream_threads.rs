@@ -525,3 +525,41 @@ fn the_state_of_tasks_moved_away_is_deleted_after_the_cleanup_delay() {
         active_counting(&first.streams)
     );
 }
+
+#[test]
+fn a_static_member_closed_to_leave_the_group_hands_its_tasks_over_at_once() {
+    let Some(run) = Run::new("static-leave") else {
+        return;
+    };
+    let instance = |id: &'static str| {
+        move |mut c: StreamsConfig| {
+            c.set("group.instance.id", id).unwrap();
+            c
+        }
+    };
+    let mut first = run.app("a", instance("static-a"));
+    let mut second = run.app("b", instance("static-b"));
+    first.streams.start().unwrap();
+    second.streams.start().unwrap();
+    wait_for("both instances RUNNING", || {
+        first.streams.state() == State::Running && second.streams.state() == State::Running
+    });
+    run.settled(2);
+    run.produce(0, 200);
+    assert_eq!(run.counts_reaching(10), exactly(10));
+    // A static member that closes by default keeps its tasks reserved for
+    // the session timeout (45 s); leaving the group hands them over now.
+    let began = Instant::now();
+    assert!(second.streams.close_with(
+        CloseOptions::timeout(Duration::from_secs(30))
+            .with_group_membership_operation(GroupMembershipOperation::LeaveGroup)
+    ));
+    run.settled(1);
+    assert!(
+        began.elapsed() < Duration::from_secs(30),
+        "the tasks moved after {:?}, as at the session timeout",
+        began.elapsed()
+    );
+    run.produce(200, 200);
+    assert_eq!(run.counts_reaching(20), exactly(20));
+}

@@ -6,8 +6,11 @@
 //! only; `KafkaStreams::new` builds this, its setters fill it, and every
 //! thread, task, standby and query gets a clone.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+use kstreams_group::LeaveOperation;
 
 use super::local_metadata::MetadataBoard;
 use super::queries::{EndpointBoard, QueryRouter};
@@ -39,6 +42,8 @@ pub(crate) struct Instance {
     /// Set by `KafkaStreams::pause`, cleared by `resume`; every stream
     /// thread reads it each pass of its loop.
     pub(crate) paused: PauseFlag,
+    /// How the threads' group members leave when the threads stop.
+    pub(crate) leave_operations: LeaveOperations,
     /// The runtime for async calls, started with the first task that has an
     /// async processor.
     pub(crate) async_executor: AsyncExecutor,
@@ -47,6 +52,31 @@ pub(crate) struct Instance {
     /// manager all the stores share. Made at the first `start`.
     #[cfg(feature = "rocksdb")]
     pub(crate) rocksdb: Option<kstreams_state::RocksDbSettings>,
+}
+
+/// How each stream thread's group member ends its membership when the
+/// thread stops, by thread name: what `close_with` asks of all of them and
+/// `remove_stream_thread` of one (leave for good). A thread not named does
+/// the default.
+#[derive(Clone, Default)]
+pub(crate) struct LeaveOperations(Arc<std::sync::Mutex<HashMap<String, LeaveOperation>>>);
+
+impl LeaveOperations {
+    pub(crate) fn set(&self, thread: &str, operation: LeaveOperation) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(thread.to_string(), operation);
+    }
+
+    pub(crate) fn of(&self, thread: &str) -> LeaveOperation {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(thread)
+            .copied()
+            .unwrap_or_default()
+    }
 }
 
 /// Whether the instance's processing is paused (Kafka Streams'

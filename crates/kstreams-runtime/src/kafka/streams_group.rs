@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use kstreams_group::{
-    Assignment, CommitOffset, ConnectionConfig, Endpoint, MemberConfig, MemberEvent, Security,
-    StreamsGroupMember, TaskOffset, Tasks, Uuid,
+    Assignment, CommitOffset, ConnectionConfig, Endpoint, LeaveOperation, MemberConfig,
+    MemberEvent, Security, StreamsGroupMember, TaskOffset, Tasks, Uuid,
 };
 use rdkafka::{Offset, TopicPartitionList};
 
@@ -332,9 +332,9 @@ impl GroupMembership {
     }
 
     /// Leaves the group (after the thread's last commit).
-    pub(super) fn close(&mut self) {
+    pub(super) fn close(&mut self, operation: LeaveOperation) {
         if let Some(member) = self.member.take() {
-            if let Err(e) = member.close_blocking(LEAVE_TIMEOUT) {
+            if let Err(e) = member.close_blocking_with(LEAVE_TIMEOUT, operation) {
                 log::warn!("{}: leaving the streams group: {e}", self.thread);
             }
         }
@@ -343,7 +343,7 @@ impl GroupMembership {
 
 impl Drop for GroupMembership {
     fn drop(&mut self) {
-        self.close();
+        self.close(LeaveOperation::Default);
     }
 }
 

@@ -68,6 +68,17 @@ impl CloseOptions {
 /// Whether the stream threads, as they end, leave the group: what the
 /// group member does today when its thread ends (see
 /// `thread/membership.rs`, `Membership::leave`).
+impl GroupMembershipOperation {
+    /// The streams group member's counterpart.
+    pub(crate) fn for_member(self) -> kstreams_group::LeaveOperation {
+        match self {
+            Self::Default => kstreams_group::LeaveOperation::Default,
+            Self::LeaveGroup => kstreams_group::LeaveOperation::LeaveGroup,
+            Self::RemainInGroup => kstreams_group::LeaveOperation::RemainInGroup,
+        }
+    }
+}
+
 fn threads_leave(config: &StreamsConfig) -> (bool, bool) {
     let is_static = config
         .client_settings(KafkaClient::MainConsumer)
@@ -106,14 +117,16 @@ impl KafkaStreams {
     /// other instances at once (a scale-down), staying keeps the tasks
     /// waiting for the member's return (a rolling restart).
     ///
-    /// What the threads do today: under `group.protocol=streams` a dynamic
-    /// member leaves and a static one stays (Kafka Streams' default); under
-    /// the classic and KIP-848 protocols every member leaves (it
-    /// unsubscribes; Kafka Streams' classic members stay by default). When
+    /// Under `group.protocol=streams` every operation is honoured: by
+    /// default a dynamic member leaves and a static one stays (Kafka
+    /// Streams' default); `LeaveGroup` makes a static member leave for good
+    /// (epoch -1) and `RemainInGroup` a dynamic one stop heartbeating
+    /// without leaving. Under the classic and KIP-848 protocols every
+    /// member leaves (it unsubscribes through librdkafka; Kafka Streams'
+    /// classic members stay by default): when
     /// [`LeaveGroup`](GroupMembershipOperation::LeaveGroup) or
     /// [`RemainInGroup`](GroupMembershipOperation::RemainInGroup) asks
-    /// otherwise, the threads cannot yet be told (their group member decides
-    /// as it ends) and a warning says what happens instead.
+    /// otherwise there, a warning says what happens instead.
     ///
     /// ```no_run
     /// use std::time::Duration;
@@ -134,14 +147,25 @@ impl KafkaStreams {
     /// assert!(stopped);
     /// ```
     pub fn close_with(&mut self, options: CloseOptions) -> bool {
+        let protocol = self.config.group_protocol();
+        for thread in &self.threads {
+            self.instance
+                .leave_operations
+                .set(&thread.name, options.operation.for_member());
+        }
         let (is_static, leaves) = threads_leave(&self.config);
-        let asked = operation_leaves(options.operation, self.config.group_protocol(), is_static);
+        let asked = operation_leaves(options.operation, protocol, is_static);
         // The default is what the threads have always done (see above).
         let explicit = options.operation != GroupMembershipOperation::Default;
-        if explicit && asked != leaves && !self.threads.is_empty() {
+        if protocol != GroupProtocol::Streams
+            && explicit
+            && asked != leaves
+            && !self.threads.is_empty()
+        {
             log::warn!(
                 "close: {:?} asks the {} stream threads to {} the group, but they {}: kstreams \
-                 cannot yet choose a thread's membership operation at close",
+                 chooses a thread's membership operation at close under group.protocol=streams \
+                 only",
                 options.operation,
                 if is_static { "static" } else { "dynamic" },
                 if asked { "leave" } else { "stay in" },

@@ -232,6 +232,12 @@ impl KafkaStreams {
         let name = self.threads[position].name.clone();
         log::info!("removing stream thread {name}");
         self.shared.threads_total.fetch_sub(1, Ordering::AcqRel);
+        // Kafka Streams' removeStreamThread: the thread leaves the group,
+        // a static member too, so that its tasks move now.
+        self.instance.leave_operations.set(
+            &self.threads[position].name,
+            kstreams_group::LeaveOperation::LeaveGroup,
+        );
         self.threads[position].stop.store(true, Ordering::Release);
         let deadline = started.checked_add(timeout);
         while !self.threads[position].join.is_finished()

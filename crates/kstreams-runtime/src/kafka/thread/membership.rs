@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kstreams_dsl::TaskId;
-use kstreams_group::Assignment;
+use kstreams_group::{Assignment, LeaveOperation};
 use kstreams_state::TopicPartition;
 use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::TopicPartitionList;
@@ -243,12 +243,17 @@ impl Membership {
 
     /// Leaves the group, after the thread's last commit and the tasks'
     /// close.
-    pub(super) fn leave(&mut self, consumer: &MainConsumer, thread: &str) {
+    pub(super) fn leave(
+        &mut self,
+        consumer: &MainConsumer,
+        thread: &str,
+        operation: LeaveOperation,
+    ) {
         self.stop_deferring(consumer);
         match &mut self.streams {
             // After the last commit, which went out as the member.
             Some(streams) => {
-                streams.close();
+                streams.close(operation);
                 if let Err(e) = consumer.unassign() {
                     log::debug!("{thread}: unassign: {e}");
                 }

@@ -315,7 +315,8 @@ impl ThreadLoop<'_> {
             .remove_matching(kstreams_metrics::names::THREAD_ID, &self.name);
         // From here on revocations (closing the consumer revokes all) are
         // acknowledged inside the callback: the tasks are closed already.
-        self.membership.leave(&self.consumer, &self.name);
+        let operation = self.instance.leave_operations.of(&self.name);
+        self.membership.leave(&self.consumer, &self.name, operation);
         self.transition(ThreadState::Dead);
         result.and(finish)
     }
