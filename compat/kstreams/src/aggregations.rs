@@ -77,6 +77,24 @@ pub(crate) fn suppress_time_limit(builder: &StreamsBuilder, input: &str, output:
         .to_with(output, Produced::with(StringSerde, Nullable(I64Serde)));
 }
 
+/// suppress-logging-disabled: suppress-time-limit with the buffer's
+/// changelog off (`BufferConfig::with_logging_disabled`): the count's
+/// changelog is the only internal topic.
+pub(crate) fn suppress_logging_disabled(builder: &StreamsBuilder, input: &str, output: &str) {
+    builder
+        .stream_with(input, Consumed::with(StringSerde, StringSerde))
+        .group_by_key()
+        .count()
+        .suppress(Suppressed::until_time_limit(
+            SUPPRESS_TIME_LIMIT,
+            BufferConfig::max_records(SUPPRESS_MAX_RECORDS)
+                .emit_early_when_full()
+                .with_logging_disabled(),
+        ))
+        .to_stream()
+        .to_with(output, Produced::with(StringSerde, Nullable(I64Serde)));
+}
+
 /// Java's `line.split("\\W+")`: the pieces between runs of non-word
 /// characters (`\w` is `[a-zA-Z_0-9]`), trailing empty pieces dropped but a
 /// leading one kept; a line without separators is one piece, even if empty.

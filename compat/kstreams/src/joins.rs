@@ -55,6 +55,35 @@ pub(crate) fn table_table_join(
         .to_with(output, produced_nullable());
 }
 
+/// Mirror `Scenarios.TABLE_JOIN_NAME` and `Scenarios.TABLE_JOIN_STORE`:
+/// table-table-join-materialized's join name and result store.
+const TABLE_JOIN_NAME: &str = "left-right";
+const TABLE_JOIN_STORE: &str = "left-right-store";
+
+/// table-table-join-materialized: table-table-join named `left-right`,
+/// its result in the store `left-right-store` (`join(other, joiner,
+/// Named, Materialized)`).
+pub(crate) fn table_table_join_materialized(
+    builder: &StreamsBuilder,
+    (first, second): (&str, &str),
+    output: &str,
+) {
+    let left = builder.table_with(first, strings(), Materialized::new());
+    let right = builder.table_with(second, strings(), Materialized::new());
+    left.join_with(
+        &right,
+        |l, r| format!("{l}|{r}"),
+        TABLE_JOIN_NAME,
+        Some(
+            Materialized::as_(TABLE_JOIN_STORE)
+                .with_key_serde(StringSerde)
+                .with_value_serde(StringSerde),
+        ),
+    )
+    .to_stream()
+    .to_with(output, produced_nullable());
+}
+
 /// table-table-outer-join: as table-table-join with `outerJoin`, "null"
 /// for a missing side.
 pub(crate) fn table_table_outer_join(
@@ -185,6 +214,30 @@ pub(crate) fn global_table_join(
             &customers,
             |_order_id, customer_id: &String| customer_id.clone(),
             |customer_id, name| format!("{customer_id}|{}", or_null(name)),
+        )
+        .to_with(output, produced());
+}
+
+/// Mirrors `Scenarios.GLOBAL_JOIN_NAME`: global-table-join-named's join
+/// processor.
+const GLOBAL_JOIN_NAME: &str = "orders-with-names";
+
+/// global-table-join-named: global-table-join with the join processor named
+/// (`Named`) and a joiner that sees the order's key (`ValueJoinerWithKey`):
+/// `order|customer|name-or-null`.
+pub(crate) fn global_table_join_named(
+    builder: &StreamsBuilder,
+    (first, second): (&str, &str),
+    output: &str,
+) {
+    let customers = builder.global_table_with(first, strings(), Materialized::new());
+    builder
+        .stream_with(second, strings())
+        .left_join_global_with_key(
+            &customers,
+            |_order_id, customer_id: &String| customer_id.clone(),
+            |order_id, customer_id, name| format!("{order_id}|{customer_id}|{}", or_null(name)),
+            GLOBAL_JOIN_NAME,
         )
         .to_with(output, produced());
 }

@@ -112,6 +112,9 @@ const SUPPORTED: &[&str] = &[
     "session-suppress",
     "custom-partitioner",
     "processing-handler-by-type",
+    "global-table-join-named",
+    "suppress-logging-disabled",
+    "table-table-join-materialized",
 ];
 
 fn main() -> ExitCode {
@@ -148,6 +151,9 @@ fn topology(scenario: &str, input: &str, output: &str) -> Result<Topology, Strin
         "table-aggregate" => aggregations::table_aggregate(&builder, input, output),
         "cogroup" => aggregations::cogroup(&builder, two()?, output),
         "suppress-time-limit" => aggregations::suppress_time_limit(&builder, input, output),
+        "suppress-logging-disabled" => {
+            aggregations::suppress_logging_disabled(&builder, input, output)
+        }
         "windowed-count" => windows::windowed_count(&builder, input, output),
         "windowed-count-histogram" => windows::windowed_count_histogram(&builder, input, output),
         "session-windows" => windows::session_windows(&builder, input, output),
@@ -159,11 +165,15 @@ fn topology(scenario: &str, input: &str, output: &str) -> Result<Topology, Strin
             joins::table_table_join(&builder, two()?, output)
         }
         "table-table-outer-join" => joins::table_table_outer_join(&builder, two()?, output),
+        "table-table-join-materialized" => {
+            joins::table_table_join_materialized(&builder, two()?, output)
+        }
         "stream-stream-join" => joins::stream_stream_join(&builder, two()?, output),
         "stream-stream-outer-join" => joins::stream_stream_outer_join(&builder, two()?, output),
         "foreign-key-join" => joins::foreign_key_join(&builder, two()?, output),
         "foreign-key-join-options" => joins::foreign_key_join_options(&builder, two()?, output),
         "global-table-join" => joins::global_table_join(&builder, two()?, output),
+        "global-table-join-named" => joins::global_table_join_named(&builder, two()?, output),
         "versioned-join-grace" => joins::versioned_join_grace(&builder, two()?, output),
         "punctuation" => processors::punctuation(&builder, input, output),
         other => {

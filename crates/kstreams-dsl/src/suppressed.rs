@@ -1,5 +1,6 @@
 //! Suppression options (KIP-328): `Suppressed` and its `BufferConfig`.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,12 +17,19 @@ pub(crate) enum WhenFull {
     ShutDown,
 }
 
-/// The bounds of a suppression buffer: Kafka Streams' `BufferConfig`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The bounds of a suppression buffer and its changelog: Kafka Streams'
+/// `BufferConfig`.
+///
+/// The buffer is logged by default: its changelog topic
+/// `<application.id>-<store>-changelog` (compacted) brings the held-back
+/// updates back after a restart or on another instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BufferConfig {
     pub(crate) max_records: Option<u64>,
     pub(crate) max_bytes: Option<u64>,
     pub(crate) when_full: WhenFull,
+    /// `None`: no changelog; else the extra configs of its topic.
+    pub(crate) logging: Option<BTreeMap<String, String>>,
 }
 
 impl BufferConfig {
@@ -31,6 +39,7 @@ impl BufferConfig {
             max_records: None,
             max_bytes: None,
             when_full: WhenFull::ShutDown,
+            logging: Some(BTreeMap::new()),
         }
     }
 
@@ -41,6 +50,7 @@ impl BufferConfig {
             max_records: Some(n),
             max_bytes: None,
             when_full: WhenFull::EmitEarly,
+            logging: Some(BTreeMap::new()),
         }
     }
 
@@ -51,6 +61,7 @@ impl BufferConfig {
             max_records: None,
             max_bytes: Some(n),
             when_full: WhenFull::EmitEarly,
+            logging: Some(BTreeMap::new()),
         }
     }
 
@@ -75,6 +86,69 @@ impl BufferConfig {
     /// When full, fail instead of emitting anything early.
     pub fn shut_down_when_full(mut self) -> Self {
         self.when_full = WhenFull::ShutDown;
+        self
+    }
+
+    /// No changelog topic: Kafka Streams' `withLoggingDisabled()`. Nothing
+    /// is written about the buffer, and its held-back updates are lost
+    /// when the task moves or the application stops (a restart emits
+    /// nothing for them).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use kstreams_dsl::{BufferConfig, StreamsBuilder, Suppressed};
+    ///
+    /// let builder = StreamsBuilder::new();
+    /// builder
+    ///     .table::<String, String>("prices")
+    ///     .suppress(
+    ///         Suppressed::until_time_limit(
+    ///             Duration::from_secs(60),
+    ///             BufferConfig::unbounded().with_logging_disabled(),
+    ///         )
+    ///         .with_name("quiet"),
+    ///     )
+    ///     .to_stream()
+    ///     .to("quiet-prices");
+    /// let topology = builder.build()?;
+    /// // Only the source table's store has a changelog; the buffer
+    /// // (`quiet-store`) has none.
+    /// let changelogs: Vec<String> = topology
+    ///     .changelog_topics("app")
+    ///     .into_iter()
+    ///     .map(|c| c.store)
+    ///     .collect();
+    /// assert!(!changelogs.contains(&"quiet-store".to_string()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_logging_disabled(mut self) -> Self {
+        self.logging = None;
+        self
+    }
+
+    /// A changelog topic (the default) with these extra topic configs over
+    /// its own (`cleanup.policy=compact`): Kafka Streams'
+    /// `withLoggingEnabled(Map)`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    ///
+    /// use kstreams_dsl::BufferConfig;
+    ///
+    /// let buffer = BufferConfig::max_records(10_000)
+    ///     .with_logging_enabled(BTreeMap::from([(
+    ///         "min.compaction.lag.ms".to_string(),
+    ///         "60000".to_string(),
+    ///     )]));
+    /// # let _ = buffer;
+    /// ```
+    pub fn with_logging_enabled(mut self, config: BTreeMap<String, String>) -> Self {
+        self.logging = Some(config);
         self
     }
 

@@ -340,7 +340,7 @@ fn random_processor_api_topologies_match_kafka_streams() {
 
 #[test]
 fn dsl_programs_as_processor_api_ops_match_kafka_streams() {
-    assert_eq!(check_jsonl("dsl_programs.jsonl"), 71);
+    assert_eq!(check_jsonl("dsl_programs.jsonl"), 73);
 }
 
 #[test]
@@ -1148,6 +1148,45 @@ fn table_table_outer_join_named() {
     assert_describes_as(&b.build().unwrap(), "table_table_outer_join_named");
 }
 
+/// Table-table joins with `Named` and `Materialized`: the merge node owns
+/// the result's store, named or generated before the join's names.
+#[test]
+fn table_table_join_named_materialized() {
+    let b = StreamsBuilder::new();
+    let users = b.table::<String, String>("users");
+    let regions = b.table::<String, String>("regions");
+    users
+        .join_with(
+            &regions,
+            pair,
+            "user-regions",
+            Some(Materialized::as_("user-regions-store")),
+        )
+        .to_stream()
+        .to("joined");
+    assert_describes_as(&b.build().unwrap(), "table_table_join_named_materialized");
+}
+
+#[test]
+fn table_table_left_join_materialized_unnamed() {
+    let b = StreamsBuilder::new();
+    let users = b.table::<String, String>("users");
+    let regions = b.table::<String, String>("regions");
+    users
+        .left_join_with(
+            &regions,
+            pair_left,
+            None,
+            Some(Materialized::with(StringSerde, StringSerde)),
+        )
+        .to_stream()
+        .to("joined");
+    assert_describes_as(
+        &b.build().unwrap(),
+        "table_table_left_join_materialized_unnamed",
+    );
+}
+
 fn string_joined() -> StreamJoined<String, String, String> {
     StreamJoined::with(StringSerde, StringSerde, StringSerde)
 }
@@ -1307,6 +1346,31 @@ fn global_table_left_join() {
         .left_join_global(&products, |_, v| v.clone(), pair_left)
         .to("enriched");
     assert_describes_as(&b.build().unwrap(), "global_table_left_join");
+}
+
+/// Named global-table joins (Kafka Streams' `Named` overloads) and joiners
+/// with the key (KIP-149): the names replace the generated ones, whose
+/// indexes are used up all the same.
+#[test]
+fn global_table_joins_named_with_key() {
+    let b = StreamsBuilder::new();
+    let products = b.global_table::<String, String>("products");
+    b.stream::<String, String>("orders")
+        .join_global_named(&products, |_, v| v.clone(), pair, "with-product")
+        .left_join_global_with_key(
+            &products,
+            |_, v| v.clone(),
+            |k, order, product| format!("{k}:{order}/{}", product.map_or("null", |p| p.as_str())),
+            "maybe-product",
+        )
+        .join_global_with_key(
+            &products,
+            |_, v| v.clone(),
+            |k, order, _| format!("{k}:{order}"),
+            None,
+        )
+        .to("enriched");
+    assert_describes_as(&b.build().unwrap(), "global_table_joins_named_with_key");
 }
 
 #[test]

@@ -671,3 +671,262 @@ fn table_table_joins_write_a_delete_of_an_absent_key() {
         ]
     );
 }
+
+/// KIP-149's `ValueJoinerWithKey` on stream-table joins: the joiner sees
+/// each record's key, in the inner and the left join.
+#[test]
+fn stream_table_joiners_with_key_see_the_record_key() {
+    let b = StreamsBuilder::new();
+    let table = b.table::<S, S>("right");
+    let stream = b.stream::<S, S>("left");
+    stream
+        .join_with_key(
+            &table,
+            |k, l, r| format!("{k}:{l}+{r}"),
+            Joined::as_("keyed-join"),
+        )
+        .to_with("joined", Produced::with(StringSerde, StringSerde));
+    stream
+        .left_join_with_key(
+            &table,
+            |k, l, r| format!("{k}:{l}+{}", show(r)),
+            Joined::default(),
+        )
+        .to_with("left-joined", Produced::with(StringSerde, StringSerde));
+    let topology = b.build().unwrap();
+    assert!(topology
+        .describe()
+        .to_string()
+        .contains("Processor: keyed-join (stores: [right-STATE-STORE-0000000000])"));
+    let driver = driver(topology);
+    let left_in = driver.create_input_topic("left", StringSerde, StringSerde);
+    let right_in = driver.create_input_topic("right", StringSerde, StringSerde);
+    let joined = driver.create_output_topic("joined", StringSerde, StringSerde);
+    let left = driver.create_output_topic("left-joined", StringSerde, StringSerde);
+    right_in.pipe_input(s("k1"), s("a"));
+    left_in.pipe_input(s("k1"), s("A"));
+    left_in.pipe_input(s("k2"), s("B"));
+    assert_eq!(
+        joined.read_key_values_to_list(),
+        vec![(s("k1"), s("k1:A+a"))]
+    );
+    assert_eq!(
+        left.read_key_values_to_list(),
+        vec![(s("k1"), s("k1:A+a")), (s("k2"), s("k2:B+null"))]
+    );
+}
+
+/// `ValueJoinerWithKey` on stream-stream joins: the key reaches the joiner
+/// for matches and for the unmatched records a left or outer join emits
+/// once their window has closed (read back from the shared store).
+#[test]
+fn stream_stream_joiners_with_key_see_the_key_of_matched_and_unmatched_records() {
+    use kstreams_dsl::StreamJoined;
+    use kstreams_time::JoinWindows;
+    let run = |kind: Kind| {
+        let b = StreamsBuilder::new();
+        let left = b.stream::<S, S>("left");
+        let right = b.stream::<S, S>("right");
+        let windows = JoinWindows::of_time_difference_with_no_grace(Duration::from_millis(10));
+        let joined = match kind {
+            Kind::Inner => left.join_windowed_with_key(
+                &right,
+                |k, l, r| format!("{k}:[{l}, {r}]"),
+                windows,
+                StreamJoined::default(),
+            ),
+            Kind::Left => left.left_join_windowed_with_key(
+                &right,
+                |k, l, r| format!("{k}:[{l}, {}]", show(r)),
+                windows,
+                StreamJoined::default(),
+            ),
+            Kind::Outer => left.outer_join_windowed_with_key(
+                &right,
+                |k, l, r| format!("{k}:[{}, {}]", show(l), show(r)),
+                windows,
+                StreamJoined::default(),
+            ),
+        };
+        joined.to_with("out", Produced::with(StringSerde, StringSerde));
+        let driver = driver(b.build().unwrap());
+        let left_in = driver.create_input_topic("left", StringSerde, StringSerde);
+        let right_in = driver.create_input_topic("right", StringSerde, StringSerde);
+        let out = driver.create_output_topic("out", StringSerde, StringSerde);
+        left_in.pipe_input_at(s("k1"), s("A"), 0);
+        right_in.pipe_input_at(s("k1"), s("a"), 5);
+        left_in.pipe_input_at(s("k2"), s("B"), 20);
+        right_in.pipe_input_at(s("k3"), s("c"), 25);
+        // Closes the windows of B and c.
+        left_in.pipe_input_at(s("k4"), s("D"), 100);
+        out.read_key_values_to_list()
+    };
+    assert_eq!(run(Kind::Inner), vec![(s("k1"), s("k1:[A, a]"))]);
+    assert_eq!(
+        run(Kind::Left),
+        vec![(s("k1"), s("k1:[A, a]")), (s("k2"), s("k2:[B, null]"))]
+    );
+    assert_eq!(
+        run(Kind::Outer),
+        vec![
+            (s("k1"), s("k1:[A, a]")),
+            (s("k2"), s("k2:[B, null]")),
+            (s("k3"), s("k3:[null, c]")),
+        ]
+    );
+}
+
+/// Global-table joins with a name (Kafka Streams' `Named` overloads: the
+/// processor takes the name, the generated index is still used up) and
+/// with a joiner that sees the stream record's key, not the selected one.
+#[test]
+fn global_table_joins_can_be_named_and_see_the_record_key() {
+    let b = StreamsBuilder::new();
+    let customers = b.global_table::<S, S>("customers");
+    let orders = b.stream::<S, S>("orders");
+    let customer_of = |_: &S, order: &S| order.split(':').next().unwrap_or_default().to_string();
+    orders
+        .join_global_named(
+            &customers,
+            customer_of,
+            |order, name| format!("{order} by {name}"),
+            "by-customer",
+        )
+        .to_with("joined", Produced::with(StringSerde, StringSerde));
+    orders
+        .left_join_global_with_key(
+            &customers,
+            customer_of,
+            |id, order, name| format!("{id}={order} by {}", show(name)),
+            "left-by-customer",
+        )
+        .to_with("left-joined", Produced::with(StringSerde, StringSerde));
+    orders
+        .join_global_with_key(
+            &customers,
+            customer_of,
+            |id, _, name| format!("{id} by {name}"),
+            None,
+        )
+        .to_with("keyed", Produced::with(StringSerde, StringSerde));
+    let topology = b.build().unwrap();
+    let text = topology.describe().to_string();
+    for line in [
+        "Processor: by-customer (stores: [])\n      --> KSTREAM-SINK-0000000005",
+        "Processor: left-by-customer (stores: [])\n      --> KSTREAM-SINK-0000000007",
+        // Each named join used up its generated index all the same.
+        "Processor: KSTREAM-LEFTJOIN-0000000008 (stores: [])",
+    ] {
+        assert!(text.contains(line), "{line} in\n{text}");
+    }
+    let driver = driver(topology);
+    let customers_in = driver.create_input_topic("customers", StringSerde, Nullable(StringSerde));
+    let orders_in = driver.create_input_topic("orders", StringSerde, StringSerde);
+    let joined = driver.create_output_topic("joined", StringSerde, StringSerde);
+    let left = driver.create_output_topic("left-joined", StringSerde, StringSerde);
+    let keyed = driver.create_output_topic("keyed", StringSerde, StringSerde);
+    customers_in.pipe_input(s("c1"), Some(s("Alice")));
+    orders_in.pipe_input(s("o1"), s("c1:10"));
+    orders_in.pipe_input(s("o2"), s("c2:20"));
+    assert_eq!(
+        joined.read_key_values_to_list(),
+        vec![(s("o1"), s("c1:10 by Alice"))]
+    );
+    assert_eq!(
+        left.read_key_values_to_list(),
+        vec![
+            (s("o1"), s("o1=c1:10 by Alice")),
+            (s("o2"), s("o2=c2:20 by null")),
+        ]
+    );
+    assert_eq!(
+        keyed.read_key_values_to_list(),
+        vec![(s("o1"), s("o1 by Alice"))]
+    );
+}
+
+/// A table-table join materialized under a name (Kafka Streams'
+/// `join(other, joiner, Named, Materialized)`): the merge node keeps each
+/// result in the store, deletes included, and a regrouping downstream gets
+/// the old values it retracts.
+#[test]
+fn a_materialized_table_table_join_keeps_its_results_in_the_store() {
+    use kstreams_dsl::Grouped;
+    use kstreams_state::{TimestampedKeyValueStoreHandle, ValueAndTimestamp};
+    let b = StreamsBuilder::new();
+    let users = b.table::<S, S>("users");
+    let regions = b.table::<S, S>("regions");
+    let joined = users.join_with(
+        &regions,
+        |u, r| format!("{u}/{r}"),
+        "user-regions",
+        Some(Materialized::as_("user-regions-store")),
+    );
+    assert_eq!(
+        joined.queryable_store_name().as_deref(),
+        Some("user-regions-store")
+    );
+    joined
+        .to_stream()
+        .to_with("joined", Produced::with(StringSerde, Nullable(StringSerde)));
+    joined
+        .group_by_with(
+            |_, v: S| (v.clone(), v),
+            Grouped::with(StringSerde, StringSerde),
+        )
+        .count()
+        .to_stream()
+        .to_with("counts", Produced::with(StringSerde, Nullable(I64Serde)));
+    let topology = b.build().unwrap();
+    let changelogs: Vec<String> = topology
+        .changelog_topics("app")
+        .into_iter()
+        .map(|c| c.store)
+        .collect();
+    assert!(
+        changelogs.contains(&s("user-regions-store")),
+        "{changelogs:?}"
+    );
+    let driver = driver(topology);
+    let users_in = driver.create_input_topic("users", StringSerde, Nullable(StringSerde));
+    let regions_in = driver.create_input_topic("regions", StringSerde, Nullable(StringSerde));
+    let out = driver.create_output_topic("joined", StringSerde, Nullable(StringSerde));
+    let counts = driver.create_output_topic("counts", StringSerde, Nullable(I64Serde));
+    users_in.pipe_input_at(s("u1"), Some(s("Ada")), 10);
+    regions_in.pipe_input_at(s("u1"), Some(s("eu")), 20);
+    let store: TimestampedKeyValueStoreHandle<S, S> = driver
+        .get_state_store("user-regions-store")
+        .unwrap()
+        .expect("the join's store");
+    // The result's timestamp: the later of the two sides'.
+    let stored =
+        |store: &TimestampedKeyValueStoreHandle<S, S>| store.borrow().get(&s("u1")).unwrap();
+    assert_eq!(
+        stored(&store),
+        Some(ValueAndTimestamp::make(s("Ada/eu"), 20))
+    );
+    regions_in.pipe_input_at(s("u1"), Some(s("us")), 30);
+    assert_eq!(
+        stored(&store),
+        Some(ValueAndTimestamp::make(s("Ada/us"), 30))
+    );
+    users_in.pipe_input_at(s("u1"), None, 40);
+    assert_eq!(stored(&store), None);
+    assert_eq!(
+        out.read_key_values_to_list(),
+        vec![
+            (s("u1"), Some(s("Ada/eu"))),
+            (s("u1"), Some(s("Ada/us"))),
+            (s("u1"), None),
+        ]
+    );
+    assert_eq!(
+        counts.read_key_values_to_list(),
+        vec![
+            (s("Ada/eu"), Some(1)),
+            (s("Ada/eu"), Some(0)),
+            (s("Ada/us"), Some(1)),
+            (s("Ada/us"), Some(0)),
+        ]
+    );
+}

@@ -365,3 +365,84 @@ fn the_buffer_changelog_has_kafka_streams_version_3_records() {
     want.extend_from_slice(&0i64.to_be_bytes()); // buffer time: the first update's
     assert_eq!(last.value.as_deref(), Some(&want[..]));
 }
+
+/// `BufferConfig::with_logging_disabled` (Kafka Streams'
+/// `withLoggingDisabled()`): the buffer still holds updates back, but no
+/// changelog topic is declared and nothing is written to one.
+#[test]
+fn a_buffer_with_logging_disabled_has_no_changelog() {
+    use kstreams_record::BytesSerde;
+    let topology = time_limited(BufferConfig::unbounded().with_logging_disabled());
+    let changelogs: Vec<String> = topology
+        .changelog_topics("app")
+        .into_iter()
+        .map(|c| c.topic)
+        .collect();
+    assert_eq!(
+        changelogs,
+        vec![s("app-t-STATE-STORE-0000000000-changelog")]
+    );
+    let mut config = TaskConfig::new("app");
+    config.cache_max_bytes = 0;
+    let driver = TopologyTestDriver::with_config(topology, config, 0).unwrap();
+    let input = driver.create_input_topic("t", StringSerde, Nullable(StringSerde));
+    let output = driver.create_output_topic("out", StringSerde, Nullable(StringSerde));
+    let changelog = driver.create_output_topic(
+        "app-quiet-store-changelog",
+        StringSerde,
+        Nullable(BytesSerde),
+    );
+    input.pipe_input_at(s("k1"), Some(s("a")), 0);
+    input.pipe_input_at(s("k1"), Some(s("b")), 3);
+    assert!(output.is_empty());
+    input.pipe_input_at(s("k2"), Some(s("c")), 10);
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![(s("k1"), Some(s("b")))]
+    );
+    assert!(changelog.is_empty(), "nothing logged for the buffer");
+}
+
+/// `BufferConfig::with_logging_enabled` (Kafka Streams'
+/// `withLoggingEnabled(Map)`): the buffer's changelog topic gets the given
+/// configs over its own, and still receives the buffer's records.
+#[test]
+fn a_buffer_with_logging_enabled_passes_its_topic_configs() {
+    use std::collections::BTreeMap;
+
+    use kstreams_record::BytesSerde;
+    let topology = time_limited(
+        BufferConfig::max_records(100)
+            .shut_down_when_full()
+            .with_logging_enabled(BTreeMap::from([(s("min.compaction.lag.ms"), s("60000"))])),
+    );
+    let buffer = topology
+        .changelog_topics("app")
+        .into_iter()
+        .find(|c| c.store == "quiet-store")
+        .expect("the buffer's changelog");
+    assert_eq!(buffer.topic, "app-quiet-store-changelog");
+    assert_eq!(
+        buffer.config,
+        BTreeMap::from([
+            (s("cleanup.policy"), s("compact")),
+            (s("min.compaction.lag.ms"), s("60000")),
+        ])
+    );
+    let mut config = TaskConfig::new("app");
+    config.cache_max_bytes = 0;
+    let driver = TopologyTestDriver::with_config(topology, config, 0).unwrap();
+    let input = driver.create_input_topic("t", StringSerde, Nullable(StringSerde));
+    let changelog = driver.create_output_topic(
+        "app-quiet-store-changelog",
+        StringSerde,
+        Nullable(BytesSerde),
+    );
+    input.pipe_input_at(s("k1"), Some(s("a")), 0);
+    let keys: Vec<String> = changelog
+        .read_records_to_list()
+        .into_iter()
+        .map(|r| r.key)
+        .collect();
+    assert_eq!(keys, vec![s("k1")]);
+}

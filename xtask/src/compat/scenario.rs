@@ -88,10 +88,12 @@ impl Scenario {
             | "foreign-key-join"
             | "foreign-key-join-options"
             | "global-table-join"
+            | "global-table-join-named"
             | "versioned-join-grace" => &["customers", "orders"],
             "table-table-join"
             | "table-table-outer-join"
             | "table-table-join-cached"
+            | "table-table-join-materialized"
             | "stream-stream-join"
             | "stream-stream-outer-join"
             | "cogroup" => &["left", "right"],
@@ -103,7 +105,7 @@ impl Scenario {
     /// them without the group, so the group commits no offsets for them.
     pub(crate) fn global_input_topics(&self) -> &'static [&'static str] {
         match self.name {
-            "global-table-join" => &["customers"],
+            "global-table-join" | "global-table-join-named" => &["customers"],
             _ => &[],
         }
     }
@@ -130,6 +132,8 @@ impl Scenario {
                 | "stream-stream-join"
                 | "stream-stream-outer-join"
                 | "custom-partitioner"
+                | "suppress-logging-disabled"
+                | "table-table-join-materialized"
         )
     }
 
@@ -203,6 +207,7 @@ pub(super) const SCENARIOS: &[Scenario] = &[
     STREAM_TABLE_JOIN,
     TABLE_TABLE_JOIN,
     TABLE_TABLE_OUTER_JOIN,
+    joins::TABLE_TABLE_JOIN_MATERIALIZED,
     STREAM_STREAM_JOIN,
     CODECS,
     aggregations::COGROUP,
@@ -211,10 +216,12 @@ pub(super) const SCENARIOS: &[Scenario] = &[
     aggregations::SLIDING_WINDOWS,
     aggregations::WINDOWED_COUNT_HISTOGRAM,
     aggregations::SUPPRESS_TIME_LIMIT,
+    aggregations::SUPPRESS_LOGGING_DISABLED,
     aggregations::PUNCTUATION,
     joins::FOREIGN_KEY_JOIN,
     joins::FOREIGN_KEY_JOIN_OPTIONS,
     joins::GLOBAL_TABLE_JOIN,
+    joins::GLOBAL_TABLE_JOIN_NAMED,
     joins::VERSIONED_JOIN_GRACE,
     joins::TABLE_TABLE_JOIN_CACHED,
     joins::STREAM_STREAM_OUTER_JOIN,

@@ -9,6 +9,7 @@ use kstreams_state::ValueAndTimestamp;
 use crate::change::Change;
 use crate::operators::forwarder::{sends_old, OldValuesFlag};
 use crate::operators::getters::{GetterFactory, GetterSupplier, ValueGetter};
+use crate::operators::table_source::TableStore;
 use crate::processor::StoreLookup;
 use crate::{Processor, ProcessorContext, ProcessorError};
 
@@ -147,5 +148,62 @@ impl<K, V, VO, VR> ValueGetter<K, VR> for JoinedGetter<K, V, VO, VR> {
             other.as_ref().map(|o| &o.value),
         );
         Ok(Some(ValueAndTimestamp::make(value, timestamp)))
+    }
+}
+
+/// The merge node of a table-table join materialized in a store: Kafka
+/// Streams' `KTableKTableJoinMerger` with a queryable name. Each result is
+/// written to the store and forwarded (behind a cache, at its flush); the
+/// old value is the one the join side computed, when old values are sent.
+pub(crate) struct MaterializedJoinMerge<K, V> {
+    pub(crate) store_name: String,
+    pub(crate) send_old: OldValuesFlag,
+    pub(crate) store: Option<TableStore<K, V>>,
+}
+
+impl<K: Clone + 'static, V: Clone + 'static> Processor<K, Change<V>, K, Change<V>>
+    for MaterializedJoinMerge<K, V>
+{
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, K, Change<V>>) -> Result<(), ProcessorError> {
+        self.store = Some(TableStore::open(
+            ctx,
+            &self.store_name,
+            sends_old(&self.send_old),
+        )?);
+        Ok(())
+    }
+
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, K, Change<V>>,
+        record: Record<K, Change<V>>,
+    ) -> Result<(), ProcessorError> {
+        let store = self.store.as_ref().ok_or("join merge not initialized")?;
+        let Record {
+            key,
+            value: change,
+            timestamp,
+            headers,
+        } = record;
+        let old_value = change.old_value.filter(|_| sends_old(&self.send_old));
+        if store.put(ctx, key.clone(), change.new_value.clone(), timestamp)? {
+            ctx.forward(Record {
+                key,
+                value: Change::new(change.new_value, old_value),
+                timestamp,
+                headers,
+            })?;
+        }
+        Ok(())
+    }
+
+    fn flush(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, K, Change<V>>,
+    ) -> Result<(), ProcessorError> {
+        match &self.store {
+            Some(store) => store.flush(ctx),
+            None => Ok(()),
+        }
     }
 }

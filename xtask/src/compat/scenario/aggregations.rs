@@ -88,6 +88,20 @@ pub(super) const SUPPRESS_TIME_LIMIT: Scenario = Scenario {
     expect: Expect::KafkaStreams,
 };
 
+/// suppress-time-limit with the buffer's changelog off
+/// (`withLoggingDisabled()`): the outputs as suppress-time-limit's, and the
+/// count's changelog the only internal topic on both sides, compared byte
+/// for byte (no buffer changelog, written at commits, to differ).
+pub(super) const SUPPRESS_LOGGING_DISABLED: Scenario = Scenario {
+    name: "suppress-logging-disabled",
+    input_partitions: 3,
+    output_partitions: 3,
+    output_serdes: ("string", "long"),
+    default_records: 1000,
+    generate: generate_user_events,
+    expect: Expect::KafkaStreams,
+};
+
 /// The Processor API: a processor counts events per user in a state store
 /// it was connected to, and a stream-time punctuation every 10 s writes
 /// every count, at the punctuation's time, in the store's key order.

@@ -90,6 +90,20 @@ pub(crate) const TABLE_TABLE_JOIN_CACHED: Scenario = Scenario {
     expect: Expect::FinalValues(expect_table_table_join),
 };
 
+/// table-table-join named `left-right` with its result materialized in
+/// `left-right-store` (Kafka Streams' `join(other, joiner, Named,
+/// Materialized)`): the same output as table-table-join, and the store's
+/// changelog (with both tables') compared byte for byte.
+pub(crate) const TABLE_TABLE_JOIN_MATERIALIZED: Scenario = Scenario {
+    name: "table-table-join-materialized",
+    input_partitions: 3,
+    output_partitions: 3,
+    output_serdes: ("string", "string"),
+    default_records: 1000,
+    generate: generate_two_tables,
+    expect: Expect::Records(expect_table_table_join),
+};
+
 /// stream-stream-join's input and windows with an outer join: unmatched
 /// records of either side are written as `l|null` or `null|r` once their
 /// window has closed.
@@ -223,9 +237,42 @@ fn live_orders_with_final_names(
         .collect()
 }
 
+/// global-table-join with the join processor named (Kafka Streams'
+/// `Named` overload: both sides must describe the same topology) and a
+/// joiner that sees the order's key (`ValueJoinerWithKey`, KIP-149):
+/// `order|customer|name-or-null`.
+pub(crate) const GLOBAL_TABLE_JOIN_NAMED: Scenario = Scenario {
+    name: "global-table-join-named",
+    input_partitions: 3,
+    output_partitions: 3,
+    output_serdes: ("string", "string"),
+    default_records: 1000,
+    generate: generate_orders_by_id,
+    expect: Expect::Records(expect_global_table_join_named),
+};
+
 /// Every order, in input order, with its customer's final name (the global
 /// table is complete before the first order), at the order's timestamp.
 fn expect_global_table_join(input: &[Record], partitions: i32) -> Vec<Record> {
+    global_table_join_values(input, partitions, |_, customer, name| {
+        format!("{customer}|{name}")
+    })
+}
+
+/// expect_global_table_join with the order's key in front.
+fn expect_global_table_join_named(input: &[Record], partitions: i32) -> Vec<Record> {
+    global_table_join_values(input, partitions, |order, customer, name| {
+        format!("{order}|{customer}|{name}")
+    })
+}
+
+/// Every order, in input order, joined by `value(order, customer, name)`
+/// with its customer's final name (`null` for none).
+fn global_table_join_values(
+    input: &[Record],
+    partitions: i32,
+    value: fn(&str, &str, &str) -> String,
+) -> Vec<Record> {
     let input_partitions = GLOBAL_TABLE_JOIN.input_partitions;
     let [customers, _] = final_tables(input, input_partitions);
     by_topic(input, input_partitions)
@@ -238,7 +285,7 @@ fn expect_global_table_join(input: &[Record], partitions: i32) -> Vec<Record> {
             Record {
                 partition: partition_for_key(key.as_bytes(), partitions),
                 timestamp: order.timestamp,
-                value: Some(format!("{customer}|{name}")),
+                value: Some(value(&key, &customer, name)),
                 key: Some(key),
             }
         })

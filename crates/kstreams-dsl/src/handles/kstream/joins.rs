@@ -23,6 +23,7 @@ use crate::operators::stream_stream_join::{LeftSide, RightSide};
 use crate::operators::stream_table_join::BufferedRecordSerde;
 use crate::operators::stream_table_join::StreamTableJoin;
 use crate::operators::stream_table_join::StreamTableJoiner;
+use crate::options::{IntoName, Named};
 use crate::GlobalKTable;
 use crate::Joined;
 use crate::StreamJoined;
@@ -75,8 +76,47 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         joiner: impl Fn(&V, &VT) -> VR + Send + Sync + 'static,
         joined: Joined<K, V>,
     ) -> KStream<K, VR> {
+        self.join_with_key(table, move |_, v, t| joiner(v, t), joined)
+    }
+
+    /// [`KStream::join_with`] with a joiner that also sees the record's key
+    /// (read-only): Kafka Streams' `join(KTable, ValueJoinerWithKey,
+    /// Joined)` (KIP-149). Pass `Joined::default()` for no options.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use kstreams_dsl::{Joined, StreamsBuilder};
+    /// use kstreams_record::StringSerde;
+    /// use kstreams_runtime::TopologyTestDriver;
+    ///
+    /// let builder = StreamsBuilder::new();
+    /// let regions = builder.table::<String, String>("user-regions");
+    /// builder
+    ///     .stream::<String, String>("clicks")
+    ///     .join_with_key(
+    ///         &regions,
+    ///         |user, page, region| format!("{user} on {page} from {region}"),
+    ///         Joined::default(),
+    ///     )
+    ///     .to("regional-clicks");
+    /// let driver = TopologyTestDriver::new(builder.build()?)?;
+    /// let region_updates = driver.create_input_topic("user-regions", StringSerde, StringSerde);
+    /// let clicks = driver.create_input_topic("clicks", StringSerde, StringSerde);
+    /// let out = driver.create_output_topic("regional-clicks", StringSerde, StringSerde);
+    /// region_updates.pipe_input("alice".to_string(), "europe".to_string());
+    /// clicks.pipe_input("alice".to_string(), "home".to_string());
+    /// assert_eq!(out.read_values_to_list(), vec!["alice on home from europe".to_string()]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn join_with_key<VT: Clone + 'static, VR: Clone + 'static>(
+        &self,
+        table: &KTable<K, VT>,
+        joiner: impl Fn(&K, &V, &VT) -> VR + Send + Sync + 'static,
+        joined: Joined<K, V>,
+    ) -> KStream<K, VR> {
         let joiner: StreamTableJoiner<K, V, VT, Option<VR>> =
-            Arc::new(move |_, v, t| t.map(|t| joiner(v, t)));
+            Arc::new(move |k, v, t| t.map(|t| joiner(k, v, t)));
         self.stream_table_join(table, joiner, joined, "KSTREAM-JOIN-")
     }
 
@@ -97,8 +137,21 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         joiner: impl Fn(&V, Option<&VT>) -> VR + Send + Sync + 'static,
         joined: Joined<K, V>,
     ) -> KStream<K, VR> {
+        self.left_join_with_key(table, move |_, v, t| joiner(v, t), joined)
+    }
+
+    /// [`KStream::left_join_with`] with a joiner that also sees the
+    /// record's key (read-only): Kafka Streams' `leftJoin(KTable,
+    /// ValueJoinerWithKey, Joined)` (KIP-149). Pass `Joined::default()` for
+    /// no options.
+    pub fn left_join_with_key<VT: Clone + 'static, VR: Clone + 'static>(
+        &self,
+        table: &KTable<K, VT>,
+        joiner: impl Fn(&K, &V, Option<&VT>) -> VR + Send + Sync + 'static,
+        joined: Joined<K, V>,
+    ) -> KStream<K, VR> {
         let joiner: StreamTableJoiner<K, V, VT, Option<VR>> =
-            Arc::new(move |_, v, t| Some(joiner(v, t)));
+            Arc::new(move |k, v, t| Some(joiner(k, v, t)));
         self.stream_table_join(table, joiner, joined, "KSTREAM-LEFTJOIN-")
     }
 
@@ -293,8 +346,53 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         windows: JoinWindows,
         joined: StreamJoined<K, V, VO>,
     ) -> KStream<K, VR> {
-        let joiner: PairJoiner<K, V, VO, VR> = Arc::new(move |_, a, b| match (a, b) {
-            (Some(a), Some(b)) => joiner(a, b),
+        self.join_windowed_with_key(other, move |_, a, b| joiner(a, b), windows, joined)
+    }
+
+    /// [`KStream::join_windowed_with`] with a joiner that also sees the
+    /// records' key (read-only): Kafka Streams' `join(KStream,
+    /// ValueJoinerWithKey, JoinWindows, StreamJoined)` (KIP-149). Pass
+    /// `StreamJoined::default()` for no options.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use kstreams_dsl::{StreamJoined, StreamsBuilder};
+    /// use kstreams_record::StringSerde;
+    /// use kstreams_runtime::TopologyTestDriver;
+    /// use kstreams_time::JoinWindows;
+    ///
+    /// let builder = StreamsBuilder::new();
+    /// let views = builder.stream::<String, String>("ad-views");
+    /// let clicks = builder.stream::<String, String>("ad-clicks");
+    /// views
+    ///     .join_windowed_with_key(
+    ///         &clicks,
+    ///         |ad, view, click| format!("{ad}: {view}, then {click}"),
+    ///         JoinWindows::of_time_difference_with_no_grace(Duration::from_millis(10)),
+    ///         StreamJoined::default(),
+    ///     )
+    ///     .to("viewed-then-clicked");
+    /// let driver = TopologyTestDriver::new(builder.build()?)?;
+    /// let view_input = driver.create_input_topic("ad-views", StringSerde, StringSerde);
+    /// let click_input = driver.create_input_topic("ad-clicks", StringSerde, StringSerde);
+    /// let out = driver.create_output_topic("viewed-then-clicked", StringSerde, StringSerde);
+    /// view_input.pipe_input_at("ad-1".to_string(), "view".to_string(), 0);
+    /// click_input.pipe_input_at("ad-1".to_string(), "click".to_string(), 5);
+    /// assert_eq!(out.read_values_to_list(), vec!["ad-1: view, then click".to_string()]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn join_windowed_with_key<VO: Clone + 'static, VR: Clone + 'static>(
+        &self,
+        other: &KStream<K, VO>,
+        joiner: impl Fn(&K, &V, &VO) -> VR + Send + Sync + 'static,
+        windows: JoinWindows,
+        joined: StreamJoined<K, V, VO>,
+    ) -> KStream<K, VR> {
+        let joiner: PairJoiner<K, V, VO, VR> = Arc::new(move |k, a, b| match (a, b) {
+            (Some(a), Some(b)) => joiner(k, a, b),
             _ => unreachable!("an inner join calls its joiner with both values"),
         });
         self.stream_join(other, joiner, windows, joined, JoinKind::Inner)
@@ -319,8 +417,22 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         windows: JoinWindows,
         joined: StreamJoined<K, V, VO>,
     ) -> KStream<K, VR> {
-        let joiner: PairJoiner<K, V, VO, VR> = Arc::new(move |_, a, b| match a {
-            Some(a) => joiner(a, b),
+        self.left_join_windowed_with_key(other, move |_, a, b| joiner(a, b), windows, joined)
+    }
+
+    /// [`KStream::left_join_windowed_with`] with a joiner that also sees
+    /// the records' key (read-only), also for a record joined with `None`
+    /// once its window has closed: Kafka Streams' `leftJoin(KStream,
+    /// ValueJoinerWithKey, JoinWindows, StreamJoined)` (KIP-149).
+    pub fn left_join_windowed_with_key<VO: Clone + 'static, VR: Clone + 'static>(
+        &self,
+        other: &KStream<K, VO>,
+        joiner: impl Fn(&K, &V, Option<&VO>) -> VR + Send + Sync + 'static,
+        windows: JoinWindows,
+        joined: StreamJoined<K, V, VO>,
+    ) -> KStream<K, VR> {
+        let joiner: PairJoiner<K, V, VO, VR> = Arc::new(move |k, a, b| match a {
+            Some(a) => joiner(k, a, b),
             None => unreachable!("a left join calls its joiner with a left value"),
         });
         self.stream_join(other, joiner, windows, joined, JoinKind::Left)
@@ -345,13 +457,22 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         windows: JoinWindows,
         joined: StreamJoined<K, V, VO>,
     ) -> KStream<K, VR> {
-        self.stream_join(
-            other,
-            Arc::new(move |_, a, b| joiner(a, b)),
-            windows,
-            joined,
-            JoinKind::Outer,
-        )
+        self.outer_join_windowed_with_key(other, move |_, a, b| joiner(a, b), windows, joined)
+    }
+
+    /// [`KStream::outer_join_windowed_with`] with a joiner that also sees
+    /// the records' key (read-only), also for the records of either side
+    /// joined with `None` once their window has closed: Kafka Streams'
+    /// `outerJoin(KStream, ValueJoinerWithKey, JoinWindows, StreamJoined)`
+    /// (KIP-149).
+    pub fn outer_join_windowed_with_key<VO: Clone + 'static, VR: Clone + 'static>(
+        &self,
+        other: &KStream<K, VO>,
+        joiner: impl Fn(&K, Option<&V>, Option<&VO>) -> VR + Send + Sync + 'static,
+        windows: JoinWindows,
+        joined: StreamJoined<K, V, VO>,
+    ) -> KStream<K, VR> {
+        self.stream_join(other, Arc::new(joiner), windows, joined, JoinKind::Outer)
     }
 
     fn stream_join<VO: Clone + 'static, VR: Clone + 'static>(
@@ -614,8 +735,84 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         key_selector: impl Fn(&K, &V) -> KG + Send + Sync + 'static,
         joiner: impl Fn(&V, &VG) -> VR + Send + Sync + 'static,
     ) -> KStream<K, VR> {
-        let joiner: GlobalJoiner<K, V, VG, VR> = Arc::new(move |_, v, g| g.map(|g| joiner(v, g)));
-        self.global_join(table, Arc::new(key_selector), joiner)
+        self.join_global_with_key(table, key_selector, move |_, v, g| joiner(v, g), None)
+    }
+
+    /// [`KStream::join_global`] with a name for its processor: Kafka
+    /// Streams' `join(GlobalKTable, KeyValueMapper, ValueJoiner, Named)`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use kstreams_dsl::StreamsBuilder;
+    ///
+    /// let builder = StreamsBuilder::new();
+    /// let customers = builder.global_table::<String, String>("customers");
+    /// builder
+    ///     .stream::<String, String>("orders")
+    ///     .join_global_named(
+    ///         &customers,
+    ///         |_order, customer_id| customer_id.clone(),
+    ///         |customer_id, name| format!("{customer_id}|{name}"),
+    ///         "with-customer",
+    ///     )
+    ///     .to("orders-with-names");
+    /// let description = builder.build()?.describe().to_string();
+    /// assert!(description.contains("Processor: with-customer (stores: [])"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn join_global_named<KG: 'static, VG: 'static, VR: Clone + 'static>(
+        &self,
+        table: &GlobalKTable<KG, VG>,
+        key_selector: impl Fn(&K, &V) -> KG + Send + Sync + 'static,
+        joiner: impl Fn(&V, &VG) -> VR + Send + Sync + 'static,
+        named: impl IntoName,
+    ) -> KStream<K, VR> {
+        self.join_global_with_key(table, key_selector, move |_, v, g| joiner(v, g), named)
+    }
+
+    /// [`KStream::join_global_named`] with a joiner that also sees the
+    /// record's key (read-only): Kafka Streams' `join(GlobalKTable,
+    /// KeyValueMapper, ValueJoinerWithKey, Named)` (KIP-149). `named` may be
+    /// `None` for a generated name.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use kstreams_dsl::StreamsBuilder;
+    /// use kstreams_record::StringSerde;
+    /// use kstreams_runtime::TopologyTestDriver;
+    ///
+    /// let builder = StreamsBuilder::new();
+    /// let customers = builder.global_table::<String, String>("customers");
+    /// builder
+    ///     .stream::<String, String>("orders")
+    ///     .join_global_with_key(
+    ///         &customers,
+    ///         |_order, customer_id| customer_id.clone(),
+    ///         |order, _customer_id, name| format!("{order} for {name}"),
+    ///         None,
+    ///     )
+    ///     .to("orders-with-names");
+    /// let driver = TopologyTestDriver::new(builder.build()?)?;
+    /// let customer_input = driver.create_input_topic("customers", StringSerde, StringSerde);
+    /// let order_input = driver.create_input_topic("orders", StringSerde, StringSerde);
+    /// let out = driver.create_output_topic("orders-with-names", StringSerde, StringSerde);
+    /// customer_input.pipe_input("c-1".to_string(), "Ada".to_string());
+    /// order_input.pipe_input("order-7".to_string(), "c-1".to_string());
+    /// assert_eq!(out.read_values_to_list(), vec!["order-7 for Ada".to_string()]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn join_global_with_key<KG: 'static, VG: 'static, VR: Clone + 'static>(
+        &self,
+        table: &GlobalKTable<KG, VG>,
+        key_selector: impl Fn(&K, &V) -> KG + Send + Sync + 'static,
+        joiner: impl Fn(&K, &V, &VG) -> VR + Send + Sync + 'static,
+        named: impl IntoName,
+    ) -> KStream<K, VR> {
+        let joiner: GlobalJoiner<K, V, VG, VR> =
+            Arc::new(move |k, v, g| g.map(|g| joiner(k, v, g)));
+        self.global_join(table, Arc::new(key_selector), joiner, named.into_name())
     }
 
     /// Joins each record with the global table's value for the key
@@ -626,8 +823,34 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         key_selector: impl Fn(&K, &V) -> KG + Send + Sync + 'static,
         joiner: impl Fn(&V, Option<&VG>) -> VR + Send + Sync + 'static,
     ) -> KStream<K, VR> {
-        let joiner: GlobalJoiner<K, V, VG, VR> = Arc::new(move |_, v, g| Some(joiner(v, g)));
-        self.global_join(table, Arc::new(key_selector), joiner)
+        self.left_join_global_with_key(table, key_selector, move |_, v, g| joiner(v, g), None)
+    }
+
+    /// [`KStream::left_join_global`] with a name for its processor: Kafka
+    /// Streams' `leftJoin(GlobalKTable, KeyValueMapper, ValueJoiner, Named)`.
+    pub fn left_join_global_named<KG: 'static, VG: 'static, VR: Clone + 'static>(
+        &self,
+        table: &GlobalKTable<KG, VG>,
+        key_selector: impl Fn(&K, &V) -> KG + Send + Sync + 'static,
+        joiner: impl Fn(&V, Option<&VG>) -> VR + Send + Sync + 'static,
+        named: impl IntoName,
+    ) -> KStream<K, VR> {
+        self.left_join_global_with_key(table, key_selector, move |_, v, g| joiner(v, g), named)
+    }
+
+    /// [`KStream::left_join_global_named`] with a joiner that also sees the
+    /// record's key (read-only): Kafka Streams' `leftJoin(GlobalKTable,
+    /// KeyValueMapper, ValueJoinerWithKey, Named)` (KIP-149). `named` may be
+    /// `None` for a generated name.
+    pub fn left_join_global_with_key<KG: 'static, VG: 'static, VR: Clone + 'static>(
+        &self,
+        table: &GlobalKTable<KG, VG>,
+        key_selector: impl Fn(&K, &V) -> KG + Send + Sync + 'static,
+        joiner: impl Fn(&K, &V, Option<&VG>) -> VR + Send + Sync + 'static,
+        named: impl IntoName,
+    ) -> KStream<K, VR> {
+        let joiner: GlobalJoiner<K, V, VG, VR> = Arc::new(move |k, v, g| Some(joiner(k, v, g)));
+        self.global_join(table, Arc::new(key_selector), joiner, named.into_name())
     }
 
     fn global_join<KG: 'static, VG: 'static, VR: Clone + 'static>(
@@ -635,10 +858,11 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         table: &GlobalKTable<KG, VG>,
         key_selector: KeySelector<K, V, KG>,
         joiner: GlobalJoiner<K, V, VG, VR>,
+        named: Option<Named>,
     ) -> KStream<K, VR> {
         let mut s = self.state.borrow_mut();
         // Kafka Streams names inner and left global joins alike.
-        let name = s.new_name("KSTREAM-LEFTJOIN-");
+        let name = s.name_or_generate(named.map(|n| n.0), "KSTREAM-LEFTJOIN-");
         let table = table.clone();
         let added = s.topology.add_typed_processor::<K, V, K, VR, _>(
             name.clone(),

@@ -8,13 +8,18 @@ use std::sync::{Arc, OnceLock};
 
 use crate::change::Change;
 use crate::handles::types::{KTable, OldValues};
+use crate::materialized::{add_store, StoreSpec};
 use crate::operators::forwarder::OldValuesFlag;
+use crate::operators::getters::lazy_store_getter;
 use crate::operators::getters::TableGetter;
 use crate::operators::stateless::PassThrough;
 use crate::operators::table_table_join::joined_getter;
+use crate::operators::table_table_join::MaterializedJoinMerge;
 use crate::operators::table_table_join::TableJoiner;
 use crate::operators::table_table_join::{TableJoinKind, TableJoinSide};
+use crate::operators::LazyStoreName;
 use crate::options::IntoName;
+use crate::Materialized;
 use crate::TopologyError;
 
 impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
@@ -26,11 +31,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         other: &KTable<K, VO>,
         joiner: impl Fn(&V, &VO) -> VR + Send + Sync + 'static,
     ) -> KTable<K, VR> {
-        let joiner: TableJoiner<V, VO, VR> = Arc::new(move |a, b| match (a, b) {
-            (Some(a), Some(b)) => joiner(a, b),
-            _ => unreachable!("an inner join calls its joiner with both values"),
-        });
-        self.table_join(other, joiner, TableJoinKind::Inner, None)
+        self.join_with(other, joiner, None, None)
     }
 
     /// A table of this table's keys, joined with the other's value when it
@@ -40,11 +41,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         other: &KTable<K, VO>,
         joiner: impl Fn(&V, Option<&VO>) -> VR + Send + Sync + 'static,
     ) -> KTable<K, VR> {
-        let joiner: TableJoiner<V, VO, VR> = Arc::new(move |a, b| match a {
-            Some(a) => joiner(a, b),
-            None => unreachable!("a left join calls its joiner with a left value"),
-        });
-        self.table_join(other, joiner, TableJoinKind::Left, None)
+        self.left_join_with(other, joiner, None, None)
     }
 
     /// A table of the keys either table has.
@@ -53,7 +50,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         other: &KTable<K, VO>,
         joiner: impl Fn(Option<&V>, Option<&VO>) -> VR + Send + Sync + 'static,
     ) -> KTable<K, VR> {
-        self.table_join(other, Arc::new(joiner), TableJoinKind::Outer, None)
+        self.outer_join_with(other, joiner, None, None)
     }
 
     /// [`KTable::join`] with a name (`<name>` for the merge node,
@@ -64,6 +61,82 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         joiner: impl Fn(&V, &VO) -> VR + Send + Sync + 'static,
         named: impl IntoName,
     ) -> KTable<K, VR> {
+        self.join_with(other, joiner, named, None)
+    }
+
+    /// [`KTable::left_join`] with a name, as [`KTable::join_named`].
+    pub fn left_join_named<VO: Clone + 'static, VR: Clone + 'static>(
+        &self,
+        other: &KTable<K, VO>,
+        joiner: impl Fn(&V, Option<&VO>) -> VR + Send + Sync + 'static,
+        named: impl IntoName,
+    ) -> KTable<K, VR> {
+        self.left_join_with(other, joiner, named, None)
+    }
+
+    /// [`KTable::outer_join`] with a name, as [`KTable::join_named`].
+    pub fn outer_join_named<VO: Clone + 'static, VR: Clone + 'static>(
+        &self,
+        other: &KTable<K, VO>,
+        joiner: impl Fn(Option<&V>, Option<&VO>) -> VR + Send + Sync + 'static,
+        named: impl IntoName,
+    ) -> KTable<K, VR> {
+        self.outer_join_with(other, joiner, named, None)
+    }
+
+    /// [`KTable::join`] with a name (as [`KTable::join_named`]; `None` for
+    /// generated names) and, to materialize the result, a store: Kafka
+    /// Streams' `join(other, joiner, Named, Materialized)`. As in Kafka
+    /// Streams, a `Materialized` without a store name keeps the result in a
+    /// store under a generated name, `KTABLE-MERGE-STATE-STORE-<index>`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use kstreams_dsl::{Materialized, StreamsBuilder};
+    /// use kstreams_record::StringSerde;
+    /// use kstreams_runtime::TopologyTestDriver;
+    /// use kstreams_state::TimestampedKeyValueStoreHandle;
+    ///
+    /// let builder = StreamsBuilder::new();
+    /// let names = builder.table::<String, String>("names");
+    /// let emails = builder.table::<String, String>("emails");
+    /// let contacts = names.join_with(
+    ///     &emails,
+    ///     |name, email| format!("{name} <{email}>"),
+    ///     "contacts",
+    ///     Some(Materialized::as_("contacts-store")),
+    /// );
+    /// assert_eq!(contacts.queryable_store_name().as_deref(), Some("contacts-store"));
+    /// contacts.to_stream().to("contacts");
+    /// let topology = builder.build()?;
+    /// assert!(topology
+    ///     .describe()
+    ///     .to_string()
+    ///     .contains("Processor: contacts (stores: [contacts-store])"));
+    /// let driver = TopologyTestDriver::new(topology)?;
+    /// driver
+    ///     .create_input_topic("names", StringSerde, StringSerde)
+    ///     .pipe_input("u1".to_string(), "Ada".to_string());
+    /// driver
+    ///     .create_input_topic("emails", StringSerde, StringSerde)
+    ///     .pipe_input("u1".to_string(), "ada@example.org".to_string());
+    /// let store: TimestampedKeyValueStoreHandle<String, String> = driver
+    ///     .get_state_store("contacts-store")?
+    ///     .expect("the join's store");
+    /// assert_eq!(
+    ///     store.borrow().get(&"u1".to_string())?.map(|v| v.value),
+    ///     Some("Ada <ada@example.org>".to_string())
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn join_with<VO: Clone + 'static, VR: Clone + 'static>(
+        &self,
+        other: &KTable<K, VO>,
+        joiner: impl Fn(&V, &VO) -> VR + Send + Sync + 'static,
+        named: impl IntoName,
+        materialized: Option<Materialized<K, VR>>,
+    ) -> KTable<K, VR> {
         let joiner: TableJoiner<V, VO, VR> = Arc::new(move |a, b| match (a, b) {
             (Some(a), Some(b)) => joiner(a, b),
             _ => unreachable!("an inner join calls its joiner with both values"),
@@ -73,15 +146,19 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             joiner,
             TableJoinKind::Inner,
             named.into_name().map(|n| n.0),
+            materialized,
         )
     }
 
-    /// [`KTable::left_join`] with a name, as [`KTable::join_named`].
-    pub fn left_join_named<VO: Clone + 'static, VR: Clone + 'static>(
+    /// [`KTable::left_join`] with a name and a store, as
+    /// [`KTable::join_with`]: Kafka Streams' `leftJoin(other, joiner,
+    /// Named, Materialized)`.
+    pub fn left_join_with<VO: Clone + 'static, VR: Clone + 'static>(
         &self,
         other: &KTable<K, VO>,
         joiner: impl Fn(&V, Option<&VO>) -> VR + Send + Sync + 'static,
         named: impl IntoName,
+        materialized: Option<Materialized<K, VR>>,
     ) -> KTable<K, VR> {
         let joiner: TableJoiner<V, VO, VR> = Arc::new(move |a, b| match a {
             Some(a) => joiner(a, b),
@@ -92,21 +169,26 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             joiner,
             TableJoinKind::Left,
             named.into_name().map(|n| n.0),
+            materialized,
         )
     }
 
-    /// [`KTable::outer_join`] with a name, as [`KTable::join_named`].
-    pub fn outer_join_named<VO: Clone + 'static, VR: Clone + 'static>(
+    /// [`KTable::outer_join`] with a name and a store, as
+    /// [`KTable::join_with`]: Kafka Streams' `outerJoin(other, joiner,
+    /// Named, Materialized)`.
+    pub fn outer_join_with<VO: Clone + 'static, VR: Clone + 'static>(
         &self,
         other: &KTable<K, VO>,
         joiner: impl Fn(Option<&V>, Option<&VO>) -> VR + Send + Sync + 'static,
         named: impl IntoName,
+        materialized: Option<Materialized<K, VR>>,
     ) -> KTable<K, VR> {
         self.table_join(
             other,
             Arc::new(joiner),
             TableJoinKind::Outer,
             named.into_name().map(|n| n.0),
+            materialized,
         )
     }
 
@@ -116,6 +198,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         joiner: TableJoiner<V, VO, VR>,
         kind: TableJoinKind,
         named: Option<String>,
+        materialized: Option<Materialized<K, VR>>,
     ) -> KTable<K, VR> {
         // Each side needs the value its updates replace, to retract join
         // results (Kafka Streams materializes and asks both sources).
@@ -124,6 +207,27 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         let this_getter = (self.getter)();
         let other_getter = (other.getter)();
         let mut s = self.state.borrow_mut();
+        // The store's name comes first (Kafka Streams settles the
+        // Materialized before the join's names): a named one draws no
+        // index, an unnamed one is materialized under a generated name.
+        let spec = materialized.and_then(|m| {
+            let spec = StoreSpec::settle(
+                m,
+                || s.new_name("KTABLE-MERGE-STATE-STORE-"),
+                self.key_serde.clone(),
+                None,
+            );
+            s.record(spec)
+        });
+        if spec
+            .as_ref()
+            .is_some_and(|spec| spec.versioned_history.is_some())
+        {
+            s.record::<()>(Err(TopologyError::InvalidOperator {
+                operator: "table-table join".to_string(),
+                message: "a versioned store for a join's result is not supported".to_string(),
+            }));
+        }
         // Kafka Streams names both sides JOINTHIS/JOINOTHER whatever the
         // join kind.
         let merge = s.name_or_generate(named.clone(), "KTABLE-MERGE-");
@@ -137,6 +241,8 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         );
         let this_flag: OldValuesFlag = Arc::default();
         let other_flag: OldValuesFlag = Arc::default();
+        let merge_flag: OldValuesFlag = Arc::default();
+        let store: LazyStoreName = Arc::new(OnceLock::new());
         let result_getter: TableGetter<K, VR>;
         {
             let (Some(this_getter), Some(other_getter)) = (this_getter, other_getter) else {
@@ -197,14 +303,36 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                     &[other.node.as_str()],
                 );
             s.record(added);
-            let added = s
-                .topology
-                .add_typed_processor::<K, Change<VR>, K, Change<VR>, _>(
-                    merge.clone(),
-                    Arc::new(|| PassThrough),
-                    &[this_name.as_str(), other_name.as_str()],
-                );
+            let parents = [this_name.as_str(), other_name.as_str()];
+            let added = match &spec {
+                Some(spec) => {
+                    let store_name = spec.name.clone();
+                    let flag = merge_flag.clone();
+                    s.topology
+                        .add_typed_processor::<K, Change<VR>, K, Change<VR>, _>(
+                            merge.clone(),
+                            Arc::new(move || MaterializedJoinMerge::<K, VR> {
+                                store_name: store_name.clone(),
+                                send_old: flag.clone(),
+                                store: None,
+                            }),
+                            &parents,
+                        )
+                }
+                None => s
+                    .topology
+                    .add_typed_processor::<K, Change<VR>, K, Change<VR>, _>(
+                        merge.clone(),
+                        Arc::new(|| PassThrough),
+                        &parents,
+                    ),
+            };
             s.record(added);
+            if let Some(spec) = &spec {
+                let added = add_store(&mut s.topology, spec.key_value_store(), &merge);
+                s.record(added);
+                let _ = store.set(spec.name.clone());
+            }
             for (node, stores) in [
                 (&this_name, &other_getter.stores),
                 (&other_name, &this_getter.stores),
@@ -219,8 +347,12 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             s.topology
                 .graph
                 .copartition(&[self.node.as_str(), other.node.as_str()]);
-            let getter = joined_getter(this_getter, other_getter, joiner, kind);
-            result_getter = Rc::new(move || Some(getter.clone()));
+            result_getter = if spec.is_some() {
+                lazy_store_getter(&store)
+            } else {
+                let getter = joined_getter(this_getter, other_getter, joiner, kind);
+                Rc::new(move || Some(getter.clone()))
+            };
         }
         drop(s);
         // Old values of the result need old values from both sides.
@@ -233,13 +365,19 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                 if this_ok && other_ok {
                     this_flag.store(true, Ordering::Relaxed);
                     other_flag.store(true, Ordering::Relaxed);
+                    merge_flag.store(true, Ordering::Relaxed);
                     true
                 } else {
                     false
                 }
             }),
         };
-        joined_table(self, merge, result_getter, old_values)
+        let mut table = joined_table(self, merge, result_getter, old_values);
+        if let Some(spec) = spec {
+            table.store = store;
+            table.value_serde = Some(spec.value_serde);
+        }
+        table
     }
 }
 

@@ -689,6 +689,11 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             .options()
             .clone()
             .with_changelog_headers(BUFFER_CHANGELOG_HEADERS);
+        // Kafka Streams' BufferConfig#withLoggingDisabled/withLoggingEnabled.
+        let options = match &suppressed.buffer.logging {
+            Some(config) => options.with_logging_enabled(config.clone()),
+            None => options.with_logging_disabled(),
+        };
         let store = store.with_options(options);
         let supplier_store = store_name.clone();
         let time = suppressed.time.clone();
@@ -702,7 +707,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
                     store_name: supplier_store.clone(),
                     time: time.clone(),
                     delay_ms,
-                    buffer,
+                    buffer: buffer.clone(),
                     final_results,
                     key_serde: key_serde.clone(),
                     value_serde: value_serde.clone(),

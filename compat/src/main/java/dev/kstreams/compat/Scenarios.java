@@ -79,7 +79,8 @@ final class Scenarios {
             "sliding-windows", "foreign-key-join", "foreign-key-join-options", "global-table-join", "suppress-time-limit",
             "versioned-join-grace", "table-table-join-cached", "punctuation", "dead-letter-queue", "processing-dead-letters",
             "branch-merge", "stream-stream-outer-join", "session-suppress", "custom-partitioner",
-            "processing-handler-by-type");
+            "processing-handler-by-type", "global-table-join-named", "suppress-logging-disabled",
+            "table-table-join-materialized");
 
     private Scenarios() {}
 
@@ -94,6 +95,7 @@ final class Scenarios {
             // table-table-join-cached differs only in its run: with the record cache on.
             case "table-table-join", "table-table-join-cached" -> tableTableJoin(inputs(input, name), output, false);
             case "table-table-outer-join" -> tableTableJoin(inputs(input, name), output, true);
+            case "table-table-join-materialized" -> tableTableJoinMaterialized(inputs(input, name), output);
             case "stream-stream-join" -> streamStreamJoin(inputs(input, name), output, false);
             case "cogroup" -> cogroup(inputs(input, name), output);
             case "session-windows" -> sessionWindows(input, output);
@@ -104,7 +106,9 @@ final class Scenarios {
             case "foreign-key-join" -> foreignKeyJoin(inputs(input, name), output);
             case "foreign-key-join-options" -> foreignKeyJoinOptions(inputs(input, name), output);
             case "global-table-join" -> globalTableJoin(inputs(input, name), output);
+            case "global-table-join-named" -> globalTableJoinNamed(inputs(input, name), output);
             case "suppress-time-limit" -> suppressTimeLimit(input, output);
+            case "suppress-logging-disabled" -> suppressLoggingDisabled(input, output);
             case "versioned-join-grace" -> versionedJoinGrace(inputs(input, name), output);
             case "punctuation" -> punctuation(input, output);
             case "dead-letter-queue" -> deadLetterQueue(input, output);
@@ -174,6 +178,28 @@ final class Scenarios {
                 ? left.outerJoin(right, (l, r) -> orNull(l) + "|" + orNull(r))
                 : left.join(right, (l, r) -> l + "|" + r);
         joined.toStream().to(output, Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build();
+    }
+
+    /** table-table-join-materialized's join name and result store. */
+    static final String TABLE_JOIN_NAME = "left-right";
+    static final String TABLE_JOIN_STORE = "left-right-store";
+
+    /**
+     * tableTableJoin (inner) named {@link #TABLE_JOIN_NAME} with its result
+     * materialized in {@link #TABLE_JOIN_STORE} (the {@code Named,
+     * Materialized} overload): the merge node writes the store's changelog.
+     */
+    static Topology tableTableJoinMaterialized(String[] inputs, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> left = builder.table(inputs[0], Consumed.with(Serdes.String(), Serdes.String()));
+        KTable<String, String> right = builder.table(inputs[1], Consumed.with(Serdes.String(), Serdes.String()));
+        left.join(right, (l, r) -> l + "|" + r, Named.as(TABLE_JOIN_NAME),
+                        Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(TABLE_JOIN_STORE)
+                                .withKeySerde(Serdes.String())
+                                .withValueSerde(Serdes.String()))
+                .toStream()
+                .to(output, Produced.with(Serdes.String(), Serdes.String()));
         return builder.build();
     }
 
@@ -407,6 +433,43 @@ final class Scenarios {
                 .leftJoin(customers, (orderId, customerId) -> customerId,
                         (customerId, name) -> customerId + "|" + orNull(name))
                 .to(output, Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build();
+    }
+
+    /** global-table-join-named's join processor. */
+    static final String GLOBAL_JOIN_NAME = "orders-with-names";
+
+    /**
+     * globalTableJoin with a named join processor ({@link #GLOBAL_JOIN_NAME},
+     * the {@code Named} overload) and a joiner that sees the order's key
+     * ({@code ValueJoinerWithKey}, KIP-149): {@code order|customer|name}.
+     */
+    static Topology globalTableJoinNamed(String[] inputs, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        GlobalKTable<String, String> customers =
+                builder.globalTable(inputs[0], Consumed.with(Serdes.String(), Serdes.String()));
+        builder.stream(inputs[1], Consumed.with(Serdes.String(), Serdes.String()))
+                .leftJoin(customers, (orderId, customerId) -> customerId,
+                        (orderId, customerId, name) -> orderId + "|" + customerId + "|" + orNull(name),
+                        Named.as(GLOBAL_JOIN_NAME))
+                .to(output, Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build();
+    }
+
+    /**
+     * suppressTimeLimit with the buffer's changelog off
+     * ({@code BufferConfig#withLoggingDisabled}): the count's changelog is
+     * the only internal topic.
+     */
+    static Topology suppressLoggingDisabled(String input, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .groupByKey()
+                .count()
+                .suppress(Suppressed.untilTimeLimit(SUPPRESS_TIME_LIMIT,
+                        BufferConfig.maxRecords(SUPPRESS_MAX_RECORDS).emitEarlyWhenFull().withLoggingDisabled()))
+                .toStream()
+                .to(output, Produced.with(Serdes.String(), Serdes.Long()));
         return builder.build();
     }
 

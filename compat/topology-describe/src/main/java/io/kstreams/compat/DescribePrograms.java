@@ -936,6 +936,32 @@ public final class DescribePrograms {
         // END table_table_outer_join_named
     }
 
+    static Topology tableTableJoinNamedMaterialized() {
+        // BEGIN table_table_join_named_materialized
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> users = builder.table("users");
+        KTable<String, String> regions = builder.table("regions");
+        users.join(regions, (u, r) -> u + "/" + r, Named.as("user-regions"),
+                Materialized.as("user-regions-store"))
+            .toStream()
+            .to("joined");
+        return builder.build();
+        // END table_table_join_named_materialized
+    }
+
+    static Topology tableTableLeftJoinMaterializedUnnamed() {
+        // BEGIN table_table_left_join_materialized_unnamed
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> users = builder.table("users");
+        KTable<String, String> regions = builder.table("regions");
+        users.leftJoin(regions, (u, r) -> u + "/" + r,
+                Materialized.with(Serdes.String(), Serdes.String()))
+            .toStream()
+            .to("joined");
+        return builder.build();
+        // END table_table_left_join_materialized_unnamed
+    }
+
     static Topology streamStreamJoin() {
         // BEGIN stream_stream_join
         StreamsBuilder builder = new StreamsBuilder();
@@ -1065,6 +1091,21 @@ public final class DescribePrograms {
         // END global_table_left_join
     }
 
+    static Topology globalTableJoinsNamedWithKey() {
+        // BEGIN global_table_joins_named_with_key
+        StreamsBuilder builder = new StreamsBuilder();
+        GlobalKTable<String, String> products = builder.globalTable("products");
+        KStream<String, String> orders = builder.stream("orders");
+        orders.join(products, (k, v) -> v, (order, product) -> order + "/" + product,
+                Named.as("with-product"))
+            .leftJoin(products, (k, v) -> v, (k, order, product) -> k + ":" + order + "/" + product,
+                Named.as("maybe-product"))
+            .join(products, (k, v) -> v, (k, order, product) -> k + ":" + order)
+            .to("enriched");
+        return builder.build();
+        // END global_table_joins_named_with_key
+    }
+
     static Topology globalTablesInterleaved() {
         // BEGIN global_tables_interleaved
         StreamsBuilder builder = new StreamsBuilder();
@@ -1169,6 +1210,8 @@ public final class DescribePrograms {
         programs.put("table_table_join_named", DescribePrograms::tableTableJoinNamed);
         programs.put("table_table_left_join_named", DescribePrograms::tableTableLeftJoinNamed);
         programs.put("table_table_outer_join_named", DescribePrograms::tableTableOuterJoinNamed);
+        programs.put("table_table_join_named_materialized", DescribePrograms::tableTableJoinNamedMaterialized);
+        programs.put("table_table_left_join_materialized_unnamed", DescribePrograms::tableTableLeftJoinMaterializedUnnamed);
         programs.put("stream_stream_join", DescribePrograms::streamStreamJoin);
         programs.put("stream_stream_left_join", DescribePrograms::streamStreamLeftJoin);
         programs.put("stream_stream_outer_join", DescribePrograms::streamStreamOuterJoin);
@@ -1180,6 +1223,7 @@ public final class DescribePrograms {
         programs.put("global_table_join", DescribePrograms::globalTableJoin);
         programs.put("global_table_left_join", DescribePrograms::globalTableLeftJoin);
         programs.put("global_tables_interleaved", DescribePrograms::globalTablesInterleaved);
+        programs.put("global_table_joins_named_with_key", DescribePrograms::globalTableJoinsNamedWithKey);
         programs.put("stream_tables_cogroup", DescribePrograms::streamTablesCogroup);
         return programs;
     }
