@@ -3,9 +3,10 @@ use std::sync::Arc;
 use kstreams_time::{FailOnInvalidTimestamp, TimestampExtractor};
 
 use crate::handlers::{
-    DeserializationExceptionHandler, LogAndContinueExceptionHandler,
-    LogAndContinueProcessingExceptionHandler, LogAndFailExceptionHandler,
-    LogAndFailProcessingExceptionHandler, ProcessingExceptionHandler,
+    DefaultProductionExceptionHandler, DeserializationExceptionHandler,
+    LogAndContinueExceptionHandler, LogAndContinueProcessingExceptionHandler,
+    LogAndContinueProductionExceptionHandler, LogAndFailExceptionHandler,
+    LogAndFailProcessingExceptionHandler, ProcessingExceptionHandler, ProductionExceptionHandler,
 };
 
 /// What to do with a record whose key or value cannot be deserialized:
@@ -31,17 +32,21 @@ pub enum ProcessingHandling {
 }
 
 /// What to do when a record cannot be written: it does not serialize, or
-/// the broker refuses it. Kafka Streams' `production.exception.handler`.
+/// the broker refuses it. Kafka Streams' `production.exception.handler`
+/// set to one of the built-in handlers; a handler of the application's own
+/// is a [`ProductionExceptionHandler`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ProductionHandling {
-    /// Stop with the error (Kafka Streams' default). A sink topic that
-    /// does not exist is retried from the last commit instead, until it is
-    /// created, as Kafka Streams' `DefaultProductionExceptionHandler`
-    /// answers RETRY to the producer's timeout (KIP-1065).
+    /// Stop with the error (Kafka Streams' default,
+    /// [`DefaultProductionExceptionHandler`]). A retriable refusal (a sink
+    /// topic that does not exist, a broker without enough replicas, a
+    /// record that waited out `delivery.timeout.ms`) is retried from the
+    /// last commit instead, as Kafka Streams' default handler answers
+    /// RETRY (KIP-1065).
     #[default]
     Fail,
     /// Log it, count it as dropped and go on (records for a sink topic
-    /// that does not exist too).
+    /// that does not exist too): [`LogAndContinueProductionExceptionHandler`].
     Continue,
 }
 
@@ -73,6 +78,9 @@ pub struct TaskConfig {
     /// A processing handler of the application's own, in place of the
     /// built-in one `processing` names.
     pub processing_handler: Option<Arc<dyn ProcessingExceptionHandler>>,
+    /// A production handler of the application's own, in place of the
+    /// built-in one `production` names.
+    pub production_handler: Option<Arc<dyn ProductionExceptionHandler>>,
 }
 
 impl TaskConfig {
@@ -90,6 +98,7 @@ impl TaskConfig {
             tracing: crate::TracingConfig::default(),
             deserialization_handler: None,
             processing_handler: None,
+            production_handler: None,
         }
     }
 
@@ -128,6 +137,25 @@ impl TaskConfig {
     }
 }
 
+impl TaskConfig {
+    /// The production handler in force: the application's own, else the
+    /// built-in one `production` names.
+    pub(crate) fn production_handler(&self) -> Arc<dyn ProductionExceptionHandler> {
+        if let Some(handler) = &self.production_handler {
+            return Arc::clone(handler);
+        }
+        let dead_letter_queue = self.dead_letter_queue.clone();
+        match self.production {
+            ProductionHandling::Fail => {
+                Arc::new(DefaultProductionExceptionHandler { dead_letter_queue })
+            }
+            ProductionHandling::Continue => {
+                Arc::new(LogAndContinueProductionExceptionHandler { dead_letter_queue })
+            }
+        }
+    }
+}
+
 impl std::fmt::Debug for TaskConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TaskConfig")
@@ -141,6 +169,7 @@ impl std::fmt::Debug for TaskConfig {
                 &(
                     self.deserialization_handler.is_some(),
                     self.processing_handler.is_some(),
+                    self.production_handler.is_some(),
                 ),
             )
             .field("cache_max_bytes", &self.cache_max_bytes)

@@ -1,16 +1,20 @@
 //! Exception handlers of the application's own (Kafka Streams'
-//! `DeserializationExceptionHandler` and `ProcessingExceptionHandler`,
-//! KIP-1033 and KIP-1034): what happens to a record that does not
-//! deserialize or that a processor fails on, decided by code that sees
+//! `DeserializationExceptionHandler`, `ProcessingExceptionHandler` and
+//! `ProductionExceptionHandler`, KIP-1033 and KIP-1034): what happens to a
+//! record that does not deserialize, that a processor fails on, or that
+//! cannot be written ([`ProductionExceptionHandler`]), decided by code that sees
 //! where it failed ([`ErrorHandlerContext`]) and what failed, and answers
 //! resume or fail, with dead-letter records of its own making.
 //!
 //! Set in code ([`StreamsConfig::deserialization_exception_handler`],
-//! [`StreamsConfig::processing_exception_handler`]) or by name from
+//! [`StreamsConfig::processing_exception_handler`],
+//! [`StreamsConfig::production_exception_handler`]) or by name from
 //! properties (`default.deserialization.exception.handler`,
-//! `processing.exception.handler` naming a handler registered with
+//! `processing.exception.handler`, `production.exception.handler` naming a
+//! handler registered with
 //! [`StreamsConfig::register_deserialization_exception_handler`] /
-//! [`StreamsConfig::register_processing_exception_handler`]; a Java class
+//! [`StreamsConfig::register_processing_exception_handler`] /
+//! [`StreamsConfig::register_production_exception_handler`]; a Java class
 //! name finds the handler registered under its last part). The built-in
 //! handlers are the ones below; they write Kafka Streams' dead-letter
 //! record when `errors.dead.letter.queue.topic.name` is set.
@@ -19,6 +23,8 @@
 //! [`StreamsConfig::processing_exception_handler`]: crate::kafka::StreamsConfig::processing_exception_handler
 //! [`StreamsConfig::register_deserialization_exception_handler`]: crate::kafka::StreamsConfig::register_deserialization_exception_handler
 //! [`StreamsConfig::register_processing_exception_handler`]: crate::kafka::StreamsConfig::register_processing_exception_handler
+//! [`StreamsConfig::production_exception_handler`]: crate::kafka::StreamsConfig::production_exception_handler
+//! [`StreamsConfig::register_production_exception_handler`]: crate::kafka::StreamsConfig::register_production_exception_handler
 //!
 //! ```
 //! use kstreams_dsl::StreamsError;
@@ -44,6 +50,14 @@
 
 use kstreams_dsl::{StreamsError, TaskId};
 use kstreams_record::{Headers, Timestamp};
+
+mod production;
+
+pub use production::{
+    DefaultProductionExceptionHandler, LogAndContinueProductionExceptionHandler, ProductionError,
+    ProductionExceptionHandler, ProductionResponse, ProductionResult, RefusedRecord,
+    SerializationExceptionOrigin,
+};
 
 /// Where a record failed, as a handler sees it: Kafka Streams'
 /// `ErrorHandlerContext`. For a failure outside a record (a punctuation)

@@ -12,10 +12,11 @@ use kstreams_time::{ConsumedRecordView, PunctuationType};
 
 use crate::handlers::{
     DeadLetterRecord, DeserializationExceptionHandler, ErrorHandlerContext, HandlerResult,
-    ProcessingExceptionHandler,
+    ProcessingExceptionHandler, ProductionExceptionHandler, ProductionResult,
+    SerializationExceptionOrigin,
 };
 use crate::partition_times::PartitionTimes;
-use crate::{ProductionHandling, TaskConfig};
+use crate::TaskConfig;
 
 /// Counts a task keeps about its records.
 ///
@@ -164,6 +165,7 @@ pub struct StreamTask {
     /// The handlers in force (the application's own or the built-in ones).
     deserialization_handler: Arc<dyn DeserializationExceptionHandler>,
     processing_handler: Arc<dyn ProcessingExceptionHandler>,
+    production_handler: Arc<dyn ProductionExceptionHandler>,
     /// Whether each record is kept as consumed until processed: the
     /// handlers' context gives its raw key and value.
     keeps_raw: bool,
@@ -198,15 +200,18 @@ impl StreamTask {
             wall_clock,
             stores,
         )?;
-        topology
-            .context()
-            .set_continue_on_serialization_error(config.production == ProductionHandling::Continue);
+        // Sinks leave what does not serialize to the production handler,
+        // asked once the record is through (`skipped_outputs`): a record
+        // it resumes goes on to the task's other sinks, as in Kafka Streams.
+        topology.context().set_continue_on_serialization_error(true);
         let keeps_raw = config.dead_letter_queue.is_some()
             || config.deserialization_handler.is_some()
-            || config.processing_handler.is_some();
+            || config.processing_handler.is_some()
+            || config.production_handler.is_some();
         Ok(Self {
             deserialization_handler: config.deserialization_handler(),
             processing_handler: config.processing_handler(),
+            production_handler: config.production_handler(),
             keeps_raw,
             topology,
             config,
@@ -384,7 +389,7 @@ impl StreamTask {
         }
         let dropped = self.topology.context().take_dropped_records();
         self.metrics.dropped.add(dropped);
-        self.skipped_outputs(raw.as_ref());
+        self.skipped_outputs(raw.as_ref())?;
         if let (Some(histogram), Some(started)) = (&self.metrics.process_latency, started) {
             histogram.observe_since(started);
         }
@@ -459,7 +464,7 @@ impl StreamTask {
             let result = self.guarded(|t| t.apply_async_completion());
             let dropped = self.topology.context().take_dropped_records();
             self.metrics.dropped.add(dropped);
-            self.skipped_outputs(None);
+            self.skipped_outputs(None)?;
             match result {
                 Ok(false) => break,
                 Ok(true) => applied += 1,
@@ -506,7 +511,7 @@ impl StreamTask {
             .as_ref()
             .map(|_| std::time::Instant::now());
         let fired = self.guarded(|t| t.punctuate(kind));
-        self.skipped_outputs(None);
+        self.skipped_outputs(None)?;
         match fired {
             Ok(true) => {
                 self.metrics.punctuations.inc();
@@ -552,18 +557,6 @@ impl StreamTask {
                 })
             }
         }
-    }
-
-    /// KIP-1034: a record the production handler drops goes to the
-    /// dead-letter queue as it was consumed, with Kafka Streams' headers
-    /// ([`DeadLetterRecord::for_error`]).
-    fn dead_letter(&mut self, error: &StreamsError, raw: &ConsumedRecord) {
-        let Some(topic) = self.config.dead_letter_queue.clone() else {
-            return;
-        };
-        let record =
-            DeadLetterRecord::for_error(topic, &self.error_context(error, Some(raw)), error);
-        self.write_dead_letter(record);
     }
 
     fn write_dead_letter(&mut self, record: DeadLetterRecord) {
@@ -643,13 +636,13 @@ impl StreamTask {
                 let context = self.error_context(&error, raw);
                 catch_unwind(AssertUnwindSafe(|| handler.handle_error(&context, &error)))
             }
-            StreamsError::Serialization { .. } => {
-                if let Some(raw) = raw {
-                    self.dead_letter(&error, raw);
-                }
-                return self.handle(error);
+            StreamsError::Serialization { .. } => return self.on_serialization_error(error, raw),
+            _ => {
+                // The caller fails with it: a stream thread logs it once,
+                // as it ends; the test driver returns it.
+                log::debug!("task {}: {error}", self.id());
+                return Err(error);
             }
-            _ => return self.handle(error),
         };
         let Ok(response) = response else {
             // Kafka Streams fails the task when its handler throws.
@@ -677,34 +670,63 @@ impl StreamTask {
         }
     }
 
-    /// Outputs sinks dropped because they did not serialize (production
-    /// handler "continue"): logged, counted as dropped, and sent to the
-    /// dead-letter queue with the source record when there is one.
-    fn skipped_outputs(&mut self, raw: Option<&ConsumedRecord>) {
+    /// Outputs the sinks left because they did not serialize, each handed
+    /// to the production handler in turn: `Err` with the first one it
+    /// fails on.
+    fn skipped_outputs(&mut self, raw: Option<&ConsumedRecord>) -> Result<(), StreamsError> {
         for error in self.topology.context().take_skipped_errors() {
-            log::warn!("task {}: dropping an output: {error}", self.id());
-            self.metrics.dropped.inc();
-            if let Some(raw) = raw {
-                self.dead_letter(&error, raw);
-            }
+            self.on_serialization_error(error, raw)?;
         }
+        Ok(())
     }
 
-    /// Applies the production handling to a record that did not serialize
-    /// (other errors fail): `Ok` if the record is to be dropped and
-    /// processing goes on.
-    fn handle(&mut self, error: StreamsError) -> Result<(), StreamsError> {
-        let carry_on = matches!(error, StreamsError::Serialization { .. })
-            && self.config.production == ProductionHandling::Continue;
-        if carry_on {
-            log::warn!("task {}: dropping record: {error}", self.id());
-            self.metrics.dropped.inc();
-            Ok(())
-        } else {
-            // The caller fails with it: a stream thread logs it once, as it
-            // ends; the test driver returns it.
-            log::debug!("task {}: {error}", self.id());
-            Err(error)
+    /// Asks the production handler about an output that did not serialize
+    /// (Kafka Streams' `RecordCollectorImpl.handleException`): its
+    /// dead-letter records are written; `Ok` if it resumes (the output is
+    /// dropped and counted). RETRY is FAIL here, as in Kafka Streams: no
+    /// retry serializes the same value differently.
+    fn on_serialization_error(
+        &mut self,
+        error: StreamsError,
+        raw: Option<&ConsumedRecord>,
+    ) -> Result<(), StreamsError> {
+        let origin = match &error {
+            StreamsError::Serialization { part: "key", .. } => SerializationExceptionOrigin::Key,
+            _ => SerializationExceptionOrigin::Value,
+        };
+        let handler = Arc::clone(&self.production_handler);
+        let context = self.error_context(&error, raw);
+        let response = catch_unwind(AssertUnwindSafe(|| {
+            handler.handle_serialization_error(&context, &error, origin)
+        }));
+        let Ok(response) = response else {
+            log::error!(
+                "task {}: the production exception handler panicked on: {error}; failing",
+                self.id()
+            );
+            return Err(error);
+        };
+        for record in response.dead_letter_records {
+            self.write_dead_letter(record);
+        }
+        match response.result {
+            ProductionResult::Resume => {
+                log::warn!("task {}: dropping an output: {error}", self.id());
+                self.metrics.dropped.inc();
+                Ok(())
+            }
+            ProductionResult::Retry => {
+                log::warn!(
+                    "task {}: the production exception handler answered RETRY to a \
+                     serialization error, which no retry mends: failing",
+                    self.id()
+                );
+                Err(error)
+            }
+            ProductionResult::Fail => {
+                log::debug!("task {}: {error}", self.id());
+                Err(error)
+            }
         }
     }
 
@@ -744,7 +766,7 @@ impl StreamTask {
         let flushed = self.guarded(|t| t.flush());
         let dropped = self.topology.context().take_dropped_records();
         self.metrics.dropped.add(dropped);
-        self.skipped_outputs(None);
+        self.skipped_outputs(None)?;
         flushed
     }
 

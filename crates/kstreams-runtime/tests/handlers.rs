@@ -9,7 +9,8 @@ use kstreams_dsl::{
 use kstreams_record::{BytesSerde, Headers, I64Serde, Record, Serde, SerdeError, StringSerde};
 use kstreams_runtime::handlers::{
     DeadLetterRecord, DeserializationExceptionHandler, ErrorHandlerContext,
-    ProcessingExceptionHandler, Response,
+    ProcessingExceptionHandler, ProductionError, ProductionExceptionHandler, ProductionResponse,
+    RefusedRecord, Response, SerializationExceptionOrigin,
 };
 use kstreams_runtime::{
     DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig, TopologyTestDriver,
@@ -197,6 +198,85 @@ fn a_serialization_failure_under_continue_drops_that_output_only() {
         "org.apache.kafka.common.errors.SerializationException"
     );
     assert!(header(&failed[0].headers, "__streams.errors.message").contains("3 is odd"));
+}
+
+/// A production handler of the application's own: an odd value that does
+/// not serialize goes, as text, to "odd" and processing goes on; it records
+/// what it saw of each failure.
+struct OddAside(Calls);
+
+impl ProductionExceptionHandler for OddAside {
+    fn handle_error(
+        &self,
+        _: &ErrorHandlerContext<'_>,
+        _: &RefusedRecord<'_>,
+        _: &ProductionError,
+    ) -> ProductionResponse {
+        ProductionResponse::fail()
+    }
+
+    fn handle_serialization_error(
+        &self,
+        context: &ErrorHandlerContext<'_>,
+        error: &StreamsError,
+        origin: SerializationExceptionOrigin,
+    ) -> ProductionResponse {
+        self.0.lock().unwrap().push(format!(
+            "{origin:?} {:?} {} {} {:?}",
+            context.topic, context.offset, context.processor_node_id, context.source_raw_value
+        ));
+        let StreamsError::Serialization { topic, .. } = error else {
+            return ProductionResponse::fail();
+        };
+        ProductionResponse::resume_with(vec![DeadLetterRecord {
+            topic: "odd".to_string(),
+            partition: None,
+            key: context.source_raw_key.map(<[u8]>::to_vec),
+            value: Some(format!("not for {topic}").into_bytes()),
+            timestamp: context.timestamp,
+            headers: Headers::new(),
+        }])
+    }
+}
+
+#[test]
+fn a_production_handler_of_ones_own_decides_about_outputs_that_do_not_serialize() {
+    let b = StreamsBuilder::new();
+    let numbers = b.stream_with::<String, i64>(
+        "numbers",
+        kstreams_dsl::Consumed::with(StringSerde, I64Serde),
+    );
+    numbers.to_with("even", Produced::with(StringSerde, EvenOnly));
+    numbers.to_with("all", Produced::with(StringSerde, I64Serde));
+    let calls = Calls::default();
+    let mut config = TaskConfig::new("app");
+    config.production_handler = Some(std::sync::Arc::new(OddAside(calls.clone())));
+    let driver = TopologyTestDriver::with_config(b.build().unwrap(), config, 0).unwrap();
+    let input = driver.create_input_topic("numbers", StringSerde, I64Serde);
+    let even = driver.create_output_topic("even", StringSerde, I64Serde);
+    let all = driver.create_output_topic("all", StringSerde, I64Serde);
+    let odd = driver.create_output_topic("odd", StringSerde, StringSerde);
+    for n in [2, 3, 4] {
+        input.pipe_input("k".to_string(), n);
+    }
+    assert_eq!(even.read_values_to_list(), vec![2, 4]);
+    // The record goes on to the sink after the one that failed.
+    assert_eq!(all.read_values_to_list(), vec![2, 3, 4]);
+    assert_eq!(
+        odd.read_key_values_to_list(),
+        vec![("k".to_string(), "not for even".to_string())]
+    );
+    assert_eq!(driver.dropped_records(), 1);
+    let calls = calls.lock().unwrap().clone();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(
+        calls[0].starts_with("Value Some(\"numbers\") 1 KSTREAM-SINK-"),
+        "{calls:?}"
+    );
+    assert!(
+        calls[0].ends_with(&format!("{:?}", Some(3i64.to_be_bytes().as_slice()))),
+        "{calls:?}"
+    );
 }
 
 /// What a handler of the application's own saw, per call.

@@ -15,6 +15,10 @@ use kstreams_embedded::rdkafka::consumer::{BaseConsumer, Consumer};
 use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams_embedded::rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 use kstreams_embedded::{create_topic, create_topic_with_config, test_broker, unique_name};
+use kstreams_runtime::handlers::{
+    DeadLetterRecord, ErrorHandlerContext, ProductionError, ProductionExceptionHandler,
+    ProductionResponse, RefusedRecord,
+};
 use kstreams_runtime::kafka::{
     KafkaStreams, ProcessingGuarantee, State, StreamThreadExceptionResponse, StreamsConfig,
 };
@@ -350,6 +354,93 @@ fn a_record_the_broker_refuses_reaches_the_handler_naming_its_partition() {
         "{seen:?}"
     );
     assert!(seen[0].contains("too large"), "{seen:?}");
+}
+
+/// A production handler of the application's own, named by class in the
+/// properties as a Java application's is: records the broker refuses as
+/// too large go, shortened, to a topic of their own and processing goes
+/// on; it sees the task and the sink that wrote the record.
+struct OversizedAside {
+    aside: String,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl ProductionExceptionHandler for OversizedAside {
+    fn handle_error(
+        &self,
+        context: &ErrorHandlerContext<'_>,
+        record: &RefusedRecord<'_>,
+        error: &ProductionError,
+    ) -> ProductionResponse {
+        self.seen.lock().unwrap().push(format!(
+            "{} {} {} {:?}",
+            error.code(),
+            context.task_id,
+            context.processor_node_id,
+            record.partition
+        ));
+        if error.code() != "MSG_SIZE_TOO_LARGE" {
+            return ProductionResponse::fail();
+        }
+        let length = record.value.map_or(0, <[u8]>::len);
+        ProductionResponse::resume_with(vec![DeadLetterRecord {
+            topic: self.aside.clone(),
+            partition: None,
+            key: record.key.map(<[u8]>::to_vec),
+            value: Some(format!("{length} bytes").into_bytes()),
+            timestamp: record.timestamp,
+            headers: record.headers.clone(),
+        }])
+    }
+}
+
+#[test]
+fn a_production_handler_of_ones_own_sets_refused_records_aside_and_goes_on() {
+    let Some(bootstrap) = test_broker() else {
+        return;
+    };
+    let _ = env_logger::builder().is_test(true).try_init();
+    let input = unique_name("aside-in");
+    let output = unique_name("aside-out");
+    let aside = unique_name("aside-oversized");
+    create_topic(&bootstrap, &input, 1, 1).unwrap();
+    create_topic(&bootstrap, &aside, 1, 1).unwrap();
+    create_topic_with_config(&bootstrap, &output, 1, 1, &[("max.message.bytes", "1000")]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let config = StreamsConfig::from_properties_str(&format!(
+        "application.id={}\nbootstrap.servers={bootstrap}\ncommit.interval.ms=100\n\
+         production.exception.handler=com.example.streams.OversizedAside\nstate.dir={}\n",
+        unique_name("aside-app"),
+        dir.path().display()
+    ))
+    .unwrap()
+    .register_production_exception_handler(
+        "OversizedAside",
+        std::sync::Arc::new(OversizedAside {
+            aside: aside.clone(),
+            seen: seen.clone(),
+        }),
+    );
+    let mut app = upper_case_app(config, &input, &output);
+    app.start().unwrap();
+    // One at a time: the broker refuses a whole batch that is too large,
+    // and librdkafka, unlike Java's producer, does not split it.
+    produce(&bootstrap, &input, 0, "none", &["small".to_string()]);
+    read_committed(&bootstrap, &output, 1, Duration::from_secs(60));
+    produce(&bootstrap, &input, 0, "none", &["x".repeat(5_000)]);
+    let set_aside = read_committed(&bootstrap, &aside, 1, Duration::from_secs(60));
+    produce(&bootstrap, &input, 0, "none", &["after".to_string()]);
+    let kept = read_committed(&bootstrap, &output, 2, Duration::from_secs(60));
+    assert!(app.errors().is_empty(), "{:?}", app.errors());
+    assert_ne!(app.state(), State::Error);
+    assert!(app.close(Duration::from_secs(30)));
+    assert_eq!(kept, ["SMALL", "AFTER"]);
+    assert_eq!(set_aside, ["5000 bytes"]);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(seen[0].starts_with("MSG_SIZE_TOO_LARGE 0_0 "), "{seen:?}");
+    assert!(seen[0].ends_with(" Some(0)"), "{seen:?}");
 }
 
 /// Kafka 4's `auto.offset.reset=by_duration:PT1H` (KIP-1106), which

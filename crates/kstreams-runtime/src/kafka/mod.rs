@@ -28,6 +28,7 @@ mod partition_group;
 mod queries;
 mod rebalance_listener;
 mod record_collector;
+mod refusals;
 mod repartition_purge;
 mod restore_progress;
 mod slice_clock;
@@ -133,6 +134,20 @@ pub enum RuntimeError {
         /// Its partition.
         partition: i32,
         /// Why.
+        source: ClientError,
+    },
+    /// The producer could not write an output record and the production
+    /// exception handler answered FAIL (or could not resume, or panicked).
+    #[error(
+        "a record to {topic}-{partition} could not be produced: {source} (the production \
+         exception handler failed)"
+    )]
+    ProductionFailed {
+        /// The record's topic.
+        topic: String,
+        /// Its partition (-1 if none was chosen).
+        partition: i32,
+        /// Why it could not be produced.
         source: ClientError,
     },
     /// Source topics that do not exist.
@@ -268,24 +283,10 @@ impl RuntimeError {
     /// producer's `RetriableException`s), and the task is revived from its
     /// last commit (`TaskCorruptedException`) instead of the thread failing.
     pub fn is_retriable_production(&self) -> bool {
-        use rdkafka::types::RDKafkaErrorCode;
         let RuntimeError::Production { source, .. } = self else {
             return false;
         };
-        matches!(
-            source.code(),
-            Some(
-                RDKafkaErrorCode::MessageTimedOut
-                    | RDKafkaErrorCode::RequestTimedOut
-                    | RDKafkaErrorCode::NotEnoughReplicas
-                    | RDKafkaErrorCode::NotEnoughReplicasAfterAppend
-                    | RDKafkaErrorCode::LeaderNotAvailable
-                    | RDKafkaErrorCode::NotLeaderForPartition
-                    | RDKafkaErrorCode::NetworkException
-                    | RDKafkaErrorCode::BrokerTransportFailure
-                    | RDKafkaErrorCode::KafkaStorageError
-            )
-        )
+        source.code().is_some_and(refusals::retriable)
     }
 }
 

@@ -5,16 +5,16 @@
 
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kstreams_dsl::__private::ProducedRecord;
-use kstreams_record::partition_for_key;
+use kstreams_dsl::TaskId;
+use kstreams_record::{partition_for_key, Headers};
 use kstreams_state::TopicPartition;
 use rdkafka::consumer::ConsumerGroupMetadata;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{DeliveryResult, Message};
+use rdkafka::message::{BorrowedMessage, DeliveryResult, Headers as _, Message};
 use rdkafka::producer::{BaseProducer, Producer, ProducerContext};
 use rdkafka::{ClientContext, TopicPartitionList};
 use rustc_hash::FxHashMap;
@@ -24,8 +24,10 @@ use super::config::ProcessingGuarantee;
 use super::ffi::{Outgoing, TopicHandle};
 use super::outbox::Outbox;
 use super::partition_counts::PartitionCounts;
+use super::refusals::{self, Origins, Refusal, Refused};
 use super::spare_buffers::SpareBuffers;
 use super::RuntimeError;
+use crate::handlers::{DeadLetterRecord, ProductionExceptionHandler};
 use crate::kafka::client_error::ClientResult;
 
 /// How long a transaction step or a flush may take.
@@ -60,71 +62,67 @@ impl ReportPause {
     }
 }
 
-/// The producer's context: remembers the first failed delivery, for the
-/// loop to act on, and the acknowledged changelog offsets.
+/// The producer's context: remembers the first failure that fails the
+/// thread, the refused output records for the production handler, and the
+/// acknowledged changelog offsets.
 #[derive(Default)]
 pub(crate) struct DeliveryContext {
-    /// The first refusal: the partition's topic and number, and why.
+    /// The first failure no handler is asked about (a changelog record or
+    /// a handler's own record refused, a fatal error): the partition's
+    /// topic and number, and why.
     failure: Mutex<Option<(String, i32, KafkaError)>>,
+    /// Output records refused since the thread last looked, in order.
+    refused: Mutex<Vec<Refused>>,
     /// Offset of the last acknowledged record per changelog partition, for
     /// the tasks' checkpoints. By topic, then partition, so that a report
     /// finds its entry by the borrowed topic name: no allocation per
     /// acknowledged changelog record.
     changelog_offsets: Mutex<FxHashMap<String, FxHashMap<i32, i64>>>,
-    /// `production.exception.handler` says continue: a refused output
-    /// record is logged and counted, not fatal. Changelog records and
-    /// exactly-once transactions always fail hard: losing them loses state.
-    continue_on_failure: bool,
-    /// Output records dropped under that handler.
-    dropped: AtomicU64,
 }
 
 impl DeliveryContext {
-    /// A context that fails on refused records unless `continue_on_failure`.
-    pub(super) fn new(continue_on_failure: bool) -> Self {
-        Self {
-            continue_on_failure,
-            ..Self::default()
-        }
+    /// Notes an acknowledged changelog record.
+    fn acknowledged(&self, topic: &str, partition: i32, offset: i64) {
+        let mut offsets = self
+            .changelog_offsets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let partitions = match offsets.get_mut(topic) {
+            Some(partitions) => partitions,
+            None => offsets.entry(topic.to_string()).or_default(),
+        };
+        let last = partitions.entry(partition).or_insert(-1);
+        *last = (*last).max(offset);
     }
 
-    /// Notes one delivery report: `Ok(offset)` or the broker's refusal.
-    fn delivered(
-        &self,
-        topic: &str,
-        partition: i32,
-        changelog: bool,
-        result: Result<i64, &KafkaError>,
-    ) {
-        match result {
-            Ok(offset) if changelog => {
-                let mut offsets = self
-                    .changelog_offsets
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner());
-                let partitions = match offsets.get_mut(topic) {
-                    Some(partitions) => partitions,
-                    None => offsets.entry(topic.to_string()).or_default(),
-                };
-                let last = partitions.entry(partition).or_insert(-1);
-                *last = (*last).max(offset);
+    /// Notes a failure that fails the thread (the first one is kept).
+    fn failed(&self, topic: &str, partition: i32, error: &KafkaError) {
+        // Not an error log: the thread fails with it, and says so once.
+        log::debug!("could not produce to {topic}-{partition}: {error}");
+        self.failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert_with(|| (topic.to_string(), partition, error.clone()));
+    }
+
+    /// Notes a refused record of kind `sent`: an output record's refusal
+    /// waits for the production handler unless it is fatal; any other
+    /// record's refusal fails the thread (losing a changelog record loses
+    /// state; a handler's own record is not handed back to it).
+    fn refused(&self, sent: usize, error: &KafkaError, refusal: impl FnOnce() -> Refused) {
+        let kind = sent & SENT_KIND_MASK;
+        let refusal = refusal();
+        match error.rdkafka_error_code().map(Refusal::of) {
+            Some(Refusal::Purged) => {
+                log::debug!("a record for {} purged: {error}", refusal.topic);
             }
-            Ok(_) => {}
-            Err(error) if self.continue_on_failure && !changelog => {
-                log::warn!(
-                    "dropping a record the broker refused for {topic}-{partition}: {error} \
-                     (production.exception.handler: continue)"
-                );
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(error) => {
-                // Not an error log: the thread fails with it, and says so once.
-                log::debug!("could not produce to {topic}-{partition}: {error}");
-                self.failure
+            Some(Refusal::Handled) if kind == Sent::Output as usize => {
+                self.refused
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .get_or_insert_with(|| (topic.to_string(), partition, error.clone()));
+                    .push(refusal);
             }
+            _ => self.failed(&refusal.topic, refusal.partition.unwrap_or(-1), error),
         }
     }
 
@@ -147,8 +145,9 @@ impl DeliveryContext {
 
 impl ClientContext for DeliveryContext {}
 
-/// What a sent record is, carried to its delivery report as the report's
-/// opaque value: an acknowledged output record needs nothing done, so its
+/// What a sent record is, carried to its delivery report in the low bits
+/// of the report's opaque value (an output record's [`Origins`] index
+/// above them): an acknowledged output record needs nothing done, so its
 /// report is not even asked for its topic (rust-rdkafka checks the name as
 /// UTF-8 on every ask, a measurable share of a pass-through's stream
 /// thread: BENCHMARKS.md, "Producer: delivery reports").
@@ -156,7 +155,12 @@ impl ClientContext for DeliveryContext {}
 enum Sent {
     Output = 0,
     Changelog = 1,
+    /// A dead-letter record the production handler asked for.
+    HandlerRecord = 2,
 }
+
+const SENT_KIND_BITS: u32 = 2;
+const SENT_KIND_MASK: usize = (1 << SENT_KIND_BITS) - 1;
 
 impl Sent {
     fn of(topic: &str) -> Sent {
@@ -173,19 +177,37 @@ impl ProducerContext for DeliveryContext {
     type DeliveryOpaque = usize;
 
     fn delivery(&self, result: &DeliveryResult<'_>, sent: usize) {
-        let changelog = sent == Sent::Changelog as usize;
         match result {
-            Ok(_) if !changelog => {}
-            Ok(message) => self.delivered(
-                message.topic(),
-                message.partition(),
-                changelog,
-                Ok(message.offset()),
-            ),
+            Ok(message) if sent == Sent::Changelog as usize => {
+                self.acknowledged(message.topic(), message.partition(), message.offset())
+            }
+            Ok(_) => {}
             Err((error, message)) => {
-                self.delivered(message.topic(), message.partition(), changelog, Err(error))
+                self.refused(sent, error, || refused_record(sent, message, error))
             }
         }
+    }
+}
+
+/// A refused record, copied out of its delivery report.
+fn refused_record(sent: usize, message: &BorrowedMessage<'_>, error: &KafkaError) -> Refused {
+    let mut headers = Headers::new();
+    if let Some(borrowed) = message.headers() {
+        for header in borrowed.iter() {
+            headers.add(header.key, header.value.map(<[u8]>::to_vec));
+        }
+    }
+    Refused {
+        origin: sent >> SENT_KIND_BITS,
+        topic: message.topic().to_string(),
+        partition: Some(message.partition()),
+        key: message.key().map(<[u8]>::to_vec),
+        value: message.payload().map(<[u8]>::to_vec),
+        timestamp: message.timestamp().to_millis().unwrap_or(-1),
+        headers,
+        code: error
+            .rdkafka_error_code()
+            .unwrap_or(RDKafkaErrorCode::Unknown),
     }
 }
 
@@ -202,6 +224,23 @@ pub(crate) struct RecordCollector {
     sinks: SinkTopics,
     /// The byte buffers of the records sent, for the next poll's copies.
     spare: SpareBuffers,
+    /// Decides about output records that cannot be written.
+    handler: Arc<dyn ProductionExceptionHandler>,
+    /// The tasks and sinks output records came from.
+    origins: Origins,
+    /// Tasks whose records were dropped on the handler's word before being
+    /// queued (a sink topic that does not exist), for their counts.
+    dropped: Vec<TaskId>,
+}
+
+/// What the production handler's answers since the last look ask of the
+/// thread (its RETRY and FAIL are errors).
+#[derive(Debug, Default)]
+pub(super) struct Deliveries {
+    /// The task of each record dropped, for its dropped-records count.
+    pub(super) dropped: Vec<TaskId>,
+    /// Whether dead letters were sent (a flush waits for them too).
+    dead_letters_sent: bool,
 }
 
 /// A topic records are sent to: librdkafka's handle, the kind of topic,
@@ -258,6 +297,7 @@ impl RecordCollector {
     pub(super) fn new(
         producer: Arc<BaseProducer<DeliveryContext>>,
         guarantee: ProcessingGuarantee,
+        handler: Arc<dyn ProductionExceptionHandler>,
     ) -> Self {
         Self {
             partition_counts: Rc::new(PartitionCounts::new(Arc::clone(&producer))),
@@ -266,6 +306,9 @@ impl RecordCollector {
             in_transaction: false,
             sinks: SinkTopics::default(),
             spare: SpareBuffers::default(),
+            handler,
+            origins: Origins::default(),
+            dropped: Vec::new(),
         }
     }
 
@@ -279,20 +322,27 @@ impl RecordCollector {
     /// way a record reaches the producer. On an error the rest of the
     /// outbox is dropped (the thread ends, or rewinds to its last commit).
     pub(super) fn send_outbox(&mut self, outbox: &mut Outbox) -> Result<(), RuntimeError> {
-        outbox.drain_into(|record| self.send(record))
+        outbox.drain_into(|task, record| self.send(task, record, None))
     }
 
-    /// Sends one record. A record keyed for partitioning gets Java's
-    /// murmur2 partition of its key (bytes `..partition_key_len`), as Kafka
-    /// Streams' default partitioner; a full local queue is waited out.
+    /// Sends one record of `task` (`None` for a changelog record), as
+    /// `kind` if given, else as what its topic is. A record keyed for
+    /// partitioning gets Java's murmur2 partition of its key (bytes
+    /// `..partition_key_len`), as Kafka Streams' default partitioner; a
+    /// full local queue is waited out.
     ///
-    /// A topic that does not exist fails the send with
-    /// [`RuntimeError::MissingSinkTopic`] before anything is queued (the
-    /// thread retries from its last commit), or, under
-    /// `production.exception.handler` continue, the record is dropped:
-    /// librdkafka would otherwise hold it until `message.timeout.ms`.
-    fn send(&mut self, record: ProducedRecord) -> Result<(), RuntimeError> {
+    /// A record librdkafka will not queue (its topic does not exist, it is
+    /// too large, ...) goes to the production handler at once
+    /// ([`RecordCollector::refused_at_send`]): nothing was sent, so even
+    /// under exactly-once the transaction goes on if the handler resumes.
+    fn send(
+        &mut self,
+        task: Option<TaskId>,
+        record: ProducedRecord,
+        kind: Option<Sent>,
+    ) -> Result<(), RuntimeError> {
         let index = self.sinks.index(&record.topic, &self.producer)?;
+        let topic_kind = self.sinks.topics[index].sent;
         // Changelogs are created by start(): no check, and no metadata
         // request for a record whose partition is given.
         let count = match self.sinks.topics[index] {
@@ -307,18 +357,14 @@ impl RecordCollector {
             _ => Some(self.partition_count(&record.topic)),
         };
         let count = match count.transpose() {
-            Err(RuntimeError::MissingSinkTopic { topic })
-                if self.producer.context().continue_on_failure =>
-            {
-                log::warn!(
-                    "dropping a record for sink topic {topic}, which does not exist \
-                     (production.exception.handler: continue); create the topic to keep them"
-                );
-                self.producer
-                    .context()
-                    .dropped
-                    .fetch_add(1, Ordering::Relaxed);
-                return Ok(());
+            Err(RuntimeError::MissingSinkTopic { topic }) => {
+                return self.refused_at_send(
+                    (task, kind.unwrap_or(topic_kind)),
+                    record,
+                    None,
+                    RDKafkaErrorCode::UnknownTopicOrPartition,
+                    Some(topic),
+                )
             }
             other => other?,
         };
@@ -329,6 +375,16 @@ impl RecordCollector {
             Some(count) => Ok(count),
             None => self.partition_count(topic),
         })?;
+        let opaque = match (kind, topic_kind, task) {
+            (Some(kind), _, _) => kind as usize,
+            (None, Sent::Output, Some(task)) => {
+                let origin = self.origins.index(task, record.sink.as_ref());
+                Sent::Output as usize | origin << SENT_KIND_BITS
+            }
+            // An output of no task (none is made): its refusal fails.
+            (None, Sent::Output, None) => Sent::HandlerRecord as usize,
+            (None, kind, _) => kind as usize,
+        };
         let sink = &self.sinks.topics[index];
         let outgoing = Outgoing {
             partition,
@@ -336,7 +392,7 @@ impl RecordCollector {
             value: record.value.as_deref(),
             timestamp: record.timestamp,
             headers: &record.headers,
-            opaque: sink.sent as usize,
+            opaque,
         };
         let mut pause = ReportPause::new();
         loop {
@@ -353,7 +409,10 @@ impl RecordCollector {
                         pause.sleep();
                     }
                 }
-                Err(code) => return Err(RuntimeError::client(KafkaError::MessageProduction(code))),
+                Err(code) => {
+                    let sent = (task, kind.unwrap_or(topic_kind));
+                    return self.refused_at_send(sent, record, partition, code, None);
+                }
             }
         }
         if let Some(key) = record.key {
@@ -363,6 +422,71 @@ impl RecordCollector {
             self.spare.keep_value(value);
         }
         Ok(())
+    }
+
+    /// A record librdkafka would not queue, with `code`: an output record
+    /// goes to the production handler now (dropped, or its dead letters
+    /// written, on its word), unless the error is fatal. A missing topic
+    /// the handler retries is [`RuntimeError::MissingSinkTopic`] (the
+    /// thread retries from its last commit after a pause, until the topic
+    /// is created); any other record's refusal fails.
+    fn refused_at_send(
+        &mut self,
+        (task, kind): (Option<TaskId>, Sent),
+        record: ProducedRecord,
+        partition: Option<i32>,
+        code: RDKafkaErrorCode,
+        missing_topic: Option<String>,
+    ) -> Result<(), RuntimeError> {
+        let fail = |missing_topic: Option<String>| match missing_topic {
+            Some(topic) => RuntimeError::MissingSinkTopic { topic },
+            None => RuntimeError::client(KafkaError::MessageProduction(code)),
+        };
+        let task = match (task, kind) {
+            (Some(task), Sent::Output) if Refusal::of(code) == Refusal::Handled => task,
+            _ => return Err(fail(missing_topic)),
+        };
+        let refusal = Refused {
+            origin: self.origins.index(task, record.sink.as_ref()),
+            topic: record.topic.to_string(),
+            partition,
+            key: record.key,
+            value: record.value,
+            timestamp: record.timestamp,
+            headers: record.headers,
+            code,
+        };
+        let verdicts = match refusals::judge(&*self.handler, &self.origins, vec![refusal], false) {
+            Ok(verdicts) => verdicts,
+            // A RETRY of a missing topic: the thread waits for it.
+            Err(error) if error.is_retriable_production() && missing_topic.is_some() => {
+                return Err(fail(missing_topic));
+            }
+            Err(error) => return Err(error),
+        };
+        self.dropped.extend(verdicts.dropped);
+        self.send_dead_letters(verdicts.dead_letters)?;
+        Ok(())
+    }
+
+    /// Sends the records the production handler asked for; their refusal
+    /// fails the thread (they are not handed back to the handler).
+    fn send_dead_letters(&mut self, records: Vec<DeadLetterRecord>) -> Result<usize, RuntimeError> {
+        let sent = records.len();
+        for record in records {
+            let record = ProducedRecord {
+                topic: Arc::from(record.topic),
+                partition: record.partition,
+                partition_key_len: None,
+                key: record.key,
+                value: record.value,
+                timestamp: record.timestamp,
+                headers: record.headers,
+                sink: None,
+            };
+            self.send(None, record, Some(Sent::HandlerRecord))?;
+        }
+        Ok(sent)
     }
 
     /// The partition count of `topic`, from the producer's metadata on first
@@ -381,35 +505,88 @@ impl RecordCollector {
         self.producer.poll(Duration::ZERO);
     }
 
-    /// Fails with the first refused delivery. Under at-least-once the
-    /// failure stays: the thread fails and commits nothing more.
-    /// Exactly-once aborts and goes on, so the failure is taken.
-    pub(super) fn check_deliveries(&self) -> Result<(), RuntimeError> {
-        let mut failure = self
-            .producer
-            .context()
-            .failure
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let failure = match self.guarantee {
-            ProcessingGuarantee::AtLeastOnce => failure.clone(),
-            ProcessingGuarantee::ExactlyOnceV2 => failure.take(),
-        };
-        match failure {
-            Some((topic, partition, source)) => Err(RuntimeError::Production {
-                topic,
-                partition,
-                source: ClientError::new(source),
-            }),
-            None => Ok(()),
+    /// Acts on the delivery reports served so far: fails with the first
+    /// failure no handler is asked about, else hands the refused output
+    /// records to the production handler and writes the dead letters it
+    /// asks for. Under at-least-once a failure stays: the thread fails and
+    /// commits nothing more. Exactly-once aborts and goes on, so the
+    /// failure is taken.
+    pub(super) fn check_deliveries(&mut self) -> Result<Deliveries, RuntimeError> {
+        {
+            let mut failure = self
+                .producer
+                .context()
+                .failure
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            let failure = match self.guarantee {
+                ProcessingGuarantee::AtLeastOnce => failure.clone(),
+                ProcessingGuarantee::ExactlyOnceV2 => failure.take(),
+            };
+            if let Some((topic, partition, source)) = failure {
+                return Err(RuntimeError::Production {
+                    topic,
+                    partition,
+                    source: ClientError::new(source),
+                });
+            }
         }
+        let refused = std::mem::take(
+            &mut *self
+                .producer
+                .context()
+                .refused
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        );
+        let mut deliveries = Deliveries {
+            dropped: std::mem::take(&mut self.dropped),
+            ..Deliveries::default()
+        };
+        if refused.is_empty() {
+            return Ok(deliveries);
+        }
+        let exactly_once = self.guarantee == ProcessingGuarantee::ExactlyOnceV2;
+        let verdicts = refusals::judge(&*self.handler, &self.origins, refused, exactly_once)
+            .inspect_err(|error| {
+                // At-least-once keeps it, as any delivery failure.
+                if let (
+                    false,
+                    RuntimeError::Production {
+                        topic,
+                        partition,
+                        source,
+                    }
+                    | RuntimeError::ProductionFailed {
+                        topic,
+                        partition,
+                        source,
+                    },
+                ) = (exactly_once, error)
+                {
+                    self.producer
+                        .context()
+                        .failed(topic, *partition, source.kafka());
+                }
+            })?;
+        deliveries.dropped.extend(verdicts.dropped);
+        deliveries.dead_letters_sent = self.send_dead_letters(verdicts.dead_letters)? > 0;
+        Ok(deliveries)
     }
 
-    /// Waits until every record sent is acknowledged (or refused), then
-    /// fails with the first refusal.
-    pub(super) fn flush(&self) -> Result<(), RuntimeError> {
-        self.wait_for_acknowledgements(PRODUCER_TIMEOUT)?;
-        self.check_deliveries()
+    /// Waits until every record sent is acknowledged (or refused), and acts
+    /// on the reports ([`RecordCollector::check_deliveries`]); dead letters
+    /// the handler wrote are waited for too.
+    pub(super) fn flush(&mut self) -> Result<Deliveries, RuntimeError> {
+        let mut all = Deliveries::default();
+        loop {
+            self.wait_for_acknowledgements(PRODUCER_TIMEOUT)?;
+            let deliveries = self.check_deliveries()?;
+            all.dropped.extend(deliveries.dropped);
+            if !deliveries.dead_letters_sent {
+                return Ok(all);
+            }
+        }
     }
 
     /// `Producer::flush` without its waits. rust-rdkafka's flush serves
@@ -507,6 +684,17 @@ impl RecordCollector {
                 .take();
             if let Some((topic, partition, error)) = failed {
                 log::debug!("aborted with a failed record for {topic}-{partition}: {error}");
+            }
+            let refused = std::mem::take(
+                &mut *self
+                    .producer
+                    .context()
+                    .refused
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()),
+            );
+            if !refused.is_empty() {
+                log::debug!("aborted with {} refused records", refused.len());
             }
         }
     }
@@ -608,15 +796,57 @@ fn target_partition(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handlers::{
+        DefaultProductionExceptionHandler, LogAndContinueProductionExceptionHandler,
+    };
     use rdkafka::ClientConfig;
 
     fn collector(guarantee: ProcessingGuarantee) -> RecordCollector {
+        collector_with(
+            guarantee,
+            Arc::new(DefaultProductionExceptionHandler::default()),
+        )
+    }
+
+    fn collector_with(
+        guarantee: ProcessingGuarantee,
+        handler: Arc<dyn ProductionExceptionHandler>,
+    ) -> RecordCollector {
         // Nothing listens there: records stay queued, nothing is delivered.
         let producer = ClientConfig::new()
             .set("bootstrap.servers", "127.0.0.1:1")
-            .create_with_context(DeliveryContext::new(false))
+            .create_with_context(DeliveryContext::default())
             .unwrap();
-        RecordCollector::new(Arc::new(producer), guarantee)
+        RecordCollector::new(Arc::new(producer), guarantee, handler)
+    }
+
+    const TASK: TaskId = TaskId {
+        subtopology: 0,
+        partition: 4,
+    };
+
+    /// A refusal of an output record of [`TASK`] as librdkafka reports it.
+    fn refuse_output(collector: &mut RecordCollector, code: RDKafkaErrorCode) {
+        let origin = collector.origins.index(TASK, None);
+        let sent = Sent::Output as usize | origin << SENT_KIND_BITS;
+        refuse(collector, sent, "output", code);
+    }
+
+    fn refuse(collector: &RecordCollector, sent: usize, topic: &str, code: RDKafkaErrorCode) {
+        let error = KafkaError::MessageProduction(code);
+        collector
+            .producer
+            .context()
+            .refused(sent, &error, || Refused {
+                origin: sent >> SENT_KIND_BITS,
+                topic: topic.to_string(),
+                partition: Some(0),
+                key: None,
+                value: Some(b"v".to_vec()),
+                timestamp: 1,
+                headers: Headers::new(),
+                code,
+            });
     }
 
     #[test]
@@ -631,10 +861,13 @@ mod tests {
             .set("bootstrap.servers", cluster.bootstrap_servers())
             .set("queue.buffering.max.messages", "1")
             .set("linger.ms", "0")
-            .create_with_context(DeliveryContext::new(false))
+            .create_with_context(DeliveryContext::default())
             .unwrap();
-        let mut collector =
-            RecordCollector::new(Arc::new(producer), ProcessingGuarantee::AtLeastOnce);
+        let mut collector = RecordCollector::new(
+            Arc::new(producer),
+            ProcessingGuarantee::AtLeastOnce,
+            Arc::new(DefaultProductionExceptionHandler::default()),
+        );
         let mut outbox = Outbox::default();
         outbox.extend((0..50).map(|i| ProducedRecord {
             topic: "changelog-full-changelog".into(),
@@ -658,11 +891,10 @@ mod tests {
 
     #[test]
     fn changelog_acknowledgements_keep_the_highest_offset_per_partition() {
-        let context = DeliveryContext::new(false);
-        context.delivered("app-store-changelog", 0, true, Ok(7));
-        context.delivered("app-store-changelog", 0, true, Ok(5));
-        context.delivered("app-store-changelog", 1, true, Ok(2));
-        context.delivered("output", 0, false, Ok(99));
+        let context = DeliveryContext::default();
+        context.acknowledged("app-store-changelog", 0, 7);
+        context.acknowledged("app-store-changelog", 0, 5);
+        context.acknowledged("app-store-changelog", 1, 2);
         let offsets = context.changelog_offsets();
         assert_eq!(offsets.len(), 2);
         assert_eq!(offsets[&TopicPartition::new("app-store-changelog", 0)], 7);
@@ -670,36 +902,54 @@ mod tests {
     }
 
     #[test]
-    fn a_refused_output_fails_unless_the_handler_continues_but_a_changelog_always_fails() {
-        let refused = KafkaError::MessageProduction(RDKafkaErrorCode::MessageSizeTooLarge);
-        let continuing = DeliveryContext::new(true);
-        continuing.delivered("output", 0, false, Err(&refused));
-        assert!(continuing.failure.lock().unwrap().is_none());
-        assert_eq!(continuing.dropped.load(Ordering::Relaxed), 1);
-        continuing.delivered("app-store-changelog", 0, true, Err(&refused));
-        assert!(continuing.failure.lock().unwrap().is_some());
+    fn a_refused_output_goes_to_the_handler_but_a_changelog_always_fails() {
+        let mut continuing = collector_with(
+            ProcessingGuarantee::AtLeastOnce,
+            Arc::new(LogAndContinueProductionExceptionHandler::default()),
+        );
+        refuse_output(&mut continuing, RDKafkaErrorCode::MessageSizeTooLarge);
+        let deliveries = continuing.check_deliveries().unwrap();
+        assert_eq!(deliveries.dropped, [TASK]);
+        assert!(continuing.check_deliveries().unwrap().dropped.is_empty());
+        refuse(
+            &continuing,
+            Sent::Changelog as usize,
+            "app-store-changelog",
+            RDKafkaErrorCode::MessageSizeTooLarge,
+        );
+        assert!(continuing.check_deliveries().is_err());
 
-        let failing = DeliveryContext::new(false);
-        failing.delivered("output", 0, false, Err(&refused));
-        assert!(failing.failure.lock().unwrap().is_some());
+        // A fatal error is never the handler's to decide.
+        let mut continuing = collector_with(
+            ProcessingGuarantee::AtLeastOnce,
+            Arc::new(LogAndContinueProductionExceptionHandler::default()),
+        );
+        refuse_output(&mut continuing, RDKafkaErrorCode::TopicAuthorizationFailed);
+        assert!(continuing.check_deliveries().is_err());
+
+        let mut failing = collector(ProcessingGuarantee::AtLeastOnce);
+        refuse_output(&mut failing, RDKafkaErrorCode::MessageSizeTooLarge);
+        assert!(failing.check_deliveries().is_err());
+        let mut retrying = collector(ProcessingGuarantee::AtLeastOnce);
+        refuse_output(&mut retrying, RDKafkaErrorCode::MessageTimedOut);
+        assert!(retrying
+            .check_deliveries()
+            .unwrap_err()
+            .is_retriable_production());
     }
 
     #[test]
     fn at_least_once_keeps_a_delivery_failure_and_exactly_once_takes_it() {
-        let refused = KafkaError::MessageProduction(RDKafkaErrorCode::MessageSizeTooLarge);
         for (guarantee, sticky) in [
             (ProcessingGuarantee::AtLeastOnce, true),
             (ProcessingGuarantee::ExactlyOnceV2, false),
         ] {
-            let collector = collector(guarantee);
+            let mut collector = collector(guarantee);
             assert!(collector.check_deliveries().is_ok());
-            collector
-                .producer
-                .context()
-                .delivered("output", 0, false, Err(&refused));
+            refuse_output(&mut collector, RDKafkaErrorCode::MessageSizeTooLarge);
             assert!(matches!(
                 collector.check_deliveries(),
-                Err(RuntimeError::Production { topic, partition: 0, .. }) if topic == "output"
+                Err(RuntimeError::ProductionFailed { topic, partition: 0, .. }) if topic == "output"
             ));
             assert_eq!(
                 collector.check_deliveries().is_err(),
@@ -711,16 +961,75 @@ mod tests {
 
     #[test]
     fn an_abort_forgets_the_failed_records_of_its_transaction() {
-        let refused = KafkaError::MessageProduction(RDKafkaErrorCode::PurgeQueue);
         let mut collector = collector(ProcessingGuarantee::ExactlyOnceV2);
         collector.in_transaction = true;
-        collector
-            .producer
-            .context()
-            .delivered("output", 0, false, Err(&refused));
+        refuse_output(&mut collector, RDKafkaErrorCode::MessageSizeTooLarge);
+        refuse(
+            &collector,
+            Sent::Changelog as usize,
+            "app-store-changelog",
+            RDKafkaErrorCode::MessageSizeTooLarge,
+        );
+        // Records an abort purges are no failure of their own.
+        refuse(
+            &collector,
+            Sent::Changelog as usize,
+            "app-store-changelog",
+            RDKafkaErrorCode::PurgeQueue,
+        );
         collector.abort_if_in_transaction();
         assert!(!collector.in_transaction);
         assert!(collector.check_deliveries().is_ok());
+    }
+
+    #[test]
+    fn a_missing_sink_topic_is_dropped_or_retried_as_the_handler_says() {
+        let record = || ProducedRecord {
+            topic: "no-such-topic".into(),
+            partition: None,
+            partition_key_len: None,
+            key: None,
+            value: Some(b"v".to_vec()),
+            timestamp: 1,
+            headers: Headers::new(),
+            sink: Some(Rc::from("to-missing")),
+        };
+        let missing = |collector: &mut RecordCollector| {
+            collector.refused_at_send(
+                (Some(TASK), Sent::Output),
+                record(),
+                None,
+                RDKafkaErrorCode::UnknownTopicOrPartition,
+                Some("no-such-topic".to_string()),
+            )
+        };
+        let mut continuing = collector_with(
+            ProcessingGuarantee::ExactlyOnceV2,
+            Arc::new(LogAndContinueProductionExceptionHandler::default()),
+        );
+        // Nothing was sent: even a transaction goes on without the record.
+        missing(&mut continuing).unwrap();
+        assert_eq!(continuing.check_deliveries().unwrap().dropped, [TASK]);
+
+        let mut retrying = collector(ProcessingGuarantee::AtLeastOnce);
+        assert!(matches!(
+            missing(&mut retrying),
+            Err(RuntimeError::MissingSinkTopic { topic }) if topic == "no-such-topic"
+        ));
+        // A changelog's topic is never the handler's to drop.
+        let mut continuing = collector_with(
+            ProcessingGuarantee::AtLeastOnce,
+            Arc::new(LogAndContinueProductionExceptionHandler::default()),
+        );
+        assert!(continuing
+            .refused_at_send(
+                (Some(TASK), Sent::Changelog),
+                record(),
+                None,
+                RDKafkaErrorCode::UnknownTopicOrPartition,
+                Some("no-such-topic".to_string()),
+            )
+            .is_err());
     }
 
     #[test]

@@ -358,7 +358,9 @@ impl TaskManager {
         self.async_side.take_ready();
         for entry in self.tasks.values_mut() {
             if entry.task.apply_async_completions()? > 0 {
-                entry.task.drain_output_into(outbox.records());
+                entry
+                    .task
+                    .drain_output_into(outbox.task_records(entry.task.id()));
             }
         }
         outbox.extend(self.creator.changelog().drain());
@@ -371,6 +373,15 @@ impl TaskManager {
             subtopology: self.sources.subtopology_of(topic)?,
             partition,
         })
+    }
+
+    /// Counts a record of task `id` dropped after it left the task (the
+    /// production handler resumed after its refusal); nothing if the task
+    /// is gone meanwhile.
+    pub(super) fn count_dropped(&self, id: TaskId) {
+        if let Some(entry) = self.tasks.get(&id) {
+            entry.task.metrics().dropped.inc();
+        }
     }
 
     /// The ids of the tasks, in no particular order.
@@ -885,7 +896,9 @@ impl TaskManager {
                     .take_progress()
                     .map(|(topic, partition, next)| (TopicPartition::new(topic, partition), next)),
             );
-            entry.task.drain_output_into(outbox.records());
+            entry
+                .task
+                .drain_output_into(outbox.task_records(entry.task.id()));
         }
         outbox.extend(self.creator.changelog().drain());
         Ok(more)
@@ -904,7 +917,9 @@ impl TaskManager {
     pub(super) fn punctuate(&mut self, now: i64, outbox: &mut Outbox) -> Result<(), RuntimeError> {
         for entry in self.tasks.values_mut() {
             entry.task.advance_wall_clock(now)?;
-            entry.task.drain_output_into(outbox.records());
+            entry
+                .task
+                .drain_output_into(outbox.task_records(entry.task.id()));
         }
         outbox.extend(self.creator.changelog().drain());
         Ok(())
@@ -926,7 +941,9 @@ impl TaskManager {
     pub(super) fn flush(&mut self, outbox: &mut Outbox) -> Result<(), RuntimeError> {
         for entry in self.tasks.values_mut() {
             entry.task.flush()?;
-            entry.task.drain_output_into(outbox.records());
+            entry
+                .task
+                .drain_output_into(outbox.task_records(entry.task.id()));
         }
         outbox.extend(self.creator.changelog().drain());
         Ok(())

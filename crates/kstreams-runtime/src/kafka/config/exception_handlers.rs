@@ -1,35 +1,43 @@
 //! The exception handlers of the application's own, as the application
 //! sets them: given in code, or named by `default.deserialization.exception.handler`
-//! / `processing.exception.handler` among the handlers it registered.
+//! / `processing.exception.handler` / `production.exception.handler` among
+//! the handlers it registered.
 //! Values only: resolved by `KafkaStreams::start` (after the properties
 //! are read and the handlers registered) and when each task's config is
 //! made. A built-in handler's class name sets the
-//! built-in handling (`DeserializationHandling`, `ProcessingHandling`) and
+//! built-in handling (`DeserializationHandling`, `ProcessingHandling`,
+//! `ProductionHandling`) and
 //! drops any handler of the application's own chosen before.
 
 use std::sync::Arc;
 
 use super::registry::{Chosen, Registry};
 use super::ConfigError;
-use crate::handlers::{DeserializationExceptionHandler, ProcessingExceptionHandler};
+use crate::handlers::{
+    DeserializationExceptionHandler, ProcessingExceptionHandler, ProductionExceptionHandler,
+};
 
 /// Kafka Streams' keys.
 pub(super) const DESERIALIZATION_KEY: &str = "default.deserialization.exception.handler";
 pub(super) const PROCESSING_KEY: &str = "processing.exception.handler";
+pub(super) const PRODUCTION_KEY: &str = "production.exception.handler";
 
 /// What the application chose and registered.
 #[derive(Clone, Default, Debug)]
 pub(crate) struct ExceptionHandlers {
     deserialization: Option<Chosen<dyn DeserializationExceptionHandler>>,
     processing: Option<Chosen<dyn ProcessingExceptionHandler>>,
+    production: Option<Chosen<dyn ProductionExceptionHandler>>,
     registered_deserialization: Registry<dyn DeserializationExceptionHandler>,
     registered_processing: Registry<dyn ProcessingExceptionHandler>,
+    registered_production: Registry<dyn ProductionExceptionHandler>,
 }
 
 /// The handlers in force, resolved.
 pub(crate) struct ResolvedHandlers {
     pub(crate) deserialization: Option<Arc<dyn DeserializationExceptionHandler>>,
     pub(crate) processing: Option<Arc<dyn ProcessingExceptionHandler>>,
+    pub(crate) production: Option<Arc<dyn ProductionExceptionHandler>>,
 }
 
 impl ExceptionHandlers {
@@ -45,6 +53,21 @@ impl ExceptionHandlers {
         chosen: Option<Chosen<dyn ProcessingExceptionHandler>>,
     ) {
         self.processing = chosen;
+    }
+
+    pub(super) fn choose_production(
+        &mut self,
+        chosen: Option<Chosen<dyn ProductionExceptionHandler>>,
+    ) {
+        self.production = chosen;
+    }
+
+    pub(super) fn register_production(
+        &mut self,
+        name: String,
+        handler: Arc<dyn ProductionExceptionHandler>,
+    ) {
+        self.registered_production.register(name, handler);
     }
 
     pub(super) fn register_deserialization(
@@ -90,9 +113,22 @@ impl ExceptionHandlers {
                 )
             })
             .transpose()?;
+        let production = self
+            .production
+            .as_ref()
+            .map(|chosen| {
+                self.registered_production.resolve(
+                    chosen,
+                    PRODUCTION_KEY,
+                    "ProductionExceptionHandler",
+                    "register_production_exception_handler",
+                )
+            })
+            .transpose()?;
         Ok(ResolvedHandlers {
             deserialization,
             processing,
+            production,
         })
     }
 }
@@ -102,9 +138,11 @@ mod tests {
     use kstreams_dsl::StreamsError;
 
     use super::*;
-    use crate::handlers::{ErrorHandlerContext, Response};
+    use crate::handlers::{
+        ErrorHandlerContext, ProductionError, ProductionResponse, RefusedRecord, Response,
+    };
     use crate::kafka::StreamsConfig;
-    use crate::ProcessingHandling;
+    use crate::{ProcessingHandling, ProductionHandling};
 
     struct Resume;
 
@@ -117,6 +155,17 @@ mod tests {
     impl DeserializationExceptionHandler for Resume {
         fn handle_error(&self, _: &ErrorHandlerContext<'_>, _: &StreamsError) -> Response {
             Response::resume()
+        }
+    }
+
+    impl ProductionExceptionHandler for Resume {
+        fn handle_error(
+            &self,
+            _: &ErrorHandlerContext<'_>,
+            _: &RefusedRecord<'_>,
+            _: &ProductionError,
+        ) -> ProductionResponse {
+            ProductionResponse::resume()
         }
     }
 
@@ -139,6 +188,13 @@ mod tests {
             .register_deserialization_exception_handler("Resume", Arc::new(Resume));
         config.exception_handlers.resolve().unwrap();
         assert!(config.task_config().deserialization_handler.is_some());
+        // Kafka Streams 4.4 spells it without `default.`; the old name too.
+        for key in [PRODUCTION_KEY, "default.production.exception.handler"] {
+            let config = ported(key, "com.example.Resume")
+                .register_production_exception_handler("Resume", Arc::new(Resume));
+            config.exception_handlers.resolve().unwrap();
+            assert!(config.task_config().production_handler.is_some(), "{key}");
+        }
     }
 
     #[test]
@@ -175,5 +231,21 @@ mod tests {
         let task = config.task_config();
         assert!(task.processing_handler.is_none());
         assert_eq!(task.processing, ProcessingHandling::Continue);
+
+        let mut config = StreamsConfig::new("app", "localhost:9092")
+            .production_exception_handler(Arc::new(Resume));
+        config
+            .set(
+                PRODUCTION_KEY,
+                "org.apache.kafka.streams.errors.DefaultProductionExceptionHandler",
+            )
+            .unwrap();
+        let task = config.task_config();
+        assert!(task.production_handler.is_none());
+        assert_eq!(task.production, ProductionHandling::Fail);
+        let config = StreamsConfig::new("app", "localhost:9092")
+            .production_handling(ProductionHandling::Continue)
+            .production_exception_handler(Arc::new(Resume));
+        assert!(config.task_config().production_handler.is_some());
     }
 }

@@ -434,20 +434,29 @@ pub(super) static KEYS: &[ConfigKey] = &[
     ConfigKey::renamed(
         "production.exception.handler",
         "default.production.exception.handler",
-        "What is done with a record that cannot be produced: fail, or log and drop it.",
+        "What is done with a record that cannot be produced: fail (retrying what Kafka calls \
+         retriable), log and drop it, or a handler of the application's own registered under \
+         the name (StreamsConfig::register_production_exception_handler; a Java class name \
+         finds it by its last part).",
         |c, s| {
-            c.production = match s.class() {
+            // A built-in class sets the built-in handling; any other name
+            // is a handler the application registers, resolved at start.
+            let built_in = match s.class() {
                 "DefaultProductionExceptionHandler" | "LogAndFailProductionExceptionHandler" => {
-                    ProductionHandling::Fail
+                    Some(ProductionHandling::Fail)
                 }
-                "LogAndContinueProductionExceptionHandler" => ProductionHandling::Continue,
-                _ => {
-                    return Err(s.invalid(
-                        "DefaultProductionExceptionHandler or \
-                         LogAndContinueProductionExceptionHandler",
-                    ))
-                }
+                "LogAndContinueProductionExceptionHandler" => Some(ProductionHandling::Continue),
+                _ => None,
             };
+            match built_in {
+                Some(handling) => {
+                    c.production = handling;
+                    c.exception_handlers.choose_production(None);
+                }
+                None => c
+                    .exception_handlers
+                    .choose_production(Some(Chosen::Named(s.non_empty()?))),
+            }
             Ok(())
         },
     ),

@@ -23,7 +23,9 @@ use std::time::Duration;
 use kstreams_metrics::{MetricsRegistry, RecordingLevel};
 use kstreams_time::{FailOnInvalidTimestamp, TimestampExtractor};
 
-use crate::handlers::{DeserializationExceptionHandler, ProcessingExceptionHandler};
+use crate::handlers::{
+    DeserializationExceptionHandler, ProcessingExceptionHandler, ProductionExceptionHandler,
+};
 use crate::kafka::partition_group::MaxTaskIdle;
 use crate::{DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig};
 use registry::Chosen;
@@ -608,9 +610,67 @@ impl StreamsConfig {
     }
 
     /// What to do when a record cannot be written (serialization or the
-    /// broker refusing it).
+    /// broker refusing it), with a built-in handler.
     pub fn production_handling(mut self, handling: ProductionHandling) -> Self {
         self.production = handling;
+        self.exception_handlers.choose_production(None);
+        self
+    }
+
+    /// Hands output records that cannot be written (they do not serialize,
+    /// or the producer cannot write them) to `handler`, the application's
+    /// own (Kafka Streams' `production.exception.handler` set to a class):
+    /// see [`crate::handlers::ProductionExceptionHandler`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use kstreams_runtime::handlers::{
+    ///     ErrorHandlerContext, ProductionError, ProductionExceptionHandler, ProductionResponse,
+    ///     RefusedRecord,
+    /// };
+    /// use kstreams_runtime::kafka::StreamsConfig;
+    ///
+    /// /// Skips records the broker finds too large; retries what may pass later.
+    /// struct SkipOversized;
+    /// impl ProductionExceptionHandler for SkipOversized {
+    ///     fn handle_error(
+    ///         &self,
+    ///         _: &ErrorHandlerContext<'_>,
+    ///         _: &RefusedRecord<'_>,
+    ///         error: &ProductionError,
+    ///     ) -> ProductionResponse {
+    ///         match error.code() {
+    ///             "MSG_SIZE_TOO_LARGE" => ProductionResponse::resume(),
+    ///             _ if error.is_retriable() => ProductionResponse::retry(),
+    ///             _ => ProductionResponse::fail(),
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// let config = StreamsConfig::new("orders", "localhost:9092")
+    ///     .production_exception_handler(Arc::new(SkipOversized));
+    /// ```
+    pub fn production_exception_handler(
+        mut self,
+        handler: Arc<dyn ProductionExceptionHandler>,
+    ) -> Self {
+        self.exception_handlers
+            .choose_production(Some(Chosen::Given(handler)));
+        self
+    }
+
+    /// Registers `handler` under `name`, for
+    /// `production.exception.handler=<name>` in properties to pick it; a
+    /// Java class name finds the handler registered under its last part.
+    /// Resolved by `KafkaStreams::start`, which fails naming the key if
+    /// nothing is registered under the name.
+    pub fn register_production_exception_handler(
+        mut self,
+        name: impl Into<String>,
+        handler: Arc<dyn ProductionExceptionHandler>,
+    ) -> Self {
+        self.exception_handlers
+            .register_production(name.into(), handler);
         self
     }
 
@@ -679,6 +739,7 @@ impl StreamsConfig {
             exception_handlers::ResolvedHandlers {
                 deserialization: None,
                 processing: None,
+                production: None,
             }
         });
         TaskConfig {
@@ -691,6 +752,7 @@ impl StreamsConfig {
             tracing: self.tracing,
             deserialization_handler: handlers.deserialization,
             processing_handler: handlers.processing,
+            production_handler: handlers.production,
             // Kafka Streams splits the budget evenly between the threads.
             // Only a total of 0 turns caching off (a thread's share of 0
             // would too): a share that rounds to 0 is a byte, which writes

@@ -15,14 +15,17 @@
 //!   consumer that owns it.
 //! - `message`: a consumed message read in place (the record copy).
 //! - `topic_handle`: producing by topic handle.
+//! - `error_name`: librdkafka's names of its error codes.
 
 mod cached_offsets;
+mod error_name;
 mod fetch_queue;
 mod message;
 mod owned;
 mod topic_handle;
 
 pub(crate) use cached_offsets::{cached_position, cached_watermarks};
+pub(crate) use error_name::error_name;
 pub(crate) use fetch_queue::{FetchQueue, FetchedMessage, QueuedConsumer};
 pub(crate) use message::MessageView;
 pub(crate) use topic_handle::{Outgoing, TopicHandle};

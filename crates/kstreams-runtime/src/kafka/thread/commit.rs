@@ -20,6 +20,7 @@ use crate::kafka::client_error::ClientResult;
 use crate::kafka::config::ProcessingGuarantee;
 use crate::kafka::consumer_position::is_rebalance_error;
 use crate::kafka::offsets::{committed_of, positions_of, to_list};
+use crate::kafka::record_collector::Deliveries;
 use crate::kafka::RuntimeError;
 
 impl ThreadLoop<'_> {
@@ -138,12 +139,13 @@ impl ThreadLoop<'_> {
             ProcessingGuarantee::AtLeastOnce => {
                 // Every output of these offsets must be acknowledged.
                 let flushing = Instant::now();
-                self.collector.flush()?;
+                let deliveries = self.collector.flush()?;
                 log::debug!(
                     "{}: commit: producer flushed in {:.1} ms",
                     self.name,
                     flushing.elapsed().as_secs_f64() * 1e3
                 );
+                self.count_dropped(deliveries);
                 if self
                     .membership
                     .commit(&self.consumer, &offsets, &self.name)?
@@ -164,6 +166,11 @@ impl ThreadLoop<'_> {
                 self.abort_and_rewind()?;
             }
             ProcessingGuarantee::ExactlyOnceV2 if self.collector.in_transaction() => {
+                // The transaction's refusals are judged before it commits
+                // (librdkafka would refuse the commit of a transaction with
+                // a refused record anyway).
+                let deliveries = self.collector.flush()?;
+                self.count_dropped(deliveries);
                 let group = self.consumer.group_metadata();
                 match self.collector.commit_transaction(&offsets, group) {
                     Ok(()) => self.purge.committed(&offsets),
@@ -193,6 +200,14 @@ impl ThreadLoop<'_> {
     pub(super) fn write_checkpoints(&self) -> Result<(), RuntimeError> {
         let delivered = self.collector.delivered_changelog_offsets();
         self.tasks.write_checkpoints(&delivered)
+    }
+
+    /// Counts each output record the production handler dropped on its
+    /// task (its RETRY and FAIL came as errors).
+    pub(super) fn count_dropped(&self, deliveries: Deliveries) {
+        for task in deliveries.dropped {
+            self.tasks.count_dropped(task);
+        }
     }
 
     /// Aborts the open transaction and goes back to the last committed

@@ -141,10 +141,9 @@ impl StreamThread {
         consumer
             .context()
             .install_fetch_queue(consumer.fetch_queue().clone());
-        let continue_on_failure = !eos && config.production == crate::ProductionHandling::Continue;
         let producer: Arc<BaseProducer<DeliveryContext>> = Arc::new(
             clients::producer(&config, &name, process_id, index)
-                .create_with_context(DeliveryContext::new(continue_on_failure))
+                .create_with_context(DeliveryContext::default())
                 .client()?,
         );
         if eos {
@@ -194,7 +193,11 @@ impl StreamThread {
         on_state: StateListener<'_>,
     ) -> Result<(), RuntimeError> {
         let sensors = self.config.metrics.thread_sensors(&self.name)?;
-        let collector = RecordCollector::new(self.producer, self.config.processing_guarantee);
+        let collector = RecordCollector::new(
+            self.producer,
+            self.config.processing_guarantee,
+            self.config.task_config().production_handler(),
+        );
         let tasks = TaskManager::new(
             &self.name,
             &self.config,
@@ -367,7 +370,8 @@ impl ThreadLoop<'_> {
         };
         self.send_outbox()?;
         self.collector.poll();
-        self.collector.check_deliveries()?;
+        let deliveries = self.collector.check_deliveries()?;
+        self.count_dropped(deliveries);
         self.intake.resume_drained(&self.tasks)?;
         if self.intake.record_lag(&self.tasks) {
             self.publish_metadata();
