@@ -2,12 +2,15 @@
 //! application's state store, `GET /count/{user}`, with no database beside
 //! the stream.
 //!
-//! Each instance runs the counting topology and an HTTP server (axum). A
-//! request reads the count from the local store (`KafkaStreams::store`)
-//! when this instance's task holds the user's partition, and otherwise
-//! forwards it to the instance that does, found with
-//! `KafkaStreams::query_metadata_for_key` in the endpoints the streams
-//! group (KIP-1071) hands every member.
+//! Each instance runs the counting topology and an HTTP server (axum) on
+//! one tokio runtime, through the async face of the application,
+//! `AsyncKafkaStreams`: its start and close are awaited, RUNNING is awaited
+//! on its state watch, and a request awaits the count from the local store
+//! (`ReadOnlyKeyValueView::get_async`) when this instance's task holds the
+//! user's partition, and otherwise forwards it to the instance that does,
+//! found with `query_metadata_for_key` in the endpoints the streams group
+//! (KIP-1071) hands every member. Nothing blocks the runtime's workers: no
+//! `spawn_blocking`.
 //!
 //! ```text
 //! cargo run -p kstreams-examples --example count_service
@@ -29,7 +32,8 @@ use kstreams::embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams::embedded::rdkafka::types::RDKafkaErrorCode;
 use kstreams::embedded::rdkafka::ClientConfig;
 use kstreams::prelude::*;
-use kstreams_examples::{create_internal_topics, wait_until_running, BoxError, Cluster, StateDir};
+use kstreams::runtime::kafka::AsyncKafkaStreams;
+use kstreams_examples::{create_internal_topics, BoxError, Cluster, StateDir};
 
 const CLICKS: &str = "clicks";
 const APP: &str = "count-service";
@@ -69,14 +73,20 @@ enum Route {
 
 /// One instance: the application and what its HTTP handler reads.
 struct Served {
-    app: KafkaStreams,
+    app: AsyncKafkaStreams,
     counts: ReadOnlyKeyValueView<String, i64>,
     me: HostInfo,
     streams_protocol: bool,
 }
 
+/// How long a request waits for the stream threads' answer: they answer
+/// between two steps of their loop, so only a thread stuck in a long step
+/// (a slow commit) makes a request wait this long.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
 impl Served {
     fn route(&self, user: &str) -> Result<Route, QueryError> {
+        // The endpoints the group sent last: no waiting.
         match self
             .app
             .query_metadata_for_key(STORE, &user.to_string(), &StringSerde)
@@ -92,29 +102,41 @@ impl Served {
         }
     }
 
-    fn read_local(&self, user: &str, partition: Option<i32>) -> Result<Option<i64>, QueryError> {
+    /// The count from this instance's stores, awaited: the stream threads
+    /// answer while the server's workers serve other requests.
+    async fn read_local(
+        &self,
+        user: &str,
+        partition: Option<i32>,
+    ) -> Result<Option<i64>, QueryError> {
         let user = user.to_string();
-        match partition {
-            // The view over one partition reads one task's store.
-            Some(p) => self
-                .app
-                .store(
-                    StoreQueryParameters::from_name_and_type(
-                        STORE,
-                        QueryableStoreTypes::key_value_store::<String, i64>(),
-                    )
-                    .with_partition(p),
-                )?
-                .get(&user),
-            None => self.counts.get(&user),
-        }
+        let read = async {
+            match partition {
+                // The view over one partition reads one task's store.
+                Some(p) => {
+                    self.app
+                        .store(
+                            StoreQueryParameters::from_name_and_type(
+                                STORE,
+                                QueryableStoreTypes::key_value_store::<String, i64>(),
+                            )
+                            .with_partition(p),
+                        )?
+                        .get_async(&user)
+                        .await
+                }
+                None => self.counts.get_async(&user).await,
+            }
+        };
+        tokio::time::timeout(READ_TIMEOUT, read)
+            .await
+            .unwrap_or_else(|_| {
+                Err(QueryError::NotAvailable {
+                    store: STORE.to_string(),
+                    reason: format!("the stream threads did not answer within {READ_TIMEOUT:?}"),
+                })
+            })
     }
-}
-
-/// The HTTP server of one instance.
-struct CountServer {
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 type HttpAnswer = (axum::http::StatusCode, String);
@@ -126,27 +148,34 @@ async fn count(
 ) -> HttpAnswer {
     use axum::http::StatusCode;
     let forwarded = headers.contains_key(FORWARDED);
-    let reading = served.clone();
-    let who = user.clone();
-    // Store reads wait on the stream threads: off the async workers.
-    let local = tokio::task::spawn_blocking(move || {
-        let route = reading.route(&who)?;
-        let partition = match route {
-            Route::Local(p) => Some(p),
-            Route::AnyLocal => None,
-            Route::Forward(host) if !forwarded => return Ok(Err(host)),
-            Route::Forward(host) => {
-                return Err(QueryError::NotAvailable {
-                    store: STORE.to_string(),
-                    reason: format!("forwarded here, but the group says {host}"),
-                })
-            }
-        };
-        reading.read_local(&who, partition).map(Ok)
-    })
-    .await;
-    let answer = |count: Option<i64>| match count {
-        Some(count) => {
+    let partition = match served.route(&user) {
+        Ok(Route::Local(p)) => Some(p),
+        Ok(Route::AnyLocal) => None,
+        Ok(Route::Forward(host)) if !forwarded => {
+            let url = format!("http://{}:{}/count/{user}", host.host, host.port);
+            return match client.get(&url).header(FORWARDED, "1").send().await {
+                Ok(response) => {
+                    let status = StatusCode::from_u16(response.status().as_u16())
+                        .unwrap_or(StatusCode::BAD_GATEWAY);
+                    (status, response.text().await.unwrap_or_default())
+                }
+                Err(e) => (
+                    StatusCode::BAD_GATEWAY,
+                    format!("forwarding to {host}: {e}"),
+                ),
+            };
+        }
+        Ok(Route::Forward(host)) => {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("forwarded here, but the group says {host}"),
+            )
+        }
+        // Rebalancing, restoring, not started: try again shortly.
+        Err(e) => return (StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    };
+    match served.read_local(&user, partition).await {
+        Ok(Some(count)) => {
             let body = CountAnswer {
                 user: user.clone(),
                 count,
@@ -157,85 +186,53 @@ async fn count(
                 serde_json::to_string(&body).unwrap_or_default(),
             )
         }
-        None => (StatusCode::NOT_FOUND, format!("no clicks of {user}")),
-    };
-    match local {
-        Ok(Ok(Ok(count))) => answer(count),
-        Ok(Ok(Err(host))) => {
-            let url = format!("http://{}:{}/count/{user}", host.host, host.port);
-            match client.get(&url).header(FORWARDED, "1").send().await {
-                Ok(response) => {
-                    let status = StatusCode::from_u16(response.status().as_u16())
-                        .unwrap_or(StatusCode::BAD_GATEWAY);
-                    (status, response.text().await.unwrap_or_default())
-                }
-                Err(e) => (
-                    StatusCode::BAD_GATEWAY,
-                    format!("forwarding to {host}: {e}"),
-                ),
-            }
-        }
-        // Rebalancing, restoring, not started: try again shortly.
-        Ok(Err(e)) => (StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Ok(None) => (StatusCode::NOT_FOUND, format!("no clicks of {user}")),
+        Err(e) => (StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }
+}
+
+/// The HTTP server of one instance: a task of the service's runtime.
+struct CountServer {
+    shutdown: tokio::sync::oneshot::Sender<()>,
+    serving: tokio::task::JoinHandle<()>,
 }
 
 impl CountServer {
     fn start(served: Arc<Served>, listener: TcpListener) -> Result<Self, BoxError> {
         listener.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
         let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_io()
-            .enable_time()
-            .build()?;
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .build()?;
-        let thread = std::thread::spawn(move || {
-            runtime.block_on(async move {
-                let routes = axum::Router::new()
-                    .route("/count/{user}", axum::routing::get(count))
-                    .with_state((served, client));
-                let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
-                    return;
-                };
-                let _ = axum::serve(listener, routes)
-                    .with_graceful_shutdown(async {
-                        let _ = stopped.await;
-                    })
-                    .await;
-            });
+        let client = reqwest::Client::builder().timeout(READ_TIMEOUT).build()?;
+        let routes = axum::Router::new()
+            .route("/count/{user}", axum::routing::get(count))
+            .with_state((served, client));
+        let serving = tokio::spawn(async move {
+            let _ = axum::serve(listener, routes)
+                .with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .await;
         });
-        Ok(Self {
-            shutdown: Some(shutdown),
-            thread: Some(thread),
-        })
+        Ok(Self { shutdown, serving })
     }
-}
 
-impl Drop for CountServer {
-    fn drop(&mut self) {
-        if let Some(shutdown) = self.shutdown.take() {
-            let _ = shutdown.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+    /// Stops listening and lets the requests in flight finish.
+    async fn stop(self) {
+        let _ = self.shutdown.send(());
+        let _ = self.serving.await;
     }
 }
 
 /// An instance: the application (shared with its server) and the server.
 struct Instance {
     served: Arc<Served>,
-    server: Option<CountServer>,
+    server: CountServer,
     address: SocketAddr,
     _dir: StateDir,
 }
 
 impl Instance {
-    fn start(
+    async fn start(
         cluster: &Cluster,
         clicks: &str,
         app_id: &str,
@@ -255,8 +252,9 @@ impl Instance {
         if let Cluster::Embedded(kafka) = cluster {
             create_internal_topics(kafka, &topology, app_id, PARTITIONS)?;
         }
-        let mut app = KafkaStreams::new(topology, config);
-        app.start()?;
+        let app = AsyncKafkaStreams::new(KafkaStreams::new(topology, config));
+        // The broker round trips of a start run on a thread of kstreams'.
+        app.start().await?;
         let counts = app.store(StoreQueryParameters::from_name_and_type(
             STORE,
             QueryableStoreTypes::key_value_store::<String, i64>(),
@@ -273,19 +271,33 @@ impl Instance {
         let server = CountServer::start(served.clone(), listener)?;
         Ok(Self {
             served,
-            server: Some(server),
+            server,
             address,
             _dir: dir,
         })
     }
 
-    fn close(mut self) {
-        drop(self.server.take());
-        match Arc::try_unwrap(self.served) {
-            Ok(mut served) => {
-                served.app.close(Duration::from_secs(30));
-            }
-            Err(_) => log::warn!("the server still holds the application"),
+    /// Waits for RUNNING, or fails if the instance failed first.
+    async fn running(&self, timeout: Duration) -> Result<(), BoxError> {
+        let app = &self.served.app;
+        let mut state = app.state_changes();
+        let reached = tokio::time::timeout(
+            timeout,
+            state.wait_for(|s| matches!(s, State::Running | State::PendingError | State::Error)),
+        )
+        .await;
+        match reached {
+            Ok(Ok(s)) if *s == State::Running => Ok(()),
+            Ok(_) => Err(format!("the application failed: {:?}", app.errors()).into()),
+            Err(_) => Err(format!("not running after {timeout:?}: {:?}", app.state()).into()),
+        }
+    }
+
+    async fn close(self) {
+        self.server.stop().await;
+        // Every stream thread commits and stops, on a thread of kstreams'.
+        if !self.served.app.close(Duration::from_secs(30)).await {
+            log::warn!("the application did not stop within 30 s");
         }
     }
 }
@@ -319,23 +331,26 @@ fn run(cluster: Cluster) -> Result<(Report, String), BoxError> {
     let clicks = cluster.name(CLICKS);
     cluster.create_topic(&clicks, PARTITIONS)?;
     let app_id = cluster.name(APP);
-    let mut instances = vec![Instance::start(
-        &cluster,
-        &clicks,
-        &app_id,
-        streams_protocol,
-    )?];
-    if streams_protocol {
-        instances.push(Instance::start(
-            &cluster,
-            &clicks,
-            &app_id,
-            streams_protocol,
-        )?);
-    }
-    for instance in &instances {
-        wait_until_running(&instance.served.app, Duration::from_secs(90))?;
-    }
+    // The service's runtime: the instances' HTTP servers, their starts,
+    // queries and closes, all awaited on it.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_io()
+        .enable_time()
+        .build()?;
+    let instances = runtime.block_on(async {
+        let count = if streams_protocol { 2 } else { 1 };
+        let mut instances = Vec::new();
+        for _ in 0..count {
+            instances.push(Instance::start(&cluster, &clicks, &app_id, streams_protocol).await?);
+        }
+        for instance in &instances {
+            instance.running(Duration::from_secs(90)).await?;
+        }
+        Ok::<_, BoxError>(instances)
+    })?;
+    // The clients (the producer, the HTTP requests) are this thread's: they
+    // block, as any other process asking the service would.
     // Partitioned as Kafka's producers do by default (murmur2 of the key),
     // which `query_metadata_for_key` assumes; input partitioned otherwise
     // needs `query_metadata_for_key_with_partitioner`.
@@ -386,9 +401,11 @@ fn run(cluster: Cluster) -> Result<(Report, String), BoxError> {
         expected,
     };
     let first = instances[0].served.me.to_string();
-    for instance in instances {
-        instance.close();
-    }
+    runtime.block_on(async {
+        for instance in instances {
+            instance.close().await;
+        }
+    });
     Ok((report, first))
 }
 

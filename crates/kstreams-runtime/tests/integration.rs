@@ -7,6 +7,7 @@
 //! start`); without it they return early.
 
 mod async_broker;
+mod async_face;
 mod boundaries;
 mod cache_equivalence;
 mod common;

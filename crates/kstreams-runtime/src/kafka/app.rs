@@ -15,10 +15,12 @@ use super::thread::{StreamThread, ThreadState};
 use super::topics::{prepare_topics, SourceTopicIndex};
 use super::RuntimeError;
 
+mod async_face;
 mod close_options;
 mod state_cleaner;
 mod stream_threads;
 
+pub use async_face::{AsyncKafkaStreams, StateTransitions, UncaughtException, UncaughtExceptions};
 pub use close_options::{CloseOptions, GroupMembershipOperation};
 use stream_threads::{StreamThreadHandle, ThreadFactory};
 
@@ -57,6 +59,8 @@ struct Shared {
     threads_assigned: AtomicUsize,
     threads_alive: AtomicUsize,
     errors: Mutex<Vec<String>>,
+    /// The async face's watch and streams of states and failures.
+    observers: async_face::Observers,
 }
 
 impl Shared {
@@ -75,6 +79,7 @@ impl Shared {
                 return;
             }
             *state = to;
+            self.observers.changed(to, from);
             from
         };
         log::info!("state transition from {from:?} to {to:?}");
@@ -90,6 +95,9 @@ impl Shared {
 }
 
 /// A kstreams application on Kafka: Kafka Streams' `KafkaStreams`.
+///
+/// Its calls block the caller; async code (an axum or tonic service) wraps
+/// it in [`AsyncKafkaStreams`], whose start, close and queries are awaited.
 ///
 /// ```no_run
 /// use kstreams_dsl::StreamsBuilder;
@@ -201,6 +209,7 @@ impl KafkaStreams {
                 threads_assigned: AtomicUsize::new(0),
                 threads_alive: AtomicUsize::new(0),
                 errors: Mutex::new(Vec::new()),
+                observers: Default::default(),
             }),
             threads: Vec::new(),
             factory: None,
@@ -212,7 +221,9 @@ impl KafkaStreams {
         }
     }
 
-    /// Called with (new, old) on every state change.
+    /// Called with (new, old) on every state change. Async code awaits
+    /// [`state_changes`](Self::state_changes) or
+    /// [`state_transitions`](Self::state_transitions) instead.
     pub fn set_state_listener(&self, listener: impl Fn(State, State) + Send + Sync + 'static) {
         *self
             .shared
@@ -221,7 +232,9 @@ impl KafkaStreams {
             .unwrap_or_else(|p| p.into_inner()) = Some(Box::new(listener));
     }
 
-    /// Decides what happens when a stream thread fails.
+    /// Decides what happens when a stream thread fails. Its failures, with
+    /// the answer, are also a stream:
+    /// [`uncaught_exceptions`](Self::uncaught_exceptions).
     pub fn set_uncaught_exception_handler(
         &self,
         handler: impl Fn(&RuntimeError) -> StreamThreadExceptionResponse + Send + Sync + 'static,
@@ -285,7 +298,7 @@ impl KafkaStreams {
         move || board.in_progress()
     }
 
-    /// The current state.
+    /// The current state; [`state_changes`](Self::state_changes) watches it.
     pub fn state(&self) -> State {
         *self.shared.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -333,6 +346,8 @@ impl KafkaStreams {
     }
 
     /// Checks the topics, creates internal ones, and starts the threads.
+    /// It blocks on broker round trips: async code awaits
+    /// [`AsyncKafkaStreams::start`] instead.
     pub fn start(&mut self) -> Result<(), RuntimeError> {
         let state = self.state();
         if state != State::Created {
@@ -469,7 +484,8 @@ impl KafkaStreams {
     /// Stops the threads (each commits and closes its tasks) and waits up
     /// to `timeout`. Returns whether all stopped in time. Kafka Streams'
     /// `close(Duration)`: [`close_with`](Self::close_with) with the timeout
-    /// and the default membership operation.
+    /// and the default membership operation. Async code awaits
+    /// [`AsyncKafkaStreams::close`] instead.
     pub fn close(&mut self, timeout: Duration) -> bool {
         self.close_with(CloseOptions::timeout(timeout))
     }
@@ -695,6 +711,7 @@ fn spawn(
                     .unwrap_or_else(|p| p.into_inner())
                     .push(error.to_string());
                 let response = handler_response(&shared, &error);
+                shared.observers.failed(&name, &error, response);
                 match response {
                     StreamThreadExceptionResponse::ReplaceThread if !stopping() => {
                         match recipe.make() {
@@ -773,7 +790,12 @@ fn global_thread_failed(shared: &Shared, error: &RuntimeError) {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .push(error.to_string());
-    if handler_response(shared, error) == StreamThreadExceptionResponse::ReplaceThread {
+    let response = handler_response(shared, error);
+    let thread = std::thread::current();
+    shared
+        .observers
+        .failed(thread.name().unwrap_or("global"), error, response);
+    if response == StreamThreadExceptionResponse::ReplaceThread {
         log::error!("the global thread cannot be replaced; shutting the client down");
     }
     shutdown_client(shared);
@@ -979,7 +1001,9 @@ impl KafkaStreams {
     /// instances' partitions are not read: find their holder with
     /// [`KafkaStreams::query_metadata_for_key`]. Allowed while RUNNING or
     /// REBALANCING; a store whose task is not current (still loading a
-    /// bootstrap table) answers only with stale stores enabled.
+    /// bootstrap table) answers only with stale stores enabled. A view's
+    /// reads block until the stream threads answer; each has an awaited
+    /// twin (`get_async`, `range_async`, ...) for async code.
     ///
     /// ```no_run
     /// # use kstreams_runtime::kafka::*;
@@ -995,27 +1019,7 @@ impl KafkaStreams {
         &self,
         parameters: super::StoreQueryParameters<T>,
     ) -> Result<T::View, super::QueryError> {
-        let check_state = query_state_check(self.shared.clone());
-        check_state()?;
-        if self
-            .topology
-            .store_subtopology(&parameters.store_name)
-            .is_none()
-        {
-            return Err(super::queries::unknown_store(
-                &self.topology,
-                &parameters.store_name,
-            ));
-        }
-        self.instance.store_queries.mark_in_use();
-        Ok(parameters.store_type.view(super::queries::LocalQuery {
-            router: self.instance.store_queries.clone(),
-            threads: self.instance.local_metadata.clone(),
-            store: parameters.store_name.into(),
-            partition: parameters.partition,
-            stale: parameters.stale_stores,
-            check_state,
-        }))
+        self.query_face().store(parameters)
     }
 
     /// Which instance holds `key` of store `store` (its active task), which
@@ -1030,11 +1034,7 @@ impl KafkaStreams {
         key: &K,
         serializer: &dyn kstreams_record::Serde<K>,
     ) -> Result<super::KeyQueryMetadata, super::QueryError> {
-        let topic = self.store_source_topic(store);
-        let bytes = key_bytes(store, &topic, key, serializer)?;
-        self.query_metadata_for_key_with_partitioner(store, |partitions| {
-            kstreams_record::partition_for_key(&bytes, partitions)
-        })
+        self.query_face().for_key_bytes(store, key, serializer)
     }
 
     /// [`KafkaStreams::query_metadata_for_key`] for a key the application
@@ -1051,7 +1051,7 @@ impl KafkaStreams {
         serializer: &dyn kstreams_record::Serde<K>,
         partitioner: &dyn kstreams_dsl::StreamPartitioner<K, ()>,
     ) -> Result<super::KeyQueryMetadata, super::QueryError> {
-        let topic = self.store_source_topic(store);
+        let topic = self.query_face().store_source_topic(store);
         let headers = kstreams_record::Headers::new();
         let mut failure = None;
         let metadata = self.query_metadata_for_key_with_partitioner(store, |partitions| {
@@ -1094,8 +1094,7 @@ impl KafkaStreams {
         store: &str,
         partitioner: impl FnOnce(i32) -> i32,
     ) -> Result<super::KeyQueryMetadata, super::QueryError> {
-        query_state_check(self.shared.clone())()?;
-        self.metadata_of_group().for_key(store, partitioner)
+        self.query_face().for_key(store, partitioner)
     }
 
     /// The instances whose tasks (active or standby) hold store `store`:
@@ -1104,8 +1103,7 @@ impl KafkaStreams {
         &self,
         store: &str,
     ) -> Result<Vec<super::StreamsMetadata>, super::QueryError> {
-        query_state_check(self.shared.clone())()?;
-        self.metadata_of_group().for_store(store)
+        self.query_face().for_store(store)
     }
 
     /// Every instance of the application with its stores and partitions:
@@ -1113,39 +1111,7 @@ impl KafkaStreams {
     pub fn metadata_for_all_streams_clients(
         &self,
     ) -> Result<Vec<super::StreamsMetadata>, super::QueryError> {
-        query_state_check(self.shared.clone())()?;
-        self.metadata_of_group().all_clients()
-    }
-
-    fn metadata_of_group(&self) -> super::queries::MetadataSource<'_> {
-        let endpoints = if self.config.group_protocol() == super::config::GroupProtocol::Streams {
-            Ok(&self.instance.endpoints)
-        } else {
-            Err(
-                "the classic and KIP-848 consumer protocols carry no endpoints through \
-                 librdkafka: set group.protocol=streams (Kafka 4.2+ brokers) and \
-                 application.server to find other instances' stores; local stores can be \
-                 read with store()",
-            )
-        };
-        super::queries::MetadataSource {
-            topology: &self.topology,
-            application_id: &self.config.application_id,
-            tasks: &self.tasks_per_subtopology,
-            endpoints,
-        }
-    }
-
-    /// A source topic of the store's sub-topology, for the key serializer
-    /// (serdes may look at the topic, as Kafka's `Serializer` may).
-    fn store_source_topic(&self, store: &str) -> String {
-        let subtopology = self.topology.store_subtopology(store);
-        self.topology
-            .source_topics(&self.config.application_id)
-            .into_iter()
-            .find(|s| Some(s.id) == subtopology)
-            .and_then(|s| s.topics.into_iter().next())
-            .unwrap_or_default()
+        self.query_face().all_clients()
     }
 
     /// Where the operator's HTTP endpoints are to listen
@@ -1196,6 +1162,7 @@ mod tests {
             threads_assigned: AtomicUsize::new(0),
             threads_alive: AtomicUsize::new(0),
             errors: Mutex::new(Vec::new()),
+            observers: Default::default(),
         }
     }
 

@@ -46,7 +46,8 @@ mod topics;
 mod uncommitted_start;
 
 pub use app::{
-    CloseOptions, GroupMembershipOperation, KafkaStreams, StreamThreadExceptionResponse,
+    AsyncKafkaStreams, CloseOptions, GroupMembershipOperation, KafkaStreams, StateTransitions,
+    StreamThreadExceptionResponse, UncaughtException, UncaughtExceptions,
 };
 pub use client_error::ClientError;
 pub use clients::STREAM_CLIENT_DEFAULTS;

@@ -46,27 +46,82 @@ enum Answer<R> {
     NotCurrent(TaskId),
 }
 
+/// The answers of the threads a query was posted to, merged as they come.
+struct Merge<R> {
+    asked: usize,
+    answered: usize,
+    /// Threads not asked: restoring, and stale stores not enabled.
+    skipped: Vec<String>,
+    found: Vec<(TaskId, R)>,
+    not_current: Vec<TaskId>,
+}
+
+impl<R> Merge<R> {
+    fn waiting(&self) -> bool {
+        self.answered < self.asked
+    }
+
+    fn add(&mut self, answers: Vec<Answer<R>>) -> Result<(), QueryError> {
+        self.answered += 1;
+        for answer in answers {
+            match answer {
+                Answer::Read(task, result) => self.found.push((task, result?)),
+                Answer::NotCurrent(task) => self.not_current.push(task),
+            }
+        }
+        Ok(())
+    }
+
+    /// The results in task order, once every asked thread answered or
+    /// stopped.
+    fn finish(mut self, query: &LocalQuery) -> Result<Vec<R>, QueryError> {
+        // Stores that could not be read make any answer incomplete (a key
+        // not found may be in them), unless the one partition asked for was
+        // read: as Kafka Streams fails a query while a thread is not running.
+        let complete = self.skipped.is_empty() && self.answered == self.asked;
+        let asked_partition_read = query.partition.is_some() && !self.found.is_empty();
+        if !complete && !asked_partition_read {
+            let reason = match self.skipped.first() {
+                Some(thread) => format!("stream thread {thread} is restoring its tasks' stores"),
+                None => "a stream thread stopped before it answered".to_string(),
+            };
+            return Err(query.not_available(reason));
+        }
+        if self.found.is_empty() {
+            return Err(query.not_found(&self.not_current));
+        }
+        self.found.sort_by_key(|(task, _)| *task);
+        Ok(self.found.into_iter().map(|(_, r)| r).collect())
+    }
+}
+
 impl LocalQuery {
-    /// Runs `read` on every matching local instance of the store, on the
-    /// threads that own them; the results in task order.
-    fn run<R: Send + 'static>(
+    /// Posts `read` to every stream thread that may hold the store; each
+    /// answers through `reply` (a clone each) with what its tasks' instances
+    /// of the store gave.
+    fn post<R: Send + 'static>(
         &self,
         read: impl Fn(&BuiltStore) -> Result<R, QueryError> + Send + Sync + 'static,
-    ) -> Result<Vec<R>, QueryError> {
-        (self.check_state)()?;
+        reply: impl Fn(Vec<Answer<R>>) + Clone + Send + 'static,
+    ) -> Merge<R> {
         let read = Arc::new(read);
         let restoring = self.threads.restoring_threads();
-        let (answers, received) = mpsc::channel::<Vec<Answer<R>>>();
-        let (mut asked, mut skipped) = (0, Vec::new());
+        let mut merge = Merge {
+            asked: 0,
+            answered: 0,
+            skipped: Vec::new(),
+            found: Vec::new(),
+            not_current: Vec::new(),
+        };
         for (thread, inbox) in self.router.inboxes() {
             if restoring.contains(&thread) && !self.stale {
                 // As Kafka Streams, a thread whose tasks restore (not
                 // RUNNING) serves no current store: a key not found
                 // elsewhere may be in one of them.
-                skipped.push(thread);
+                merge.skipped.push(thread);
                 continue;
             }
-            let (read, answers) = (read.clone(), answers.clone());
+            let (read, reply) = (read.clone(), reply.clone());
             let (store, partition, stale) = (self.store.clone(), self.partition, self.stale);
             let post: StoreRead = Box::new(move |stores: &dyn LocalStores| {
                 let found = stores
@@ -78,27 +133,30 @@ impl LocalQuery {
                         false => Answer::NotCurrent(i.task),
                     })
                     .collect();
-                let _ = answers.send(found);
+                reply(found);
             });
             inbox.post(post);
-            asked += 1;
+            merge.asked += 1;
         }
-        drop(answers);
+        merge
+    }
+
+    /// Runs `read` on every matching local instance of the store, on the
+    /// threads that own them; the results in task order. Blocks the caller
+    /// until every thread answered, at most [`QUERY_TIMEOUT`].
+    fn run<R: Send + 'static>(
+        &self,
+        read: impl Fn(&BuiltStore) -> Result<R, QueryError> + Send + Sync + 'static,
+    ) -> Result<Vec<R>, QueryError> {
+        (self.check_state)()?;
+        let (answers, received) = mpsc::channel::<Vec<Answer<R>>>();
+        let mut merge = self.post(read, move |found| {
+            let _ = answers.send(found);
+        });
         let deadline = Instant::now() + QUERY_TIMEOUT;
-        let mut found = Vec::new();
-        let mut not_current = Vec::new();
-        let mut answered = 0;
-        while answered < asked {
+        while merge.waiting() {
             match received.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(answers) => {
-                    answered += 1;
-                    for answer in answers {
-                        match answer {
-                            Answer::Read(task, result) => found.push((task, result?)),
-                            Answer::NotCurrent(task) => not_current.push(task),
-                        }
-                    }
-                }
+                Ok(answers) => merge.add(answers)?,
                 Err(RecvTimeoutError::Timeout) => {
                     return Err(self.not_available(format!(
                         "a stream thread did not answer within {QUERY_TIMEOUT:?}"
@@ -108,23 +166,31 @@ impl LocalQuery {
                 Err(RecvTimeoutError::Disconnected) => break,
             }
         }
-        // Stores that could not be read make any answer incomplete (a key
-        // not found may be in them), unless the one partition asked for was
-        // read: as Kafka Streams fails a query while a thread is not running.
-        let complete = skipped.is_empty() && answered == asked;
-        let asked_partition_read = self.partition.is_some() && !found.is_empty();
-        if !complete && !asked_partition_read {
-            let reason = match skipped.first() {
-                Some(thread) => format!("stream thread {thread} is restoring its tasks' stores"),
-                None => "a stream thread stopped before it answered".to_string(),
-            };
-            return Err(self.not_available(reason));
+        merge.finish(self)
+    }
+
+    /// [`LocalQuery::run`] without blocking: the caller's task sleeps until
+    /// the threads' answers wake it. No timer of its own (one would tie it
+    /// to one runtime): a thread stuck in a long step delays the answer
+    /// until the caller's own timeout; dropping the future drops the
+    /// answers, which the threads do not wait for.
+    async fn run_async<R: Send + 'static>(
+        &self,
+        read: impl Fn(&BuiltStore) -> Result<R, QueryError> + Send + Sync + 'static,
+    ) -> Result<Vec<R>, QueryError> {
+        (self.check_state)()?;
+        let (answers, mut received) = tokio::sync::mpsc::unbounded_channel::<Vec<Answer<R>>>();
+        let mut merge = self.post(read, move |found| {
+            let _ = answers.send(found);
+        });
+        while merge.waiting() {
+            match received.recv().await {
+                Some(answers) => merge.add(answers)?,
+                // A thread stopped with the read unanswered.
+                None => break,
+            }
         }
-        if found.is_empty() {
-            return Err(self.not_found(&not_current));
-        }
-        found.sort_by_key(|(task, _)| *task);
-        Ok(found.into_iter().map(|(_, r)| r).collect())
+        merge.finish(self)
     }
 
     fn not_found(&self, not_current: &[TaskId]) -> QueryError {
@@ -208,6 +274,57 @@ fn collect<T>(
     iter?.collect()
 }
 
+/// Each read of a view in two forms: the blocking one, and its twin that
+/// awaits the stream threads' answers (named `<read>_async`). `$body`
+/// gives the read of each local store instance and the function that
+/// makes the answer of their results (in task order).
+macro_rules! blocking_and_async {
+    ($(
+        $(#[$doc:meta])*
+        fn $name:ident / $async_name:ident(
+            &$self:ident $(, $arg:ident: $ty:ty)* $(,)?
+        ) -> $out:ty $body:block
+    )*) => {$(
+        $(#[$doc])*
+        ///
+        #[doc = concat!(
+            "Blocks until the stream threads answer (at most 10 s); [`",
+            stringify!($async_name), "`](Self::", stringify!($async_name),
+            ") awaits them instead."
+        )]
+        pub fn $name(&$self $(, $arg: $ty)*) -> Result<$out, QueryError> {
+            let (read, finish) = $body;
+            Ok(finish($self.query.run(read)?))
+        }
+
+        #[doc = concat!(
+            "[`", stringify!($name), "`](Self::", stringify!($name), "), awaited: the task ",
+            "waits for the stream threads' answers without blocking its thread, on any ",
+            "executor. It has no timer of its own: bound it with the runtime's (see ",
+            "[`AsyncKafkaStreams`](crate::kafka::AsyncKafkaStreams))."
+        )]
+        pub async fn $async_name(&$self $(, $arg: $ty)*) -> Result<$out, QueryError> {
+            let (read, finish) = $body;
+            Ok(finish($self.query.run_async(read).await?))
+        }
+    )*};
+}
+
+/// The first local store's answer that has one.
+fn first<T>(found: Vec<Option<T>>) -> Option<T> {
+    found.into_iter().flatten().next()
+}
+
+/// Every local store's entries, store after store.
+fn concat<T>(found: Vec<Vec<T>>) -> Vec<T> {
+    found.into_iter().flatten().collect()
+}
+
+/// The local stores' counts added up.
+fn sum(found: Vec<u64>) -> u64 {
+    found.into_iter().fold(0u64, u64::saturating_add)
+}
+
 // ---------------------------------------------------------------- key-value
 
 /// Reads of a key-value store across the instance's tasks: Kafka Streams'
@@ -271,12 +388,13 @@ where
     K: Clone + Send + Sync + 'static,
     V: Send + 'static,
 {
-    fn read<R: Send + 'static>(
+    /// The read of `op` on each local instance of the store.
+    fn reader<R: Send + 'static>(
         &self,
         op: impl Fn(&dyn ReadOnlyKeyValueStore<K, V>) -> Result<R, StoreError> + Send + Sync + 'static,
-    ) -> Result<Vec<R>, QueryError> {
+    ) -> impl Fn(&BuiltStore) -> Result<R, QueryError> + Send + Sync + 'static {
         let unwrap = self.unwrap_timestamps;
-        self.query.run(move |built| {
+        move |built| {
             read_as!(
                 built,
                 |s: &dyn ReadOnlyKeyValueStore<K, V>| op(s),
@@ -285,7 +403,7 @@ where
                 TimestampedKeyValueStoreHandle<K, V>,
                 KeyValueWithoutTimestamps
             )
-        })
+        }
     }
 
     fn pairs(
@@ -294,62 +412,53 @@ where
             + Send
             + Sync
             + 'static,
-    ) -> Result<Vec<(K, V)>, QueryError> {
-        Ok(self
-            .read(move |s| collect(op(s)))?
-            .into_iter()
-            .flatten()
-            .collect())
+    ) -> impl Fn(&BuiltStore) -> Result<Vec<(K, V)>, QueryError> + Send + Sync + 'static {
+        self.reader(move |s| collect(op(s)))
     }
 
-    /// The value of a key: the first local store that has it answers.
-    pub fn get(&self, key: &K) -> Result<Option<V>, QueryError> {
-        let key = key.clone();
-        Ok(self
-            .read(move |s| s.get(&key))?
-            .into_iter()
-            .flatten()
-            .next())
-    }
+    blocking_and_async! {
+        /// The value of a key: the first local store that has it answers.
+        fn get / get_async(&self, key: &K) -> Option<V> {
+            let key = key.clone();
+            (self.reader(move |s| s.get(&key)), first)
+        }
 
-    /// Entries with `from <= key <= to` (`None` is open).
-    pub fn range(&self, from: Option<&K>, to: Option<&K>) -> Result<Vec<(K, V)>, QueryError> {
-        let (from, to) = (from.cloned(), to.cloned());
-        self.pairs(move |s| s.range(from.as_ref(), to.as_ref()))
-    }
+        /// Entries with `from <= key <= to` (`None` is open).
+        fn range / range_async(&self, from: Option<&K>, to: Option<&K>) -> Vec<(K, V)> {
+            let (from, to) = (from.cloned(), to.cloned());
+            (self.pairs(move |s| s.range(from.as_ref(), to.as_ref())), concat)
+        }
 
-    /// [`ReadOnlyKeyValueView::range`], each store in reverse key order.
-    pub fn reverse_range(
-        &self,
-        from: Option<&K>,
-        to: Option<&K>,
-    ) -> Result<Vec<(K, V)>, QueryError> {
-        let (from, to) = (from.cloned(), to.cloned());
-        self.pairs(move |s| s.reverse_range(from.as_ref(), to.as_ref()))
-    }
+        /// The entries of `range`, each store in reverse key order.
+        fn reverse_range / reverse_range_async(
+            &self,
+            from: Option<&K>,
+            to: Option<&K>
+        ) -> Vec<(K, V)> {
+            let (from, to) = (from.cloned(), to.cloned());
+            (self.pairs(move |s| s.reverse_range(from.as_ref(), to.as_ref())), concat)
+        }
 
-    /// Every entry.
-    pub fn all(&self) -> Result<Vec<(K, V)>, QueryError> {
-        self.pairs(|s| s.all())
-    }
+        /// Every entry.
+        fn all / all_async(&self) -> Vec<(K, V)> {
+            (self.pairs(|s| s.all()), concat)
+        }
 
-    /// Every entry, each store in reverse key order.
-    pub fn reverse_all(&self) -> Result<Vec<(K, V)>, QueryError> {
-        self.pairs(|s| s.reverse_all())
-    }
+        /// Every entry, each store in reverse key order.
+        fn reverse_all / reverse_all_async(&self) -> Vec<(K, V)> {
+            (self.pairs(|s| s.reverse_all()), concat)
+        }
 
-    /// Entries whose serialized key starts with `prefix`.
-    pub fn prefix_scan(&self, prefix: &[u8]) -> Result<Vec<(K, V)>, QueryError> {
-        let prefix = prefix.to_vec();
-        self.pairs(move |s| s.prefix_scan(&prefix))
-    }
+        /// Entries whose serialized key starts with `prefix`.
+        fn prefix_scan / prefix_scan_async(&self, prefix: &[u8]) -> Vec<(K, V)> {
+            let prefix = prefix.to_vec();
+            (self.pairs(move |s| s.prefix_scan(&prefix)), concat)
+        }
 
-    /// The sum of the local stores' estimates.
-    pub fn approximate_num_entries(&self) -> Result<u64, QueryError> {
-        Ok(self
-            .read(|s| s.approximate_num_entries())?
-            .into_iter()
-            .fold(0u64, u64::saturating_add))
+        /// The sum of the local stores' estimates.
+        fn approximate_num_entries / approximate_num_entries_async(&self) -> u64 {
+            (self.reader(|s| s.approximate_num_entries()), sum)
+        }
     }
 }
 
@@ -434,12 +543,13 @@ where
     K: Clone + Send + Sync + 'static,
     V: Send + 'static,
 {
-    fn read<R: Send + 'static>(
+    /// The read of `op` on each local instance of the store.
+    fn reader<R: Send + 'static>(
         &self,
         op: impl Fn(&dyn ReadOnlyWindowStore<K, V>) -> Result<R, StoreError> + Send + Sync + 'static,
-    ) -> Result<Vec<R>, QueryError> {
+    ) -> impl Fn(&BuiltStore) -> Result<R, QueryError> + Send + Sync + 'static {
         let unwrap = self.unwrap_timestamps;
-        self.query.run(move |built| {
+        move |built| {
             read_as!(
                 built,
                 |s: &dyn ReadOnlyWindowStore<K, V>| op(s),
@@ -448,7 +558,7 @@ where
                 TimestampedWindowStoreHandle<K, V>,
                 WindowWithoutTimestamps
             )
-        })
+        }
     }
 
     fn windows(
@@ -459,12 +569,9 @@ where
             + Send
             + Sync
             + 'static,
-    ) -> Result<Vec<(Windowed<K>, V)>, QueryError> {
-        Ok(self
-            .read(move |s| collect(op(s)))?
-            .into_iter()
-            .flatten()
-            .collect())
+    ) -> impl Fn(&BuiltStore) -> Result<Vec<(Windowed<K>, V)>, QueryError> + Send + Sync + 'static
+    {
+        self.reader(move |s| collect(op(s)))
     }
 
     fn of_key(
@@ -473,88 +580,82 @@ where
             + Send
             + Sync
             + 'static,
-    ) -> Result<Vec<(Timestamp, V)>, QueryError> {
-        Ok(self
-            .read(move |s| collect(op(s)))?
-            .into_iter()
-            .flatten()
-            .collect())
+    ) -> impl Fn(&BuiltStore) -> Result<Vec<(Timestamp, V)>, QueryError> + Send + Sync + 'static
+    {
+        self.reader(move |s| collect(op(s)))
     }
 
-    /// The value of `key`'s window that starts at `window_start`.
-    pub fn fetch(&self, key: &K, window_start: Timestamp) -> Result<Option<V>, QueryError> {
-        let key = key.clone();
-        Ok(self
-            .read(move |s| s.fetch(&key, window_start))?
-            .into_iter()
-            .flatten()
-            .next())
-    }
+    blocking_and_async! {
+        /// The value of `key`'s window that starts at `window_start`.
+        fn fetch / fetch_async(&self, key: &K, window_start: Timestamp) -> Option<V> {
+            let key = key.clone();
+            (self.reader(move |s| s.fetch(&key, window_start)), first)
+        }
 
-    /// `key`'s windows starting in `[from, to]`, by start.
-    pub fn fetch_time_range(
-        &self,
-        key: &K,
-        from: Timestamp,
-        to: Timestamp,
-    ) -> Result<Vec<(Timestamp, V)>, QueryError> {
-        let key = key.clone();
-        self.of_key(move |s| s.fetch_time_range(&key, from, to))
-    }
+        /// `key`'s windows starting in `[from, to]`, by start.
+        fn fetch_time_range / fetch_time_range_async(
+            &self,
+            key: &K,
+            from: Timestamp,
+            to: Timestamp
+        ) -> Vec<(Timestamp, V)> {
+            let key = key.clone();
+            (self.of_key(move |s| s.fetch_time_range(&key, from, to)), concat)
+        }
 
-    /// [`ReadOnlyWindowView::fetch_time_range`], latest first.
-    pub fn backward_fetch_time_range(
-        &self,
-        key: &K,
-        from: Timestamp,
-        to: Timestamp,
-    ) -> Result<Vec<(Timestamp, V)>, QueryError> {
-        let key = key.clone();
-        self.of_key(move |s| s.backward_fetch_time_range(&key, from, to))
-    }
+        /// The windows of `fetch_time_range`, latest first.
+        fn backward_fetch_time_range / backward_fetch_time_range_async(
+            &self,
+            key: &K,
+            from: Timestamp,
+            to: Timestamp
+        ) -> Vec<(Timestamp, V)> {
+            let key = key.clone();
+            (self.of_key(move |s| s.backward_fetch_time_range(&key, from, to)), concat)
+        }
 
-    /// Windows of keys in `[key_from, key_to]` (`None` is open) starting in
-    /// `[from, to]`.
-    pub fn fetch_key_range(
-        &self,
-        key_from: Option<&K>,
-        key_to: Option<&K>,
-        from: Timestamp,
-        to: Timestamp,
-    ) -> Result<Vec<(Windowed<K>, V)>, QueryError> {
-        let (kf, kt) = (key_from.cloned(), key_to.cloned());
-        self.windows(move |s| s.fetch_key_range(kf.as_ref(), kt.as_ref(), from, to))
-    }
+        /// Windows of keys in `[key_from, key_to]` (`None` is open) starting in
+        /// `[from, to]`.
+        fn fetch_key_range / fetch_key_range_async(
+            &self,
+            key_from: Option<&K>,
+            key_to: Option<&K>,
+            from: Timestamp,
+            to: Timestamp
+        ) -> Vec<(Windowed<K>, V)> {
+            let (kf, kt) = (key_from.cloned(), key_to.cloned());
+            (self.windows(move |s| s.fetch_key_range(kf.as_ref(), kt.as_ref(), from, to)), concat)
+        }
 
-    /// [`ReadOnlyWindowView::fetch_key_range`], each store in reverse.
-    pub fn backward_fetch_key_range(
-        &self,
-        key_from: Option<&K>,
-        key_to: Option<&K>,
-        from: Timestamp,
-        to: Timestamp,
-    ) -> Result<Vec<(Windowed<K>, V)>, QueryError> {
-        let (kf, kt) = (key_from.cloned(), key_to.cloned());
-        self.windows(move |s| s.backward_fetch_key_range(kf.as_ref(), kt.as_ref(), from, to))
-    }
+        /// The windows of `fetch_key_range`, each store in reverse.
+        fn backward_fetch_key_range / backward_fetch_key_range_async(
+            &self,
+            key_from: Option<&K>,
+            key_to: Option<&K>,
+            from: Timestamp,
+            to: Timestamp
+        ) -> Vec<(Windowed<K>, V)> {
+            let (kf, kt) = (key_from.cloned(), key_to.cloned());
+            let read = self.windows(move |s| {
+                s.backward_fetch_key_range(kf.as_ref(), kt.as_ref(), from, to)
+            });
+            (read, concat)
+        }
 
-    /// Windows of every key starting in `[from, to]`.
-    pub fn fetch_all(
-        &self,
-        from: Timestamp,
-        to: Timestamp,
-    ) -> Result<Vec<(Windowed<K>, V)>, QueryError> {
-        self.windows(move |s| s.fetch_all(from, to))
-    }
+        /// Windows of every key starting in `[from, to]`.
+        fn fetch_all / fetch_all_async(&self, from: Timestamp, to: Timestamp) -> Vec<(Windowed<K>, V)> {
+            (self.windows(move |s| s.fetch_all(from, to)), concat)
+        }
 
-    /// Every window.
-    pub fn all(&self) -> Result<Vec<(Windowed<K>, V)>, QueryError> {
-        self.windows(|s| s.all())
-    }
+        /// Every window.
+        fn all / all_async(&self) -> Vec<(Windowed<K>, V)> {
+            (self.windows(|s| s.all()), concat)
+        }
 
-    /// Every window, each store in reverse.
-    pub fn backward_all(&self) -> Result<Vec<(Windowed<K>, V)>, QueryError> {
-        self.windows(|s| s.backward_all())
+        /// Every window, each store in reverse.
+        fn backward_all / backward_all_async(&self) -> Vec<(Windowed<K>, V)> {
+            (self.windows(|s| s.backward_all()), concat)
+        }
     }
 }
 
@@ -581,18 +682,19 @@ where
     K: Clone + Send + Sync + 'static,
     V: Send + 'static,
 {
-    fn read<R: Send + 'static>(
+    /// The read of `op` on each local instance of the store.
+    fn reader<R: Send + 'static>(
         &self,
         op: impl Fn(&dyn ReadOnlySessionStore<K, V>) -> Result<R, StoreError> + Send + Sync + 'static,
-    ) -> Result<Vec<R>, QueryError> {
-        self.query.run(move |built| {
+    ) -> impl Fn(&BuiltStore) -> Result<R, QueryError> + Send + Sync + 'static {
+        move |built| {
             let handle = built
                 .handle
                 .downcast_ref::<SessionStoreHandle<K, V>>()
                 .ok_or_else(|| wrong_type::<SessionStoreHandle<K, V>>(built))?;
             let store = handle.borrow();
             op(&*store).map_err(|e| store_error(built, e))
-        })
+        }
     }
 
     fn sessions(
@@ -603,66 +705,62 @@ where
             + Send
             + Sync
             + 'static,
-    ) -> Result<Vec<(Windowed<K>, V)>, QueryError> {
-        Ok(self
-            .read(move |s| collect(op(s)))?
-            .into_iter()
-            .flatten()
-            .collect())
+    ) -> impl Fn(&BuiltStore) -> Result<Vec<(Windowed<K>, V)>, QueryError> + Send + Sync + 'static
+    {
+        self.reader(move |s| collect(op(s)))
     }
 
-    /// Every session of `key`.
-    pub fn fetch(&self, key: &K) -> Result<Vec<(Windowed<K>, V)>, QueryError> {
-        let key = key.clone();
-        self.sessions(move |s| s.fetch(&key))
-    }
+    blocking_and_async! {
+        /// Every session of `key`.
+        fn fetch / fetch_async(&self, key: &K) -> Vec<(Windowed<K>, V)> {
+            let key = key.clone();
+            (self.sessions(move |s| s.fetch(&key)), concat)
+        }
 
-    /// Every session of keys in `[key_from, key_to]` (`None` is open).
-    pub fn fetch_key_range(
-        &self,
-        key_from: Option<&K>,
-        key_to: Option<&K>,
-    ) -> Result<Vec<(Windowed<K>, V)>, QueryError> {
-        let (kf, kt) = (key_from.cloned(), key_to.cloned());
-        self.sessions(move |s| s.fetch_key_range(kf.as_ref(), kt.as_ref()))
-    }
+        /// Every session of keys in `[key_from, key_to]` (`None` is open).
+        fn fetch_key_range / fetch_key_range_async(
+            &self,
+            key_from: Option<&K>,
+            key_to: Option<&K>
+        ) -> Vec<(Windowed<K>, V)> {
+            let (kf, kt) = (key_from.cloned(), key_to.cloned());
+            (self.sessions(move |s| s.fetch_key_range(kf.as_ref(), kt.as_ref())), concat)
+        }
 
-    /// `key`'s sessions that end at or after `earliest_end` and start at or
-    /// before `latest_start`.
-    pub fn find_sessions(
-        &self,
-        key: &K,
-        earliest_end: Timestamp,
-        latest_start: Timestamp,
-    ) -> Result<Vec<(Windowed<K>, V)>, QueryError> {
-        let key = key.clone();
-        self.sessions(move |s| s.find_sessions(&key, earliest_end, latest_start))
-    }
+        /// `key`'s sessions that end at or after `earliest_end` and start at or
+        /// before `latest_start`.
+        fn find_sessions / find_sessions_async(
+            &self,
+            key: &K,
+            earliest_end: Timestamp,
+            latest_start: Timestamp
+        ) -> Vec<(Windowed<K>, V)> {
+            let key = key.clone();
+            (self.sessions(move |s| s.find_sessions(&key, earliest_end, latest_start)), concat)
+        }
 
-    /// [`ReadOnlySessionView::find_sessions`] in reverse.
-    pub fn backward_find_sessions(
-        &self,
-        key: &K,
-        earliest_end: Timestamp,
-        latest_start: Timestamp,
-    ) -> Result<Vec<(Windowed<K>, V)>, QueryError> {
-        let key = key.clone();
-        self.sessions(move |s| s.backward_find_sessions(&key, earliest_end, latest_start))
-    }
+        /// The sessions of `find_sessions`, in reverse.
+        fn backward_find_sessions / backward_find_sessions_async(
+            &self,
+            key: &K,
+            earliest_end: Timestamp,
+            latest_start: Timestamp
+        ) -> Vec<(Windowed<K>, V)> {
+            let key = key.clone();
+            let read = self.sessions(move |s| s.backward_find_sessions(&key, earliest_end, latest_start));
+            (read, concat)
+        }
 
-    /// The value of one session.
-    pub fn fetch_session(
-        &self,
-        key: &K,
-        start: Timestamp,
-        end: Timestamp,
-    ) -> Result<Option<V>, QueryError> {
-        let key = key.clone();
-        Ok(self
-            .read(move |s| s.fetch_session(&key, start, end))?
-            .into_iter()
-            .flatten()
-            .next())
+        /// The value of one session.
+        fn fetch_session / fetch_session_async(
+            &self,
+            key: &K,
+            start: Timestamp,
+            end: Timestamp
+        ) -> Option<V> {
+            let key = key.clone();
+            (self.reader(move |s| s.fetch_session(&key, start, end)), first)
+        }
     }
 }
 
@@ -688,13 +786,15 @@ where
     K: Clone + Send + Sync + 'static,
     V: Send + 'static,
 {
-    fn read_version(
+    /// The read of `key`'s latest version, or the one valid at `as_of`.
+    fn version(
         &self,
         key: &K,
         as_of: Option<Timestamp>,
-    ) -> Result<Option<VersionedRecord<V>>, QueryError> {
+    ) -> impl Fn(&BuiltStore) -> Result<Option<VersionedRecord<V>>, QueryError> + Send + Sync + 'static
+    {
         let key = key.clone();
-        let found = self.query.run(move |built| {
+        move |built| {
             let handle = built
                 .handle
                 .downcast_ref::<VersionedKeyValueStoreHandle<K, V>>()
@@ -705,21 +805,22 @@ where
                 Some(t) => store.get_as_of(&key, t),
             }
             .map_err(|e| store_error(built, e))
-        })?;
-        Ok(found.into_iter().flatten().next())
+        }
     }
 
-    /// The latest version of `key`, unless it is a tombstone.
-    pub fn get(&self, key: &K) -> Result<Option<VersionedRecord<V>>, QueryError> {
-        self.read_version(key, None)
-    }
+    blocking_and_async! {
+        /// The latest version of `key`, unless it is a tombstone.
+        fn get / get_async(&self, key: &K) -> Option<VersionedRecord<V>> {
+            (self.version(key, None), first)
+        }
 
-    /// The version of `key` valid at `as_of`.
-    pub fn get_as_of(
-        &self,
-        key: &K,
-        as_of: Timestamp,
-    ) -> Result<Option<VersionedRecord<V>>, QueryError> {
-        self.read_version(key, Some(as_of))
+        /// The version of `key` valid at `as_of`.
+        fn get_as_of / get_as_of_async(
+            &self,
+            key: &K,
+            as_of: Timestamp
+        ) -> Option<VersionedRecord<V>> {
+            (self.version(key, Some(as_of)), first)
+        }
     }
 }
