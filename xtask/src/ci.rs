@@ -6,9 +6,10 @@
 //!
 //! Steps: rustfmt, that every invocation builds RocksDB and librdkafka one
 //! way (`native-builds`), no import cycle between a crate's modules
-//! (`module-cycles`), clippy (warnings are errors), cargo-deny (licenses, bans,
-//! sources), the workspace tests against a real broker, the compat
-//! scenarios on both sides (Apache Kafka Streams and kstreams) and some
+//! (`module-cycles`), clippy (warnings are errors), every publishable crate
+//! packaged and built on the declared rust-version (`package`), cargo-deny
+//! (licenses, bans, sources), the workspace tests against a real broker,
+//! the compat scenarios on both sides (Apache Kafka Streams and kstreams) and some
 //! with both in one streams group (`compat --mixed`) or moved from one to
 //! the other mid-input (`compat --migrate`), the chaos
 //! scenarios in their short form, and a smoke run of the benchmark
@@ -30,6 +31,7 @@ use crate::dashboard;
 use crate::kafka::{Lease, BOOTSTRAP_ENV};
 use crate::module_cycles;
 use crate::native_builds;
+use crate::package;
 use crate::process;
 use crate::registry;
 use crate::setup::{self, Scope};
@@ -77,6 +79,18 @@ pub(crate) fn cli(args: Args) -> Result<ExitCode> {
         // The `rocksdb` feature off (in-memory stores only) must keep
         // building: nothing else compiles the facade that way.
         ("no-rocksdb", cargo_step(&NO_ROCKSDB)?),
+        // After clippy, which compiled every crate with this toolchain: when
+        // it is the declared rust-version, the step does not build them again.
+        (
+            "package",
+            match package::check(false, true) {
+                Ok(passed) => outcome(passed),
+                Err(error) => {
+                    eprintln!("ci: package: {error:#}");
+                    Outcome::Failed
+                }
+            },
+        ),
         ("deny", deny()?),
     ];
     let (broker_results, failed_tests) = broker_steps()?;
@@ -157,11 +171,19 @@ fn broker_steps() -> Result<BrokerSteps> {
             return Ok((vec![("registry", Outcome::Failed)], Vec::new()));
         }
     };
+    let python_peer = match registry::python_peer() {
+        Ok(python) => python,
+        Err(error) => {
+            eprintln!("ci: no Python Protobuf/JSON Schema peer: {error:#}");
+            return Ok((vec![("registry", Outcome::Failed)], Vec::new()));
+        }
+    };
     // --no-fail-fast: one failing test binary must not hide the others' results.
     let mut test = cargo(&["test", "--workspace", "--no-fail-fast"]);
     test.env(BOOTSTRAP_ENV, lease.bootstrap())
         .env(registry::REGISTRY_ENV, registry.url())
         .env(registry::JAVA_PEER_ENV, java_peer)
+        .env(registry::PYTHON_PEER_ENV, python_peer)
         .envs(lease.sasl_ssl_env().iter().map(|(k, v)| (k, v)));
     let (passed, failed_tests) = test_failures::run(&mut test)?;
     let tests = outcome(passed);

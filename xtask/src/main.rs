@@ -19,6 +19,7 @@ mod kafka;
 mod maven;
 mod module_cycles;
 mod native_builds;
+mod package;
 mod paths;
 mod process;
 mod prometheus;
@@ -52,7 +53,8 @@ example [NAME]
         usage: "\
 ci
     checks the system packages (as `setup --ci` does, installing them as
-    root), then: fmt, native-builds, module-cycles, clippy, cargo-deny, the
+    root), then: fmt, native-builds, module-cycles, clippy, package (every
+    publishable crate packaged and built on the MSRV), cargo-deny, the
     tests against a broker, the compat scenarios, the chaos scenarios in
     their short form, a `bench compare --smoke` run and the dashboard check
     (`dashboard`)
@@ -173,6 +175,21 @@ native-builds
     features or profile differ (pin it in workspace-hack/Cargo.toml)
 ",
         run: native_builds::cli,
+    },
+    Task {
+        name: "package",
+        summary: "package every publishable crate; build them on the declared MSRV",
+        usage: "\
+package [--verify-all]
+    checks each publishable crate's metadata, that the workspace's
+    rust-version is the toolchain's release (or a rustup toolchain's), then
+    `cargo package` of every crate with it: the .crate files hold LICENSE
+    and README and no tests; those that build no native library are built
+    from their .crate, the others by `cargo check --workspace --all-targets`
+    (--verify-all: every crate from its .crate, which compiles RocksDB and
+    librdkafka again with a lone crate's features)
+",
+        run: package::cli,
     },
     Task {
         name: "module-cycles",

@@ -29,7 +29,7 @@ use crate::cli::{exit_code, Args};
 use crate::{bench, chaos, compat, example};
 
 /// The packages whose build scripts compile native code from source.
-const NATIVE: &[&str] = &["librocksdb-sys", "rdkafka-sys"];
+pub(crate) const NATIVE: &[&str] = &["librocksdb-sys", "rdkafka-sys"];
 
 /// Every cargo invocation that README's commands and CI make, by the name
 /// the report uses. `cargo clippy` plans as `cargo check` does (clippy only

@@ -24,9 +24,12 @@
 //! schema that cannot read the writer's) is a [`kstreams_record::SerdeError`]
 //! for the configured handler, never a panic.
 //!
-//! Not supported yet: schema references, `normalize.schemas`, bearer and
-//! `SASL_INHERIT` auth, schema ids in record headers, Protobuf and JSON
-//! Schema.
+//! The registry client, the wire framing, the strategies and the config
+//! live in `kstreams-schema-registry` (shared with the Protobuf and JSON
+//! Schema serdes) and are re-exported here.
+//!
+//! Not supported yet: Avro schema references, `normalize.schemas`, bearer
+//! and `SASL_INHERIT` auth, schema ids in record headers.
 //!
 //! The tests in `tests/real_registry.rs` run against a real registry:
 //! `eval "$(cargo xtask registry start)"` starts one (Apicurio Registry's
@@ -66,23 +69,16 @@
 
 #![forbid(unsafe_code)]
 
-mod client;
-pub mod config;
 mod datum_bounds;
-mod error;
-mod http;
 mod serde;
-mod strategy;
-pub mod wire;
 
 pub use apache_avro;
+pub use kstreams_schema_registry::{config, wire};
 
-pub use crate::client::{
-    MockSchemaRegistryClient, RegisteredSchema, SchemaRegistryClient, Version,
+pub use kstreams_schema_registry::{
+    Error, HttpSchemaRegistryClient, MockSchemaRegistryClient, RegisteredSchema, RegistryConfig,
+    RegistrySchema, Result, SchemaId, SchemaReference, SchemaRegistryClient, SchemaType,
+    SerdeConfig, SubjectNameStrategy, Version,
 };
-pub use crate::config::{RegistryConfig, SerdeConfig};
-pub use crate::error::{Error, Result};
-pub use crate::http::HttpSchemaRegistryClient;
+
 pub use crate::serde::{parse_schema, AvroSerde, GenericAvroSerde, GenericRecord};
-pub use crate::strategy::SubjectNameStrategy;
-pub use crate::wire::SchemaId;

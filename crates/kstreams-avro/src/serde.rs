@@ -11,10 +11,8 @@ use apache_avro::types::Value;
 use apache_avro::Schema;
 use kstreams_record::{Headers, Serde, SerdeError};
 
-use crate::client::{SchemaRegistryClient, Version};
-use crate::config::SerdeConfig;
-use crate::error::{Error, Result};
-use crate::wire::{self, SchemaId};
+use kstreams_schema_registry::wire::{self, SchemaId};
+use kstreams_schema_registry::{Error, Result, SchemaRegistryClient, SerdeConfig, Version};
 
 /// Parses an Avro schema from its JSON text, with this crate's error.
 pub fn parse_schema(json: &str) -> Result<Schema> {
@@ -133,7 +131,7 @@ impl Core {
     /// Asks the registry which id `schema` writes under for `topic`.
     fn writer(&self, topic: &str, schema: &Arc<Schema>, json: &str) -> Result<Writer> {
         let strategy = self.config.subject_name_strategy(self.is_key);
-        let subject = strategy.subject(topic, self.is_key, schema)?;
+        let subject = strategy.subject(topic, self.is_key, &**schema)?;
         // Confluent's order: auto-registration wins over use.latest.version.
         if !self.config.auto_register_schemas && self.config.use_latest_version {
             let latest = self.registry.schema_by_version(&subject, Version::Latest)?;

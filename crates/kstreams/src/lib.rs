@@ -59,7 +59,9 @@
 //! `TopologyTestDriver` and `KafkaStreams`), and, with the `embedded`
 //! feature, `embedded` (an in-process Kafka for examples and tests); with
 //! the `avro` feature, `avro` (Avro serdes in the Confluent wire format and
-//! a Schema Registry client); with the `http` feature, `http` (the
+//! a Schema Registry client); with the `protobuf` and `json-schema`
+//! features, `protobuf` and `json_schema` (the same for prost messages and
+//! for serde types under a JSON Schema); with the `http` feature, `http` (the
 //! operator's endpoints: `http::HttpServer::start(&app, address)` serves
 //! metrics, health probes, the topology picture and the instance's state);
 //! with the `otlp` feature, `otlp` (the record spans of
@@ -84,9 +86,13 @@ pub use kstreams_dsl as dsl;
 pub use kstreams_embedded as embedded;
 #[cfg(feature = "http")]
 pub use kstreams_http as http;
+#[cfg(feature = "json-schema")]
+pub use kstreams_json_schema as json_schema;
 pub use kstreams_metrics as metrics;
 #[cfg(feature = "otlp")]
 pub use kstreams_otlp as otlp;
+#[cfg(feature = "protobuf")]
+pub use kstreams_protobuf as protobuf;
 pub use kstreams_record as record;
 pub use kstreams_runtime as runtime;
 pub use kstreams_state as state;
@@ -112,11 +118,11 @@ pub mod prelude {
         StringSerde, UnitSerde, UuidSerde, VoidSerde,
     };
     pub use kstreams_runtime::kafka::{
-        CloseOptions, GroupMembershipOperation, HostInfo, KafkaStreams, KeyQueryMetadata,
-        LagInfo, ProcessingGuarantee, QueryError, QueryableStoreTypes, ReadOnlyKeyValueView,
+        CloseOptions, GroupMembershipOperation, HostInfo, KafkaStreams, KeyQueryMetadata, LagInfo,
+        ProcessingGuarantee, QueryError, QueryableStoreTypes, ReadOnlyKeyValueView,
         ReadOnlySessionView, ReadOnlyVersionedView, ReadOnlyWindowView, State,
-        StateRestoreListener, StoreQueryParameters, StreamThreadExceptionResponse,
-        StreamsConfig, StreamsMetadata, TopicPartition,
+        StateRestoreListener, StoreQueryParameters, StreamThreadExceptionResponse, StreamsConfig,
+        StreamsMetadata, TopicPartition,
     };
     pub use kstreams_runtime::{
         DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig,

@@ -1,5 +1,8 @@
 //! `cargo xtask registry start|stop|status`: a real schema registry with the
-//! Confluent REST API, for the Avro tests of crates/kstreams-avro.
+//! Confluent REST API, for the real-registry tests of crates/kstreams-avro,
+//! crates/kstreams-protobuf and crates/kstreams-json-schema, and their
+//! independent peers: Apicurio's Java Avro serde, and Confluent's own
+//! Python Protobuf and JSON Schema serializers ([`python_peer`]).
 //!
 //! Confluent's own Schema Registry is not on Maven Central; Apicurio
 //! Registry is, and it serves the Confluent API at `/apis/ccompat/v7`. Its
@@ -33,6 +36,15 @@ pub(crate) const REGISTRY_ENV: &str = "KSTREAMS_TEST_SCHEMA_REGISTRY";
 /// (xtask/registry/AvroPeer.java runs on it).
 pub(crate) const JAVA_PEER_ENV: &str = "KSTREAMS_TEST_AVRO_JAVA_CLASSPATH";
 
+/// The variable through which the Protobuf and JSON Schema tests find a
+/// Python interpreter with Confluent's serializers
+/// (xtask/registry/confluent_peer.py runs on it).
+pub(crate) const PYTHON_PEER_ENV: &str = "KSTREAMS_TEST_CONFLUENT_PYTHON";
+
+/// The `confluent-kafka` release of the Python peer, with the extras its
+/// Schema Registry serializers need.
+const CONFLUENT_KAFKA_PYTHON: &str = "confluent-kafka[schemaregistry,protobuf,json]==2.16.1";
+
 /// The Apicurio Registry release, from Maven Central (the server, and the
 /// Java serde of xtask/registry/pom.xml, which defaults to it too).
 pub(crate) const APICURIO_VERSION: &str = "2.6.13.Final";
@@ -54,6 +66,7 @@ pub(crate) fn cli(mut args: Args) -> Result<ExitCode> {
             // Stdout carries only export lines, so `eval "$(cargo xtask registry start)"` works.
             println!("export {REGISTRY_ENV}={url}");
             print_java_peer_export();
+            print_python_peer_export();
             Ok(ExitCode::SUCCESS)
         }
         Some("stop") => {
@@ -159,6 +172,7 @@ fn status() -> ExitCode {
             println!("registry: Apicurio Registry {APICURIO_VERSION} running at {url} (pid {pid}); {answer}");
             println!("export {REGISTRY_ENV}={url}");
             print_java_peer_export();
+            print_python_peer_export();
             ExitCode::SUCCESS
         }
         (Some(pid), None) => {
@@ -179,6 +193,55 @@ fn print_java_peer_export() {
         Ok(classpath) => println!("export {JAVA_PEER_ENV}={classpath}"),
         Err(error) => eprintln!("registry: no Java peer for the Avro tests: {error:#}"),
     }
+}
+
+/// The Python peer's interpreter as an export line; without it the
+/// cross-client tests skip themselves, and stderr says why.
+fn print_python_peer_export() {
+    match python_peer() {
+        Ok(python) => println!("export {PYTHON_PEER_ENV}={}", python.display()),
+        Err(error) => eprintln!("registry: no Python peer for the Protobuf/JSON tests: {error:#}"),
+    }
+}
+
+/// A Python virtual environment with Confluent's `confluent-kafka`
+/// serializers, made once (a few wheels, pip-installed) and cached under
+/// `~/.cache/kstreams/`; returns its interpreter.
+pub(crate) fn python_peer() -> Result<PathBuf> {
+    let version = CONFLUENT_KAFKA_PYTHON
+        .rsplit("==")
+        .next()
+        .unwrap_or("unknown");
+    let venv = paths::cache_dir().join(format!("confluent-python-peer-{version}"));
+    let python = venv.join("bin").join("python");
+    // The marker is written last: an interrupted install is redone.
+    let marker = venv.join("installed");
+    if marker.exists() && python.exists() {
+        return Ok(python);
+    }
+    let began = Instant::now();
+    let _ = fs::remove_dir_all(&venv);
+    process::run_captured(
+        Command::new("python3").args(["-m", "venv"]).arg(&venv),
+        "making the Python peer's virtual environment (python3 -m venv)",
+    )?;
+    process::run_captured(
+        Command::new(&python).args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            CONFLUENT_KAFKA_PYTHON,
+        ]),
+        "installing Confluent's Python serializers with pip",
+    )?;
+    fs::write(&marker, CONFLUENT_KAFKA_PYTHON)?;
+    eprintln!(
+        "registry: Python peer ({CONFLUENT_KAFKA_PYTHON}) installed ({})",
+        secs(began.elapsed())
+    );
+    Ok(python)
 }
 
 /// The runtime classpath of xtask/registry/pom.xml (Apicurio's Avro serde

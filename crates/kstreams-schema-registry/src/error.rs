@@ -2,16 +2,24 @@
 
 /// What went wrong in the registry client, the wire format or a schema.
 ///
-/// The serdes turn it into a [`kstreams_record::SerdeError`] naming the
-/// topic, so a malformed record reaches the configured handler instead of
-/// stopping the thread.
+/// The serdes (Avro, Protobuf, JSON Schema) turn it into a
+/// `kstreams_record::SerdeError` naming the topic, so a malformed record
+/// reaches the configured handler instead of stopping the thread.
+///
+/// ```
+/// use kstreams_schema_registry::{wire, Error};
+///
+/// let error = wire::split(b"{}").unwrap_err();
+/// assert!(matches!(error, Error::WrongMagicByte { found: b'{' }));
+/// assert!(error.to_string().contains("not written by a Schema Registry serializer"));
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// Fewer bytes than the 5-byte header.
     #[error(
         "{len} byte(s) is too short for the Confluent wire format \
-         (magic byte and 4-byte schema id, then the Avro datum)"
+         (magic byte and 4-byte schema id, then the payload)"
     )]
     Truncated {
         /// How many bytes there were.
@@ -77,6 +85,24 @@ pub enum Error {
         /// apache-avro's explanation.
         message: String,
     },
+    /// A Protobuf schema does not parse, or a record's message indexes or
+    /// bytes do not fit it.
+    #[error("{context}: {message}")]
+    Protobuf {
+        /// Which schema or record.
+        context: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A JSON Schema does not parse, or a document is not JSON, does not
+    /// validate against its schema, or does not map to the Rust type.
+    #[error("{context}: {message}")]
+    JsonSchema {
+        /// Which schema or document.
+        context: String,
+        /// What is wrong with it (for validation: the failing paths).
+        message: String,
+    },
     /// A configuration key has a value this crate cannot use.
     #[error("config {key}: {message}")]
     Config {
@@ -99,8 +125,25 @@ impl Error {
         matches!(self, Error::NotFound { .. })
     }
 
-    pub(crate) fn avro(context: impl Into<String>, error: impl std::fmt::Display) -> Error {
+    /// An [`Error::Avro`] from a context and apache-avro's error.
+    pub fn avro(context: impl Into<String>, error: impl std::fmt::Display) -> Error {
         Error::Avro {
+            context: context.into(),
+            message: error.to_string(),
+        }
+    }
+
+    /// An [`Error::Protobuf`] from a context and the underlying error.
+    pub fn protobuf(context: impl Into<String>, error: impl std::fmt::Display) -> Error {
+        Error::Protobuf {
+            context: context.into(),
+            message: error.to_string(),
+        }
+    }
+
+    /// An [`Error::JsonSchema`] from a context and the underlying error.
+    pub fn json_schema(context: impl Into<String>, error: impl std::fmt::Display) -> Error {
+        Error::JsonSchema {
             context: context.into(),
             message: error.to_string(),
         }

@@ -7,7 +7,9 @@ use std::sync::Mutex;
 use base64::Engine as _;
 use serde::Deserialize;
 
-use crate::client::{RegisteredSchema, SchemaRegistryClient, Version};
+use crate::client::{
+    RegisteredSchema, RegistrySchema, SchemaReference, SchemaRegistryClient, SchemaType, Version,
+};
 use crate::config::RegistryConfig;
 use crate::error::{Error, Result};
 use crate::wire::SchemaId;
@@ -33,10 +35,18 @@ pub struct HttpSchemaRegistryClient {
 
 #[derive(Debug, Default)]
 struct Cache {
-    schemas: HashMap<SchemaId, String>,
-    registered: HashMap<(String, String), SchemaId>,
-    looked_up: HashMap<(String, String), RegisteredSchema>,
+    schemas: HashMap<SchemaId, RegistrySchema>,
+    registered: HashMap<(String, RegistrySchema), SchemaId>,
+    looked_up: HashMap<(String, RegistrySchema), RegisteredSchema>,
     versions: HashMap<(String, u32), RegisteredSchema>,
+}
+
+/// A reference as the REST API spells it.
+#[derive(Debug, Deserialize, serde::Serialize)]
+struct ReferenceJson {
+    name: String,
+    subject: String,
+    version: u32,
 }
 
 #[derive(Debug, Deserialize)]
@@ -45,27 +55,64 @@ struct IdAnswer {
 }
 
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct SchemaAnswer {
     schema: String,
+    /// Absent for Avro, as Confluent's registry answers.
+    schema_type: Option<String>,
+    references: Option<Vec<ReferenceJson>>,
+}
+
+impl SchemaAnswer {
+    fn into_schema(self, base: &str) -> Result<RegistrySchema> {
+        Ok(RegistrySchema {
+            schema_type: parse_type(base, self.schema_type.as_deref())?,
+            schema: self.schema,
+            references: from_json(self.references),
+        })
+    }
 }
 
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct VersionAnswer {
     subject: String,
     version: u32,
     id: u32,
     schema: String,
+    schema_type: Option<String>,
+    references: Option<Vec<ReferenceJson>>,
 }
 
-impl From<VersionAnswer> for RegisteredSchema {
-    fn from(answer: VersionAnswer) -> Self {
-        RegisteredSchema {
-            subject: answer.subject,
-            version: answer.version,
-            id: SchemaId(answer.id),
-            schema: answer.schema,
-        }
+impl VersionAnswer {
+    fn into_registered(self, base: &str) -> Result<RegisteredSchema> {
+        Ok(RegisteredSchema {
+            schema_type: parse_type(base, self.schema_type.as_deref())?,
+            subject: self.subject,
+            version: self.version,
+            id: SchemaId(self.id),
+            schema: self.schema,
+            references: from_json(self.references),
+        })
     }
+}
+
+fn parse_type(base: &str, schema_type: Option<&str>) -> Result<SchemaType> {
+    match schema_type {
+        None => Ok(SchemaType::Avro),
+        Some(name) => name.parse().map_err(|message| Error::BadResponse {
+            url: base.to_owned(),
+            message,
+        }),
+    }
+}
+
+fn from_json(references: Option<Vec<ReferenceJson>>) -> Vec<SchemaReference> {
+    references
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| SchemaReference::new(r.name, r.subject, r.version))
+        .collect()
 }
 
 #[derive(Deserialize)]
@@ -240,13 +287,32 @@ fn path_segment(subject: &str) -> String {
     out
 }
 
-fn schema_body(schema: &str) -> String {
-    serde_json::json!({ "schema": schema }).to_string()
+/// The body of a register or lookup request: `schemaType` only for the
+/// formats other than Avro, as Confluent's client sends it (and older
+/// registries, which know only Avro, expect).
+fn schema_body(schema: &RegistrySchema) -> String {
+    let mut body = serde_json::json!({ "schema": schema.schema });
+    if schema.schema_type != SchemaType::Avro {
+        body["schemaType"] = schema.schema_type.as_str().into();
+    }
+    if !schema.references.is_empty() {
+        let references: Vec<ReferenceJson> = schema
+            .references
+            .iter()
+            .map(|r| ReferenceJson {
+                name: r.name.clone(),
+                subject: r.subject.clone(),
+                version: r.version,
+            })
+            .collect();
+        body["references"] = serde_json::json!(references);
+    }
+    body.to_string()
 }
 
 impl SchemaRegistryClient for HttpSchemaRegistryClient {
-    fn register(&self, subject: &str, schema: &str) -> Result<SchemaId> {
-        let key = (subject.to_owned(), schema.to_owned());
+    fn register_schema(&self, subject: &str, schema: &RegistrySchema) -> Result<SchemaId> {
+        let key = (subject.to_owned(), schema.clone());
         if let Some(id) = self.cache().registered.get(&key) {
             return Ok(*id);
         }
@@ -257,12 +323,12 @@ impl SchemaRegistryClient for HttpSchemaRegistryClient {
         let id = SchemaId(answer.id);
         let mut cache = self.cache();
         cache.registered.insert(key, id);
-        cache.schemas.entry(id).or_insert_with(|| schema.to_owned());
+        cache.schemas.entry(id).or_insert_with(|| schema.clone());
         Ok(id)
     }
 
-    fn lookup(&self, subject: &str, schema: &str) -> Result<RegisteredSchema> {
-        let key = (subject.to_owned(), schema.to_owned());
+    fn lookup_schema(&self, subject: &str, schema: &RegistrySchema) -> Result<RegisteredSchema> {
+        let key = (subject.to_owned(), schema.clone());
         if let Some(found) = self.cache().looked_up.get(&key) {
             return Ok(found.clone());
         }
@@ -270,19 +336,20 @@ impl SchemaRegistryClient for HttpSchemaRegistryClient {
         let answer: VersionAnswer = self.call(&Method::Post(schema_body(schema)), &path, || {
             format!("schema under subject {subject}")
         })?;
-        let found = RegisteredSchema::from(answer);
+        let found = answer.into_registered(self.url())?;
         self.cache().looked_up.insert(key, found.clone());
         Ok(found)
     }
 
-    fn schema_by_id(&self, id: SchemaId) -> Result<String> {
+    fn schema_by_id_with_type(&self, id: SchemaId) -> Result<RegistrySchema> {
         if let Some(schema) = self.cache().schemas.get(&id) {
             return Ok(schema.clone());
         }
         let path = format!("/schemas/ids/{id}");
         let answer: SchemaAnswer = self.call(&Method::Get, &path, || format!("schema id {id}"))?;
-        self.cache().schemas.insert(id, answer.schema.clone());
-        Ok(answer.schema)
+        let schema = answer.into_schema(self.url())?;
+        self.cache().schemas.insert(id, schema.clone());
+        Ok(schema)
     }
 
     fn schema_by_version(&self, subject: &str, version: Version) -> Result<RegisteredSchema> {
@@ -295,7 +362,7 @@ impl SchemaRegistryClient for HttpSchemaRegistryClient {
         let answer: VersionAnswer = self.call(&Method::Get, &path, || {
             format!("version {version} of subject {subject}")
         })?;
-        let found = RegisteredSchema::from(answer);
+        let found = answer.into_registered(self.url())?;
         let mut cache = self.cache();
         // `latest` moves, but the version it named today is fixed.
         cache
@@ -304,7 +371,7 @@ impl SchemaRegistryClient for HttpSchemaRegistryClient {
         cache
             .schemas
             .entry(found.id)
-            .or_insert_with(|| found.schema.clone());
+            .or_insert_with(|| found.to_registry_schema());
         Ok(found)
     }
 }
@@ -359,6 +426,37 @@ mod tests {
                 .id,
             12
         );
+    }
+
+    #[test]
+    fn request_bodies_name_the_format_and_references() {
+        assert_eq!(
+            schema_body(&RegistrySchema::avro("\"int\"")),
+            r#"{"schema":"\"int\""}"#
+        );
+        let proto = RegistrySchema::new(SchemaType::Protobuf, "import \"a.proto\";")
+            .with_references(vec![SchemaReference::new("a.proto", "a.proto", 2)]);
+        let body: serde_json::Value = serde_json::from_str(&schema_body(&proto)).unwrap();
+        assert_eq!(body["schemaType"], "PROTOBUF");
+        assert_eq!(
+            body["references"],
+            serde_json::json!([{"name":"a.proto","subject":"a.proto","version":2}])
+        );
+        let answer: SchemaAnswer = serde_json::from_str(
+            r#"{"schema":"x","schemaType":"PROTOBUF","references":[{"name":"a.proto","subject":"a.proto","version":2}]}"#,
+        )
+        .unwrap();
+        let expected = RegistrySchema {
+            schema: "x".into(),
+            ..proto
+        };
+        assert_eq!(answer.into_schema("http://r").unwrap(), expected);
+        let odd: SchemaAnswer =
+            serde_json::from_str(r#"{"schema":"x","schemaType":"XML"}"#).unwrap();
+        assert!(matches!(
+            odd.into_schema("http://r"),
+            Err(Error::BadResponse { .. })
+        ));
     }
 
     #[test]

@@ -1,10 +1,45 @@
 //! Subject name strategies: under which subject a serializer registers or
 //! looks up its schema, as Confluent's `key.subject.name.strategy` and
-//! `value.subject.name.strategy`.
-
-use apache_avro::Schema;
+//! `value.subject.name.strategy`, for every schema format.
 
 use crate::error::{Error, Result};
+
+/// A schema as the record strategies see it: the name of the record it
+/// describes, Confluent's `ParsedSchema.name()`.
+///
+/// An Avro schema's full name (with the `avro` feature), a Protobuf
+/// message's full name, a JSON Schema's `title`.
+///
+/// ```
+/// use kstreams_schema_registry::{NamedSchema, SubjectNameStrategy};
+///
+/// struct Message(&'static str);
+/// impl NamedSchema for Message {
+///     fn record_name(&self) -> Option<String> { Some(self.0.to_owned()) }
+///     fn describe(&self) -> String { self.0.to_owned() }
+/// }
+/// let subject = SubjectNameStrategy::TopicRecordName.subject("orders", false, &Message("shop.Order"))?;
+/// assert_eq!(subject, "orders-shop.Order");
+/// # Ok::<(), kstreams_schema_registry::Error>(())
+/// ```
+pub trait NamedSchema {
+    /// The record's full name, `None` for an unnamed schema.
+    fn record_name(&self) -> Option<String>;
+
+    /// The schema in a few words, for error messages.
+    fn describe(&self) -> String;
+}
+
+#[cfg(feature = "avro")]
+impl NamedSchema for apache_avro::Schema {
+    fn record_name(&self) -> Option<String> {
+        self.name().map(|name| name.fullname(None))
+    }
+
+    fn describe(&self) -> String {
+        self.canonical_form()
+    }
+}
 
 /// How the subject of a schema is named.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -24,20 +59,23 @@ pub enum SubjectNameStrategy {
 impl SubjectNameStrategy {
     /// The subject for `schema` when written to `topic` as a key or a value.
     ///
-    /// The record strategies need a named schema (record, enum or fixed).
-    pub fn subject(self, topic: &str, is_key: bool, schema: &Schema) -> Result<String> {
+    /// The record strategies need a named schema (an Avro record, enum or
+    /// fixed; a Protobuf message; a JSON Schema with a `title`).
+    pub fn subject<S: NamedSchema + ?Sized>(
+        self,
+        topic: &str,
+        is_key: bool,
+        schema: &S,
+    ) -> Result<String> {
         let record_name = || {
-            schema
-                .name()
-                .map(|name| name.fullname(None))
-                .ok_or_else(|| Error::Config {
-                    key: strategy_key(is_key).into(),
-                    message: format!(
-                        "{self:?}Strategy names subjects after the record, \
-                         but the schema is not a named type: {}",
-                        schema.canonical_form()
-                    ),
-                })
+            schema.record_name().ok_or_else(|| Error::Config {
+                key: strategy_key(is_key).into(),
+                message: format!(
+                    "{self:?}Strategy names subjects after the record, \
+                     but the schema is not a named type: {}",
+                    schema.describe()
+                ),
+            })
         };
         Ok(match self {
             SubjectNameStrategy::TopicName => {
@@ -80,11 +118,19 @@ fn strategy_key(is_key: bool) -> &'static str {
 mod tests {
     use super::*;
 
-    fn user() -> Schema {
-        Schema::parse_str(
-            r#"{"type":"record","name":"User","namespace":"com.example","fields":[]}"#,
-        )
-        .unwrap()
+    struct Named(Option<&'static str>);
+
+    impl NamedSchema for Named {
+        fn record_name(&self) -> Option<String> {
+            self.0.map(str::to_owned)
+        }
+        fn describe(&self) -> String {
+            "\"string\"".into()
+        }
+    }
+
+    fn user() -> Named {
+        Named(Some("com.example.User"))
     }
 
     #[test]
@@ -108,7 +154,7 @@ mod tests {
     #[test]
     fn record_strategies_need_a_named_schema() {
         let error = SubjectNameStrategy::RecordName
-            .subject("orders", false, &Schema::String)
+            .subject("orders", false, &Named(None))
             .unwrap_err();
         assert!(
             error.to_string().contains("value.subject.name.strategy"),
@@ -116,7 +162,7 @@ mod tests {
         );
         assert_eq!(
             SubjectNameStrategy::TopicName
-                .subject("orders", false, &Schema::String)
+                .subject("orders", false, &Named(None))
                 .unwrap(),
             "orders-value"
         );

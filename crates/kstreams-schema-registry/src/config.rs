@@ -1,5 +1,20 @@
-//! Settings under the keys of Confluent's Avro serializer, so that a ported
-//! Java config keeps working.
+//! Settings under the keys of Confluent's serializers (Avro, Protobuf and
+//! JSON Schema share them), so that a ported Java config keeps working.
+//!
+//! ```
+//! use kstreams_schema_registry::{RegistryConfig, SerdeConfig, SubjectNameStrategy};
+//!
+//! let properties = [
+//!     ("schema.registry.url", "http://registry:8081"),
+//!     ("auto.register.schemas", "false"),
+//!     ("value.subject.name.strategy", "RecordNameStrategy"),
+//! ];
+//! let registry = RegistryConfig::from_properties(properties)?;
+//! let serde = SerdeConfig::from_properties(properties)?;
+//! assert_eq!(registry.urls, ["http://registry:8081"]);
+//! assert_eq!(serde.subject_name_strategy(false), SubjectNameStrategy::RecordName);
+//! # Ok::<(), kstreams_schema_registry::Error>(())
+//! ```
 //!
 //! Keys this crate does not know are ignored: in Kafka Streams the serdes get
 //! the whole application config, most of which is not theirs.

@@ -1,6 +1,16 @@
 //! The Confluent wire format: one magic byte `0`, the schema id as a 4-byte
-//! big-endian integer, then the Avro binary encoding of the datum (no Avro
-//! container header, no fingerprint).
+//! big-endian integer, then the payload: an Avro binary datum, Protobuf
+//! message indexes and the message, or a JSON document.
+//!
+//! ```
+//! use kstreams_schema_registry::wire::{self, SchemaId};
+//!
+//! let mut record = Vec::new();
+//! wire::write_header(SchemaId(7), &mut record);
+//! record.extend_from_slice(b"{}");
+//! assert_eq!(wire::split(&record)?, (SchemaId(7), &b"{}"[..]));
+//! # Ok::<(), kstreams_schema_registry::Error>(())
+//! ```
 
 use std::fmt;
 
@@ -22,16 +32,16 @@ impl fmt::Display for SchemaId {
     }
 }
 
-/// Appends the magic byte and `id` to `out`; the Avro datum follows.
+/// Appends the magic byte and `id` to `out`; the payload follows.
 pub fn write_header(id: SchemaId, out: &mut Vec<u8>) {
     out.push(MAGIC_BYTE);
     out.extend_from_slice(&id.0.to_be_bytes());
 }
 
-/// Splits a record into its schema id and its Avro datum.
+/// Splits a record into its schema id and its payload.
 pub fn split(bytes: &[u8]) -> Result<(SchemaId, &[u8])> {
     // The magic byte is checked first: a short JSON or string payload should
-    // be reported for what it is, not as a truncated Avro record.
+    // be reported for what it is, not as a truncated record.
     match bytes.first() {
         None => return Err(Error::Truncated { len: 0 }),
         Some(&found) if found != MAGIC_BYTE => return Err(Error::WrongMagicByte { found }),
