@@ -278,9 +278,18 @@ fn a_deprecated_key_does_not_override_its_new_name() {
         )
         .unwrap();
     assert_eq!(config.production, ProductionHandling::Fail);
-    // The ignored key's value is still checked.
+    // The ignored key's value is still checked: any other class names a
+    // handler the application registers (resolved at start), an empty
+    // value is no name.
+    config
+        .set(
+            "default.production.exception.handler",
+            "com.example.OversizedAside",
+        )
+        .unwrap();
+    assert_eq!(config.production, ProductionHandling::Fail);
     let err = config
-        .set("default.production.exception.handler", "Nonsense")
+        .set("default.production.exception.handler", "")
         .unwrap_err();
     assert!(
         err.to_string()
