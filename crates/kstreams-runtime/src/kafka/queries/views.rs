@@ -301,7 +301,7 @@ macro_rules! blocking_and_async {
             "[`", stringify!($name), "`](Self::", stringify!($name), "), awaited: the task ",
             "waits for the stream threads' answers without blocking its thread, on any ",
             "executor. It has no timer of its own: bound it with the runtime's (see ",
-            "[`AsyncKafkaStreams`](crate::kafka::AsyncKafkaStreams))."
+            "the type `AsyncKafkaStreams`)."
         )]
         pub async fn $async_name(&$self $(, $arg: $ty)*) -> Result<$out, QueryError> {
             let (read, finish) = $body;
