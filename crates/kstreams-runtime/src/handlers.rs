@@ -260,13 +260,24 @@ fn built_in(
     context: &ErrorHandlerContext<'_>,
     error: &StreamsError,
 ) -> Response {
-    let records = match (dead_letter_queue, context.topic) {
-        (Some(topic), Some(_)) => vec![DeadLetterRecord::for_error(topic, context, error)],
-        _ => Vec::new(),
-    };
     Response {
         result,
-        dead_letter_records: records,
+        dead_letter_records: built_in_dead_letters(dead_letter_queue, context, error),
+    }
+}
+
+/// Kafka Streams' dead-letter record for a built-in handler: one when a
+/// dead-letter topic is set and there is a source record to write (none
+/// for a punctuation or a refusal reported after its record was
+/// processed).
+fn built_in_dead_letters(
+    dead_letter_queue: &Option<String>,
+    context: &ErrorHandlerContext<'_>,
+    error: &StreamsError,
+) -> Vec<DeadLetterRecord> {
+    match (dead_letter_queue, context.topic) {
+        (Some(topic), Some(_)) => vec![DeadLetterRecord::for_error(topic, context, error)],
+        _ => Vec::new(),
     }
 }
 

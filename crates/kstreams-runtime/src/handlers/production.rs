@@ -64,7 +64,7 @@
 use kstreams_dsl::StreamsError;
 use kstreams_record::{Headers, Timestamp};
 
-use super::{DeadLetterRecord, ErrorHandlerContext};
+use super::{built_in_dead_letters, DeadLetterRecord, ErrorHandlerContext};
 
 /// Which part of a record did not serialize: Kafka Streams'
 /// `ProductionExceptionHandler.SerializationExceptionOrigin`.
@@ -272,7 +272,11 @@ impl ProductionExceptionHandler for DefaultProductionExceptionHandler {
         error: &StreamsError,
         _origin: SerializationExceptionOrigin,
     ) -> ProductionResponse {
-        ProductionResponse::fail_with(dead_letters(&self.dead_letter_queue, context, error))
+        ProductionResponse::fail_with(built_in_dead_letters(
+            &self.dead_letter_queue,
+            context,
+            error,
+        ))
     }
 }
 
@@ -301,19 +305,10 @@ impl ProductionExceptionHandler for LogAndContinueProductionExceptionHandler {
         error: &StreamsError,
         _origin: SerializationExceptionOrigin,
     ) -> ProductionResponse {
-        ProductionResponse::resume_with(dead_letters(&self.dead_letter_queue, context, error))
-    }
-}
-
-/// Kafka Streams' dead-letter record for a failure with a source record
-/// (none without one: a punctuation's output, a refusal reported later).
-fn dead_letters(
-    dead_letter_queue: &Option<String>,
-    context: &ErrorHandlerContext<'_>,
-    error: &StreamsError,
-) -> Vec<DeadLetterRecord> {
-    match (dead_letter_queue, context.topic) {
-        (Some(topic), Some(_)) => vec![DeadLetterRecord::for_error(topic, context, error)],
-        _ => Vec::new(),
+        ProductionResponse::resume_with(built_in_dead_letters(
+            &self.dead_letter_queue,
+            context,
+            error,
+        ))
     }
 }
