@@ -70,10 +70,13 @@ pub(crate) struct AppSpec {
     pub static_member: Option<String>,
     /// `num.standby.replicas` (streams protocol only).
     pub standby_replicas: Option<String>,
+    /// `enable.transactional.statestores` (KIP-892; exactly-once only).
+    pub transactional_stores: bool,
 }
 
 const USAGE: &str = "usage: kstreams-chaos app BOOTSTRAP APP_ID INPUT OUTPUT MODE eos|alos \
-                     CACHE_BYTES STATE_DIR [dlq=TOPIC] [protocol=P] [member=ID] [standby=N]";
+                     CACHE_BYTES STATE_DIR [dlq=TOPIC] [protocol=P] [member=ID] [standby=N] \
+                     [stores=transactional]";
 
 impl AppSpec {
     /// The arguments of `kstreams-chaos app` that make this instance.
@@ -100,6 +103,9 @@ impl AppSpec {
                 args.push(format!("{name}={value}"));
             }
         }
+        if self.transactional_stores {
+            args.push("stores=transactional".to_string());
+        }
         args
     }
 
@@ -110,13 +116,14 @@ impl AppSpec {
             return Err(USAGE.to_string());
         };
         let (mut dead_letter_queue, mut group_protocol, mut static_member) = (None, None, None);
-        let mut standby_replicas = None;
+        let (mut standby_replicas, mut transactional_stores) = (None, false);
         for option in rest {
             match option.split_once('=') {
                 Some(("dlq", topic)) => dead_letter_queue = Some(topic.to_string()),
                 Some(("protocol", protocol)) => group_protocol = Some(protocol.to_string()),
                 Some(("member", id)) => static_member = Some(id.to_string()),
                 Some(("standby", n)) => standby_replicas = Some(n.to_string()),
+                Some(("stores", "transactional")) => transactional_stores = true,
                 _ => return Err(format!("unknown option {option}\n{USAGE}")),
             }
         }
@@ -139,6 +146,7 @@ impl AppSpec {
             group_protocol,
             static_member,
             standby_replicas,
+            transactional_stores,
         })
     }
 }
@@ -214,6 +222,9 @@ fn config(spec: &AppSpec) -> Result<StreamsConfig, Box<dyn std::error::Error>> {
         config.set("num.standby.replicas", replicas)?;
     }
     config.set("statestore.cache.max.bytes", &spec.cache_bytes.to_string())?;
+    if spec.transactional_stores {
+        config = config.transactional_state_stores(true);
+    }
     if let Some(dlq) = &spec.dead_letter_queue {
         config.set(
             "default.deserialization.exception.handler",
@@ -224,12 +235,29 @@ fn config(spec: &AppSpec) -> Result<StreamsConfig, Box<dyn std::error::Error>> {
     Ok(config)
 }
 
+/// Writes each finished restore to the instance's log (its stderr), at any
+/// log level: the scenarios add them up (`restored=` in their figures).
+struct RestoreLog;
+
+/// The line [`RestoreLog`] writes, before the number of records.
+pub(crate) const RESTORED: &str = "chaos app: changelog records restored: ";
+
+impl StateRestoreListener for RestoreLog {
+    fn on_restore_start(&self, _: &TopicPartition, _: &str, _: i64, _: i64) {}
+    fn on_batch_restored(&self, _: &TopicPartition, _: &str, _: i64, _: u64) {}
+    fn on_restore_end(&self, partition: &TopicPartition, store: &str, total: u64) {
+        eprintln!("{RESTORED}{total} ({store}, {partition:?})");
+    }
+}
+
 /// Runs the instance: exit status 0 after a clean close (stdin closed),
 /// 2 if it stopped with an error, 3 if it could not start.
 pub(crate) fn run(spec: &AppSpec) -> i32 {
     let started = topology(spec).map_err(|e| e.to_string()).and_then(|t| {
         let config = config(spec).map_err(|e| e.to_string())?;
         let mut app = KafkaStreams::new(t, config);
+        app.set_global_state_restore_listener(std::sync::Arc::new(RestoreLog))
+            .map_err(|e| e.to_string())?;
         app.start().map_err(|e| e.to_string())?;
         Ok(app)
     });

@@ -140,6 +140,7 @@ impl Run {
             group_protocol: None,
             static_member: Some("member".to_string()),
             standby_replicas: None,
+            transactional_stores: false,
         };
         Run { dir, spec }
     }
@@ -150,6 +151,16 @@ impl Run {
 
     fn start(&self) -> Instance {
         Instance::start(&self.spec, &self.log())
+    }
+
+    /// The changelog records the instances restored, from their log
+    /// ([`crate::app::RESTORED`] lines).
+    fn restored(&self) -> u64 {
+        let log = std::fs::read_to_string(self.log()).unwrap_or_default();
+        log.lines()
+            .filter_map(|line| line.split_once(crate::app::RESTORED))
+            .filter_map(|(_, rest)| rest.split_whitespace().next()?.parse::<u64>().ok())
+            .sum()
     }
 
     fn app_dir(&self) -> PathBuf {
@@ -233,26 +244,39 @@ fn secs(d: Duration) -> String {
 }
 
 /// `sigkill`: SIGKILLs at random moments of an exactly-once run.
+/// The last, with transactional stores (KIP-892), resumes each restarted
+/// task from its own store instead of restoring its whole changelog.
 pub(crate) fn sigkill(bootstrap: &str, size: Size<'_>) -> Vec<Outcome> {
     [
-        (Mode::PassThrough, 10 * 1024 * 1024, "passthrough"),
-        (Mode::Count, 10 * 1024 * 1024, "count-cache-on"),
-        (Mode::Count, 0, "count-cache-off"),
+        (Mode::PassThrough, 10 * 1024 * 1024, "passthrough", false),
+        (Mode::Count, 10 * 1024 * 1024, "count-cache-on", false),
+        (Mode::Count, 0, "count-cache-off", false),
+        (Mode::Count, 10 * 1024 * 1024, "count-transactional", true),
     ]
     .into_iter()
-    .filter(|(_, _, name)| size.only.is_none_or(|only| name.contains(only)))
-    .map(|(mode, cache, name)| sigkill_one(bootstrap, size, mode, cache, name).print())
+    .filter(|(_, _, name, _)| size.only.is_none_or(|only| name.contains(only)))
+    .map(|(mode, cache, name, transactional)| {
+        sigkill_one(bootstrap, size, mode, cache, name, transactional).print()
+    })
     .collect()
 }
 
-fn sigkill_one(bootstrap: &str, size: Size<'_>, mode: Mode, cache: u64, name: &str) -> Outcome {
+fn sigkill_one(
+    bootstrap: &str,
+    size: Size<'_>,
+    mode: Mode,
+    cache: u64,
+    name: &str,
+    transactional: bool,
+) -> Outcome {
     let (records, kills, per_second) = if size.long {
         (1_000_000u64, 20u64, 8_000u64)
     } else {
         (50_000, 3, 2_500)
     };
     let mut random = Random(size.seed ^ 0x9e37_79b9_7f4a_7c15 ^ (cache + mode as u64));
-    let run = Run::new(bootstrap, &format!("sigkill-{name}"), mode, true, cache);
+    let mut run = Run::new(bootstrap, &format!("sigkill-{name}"), mode, true, cache);
+    run.spec.transactional_stores = transactional;
     let reader = Reader::start(bootstrap, &run.spec.output);
     let keys = 100;
     let producing = {
@@ -367,6 +391,9 @@ fn sigkill_one(bootstrap: &str, size: Size<'_>, mode: Mode, cache: u64, name: &s
         }
     };
     let passed = passed && caught_up && unrecovered == 0 && exit == Some(0);
+    // Changelog records the restarts restored (without transactional
+    // stores, each restart under exactly-once restores whole changelogs).
+    let restored = run.restored();
     if passed {
         clean_up(&run.dir);
     }
@@ -374,8 +401,8 @@ fn sigkill_one(bootstrap: &str, size: Size<'_>, mode: Mode, cache: u64, name: &s
         name: format!("sigkill {name}"),
         passed,
         figures: format!(
-            "records={records} kills={kills_done} {result} recovery_max={} recovery_mean={} \
-             unrecovered={unrecovered} clean_exit={exit:?} total={} (log {})",
+            "records={records} kills={kills_done} {result} restored={restored} recovery_max={} \
+             recovery_mean={} unrecovered={unrecovered} clean_exit={exit:?} total={} (log {})",
             secs(worst),
             secs(mean),
             secs(began.elapsed()),

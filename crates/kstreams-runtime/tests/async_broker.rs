@@ -206,10 +206,13 @@ fn a_rebalance_with_calls_in_flight_loses_and_repeats_nothing() {
 }
 
 fn eos_async_app(spec: &str) -> KafkaStreams {
-    let parts: Vec<&str> = spec.split('|').collect();
-    let [bootstrap, app_id, input, output, state_dir] = parts[..] else {
-        panic!("bad {CHILD_ENV}: {spec}");
-    };
+    let common::ChildRun {
+        bootstrap,
+        app_id,
+        input,
+        output,
+        state_dir,
+    } = common::ChildRun::parse(spec, CHILD_ENV);
     let config = StreamsConfig::new(app_id, bootstrap)
         .processing_guarantee(ProcessingGuarantee::ExactlyOnceV2)
         .commit_interval(Duration::from_millis(100))
@@ -238,16 +241,14 @@ fn nothing_is_lost_or_duplicated_across_a_sigkill_with_calls_in_flight_under_exa
     let Some(bootstrap) = test_broker() else {
         return;
     };
+    let run = FreshRun::new(&bootstrap, "async-eos");
+    let spec = run.child_spec(&bootstrap);
     let FreshRun {
         input,
         output,
-        app_id,
+        app_id: _,
         state_dir,
-    } = FreshRun::new(&bootstrap, "async-eos");
-    let spec = format!(
-        "{bootstrap}|{app_id}|{input}|{output}|{}",
-        state_dir.display()
-    );
+    } = run;
     let total = 6_000;
     let stop = Arc::new(AtomicBool::new(false));
     let (seen, reader) = read_in_background(&bootstrap, &output, stop.clone());

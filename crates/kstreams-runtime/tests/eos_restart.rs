@@ -25,10 +25,13 @@ use kstreams_runtime::kafka::{KafkaStreams, ProcessingGuarantee, StreamsConfig};
 const CHILD_ENV: &str = "KSTREAMS_TEST_EOS_RESTART_CHILD";
 
 fn pass_through_app(spec: &str) -> KafkaStreams {
-    let parts: Vec<&str> = spec.split('|').collect();
-    let [bootstrap, app_id, input, output, state_dir] = parts[..] else {
-        panic!("bad {CHILD_ENV}: {spec}");
-    };
+    let common::ChildRun {
+        bootstrap,
+        app_id,
+        input,
+        output,
+        state_dir,
+    } = common::ChildRun::parse(spec, CHILD_ENV);
     let builder = StreamsBuilder::new();
     builder.stream::<String, String>(input).to(output);
     let config = StreamsConfig::new(app_id, bootstrap)
@@ -96,16 +99,14 @@ fn a_restarted_exactly_once_instance_fences_its_dead_predecessor_at_once() {
     let Some(bootstrap) = test_broker() else {
         return;
     };
+    let run = FreshRun::new(&bootstrap, "eos-restart");
+    let spec = run.child_spec(&bootstrap);
     let FreshRun {
         input,
         output,
-        app_id,
+        app_id: _,
         state_dir,
-    } = FreshRun::new(&bootstrap, "eos-restart");
-    let spec = format!(
-        "{bootstrap}|{app_id}|{input}|{output}|{}",
-        state_dir.display()
-    );
+    } = run;
     let total = 12_000;
     let per_second = 1_000;
 

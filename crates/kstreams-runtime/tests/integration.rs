@@ -46,4 +46,7 @@ mod suppress_restart;
 mod tables;
 mod thread_failures;
 mod tracing;
+// Transactional RocksDB stores (KIP-892).
+#[cfg(feature = "rocksdb")]
+mod transactional_stores;
 mod windows;

@@ -550,13 +550,18 @@ mod streams_group {
             "a settled group with standbys",
             Duration::from_secs(90),
             || {
+                // Running first: the group may not exist before
+                // (GroupIdNotFound).
+                if a.state() != State::Running || b.state() != State::Running {
+                    return false;
+                }
                 let group = run.describe();
                 let standby: BTreeSet<TaskId> = group
                     .members
                     .iter()
                     .flat_map(|m| m.assignment.standby.iter())
                     .collect();
-                a.state() == State::Running && b.state() == State::Running && standby == counting
+                standby == counting
             },
         );
         run.produce(0, 400);

@@ -120,6 +120,7 @@ pub struct StoreContext {
     rocksdb: crate::rocks_settings::RocksDbSettings,
     #[cfg(feature = "rocksdb")]
     rocksdb_metrics: Option<MetricsRegistry>,
+    transactional: bool,
 }
 
 impl std::fmt::Debug for StoreContext {
@@ -156,6 +157,7 @@ impl StoreContext {
             rocksdb: crate::rocks_settings::RocksDbSettings::default(),
             #[cfg(feature = "rocksdb")]
             rocksdb_metrics: None,
+            transactional: false,
         }
     }
 
@@ -205,6 +207,24 @@ impl StoreContext {
     pub fn with_rocksdb_metrics(mut self, registry: MetricsRegistry) -> Self {
         self.rocksdb_metrics = Some(registry);
         self
+    }
+
+    /// The task's persistent stores are transactional (KIP-892, Kafka
+    /// Streams' `enable.transactional.statestores` under exactly-once): once
+    /// [`crate::StateStore::start_transactions`] is called, their writes
+    /// are held until [`crate::StateStore::commit_offsets`] writes them to
+    /// disk together with the changelog offsets they reach, so that their
+    /// files only ever hold committed states and a crash costs the
+    /// changelog's tail, not a whole restore.
+    pub fn with_transactional_stores(mut self, transactional: bool) -> Self {
+        self.transactional = transactional;
+        self
+    }
+
+    /// Whether the task's persistent stores are transactional
+    /// ([`StoreContext::with_transactional_stores`]).
+    pub fn transactional_stores(&self) -> bool {
+        self.transactional
     }
 
     /// The application id.

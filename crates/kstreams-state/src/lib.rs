@@ -55,6 +55,12 @@ macro_rules! forward_offsets {
         fn checkpointed_in_task_file(&self) -> bool {
             self.$field.checkpointed_in_task_file()
         }
+        fn start_transactions(&mut self) -> Result<(), Error> {
+            self.$field.start_transactions()
+        }
+        fn uncommitted_bytes(&self) -> usize {
+            self.$field.uncommitted_bytes()
+        }
     };
 }
 
@@ -82,6 +88,8 @@ mod shared;
 mod state_dir;
 mod stores;
 mod typed;
+#[cfg(feature = "rocksdb")]
+mod uncommitted;
 mod versioned;
 mod window;
 mod windowed_serde;
@@ -379,6 +387,21 @@ pub trait StateStore: 'static {
     fn checkpointed_in_task_file(&self) -> bool {
         self.persistent()
     }
+    /// Starts holding writes uncommitted, for a store opened with
+    /// [`StoreContext::with_transactional_stores`] (others ignore it): from
+    /// now on each write waits for the next
+    /// [`StateStore::commit_offsets`], which writes it to disk in one batch
+    /// with the offsets, and a close without one (a dirty close, an aborted
+    /// transaction) forgets it. Called once the store's restore is done:
+    /// what a restore writes is committed already.
+    fn start_transactions(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+    /// The memory held by writes not yet committed (a transactional store
+    /// after [`StateStore::start_transactions`]; 0 for any other).
+    fn uncommitted_bytes(&self) -> usize {
+        0
+    }
 }
 
 /// A changelog offset a store recorded beside its data.
@@ -391,6 +414,20 @@ pub struct RecordedOffset {
     /// the offset writes it again) or, under exactly-once, writes of an
     /// aborted transaction.
     pub closed_cleanly: bool,
+    /// Whether the store's last run wrote it transactionally (KIP-892):
+    /// then the data on disk is a committed state and the offset the one
+    /// it reaches, clean close or not.
+    pub written_transactionally: bool,
+}
+
+impl RecordedOffset {
+    /// Whether the data on disk is the committed state the offset
+    /// describes, nothing past it: the store closed cleanly, or it was
+    /// written transactionally. Otherwise it may hold writes past the
+    /// offset, of transactions that were then aborted.
+    pub fn describes_the_data(&self) -> bool {
+        self.closed_cleanly || self.written_transactionally
+    }
 }
 
 /// One store created for one task: a lifecycle view for the engine and a

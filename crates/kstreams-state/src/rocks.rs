@@ -39,6 +39,7 @@ use crate::engine::backend::{prefix_successor, BytesIter, DirLayout, Keyspaces, 
 use crate::pending_writes::{PendingWrites, MAX_HELD_BYTES};
 use crate::rocks_metrics::PropertyMetrics;
 use crate::rocks_settings::RocksDbSettings;
+use crate::uncommitted::{merged, Drained, Lookup, Uncommitted};
 use crate::{Error, RecordedOffset, StoreContext};
 
 const DEFAULT_FAMILY: &str = "default";
@@ -60,6 +61,12 @@ const DATA_SLOT: u8 = 0;
 const SEGMENTS_SLOT: u8 = 1;
 /// Entries moved per write batch when an earlier layout is converted.
 const MOVE_BATCH: usize = 10_000;
+/// A file in the store's directory while transactional runs write it
+/// (KIP-892): its offsets then describe its data even after a crash.
+/// RocksDB leaves files it does not name alone, and Kafka Streams does not
+/// look for it (it wipes such a store under exactly-once, as it wipes any
+/// store not closed cleanly).
+const TRANSACTIONAL_MARKER: &str = "kstreams-transactional";
 
 /// A RocksDB instance with keyspaces: keyspace 0 is the data family
 /// (`default`, or `keyValueWithTimestamp` for a timestamped key-value
@@ -73,6 +80,11 @@ pub(crate) struct RocksKeyspaces {
     db: Option<DB>,
     options: Options,
     write: WriteOptions,
+    /// A transaction's commit batch goes through RocksDB's write-ahead log
+    /// (not synced): a killed process loses no committed batch, so its
+    /// task resumes at its last commit. One append per commit, where
+    /// Kafka Streams' skipped log would cost one per write.
+    commit_write: WriteOptions,
     /// The segment keyspaces that may hold entries.
     spaces: BTreeSet<i64>,
     /// A prefixed key being built, reused so a read allocates nothing.
@@ -82,9 +94,19 @@ pub(crate) struct RocksKeyspaces {
     pending: RefCell<PendingWrites>,
     settings: RocksDbSettings,
     /// Whether the store's last run closed it (its `status` was 0 or
-    /// absent when it was opened): only then do its offsets describe its
-    /// data.
+    /// absent when it was opened): only then, or if that run wrote it
+    /// transactionally, do its offsets describe its data.
     closed_cleanly: bool,
+    /// Whether the store's last run wrote it transactionally (the marker
+    /// file was there when it was opened).
+    written_transactionally: bool,
+    /// Opened for transactions ([`StoreContext::transactional_stores`]):
+    /// RocksDB flushes all its column families at once, so that the
+    /// offsets on disk never run ahead of the data.
+    transactional: bool,
+    /// The writes since the last commit, once transactions started: they
+    /// reach RocksDB only with the offsets of a committed transaction.
+    uncommitted: Option<Uncommitted>,
     /// Its RocksDB property metrics while open, when the task has a
     /// registry for them. Declared after `db`: dropped with it.
     property_metrics: Option<PropertyMetrics>,
@@ -165,11 +187,15 @@ impl RocksKeyspaces {
             db: None,
             options: Options::default(),
             write,
+            commit_write: WriteOptions::default(),
             spaces: BTreeSet::new(),
             scratch: RefCell::new(Vec::new()),
             pending: RefCell::new(PendingWrites::default()),
             settings: RocksDbSettings::default(),
             closed_cleanly: false,
+            written_transactionally: false,
+            transactional: false,
+            uncommitted: None,
             property_metrics: None,
         }
     }
@@ -358,6 +384,73 @@ impl RocksKeyspaces {
         Ok(())
     }
 
+    /// Reads whether the last run wrote the store transactionally, and
+    /// says whether this one does, before anything is written: a run
+    /// without transactions removes the marker first, since its writes may
+    /// then run ahead of the offsets.
+    fn mark_transactional(&mut self, path: &Path) -> Result<(), Error> {
+        let marker = path.join(TRANSACTIONAL_MARKER);
+        self.written_transactionally = marker.is_file();
+        match (self.transactional, self.written_transactionally) {
+            (true, false) => {
+                std::fs::write(&marker, b"").map_err(|e| Error::io("creating", &marker, e))
+            }
+            (false, true) => {
+                std::fs::remove_file(&marker).map_err(|e| Error::io("removing", &marker, e))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Adds the uncommitted writes to `batch` (segment drops first), and
+    /// leaves none held.
+    fn drain_uncommitted(&mut self, batch: &mut WriteBatch) -> Result<(), Error> {
+        let Some(mut uncommitted) = self.uncommitted.take() else {
+            return Ok(());
+        };
+        let result = (|| {
+            let db = self.db()?;
+            let segments = match self.uses_segments() {
+                true => db.cf_handle(SEGMENTS_FAMILY),
+                false => None,
+            };
+            let data = self.place(db, 0)?.family;
+            let mut key_buf = Vec::new();
+            uncommitted.drain(|drained| match drained {
+                Drained::Dropped(ks) => {
+                    if let Some(family) = segments {
+                        let from = segment_prefix(ks);
+                        let to = prefix_successor(&from).unwrap_or_else(|| vec![0xFF; 9]);
+                        batch.delete_range_cf(family, &from[..], &to[..]);
+                    }
+                }
+                Drained::Write(0, key, value) => match (&data, value) {
+                    (Family::Default, Some(v)) => batch.put(key, v),
+                    (Family::Default, None) => batch.delete(key),
+                    (Family::Named(cf), Some(v)) => batch.put_cf(*cf, key, v),
+                    (Family::Named(cf), None) => batch.delete_cf(*cf, key),
+                },
+                Drained::Write(ks, key, value) => {
+                    // `check_writable` lets segment writes in only where
+                    // the layout has segments.
+                    let Some(family) = segments else {
+                        return;
+                    };
+                    key_buf.clear();
+                    key_buf.extend_from_slice(&segment_prefix(ks));
+                    key_buf.extend_from_slice(key);
+                    match value {
+                        Some(v) => batch.put_cf(family, &key_buf, v),
+                        None => batch.delete_cf(family, &key_buf),
+                    }
+                }
+            });
+            Ok(())
+        })();
+        self.uncommitted = Some(uncommitted);
+        result
+    }
+
     fn db(&self) -> Result<&DB, Error> {
         self.db.as_ref().ok_or_else(|| Error::NotOpen {
             store: self.name.clone(),
@@ -372,6 +465,10 @@ impl RocksKeyspaces {
     /// (the caller checked it is writable), writing what is held once it
     /// reaches [`MAX_HELD_BYTES`].
     fn hold(&mut self, ks: i64, key: &[u8], value: Option<&[u8]>) -> Result<(), Error> {
+        if let Some(uncommitted) = &mut self.uncommitted {
+            uncommitted.write(ks, key, value);
+            return Ok(());
+        }
         let pending = self.pending.get_mut();
         match ks {
             0 => pending.hold(DATA_SLOT, &[], key, value),
@@ -421,6 +518,71 @@ impl RocksKeyspaces {
             }
         });
         db.write_opt(batch, &self.write).map_err(|e| self.err(e))
+    }
+
+    /// The entries RocksDB holds in keyspace `ks` between the bounds.
+    fn committed_range(
+        &self,
+        ks: i64,
+        from: Bound<&[u8]>,
+        to: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Result<BytesIter<'_>, Error> {
+        self.write_pending()?;
+        let db = self.db()?;
+        let place = self.place(db, ks)?;
+        if place.prefix.is_some() && !self.spaces.contains(&ks) {
+            return Ok(Box::new(std::iter::empty()));
+        }
+        let prefixed = |key: &[u8]| -> Vec<u8> {
+            let mut out = place.prefix.map_or_else(Vec::new, |p| p.to_vec());
+            out.extend_from_slice(key);
+            out
+        };
+        let lower = match from {
+            Bound::Included(k) => Some(prefixed(k)),
+            Bound::Excluded(k) => Some(prefixed(&after(k))),
+            Bound::Unbounded => place.prefix.map(|p| p.to_vec()),
+        };
+        let upper = match to {
+            Bound::Included(k) => Some(prefixed(&after(k))),
+            Bound::Excluded(k) => Some(prefixed(k)),
+            Bound::Unbounded => place.prefix.and_then(|p| prefix_successor(&p)),
+        };
+        if let (Some(l), Some(u)) = (&lower, &upper) {
+            if l >= u {
+                return Ok(Box::new(std::iter::empty()));
+            }
+        }
+        let mut read = ReadOptions::default();
+        if let Some(l) = lower {
+            read.set_iterate_lower_bound(l);
+        }
+        if let Some(u) = upper {
+            read.set_iterate_upper_bound(u);
+        }
+        let mode = if reverse {
+            IteratorMode::End
+        } else {
+            IteratorMode::Start
+        };
+        let iter = match place.family {
+            Family::Default => db.iterator_opt(mode, read),
+            Family::Named(cf) => db.iterator_cf_opt(cf, read, mode),
+        };
+        let name = self.name.clone();
+        let strip = if place.prefix.is_some() { 8 } else { 0 };
+        Ok(Box::new(iter.map(move |item| {
+            item.map(|(k, v)| {
+                let key = if strip == 0 {
+                    k.into_vec()
+                } else {
+                    k[strip..].to_vec()
+                };
+                (key, v.into_vec())
+            })
+            .map_err(|e| Error::engine(&name, e))
+        })))
     }
 
     /// Notes that segment keyspace `ks` may now hold entries.
@@ -505,6 +667,9 @@ impl RocksKeyspaces {
 /// the writes still held here go to it first, so that they do too.
 impl Drop for RocksKeyspaces {
     fn drop(&mut self) {
+        // Uncommitted writes are forgotten: the transaction they belong to
+        // never committed here.
+        self.uncommitted = None;
         if let Err(e) = self.write_pending() {
             log::warn!("state store {}: writes lost at drop: {e}", self.name);
         }
@@ -558,6 +723,10 @@ impl Keyspaces for RocksKeyspaces {
         self.settings = context.rocksdb().clone();
         self.options = self.settings.options(store);
         self.options.create_missing_column_families(true);
+        self.transactional = context.transactional_stores();
+        if self.transactional {
+            self.options.set_atomic_flush(true);
+        }
         let existing = DB::list_cf(&self.options, &path).unwrap_or_default();
         let families = self.families_to_open(&existing, &path)?;
         // `default` too: the `rocksdb` crate opens an unlisted `default`
@@ -575,6 +744,7 @@ impl Keyspaces for RocksKeyspaces {
         self.convert_segment_families(&mut db, &existing)?;
         self.spaces = self.stored_keyspaces(&db)?;
         self.db = Some(db);
+        self.mark_transactional(&path)?;
         self.mark_open()?;
         if let Some(registry) = context.rocksdb_metrics() {
             self.property_metrics = Some(PropertyMetrics::new(
@@ -598,6 +768,16 @@ impl Keyspaces for RocksKeyspaces {
     }
 
     fn get_into(&self, ks: i64, key: &[u8], out: &mut Vec<u8>) -> Result<bool, Error> {
+        if let Some(uncommitted) = &self.uncommitted {
+            match uncommitted.lookup(ks, key) {
+                Lookup::Written(Some(value)) => {
+                    out.extend_from_slice(value);
+                    return Ok(true);
+                }
+                Lookup::Written(None) | Lookup::Dropped => return Ok(false),
+                Lookup::Unwritten => {}
+            }
+        }
         self.write_pending()?;
         let db = self.db()?;
         let place = self.place(db, ks)?;
@@ -636,6 +816,16 @@ impl Keyspaces for RocksKeyspaces {
     }
 
     fn write_all(&mut self, ks: i64, entries: &[(&[u8], Option<&[u8]>)]) -> Result<(), Error> {
+        if self.uncommitted.is_some() {
+            self.check_writable(ks)?;
+            self.ensure(ks);
+            if let Some(uncommitted) = &mut self.uncommitted {
+                for (key, value) in entries {
+                    uncommitted.write(ks, key, *value);
+                }
+            }
+            return Ok(());
+        }
         self.write_pending()?;
         self.ensure(ks);
         let db = self.db()?;
@@ -661,61 +851,18 @@ impl Keyspaces for RocksKeyspaces {
         to: Bound<&[u8]>,
         reverse: bool,
     ) -> Result<BytesIter<'_>, Error> {
-        self.write_pending()?;
-        let db = self.db()?;
-        let place = self.place(db, ks)?;
-        if place.prefix.is_some() && !self.spaces.contains(&ks) {
-            return Ok(Box::new(std::iter::empty()));
-        }
-        let prefixed = |key: &[u8]| -> Vec<u8> {
-            let mut out = place.prefix.map_or_else(Vec::new, |p| p.to_vec());
-            out.extend_from_slice(key);
-            out
+        let Some(uncommitted) = &self.uncommitted else {
+            return self.committed_range(ks, from, to, reverse);
         };
-        let lower = match from {
-            Bound::Included(k) => Some(prefixed(k)),
-            Bound::Excluded(k) => Some(prefixed(&after(k))),
-            Bound::Unbounded => place.prefix.map(|p| p.to_vec()),
+        let committed: BytesIter<'_> = match uncommitted.hides(ks) {
+            true => Box::new(std::iter::empty()),
+            false => self.committed_range(ks, from, to, reverse)?,
         };
-        let upper = match to {
-            Bound::Included(k) => Some(prefixed(&after(k))),
-            Bound::Excluded(k) => Some(prefixed(k)),
-            Bound::Unbounded => place.prefix.and_then(|p| prefix_successor(&p)),
-        };
-        if let (Some(l), Some(u)) = (&lower, &upper) {
-            if l >= u {
-                return Ok(Box::new(std::iter::empty()));
-            }
-        }
-        let mut read = ReadOptions::default();
-        if let Some(l) = lower {
-            read.set_iterate_lower_bound(l);
-        }
-        if let Some(u) = upper {
-            read.set_iterate_upper_bound(u);
-        }
-        let mode = if reverse {
-            IteratorMode::End
-        } else {
-            IteratorMode::Start
-        };
-        let iter = match place.family {
-            Family::Default => db.iterator_opt(mode, read),
-            Family::Named(cf) => db.iterator_cf_opt(cf, read, mode),
-        };
-        let name = self.name.clone();
-        let strip = if place.prefix.is_some() { 8 } else { 0 };
-        Ok(Box::new(iter.map(move |item| {
-            item.map(|(k, v)| {
-                let key = if strip == 0 {
-                    k.into_vec()
-                } else {
-                    k[strip..].to_vec()
-                };
-                (key, v.into_vec())
-            })
-            .map_err(|e| Error::engine(&name, e))
-        })))
+        Ok(merged(
+            committed,
+            uncommitted.range(ks, from, to, reverse),
+            reverse,
+        ))
     }
 
     fn keyspaces(&self) -> Vec<i64> {
@@ -730,6 +877,11 @@ impl Keyspaces for RocksKeyspaces {
     fn drop_keyspace(&mut self, ks: i64) -> Result<(), Error> {
         self.write_pending()?;
         if ks == 0 || !self.spaces.remove(&ks) {
+            return Ok(());
+        }
+        if let Some(uncommitted) = &mut self.uncommitted {
+            // Its entries on disk go with the next commit.
+            uncommitted.drop_keyspace(ks);
             return Ok(());
         }
         let db = self.db()?;
@@ -768,6 +920,13 @@ impl Keyspaces for RocksKeyspaces {
         // Before the memtables are written out: what they held between
         // two commits is what an operator needs to see.
         self.refresh_metrics(false);
+        if self.uncommitted.is_some() {
+            // The writes wait for the transaction's commit. The memtables
+            // hold committed batches only, which the write-ahead log keeps
+            // until RocksDB writes them out (all families at once) as they
+            // fill: nothing to write out at each commit.
+            return Ok(());
+        }
         let Some(db) = &self.db else {
             return Ok(());
         };
@@ -781,6 +940,19 @@ impl Keyspaces for RocksKeyspaces {
     }
 
     fn close(&mut self) -> Result<(), Error> {
+        // Writes no commit took belong to work that is thrown away (a dirty
+        // close, an aborted transaction): what is on disk is the last
+        // committed state, with its offsets.
+        if let Some(uncommitted) = self.uncommitted.take() {
+            if !uncommitted.is_empty() {
+                log::debug!(
+                    "state store {}: closing without a commit; {} bytes of uncommitted writes \
+                     forgotten",
+                    self.name,
+                    uncommitted.bytes()
+                );
+            }
+        }
         // The data on disk before the status says "closed".
         self.flush()?;
         if let Some(db) = &self.db {
@@ -808,11 +980,16 @@ impl Keyspaces for RocksKeyspaces {
 
     fn commit_offsets(&mut self, offsets: &[(&str, i32, i64)]) -> Result<(), Error> {
         self.write_pending()?;
+        // The transaction's writes and the offsets they reach, in one
+        // batch: RocksDB applies it whole or not at all.
+        let mut batch = WriteBatch::default();
+        self.drain_uncommitted(&mut batch)?;
         let db = self.db()?;
         let Some(family) = db.cf_handle(OFFSETS_FAMILY) else {
-            return Ok(());
+            return db
+                .write_opt(batch, &self.commit_write)
+                .map_err(|e| self.err(e));
         };
-        let mut batch = WriteBatch::default();
         if offsets.is_empty() {
             // Forget them all (Kafka Streams' commit of an empty map).
             for item in db.iterator_cf(family, IteratorMode::Start) {
@@ -825,7 +1002,11 @@ impl Keyspaces for RocksKeyspaces {
         for (topic, partition, offset) in offsets {
             batch.put_cf(family, offsets_key(topic, *partition), offset.to_be_bytes());
         }
-        db.write_opt(batch, &self.write).map_err(|e| self.err(e))
+        let write = match self.uncommitted {
+            Some(_) => &self.commit_write,
+            None => &self.write,
+        };
+        db.write_opt(batch, write).map_err(|e| self.err(e))
     }
 
     fn committed_offset(
@@ -846,11 +1027,29 @@ impl Keyspaces for RocksKeyspaces {
             .map(|offset| RecordedOffset {
                 offset,
                 closed_cleanly: self.closed_cleanly,
+                written_transactionally: self.written_transactionally,
             }))
     }
 
     fn checkpointed_in_task_file(&self) -> bool {
         matches!(self.layout, DirLayout::KeyValue(_))
+    }
+
+    fn start_transactions(&mut self) -> Result<(), Error> {
+        if !self.transactional || self.uncommitted.is_some() {
+            return Ok(());
+        }
+        self.db()?;
+        // What the restore wrote skipped the write-ahead log: it goes to
+        // disk now, or a crash would lose it from under the commits that
+        // the log keeps.
+        self.flush()?;
+        self.uncommitted = Some(Uncommitted::default());
+        Ok(())
+    }
+
+    fn uncommitted_bytes(&self) -> usize {
+        self.uncommitted.as_ref().map_or(0, Uncommitted::bytes)
     }
 }
 
@@ -925,6 +1124,129 @@ mod tests {
         let err = store.delete(2, b"k").unwrap_err();
         assert!(err.to_string().contains(SEGMENTS_FAMILY), "{err}");
         assert!(store.pending.borrow().is_empty());
+    }
+
+    fn opened_transactional(dir: &Path, layout: DirLayout, transactional: bool) -> RocksKeyspaces {
+        let mut store = RocksKeyspaces::new(layout, "rocksdb");
+        let context = StoreContext::new("app", "0_0", 0)
+            .with_task_directory(dir)
+            .with_transactional_stores(transactional);
+        store.open("held", &context).unwrap();
+        store.start_transactions().unwrap();
+        store
+    }
+
+    fn pair(k: &[u8], v: &[u8]) -> (Vec<u8>, Vec<u8>) {
+        (k.to_vec(), v.to_vec())
+    }
+
+    #[test]
+    fn a_transactional_store_reads_its_uncommitted_writes_and_writes_them_only_at_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = DirLayout::KeyValue(ValueFamily::Timestamped);
+        let mut store = opened_transactional(dir.path(), layout, true);
+        store.put(0, b"a", b"1").unwrap();
+        store.put(0, b"b", b"2").unwrap();
+        store.commit_offsets(&[("changelog", 0, 10)]).unwrap();
+        assert_eq!(store.uncommitted_bytes(), 0);
+        // Uncommitted: an overwrite, a delete and a new key.
+        store.put(0, b"a", b"one").unwrap();
+        store.delete(0, b"b").unwrap();
+        store.put(0, b"c", b"3").unwrap();
+        assert!(store.uncommitted_bytes() > 0);
+        assert_eq!(store.get(0, b"a").unwrap(), Some(b"one".to_vec()));
+        assert_eq!(store.get(0, b"b").unwrap(), None);
+        assert_eq!(keys(&store, 0), vec![pair(b"a", b"one"), pair(b"c", b"3")]);
+        let reversed: Vec<_> = store
+            .range(0, Bound::Unbounded, Bound::Unbounded, true)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(reversed, vec![pair(b"c", b"3"), pair(b"a", b"one")]);
+        // RocksDB itself still has the committed state.
+        let db = store.db().unwrap();
+        let family = db.cf_handle(TIMESTAMPED_FAMILY).unwrap();
+        assert_eq!(db.get_cf(family, b"a").unwrap(), Some(b"1".to_vec()));
+        assert_eq!(db.get_cf(family, b"c").unwrap(), None);
+        // A flush (a commit's first step) writes nothing uncommitted.
+        store.flush().unwrap();
+        let db = store.db().unwrap();
+        let family = db.cf_handle(TIMESTAMPED_FAMILY).unwrap();
+        assert_eq!(db.get_cf(family, b"c").unwrap(), None);
+        // A close without a commit (the transaction aborted) forgets them.
+        store.close().unwrap();
+        let mut store = opened_transactional(dir.path(), layout, true);
+        assert_eq!(keys(&store, 0), vec![pair(b"a", b"1"), pair(b"b", b"2")]);
+        assert_eq!(
+            store.committed_offset("changelog", 0).unwrap(),
+            Some(RecordedOffset {
+                offset: 10,
+                closed_cleanly: true,
+                written_transactionally: true,
+            })
+        );
+        store.put(0, b"c", b"3").unwrap();
+        store.commit_offsets(&[("changelog", 0, 12)]).unwrap();
+        // Dropped without a close, as a crash leaves it: still a
+        // transactional state, which the offset describes.
+        drop(store);
+        let store = opened_transactional(dir.path(), layout, false);
+        let recorded = store.committed_offset("changelog", 0).unwrap().unwrap();
+        assert_eq!(recorded.offset, 12);
+        assert!(!recorded.closed_cleanly);
+        assert!(recorded.describes_the_data());
+        assert_eq!(keys(&store, 0).len(), 3);
+        // That run was not transactional: the next one cannot trust a crash.
+        drop(store);
+        let store = opened_transactional(dir.path(), layout, true);
+        let recorded = store.committed_offset("changelog", 0).unwrap().unwrap();
+        assert!(!recorded.describes_the_data(), "{recorded:?}");
+    }
+
+    #[test]
+    fn a_transactional_segment_drop_hides_its_entries_until_the_commit_deletes_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = opened_transactional(dir.path(), DirLayout::Segmented, true);
+        store.put(3, b"a", b"1").unwrap();
+        store.put(4, b"b", b"2").unwrap();
+        store.commit_offsets(&[("changelog", 0, 1)]).unwrap();
+        store.drop_keyspace(3).unwrap();
+        assert!(keys(&store, 3).is_empty());
+        assert_eq!(store.get(3, b"a").unwrap(), None);
+        // Written again after the drop: only the new entry is there.
+        store.put(3, b"c", b"3").unwrap();
+        assert_eq!(keys(&store, 3), vec![pair(b"c", b"3")]);
+        store.commit_offsets(&[("changelog", 0, 2)]).unwrap();
+        store.close().unwrap();
+        let store = opened_transactional(dir.path(), DirLayout::Segmented, true);
+        assert_eq!(keys(&store, 3), vec![pair(b"c", b"3")]);
+        assert_eq!(keys(&store, 4), vec![pair(b"b", b"2")]);
+    }
+
+    #[test]
+    fn without_transactions_started_writes_go_to_rocksdb_as_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = DirLayout::KeyValue(ValueFamily::Plain);
+        let mut store = RocksKeyspaces::new(layout, "rocksdb");
+        let context = StoreContext::new("app", "0_0", 0)
+            .with_task_directory(dir.path())
+            .with_transactional_stores(true);
+        store.open("held", &context).unwrap();
+        // Restoring: committed records, written straight through.
+        store.write_all(0, &[(b"r", Some(b"1"))]).unwrap();
+        assert_eq!(store.uncommitted_bytes(), 0);
+        store.start_transactions().unwrap();
+        store.write_all(0, &[(b"p", Some(b"2"))]).unwrap();
+        assert!(store.uncommitted_bytes() > 0);
+        let db = store.db().unwrap();
+        assert_eq!(db.get(b"r").unwrap(), Some(b"1".to_vec()));
+        assert_eq!(db.get(b"p").unwrap(), None);
+        // A store not opened for transactions ignores the call.
+        let other = tempfile::tempdir().unwrap();
+        let mut plain = opened(other.path(), layout);
+        plain.start_transactions().unwrap();
+        plain.put(0, b"k", b"v").unwrap();
+        assert_eq!(plain.uncommitted_bytes(), 0);
     }
 
     #[test]

@@ -108,7 +108,8 @@ fn a_timestamped_store_writes_kafka_streams_families_offsets_and_status() {
             .unwrap(),
         Some(RecordedOffset {
             offset: 41,
-            closed_cleanly: true
+            closed_cleanly: true,
+            written_transactionally: false
         })
     );
     assert_eq!(
@@ -132,7 +133,8 @@ fn a_timestamped_store_writes_kafka_streams_families_offsets_and_status() {
             .unwrap(),
         Some(RecordedOffset {
             offset: 41,
-            closed_cleanly: false
+            closed_cleanly: false,
+            written_transactionally: false
         })
     );
     let store: TimestampedKeyValueStoreHandle<String, i64> = after_crash.handle().unwrap();
@@ -195,7 +197,8 @@ fn files_kafka_streams_wrote_are_read_and_resumed() {
             .unwrap(),
         Some(RecordedOffset {
             offset: 77,
-            closed_cleanly: true
+            closed_cleanly: true,
+            written_transactionally: false
         })
     );
     // While open, the files say so: Kafka Streams under exactly-once
@@ -345,7 +348,8 @@ fn window_stores_keep_their_offsets_in_their_files_and_move_out_of_kafka_streams
             .unwrap(),
         Some(RecordedOffset {
             offset: 9,
-            closed_cleanly: true
+            closed_cleanly: true,
+            written_transactionally: false
         })
     );
 }

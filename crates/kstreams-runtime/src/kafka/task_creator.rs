@@ -153,7 +153,8 @@ impl TaskCreator {
         let mut stores =
             StoreContext::new(&self.config.application_id, &id.to_string(), id.partition)
                 .with_changelog_writer(writer)
-                .with_thread_cache(self.thread_cache.clone());
+                .with_thread_cache(self.thread_cache.clone())
+                .with_transactional_stores(self.config.transactional_stores_in_force());
         // State store metrics are DEBUG in Kafka Streams: each operation
         // reads the clock twice.
         if self.config.metrics_recording_level >= RecordingLevel::Debug {
@@ -346,8 +347,10 @@ impl TaskCreator {
             match store.committed_offset(&changelog.topic, id.partition)? {
                 // As Kafka Streams: at-least-once restores from a recorded
                 // offset even after a crash (what is past it is written
-                // again); exactly-once only after a clean close.
-                Some(recorded) if recorded.closed_cleanly || !exactly_once => {
+                // again); exactly-once only after a clean close, or (KIP-892)
+                // from a store written transactionally, whose files hold
+                // only committed states.
+                Some(recorded) if recorded.describes_the_data() || !exactly_once => {
                     let offset = recorded.offset;
                     log::info!(
                         "{}: task {id}: state store {} resumes at changelog offset {offset} \
@@ -468,6 +471,10 @@ impl TaskCreator {
     /// from an old offset onto writes of the aborted transaction. While it
     /// restored, its stores held committed changelog records only, so a
     /// restore interrupted by a rebalance resumes from what it recorded.
+    /// Transactional stores (KIP-892) keep their offsets: from now on they
+    /// hold each write until its transaction commits
+    /// ([`TaskCreator::commit_store_offsets`]), so what they recorded stays
+    /// true of their files.
     pub(super) fn begin_processing(
         &self,
         task: &StreamTask,
@@ -479,13 +486,65 @@ impl TaskCreator {
         if let Some(directory) = directory {
             directory.checkpoint().delete()?;
         }
+        let transactional = self.config.transactional_stores_in_force();
         for store in task.stores().values() {
             let mut store = store.lifecycle.borrow_mut();
-            if store.persistent() {
+            if !store.persistent() {
+                continue;
+            }
+            // A store without a changelog has no offsets to commit its
+            // writes with: it writes through, as without transactions.
+            if transactional && store.logging_enabled() {
+                store.start_transactions()?;
+            } else {
                 store.commit_offsets(&[])?;
             }
         }
         Ok(())
+    }
+
+    /// Under exactly-once with transactional stores, once the transaction
+    /// committed: each store of the task writes its held writes to disk in
+    /// one batch with the changelog offset they reach (the last record the
+    /// broker acknowledged, `delivered`). No `.checkpoint` is written: the
+    /// stores' own offsets are read back after a crash, and a file would
+    /// be on disk before the data RocksDB still holds in memory.
+    pub(super) fn commit_store_offsets(
+        &self,
+        id: TaskId,
+        task: &StreamTask,
+        delivered: &HashMap<TopicPartition, i64>,
+    ) -> Result<(), RuntimeError> {
+        for changelog in self.changelogs_of(id.subtopology) {
+            let key = TopicPartition::new(changelog.topic.as_str(), id.partition);
+            let Some(store) = task.stores().get(&changelog.store) else {
+                continue;
+            };
+            let mut store = store.lifecycle.borrow_mut();
+            if store.persistent() {
+                let offset = self.changelog_offset(&key, delivered);
+                store.commit_offsets(&[(&changelog.topic, id.partition, offset)])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The offset a store of changelog partition `key` reaches: the last
+    /// record of it the broker acknowledged, else where its restore ended.
+    /// A store that neither wrote nor restored anything (an empty
+    /// changelog) records "unknown", as Kafka Streams: it restores from the
+    /// start next time, and under exactly-once its task is not rebuilt for
+    /// want of an offset.
+    fn changelog_offset(
+        &self,
+        key: &TopicPartition,
+        delivered: &HashMap<TopicPartition, i64>,
+    ) -> i64 {
+        delivered
+            .get(key)
+            .or_else(|| self.restored.get(key))
+            .copied()
+            .unwrap_or(kstreams_state::__private::OffsetCheckpoint::OFFSET_UNKNOWN)
     }
 
     /// Writes the task's checkpoint: for each of its changelog partitions,
@@ -512,15 +571,7 @@ impl TaskCreator {
                 continue;
             };
             let mut store = store.lifecycle.borrow_mut();
-            // A store that neither wrote nor restored anything (an empty
-            // changelog) records "unknown", as Kafka Streams: it restores
-            // from the start next time, and under exactly-once its task is
-            // not rebuilt for want of an offset.
-            let offset = delivered
-                .get(&key)
-                .or_else(|| self.restored.get(&key))
-                .copied()
-                .unwrap_or(kstreams_state::__private::OffsetCheckpoint::OFFSET_UNKNOWN);
+            let offset = self.changelog_offset(&key, delivered);
             if store.persistent() {
                 store.commit_offsets(&[(&changelog.topic, id.partition, offset)])?;
                 if store.checkpointed_in_task_file() {

@@ -1035,6 +1035,32 @@ impl TaskManager {
         }
     }
 
+    /// Under exactly-once with transactional stores, after the
+    /// transaction committed: every task's stores write what they held,
+    /// with the changelog offsets it reaches.
+    pub(super) fn commit_transactional_stores(
+        &self,
+        delivered: &HashMap<TopicPartition, i64>,
+    ) -> Result<(), RuntimeError> {
+        for (id, entry) in &self.tasks {
+            if entry.directory.is_some() {
+                self.creator
+                    .commit_store_offsets(*id, &entry.task, delivered)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The memory the tasks' transactional stores hold in writes not yet
+    /// committed.
+    pub(super) fn uncommitted_store_bytes(&self) -> usize {
+        self.tasks
+            .values()
+            .flat_map(|entry| entry.task.stores().values())
+            .map(|store| store.lifecycle.borrow().uncommitted_bytes())
+            .sum()
+    }
+
     /// Writes every stateful task's checkpoint from the acknowledged
     /// changelog offsets.
     pub(super) fn write_checkpoints(

@@ -137,6 +137,47 @@ impl FreshRun {
     }
 }
 
+impl FreshRun {
+    /// The run as one string for a child process ([`spawn_test_child`]),
+    /// which reads it back with [`ChildRun::parse`].
+    pub(crate) fn child_spec(&self, bootstrap: &str) -> String {
+        format!(
+            "{bootstrap}|{}|{}|{}|{}",
+            self.app_id,
+            self.input,
+            self.output,
+            self.state_dir.display()
+        )
+    }
+}
+
+/// A [`FreshRun`] as a child process reads it from its environment.
+pub(crate) struct ChildRun<'a> {
+    pub bootstrap: &'a str,
+    pub app_id: &'a str,
+    pub input: &'a str,
+    pub output: &'a str,
+    pub state_dir: &'a str,
+}
+
+impl ChildRun<'_> {
+    /// Reads [`FreshRun::child_spec`]'s string, from `env` (named in the
+    /// panic of a malformed one).
+    pub(crate) fn parse<'a>(spec: &'a str, env: &str) -> ChildRun<'a> {
+        let parts: Vec<&str> = spec.split('|').collect();
+        let [bootstrap, app_id, input, output, state_dir] = parts[..] else {
+            panic!("bad {env}: {spec}");
+        };
+        ChildRun {
+            bootstrap,
+            app_id,
+            input,
+            output,
+            state_dir,
+        }
+    }
+}
+
 /// Runs this test binary again as a child process running only the test
 /// `test`, with `env` set to `value` (the child's test reads its part from
 /// there), for a test that kills the child.

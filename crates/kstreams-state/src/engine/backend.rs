@@ -105,6 +105,14 @@ pub(crate) trait Keyspaces: 'static {
     fn checkpointed_in_task_file(&self) -> bool {
         self.persistent()
     }
+    /// See [`crate::StateStore::start_transactions`].
+    fn start_transactions(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+    /// See [`crate::StateStore::uncommitted_bytes`].
+    fn uncommitted_bytes(&self) -> usize {
+        0
+    }
 }
 
 /// The in-memory backend: one `BTreeMap` per keyspace.
@@ -113,7 +121,7 @@ pub(crate) struct MemoryKeyspaces {
     spaces: BTreeMap<i64, BTreeMap<Vec<u8>, Vec<u8>>>,
 }
 
-fn bounds_empty(from: Bound<&[u8]>, to: Bound<&[u8]>) -> bool {
+pub(crate) fn bounds_empty(from: Bound<&[u8]>, to: Bound<&[u8]>) -> bool {
     match (from, to) {
         (Bound::Included(a), Bound::Included(b)) => a > b,
         (Bound::Included(a), Bound::Excluded(b))

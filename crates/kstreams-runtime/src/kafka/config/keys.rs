@@ -809,23 +809,33 @@ pub(super) static KEYS: &[ConfigKey] = &[
          timestamps where Kafka Streams' DEFAULT does), not record headers; remove it or set \
          DEFAULT",
     ),
-    ConfigKey::only_default(
+    ConfigKey::implemented(
         "enable.transactional.statestores",
-        "Whether state stores write transactionally (KIP-892).",
-        "false",
-        "transactional state stores (KIP-892) are not implemented; remove it or set false",
+        "Whether state stores write transactionally (KIP-892): under exactly-once, persistent \
+         stores hold their writes until the transaction commits, so a crash costs the \
+         changelog's tail instead of the whole local state.",
+        |c, s| {
+            c.transactional_state_stores = s.trimmed().parse("true or false")?;
+            Ok(())
+        },
     ),
-    ConfigKey::no_effect(
+    ConfigKey::implemented(
         "statestore.uncommitted.max.bytes",
-        "The uncommitted bytes transactional state stores hold before a commit is forced.",
-        "it bounds the uncommitted writes of transactional state stores, which kstreams does \
-         not have (enable.transactional.statestores=false)",
+        "The uncommitted bytes a thread's transactional state stores hold before a commit is \
+         forced (64 MiB).",
+        |c, s| {
+            c.state_store_uncommitted_max_bytes = s
+                .trimmed()
+                .parse_if(|b: &u64| *b > 0, "bytes, a whole number > 0")?;
+            Ok(())
+        },
     ),
     ConfigKey::no_effect(
         "default.interactive.query.isolation.level",
         "What interactive queries of transactional state stores read.",
-        "kstreams has no interactive queries, and without transactional state stores Kafka \
-         Streams ignores it too",
+        "kstreams' interactive queries run on the stream thread between records and read what \
+         its stores hold, uncommitted writes of transactional stores included \
+         (READ_UNCOMMITTED, Kafka Streams' default); READ_COMMITTED is not implemented",
     ),
     ConfigKey::implemented(
         super::rocksdb::CONFIG_SETTER,

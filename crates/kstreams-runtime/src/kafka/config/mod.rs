@@ -145,6 +145,12 @@ pub struct StreamsConfig {
     /// `state.cleanup.delay.ms`: how often, and after how long idle, the
     /// state of tasks the instance no longer owns is deleted.
     pub(crate) state_cleanup_delay: Duration,
+    /// `enable.transactional.statestores` (KIP-892): under exactly-once,
+    /// persistent stores hold their writes until the transaction commits.
+    pub(crate) transactional_state_stores: bool,
+    /// `statestore.uncommitted.max.bytes`: the uncommitted writes of a
+    /// thread's transactional stores that force a commit.
+    pub(crate) state_store_uncommitted_max_bytes: u64,
     /// `windowstore.changelog.additional.retention.ms`: what a window or
     /// session store's changelog keeps beyond the store's retention.
     pub(crate) window_store_changelog_additional_retention_ms: i64,
@@ -229,6 +235,9 @@ impl StreamsConfig {
             repartition_purge_interval: Duration::from_secs(30),
             // Kafka Streams' default: 10 minutes.
             state_cleanup_delay: Duration::from_secs(600),
+            // Kafka Streams' defaults (KIP-892): off, and 64 MiB.
+            transactional_state_stores: false,
+            state_store_uncommitted_max_bytes: 64 << 20,
             // Kafka Streams' default: a day, for clock drift between the
             // application and the brokers.
             window_store_changelog_additional_retention_ms: 24 * 60 * 60 * 1000,
@@ -688,6 +697,34 @@ impl StreamsConfig {
     pub fn state_cleanup_delay(mut self, delay: Duration) -> Self {
         self.state_cleanup_delay = delay;
         self
+    }
+
+    /// Transactional state stores (KIP-892, `enable.transactional.statestores`,
+    /// off by default as in Kafka Streams). Under exactly-once a RocksDB
+    /// store then holds its writes until the transaction commits and writes
+    /// them to disk with the changelog offsets they reach, in one batch: its
+    /// files only ever hold committed states, so after a crash (SIGKILL, an
+    /// OOM kill) its task restores only the changelog's tail since RocksDB
+    /// last wrote its memtables out, where without it the task's whole local
+    /// state is deleted and restored from the changelogs. No effect under
+    /// at-least-once, which restores from the recorded offsets anyway.
+    pub fn transactional_state_stores(mut self, enabled: bool) -> Self {
+        self.transactional_state_stores = enabled;
+        self
+    }
+
+    /// How many bytes of uncommitted writes a thread's transactional stores
+    /// may hold before a commit is forced (`statestore.uncommitted.max.bytes`,
+    /// 64 MiB).
+    pub fn state_store_uncommitted_max_bytes(mut self, bytes: u64) -> Self {
+        self.state_store_uncommitted_max_bytes = bytes;
+        self
+    }
+
+    /// Whether stores are transactional now: set, and under exactly-once.
+    pub(crate) fn transactional_stores_in_force(&self) -> bool {
+        self.transactional_state_stores
+            && self.processing_guarantee == ProcessingGuarantee::ExactlyOnceV2
     }
 
     /// KIP-1034: records the handlers drop also go to `topic`, with the

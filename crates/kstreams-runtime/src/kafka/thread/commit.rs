@@ -173,7 +173,15 @@ impl ThreadLoop<'_> {
                 self.count_dropped(deliveries);
                 let group = self.consumer.group_metadata();
                 match self.collector.commit_transaction(&offsets, group) {
-                    Ok(()) => self.purge.committed(&offsets),
+                    Ok(()) => {
+                        self.purge.committed(&offsets);
+                        if self.config.transactional_stores_in_force() {
+                            // Only now: a store's files must never hold a
+                            // write of a transaction that may still abort.
+                            let delivered = self.collector.delivered_changelog_offsets();
+                            self.tasks.commit_transactional_stores(&delivered)?;
+                        }
+                    }
                     Err(RuntimeError::Kafka(e))
                         if is_rebalance_error(e.kafka()) || requires_abort(e.kafka()) =>
                     {

@@ -376,12 +376,21 @@ impl ThreadLoop<'_> {
         if self.intake.record_lag(&self.tasks) {
             self.publish_metadata();
         }
-        let requested = self.tasks.commit_requested();
+        let requested = self.tasks.commit_requested() || self.uncommitted_over_bound();
         let interval = self.config.effective_commit_interval();
         if committable && (requested || self.last_commit.elapsed() >= interval) {
             self.commit()?;
         }
         Ok(())
+    }
+
+    /// Whether the thread's transactional stores hold more uncommitted
+    /// writes than `statestore.uncommitted.max.bytes`: a commit is forced
+    /// then (KIP-892), before the interval is up.
+    fn uncommitted_over_bound(&self) -> bool {
+        self.config.transactional_stores_in_force()
+            && self.tasks.uncommitted_store_bytes() as u64
+                >= self.config.state_store_uncommitted_max_bytes
     }
 
     /// Follows `KafkaStreams::pause` and `resume`: the thread's input
