@@ -704,9 +704,10 @@ impl StreamsConfig {
     /// store then holds its writes until the transaction commits and writes
     /// them to disk with the changelog offsets they reach, in one batch: its
     /// files only ever hold committed states, so after a crash (SIGKILL, an
-    /// OOM kill) its task restores only the changelog's tail since RocksDB
-    /// last wrote its memtables out, where without it the task's whole local
-    /// state is deleted and restored from the changelogs. No effect under
+    /// OOM kill) its task resumes from its own store and restores only what
+    /// was committed after the store's last batch, where without it the
+    /// task's whole local state is deleted and restored from the changelogs
+    /// (the batches go through RocksDB's write-ahead log). No effect under
     /// at-least-once, which restores from the recorded offsets anyway.
     pub fn transactional_state_stores(mut self, enabled: bool) -> Self {
         self.transactional_state_stores = enabled;
