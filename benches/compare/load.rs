@@ -73,7 +73,7 @@ pub fn produce_at_rate(
     let total = rate * seconds;
     let began = Instant::now();
     let mut sent = 0;
-    for mut record in workload::stream_input(seed, total) {
+    for mut record in workload::stream_input(seed, total, workload::DEFAULT_KEYS) {
         let due = began + Duration::from_secs_f64(sent as f64 / rate as f64);
         let now = Instant::now();
         if due > now {

@@ -5,20 +5,23 @@
 //! ```text
 //! bench-node create-topics --bootstrap B --topic NAME:PARTITIONS[:append] ...
 //! bench-node delete-topics --bootstrap B [--topic NAME ...] [--prefix APP_ID ...]
-//! bench-node produce  --bootstrap B --workload W --topic T [--table T2] --records N --seed S
+//! bench-node produce  --bootstrap B --workload W --topic T [--table T2] --records N --seed S [--keys K]
 //! bench-node produce-rate --bootstrap B --topic T --seed S --rate R --seconds D
 //! bench-node kstreams|raw --bootstrap B --workload W --app-id A --input T [--table T2]
 //!                     --output O --threads N --state-dir D [--target N] [--set KEY=VALUE ...]
 //!                     [--scrape-ms N]  (kstreams: /metrics fetched every N ms)
 //!                     [--leave true]  (close, leaving the group, once done)
 //!                     [--restore-partitions P --then-target N]  (restore, below)
-//! bench-node produce-check --bootstrap B --topic T --records N
+//! bench-node produce-check --bootstrap B --topic T --records N [--keys K]
 //! bench-node changelog --bootstrap B --app-id A
 //! bench-node await-group-empty --bootstrap B --group G [--timeout-secs S]
-//! bench-node verify   --bootstrap B --workload W --output O --records N --seed S
+//! bench-node verify   --bootstrap B --workload W --output O --records N --seed S [--keys K]
 //! bench-node latency  --bootstrap B --output O [--skip 0.1]
 //! bench-node report   --results FILE.tsv --out-dir DIR
 //! ```
+//!
+//! `--keys K`: the input's key space (default 10 000, a state that fits in
+//! the record cache; the large-state runs give millions).
 //!
 //! Measured runs print `READY` once they process, then one `DONE` line of
 //! figures when their group has committed the whole input (see
@@ -86,6 +89,18 @@ impl Options {
         self.required(key)?
             .parse()
             .map_err(|_| format!("--{key}: not a number").into())
+    }
+
+    /// `--keys`: the input's key space, never empty.
+    fn keys(&self) -> Result<u64, Error> {
+        let keys = match self.optional("keys") {
+            None => workload::DEFAULT_KEYS,
+            Some(_) => self.number("keys")?,
+        };
+        if keys == 0 {
+            return Err("--keys must be at least 1".into());
+        }
+        Ok(keys)
     }
 }
 
@@ -206,13 +221,14 @@ fn run(command: &str, options: &Options) -> Result<(), Error> {
         "produce" => {
             let seed = options.number("seed")?;
             let records = options.number("records")?;
+            let keys = options.keys()?;
             let sent = load::produce_all(
                 bootstrap()?,
                 options.required("topic")?,
-                workload::stream_input(seed, records),
+                workload::stream_input(seed, records, keys),
             )?;
             if let Some(table) = options.optional("table") {
-                load::produce_all(bootstrap()?, table, workload::table_input())?;
+                load::produce_all(bootstrap()?, table, workload::table_input(keys))?;
             }
             println!("PRODUCED {sent}");
         }
@@ -220,7 +236,7 @@ fn run(command: &str, options: &Options) -> Result<(), Error> {
             let sent = load::produce_all(
                 bootstrap()?,
                 options.required("topic")?,
-                workload::check_input(options.number("records")?),
+                workload::check_input(options.number("records")?, options.keys()?),
             )?;
             println!("PRODUCED {sent}");
         }
@@ -257,6 +273,7 @@ fn run(command: &str, options: &Options) -> Result<(), Error> {
                 workload,
                 options.number("seed")?,
                 options.number("records")?,
+                options.keys()?,
             );
             let (observed, span) =
                 verify::observed(bootstrap()?, options.required("output")?, workload)?;

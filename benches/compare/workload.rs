@@ -13,8 +13,9 @@ pub const TIME_STEP_MS: i64 = 2;
 pub const WINDOW_SIZE_MS: i64 = 60_000;
 /// Bytes of every stream value.
 pub const VALUE_BYTES: usize = 100;
-/// Distinct keys of every input.
-pub const KEYS: u64 = 10_000;
+/// Distinct keys of every input unless `--keys` says otherwise: a state
+/// that fits in the record cache. The large-state runs give millions.
+pub const DEFAULT_KEYS: u64 = 10_000;
 /// Values starting with this byte are dropped by the pass-through's filter.
 pub const DROPPED_MARK: u8 = b'#';
 
@@ -109,14 +110,15 @@ pub fn key_name(index: u64) -> String {
     format!("key-{index:05}")
 }
 
-/// The stream input: `records` records over [`KEYS`] keys, one in ten
-/// values marked to be dropped by the pass-through's filter, event time
-/// advancing [`TIME_STEP_MS`] per record.
-pub fn stream_input(seed: u64, records: u64) -> impl Iterator<Item = InputRecord> {
+/// The stream input: `records` records over `keys` keys (drawn at random:
+/// as many records as keys touch about 63 % of them), one in ten values
+/// marked to be dropped by the pass-through's filter, event time advancing
+/// [`TIME_STEP_MS`] per record.
+pub fn stream_input(seed: u64, records: u64, keys: u64) -> impl Iterator<Item = InputRecord> {
     let mut random = SplitMix64::new(seed);
     (0..records).map(move |i| {
         let word = random.next_u64();
-        let key = key_name(word % KEYS);
+        let key = key_name(word % keys);
         let mut value = Vec::with_capacity(VALUE_BYTES);
         let mut letters = random.next_u64();
         for n in 0..VALUE_BYTES {
@@ -139,8 +141,8 @@ pub fn stream_input(seed: u64, records: u64) -> impl Iterator<Item = InputRecord
 
 /// The join's table: one value per key, timestamped before every stream
 /// record, so every join finds its key whichever side is read first.
-pub fn table_input() -> impl Iterator<Item = InputRecord> {
-    (0..KEYS).map(|k| InputRecord {
+pub fn table_input(keys: u64) -> impl Iterator<Item = InputRecord> {
+    (0..keys).map(|k| InputRecord {
         key: key_name(k),
         value: format!("customer-{k}").into_bytes(),
         timestamp: BASE_TIME_MS - 1_000,
@@ -155,9 +157,9 @@ pub const CHECK_EVERY: u64 = 10;
 /// [`CHECK_EVERY`]th key, timestamped after the `records` of the stream
 /// input, so that each of those keys' counts must go on from the restored
 /// one (a count restored wrong, or not at all, shows in the output).
-pub fn check_input(records: u64) -> impl Iterator<Item = InputRecord> {
+pub fn check_input(records: u64, keys: u64) -> impl Iterator<Item = InputRecord> {
     let after = BASE_TIME_MS + records as i64 * TIME_STEP_MS;
-    (0..KEYS)
+    (0..keys)
         .step_by(CHECK_EVERY as usize)
         .map(move |k| InputRecord {
             key: key_name(k),
@@ -166,10 +168,11 @@ pub fn check_input(records: u64) -> impl Iterator<Item = InputRecord> {
         })
 }
 
-/// How many records [`check_input`] holds (xtask's `CHECK_RECORDS`).
+/// How many records [`check_input`] holds over `keys` keys (xtask's
+/// `check_records` must say as many).
 #[cfg(test)]
-pub fn check_records() -> u64 {
-    KEYS.div_ceil(CHECK_EVERY)
+pub fn check_records(keys: u64) -> u64 {
+    keys.div_ceil(CHECK_EVERY)
 }
 
 /// What the pass-through does to one value.
@@ -224,9 +227,10 @@ pub enum Expected {
     Finals(HashMap<(String, i64), i64>),
 }
 
-/// The expected output of `workload` on the input of `seed` and `records`.
-pub fn expected(workload: Workload, seed: u64, records: u64) -> Expected {
-    let input = stream_input(seed, records);
+/// The expected output of `workload` on the input of `seed`, `records`
+/// and `keys`.
+pub fn expected(workload: Workload, seed: u64, records: u64, keys: u64) -> Expected {
+    let input = stream_input(seed, records, keys);
     match workload {
         Workload::PassThrough | Workload::PassThroughEos => {
             let mut digest = Digest::default();
@@ -238,7 +242,8 @@ pub fn expected(workload: Workload, seed: u64, records: u64) -> Expected {
             Expected::Records(digest)
         }
         Workload::Join => {
-            let table: HashMap<String, Vec<u8>> = table_input().map(|r| (r.key, r.value)).collect();
+            let table: HashMap<String, Vec<u8>> =
+                table_input(keys).map(|r| (r.key, r.value)).collect();
             let mut digest = Digest::default();
             for record in input {
                 let joined = join_value(&record.value, table.get(&record.key).map(Vec::as_slice));
@@ -250,7 +255,7 @@ pub fn expected(workload: Workload, seed: u64, records: u64) -> Expected {
             let mut finals = HashMap::new();
             // restore: the count's input, then the records fed after the
             // restore.
-            let check = (workload == Workload::Restore).then(|| check_input(records));
+            let check = (workload == Workload::Restore).then(|| check_input(records, keys));
             for record in input.chain(check.into_iter().flatten()) {
                 let window = if workload == Workload::WindowCount {
                     window_start(record.timestamp)
@@ -270,9 +275,15 @@ mod tests {
 
     #[test]
     fn the_same_seed_gives_the_same_input() {
-        let a: Vec<_> = stream_input(7, 100).map(|r| (r.key, r.value)).collect();
-        let b: Vec<_> = stream_input(7, 100).map(|r| (r.key, r.value)).collect();
-        let c: Vec<_> = stream_input(8, 100).map(|r| (r.key, r.value)).collect();
+        let a: Vec<_> = stream_input(7, 100, DEFAULT_KEYS)
+            .map(|r| (r.key, r.value))
+            .collect();
+        let b: Vec<_> = stream_input(7, 100, DEFAULT_KEYS)
+            .map(|r| (r.key, r.value))
+            .collect();
+        let c: Vec<_> = stream_input(8, 100, DEFAULT_KEYS)
+            .map(|r| (r.key, r.value))
+            .collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert!(a.iter().all(|(_, v)| v.len() == VALUE_BYTES));
@@ -280,7 +291,7 @@ mod tests {
 
     #[test]
     fn about_one_in_ten_values_is_dropped() {
-        let dropped = stream_input(1, 10_000)
+        let dropped = stream_input(1, 10_000, DEFAULT_KEYS)
             .filter(|r| pass_through(&r.value).is_none())
             .count();
         assert!((800..1200).contains(&dropped), "{dropped}");
@@ -311,7 +322,8 @@ mod tests {
 
     #[test]
     fn counts_add_up_to_the_input() {
-        let Expected::Finals(finals) = expected(Workload::WindowCount, 3, 50_000) else {
+        let Expected::Finals(finals) = expected(Workload::WindowCount, 3, 50_000, DEFAULT_KEYS)
+        else {
             panic!("window count expects finals");
         };
         assert_eq!(finals.values().sum::<i64>(), 50_000);
@@ -320,16 +332,19 @@ mod tests {
 
     #[test]
     fn restore_expects_the_count_plus_one_per_checked_key() {
-        let Expected::Finals(count) = expected(Workload::Count, 3, 50_000) else {
+        let Expected::Finals(count) = expected(Workload::Count, 3, 50_000, DEFAULT_KEYS) else {
             panic!("count expects finals");
         };
-        let Expected::Finals(restore) = expected(Workload::Restore, 3, 50_000) else {
+        let Expected::Finals(restore) = expected(Workload::Restore, 3, 50_000, DEFAULT_KEYS) else {
             panic!("restore expects finals");
         };
-        assert_eq!(check_input(50_000).count() as u64, check_records());
+        assert_eq!(
+            check_input(50_000, DEFAULT_KEYS).count() as u64,
+            check_records(DEFAULT_KEYS)
+        );
         assert_eq!(
             restore.values().sum::<i64>(),
-            50_000 + check_records() as i64
+            50_000 + check_records(DEFAULT_KEYS) as i64
         );
         for k in [0, CHECK_EVERY, 5 * CHECK_EVERY] {
             let key = (key_name(k), 0);
@@ -337,5 +352,18 @@ mod tests {
         }
         let unchecked = (key_name(1), 0);
         assert_eq!(restore[&unchecked], count[&unchecked]);
+    }
+
+    #[test]
+    fn a_large_key_space_spreads_the_input_over_it() {
+        // As many records as keys: about 1 - 1/e of the keys get one.
+        let keys = 200_000;
+        let distinct: std::collections::HashSet<String> =
+            stream_input(5, keys, keys).map(|r| r.key).collect();
+        let share = distinct.len() as f64 / keys as f64;
+        assert!((0.62..0.645).contains(&share), "{share}");
+        assert!(distinct.iter().all(|key| key.len() <= "key-199999".len()));
+        assert_eq!(check_records(keys), 20_000);
+        assert_eq!(table_input(keys).count() as u64, keys);
     }
 }

@@ -19,6 +19,7 @@
 //! exit status is 1 if any step failed.
 
 use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
@@ -32,14 +33,19 @@ use crate::kafka::{Lease, BOOTSTRAP_ENV};
 use crate::module_cycles;
 use crate::native_builds;
 use crate::package;
-use crate::process;
+use crate::process::{self, secs};
 use crate::registry;
 use crate::setup::{self, Scope};
 use crate::test_failures;
 
-/// The steps that share the broker, with how each ended, and the digest
-/// of the failing tests.
-type BrokerSteps = (Vec<(&'static str, Outcome)>, Vec<String>);
+/// One step of the run: its name, how it ended and how long it took (the
+/// summary line gives each step's time, so that a cold run says where its
+/// minutes went).
+struct Step {
+    name: &'static str,
+    outcome: Outcome,
+    took: Duration,
+}
 
 /// How a step ended.
 enum Outcome {
@@ -51,88 +57,65 @@ enum Outcome {
 pub(crate) fn cli(args: Args) -> Result<ExitCode> {
     args.finish()?;
     setup::ensure(Scope::Ci)?;
-    let mut results: Vec<(&str, Outcome)> = vec![
-        ("fmt", cargo_step(&["fmt", "--all", "--", "--check"])?),
+    let mut steps = vec![
+        timed("fmt", || cargo_step(&["fmt", "--all", "--", "--check"]))?,
         // Before anything compiles: a second build of RocksDB costs more
         // than this whole check.
-        (
-            "native-builds",
-            match native_builds::check() {
-                Ok(one_each) => outcome(one_each),
-                Err(error) => {
-                    eprintln!("ci: native-builds: {error:#}");
-                    Outcome::Failed
-                }
-            },
-        ),
-        (
-            "module-cycles",
-            match module_cycles::check() {
-                Ok(none) => outcome(none),
-                Err(error) => {
-                    eprintln!("ci: module-cycles: {error:#}");
-                    Outcome::Failed
-                }
-            },
-        ),
-        ("clippy", cargo_step(&CLIPPY)?),
+        timed("native-builds", || {
+            Ok(verdict("native-builds", native_builds::check()))
+        })?,
+        timed("module-cycles", || {
+            Ok(verdict("module-cycles", module_cycles::check()))
+        })?,
+        timed("clippy", || cargo_step(&CLIPPY))?,
         // The `rocksdb` feature off (in-memory stores only) must keep
         // building: nothing else compiles the facade that way.
-        ("no-rocksdb", cargo_step(&NO_ROCKSDB)?),
+        timed("no-rocksdb", || cargo_step(&NO_ROCKSDB))?,
         // After clippy, which compiled every crate with this toolchain: when
         // it is the declared rust-version, the step does not build them again.
-        (
-            "package",
-            match package::check(false, true) {
-                Ok(passed) => outcome(passed),
-                Err(error) => {
-                    eprintln!("ci: package: {error:#}");
-                    Outcome::Failed
-                }
-            },
-        ),
-        ("deny", deny()?),
+        timed("package", || {
+            Ok(verdict("package", package::check(false, true)))
+        })?,
+        timed("deny", deny)?,
     ];
-    let (broker_results, failed_tests) = broker_steps()?;
-    results.extend(broker_results);
+    let (broker_steps, failed_tests) = broker_steps()?;
+    steps.extend(broker_steps);
     // Three brokers of its own, the single one above being stopped.
-    results.push((
-        "failover",
-        match chaos::leader_failover_ci() {
-            Ok(passed) => outcome(passed),
-            Err(error) => {
-                eprintln!("ci: chaos leader-failover: {error:#}");
-                Outcome::Failed
-            }
-        },
-    ));
+    steps.push(timed("failover", || {
+        Ok(verdict(
+            "chaos leader-failover",
+            chaos::leader_failover_ci(),
+        ))
+    })?);
     // The Grafana dashboard against a real Prometheus, on the in-process
     // cluster (no broker needed); Prometheus is built once, then cached.
-    results.push((
-        "dashboard",
-        match dashboard::check(&dashboard::default_path()) {
-            Ok(passed) => outcome(passed),
-            Err(error) => {
-                eprintln!("ci: dashboard: {error:#}");
-                Outcome::Failed
-            }
-        },
-    ));
+    steps.push(timed("dashboard", || {
+        Ok(verdict(
+            "dashboard",
+            dashboard::check(&dashboard::default_path()),
+        ))
+    })?);
 
-    let summary: Vec<String> = results
+    let summary: Vec<String> = steps
         .iter()
-        .map(|(name, outcome)| match outcome {
-            Outcome::Passed => format!("{name} ok"),
-            Outcome::Failed => format!("{name} FAILED"),
-            Outcome::Skipped(why) => format!("{name} skipped ({why})"),
+        .map(|step| {
+            let took = secs(step.took);
+            match step.outcome {
+                Outcome::Passed => format!("{} ok ({took})", step.name),
+                Outcome::Failed => format!("{} FAILED ({took})", step.name),
+                Outcome::Skipped(why) => format!("{} skipped ({why})", step.name),
+            }
         })
         .collect();
-    eprintln!("ci: {}", summary.join(", "));
+    let total: Duration = steps.iter().map(|step| step.took).sum();
+    eprintln!("ci: {} — {} in all", summary.join(", "), secs(total));
     // Last, so that a log read from its end names what failed.
     for line in &failed_tests {
         eprintln!("ci: failed test: {line}");
     }
-    let failed = results.iter().any(|(_, o)| matches!(o, Outcome::Failed));
+    let failed = steps
+        .iter()
+        .any(|step| matches!(step.outcome, Outcome::Failed));
     Ok(if failed {
         ExitCode::FAILURE
     } else {
@@ -143,16 +126,23 @@ pub(crate) fn cli(args: Args) -> Result<ExitCode> {
 /// The tests and the compat scenarios, which share one broker; the tests
 /// also get a schema registry. Both are started only after the tests
 /// compiled, and stopped (when ci started them) when their leases drop,
-/// whatever happened.
-fn broker_steps() -> Result<BrokerSteps> {
+/// whatever happened. The test step's time includes compiling the tests
+/// and starting the broker and the registry.
+fn broker_steps() -> Result<(Vec<Step>, Vec<String>)> {
+    let started = Instant::now();
+    let failed = |name| Step {
+        name,
+        outcome: Outcome::Failed,
+        took: started.elapsed(),
+    };
     if let Outcome::Failed = cargo_step(&TEST_NO_RUN)? {
-        return Ok((vec![("test", Outcome::Failed)], Vec::new()));
+        return Ok((vec![failed("test")], Vec::new()));
     }
     let lease = match Lease::acquire() {
         Ok(lease) => lease,
         Err(error) => {
             eprintln!("ci: no broker: {error:#}");
-            return Ok((vec![("broker", Outcome::Failed)], Vec::new()));
+            return Ok((vec![failed("broker")], Vec::new()));
         }
     };
     // The Avro tests' Schema Registry and Java peer: without them those
@@ -161,21 +151,21 @@ fn broker_steps() -> Result<BrokerSteps> {
         Ok(registry) => registry,
         Err(error) => {
             eprintln!("ci: no schema registry: {error:#}");
-            return Ok((vec![("registry", Outcome::Failed)], Vec::new()));
+            return Ok((vec![failed("registry")], Vec::new()));
         }
     };
     let java_peer = match registry::java_peer_classpath() {
         Ok(classpath) => classpath,
         Err(error) => {
             eprintln!("ci: no Java Avro peer: {error:#}");
-            return Ok((vec![("registry", Outcome::Failed)], Vec::new()));
+            return Ok((vec![failed("registry")], Vec::new()));
         }
     };
     let python_peer = match registry::python_peer() {
         Ok(python) => python,
         Err(error) => {
             eprintln!("ci: no Python Protobuf/JSON Schema peer: {error:#}");
-            return Ok((vec![("registry", Outcome::Failed)], Vec::new()));
+            return Ok((vec![failed("registry")], Vec::new()));
         }
     };
     // --no-fail-fast: one failing test binary must not hide the others' results.
@@ -186,61 +176,48 @@ fn broker_steps() -> Result<BrokerSteps> {
         .env(registry::PYTHON_PEER_ENV, python_peer)
         .envs(lease.sasl_ssl_env().iter().map(|(k, v)| (k, v)));
     let (passed, failed_tests) = test_failures::run(&mut test)?;
-    let tests = outcome(passed);
+    let tests = Step {
+        name: "test",
+        outcome: outcome(passed),
+        took: started.elapsed(),
+    };
     drop(registry);
-    let compat = match compat::run_all_both(lease.bootstrap()) {
-        Ok(agree) => outcome(agree),
-        Err(error) => {
-            eprintln!("ci: compat: {error:#}");
-            Outcome::Failed
-        }
-    };
+    let bootstrap = lease.bootstrap();
+    let compat = timed("compat", || {
+        Ok(verdict("compat", compat::run_all_both(bootstrap)))
+    })?;
     // Kafka Streams and kstreams sharing one streams group: about a minute.
-    let mixed = match compat::run_mixed_ci(lease.bootstrap()) {
-        Ok(agree) => outcome(agree),
-        Err(error) => {
-            eprintln!("ci: compat --mixed: {error:#}");
-            Outcome::Failed
-        }
-    };
+    let mixed = timed("mixed", || {
+        Ok(verdict("compat --mixed", compat::run_mixed_ci(bootstrap)))
+    })?;
     // An application moved between Kafka Streams and kstreams, both ways:
     // about 3 minutes.
-    let migrate = match compat::run_migrations_ci(lease.bootstrap()) {
-        Ok(agree) => outcome(agree),
-        Err(error) => {
-            eprintln!("ci: compat --migrate: {error:#}");
-            Outcome::Failed
-        }
-    };
+    let migrate = timed("migrate", || {
+        Ok(verdict(
+            "compat --migrate",
+            compat::run_migrations_ci(bootstrap),
+        ))
+    })?;
     // Short: 3 kills per run, 1k malformed records, 2 churn rounds per group
     // protocol, one broker restart; about 5 minutes.
     let scenarios: Vec<String> = chaos::CI_SCENARIOS.iter().map(|s| s.to_string()).collect();
-    let chaos = match chaos::run(lease.bootstrap(), &scenarios, false, None) {
-        Ok(passed) => outcome(passed),
-        Err(error) => {
-            eprintln!("ci: chaos: {error:#}");
-            Outcome::Failed
-        }
-    };
+    let chaos = timed("chaos", || {
+        Ok(verdict(
+            "chaos",
+            chaos::run(bootstrap, &scenarios, false, None),
+        ))
+    })?;
     // One small run of every workload on all three implementations, each
     // output checked: the comparison stays runnable. No figures are judged.
     // It finds the broker leased above (the running cluster).
-    let bench = match bench::compare(Args::new(["--smoke".to_owned()])) {
-        Ok(code) => outcome(code == ExitCode::SUCCESS),
-        Err(error) => {
-            eprintln!("ci: bench compare --smoke: {error:#}");
-            Outcome::Failed
-        }
-    };
+    let bench = timed("bench", || {
+        Ok(verdict(
+            "bench compare --smoke",
+            bench::compare(Args::new(["--smoke".to_owned()])).map(|code| code == ExitCode::SUCCESS),
+        ))
+    })?;
     Ok((
-        vec![
-            ("test", tests),
-            ("compat", compat),
-            ("mixed", mixed),
-            ("migrate", migrate),
-            ("chaos", chaos),
-            ("bench", bench),
-        ],
+        vec![tests, compat, mixed, migrate, chaos, bench],
         failed_tests,
     ))
 }
@@ -273,6 +250,29 @@ fn cargo_step(args: &[&str]) -> Result<Outcome> {
     eprintln!("ci: cargo {}", args.join(" "));
     let status = process::status(&mut cargo(args), &format!("cargo {}", args[0]))?;
     Ok(outcome(status.success()))
+}
+
+/// Runs a step and notes how long it took.
+fn timed(name: &'static str, run: impl FnOnce() -> Result<Outcome>) -> Result<Step> {
+    let started = Instant::now();
+    let outcome = run()?;
+    Ok(Step {
+        name,
+        outcome,
+        took: started.elapsed(),
+    })
+}
+
+/// A check's result as a step's outcome: an error is printed under `what`
+/// and fails the step (the run goes on to the next one).
+fn verdict(what: &str, result: Result<bool>) -> Outcome {
+    match result {
+        Ok(passed) => outcome(passed),
+        Err(error) => {
+            eprintln!("ci: {what}: {error:#}");
+            Outcome::Failed
+        }
+    }
 }
 
 fn outcome(passed: bool) -> Outcome {

@@ -136,14 +136,17 @@ chaos leader-failover [--long]
 bench [NAME] [ARGS]
     cargo bench -p kstreams-benches [--bench NAME], with a broker in
     KSTREAMS_BOOTSTRAP (stateless_chain, broker_passthrough, ...)
-bench compare [WORKLOAD...] [--records N] [--runs R] [--threads 1,2]
-              [--latency-seconds S] [--latency-rate R] [--set KEY=VALUE]
-              [--only IMPL,...] [--baseline BENCH_NODE] [--smoke]
+bench compare [WORKLOAD...] [--records N] [--keys K] [--runs R]
+              [--threads 1,2] [--latency-seconds S] [--latency-rate R]
+              [--set KEY=VALUE] [--only IMPL,...] [--baseline BENCH_NODE]
+              [--smoke]
     kstreams, Apache Kafka Streams and a raw librdkafka loop on the same
     input, outputs checked; results in <target>/bench/compare.{md,svg,tsv}
     (workloads: pass-through, count, window-count, join, pass-through-eos,
     restore: start to serving after the local state is deleted;
-    --smoke: one small run of each; --only may also name
+    --keys: the input's key space, 10 000 unless given (millions: a
+    state far beyond the record cache); --smoke: one small run of each;
+    --only may also name
     kstreams-debug-metrics and kstreams-scraped: kstreams with DEBUG
     metrics, and with /metrics scraped every second; --baseline runs a
     bench-node built from another commit as kstreams-baseline, for a

@@ -27,6 +27,9 @@
 //! set out to read); then one more record for every tenth key is fed and
 //! the output must hold each of those counts one above the restored one.
 //! Its CPU time and peak RSS are the process's own when it serves.
+//! `--keys K` sets the input's key space (10 000 unless given, a state that
+//! fits in the record cache): millions make the count's and the window
+//! count's state, and the restore's changelog, far larger than the cache.
 //! Results go to `<target>/bench/compare.{tsv,md,svg}`.
 
 use std::collections::HashMap;
@@ -59,15 +62,24 @@ const PARTITIONS: u32 = 4;
 const SEED: u64 = 42;
 /// Longest a single measured run may take before it counts as hung.
 const RUN_TIMEOUT: Duration = Duration::from_secs(900);
-/// The records `restore` feeds once the app serves again
-/// (benches/compare/workload.rs `check_records`: one per tenth key of
-/// 10 000); `produce-check` must say as many.
-const CHECK_RECORDS: u64 = 1_000;
+/// The key space of the input when `--keys` does not say (benches/compare's
+/// `DEFAULT_KEYS`): a state that fits in the record cache.
+const DEFAULT_KEYS: u64 = 10_000;
+
+/// The records `restore` feeds once the app serves again over `keys`
+/// keys (benches/compare/workload.rs `check_records`: one per tenth key);
+/// `produce-check` must say as many.
+fn check_records(keys: u64) -> u64 {
+    keys.div_ceil(10)
+}
 
 /// What to run.
 struct Plan {
     workloads: Vec<&'static str>,
     records: u64,
+    /// `--keys K`: the input's key space; millions make the state far
+    /// larger than the record cache (the large-state runs).
+    keys: u64,
     runs: u32,
     threads: Vec<u32>,
     /// Seconds of the rate-limited latency run; 0: none.
@@ -93,6 +105,10 @@ impl Plan {
     fn parse(mut args: Args) -> Result<Plan> {
         let smoke = args.flag("smoke");
         let records = args.option("records")?;
+        let keys: Option<u64> = args.option("keys")?;
+        if keys == Some(0) {
+            bail!("--keys must be at least 1");
+        }
         let runs = args.option("runs")?;
         let threads: Option<String> = args.option("threads")?;
         let latency_seconds = args.option("latency-seconds")?;
@@ -140,6 +156,7 @@ impl Plan {
         Ok(Plan {
             workloads,
             records: records.unwrap_or(if smoke { 20_000 } else { 2_000_000 }),
+            keys: keys.unwrap_or(DEFAULT_KEYS),
             runs: runs.unwrap_or(if smoke { 1 } else { 3 }),
             threads,
             latency_seconds: latency_seconds.unwrap_or(if smoke { 3 } else { 20 }),
@@ -444,19 +461,15 @@ impl Bench<'_> {
                 "--topic",
                 &input,
             ])
-            .args([
-                "--records",
-                &self.plan.records.to_string(),
-                "--seed",
-                &SEED.to_string(),
-            ]);
+            .args(self.input_shape());
         if let Some(table) = &table {
             command.args(["--table", table]);
         }
         process::run(&mut command, "producing the bench input")?;
         eprintln!(
-            "bench: {workload}: produced {} records to {input} ({})",
+            "bench: {workload}: produced {} records over {} keys to {input} ({})",
             self.plan.records,
+            self.plan.keys,
             secs(began.elapsed())
         );
         Ok(Topics { input, table })
@@ -590,6 +603,19 @@ impl Bench<'_> {
         Ok((measured, fingerprint))
     }
 
+    /// The options that say which input a workload has: `produce` makes
+    /// it, `verify` computes the expected output from the same.
+    fn input_shape(&self) -> [String; 6] {
+        [
+            "--records".to_owned(),
+            self.plan.records.to_string(),
+            "--seed".to_owned(),
+            SEED.to_string(),
+            "--keys".to_owned(),
+            self.plan.keys.to_string(),
+        ]
+    }
+
     /// Reads `output` back and checks it against `workload`'s expected
     /// output: the fingerprint, and all that verify printed.
     fn verify(&self, workload: &str, output: &str, label: &str) -> Result<(String, String)> {
@@ -604,12 +630,7 @@ impl Bench<'_> {
                     "--output",
                     output,
                 ])
-                .args([
-                    "--records",
-                    &self.plan.records.to_string(),
-                    "--seed",
-                    &SEED.to_string(),
-                ]),
+                .args(self.input_shape()),
             &format!("checking the output of {label}"),
         )?;
         let fingerprint = verified
@@ -699,7 +720,7 @@ impl Bench<'_> {
             .args(["--restore-partitions", &partitions.to_string()])
             .args([
                 "--then-target",
-                &(self.plan.records + CHECK_RECORDS).to_string(),
+                &(self.plan.records + check_records(self.plan.keys)).to_string(),
             ]);
         let log = self.out_dir.join("logs").join(format!("{label}.log"));
         let feed_check = || {
@@ -711,11 +732,14 @@ impl Bench<'_> {
                     &topics.input,
                     "--records",
                     &self.plan.records.to_string(),
+                    "--keys",
+                    &self.plan.keys.to_string(),
                 ]),
                 "feeding the records after the restore",
             )?;
-            if produced.trim() != format!("PRODUCED {CHECK_RECORDS}") {
-                bail!("produce-check: {produced:?}, expected PRODUCED {CHECK_RECORDS}");
+            let expected = check_records(self.plan.keys);
+            if produced.trim() != format!("PRODUCED {expected}") {
+                bail!("produce-check: {produced:?}, expected PRODUCED {expected}");
             }
             Ok(())
         };
