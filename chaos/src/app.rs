@@ -1,12 +1,19 @@
 //! The application the scenarios kill: a pass-through or a count, under the
 //! guarantee and cache size it is given, running until its stdin closes (a
-//! clean close, checkpoints written) or it is killed.
+//! clean close, checkpoints written) or it is killed. Meanwhile a line
+//! `query\tKEYS\tANSWERS` on its stdin makes it answer
+//! `query_metadata_for_key` for every key of the file KEYS into the file
+//! ANSWERS ([`crate::queries`]).
 
-use std::io::Read;
-use std::path::PathBuf;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
 use kstreams::prelude::*;
+use kstreams::runtime::kafka::{StandbyUpdateListener, SuspendReason};
+
+use crate::queries::{self, KeyAnswer, Local};
 
 /// What the application computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,11 +79,18 @@ pub(crate) struct AppSpec {
     pub standby_replicas: Option<String>,
     /// `enable.transactional.statestores` (KIP-892; exactly-once only).
     pub transactional_stores: bool,
+    /// A file of client keys (`key=value` lines: `security.protocol`,
+    /// `ssl.*`, `sasl.*`) set on the configuration, so every client reaches
+    /// a secured listener ([`crate::listener::Listener::write_keys`]).
+    pub security: Option<PathBuf>,
+    /// `application.server` (`host:port`), which the streams group hands the
+    /// other instances for their interactive queries.
+    pub application_server: Option<String>,
 }
 
 const USAGE: &str = "usage: kstreams-chaos app BOOTSTRAP APP_ID INPUT OUTPUT MODE eos|alos \
                      CACHE_BYTES STATE_DIR [dlq=TOPIC] [protocol=P] [member=ID] [standby=N] \
-                     [stores=transactional]";
+                     [stores=transactional] [security=KEYS_FILE] [server=HOST:PORT]";
 
 impl AppSpec {
     /// The arguments of `kstreams-chaos app` that make this instance.
@@ -97,6 +111,7 @@ impl AppSpec {
             ("protocol", &self.group_protocol),
             ("member", &self.static_member),
             ("standby", &self.standby_replicas),
+            ("server", &self.application_server),
         ];
         for (name, value) in options {
             if let Some(value) = value {
@@ -105,6 +120,9 @@ impl AppSpec {
         }
         if self.transactional_stores {
             args.push("stores=transactional".to_string());
+        }
+        if let Some(keys) = &self.security {
+            args.push(format!("security={}", keys.display()));
         }
         args
     }
@@ -117,6 +135,7 @@ impl AppSpec {
         };
         let (mut dead_letter_queue, mut group_protocol, mut static_member) = (None, None, None);
         let (mut standby_replicas, mut transactional_stores) = (None, false);
+        let (mut security, mut application_server) = (None, None);
         for option in rest {
             match option.split_once('=') {
                 Some(("dlq", topic)) => dead_letter_queue = Some(topic.to_string()),
@@ -124,6 +143,8 @@ impl AppSpec {
                 Some(("member", id)) => static_member = Some(id.to_string()),
                 Some(("standby", n)) => standby_replicas = Some(n.to_string()),
                 Some(("stores", "transactional")) => transactional_stores = true,
+                Some(("security", keys)) => security = Some(PathBuf::from(keys)),
+                Some(("server", server)) => application_server = Some(server.to_string()),
                 _ => return Err(format!("unknown option {option}\n{USAGE}")),
             }
         }
@@ -147,6 +168,8 @@ impl AppSpec {
             static_member,
             standby_replicas,
             transactional_stores,
+            security,
+            application_server,
         })
     }
 }
@@ -163,7 +186,7 @@ fn topology(spec: &AppSpec) -> Result<Topology, TopologyError> {
             builder
                 .stream::<String, String>(&spec.input)
                 .group_by_key()
-                .count_with(None, Materialized::as_("counts"))
+                .count_with(None, Materialized::as_(queries::STORE))
                 .to_stream()
                 .to_with(
                     &spec.output,
@@ -181,7 +204,7 @@ fn topology(spec: &AppSpec) -> Result<Topology, TopologyError> {
             input.clone().to(&spec.output);
             input
                 .group_by_key()
-                .count_with(None, Materialized::as_("counts"))
+                .count_with(None, Materialized::as_(queries::STORE))
                 .to_stream()
                 .to_with(
                     &counts_topic(&spec.output),
@@ -225,6 +248,14 @@ fn config(spec: &AppSpec) -> Result<StreamsConfig, Box<dyn std::error::Error>> {
     if spec.transactional_stores {
         config = config.transactional_state_stores(true);
     }
+    if let Some(keys) = &spec.security {
+        for (key, value) in crate::listener::read_keys(keys)? {
+            config.set(&key, &value)?;
+        }
+    }
+    if let Some(server) = &spec.application_server {
+        config.set("application.server", server)?;
+    }
     if let Some(dlq) = &spec.dead_letter_queue {
         config.set(
             "default.deserialization.exception.handler",
@@ -250,6 +281,132 @@ impl StateRestoreListener for RestoreLog {
     }
 }
 
+/// Writes each standby store promoted to an active task's to the
+/// instance's log: the scenarios tell a task that moved to its standby
+/// from one rebuilt elsewhere (`promoted=` in their figures).
+struct StandbyLog;
+
+/// The line [`StandbyLog`] writes, before the changelog partition's number.
+pub(crate) const PROMOTED: &str = "chaos app: standby promoted, changelog partition ";
+
+impl StandbyUpdateListener for StandbyLog {
+    fn on_update_start(&self, _: &TopicPartition, _: &str, _: i64) {}
+    fn on_batch_loaded(&self, _: &TopicPartition, _: &str, _: &str, _: i64, _: u64, _: i64) {}
+    fn on_update_suspended(
+        &self,
+        partition: &TopicPartition,
+        store: &str,
+        store_offset: i64,
+        current_end_offset: i64,
+        reason: SuspendReason,
+    ) {
+        if reason == SuspendReason::Promoted {
+            eprintln!(
+                "{PROMOTED}{} ({store}, {}, at offset {store_offset} of {current_end_offset})",
+                partition.partition, partition.topic
+            );
+        }
+    }
+}
+
+/// What the instance's stdin asks of it.
+enum Request {
+    /// Answer the metadata of the keys of file `keys` into file `answers`.
+    Query { keys: PathBuf, answers: PathBuf },
+    /// Stdin closed: close cleanly.
+    Close,
+}
+
+/// Reads stdin's requests, one a line, until it closes.
+fn read_requests(requests: std::sync::mpsc::Sender<Request>) {
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        match line.split('\t').collect::<Vec<_>>()[..] {
+            [queries::COMMAND, keys, answers] => {
+                let request = Request::Query {
+                    keys: keys.into(),
+                    answers: answers.into(),
+                };
+                if requests.send(request).is_err() {
+                    return;
+                }
+            }
+            _ => log::error!("chaos app: unknown request on stdin: {line:?}"),
+        }
+    }
+    let _ = requests.send(Request::Close);
+}
+
+/// Answers `query_metadata_for_key` for every key of `keys` (a file, one key
+/// a line) into `answers` ([`queries::format_line`]), with the key's count
+/// in this instance's store where it is the active host; written whole
+/// (a rename) so that the scenario never reads half a file.
+fn answer_queries(
+    app: &KafkaStreams,
+    spec: &AppSpec,
+    keys: &Path,
+    answers: &Path,
+) -> Result<(), String> {
+    let keys = std::fs::read_to_string(keys).map_err(|e| format!("{}: {e}", keys.display()))?;
+    let here = spec.application_server.as_deref();
+    let mut metadata: Vec<(String, queries::Answer)> = Vec::new();
+    for key in keys.lines().filter(|k| !k.is_empty()) {
+        let key = key.to_string();
+        let answer = app
+            .query_metadata_for_key(queries::STORE, &key, &StringSerde)
+            .map(|m| KeyAnswer {
+                partition: m.partition,
+                active: m.active_host.to_string(),
+                standbys: m.standby_hosts.iter().map(ToString::to_string).collect(),
+                local: Local::NotActiveHere,
+            })
+            .map_err(|e| e.to_string());
+        metadata.push((key, answer));
+    }
+    // One read of each partition this instance is the active host of,
+    // rather than one per key: each read waits for a stream thread's pass.
+    let mut held: std::collections::BTreeMap<i32, Result<_, String>> = Default::default();
+    for (key, answer) in &mut metadata {
+        let Ok(answer) = answer else { continue };
+        if here != Some(answer.active.as_str()) {
+            continue;
+        }
+        let counts = held.entry(answer.partition).or_insert_with(|| {
+            app.store(
+                StoreQueryParameters::from_name_and_type(
+                    queries::STORE,
+                    QueryableStoreTypes::key_value_store::<String, i64>(),
+                )
+                .with_partition(answer.partition),
+            )
+            .and_then(|store| store.all())
+            .map(|pairs| {
+                pairs
+                    .into_iter()
+                    .collect::<std::collections::HashMap<_, _>>()
+            })
+            .map_err(|e| e.to_string())
+        });
+        answer.local = Local::Missing;
+        match counts {
+            Ok(counts) => {
+                if let Some(&count) = counts.get(key.as_str()) {
+                    answer.local = Local::Count(count);
+                }
+            }
+            Err(error) => answer.local = Local::Error(error.clone()),
+        }
+    }
+    let text: String = metadata
+        .iter()
+        .map(|(key, answer)| queries::format_line(key, answer))
+        .collect();
+    let partial = answers.with_extension("partial");
+    std::fs::write(&partial, text)
+        .and_then(|()| std::fs::rename(&partial, answers))
+        .map_err(|e| format!("{}: {e}", answers.display()))
+}
+
 /// Runs the instance: exit status 0 after a clean close (stdin closed),
 /// 2 if it stopped with an error, 3 if it could not start.
 pub(crate) fn run(spec: &AppSpec) -> i32 {
@@ -257,6 +414,8 @@ pub(crate) fn run(spec: &AppSpec) -> i32 {
         let config = config(spec).map_err(|e| e.to_string())?;
         let mut app = KafkaStreams::new(t, config);
         app.set_global_state_restore_listener(std::sync::Arc::new(RestoreLog))
+            .map_err(|e| e.to_string())?;
+        app.set_standby_update_listener(std::sync::Arc::new(StandbyLog))
             .map_err(|e| e.to_string())?;
         app.start().map_err(|e| e.to_string())?;
         Ok(app)
@@ -268,20 +427,24 @@ pub(crate) fn run(spec: &AppSpec) -> i32 {
             return 3;
         }
     };
-    let (closed_tx, closed_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut sink = Vec::new();
-        let _ = std::io::stdin().read_to_end(&mut sink);
-        let _ = closed_tx.send(());
-    });
+    let (requests_tx, requests) = std::sync::mpsc::channel();
+    std::thread::spawn(move || read_requests(requests_tx));
     loop {
-        if closed_rx.recv_timeout(Duration::from_millis(100)).is_ok() {
-            let clean = app.close(Duration::from_secs(60));
-            return if clean && app.state() == State::NotRunning {
-                0
-            } else {
-                2
-            };
+        match requests.recv_timeout(Duration::from_millis(100)) {
+            Ok(Request::Query { keys, answers }) => {
+                if let Err(error) = answer_queries(&app, spec, &keys, &answers) {
+                    log::error!("chaos app: could not answer the queries: {error}");
+                }
+            }
+            Ok(Request::Close) | Err(RecvTimeoutError::Disconnected) => {
+                let clean = app.close(Duration::from_secs(60));
+                return if clean && app.state() == State::NotRunning {
+                    0
+                } else {
+                    2
+                };
+            }
+            Err(RecvTimeoutError::Timeout) => {}
         }
         if app.state() == State::Error {
             log::error!("chaos app: stopped with errors {:?}", app.errors());

@@ -11,9 +11,11 @@ use kstreams::embedded::rdkafka::message::Headers as _;
 use kstreams::embedded::rdkafka::producer::{
     BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext,
 };
-use kstreams::embedded::rdkafka::{ClientConfig, ClientContext, Message};
+use kstreams::embedded::rdkafka::{ClientContext, Message};
 
 pub(crate) use kstreams::embedded::{create_topic, unique_name};
+
+use crate::listener::Listener;
 
 /// One record as a read_committed consumer saw it.
 #[derive(Debug, Clone)]
@@ -40,8 +42,13 @@ pub(crate) struct Reader {
 
 impl Reader {
     pub(crate) fn start(bootstrap: &str, topic: &str) -> Reader {
-        let consumer: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", bootstrap)
+        Reader::on(&Listener::plaintext(bootstrap), topic)
+    }
+
+    /// [`Reader::start`] through `listener`, with its security keys.
+    pub(crate) fn on(listener: &Listener, topic: &str) -> Reader {
+        let consumer: BaseConsumer = listener
+            .client_config()
             .set("group.id", unique_name("chaos-verifier"))
             .set("auto.offset.reset", "earliest")
             .set("enable.auto.commit", "false")
@@ -54,12 +61,25 @@ impl Reader {
         let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
         let (sink, stopping) = (seen.clone(), stop.clone());
+        let topic_name = topic.to_string();
         let thread = std::thread::spawn(move || {
             let mut places = std::collections::HashSet::new();
             let mut read_again = 0u64;
+            let mut errors = 0u64;
             while !stopping.load(Ordering::Acquire) {
-                let Some(Ok(m)) = consumer.poll(Duration::from_millis(50)) else {
-                    continue;
+                let m = match consumer.poll(Duration::from_millis(50)) {
+                    Some(Ok(m)) => m,
+                    Some(Err(error)) => {
+                        // The first says why a reader sees nothing (a
+                        // secured listener refusing it, say); librdkafka
+                        // retries on its own.
+                        if errors == 0 {
+                            eprintln!("chaos: the reader of {topic_name}: {error}");
+                        }
+                        errors += 1;
+                        continue;
+                    }
+                    None => continue,
                 };
                 if !places.insert((m.partition(), m.offset())) {
                     read_again += 1;
@@ -177,8 +197,13 @@ impl ProducerContext for Deliveries {
 
 impl Input {
     pub(crate) fn new(bootstrap: &str, topic: &str) -> Input {
-        let producer = ClientConfig::new()
-            .set("bootstrap.servers", bootstrap)
+        Input::on(&Listener::plaintext(bootstrap), topic)
+    }
+
+    /// [`Input::new`] through `listener`, with its security keys.
+    pub(crate) fn on(listener: &Listener, topic: &str) -> Input {
+        let producer = listener
+            .client_config()
             .set("linger.ms", "5")
             .set("partitioner", "murmur2_random")
             .set("enable.idempotence", "true")

@@ -8,19 +8,24 @@
 //!   and restarts the nodes of the cluster `cargo xtask kafka` runs, found
 //!   in `--kafka-dir`; `leader-failover` kills one node of a three-node
 //!   cluster at a time (`cargo xtask kafka start --brokers 3`).
+//!   `secured-failover` runs on the plaintext listener and on the secured
+//!   ones whose variables `cargo xtask chaos` passes ([`listener`]).
 
 mod app;
 mod kafka_io;
+mod listener;
+mod queries;
 mod scenarios;
 mod verify;
 
 use std::process::ExitCode;
 
 const USAGE: &str =
-    "usage: kstreams-chaos run sigkill|disk|malformed|churn --bootstrap B [--long] [--seed N] [--only NAME]
+    "usage: kstreams-chaos run sigkill|disk|malformed|churn|secured-failover --bootstrap B [--long] [--seed N] [--only NAME]
        kstreams-chaos run broker-restart|leader-failover --bootstrap B --kafka-dir DIR [--long] [--seed N]
        kstreams-chaos app BOOTSTRAP APP_ID INPUT OUTPUT MODE eos|alos CACHE_BYTES STATE_DIR \
-                          [dlq=TOPIC] [protocol=P] [member=ID]";
+                          [dlq=TOPIC] [protocol=P] [member=ID] [standby=N] [stores=transactional] \
+                          [security=KEYS_FILE] [server=HOST:PORT]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -89,6 +94,7 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
         "disk" => scenarios::disk(&bootstrap, size),
         "malformed" => scenarios::malformed(&bootstrap, size),
         "churn" => scenarios::churn(&bootstrap, size),
+        "secured-failover" => scenarios::secured_failover(&bootstrap, size),
         "broker-restart" => scenarios::broker_faults(
             &bootstrap,
             size,

@@ -9,7 +9,12 @@ use std::time::{Duration, Instant};
 
 use crate::app::{AppSpec, Mode};
 use crate::kafka_io::{create_topic, unique_name, Input, Reader, Seen};
+use crate::listener::Listener;
 use crate::verify;
+
+mod secured_failover;
+
+pub(crate) use secured_failover::secured_failover;
 
 /// How big a run is.
 #[derive(Debug, Clone, Copy)]
@@ -73,6 +78,16 @@ impl Instance {
             .spawn()
             .expect("the chaos app starts");
         Instance { child }
+    }
+
+    /// Writes one request line to the app's stdin ([`crate::app`]).
+    fn send(&mut self, line: &str) -> std::io::Result<()> {
+        use std::io::Write as _;
+        let stdin = self.child.stdin.as_mut().ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdin already closed")
+        })?;
+        stdin.write_all(format!("{line}\n").as_bytes())?;
+        stdin.flush()
     }
 
     /// SIGKILL: no close, no commit, transactions left open.
@@ -141,6 +156,8 @@ impl Run {
             static_member: Some("member".to_string()),
             standby_replicas: None,
             transactional_stores: false,
+            security: None,
+            application_server: None,
         };
         Run { dir, spec }
     }
@@ -208,6 +225,35 @@ impl Sequences {
             *sequence += 1;
         }
     }
+}
+
+/// Produces `records` of [`Sequences`] over `keys` keys to `topic` through
+/// `listener`, `per_second` of them each second (in batches every 100 ms),
+/// on a thread of its own; the thread returns each key's number of records
+/// once the broker acknowledged them all.
+fn produce_paced(
+    listener: Listener,
+    topic: &str,
+    keys: u64,
+    records: u64,
+    per_second: u64,
+) -> std::thread::JoinHandle<BTreeMap<String, u64>> {
+    let topic = topic.to_string();
+    std::thread::spawn(move || {
+        let input = Input::on(&listener, &topic);
+        let mut sequences = Sequences::new(keys);
+        let began = Instant::now();
+        let batch = per_second / 10;
+        for step in 0..records.div_ceil(batch) {
+            let due = began + Duration::from_millis(step * 100);
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+            sequences.produce(&input, batch.min(records - step * batch), step * batch);
+        }
+        input.flush();
+        sequences.next
+    })
 }
 
 fn count_of(seen: &Seen) -> Option<i64> {
@@ -279,25 +325,13 @@ fn sigkill_one(
     run.spec.transactional_stores = transactional;
     let reader = Reader::start(bootstrap, &run.spec.output);
     let keys = 100;
-    let producing = {
-        let (bootstrap, topic) = (bootstrap.to_string(), run.spec.input.clone());
-        std::thread::spawn(move || {
-            let input = Input::new(&bootstrap, &topic);
-            let mut sequences = Sequences::new(keys);
-            let began = Instant::now();
-            let batch = per_second / 10;
-            for step in 0..records.div_ceil(batch) {
-                let due = began + Duration::from_millis(step * 100);
-                if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                    std::thread::sleep(wait);
-                }
-                let n = batch.min(records - step * batch);
-                sequences.produce(&input, n, step * batch);
-            }
-            input.flush();
-            sequences.next
-        })
-    };
+    let producing = produce_paced(
+        Listener::plaintext(bootstrap),
+        &run.spec.input,
+        keys,
+        records,
+        per_second,
+    );
     // Every kill falls while input still arrives, so that each restart
     // has new records to show it recovered.
     let producing_for = Duration::from_millis(records * 1000 / per_second);
@@ -887,24 +921,13 @@ pub(crate) fn broker_faults(
     // machine.
     run.spec.static_member = None;
     let reader = Reader::start(bootstrap, &run.spec.output);
-    let producing = {
-        let (bootstrap, topic) = (bootstrap.to_string(), run.spec.input.clone());
-        std::thread::spawn(move || {
-            let input = Input::new(&bootstrap, &topic);
-            let mut sequences = Sequences::new(100);
-            let began = Instant::now();
-            let batch = per_second / 10;
-            for step in 0..records.div_ceil(batch) {
-                let due = began + Duration::from_millis(step * 100);
-                if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                    std::thread::sleep(wait);
-                }
-                sequences.produce(&input, batch.min(records - step * batch), step * batch);
-            }
-            input.flush();
-            sequences.next
-        })
-    };
+    let producing = produce_paced(
+        Listener::plaintext(bootstrap),
+        &run.spec.input,
+        100,
+        records,
+        per_second,
+    );
     let began = Instant::now();
     let mut instance = run.start();
     let producing_for = Duration::from_millis(records * 1000 / per_second);
@@ -1048,15 +1071,13 @@ const STREAMS_SESSION_TIMEOUT: Duration = Duration::from_secs(6);
 
 /// Sets `streams.session.timeout.ms` on the group before any member joins
 /// (a group config of the streams protocol, not a client setting).
-fn set_streams_session_timeout(bootstrap: &str, group: &str) -> Result<(), String> {
-    let admin = kstreams_group::Admin::new(kstreams_group::ConnectionConfig::new(bootstrap));
+fn set_streams_session_timeout(listener: &Listener, group: &str) -> Result<(), String> {
     let millis = STREAMS_SESSION_TIMEOUT.as_millis().to_string();
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?
-        .block_on(admin.set_group_configs(group, &[("streams.session.timeout.ms", &millis)]))
-        .map_err(|e| e.to_string())
+    listener.admin(|admin| async move {
+        admin
+            .set_group_configs(group, &[("streams.session.timeout.ms", &millis)])
+            .await
+    })
 }
 
 /// The group protocols `churn` runs under, with the `protocol=` each
@@ -1122,7 +1143,9 @@ fn churn_one(bootstrap: &str, size: Size<'_>, name: &str, protocol: Option<&str>
     // A killed member keeps its tasks until its session times out: wait
     // that out (and a rebalance) before it comes back.
     let after_leave = if sigkill {
-        if let Err(e) = set_streams_session_timeout(bootstrap, &run.spec.application_id) {
+        if let Err(e) =
+            set_streams_session_timeout(&Listener::plaintext(bootstrap), &run.spec.application_id)
+        {
             return Outcome {
                 name: format!("churn {name}"),
                 passed: false,

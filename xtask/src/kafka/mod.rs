@@ -109,8 +109,9 @@ fn print_exports(bootstrap: &str) {
 }
 
 /// The variables of the running cluster's SASL_SSL listener, if it has one,
-/// and of its OAUTHBEARER and mutual-TLS listeners.
-fn sasl_ssl_env() -> Vec<(&'static str, String)> {
+/// and of its OAUTHBEARER and mutual-TLS listeners (also what `cargo xtask
+/// chaos` hands its scenarios, whichever caller leased the cluster).
+pub(crate) fn sasl_ssl_env() -> Vec<(&'static str, String)> {
     let Ok(bootstrap) = fs::read_to_string(sasl_ssl_file()) else {
         return Vec::new();
     };
