@@ -217,7 +217,7 @@ impl StandbyTasks {
                 log::debug!("{thread}: standby consumer: {e}");
                 Ok(())
             },
-            |_, _| true,
+            |_| Some(i64::MAX),
         )?;
         for (key, records) in batch.partitions {
             let Some((id, store)) = self.partitions.get(&key) else {

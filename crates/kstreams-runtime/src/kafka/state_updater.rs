@@ -363,7 +363,7 @@ impl StateUpdater {
             |e| Err(RuntimeError::client(e)),
             // Not of a restoration removed since it was fetched, nor written
             // after the restore began (processing will see it).
-            |key, offset| changelogs.get(key).is_some_and(|c| offset < c.end),
+            |key| changelogs.get(key).map(|c| c.end),
         )?;
         for (key, records) in batch.partitions {
             let changelog = self.changelogs.get_mut(&key).expect("fetched for it");
