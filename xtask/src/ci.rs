@@ -199,7 +199,8 @@ fn broker_steps() -> Result<(Vec<Step>, Vec<String>)> {
         ))
     })?;
     // Short: 3 kills per run, 1k malformed records, 2 churn rounds per group
-    // protocol, one broker restart; about 5 minutes.
+    // protocol, one broker restart, the secured failover on four listeners;
+    // about 6.5 minutes.
     let scenarios: Vec<String> = chaos::CI_SCENARIOS.iter().map(|s| s.to_string()).collect();
     let chaos = timed("chaos", || {
         Ok(verdict(

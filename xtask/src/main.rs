@@ -121,8 +121,11 @@ compat <scenario> --mixed
 chaos [SCENARIO...] [--long] [--seed N]
     chaos scenarios on a broker, verified under read_committed (sigkill, disk,
     malformed, churn, broker-restart: it restarts the cluster `kafka start`
-    runs; default all; --long: 20 kills over 1M records, 10k malformed, 10
-    churn rounds, 3 broker restarts)
+    runs; secured-failover: 3 instances of a streams group with a standby
+    under exactly-once, one SIGKILLed, on the plaintext, SASL_SSL
+    SCRAM-SHA-512, mutual TLS and OAUTHBEARER listeners; default all;
+    --long: 20 kills over 1M records, 10k malformed, 10 churn rounds, 3
+    broker restarts)
 chaos leader-failover [--long]
     on three brokers (the running cluster of three, else its own), one at
     a time killed for 15 s (--long: each of the three)
