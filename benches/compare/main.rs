@@ -6,7 +6,9 @@
 //! bench-node create-topics --bootstrap B --topic NAME:PARTITIONS[:append] ...
 //! bench-node delete-topics --bootstrap B [--topic NAME ...] [--prefix APP_ID ...]
 //! bench-node produce  --bootstrap B --workload W --topic T [--table T2] --records N --seed S [--keys K]
-//! bench-node produce-rate --bootstrap B --topic T --seed S --rate R --seconds D
+//! bench-node produce-rate --bootstrap B --topic T --seed S --rate R --seconds D [--keys K]
+//! bench-node produce-keys --bootstrap B --topic T --keys K  (one record per key)
+//! bench-node await-committed --bootstrap B --group G --topic T --target N [--timeout-secs S]
 //! bench-node kstreams|raw --bootstrap B --workload W --app-id A --input T [--table T2]
 //!                     --output O --threads N --state-dir D [--target N] [--set KEY=VALUE ...]
 //!                     [--scrape-ms N]  (kstreams: /metrics fetched every N ms)
@@ -16,7 +18,9 @@
 //! bench-node changelog --bootstrap B --app-id A
 //! bench-node await-group-empty --bootstrap B --group G [--timeout-secs S]
 //! bench-node verify   --bootstrap B --workload W --output O --records N --seed S [--keys K]
+//!                     [--preload true]  (count: produce-keys' records counted first)
 //! bench-node latency  --bootstrap B --output O [--skip 0.1]
+//! bench-node follow-latency --bootstrap B --output O --group G --input T --target N [--skip 0.1]
 //! bench-node report   --results FILE.tsv --out-dir DIR
 //! ```
 //!
@@ -34,6 +38,11 @@
 //! partitions restored as the restore listener tells), with the records
 //! restored; then, once xtask has fed `produce-check`'s records, `CAUGHT_UP`
 //! when the group has committed `--then-target` input records.
+//!
+//! The latency of a count over a large state: `produce-keys` gives every
+//! key a count, the app counts them (`await-committed`), then
+//! `follow-latency` reads the output from its end while `produce-rate`
+//! feeds the same keys (see load.rs `follow_latency`).
 
 mod apps;
 mod load;
@@ -232,6 +241,32 @@ fn run(command: &str, options: &Options) -> Result<(), Error> {
             }
             println!("PRODUCED {sent}");
         }
+        "produce-keys" => {
+            let sent = load::produce_all(
+                bootstrap()?,
+                options.required("topic")?,
+                workload::preload_input(options.keys()?),
+            )?;
+            println!("PRODUCED {sent}");
+        }
+        "await-committed" => {
+            let progress = progress::Progress::new(
+                bootstrap()?,
+                options.required("group")?,
+                &[options.required("topic")?],
+                Some(options.number("target")?),
+            )?;
+            let timeout = std::time::Duration::from_secs(
+                options
+                    .optional("timeout-secs")
+                    .map_or(Ok(600), str::parse)?,
+            );
+            let began = std::time::Instant::now();
+            progress.wait_for(options.number("target")?, || {
+                (began.elapsed() > timeout)
+                    .then(|| format!("not committed after {} s", timeout.as_secs()))
+            })?;
+        }
         "produce-check" => {
             let sent = load::produce_all(
                 bootstrap()?,
@@ -262,6 +297,7 @@ fn run(command: &str, options: &Options) -> Result<(), Error> {
                 options.number("seed")?,
                 options.number("rate")?,
                 options.number("seconds")?,
+                options.keys()?,
             )?;
             println!("PRODUCED {sent}");
         }
@@ -269,12 +305,15 @@ fn run(command: &str, options: &Options) -> Result<(), Error> {
         "raw" => apps::run_raw(workload()?, &RunArgs::parse(options)?)?,
         "verify" => {
             let workload = workload()?;
-            let expected = workload::expected(
+            let mut expected = workload::expected(
                 workload,
                 options.number("seed")?,
                 options.number("records")?,
                 options.keys()?,
             );
+            if options.optional("preload") == Some("true") {
+                expected = workload::with_preload(expected, options.keys()?)?;
+            }
             let (observed, span) =
                 verify::observed(bootstrap()?, options.required("output")?, workload)?;
             if let Some(difference) = verify::difference(&expected, &observed) {
@@ -290,6 +329,20 @@ fn run(command: &str, options: &Options) -> Result<(), Error> {
             let skip = options.optional("skip").map_or(Ok(0.1), str::parse)?;
             let (total, n, [p50, p99, p999]) =
                 load::latency(bootstrap()?, options.required("output")?, skip)?;
+            println!(
+                "LATENCY total={total} measured={n} p50_ms={p50:.2} p99_ms={p99:.2} p999_ms={p999:.2}"
+            );
+        }
+        "follow-latency" => {
+            let skip = options.optional("skip").map_or(Ok(0.1), str::parse)?;
+            let (total, n, [p50, p99, p999]) = load::follow_latency(
+                bootstrap()?,
+                options.required("output")?,
+                options.required("group")?,
+                options.required("input")?,
+                options.number("target")?,
+                skip,
+            )?;
             println!(
                 "LATENCY total={total} measured={n} p50_ms={p50:.2} p99_ms={p99:.2} p999_ms={p999:.2}"
             );

@@ -96,6 +96,11 @@ impl Progress {
             .sum())
     }
 
+    /// Whether the target is committed.
+    pub fn reached(&self) -> Result<bool, Error> {
+        Ok(self.committed()? >= self.target)
+    }
+
     /// Blocks until every input record is committed, then prints the
     /// `DONE` line that xtask reads. `failed` is asked between checks.
     pub fn wait_and_report(&self, mut failed: impl FnMut() -> Option<String>) -> Result<(), Error> {

@@ -149,6 +149,30 @@ pub fn table_input(keys: u64) -> impl Iterator<Item = InputRecord> {
     })
 }
 
+/// The state a latency run over a large key space starts from: one
+/// record per key, timestamped before every rate-limited record, so that
+/// the measured period updates existing counts (the state is as large as
+/// it will be) and its output can be told from this one's by timestamp.
+pub fn preload_input(keys: u64) -> impl Iterator<Item = InputRecord> {
+    (0..keys).map(|k| InputRecord {
+        key: key_name(k),
+        value: format!("preload-{k}").into_bytes(),
+        timestamp: BASE_TIME_MS - 1_000,
+    })
+}
+
+/// `expected`'s count after [`preload_input`] over `keys` keys was
+/// counted first: every key one more.
+pub fn with_preload(expected: Expected, keys: u64) -> Result<Expected, String> {
+    let Expected::Finals(mut finals) = expected else {
+        return Err("a preload is counted only by count".into());
+    };
+    for record in preload_input(keys) {
+        *finals.entry((record.key, 0)).or_insert(0) += 1;
+    }
+    Ok(Expected::Finals(finals))
+}
+
 /// Keys `restore` feeds one more record each after its restore: every
 /// `CHECK_EVERY`th key.
 pub const CHECK_EVERY: u64 = 10;
@@ -352,6 +376,25 @@ mod tests {
         }
         let unchecked = (key_name(1), 0);
         assert_eq!(restore[&unchecked], count[&unchecked]);
+    }
+
+    #[test]
+    fn a_preload_counts_every_key_once_more() {
+        let keys = 1_000;
+        let Expected::Finals(count) = expected(Workload::Count, 3, 5_000, keys) else {
+            panic!("count expects finals");
+        };
+        let Expected::Finals(preloaded) =
+            with_preload(expected(Workload::Count, 3, 5_000, keys), keys).unwrap()
+        else {
+            panic!("count expects finals");
+        };
+        assert_eq!(preloaded.len() as u64, keys);
+        for k in 0..keys {
+            let key = (key_name(k), 0);
+            assert_eq!(preloaded[&key], count.get(&key).copied().unwrap_or(0) + 1);
+        }
+        assert!(with_preload(expected(Workload::PassThrough, 3, 10, keys), keys).is_err());
     }
 
     #[test]

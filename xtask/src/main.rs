@@ -140,7 +140,8 @@ bench [NAME] [ARGS]
     cargo bench -p kstreams-benches [--bench NAME], with a broker in
     KSTREAMS_BOOTSTRAP (stateless_chain, broker_passthrough, ...)
 bench compare [WORKLOAD...] [--records N] [--keys K] [--runs R]
-              [--threads 1,2] [--latency-seconds S] [--latency-rate R]
+              [--threads 1,2] [--latency-seconds S] [--latency-rate R[,R]]
+              [--latency-workload pass-through|count] [--rocksdb-bound BYTES]
               [--set KEY=VALUE] [--only IMPL,...] [--baseline BENCH_NODE]
               [--smoke]
     kstreams, Apache Kafka Streams and a raw librdkafka loop on the same
@@ -149,6 +150,11 @@ bench compare [WORKLOAD...] [--records N] [--keys K] [--runs R]
     restore: start to serving after the local state is deleted;
     --keys: the input's key space, 10 000 unless given (millions: a
     state far beyond the record cache); --smoke: one small run of each;
+    the workload `latency`: the latency runs alone; --latency-workload
+    count: the count over the --keys keys, each counted once first, then
+    fed at each rate (which --latency-rate must give); --rocksdb-bound:
+    RocksDB's memory bounded to BYTES on both sides (Kafka Streams'
+    BoundedMemoryRocksDBConfig recipe), shown in the workload names;
     --only may also name
     kstreams-debug-metrics and kstreams-scraped: kstreams with DEBUG
     metrics, and with /metrics scraped every second; --baseline runs a

@@ -99,9 +99,19 @@ struct Plan {
     debug: bool,
     /// Extra kstreams settings, to try a configuration.
     kstreams_settings: Vec<String>,
-    /// `--latency-rate R`: the latency run's rate instead of half of Kafka
-    /// Streams' steady rate.
-    latency_rate: Option<u64>,
+    /// `--latency-rate R[,R]`: the latency runs' rates instead of half of
+    /// Kafka Streams' steady pass-through rate; one run per rate.
+    latency_rates: Vec<u64>,
+    /// `--latency-workload W`: what the latency runs measure: the
+    /// pass-through (the send time in the value), or the count over the
+    /// `--keys` key space, each key counted once before the measured period
+    /// so that the state is large from its start.
+    latency_workload: &'static str,
+    /// `--rocksdb-bound BYTES`: RocksDB's memory (block cache, index and
+    /// filter blocks, memtables) bounded on both sides, one shared cache
+    /// and write buffer manager per process; shown in the results'
+    /// workload names.
+    rocksdb_bound: Option<u64>,
     /// `--only NAME[,NAME]`: run just these implementations (and the
     /// observed kstreams variants, `OBSERVED`, only when named here).
     only: Option<Vec<String>>,
@@ -122,7 +132,25 @@ impl Plan {
         let runs = args.option("runs")?;
         let threads: Option<String> = args.option("threads")?;
         let latency_seconds = args.option("latency-seconds")?;
-        let latency_rate = args.option("latency-rate")?;
+        let latency_rates = match args.option::<String>("latency-rate")? {
+            Some(list) => list
+                .split(',')
+                .map(|r| r.parse().with_context(|| format!("--latency-rate {list}")))
+                .collect::<Result<Vec<u64>>>()?,
+            None => Vec::new(),
+        };
+        let latency_workload = match args.option::<String>("latency-workload")?.as_deref() {
+            None | Some("pass-through") => "pass-through",
+            Some("count") => "count",
+            Some(other) => bail!("--latency-workload {other}: pass-through or count"),
+        };
+        if latency_workload == "count" && latency_rates.is_empty() {
+            bail!("--latency-workload count needs --latency-rate (a rate both implementations sustain at that key space)");
+        }
+        let rocksdb_bound: Option<u64> = args.option("rocksdb-bound")?;
+        if rocksdb_bound == Some(0) {
+            bail!("--rocksdb-bound must be at least 1 byte");
+        }
         let only = args
             .option::<String>("only")?
             .map(|list| list.split(',').map(str::to_owned).collect());
@@ -142,7 +170,13 @@ impl Plan {
             kstreams_settings.push(setting);
         }
         let mut workloads = Vec::new();
+        // `latency`: the latency runs without a throughput workload.
+        let mut latency_only = false;
         while let Some(name) = args.next() {
+            if name == "latency" {
+                latency_only = true;
+                continue;
+            }
             let workload = WORKLOADS.into_iter().find(|w| *w == name).ok_or_else(|| {
                 anyhow!(
                     "unknown workload `{name}` (one of: {})",
@@ -152,7 +186,7 @@ impl Plan {
             workloads.push(workload);
         }
         args.finish()?;
-        if workloads.is_empty() {
+        if workloads.is_empty() && !latency_only {
             workloads = WORKLOADS.to_vec();
         }
         let threads = match threads {
@@ -170,9 +204,11 @@ impl Plan {
             runs: runs.unwrap_or(if smoke { 1 } else { 3 }),
             threads,
             latency_seconds: latency_seconds.unwrap_or(if smoke { 3 } else { 20 }),
+            latency_workload,
+            rocksdb_bound,
             debug: smoke,
             kstreams_settings,
-            latency_rate,
+            latency_rates,
             only,
             baseline,
         })
@@ -399,30 +435,44 @@ impl Bench<'_> {
         }
         if self.plan.latency_seconds > 0 {
             // Half of Kafka Streams' measured rate, rounded to a thousand
-            // (at least a thousand), unless given.
-            let rate = match (self.plan.latency_rate, pass_through_rate) {
-                (Some(rate), _) => rate,
-                (None, Some(max)) => ((max / 2.0 / 1000.0).round().max(1.0) * 1000.0) as u64,
-                (None, None) => {
+            // (at least a thousand), unless given (a count's always is).
+            let rates = match (&self.plan.latency_rates[..], pass_through_rate) {
+                ([], Some(max)) => vec![((max / 2.0 / 1000.0).round().max(1.0) * 1000.0) as u64],
+                ([], None) => {
                     eprintln!(
                         "bench: no latency run (it needs the pass-through at 1 thread on Kafka Streams, or --latency-rate)"
                     );
                     return Ok(());
                 }
+                (rates, _) => rates.to_vec(),
             };
-            for implementation in implementations("pass-through") {
-                if self
-                    .plan
-                    .only
-                    .as_ref()
-                    .is_some_and(|o| !o.iter().any(|i| i == implementation))
-                {
-                    continue;
+            for rate in rates {
+                for implementation in implementations(self.plan.latency_workload) {
+                    if self
+                        .plan
+                        .only
+                        .as_ref()
+                        .is_some_and(|o| !o.iter().any(|i| i == implementation))
+                    {
+                        continue;
+                    }
+                    self.latency_run(implementation, rate)?;
                 }
-                self.latency_run(implementation, rate)?;
             }
         }
         Ok(())
+    }
+
+    /// `workload` as the results name it: with the RocksDB bound when one
+    /// is set and the workload keeps a store, so that the report says what
+    /// ran.
+    fn label(&self, workload: &str) -> String {
+        match self.plan.rocksdb_bound {
+            Some(bytes) if !workload.starts_with("pass-through") => {
+                format!("{workload}, RocksDB bound {}", bytes_label(bytes))
+            }
+            _ => workload.to_owned(),
+        }
     }
 
     fn name(&self, parts: &str) -> String {
@@ -500,6 +550,9 @@ impl Bench<'_> {
             "kafka-streams" => {
                 let mut command = self.java.tool("bench", &self.bootstrap);
                 command.arg(workload);
+                if let Some(bytes) = self.plan.rocksdb_bound {
+                    command.args(["--rocksdb-bound", &bytes.to_string()]);
+                }
                 command
             }
             "raw" => {
@@ -515,6 +568,12 @@ impl Bench<'_> {
                 };
                 let mut command = node.command("kstreams");
                 command.args(["--bootstrap", &self.bootstrap, "--workload", workload]);
+                if let Some(bytes) = self.plan.rocksdb_bound {
+                    command.args([
+                        "--set",
+                        &format!("kstreams.rocksdb.bounded.memory.bytes={bytes}"),
+                    ]);
+                }
                 for setting in &self.plan.kstreams_settings {
                     command.args(["--set", setting]);
                 }
@@ -602,7 +661,8 @@ impl Bench<'_> {
         );
         let _ = writeln!(
             self.results,
-            "throughput\t{workload}\t{threads}\t{implementation}\t{run}\t{}\t{:.3}\t{first_output_s}\t{output_s}\t{:.3}\t{:.1}\t{}\t{:.3}\t-\t-\t-",
+            "throughput\t{}\t{threads}\t{implementation}\t{run}\t{}\t{:.3}\t{first_output_s}\t{output_s}\t{:.3}\t{:.1}\t{}\t{:.3}\t-\t-\t-",
+            self.label(workload),
             self.plan.records,
             measured.wall.as_secs_f64(),
             measured.cpu.as_secs_f64(),
@@ -616,9 +676,14 @@ impl Bench<'_> {
     /// The options that say which input a workload has: `produce` makes
     /// it, `verify` computes the expected output from the same.
     fn input_shape(&self) -> [String; 6] {
+        self.input_shape_of(self.plan.records)
+    }
+
+    /// As [`Self::input_shape`] with `records` records.
+    fn input_shape_of(&self, records: u64) -> [String; 6] {
         [
             "--records".to_owned(),
-            self.plan.records.to_string(),
+            records.to_string(),
             "--seed".to_owned(),
             SEED.to_string(),
             "--keys".to_owned(),
@@ -629,6 +694,19 @@ impl Bench<'_> {
     /// Reads `output` back and checks it against `workload`'s expected
     /// output: the fingerprint, and all that verify printed.
     fn verify(&self, workload: &str, output: &str, label: &str) -> Result<(String, String)> {
+        self.verify_input(workload, output, label, self.plan.records, false)
+    }
+
+    /// As [`Self::verify`], for an input of `records` records over the
+    /// `--keys` keys, after a record per key when `preload`.
+    fn verify_input(
+        &self,
+        workload: &str,
+        output: &str,
+        label: &str,
+        records: u64,
+        preload: bool,
+    ) -> Result<(String, String)> {
         let verified = process::output(
             self.node
                 .command("verify")
@@ -640,7 +718,8 @@ impl Bench<'_> {
                     "--output",
                     output,
                 ])
-                .args(self.input_shape()),
+                .args(self.input_shape_of(records))
+                .args(["--preload", if preload { "true" } else { "false" }]),
             &format!("checking the output of {label}"),
         )?;
         let fingerprint = verified
@@ -792,67 +871,123 @@ impl Bench<'_> {
         );
         let _ = writeln!(
             self.results,
-            "restore\trestore\t{threads}\t{implementation}\t{run}\t{restored}\t{wall:.3}\t-\t-\t{cpu:.3}\t{rss_mib:.1}\t-\t-\t-\t-\t-",
+            "restore\t{}\t{threads}\t{implementation}\t{run}\t{restored}\t{wall:.3}\t-\t-\t{cpu:.3}\t{rss_mib:.1}\t-\t-\t-\t-\t-",
+            self.label("restore"),
         );
         Ok((count_fingerprint, restored_fingerprint))
     }
 
+    /// One rate-limited run of `--latency-workload` on `implementation`:
+    /// the pass-through, timed from the send time in each value to the
+    /// output's append time; or the count over `--keys` keys, each counted
+    /// once first (`produce-keys`, then the app processes them), then fed
+    /// at `rate` over the same keys while `follow-latency` reads the
+    /// output from its end (see benches/compare/load.rs).
     fn latency_run(&mut self, implementation: &str, rate: u64) -> Result<()> {
-        let workload = "pass-through";
-        let label = format!("latency-{implementation}");
+        let workload = self.plan.latency_workload;
+        let count = workload == "count";
+        let label = format!("latency-{workload}-{implementation}-{rate}");
         let app_id = self.name(&label);
         let input = format!("{app_id}-in");
         let output = format!("{app_id}-out");
-        self.create_topics(&[
-            format!("{input}:{PARTITIONS}"),
-            format!("{output}:{PARTITIONS}:append"),
-        ])?;
+        // The count's output keeps the input's timestamps (the send times).
+        let output_spec = if count {
+            format!("{output}:{PARTITIONS}")
+        } else {
+            format!("{output}:{PARTITIONS}:append")
+        };
+        self.create_topics(&[format!("{input}:{PARTITIONS}"), output_spec])?;
         let total = rate * self.plan.latency_seconds;
+        // The count's state before the measured period: a count per key.
+        let preload = if count { self.plan.keys } else { 0 };
+        let rate_keys = if count { self.plan.keys } else { DEFAULT_KEYS };
+        if count {
+            let produced = process::output(
+                self.node.command("produce-keys").args([
+                    "--bootstrap",
+                    &self.bootstrap,
+                    "--topic",
+                    &input,
+                    "--keys",
+                    &preload.to_string(),
+                ]),
+                "producing a record per key",
+            )?;
+            if produced.trim() != format!("PRODUCED {preload}") {
+                bail!("produce-keys: {produced:?}, expected PRODUCED {preload}");
+            }
+        }
         let topics = Topics {
             input: input.clone(),
             table: None,
         };
         let mut command = self.app(workload, implementation, &app_id, &topics, &output, 1)?;
-        command.args(["--target", &total.to_string()]);
+        command.args(["--target", &(preload + total).to_string()]);
         let log = self.out_dir.join("logs").join(format!("{label}.log"));
+        let mut follower: Option<Follower> = None;
         let produce = || {
+            if count {
+                self.await_committed(&app_id, &input, preload)?;
+                follower =
+                    Some(self.follow_latency(&app_id, &input, &output, preload + total, &label)?);
+            }
             process::run(
                 self.node
                     .command("produce-rate")
                     .args(["--bootstrap", &self.bootstrap, "--topic", &input])
                     .args(["--seed", &SEED.to_string(), "--rate", &rate.to_string()])
-                    .args(["--seconds", &self.plan.latency_seconds.to_string()]),
+                    .args(["--seconds", &self.plan.latency_seconds.to_string()])
+                    .args(["--keys", &rate_keys.to_string()]),
                 "producing the latency input",
             )
         };
-        let measured = measure(command, &log, produce, None)?;
+        let measured = measure(command, &log, produce, None);
+        let report = match (measured.as_ref(), follower) {
+            (Ok(_), Some(follower)) => follower.finish(),
+            (Err(_), Some(mut follower)) => {
+                let _ = follower.child.kill();
+                let _ = follower.child.wait();
+                Ok(String::new())
+            }
+            (_, None) => process::output(
+                self.node.command("latency").args([
+                    "--bootstrap",
+                    &self.bootstrap,
+                    "--output",
+                    &output,
+                ]),
+                &format!("measuring the latency of {label}"),
+            ),
+        };
+        let measured = measured?;
+        let report = report?;
         let _ = fs::remove_dir_all(self.out_dir.join("state").join(&app_id));
-        let report = process::output(
-            self.node.command("latency").args([
-                "--bootstrap",
-                &self.bootstrap,
-                "--output",
-                &output,
-            ]),
-            &format!("measuring the latency of {label}"),
-        )?;
-        self.delete_topics(&[&input, &output], Some(&app_id))?;
         let line = report
             .lines()
             .find_map(|l| l.strip_prefix("LATENCY "))
-            .ok_or_else(|| anyhow!("{label}: latency printed no LATENCY line"))?;
-        let figures = key_values(line);
+            .ok_or_else(|| anyhow!("{label}: latency printed no LATENCY line"))?
+            .to_owned();
+        let figures = key_values(&line);
         let figure = |k: &str| figures.get(k).cloned().unwrap_or_else(|| "-".to_owned());
-        if figure("total") != total.to_string() {
+        if count {
+            // Every count final: the preload's and the rate's records.
+            self.verify_input(workload, &output, &label, total, true)?;
+        } else if figure("total") != total.to_string() {
             bail!(
                 "{label}: the output holds {} records, the input {total}",
                 figure("total")
             );
         }
+        self.delete_topics(&[&input, &output], Some(&app_id))?;
         eprintln!("bench: {label}: {rate} records/s: {line}");
+        let workload_label = if count {
+            self.label(&format!("count over {} keys", self.plan.keys))
+        } else {
+            workload.to_owned()
+        };
         let _ = writeln!(
             self.results,
-            "latency\t{workload}\t1\t{implementation}\t1\t{total}\t{}\t-\t-\t{:.3}\t{:.1}\t-\t-\t{}\t{}\t{}",
+            "latency\t{workload_label}\t1\t{implementation}\t1\t{total}\t{}\t-\t-\t{:.3}\t{:.1}\t-\t-\t{}\t{}\t{}",
             self.plan.latency_seconds,
             measured.cpu.as_secs_f64(),
             measured.rss_mib,
@@ -861,6 +996,83 @@ impl Bench<'_> {
             figure("p999_ms"),
         );
         Ok(())
+    }
+
+    /// Waits until `group` has committed `target` records of `input`.
+    fn await_committed(&self, group: &str, input: &str, target: u64) -> Result<()> {
+        process::output(
+            self.node.command("await-committed").args([
+                "--bootstrap",
+                &self.bootstrap,
+                "--group",
+                group,
+                "--topic",
+                input,
+                "--target",
+                &target.to_string(),
+            ]),
+            "waiting for the app to count every key",
+        )
+        .map(drop)
+    }
+
+    /// Starts `follow-latency` on `output` and returns once it reads from
+    /// the output's end.
+    fn follow_latency(
+        &self,
+        group: &str,
+        input: &str,
+        output: &str,
+        target: u64,
+        label: &str,
+    ) -> Result<Follower> {
+        let log = self
+            .out_dir
+            .join("logs")
+            .join(format!("{label}-follow.log"));
+        let mut child = self
+            .node
+            .command("follow-latency")
+            .args(["--bootstrap", &self.bootstrap, "--output", output])
+            .args(["--group", group, "--input", input])
+            .args(["--target", &target.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(File::create(&log)?)
+            .spawn()
+            .context("starting follow-latency")?;
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout is piped")).lines();
+        match lines.next() {
+            Some(Ok(line)) if line == "FOLLOWING" => Ok(Follower { child, lines }),
+            other => {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!(
+                    "follow-latency printed {other:?}, not FOLLOWING; the end of {}:\n{}",
+                    log.display(),
+                    process::tail(&log, 20)
+                )
+            }
+        }
+    }
+}
+
+/// A running `follow-latency`, past its `FOLLOWING` line.
+struct Follower {
+    child: std::process::Child,
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+}
+
+impl Follower {
+    /// The rest of its output once it has ended, which it does when the
+    /// app's group has committed the whole input and the output is read.
+    fn finish(mut self) -> Result<String> {
+        let rest: Vec<String> = self.lines.by_ref().map_while(Result::ok).collect();
+        let status = self.child.wait()?;
+        if !status.success() {
+            bail!("follow-latency failed ({status}): {rest:?}");
+        }
+        Ok(rest.join("\n"))
     }
 }
 
@@ -879,6 +1091,15 @@ fn implementations(workload: &str) -> Vec<&'static str> {
         vec!["kstreams", "kafka-streams", "raw"]
     } else {
         vec!["kstreams", "kafka-streams"]
+    }
+}
+
+/// A byte count as the results show it: MiB when whole.
+fn bytes_label(bytes: u64) -> String {
+    if bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{bytes} B")
     }
 }
 

@@ -54,7 +54,12 @@ import org.apache.kafka.streams.processor.StateRestoreListener;
  * bench WORKLOAD --bootstrap B --app-id A --input T [--table T2] --output O
  *       --threads N --state-dir D [--target RECORDS] [--set KEY=VALUE ...]
  *       [--leave true] [--restore-partitions P --then-target RECORDS]
+ *       [--rocksdb-bound BYTES]
  * </pre>
+ *
+ * <p>{@code --rocksdb-bound BYTES}: every RocksDB store shares one block cache and
+ * write buffer manager bounded to BYTES ({@link BoundedMemoryRocksDBConfig}), as
+ * kstreams' {@code kstreams.rocksdb.bounded.memory.bytes} does.
  */
 final class Bench {
     /** benches/compare/apps.rs AT_LEAST_ONCE_COMMIT_MS. */
@@ -90,6 +95,11 @@ final class Bench {
             props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
         } else {
             props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, AT_LEAST_ONCE_COMMIT_MS);
+        }
+        String rocksdbBound = args.optional("rocksdb-bound", null);
+        if (rocksdbBound != null) {
+            props.put(StreamsConfig.ROCKSDB_CONFIG_SETTER_CLASS_CONFIG, BoundedMemoryRocksDBConfig.class);
+            props.put(BoundedMemoryRocksDBConfig.BOUND_BYTES_CONFIG, Long.toString(Long.parseLong(rocksdbBound)));
         }
         for (String kv : args.all("set")) {
             String[] parts = kv.split("=", 2);
@@ -168,6 +178,9 @@ final class Bench {
                     steadyRecords = done;
                 }
                 if (done >= end) {
+                    if (rocksdbBound != null && !workload.startsWith("pass-through")) {
+                        System.err.println(BoundedMemoryRocksDBConfig.summary());
+                    }
                     long cpu = os.getProcessCpuTime();
                     System.out.printf("DONE wall_ms=%d cpu_ms=%d steady_records=%d steady_cpu_ms=%d steady_wall_ms=%d%n",
                             (now - started) / 1_000_000, cpu / 1_000_000, done - steadyRecords,
