@@ -45,7 +45,7 @@ fn topology(workload: Workload, run: &RunArgs) -> Result<Topology, Error> {
                     Produced::with(StringSerde, StringSerde),
                 );
         }
-        Workload::Count | Workload::Restore => {
+        Workload::Count | Workload::CountEos | Workload::Restore => {
             stream.group_by_key().count().to_stream().to_with(
                 run.output.as_str(),
                 Produced::with(StringSerde, Nullable(I64Serde)),
@@ -114,7 +114,8 @@ pub fn run_kstreams(workload: Workload, run: &RunArgs) -> Result<(), Error> {
         .map(|every| Scraper::start(&app, every))
         .transpose()?;
     let restores = Arc::new(RestoreTally::default());
-    if workload == Workload::Restore {
+    // count-eos: what a restart after a crash restored, in its DONE line.
+    if matches!(workload, Workload::Restore | Workload::CountEos) {
         app.set_global_state_restore_listener(restores.clone())?;
     }
     let started = Instant::now();
@@ -146,13 +147,20 @@ pub fn run_kstreams(workload: Workload, run: &RunArgs) -> Result<(), Error> {
         return progress.wait_for(then_target, || stopped(&app));
     }
     let mut said_ready = false;
-    progress.wait_and_report(|| {
-        if !said_ready && ready.load(Ordering::Acquire) {
-            said_ready = true;
-            println!("READY");
-        }
-        stopped(&app)
-    })?;
+    let extra = || match workload {
+        Workload::CountEos => format!(" restored={}", restores.restored()),
+        _ => String::new(),
+    };
+    progress.wait_and_report(
+        || {
+            if !said_ready && ready.load(Ordering::Acquire) {
+                said_ready = true;
+                println!("READY");
+            }
+            stopped(&app)
+        },
+        extra,
+    )?;
     if run.leave {
         // Leaves the group, so that the restore run after it joins at once.
         app.close(Duration::from_secs(30));
@@ -173,6 +181,12 @@ struct RestoreTally {
 }
 
 impl RestoreTally {
+    /// Records restored by the restorations that have ended.
+    fn restored(&self) -> u64 {
+        let partitions = self.partitions.lock().unwrap();
+        partitions.values().filter_map(|(_, end)| *end).sum()
+    }
+
     fn ended(&self) -> usize {
         let partitions = self.partitions.lock().unwrap();
         partitions.values().filter(|(_, end)| end.is_some()).count()
@@ -329,7 +343,7 @@ pub fn run_raw(workload: Workload, run: &RunArgs) -> Result<(), Error> {
         });
     }
     println!("READY");
-    progress.wait_and_report(|| failure.lock().unwrap().clone())
+    progress.wait_and_report(|| failure.lock().unwrap().clone(), String::new)
 }
 
 fn raw_loop(

@@ -21,6 +21,7 @@
 //!                     [--preload true]  (count: produce-keys' records counted first)
 //! bench-node latency  --bootstrap B --output O [--skip 0.1]
 //! bench-node follow-latency --bootstrap B --output O --group G --input T --target N [--skip 0.1]
+//! bench-node recovery-watch --bootstrap B --group G --input T --output O [--timeout-secs S]
 //! bench-node report   --results FILE.tsv --out-dir DIR
 //! ```
 //!
@@ -332,6 +333,19 @@ fn run(command: &str, options: &Options) -> Result<(), Error> {
             println!(
                 "LATENCY total={total} measured={n} p50_ms={p50:.2} p99_ms={p99:.2} p999_ms={p999:.2}"
             );
+        }
+        "recovery-watch" => {
+            let timeout = options
+                .optional("timeout-secs")
+                .map_or(Ok(600), str::parse)?;
+            let (committed, readable) = progress::watch_recovery(
+                bootstrap()?,
+                options.required("group")?,
+                options.required("input")?,
+                options.required("output")?,
+                std::time::Duration::from_secs(timeout),
+            )?;
+            println!("RECOVERED committed_ms={committed} readable_ms={readable}");
         }
         "follow-latency" => {
             let skip = options.optional("skip").map_or(Ok(0.1), str::parse)?;

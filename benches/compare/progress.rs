@@ -102,8 +102,13 @@ impl Progress {
     }
 
     /// Blocks until every input record is committed, then prints the
-    /// `DONE` line that xtask reads. `failed` is asked between checks.
-    pub fn wait_and_report(&self, mut failed: impl FnMut() -> Option<String>) -> Result<(), Error> {
+    /// `DONE` line that xtask reads, ending with `extra`'s figures.
+    /// `failed` is asked between checks.
+    pub fn wait_and_report(
+        &self,
+        mut failed: impl FnMut() -> Option<String>,
+        extra: impl FnOnce() -> String,
+    ) -> Result<(), Error> {
         let mut steady: Option<(Instant, Duration, i64)> = None;
         loop {
             if let Some(why) = failed() {
@@ -118,12 +123,13 @@ impl Progress {
                 let cpu = cpu_time();
                 let (from, cpu_from, records_from) = steady.unwrap_or((now, cpu, committed));
                 println!(
-                    "DONE wall_ms={} cpu_ms={} steady_records={} steady_cpu_ms={} steady_wall_ms={}",
+                    "DONE wall_ms={} cpu_ms={} steady_records={} steady_cpu_ms={} steady_wall_ms={}{}",
                     self.started.elapsed().as_millis(),
                     cpu.as_millis(),
                     committed - records_from,
                     (cpu - cpu_from).as_millis(),
                     (now - from).as_millis(),
+                    extra(),
                 );
                 return Ok(());
             }
@@ -148,6 +154,75 @@ impl Progress {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Milliseconds since the epoch now.
+fn epoch_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as i64
+}
+
+/// How long after a kill [`watch_recovery`] waits before it takes its
+/// baselines: a transaction whose commit the killed process had sent may
+/// still complete at the coordinator meanwhile, which is not the restart's.
+const SETTLE: Duration = Duration::from_millis(500);
+
+/// When, after a crash, `group` committed `input` records again and when
+/// `output` held a record readable under read_committed again, in
+/// milliseconds since the epoch; both against what they held when this
+/// was called (and [`SETTLE`] passed). Prints `WATCHING` once the baselines
+/// are taken, before which the restart must not begin.
+pub fn watch_recovery(
+    bootstrap: &str,
+    group: &str,
+    input: &str,
+    output: &str,
+    timeout: Duration,
+) -> Result<(i64, i64), Error> {
+    std::thread::sleep(SETTLE);
+    let progress = Progress::new(bootstrap, group, &[input], None)?;
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", format!("bench-recovery-{output}"))
+        .set("enable.auto.commit", "false")
+        .set("isolation.level", "read_committed")
+        .set("fetch.wait.max.ms", "10")
+        .create()?;
+    let mut assignment = TopicPartitionList::new();
+    for (partition, _, high) in watermarks(&consumer, output)? {
+        assignment.add_partition_offset(output, partition, Offset::Offset(high))?;
+    }
+    consumer.assign(&assignment)?;
+    let baseline = progress.committed()?;
+    println!("WATCHING");
+    std::io::Write::flush(&mut std::io::stdout())?;
+    let began = Instant::now();
+    let (mut committed_at, mut readable_at) = (None, None);
+    loop {
+        if readable_at.is_none() {
+            if let Some(message) = consumer.poll(Duration::from_millis(10)) {
+                message?;
+                readable_at = Some(epoch_ms());
+            }
+        } else {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if committed_at.is_none() && progress.committed()? > baseline {
+            committed_at = Some(epoch_ms());
+        }
+        if let (Some(committed), Some(readable)) = (committed_at, readable_at) {
+            return Ok((committed, readable));
+        }
+        if began.elapsed() > timeout {
+            return Err(format!(
+                "no recovery after {} s (input committed again: {committed_at:?}, output readable: {readable_at:?})",
+                timeout.as_secs()
+            )
+            .into());
         }
     }
 }

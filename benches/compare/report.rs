@@ -284,6 +284,7 @@ fn markdown(rows: &[Row], groups: &Groups) -> String {
     }
     restore_table(&mut out, groups);
     baseline_table(&mut out, groups);
+    recovery_table(&mut out, rows);
     let latency: Vec<&Row> = rows.iter().filter(|r| r.kind == "latency").collect();
     if !latency.is_empty() {
         let _ = writeln!(
@@ -488,4 +489,44 @@ pub fn write(results: &Path, out_dir: &Path) -> Result<(), Error> {
     chart(&groups, &out_dir.join("compare.svg"))?;
     print!("{table}");
     Ok(())
+}
+
+/// The crash-recovery rows (xtask's `crash_run`): records are the records
+/// the restart restored; wall, first output and output the seconds from
+/// the restart until the group committed input again and until the output
+/// was readable again, and from the kill until the latter.
+fn recovery_table(out: &mut String, rows: &[Row]) {
+    let mut by: BTreeMap<(String, u32, String), Vec<&Row>> = BTreeMap::new();
+    for row in rows.iter().filter(|r| r.kind == "recovery") {
+        by.entry((
+            row.workload.clone(),
+            row.threads,
+            row.implementation.clone(),
+        ))
+        .or_default()
+        .push(row);
+    }
+    if by.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nCrash recovery under exactly-once: SIGKILL once half of the input is committed, \
+         then a restart on the same state directory as the same static member (medians):\n\n\
+         | workload | threads | implementation | runs | records restored | input committed \
+         again, s after the restart | output readable, s after the restart | output readable, \
+         s after the kill |\n|---|---|---|---|---|---|---|---|"
+    );
+    for ((workload, threads, name), rows) in by {
+        let m = |f: fn(&Row) -> f64| median(rows.iter().map(|r| f(r)).collect());
+        let _ = writeln!(
+            out,
+            "| {workload} | {threads} | {name} | {} | {:.0} | {:.2} | {:.2} | {:.2} |",
+            rows.len(),
+            m(|r| r.records),
+            m(|r| r.wall_s),
+            m(|r| r.first_output_s),
+            m(|r| r.output_s),
+        );
+    }
 }

@@ -200,7 +200,7 @@ pub fn observed(
             })?;
             Expected::Records(digest)
         }
-        Workload::Count | Workload::WindowCount | Workload::Restore => {
+        Workload::Count | Workload::CountEos | Workload::WindowCount | Workload::Restore => {
             let mut finals = HashMap::new();
             read_topic(bootstrap, topic, |key, value, timestamp| {
                 span.add(timestamp);

@@ -33,6 +33,9 @@ pub enum Workload {
     WindowCount,
     /// A stream left-joined with a table of every key, co-partitioned.
     Join,
+    /// The count under exactly_once_v2: the crash-recovery run kills it
+    /// mid-input and starts it again on the same state directory.
+    CountEos,
     /// The count's topology restarted after its local state was deleted:
     /// timed until it serves again (every changelog partition restored,
     /// RUNNING), then fed [`check_input`] to show the restored counts go on.
@@ -40,13 +43,14 @@ pub enum Workload {
 }
 
 impl Workload {
-    pub const ALL: [Workload; 6] = [
+    pub const ALL: [Workload; 7] = [
         Workload::PassThrough,
         Workload::Count,
         Workload::WindowCount,
         Workload::Join,
         Workload::PassThroughEos,
         Workload::Restore,
+        Workload::CountEos,
     ];
 
     pub fn parse(name: &str) -> Result<Workload, String> {
@@ -67,11 +71,12 @@ impl Workload {
             Workload::WindowCount => "window-count",
             Workload::Join => "join",
             Workload::Restore => "restore",
+            Workload::CountEos => "count-eos",
         }
     }
 
     pub fn exactly_once(self) -> bool {
-        self == Workload::PassThroughEos
+        matches!(self, Workload::PassThroughEos | Workload::CountEos)
     }
 }
 
@@ -275,7 +280,7 @@ pub fn expected(workload: Workload, seed: u64, records: u64, keys: u64) -> Expec
             }
             Expected::Records(digest)
         }
-        Workload::Count | Workload::WindowCount | Workload::Restore => {
+        Workload::Count | Workload::CountEos | Workload::WindowCount | Workload::Restore => {
             let mut finals = HashMap::new();
             // restore: the count's input, then the records fed after the
             // restore.

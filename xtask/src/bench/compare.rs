@@ -59,6 +59,9 @@ const WORKLOADS: [&str; 6] = [
     "pass-through-eos",
     "restore",
 ];
+/// Workloads run only when named: `crash-eos` (its runs are long and
+/// kill processes).
+const OPT_IN: [&str; 1] = ["crash-eos"];
 const PARTITIONS: u32 = 4;
 const SEED: u64 = 42;
 /// Longest a single measured run may take before it counts as hung.
@@ -177,12 +180,17 @@ impl Plan {
                 latency_only = true;
                 continue;
             }
-            let workload = WORKLOADS.into_iter().find(|w| *w == name).ok_or_else(|| {
-                anyhow!(
-                    "unknown workload `{name}` (one of: {})",
-                    WORKLOADS.join(", ")
-                )
-            })?;
+            let workload = WORKLOADS
+                .into_iter()
+                .chain(OPT_IN)
+                .find(|w| *w == name)
+                .ok_or_else(|| {
+                    anyhow!(
+                        "unknown workload `{name}` (one of: {}, {}, latency)",
+                        WORKLOADS.join(", "),
+                        OPT_IN.join(", ")
+                    )
+                })?;
             workloads.push(workload);
         }
         args.finish()?;
@@ -405,6 +413,19 @@ impl Bench<'_> {
                         let topics = topics
                             .as_ref()
                             .expect("produced for every workload but restore");
+                        if workload == "crash-eos" {
+                            let fingerprint =
+                                self.crash_run(implementation, threads, run, topics)?;
+                            if let Some(other) = fingerprints.values().find(|f| **f != fingerprint)
+                            {
+                                bail!(
+                                    "{workload}: {implementation}'s output ({fingerprint}) differs from another run's ({other})"
+                                );
+                            }
+                            fingerprints
+                                .insert(format!("{implementation}-{threads}-{run}"), fingerprint);
+                            continue;
+                        }
                         let (measured, fingerprint) =
                             self.throughput_run(workload, implementation, threads, run, topics)?;
                         if let Some(other) = fingerprints.values().find(|f| **f != fingerprint) {
@@ -560,7 +581,11 @@ impl Bench<'_> {
                 command.args(["--bootstrap", &self.bootstrap, "--workload", workload]);
                 command
             }
-            "kstreams" | "kstreams-debug-metrics" | "kstreams-scraped" | BASELINE => {
+            "kstreams"
+            | "kstreams-debug-metrics"
+            | "kstreams-scraped"
+            | TRANSACTIONAL
+            | BASELINE => {
                 let node = match (implementation, self.baseline) {
                     (BASELINE, Some(baseline)) => baseline,
                     (BASELINE, None) => bail!("{BASELINE} runs only with --baseline"),
@@ -583,6 +608,9 @@ impl Bench<'_> {
                     }
                     "kstreams-scraped" => {
                         command.args(["--scrape-ms", "1000"]);
+                    }
+                    TRANSACTIONAL => {
+                        command.args(["--set", "enable.transactional.statestores=true"]);
                     }
                     _ => {}
                 }
@@ -944,11 +972,7 @@ impl Bench<'_> {
         let measured = measure(command, &log, produce, None);
         let report = match (measured.as_ref(), follower) {
             (Ok(_), Some(follower)) => follower.finish(),
-            (Err(_), Some(mut follower)) => {
-                let _ = follower.child.kill();
-                let _ = follower.child.wait();
-                Ok(String::new())
-            }
+            (Err(_), Some(follower)) => follower.abandon(),
             (_, None) => process::output(
                 self.node.command("latency").args([
                     "--bootstrap",
@@ -1026,44 +1050,154 @@ impl Bench<'_> {
         target: u64,
         label: &str,
     ) -> Result<Follower> {
+        let mut command = self.node.command("follow-latency");
+        command
+            .args(["--bootstrap", &self.bootstrap, "--output", output])
+            .args(["--group", group, "--input", input])
+            .args(["--target", &target.to_string()]);
         let log = self
             .out_dir
             .join("logs")
             .join(format!("{label}-follow.log"));
-        let mut child = self
-            .node
-            .command("follow-latency")
+        Follower::start(command, &log, "FOLLOWING")
+    }
+
+    /// Starts `recovery-watch` on `group` and `output` and returns once it
+    /// has taken its baselines.
+    fn watch_recovery(
+        &self,
+        group: &str,
+        input: &str,
+        output: &str,
+        label: &str,
+    ) -> Result<Follower> {
+        let mut command = self.node.command("recovery-watch");
+        command
             .args(["--bootstrap", &self.bootstrap, "--output", output])
-            .args(["--group", group, "--input", input])
-            .args(["--target", &target.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(File::create(&log)?)
-            .spawn()
-            .context("starting follow-latency")?;
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout is piped")).lines();
-        match lines.next() {
-            Some(Ok(line)) if line == "FOLLOWING" => Ok(Follower { child, lines }),
-            other => {
-                let _ = child.kill();
-                let _ = child.wait();
-                bail!(
-                    "follow-latency printed {other:?}, not FOLLOWING; the end of {}:\n{}",
-                    log.display(),
-                    process::tail(&log, 20)
-                )
-            }
-        }
+            .args(["--group", group, "--input", input]);
+        let log = self.out_dir.join("logs").join(format!("{label}-watch.log"));
+        Follower::start(command, &log, "WATCHING")
+    }
+
+    /// One `crash-eos` run of `implementation`: the count under
+    /// exactly_once_v2 as a static member (`group.instance.id`, a session
+    /// that outlasts the restart, so that the restart neither waits for
+    /// the killed member's session nor rebalances), SIGKILLed once its
+    /// group has committed half of the input, then started again on the
+    /// same state directory and run to the input's end, its output checked
+    /// as the count's. Timed from the restart's spawn (and from the kill)
+    /// until the group commits input again and until the output holds a
+    /// record readable under read_committed again (`recovery-watch`).
+    /// Returns the output's fingerprint.
+    fn crash_run(
+        &mut self,
+        implementation: &str,
+        threads: u32,
+        run: u32,
+        topics: &Topics,
+    ) -> Result<String> {
+        let workload = "count-eos";
+        let label = format!("crash-eos-{implementation}-{threads}t-{run}");
+        let app_id = self.name(&label);
+        let output = format!("{app_id}-out");
+        self.create_topics(&[format!("{output}:{PARTITIONS}")])?;
+        let logs = self.out_dir.join("logs");
+
+        let mut first = self.app(workload, implementation, &app_id, topics, &output, threads)?;
+        first.args(["--target", &(self.plan.records / 2).to_string()]);
+        static_member(&mut first, implementation);
+        let killed_ms = run_then_kill(first, &logs.join(format!("{label}-killed.log")))?;
+
+        let watcher = self.watch_recovery(&app_id, &topics.input, &output, &label)?;
+        let mut restart = self.app(workload, implementation, &app_id, topics, &output, threads)?;
+        static_member(&mut restart, implementation);
+        let measured = measure(restart, &logs.join(format!("{label}.log")), || Ok(()), None);
+        let watched = match &measured {
+            Ok(_) => watcher.finish(),
+            Err(_) => watcher.abandon(),
+        };
+        let (measured, watched) = (measured?, watched?);
+        let _ = fs::remove_dir_all(self.out_dir.join("state").join(&app_id));
+        let (fingerprint, _) = self.verify(workload, &output, &label)?;
+        self.delete_topics(&[&output], Some(&app_id))?;
+
+        let times = key_values(
+            watched
+                .lines()
+                .find_map(|l| l.strip_prefix("RECOVERED "))
+                .ok_or_else(|| anyhow!("{label}: recovery-watch printed no RECOVERED line"))?,
+        );
+        let at = |k: &str| -> Result<i64> {
+            times
+                .get(k)
+                .ok_or_else(|| anyhow!("RECOVERED lacks {k}"))?
+                .parse()
+                .with_context(|| format!("RECOVERED {k}"))
+        };
+        let since = |from: i64, to: i64| (to - from) as f64 / 1000.0;
+        let restarted_ms = measured.spawned_epoch_ms;
+        let (committed, readable) = (
+            since(restarted_ms, at("committed_ms")?),
+            since(restarted_ms, at("readable_ms")?),
+        );
+        let readable_after_kill = since(killed_ms, at("readable_ms")?);
+        let restored = measured.figure("restored")?;
+        eprintln!(
+            "bench: {label}: after the restart, input committed again in {committed:.2} s and \
+             output readable in {readable:.2} s ({readable_after_kill:.2} s after the kill), \
+             {restored} records restored; run to the end in {:.2} s, output verified",
+            measured.wall.as_secs_f64()
+        );
+        let _ = writeln!(
+            self.results,
+            "recovery\t{}\t{threads}\t{implementation}\t{run}\t{restored}\t{committed:.3}\t{readable:.3}\t{readable_after_kill:.3}\t{:.3}\t{:.1}\t-\t-\t-\t-\t-",
+            self.label(&format!("crash-eos over {} keys", self.plan.keys)),
+            measured.cpu.as_secs_f64(),
+            measured.rss_mib,
+        );
+        Ok(fingerprint)
     }
 }
 
-/// A running `follow-latency`, past its `FOLLOWING` line.
+/// A bench-node helper running beside a measured app (`follow-latency`,
+/// `recovery-watch`), past the line that says it is ready.
 struct Follower {
     child: std::process::Child,
     lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
 }
 
 impl Follower {
+    /// Starts `command` and returns once it prints `ready`.
+    fn start(mut command: Command, log: &Path, ready: &str) -> Result<Follower> {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(File::create(log)?)
+            .spawn()
+            .with_context(|| format!("starting {command:?}"))?;
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout is piped")).lines();
+        match lines.next() {
+            Some(Ok(line)) if line == ready => Ok(Follower { child, lines }),
+            other => {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!(
+                    "{:?} printed {other:?}, not {ready}; the end of {}:\n{}",
+                    command.get_program(),
+                    log.display(),
+                    process::tail(log, 20)
+                )
+            }
+        }
+    }
+
+    /// Ends it when the run it watched failed.
+    fn abandon(mut self) -> Result<String> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        Ok(String::new())
+    }
+
     /// The rest of its output once it has ended, which it does when the
     /// app's group has committed the whole input and the output is read.
     fn finish(mut self) -> Result<String> {
@@ -1087,12 +1221,16 @@ const BASELINE: &str = "kstreams-baseline";
 /// The implementations that run `workload`: the raw loop runs only the
 /// pass-through (it keeps no state: no count, no restore).
 fn implementations(workload: &str) -> Vec<&'static str> {
-    if workload == "pass-through" {
-        vec!["kstreams", "kafka-streams", "raw"]
-    } else {
-        vec!["kstreams", "kafka-streams"]
+    match workload {
+        "pass-through" => vec!["kstreams", "kafka-streams", "raw"],
+        // kstreams with and without transactional stores.
+        "crash-eos" => vec!["kstreams", TRANSACTIONAL, "kafka-streams"],
+        _ => vec!["kstreams", "kafka-streams"],
     }
 }
+
+/// kstreams with `enable.transactional.statestores=true` (KIP-892).
+const TRANSACTIONAL: &str = "kstreams-txn";
 
 /// A byte count as the results show it: MiB when whole.
 fn bytes_label(bytes: u64) -> String {
@@ -1189,6 +1327,61 @@ fn measure(
         rss_mib: usage.ru_maxrss as f64 / 1024.0,
         figures,
     })
+}
+
+/// The settings of a crash-eos run's app: a static member whose session
+/// outlasts the restart (the classic protocol replaces a static member that
+/// joins again at once), and for kstreams transactional stores said
+/// explicitly off unless `implementation` is [`TRANSACTIONAL`].
+fn static_member(command: &mut Command, implementation: &str) {
+    command.args(["--set", "group.instance.id=bench-crash"]);
+    command.args(["--set", "session.timeout.ms=60000"]);
+    if implementation == "kstreams" {
+        command.args(["--set", "enable.transactional.statestores=false"]);
+    }
+}
+
+/// Runs `command` until it prints `DONE` (its group has committed its
+/// `--target`), then SIGKILLs it: a crash mid-input. Returns when it was
+/// killed, in milliseconds since the epoch.
+fn run_then_kill(mut command: Command, log: &Path) -> Result<i64> {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(File::create(log)?);
+    let started = Instant::now();
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("cannot start {command:?}"))?;
+    let pid = child.id() as libc::pid_t;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let (lines, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let reached = loop {
+        match received.recv_timeout(RUN_TIMEOUT.saturating_sub(started.elapsed())) {
+            Ok(line) if line.starts_with("DONE ") => break true,
+            Ok(_) => {}
+            Err(_) => break false,
+        }
+    };
+    process::signal(pid, libc::SIGKILL);
+    let killed_ms = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis() as i64;
+    let (status, _) = reap(pid)?;
+    if !reached {
+        bail!(
+            "{:?} ended before its target ({status}); the end of {}:\n{}",
+            command.get_program(),
+            log.display(),
+            process::tail(log, 30)
+        );
+    }
+    Ok(killed_ms)
 }
 
 /// Waits for the child `pid` to exit (killing it after 30 s: it has

@@ -131,7 +131,9 @@ final class Bench {
                 }
             });
             RestoreTally restores = new RestoreTally();
-            if (restore) {
+            // count-eos: what a restart after a crash restored, in its DONE line.
+            boolean countEos = workload.equals("count-eos");
+            if (restore || countEos) {
                 streams.setGlobalStateRestoreListener(restores);
             }
             streams.start();
@@ -182,9 +184,10 @@ final class Bench {
                         System.err.println(BoundedMemoryRocksDBConfig.summary());
                     }
                     long cpu = os.getProcessCpuTime();
-                    System.out.printf("DONE wall_ms=%d cpu_ms=%d steady_records=%d steady_cpu_ms=%d steady_wall_ms=%d%n",
+                    System.out.printf("DONE wall_ms=%d cpu_ms=%d steady_records=%d steady_cpu_ms=%d steady_wall_ms=%d%s%n",
                             (now - started) / 1_000_000, cpu / 1_000_000, done - steadyRecords,
-                            (cpu - steadyCpu) / 1_000_000, (now - steadyAt) / 1_000_000);
+                            (cpu - steadyCpu) / 1_000_000, (now - steadyAt) / 1_000_000,
+                            countEos ? " restored=" + restores.restored() : "");
                     System.out.flush();
                     if (args.optional("leave", "false").equals("true")) {
                         // So that the restore run after it joins at once.
@@ -267,7 +270,7 @@ final class Bench {
                     .filter((k, v) -> v.isEmpty() || v.charAt(0) != DROPPED_MARK)
                     .mapValues(v -> v.toUpperCase(java.util.Locale.ROOT))
                     .to(output, Produced.with(Serdes.String(), Serdes.String()));
-            case "count", "restore" -> stream.groupByKey().count().toStream()
+            case "count", "count-eos", "restore" -> stream.groupByKey().count().toStream()
                     .to(output, Produced.with(Serdes.String(), Serdes.Long()));
             case "window-count" -> stream.groupByKey()
                     .windowedBy(TimeWindows.ofSizeWithNoGrace(WINDOW_SIZE))
@@ -285,7 +288,7 @@ final class Bench {
                         .to(output, Produced.with(Serdes.String(), Serdes.String()));
             }
             default -> throw new HarnessException("unknown bench workload " + workload
-                    + " (pass-through, pass-through-eos, count, window-count, join, restore)");
+                    + " (pass-through, pass-through-eos, count, count-eos, window-count, join, restore)");
         }
         return builder.build();
     }
