@@ -495,15 +495,17 @@ impl StreamTask {
         Ok(applied)
     }
 
-    /// Moves the wall clock and fires the wall-clock punctuations due.
-    pub fn advance_wall_clock(&mut self, now: Timestamp) -> Result<(), StreamsError> {
+    /// Moves the wall clock and fires the wall-clock punctuations due;
+    /// returns whether one fired.
+    pub fn advance_wall_clock(&mut self, now: Timestamp) -> Result<bool, StreamsError> {
         self.topology.context().set_wall_clock(now);
         self.punctuate(PunctuationType::WallClockTime)
     }
 
-    fn punctuate(&mut self, kind: PunctuationType) -> Result<(), StreamsError> {
+    /// Fires the punctuations of `kind` due; returns whether one fired.
+    fn punctuate(&mut self, kind: PunctuationType) -> Result<bool, StreamsError> {
         if !self.topology.schedules(kind) {
-            return Ok(());
+            return Ok(false);
         }
         let started = self
             .metrics
@@ -519,10 +521,12 @@ impl StreamTask {
                 {
                     histogram.observe_since(started);
                 }
-                Ok(())
+                Ok(true)
             }
-            Ok(false) => Ok(()),
-            Err(error) => self.on_error(error, None),
+            Ok(false) => Ok(false),
+            // The handler let the task go on: what the punctuator did
+            // before failing may still need a commit.
+            Err(error) => self.on_error(error, None).map(|()| true),
         }
     }
 

@@ -10,6 +10,7 @@ mod async_broker;
 mod async_face;
 mod boundaries;
 mod cache_equivalence;
+mod commit_needed;
 mod common;
 mod damaged_state;
 mod driver_async;

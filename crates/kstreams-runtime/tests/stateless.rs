@@ -2,6 +2,8 @@
 //! timestamps and headers carried through; branching and merging; null keys
 //! and values; errors from user code surfaced with the node that failed.
 
+use crate::common;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -636,42 +638,12 @@ fn processor_api_with_store_punctuation_and_named_children() {
     assert_eq!(store.borrow().get(&s("b")).unwrap(), Some(2));
 }
 
-struct Ticker;
-
-impl Processor<S, S, S, S> for Ticker {
-    fn init(&mut self, ctx: &mut ProcessorContext<'_, S, S>) -> Result<(), ProcessorError> {
-        ctx.schedule(
-            Duration::from_secs(1),
-            kstreams_time::PunctuationType::WallClockTime,
-        );
-        Ok(())
-    }
-    fn process(
-        &mut self,
-        _: &mut ProcessorContext<'_, S, S>,
-        _: Record<S, S>,
-    ) -> Result<(), ProcessorError> {
-        Ok(())
-    }
-    fn punctuate(
-        &mut self,
-        ctx: &mut ProcessorContext<'_, S, S>,
-        _: kstreams_dsl::PunctuationId,
-        timestamp: i64,
-    ) -> Result<(), ProcessorError> {
-        assert!(
-            ctx.record_metadata().is_none(),
-            "no record in a punctuation"
-        );
-        ctx.forward(Record::new(s("tick"), timestamp.to_string(), timestamp))?;
-        Ok(())
-    }
-}
-
 #[test]
 fn wall_clock_punctuation_follows_the_mocked_clock() {
     let b = StreamsBuilder::new();
-    b.stream::<S, S>("in").process(|| Ticker, &[]).to("ticks");
+    b.stream::<S, S>("in")
+        .process(|| common::Ticker(Duration::from_secs(1)), &[])
+        .to("ticks");
     let d =
         TopologyTestDriver::with_config(b.build().unwrap(), TaskConfig::new("app"), 1_000).unwrap();
     let ticks = d.create_output_topic("ticks", StringSerde, StringSerde);

@@ -188,6 +188,12 @@ pub(crate) struct TaskManager {
     /// the outbox: they count as processed once the outbox is sent
     /// ([`TaskManager::outputs_sent`]).
     unsent: Vec<(TopicPartition, i64)>,
+    /// Whether anything since the last commit needs one (Kafka Streams'
+    /// `commitNeeded`): a record processed, a wall-clock punctuation fired
+    /// (its outputs and store writes), a consumer position moved past
+    /// transaction markers. An idle thread commits nothing: under
+    /// exactly-once each commit is a transaction's round trips.
+    commit_needed: bool,
     /// Committed offsets of the assigned partitions, read at assignment:
     /// where reading starts before a record is consumed (for KIP-695 and
     /// the lag).
@@ -238,6 +244,7 @@ impl TaskManager {
             tasks: FxHashMap::default(),
             processed: HashMap::new(),
             unsent: Vec::new(),
+            commit_needed: false,
             start_offsets: HashMap::new(),
             start_metadata: HashMap::new(),
             task_created: sensors.task_created.clone(),
@@ -905,18 +912,31 @@ impl TaskManager {
     }
 
     /// The outbox was sent (its records are with the producer): the offsets
-    /// processed for it count as processed. Returns whether anything can be
-    /// committed.
-    pub(super) fn outputs_sent(&mut self) -> bool {
-        self.processed.extend(self.unsent.drain(..));
-        !self.processed.is_empty()
+    /// processed for it count as processed.
+    pub(super) fn outputs_sent(&mut self) {
+        if !self.unsent.is_empty() {
+            self.commit_needed = true;
+            self.processed.extend(self.unsent.drain(..));
+        }
+    }
+
+    /// Whether a commit has anything to make durable.
+    pub(super) fn commit_needed(&self) -> bool {
+        self.commit_needed
+    }
+
+    /// A commit went through: what was processed is durable.
+    pub(super) fn committed(&mut self) {
+        self.commit_needed = false;
     }
 
     /// Runs the tasks' wall-clock punctuators due at `now`, writing into
-    /// `outbox`.
+    /// `outbox`. One that fires needs a commit even without input, as in
+    /// Kafka Streams (`maybePunctuateSystemTime`): under exactly-once its
+    /// outputs are visible only once their transaction commits.
     pub(super) fn punctuate(&mut self, now: i64, outbox: &mut Outbox) -> Result<(), RuntimeError> {
         for entry in self.tasks.values_mut() {
-            entry.task.advance_wall_clock(now)?;
+            self.commit_needed |= entry.task.advance_wall_clock(now)?;
             entry
                 .task
                 .drain_output_into(outbox.task_records(entry.task.id()));
@@ -991,6 +1011,10 @@ impl TaskManager {
     /// Only partitions with a record processed since the tasks were last
     /// (re)built move: after a rewind the consumer's position is trusted
     /// once a record read from the rewound position went through.
+    /// A partition that moves needs a commit (Kafka Streams'
+    /// `StreamTask#commitNeeded` asks the consumer too): the marker after
+    /// a transaction's last record is often passed only after the commit of
+    /// that record.
     pub(super) fn advance_to_positions(&mut self, positions: &Positions) {
         for (key, &position) in positions {
             let Some(&done) = self.processed.get(key) else {
@@ -998,6 +1022,7 @@ impl TaskManager {
             };
             if position > done && self.active_and_drained(&key.topic, key.partition) {
                 self.processed.insert(key.clone(), position);
+                self.commit_needed = true;
             }
         }
     }
@@ -1019,6 +1044,7 @@ impl TaskManager {
     pub(super) fn forget_processed(&mut self) {
         self.processed.clear();
         self.unsent.clear();
+        self.commit_needed = false;
     }
 
     fn checkpoint(
@@ -1339,7 +1365,8 @@ mod tests {
             "held back: right-1 is missing"
         );
 
-        assert!(tasks.outputs_sent());
+        tasks.outputs_sent();
+        assert!(tasks.commit_needed());
         let offsets = tasks.offsets_to_commit();
         let left0 = to_commit(&offsets, "left", 0).unwrap();
         assert_eq!(left0.offset, 1);
@@ -1366,7 +1393,8 @@ mod tests {
         tasks.buffer(record("left", 0, 3, "a")).unwrap();
         tasks.buffer(record("right", 0, 3, "b")).unwrap();
         step(&mut tasks, &|_, _, _| false, Duration::MAX);
-        assert!(tasks.outputs_sent());
+        tasks.outputs_sent();
+        assert!(tasks.commit_needed());
         // left-0: its marker at 4 was read past; right-0 has a record
         // buffered at 6 (a marker at 4, an aborted one at 5).
         tasks.buffer(record("right", 0, 6, "c")).unwrap();
@@ -1424,7 +1452,8 @@ mod tests {
         assert!(batch.outputs.is_empty());
         assert_eq!(tasks.buffered("in", 0), 3);
         assert_eq!(tasks.async_in_flight(), 2);
-        assert!(tasks.outputs_sent());
+        tasks.outputs_sent();
+        assert!(tasks.commit_needed());
         let committed = |tasks: &TaskManager| {
             let offsets = tasks.offsets_to_commit();
             to_commit(&offsets, "in", 0).unwrap().offset
@@ -1494,7 +1523,8 @@ mod tests {
             .revoke(&[p("right", 0)], true, &HashMap::new())
             .unwrap();
         assert_eq!(tasks.task_ids().count(), 0);
-        assert!(!tasks.outputs_sent());
+        tasks.outputs_sent();
+        assert!(tasks.offsets_to_commit().is_empty());
     }
 
     #[test]

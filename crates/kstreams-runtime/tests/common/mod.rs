@@ -4,12 +4,14 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use kstreams_dsl::{Processor, ProcessorContext, ProcessorError, PunctuationId};
 use kstreams_embedded::rdkafka::consumer::{BaseConsumer, Consumer};
 use kstreams_embedded::rdkafka::error::KafkaError;
 use kstreams_embedded::rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use kstreams_embedded::rdkafka::types::RDKafkaErrorCode;
 use kstreams_embedded::rdkafka::ClientConfig;
 use kstreams_embedded::{create_topic, unique_name};
+use kstreams_record::Record;
 use kstreams_runtime::kafka::{KafkaStreams, State};
 
 /// A record for [`produce`]: its key and value, and its partition and
@@ -217,4 +219,44 @@ pub(crate) fn metric_sum(text: &str, family: &str) -> f64 {
         .filter(|l| l.starts_with(&format!("{family}{{")))
         .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
         .sum()
+}
+
+/// Forwards a tick (key "tick", the punctuation's time as the value) at
+/// every wall-clock punctuation, `.0` apart, input or not.
+pub(crate) struct Ticker(pub Duration);
+
+impl Processor<String, String, String, String> for Ticker {
+    fn init(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, String>,
+    ) -> Result<(), ProcessorError> {
+        ctx.schedule(self.0, kstreams_time::PunctuationType::WallClockTime);
+        Ok(())
+    }
+
+    fn process(
+        &mut self,
+        _: &mut ProcessorContext<'_, String, String>,
+        _: Record<String, String>,
+    ) -> Result<(), ProcessorError> {
+        Ok(())
+    }
+
+    fn punctuate(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, String, String>,
+        _: PunctuationId,
+        timestamp: i64,
+    ) -> Result<(), ProcessorError> {
+        assert!(
+            ctx.record_metadata().is_none(),
+            "no record in a punctuation"
+        );
+        ctx.forward(Record::new(
+            "tick".to_owned(),
+            timestamp.to_string(),
+            timestamp,
+        ))?;
+        Ok(())
+    }
 }

@@ -151,6 +151,10 @@ impl ThreadLoop<'_> {
                     .commit(&self.consumer, &offsets, &self.name)?
                 {
                     self.purge.committed(&offsets);
+                    self.tasks.committed();
+                } else if offsets.count() == 0 {
+                    // A punctuation's outputs alone: acknowledged above.
+                    self.tasks.committed();
                 }
                 // Everything the stores logged is acknowledged: checkpoint it.
                 self.write_checkpoints()?;
@@ -175,6 +179,7 @@ impl ThreadLoop<'_> {
                 match self.collector.commit_transaction(&offsets, group) {
                     Ok(()) => {
                         self.purge.committed(&offsets);
+                        self.tasks.committed();
                         if self.config.transactional_stores_in_force() {
                             // Only now: a store's files must never hold a
                             // write of a transaction that may still abort.
@@ -196,6 +201,13 @@ impl ThreadLoop<'_> {
             }
             ProcessingGuarantee::ExactlyOnceV2 => {}
         }
+        self.interval_chores()
+    }
+
+    /// What the thread does every commit interval, whether or not it had
+    /// anything to commit: standbys checkpoint what they applied, purgeable
+    /// repartition records go, a streams group hears the tasks' offsets.
+    pub(super) fn interval_chores(&mut self) -> Result<(), RuntimeError> {
         self.tasks.checkpoint_standbys()?;
         self.last_commit = Instant::now();
         self.purge.maybe_purge(&self.name);

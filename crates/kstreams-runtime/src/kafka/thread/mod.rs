@@ -358,16 +358,13 @@ impl ThreadLoop<'_> {
         // transaction, and outputs below need an open one.
         self.collector.begin_transaction_if_needed()?;
         self.serve_queries();
-        let committable = if self.paused {
-            // What was processed before the pause is still committed.
-            self.send_outbox()?
-        } else {
-            let committable = self.process()?;
+        // Paused, what was processed before the pause is still committed.
+        if !self.paused {
+            self.process()?;
             self.restore()?;
             self.tasks.update_standbys()?;
             self.tasks.punctuate(now_ms(), &mut self.outbox)?;
-            committable
-        };
+        }
         self.send_outbox()?;
         self.collector.poll();
         let deliveries = self.collector.check_deliveries()?;
@@ -376,12 +373,33 @@ impl ThreadLoop<'_> {
         if self.intake.record_lag(&self.tasks) {
             self.publish_metadata();
         }
+        self.maybe_commit()
+    }
+
+    /// Commits when a task asked for it, the uncommitted writes outgrew
+    /// their bound or the commit interval is up, and only when something
+    /// needs a commit (Kafka Streams' `maybeCommit`); the interval's other
+    /// chores run either way.
+    fn maybe_commit(&mut self) -> Result<(), RuntimeError> {
         let requested = self.tasks.commit_requested() || self.uncommitted_over_bound();
-        let interval = self.config.effective_commit_interval();
-        if committable && (requested || self.last_commit.elapsed() >= interval) {
-            self.commit()?;
+        let interval_up = self.last_commit.elapsed() >= self.config.effective_commit_interval();
+        if !(requested || interval_up) {
+            return Ok(());
         }
-        Ok(())
+        if !self.tasks.commit_needed() {
+            // Input ending in a transaction marker: the position moves
+            // past it after the last record's commit.
+            if let Ok(positions) = self.consumer.position() {
+                self.tasks.advance_to_positions(&positions_of(&positions));
+            }
+        }
+        if self.tasks.commit_needed() {
+            self.commit()
+        } else if interval_up {
+            self.interval_chores()
+        } else {
+            Ok(())
+        }
     }
 
     /// Whether the thread's transactional stores hold more uncommitted
@@ -482,8 +500,8 @@ impl ThreadLoop<'_> {
     }
 
     /// Processes what the partition groups allow, the outputs sent as each
-    /// slice ends. Returns whether anything can be committed.
-    fn process(&mut self) -> Result<bool, RuntimeError> {
+    /// slice ends.
+    fn process(&mut self) -> Result<(), RuntimeError> {
         let _span =
             tracing::debug_span!("kstreams.process_batch", thread = self.name.as_str()).entered();
         if self.tasks.bootstrapping() {
@@ -499,9 +517,9 @@ impl ThreadLoop<'_> {
             let more = self
                 .tasks
                 .process(&lagging, OUTPUT_SLICE, &mut self.outbox)?;
-            let committable = self.send_outbox()?;
+            self.send_outbox()?;
             if !more {
-                return Ok(committable);
+                return Ok(());
             }
             // A long batch: serve the producer's delivery reports between
             // slices, as a sink's send would.
@@ -513,10 +531,11 @@ impl ThreadLoop<'_> {
     /// thread for a record, whichever step wrote it. Offsets count as
     /// processed only once their outputs (and the stores' changelog
     /// records) are with the producer: if sending fails, nothing of the
-    /// step gets committed. Returns whether anything can be committed.
-    fn send_outbox(&mut self) -> Result<bool, RuntimeError> {
+    /// step gets committed.
+    fn send_outbox(&mut self) -> Result<(), RuntimeError> {
         self.collector.send_outbox(&mut self.outbox)?;
-        Ok(self.tasks.outputs_sent())
+        self.tasks.outputs_sent();
+        Ok(())
     }
 
     /// Answers the interactive queries posted since the last pass, on this
