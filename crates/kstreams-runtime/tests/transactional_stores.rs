@@ -217,3 +217,87 @@ fn after_a_sigkill_a_transactional_store_resumes_from_its_own_files_with_exact_c
         "{restored} records restored: the store was rebuilt instead of resumed"
     );
 }
+
+/// The input offsets the application's group committed for `input`'s two
+/// partitions, summed: the records it committed as processed.
+fn committed_input_records(bootstrap: &str, app_id: &str, input: &str) -> i64 {
+    use kstreams_embedded::rdkafka::consumer::{BaseConsumer, Consumer};
+    use kstreams_embedded::rdkafka::{ClientConfig, Offset, TopicPartitionList};
+    // Reads the group's offsets without joining it.
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", app_id)
+        .create()
+        .unwrap();
+    let mut partitions = TopicPartitionList::new();
+    partitions.add_partition(input, 0);
+    partitions.add_partition(input, 1);
+    let committed = consumer
+        .committed_offsets(partitions, Duration::from_secs(10))
+        .unwrap();
+    committed
+        .elements()
+        .iter()
+        .map(|e| match e.offset() {
+            Offset::Offset(offset) => offset,
+            _ => 0,
+        })
+        .sum()
+}
+
+#[test]
+fn a_read_committed_query_never_sees_a_write_before_its_transaction_commits() {
+    use kstreams_runtime::kafka::{IsolationLevel, QueryableStoreTypes, StoreQueryParameters};
+    let Some(bootstrap) = test_broker() else {
+        return;
+    };
+    let run = FreshRun::new(&bootstrap, "read-committed-query");
+    let builder = StreamsBuilder::new();
+    builder
+        .stream::<String, String>(&run.input)
+        .group_by_key()
+        .count_with(None, kstreams_dsl::Materialized::as_("counts"));
+    // Commits 3 s apart: a write stays uncommitted long enough to be read.
+    let mut config = StreamsConfig::new(&run.app_id, &bootstrap)
+        .processing_guarantee(ProcessingGuarantee::ExactlyOnceV2)
+        .transactional_state_stores(true)
+        .commit_interval(Duration::from_secs(3))
+        .state_dir(&run.state_dir);
+    config
+        .set(
+            "default.interactive.query.isolation.level",
+            "READ_COMMITTED",
+        )
+        .unwrap();
+    let mut app = KafkaStreams::new(builder.build().unwrap(), config);
+    app.start().unwrap();
+    let view = |level: Option<IsolationLevel>| {
+        let mut parameters = StoreQueryParameters::from_name_and_type(
+            "counts",
+            QueryableStoreTypes::key_value_store::<String, i64>(),
+        );
+        if let Some(level) = level {
+            parameters = parameters.with_isolation_level(level);
+        }
+        app.store(parameters).unwrap()
+    };
+    common::produce(&bootstrap, &run.input, [Input::new("k", "v")]);
+    // The record is counted (a read of uncommitted writes sees it) ...
+    let uncommitted = view(Some(IsolationLevel::ReadUncommitted));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while uncommitted.get(&"k".to_owned()).ok().flatten() != Some(1) {
+        assert!(Instant::now() < deadline, "the record was never counted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // ... and the default (READ_COMMITTED) read answers only once the count
+    // is committed: with the input offset past the record.
+    let committed = view(None);
+    let answer = committed.get(&"k".to_owned()).unwrap();
+    let processed = committed_input_records(&bootstrap, &run.app_id, &run.input);
+    app.close(Duration::from_secs(30));
+    assert_eq!(answer, Some(1), "the committed count");
+    assert_eq!(
+        processed, 1,
+        "the read committed answer came before the transaction committed"
+    );
+}

@@ -55,7 +55,7 @@ pub use config::{ConfigError, ProcessingGuarantee, StreamsConfig};
 pub use kstreams_state::{StateRestoreListener, TopicPartition};
 pub use local_metadata::{LocalMetadata, TaskMetadata, TaskPartition, ThreadMetadata};
 pub use queries::{
-    HostInfo, KeyQueryMetadata, KeyValueStoreType, QueryError, QueryableStoreType,
+    HostInfo, IsolationLevel, KeyQueryMetadata, KeyValueStoreType, QueryError, QueryableStoreType,
     QueryableStoreTypes, ReadOnlyKeyValueView, ReadOnlySessionView, ReadOnlyVersionedView,
     ReadOnlyWindowView, SessionStoreType, StoreQueryParameters, StreamsMetadata,
     TimestampedKeyValueStoreType, TimestampedWindowStoreType, VersionedKeyValueStoreType,

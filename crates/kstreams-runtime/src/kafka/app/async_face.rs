@@ -29,7 +29,9 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::super::config::GroupProtocol;
 use super::super::instance::PauseFlag;
 use super::super::local_metadata::MetadataBoard;
-use super::super::queries::{self, EndpointBoard, MetadataSource, QueryRouter};
+use super::super::queries::{
+    self, EndpointBoard, IsolationLevel, MetadataSource, QueryRouter, QUERY_TIMEOUT,
+};
 use super::super::{
     KeyQueryMetadata, LocalMetadata, QueryError, QueryableStoreType, RuntimeError,
     StoreQueryParameters, StreamsMetadata,
@@ -267,6 +269,9 @@ impl KafkaStreams {
             threads: self.instance.local_metadata.clone(),
             endpoints: self.instance.endpoints.clone(),
             tasks: self.tasks_per_subtopology.clone(),
+            isolation_default: self.config.interactive_query_isolation,
+            transactional_stores: self.config.transactional_stores_in_force(),
+            commit_interval: self.config.effective_commit_interval(),
         }
     }
 }
@@ -285,6 +290,12 @@ pub(super) struct QueryFace {
     endpoints: EndpointBoard,
     /// Tasks (partitions) per stream sub-topology, known once started.
     tasks: BTreeMap<u32, usize>,
+    /// `default.interactive.query.isolation.level`.
+    isolation_default: IsolationLevel,
+    /// Whether stores hold uncommitted writes apart (transactional stores
+    /// under exactly-once): only then does a committed read wait.
+    transactional_stores: bool,
+    commit_interval: Duration,
 }
 
 impl QueryFace {
@@ -306,12 +317,20 @@ impl QueryFace {
             ));
         }
         self.router.mark_in_use();
+        let level = parameters.isolation.unwrap_or(self.isolation_default);
+        let committed_only = level == IsolationLevel::ReadCommitted && self.transactional_stores;
+        let timeout = match committed_only {
+            true => QUERY_TIMEOUT + self.commit_interval,
+            false => QUERY_TIMEOUT,
+        };
         Ok(parameters.store_type.view(queries::LocalQuery {
             router: self.router.clone(),
             threads: self.threads.clone(),
             store: parameters.store_name.into(),
             partition: parameters.partition,
             stale: parameters.stale_stores,
+            committed_only,
+            timeout,
             check_state,
         }))
     }

@@ -20,6 +20,7 @@ use kstreams_time::FailOnInvalidTimestamp;
 use super::registry::Chosen;
 use super::{ConfigError, ProcessingGuarantee, StreamsConfig};
 use crate::kafka::partition_group::MaxTaskIdle;
+use crate::kafka::queries::IsolationLevel;
 use crate::{DeserializationHandling, ProcessingHandling, ProductionHandling};
 
 /// Keys the rest of the configuration names too (as Kafka's
@@ -830,12 +831,18 @@ pub(super) static KEYS: &[ConfigKey] = &[
             Ok(())
         },
     ),
-    ConfigKey::no_effect(
+    ConfigKey::implemented(
         "default.interactive.query.isolation.level",
-        "What interactive queries of transactional state stores read.",
-        "kstreams' interactive queries run on the stream thread between records and read what \
-         its stores hold, uncommitted writes of transactional stores included \
-         (READ_UNCOMMITTED, Kafka Streams' default); READ_COMMITTED is not implemented",
+        "What interactive queries see of transactional state stores' uncommitted writes: \
+         READ_UNCOMMITTED (the default) or READ_COMMITTED.",
+        |c, s| {
+            c.interactive_query_isolation = match s.text.trim().to_ascii_uppercase().as_str() {
+                "READ_UNCOMMITTED" => IsolationLevel::ReadUncommitted,
+                "READ_COMMITTED" => IsolationLevel::ReadCommitted,
+                _ => return Err(s.invalid("READ_UNCOMMITTED or READ_COMMITTED")),
+            };
+            Ok(())
+        },
     ),
     ConfigKey::implemented(
         super::rocksdb::CONFIG_SETTER,

@@ -27,6 +27,7 @@ use crate::handlers::{
     DeserializationExceptionHandler, ProcessingExceptionHandler, ProductionExceptionHandler,
 };
 use crate::kafka::partition_group::MaxTaskIdle;
+use crate::kafka::queries::IsolationLevel;
 use crate::{DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig};
 use registry::Chosen;
 
@@ -151,6 +152,9 @@ pub struct StreamsConfig {
     /// `statestore.uncommitted.max.bytes`: the uncommitted writes of a
     /// thread's transactional stores that force a commit.
     pub(crate) state_store_uncommitted_max_bytes: u64,
+    /// `default.interactive.query.isolation.level`: what a query sees of
+    /// uncommitted writes unless it asks otherwise.
+    pub(crate) interactive_query_isolation: IsolationLevel,
     /// `windowstore.changelog.additional.retention.ms`: what a window or
     /// session store's changelog keeps beyond the store's retention.
     pub(crate) window_store_changelog_additional_retention_ms: i64,
@@ -238,6 +242,7 @@ impl StreamsConfig {
             // Kafka Streams' defaults (KIP-892): off, and 64 MiB.
             transactional_state_stores: false,
             state_store_uncommitted_max_bytes: 64 << 20,
+            interactive_query_isolation: IsolationLevel::ReadUncommitted,
             // Kafka Streams' default: a day, for clock drift between the
             // application and the brokers.
             window_store_changelog_additional_retention_ms: 24 * 60 * 60 * 1000,
@@ -719,6 +724,15 @@ impl StreamsConfig {
     /// 64 MiB).
     pub fn state_store_uncommitted_max_bytes(mut self, bytes: u64) -> Self {
         self.state_store_uncommitted_max_bytes = bytes;
+        self
+    }
+
+    /// What interactive queries see of uncommitted writes unless they ask
+    /// otherwise (`default.interactive.query.isolation.level`, KIP-892;
+    /// [`StoreQueryParameters::with_isolation_level`](crate::kafka::StoreQueryParameters::with_isolation_level)):
+    /// [`IsolationLevel::ReadUncommitted`] by default, as in Kafka Streams.
+    pub fn interactive_query_isolation_level(mut self, level: IsolationLevel) -> Self {
+        self.interactive_query_isolation = level;
         self
     }
 

@@ -10,7 +10,10 @@
 //! view merges the answers as Kafka Streams' composite stores do (the first
 //! value found for a key; ranges store after store). A query therefore reads
 //! through the record cache, as in Kafka Streams, and sees every write of
-//! the records processed so far.
+//! the records processed so far; one that asks for
+//! [`IsolationLevel::ReadCommitted`] with transactional stores under
+//! exactly-once is served only at a commit point of the thread, where its
+//! stores hold what it committed and nothing more.
 //!
 //! While a view is in use, an idle thread blocks in its poll at most
 //! [`QUERY_POLL`] at a time, so a query waits at most that long for a
@@ -41,11 +44,11 @@ use kstreams_state::BuiltStore;
 pub(crate) use metadata::{unknown_store, EndpointBoard, MetadataSource};
 pub use metadata::{HostInfo, KeyQueryMetadata, StreamsMetadata};
 pub use parameters::{
-    KeyValueStoreType, QueryableStoreType, QueryableStoreTypes, SessionStoreType,
+    IsolationLevel, KeyValueStoreType, QueryableStoreType, QueryableStoreTypes, SessionStoreType,
     StoreQueryParameters, TimestampedKeyValueStoreType, TimestampedWindowStoreType,
     VersionedKeyValueStoreType, WindowStoreType,
 };
-pub(crate) use views::LocalQuery;
+pub(crate) use views::{LocalQuery, QUERY_TIMEOUT};
 pub use views::{
     ReadOnlyKeyValueView, ReadOnlySessionView, ReadOnlyVersionedView, ReadOnlyWindowView,
 };
@@ -144,16 +147,20 @@ pub(crate) struct StoreInstance<'a> {
 #[derive(Default)]
 pub(crate) struct QueryInbox {
     reads: Mutex<Vec<StoreRead>>,
+    /// Reads that may see only committed writes: served at a commit point.
+    committed_reads: Mutex<Vec<StoreRead>>,
     /// Set with every read posted, so the thread's check is one load.
     waiting: AtomicBool,
 }
 
 impl QueryInbox {
-    fn post(&self, read: StoreRead) {
-        self.reads
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(read);
+    /// Posts `read`; `committed_only`: it waits for a commit point.
+    fn post(&self, read: StoreRead, committed_only: bool) {
+        let reads = match committed_only {
+            true => &self.committed_reads,
+            false => &self.reads,
+        };
+        reads.lock().unwrap_or_else(|p| p.into_inner()).push(read);
         self.waiting.store(true, Ordering::Release);
     }
 
@@ -162,10 +169,22 @@ impl QueryInbox {
         self.waiting.load(Ordering::Acquire)
     }
 
-    /// The reads posted so far.
-    pub(crate) fn take(&self) -> Vec<StoreRead> {
+    /// The reads to serve now: all of them at a commit point (the stores
+    /// hold exactly what the thread committed), else all but those waiting
+    /// for one.
+    pub(crate) fn take(&self, at_commit_point: bool) -> Vec<StoreRead> {
         self.waiting.store(false, Ordering::Release);
-        std::mem::take(&mut *self.reads.lock().unwrap_or_else(|p| p.into_inner()))
+        let mut reads = std::mem::take(&mut *self.reads.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut committed = self
+            .committed_reads
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if at_commit_point {
+            reads.append(&mut committed);
+        } else if !committed.is_empty() {
+            self.waiting.store(true, Ordering::Release);
+        }
+        reads
     }
 }
 
@@ -198,7 +217,7 @@ impl QueryRouter {
             .unwrap_or_else(|p| p.into_inner())
             .remove(thread);
         if let Some(inbox) = inbox {
-            drop(inbox.take());
+            drop(inbox.take(true));
         }
     }
 
@@ -222,11 +241,16 @@ impl QueryRouter {
     }
 }
 
-/// Runs the reads a thread received on its tasks' stores. A read that
-/// panics (a user's serde, say) is logged and answers nothing; the thread
-/// goes on.
-pub(crate) fn serve(thread: &str, inbox: &QueryInbox, stores: &dyn LocalStores) {
-    for read in inbox.take() {
+/// Runs the reads a thread received on its tasks' stores, those that may
+/// see only committed writes when `at_commit_point`. A read that panics (a
+/// user's serde, say) is logged and answers nothing; the thread goes on.
+pub(crate) fn serve(
+    thread: &str,
+    inbox: &QueryInbox,
+    stores: &dyn LocalStores,
+    at_commit_point: bool,
+) {
+    for read in inbox.take(at_commit_point) {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(stores)));
         if outcome.is_err() {
             log::error!("{thread}: an interactive query panicked while reading a store");

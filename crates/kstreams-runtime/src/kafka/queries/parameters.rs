@@ -100,26 +100,54 @@ store_type!(
     VersionedKeyValueStoreType => ReadOnlyVersionedView<K, V>, false
 );
 
+/// What a query may see of writes not yet committed (KIP-892's
+/// `default.interactive.query.isolation.level` and Kafka Streams 4.4's
+/// per-query `withIsolationLevel`).
+///
+/// It matters only where stores hold uncommitted writes apart:
+/// transactional state stores under exactly-once
+/// ([`StreamsConfig::transactional_state_stores`](crate::kafka::StreamsConfig::transactional_state_stores)).
+/// There a [`ReadCommitted`](IsolationLevel::ReadCommitted) read never sees a
+/// write whose transaction may still abort: a stream thread answers it only
+/// at a point where its stores hold exactly what it committed (right after
+/// a commit, or while it has processed nothing since), so it waits up to a
+/// commit interval (100 ms by default under exactly-once) for a busy
+/// thread. Kafka Streams reads the state of the last commit at once
+/// instead; both see only committed writes. Elsewhere both levels read
+/// the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IsolationLevel {
+    /// Every write of the records processed so far, committed or not
+    /// (Kafka Streams' default).
+    #[default]
+    ReadUncommitted,
+    /// Only what the stream thread committed.
+    ReadCommitted,
+}
+
 /// Which store a query reads, of which type, where: Kafka Streams'
 /// `StoreQueryParameters`.
 ///
 /// ```
-/// use kstreams_runtime::kafka::{QueryableStoreTypes, StoreQueryParameters};
+/// use kstreams_runtime::kafka::{IsolationLevel, QueryableStoreTypes, StoreQueryParameters};
 ///
 /// let counts = StoreQueryParameters::from_name_and_type(
 ///     "counts",
 ///     QueryableStoreTypes::key_value_store::<String, i64>(),
 /// )
 /// .with_partition(2)
-/// .enable_stale_stores();
+/// .enable_stale_stores()
+/// .with_isolation_level(IsolationLevel::ReadCommitted);
 /// assert_eq!(counts.partition(), Some(2));
 /// assert!(counts.stale_stores_enabled());
+/// assert_eq!(counts.isolation_level(), Some(IsolationLevel::ReadCommitted));
 /// ```
 pub struct StoreQueryParameters<T> {
     pub(crate) store_name: String,
     pub(crate) store_type: T,
     pub(crate) partition: Option<i32>,
     pub(crate) stale_stores: bool,
+    pub(crate) isolation: Option<IsolationLevel>,
 }
 
 impl<T: QueryableStoreType> StoreQueryParameters<T> {
@@ -131,6 +159,7 @@ impl<T: QueryableStoreType> StoreQueryParameters<T> {
             store_type,
             partition: None,
             stale_stores: false,
+            isolation: None,
         }
     }
 
@@ -152,6 +181,18 @@ impl<T: QueryableStoreType> StoreQueryParameters<T> {
     pub fn enable_stale_stores(mut self) -> Self {
         self.stale_stores = true;
         self
+    }
+
+    /// What the query may see of uncommitted writes, instead of
+    /// `default.interactive.query.isolation.level`.
+    pub fn with_isolation_level(mut self, level: IsolationLevel) -> Self {
+        self.isolation = Some(level);
+        self
+    }
+
+    /// The isolation level asked for, if one (else the configured default).
+    pub fn isolation_level(&self) -> Option<IsolationLevel> {
+        self.isolation
     }
 
     /// The store's name.

@@ -23,7 +23,7 @@ use crate::kafka::local_metadata::MetadataBoard;
 /// How long a query waits for a stream thread's answer. A thread answers
 /// between two steps of its loop; this bounds a thread stuck in a long
 /// step (a slow commit), not a normal query.
-const QUERY_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const QUERY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One query's target: the store, the partition, whether stale stores may
 /// answer, and the way to the stream threads.
@@ -33,6 +33,12 @@ pub struct LocalQuery {
     pub(crate) store: Arc<str>,
     pub(crate) partition: Option<i32>,
     pub(crate) stale: bool,
+    /// Whether the read may see only committed writes: it waits for a
+    /// stream thread's commit point.
+    pub(crate) committed_only: bool,
+    /// How long the query waits for the threads' answers: [`QUERY_TIMEOUT`],
+    /// plus a commit interval for a read that waits for a commit point.
+    pub(crate) timeout: Duration,
     /// Fails while the application cannot be queried (not started,
     /// stopped).
     pub(crate) check_state: Arc<dyn Fn() -> Result<(), QueryError> + Send + Sync>,
@@ -135,7 +141,7 @@ impl LocalQuery {
                     .collect();
                 reply(found);
             });
-            inbox.post(post);
+            inbox.post(post, self.committed_only);
             merge.asked += 1;
         }
         merge
@@ -143,7 +149,7 @@ impl LocalQuery {
 
     /// Runs `read` on every matching local instance of the store, on the
     /// threads that own them; the results in task order. Blocks the caller
-    /// until every thread answered, at most [`QUERY_TIMEOUT`].
+    /// until every thread answered, at most the query's timeout.
     fn run<R: Send + 'static>(
         &self,
         read: impl Fn(&BuiltStore) -> Result<R, QueryError> + Send + Sync + 'static,
@@ -153,13 +159,14 @@ impl LocalQuery {
         let mut merge = self.post(read, move |found| {
             let _ = answers.send(found);
         });
-        let deadline = Instant::now() + QUERY_TIMEOUT;
+        let deadline = Instant::now() + self.timeout;
         while merge.waiting() {
             match received.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
                 Ok(answers) => merge.add(answers)?,
                 Err(RecvTimeoutError::Timeout) => {
                     return Err(self.not_available(format!(
-                        "a stream thread did not answer within {QUERY_TIMEOUT:?}"
+                        "a stream thread did not answer within {:?}",
+                        self.timeout
                     )))
                 }
                 // A thread stopped with the read unanswered.

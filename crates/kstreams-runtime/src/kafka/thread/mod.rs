@@ -373,7 +373,10 @@ impl ThreadLoop<'_> {
         if self.intake.record_lag(&self.tasks) {
             self.publish_metadata();
         }
-        self.maybe_commit()
+        self.maybe_commit()?;
+        // Right after a commit: reads of committed writes only are served.
+        self.serve_queries();
+        Ok(())
     }
 
     /// Commits when a task asked for it, the uncommitted writes outgrew
@@ -539,10 +542,20 @@ impl ThreadLoop<'_> {
     }
 
     /// Answers the interactive queries posted since the last pass, on this
-    /// thread's stores.
+    /// thread's stores; those of committed writes only wait for a commit
+    /// point (nothing processed since the last commit).
     fn serve_queries(&self) {
         if self.queries.has_reads() {
-            super::queries::serve(&self.name, &self.queries, &self.tasks.local_stores());
+            // Without transactional stores a committed read is any read
+            // (Kafka Streams: no transaction buffer to read past).
+            let at_commit_point =
+                !self.config.transactional_stores_in_force() || !self.tasks.commit_needed();
+            super::queries::serve(
+                &self.name,
+                &self.queries,
+                &self.tasks.local_stores(),
+                at_commit_point,
+            );
         }
     }
 
