@@ -663,3 +663,80 @@ fn a_thread_that_misses_its_poll_deadline_loses_its_tasks_and_counts_stay_exact(
     run.settled(1);
     assert!(app.streams.close(Duration::from_secs(30)));
 }
+
+/// Kafka Streams' `SHUTDOWN_APPLICATION` reaches every instance: the
+/// instance whose thread meets a poison record asks the streams group (its
+/// only thread is dead, so a new one joins to ask), and the broker's answer
+/// stops the other instance too, both ending in ERROR.
+#[test]
+fn shutdown_application_stops_every_instance_of_the_group() {
+    use kstreams_runtime::kafka::{RuntimeError, StreamThreadExceptionResponse};
+    let Some(run) = Run::new("sg-shutdown-app") else {
+        return;
+    };
+    let instance = |name: &str| {
+        let builder = StreamsBuilder::new();
+        builder
+            .stream::<String, String>(&run.input)
+            .map_values(|v| {
+                assert_ne!(v, "poison", "a poison record");
+                v
+            })
+            .to(&run.output);
+        let dir = std::env::temp_dir().join(unique_name(&format!("kstreams-sg-{name}")));
+        let mut config = StreamsConfig::new(&run.app_id, &run.bootstrap)
+            .commit_interval(Duration::from_millis(100))
+            .state_dir(&dir);
+        config.set("group.protocol", "streams").unwrap();
+        let streams = KafkaStreams::new(builder.build().unwrap(), config);
+        streams.set_uncaught_exception_handler(|_: &RuntimeError| {
+            StreamThreadExceptionResponse::ShutdownApplication
+        });
+        App { streams, dir }
+    };
+    let mut first = instance("a");
+    let mut second = instance("b");
+    first.streams.start().unwrap();
+    second.streams.start().unwrap();
+    wait_until_running(&[&first, &second]);
+    run.produce_keyed(0, 1, |_| "k".to_owned());
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &run.bootstrap)
+        .create()
+        .unwrap();
+    producer
+        .send(BaseRecord::to(&run.input).key("p").payload("poison"))
+        .map_err(|(e, _)| e)
+        .unwrap();
+    producer.flush(Duration::from_secs(30)).unwrap();
+
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while [&first, &second]
+        .iter()
+        .any(|a| a.streams.state() != State::Error)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "not every instance stopped: {:?} {:?} / {:?} {:?}",
+            first.streams.state(),
+            first.streams.errors(),
+            second.streams.state(),
+            second.streams.errors()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let errors = [first.streams.errors(), second.streams.errors()];
+    let poisoned = errors
+        .iter()
+        .filter(|e| e.iter().any(|e| e.contains("a poison record")))
+        .count();
+    assert_eq!(poisoned, 1, "one instance met the record: {errors:?}");
+    for e in &errors {
+        assert!(
+            e.iter()
+                .any(|e| e.starts_with("the application was shut down")
+                    && !e.contains("only this instance")),
+            "each instance stopped at the group's word: {errors:?}"
+        );
+    }
+}

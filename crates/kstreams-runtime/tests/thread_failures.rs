@@ -62,7 +62,7 @@ fn wait_for_error(app: &KafkaStreams) {
 }
 
 /// A topology whose processor fails on the value `poison`.
-fn poisoned_app(bootstrap: &str, application_id: &str) -> KafkaStreams {
+fn poisoned_topology() -> kstreams_dsl::Topology {
     let builder = StreamsBuilder::new();
     builder
         .stream::<String, String>(INPUT)
@@ -71,6 +71,11 @@ fn poisoned_app(bootstrap: &str, application_id: &str) -> KafkaStreams {
             v
         })
         .to(OUTPUT);
+    builder.build().unwrap()
+}
+
+/// [`poisoned_topology`] as an application.
+fn poisoned_app(bootstrap: &str, application_id: &str) -> KafkaStreams {
     // The mock cluster does not empty a group whose last member left: the
     // replacement's join waits out a rebalance of the session timeout less
     // a second (44 s at librdkafka's default), where a broker assigns at
@@ -78,7 +83,7 @@ fn poisoned_app(bootstrap: &str, application_id: &str) -> KafkaStreams {
     let config = StreamsConfig::new(application_id, bootstrap)
         .commit_interval(Duration::from_millis(100))
         .client_config("consumer.session.timeout.ms", "6000");
-    KafkaStreams::new(builder.build().unwrap(), config)
+    KafkaStreams::new(poisoned_topology(), config)
 }
 
 #[test]
@@ -116,6 +121,23 @@ fn shutdown_application_stops_this_instance_with_an_error() {
         &app,
         vec![StreamThreadExceptionResponse::ShutdownApplication],
     );
+    app.start().unwrap();
+    wait_for_error(&app);
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}
+
+/// The instance stops as a whole: its other thread (it has no partition to
+/// fail on) stops too, and the instance ends in ERROR.
+#[test]
+fn shutdown_client_stops_every_thread_of_the_instance() {
+    let kafka = cluster();
+    let bootstrap = kafka.bootstrap_servers();
+    produce(&bootstrap, &["poison".into()]);
+    let config = StreamsConfig::new("shutdown-client-two-threads", &bootstrap)
+        .commit_interval(Duration::from_millis(100))
+        .num_stream_threads(2);
+    let mut app = KafkaStreams::new(poisoned_topology(), config);
+    let seen = recording_handler(&app, vec![StreamThreadExceptionResponse::ShutdownClient]);
     app.start().unwrap();
     wait_for_error(&app);
     assert_eq!(seen.lock().unwrap().len(), 1);

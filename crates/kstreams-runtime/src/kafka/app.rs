@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use kstreams_dsl::Topology;
 
-use super::config::{KafkaClient, StreamsConfig};
+use super::config::{GroupProtocol, KafkaClient, StreamsConfig};
 use super::instance::Instance;
 pub(super) use super::state::State;
 use super::thread::{StreamThread, ThreadState};
@@ -33,12 +33,17 @@ pub enum StreamThreadExceptionResponse {
     /// Stop every thread of this instance (the default).
     #[default]
     ShutdownClient,
-    /// Stop the whole application. This instance stops as with
-    /// `ShutdownClient`; the other instances of the application are not
-    /// told: Kafka Streams asks them through an error code in the group's
-    /// assignment, which librdkafka's consumer gives kstreams no way to
-    /// set. Stop them from outside (the error is in this instance's
-    /// [`KafkaStreams::errors`] and its state is ERROR).
+    /// Stop the whole application: every instance ends in ERROR. Under
+    /// `group.protocol=streams` the instance's live threads ask the streams
+    /// group (a new thread joins to ask when the failed one was the last),
+    /// and the broker tells every member of the group; each instance that
+    /// hears it stops its threads cleanly, the reason in its
+    /// [`KafkaStreams::errors`]. Without an answer in 30 s the asking
+    /// instance stops alone. Under the classic and consumer protocols only
+    /// this instance stops, as with `ShutdownClient`: Kafka Streams asks the
+    /// others through an error code in the group's assignment, which
+    /// librdkafka's consumer gives kstreams no way to set; stop them from
+    /// outside.
     ShutdownApplication,
 }
 
@@ -652,7 +657,7 @@ fn spawn(
                 // A panic outside the processors (they turn theirs into
                 // processing errors) must reach the handler too.
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    thread.run(&stop, &on_state)
+                    thread.run(&stopping, &on_state)
                 }))
                 .unwrap_or_else(|panic| {
                     Err(RuntimeError::ThreadPanicked {
@@ -663,7 +668,20 @@ fn spawn(
                 if assigned_once.load(Ordering::Acquire) {
                     shared.threads_assigned.fetch_sub(1, Ordering::AcqRel);
                 }
+                let shutdown = &recipe.instance.application_shutdown;
                 let Err(error) = result else {
+                    // Ended for an application shutdown: the whole
+                    // instance stops, with the reason among its errors.
+                    if let Some(reason) = shutdown.reason_to_report() {
+                        shared
+                            .errors
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push(reason);
+                    }
+                    if shutdown.heard() {
+                        shutdown_client(&shared);
+                    }
                     return;
                 };
                 let fenced = error.is_producer_fenced();
@@ -728,12 +746,37 @@ fn spawn(
                     StreamThreadExceptionResponse::ReplaceThread => {}
                     StreamThreadExceptionResponse::ShutdownClient => shutdown_client(&shared),
                     StreamThreadExceptionResponse::ShutdownApplication => {
-                        log::error!(
-                            "{name}: shutting the application down as the handler asked; only \
-                             this instance stops, the other instances of {} are not told",
-                            recipe.config.application_id
-                        );
-                        shutdown_client(&shared);
+                        shutdown.request();
+                        let streams = recipe.config.group_protocol() == GroupProtocol::Streams;
+                        let alone = shared.threads_alive.load(Ordering::Acquire) == 1;
+                        if !streams {
+                            log::error!(
+                                "{name}: shutting the application down as the handler asked; \
+                                 only this instance stops: the other instances of {} hear of it \
+                                 only through a streams group (group.protocol=streams)",
+                                recipe.config.application_id
+                            );
+                            shutdown_client(&shared);
+                        } else if alone && !stopping() {
+                            // As Kafka Streams: with no live thread left to
+                            // tell the group, a new one joins to tell it.
+                            log::error!(
+                                "{name}: shutting the application down as the handler asked; a \
+                                 new thread joins the streams group to tell every instance"
+                            );
+                            match recipe.make() {
+                                Ok(messenger) => current = Some(messenger),
+                                Err(e) => {
+                                    log::error!("{name}: could not tell the group: {e}");
+                                    shutdown_client(&shared);
+                                }
+                            }
+                        } else {
+                            log::error!(
+                                "{name}: shutting the application down as the handler asked; \
+                                 the instance's other threads tell the streams group"
+                            );
+                        }
                     }
                 }
             }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use kstreams_group::LeaveOperation;
 
+use super::application_shutdown::ApplicationShutdown;
 use super::local_metadata::MetadataBoard;
 use super::queries::{EndpointBoard, QueryRouter};
 use super::restore_progress::RestoreBoard;
@@ -44,6 +45,8 @@ pub(crate) struct Instance {
     pub(crate) paused: PauseFlag,
     /// How the threads' group members leave when the threads stop.
     pub(crate) leave_operations: LeaveOperations,
+    /// A `ShutdownApplication` asked for here or heard from the group.
+    pub(crate) application_shutdown: ApplicationShutdown,
     /// The runtime for async calls, started with the first task that has an
     /// async processor.
     pub(crate) async_executor: AsyncExecutor,

@@ -9,6 +9,7 @@
 //! tasks, and its consumer reads the partitions of its active tasks.
 
 mod app;
+mod application_shutdown;
 mod bootstrap_progress;
 mod changelog_batch;
 mod client_error;

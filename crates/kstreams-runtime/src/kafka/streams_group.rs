@@ -45,6 +45,9 @@ pub(crate) enum MemberChange {
     AddStandbys(Vec<kstreams_dsl::TaskId>),
     /// The changes before this are applied: tell the broker.
     Report(Assignment),
+    /// The group asks every member to shut down (a handler's
+    /// `ShutdownApplication` on some instance): why.
+    ShutdownApplication(String),
 }
 
 /// One stream thread's streams group member.
@@ -208,6 +211,11 @@ impl GroupMembership {
                     if !statuses.is_empty() {
                         log::info!("{}: streams group status: {statuses:?}", self.thread);
                     }
+                    for status in statuses {
+                        if let kstreams_group::GroupStatus::ShutdownApplication(detail) = status {
+                            changes.push(MemberChange::ShutdownApplication(detail));
+                        }
+                    }
                 }
                 MemberEvent::TopicAuthorizationFailed(message) => {
                     log::error!(
@@ -286,6 +294,12 @@ impl GroupMembership {
     /// The thread runs the tasks of `owned` now.
     pub(super) fn report_owned(&self, owned: Assignment) -> Result<(), RuntimeError> {
         Ok(self.member()?.report_owned(owned)?)
+    }
+
+    /// Asks every member of the group to shut down, in the next heartbeat
+    /// (sent at once).
+    pub(super) fn request_application_shutdown(&self) -> Result<(), RuntimeError> {
+        Ok(self.member()?.request_application_shutdown()?)
     }
 
     /// Whether the member is in its group at an epoch that owns tasks. A

@@ -64,6 +64,26 @@ impl ThreadLoop<'_> {
                     self.transition(ThreadState::PartitionsAssigned);
                     self.maybe_running();
                 }
+                GroupChange::ShutdownApplication(why) => {
+                    log::error!(
+                        "{}: the streams group asks every instance to shut down{}",
+                        self.name,
+                        if why.is_empty() {
+                            String::new()
+                        } else {
+                            format!(": {why}")
+                        }
+                    );
+                    self.instance.application_shutdown.hear(format!(
+                        "the application was shut down: an instance's uncaught-exception \
+                         handler answered ShutdownApplication ({})",
+                        if why.is_empty() {
+                            "streams group status SHUTDOWN_APPLICATION"
+                        } else {
+                            &why
+                        }
+                    ));
+                }
             }
         }
         if changed {
@@ -137,6 +157,7 @@ fn change_name(change: &GroupChange) -> &'static str {
         GroupChange::Assign(_) => "assign",
         GroupChange::AddStandbys(_) => "add-standbys",
         GroupChange::Settled(_) => "settled",
+        GroupChange::ShutdownApplication(_) => "shutdown-application",
     }
 }
 

@@ -49,6 +49,8 @@ pub(crate) enum GroupChange {
     /// The round's changes are applied: the thread has its tasks (the
     /// streams group is told which, by [`Membership::settled`]).
     Settled(Option<Assignment>),
+    /// The streams group asks the whole application to shut down: why.
+    ShutdownApplication(String),
 }
 
 /// The thread's membership of its group.
@@ -60,6 +62,8 @@ pub(crate) struct Membership {
     streams: Option<GroupMembership>,
     /// When the task offsets were last handed to the streams group member.
     offsets_reported: Instant,
+    /// Whether this thread's member asked the group to shut down.
+    shutdown_requested: bool,
 }
 
 impl Membership {
@@ -68,6 +72,7 @@ impl Membership {
             events,
             streams,
             offsets_reported: Instant::now(),
+            shutdown_requested: false,
         }
     }
 
@@ -136,6 +141,9 @@ impl Membership {
                         MemberChange::Assign(partitions) => GroupChange::Assign(partitions),
                         MemberChange::AddStandbys(tasks) => GroupChange::AddStandbys(tasks),
                         MemberChange::Report(owned) => GroupChange::Settled(Some(owned)),
+                        MemberChange::ShutdownApplication(why) => {
+                            GroupChange::ShutdownApplication(why)
+                        }
                     }),
             );
         }
@@ -176,6 +184,19 @@ impl Membership {
                 .client()?;
         }
         Ok(())
+    }
+
+    /// Asks the whole application to shut down, once; returns whether the
+    /// group can carry the request (only a streams group can).
+    pub(super) fn request_application_shutdown(&mut self) -> Result<bool, RuntimeError> {
+        let Some(streams) = &self.streams else {
+            return Ok(false);
+        };
+        if !self.shutdown_requested {
+            streams.request_application_shutdown()?;
+            self.shutdown_requested = true;
+        }
+        Ok(true)
     }
 
     /// The round's changes are applied: a streams group is told which tasks

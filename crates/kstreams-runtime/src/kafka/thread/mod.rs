@@ -33,7 +33,6 @@ mod state;
 pub use state::ThreadState;
 
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -45,6 +44,7 @@ use rdkafka::producer::{BaseProducer, Producer};
 use self::intake::{Intake, PollTarget};
 use self::membership::Membership;
 use self::state::StateMachine;
+use super::application_shutdown::ANSWER_TIMEOUT;
 use super::clients;
 use super::config::{GroupProtocol, ProcessingGuarantee, StreamsConfig};
 use super::consumer_position::is_lagging;
@@ -185,11 +185,12 @@ impl StreamThread {
         &self.name
     }
 
-    /// Runs until `stop` is set or an error ends the thread. `on_state` is
-    /// told of each change of the thread's state.
+    /// Runs until `stop` says so, an application shutdown stops the
+    /// instance, or an error ends the thread. `on_state` is told of each
+    /// change of the thread's state.
     pub(super) fn run(
         self,
-        stop: &AtomicBool,
+        stop: &dyn Fn() -> bool,
         on_state: StateListener<'_>,
     ) -> Result<(), RuntimeError> {
         let sensors = self.config.metrics.thread_sensors(&self.name)?;
@@ -279,11 +280,11 @@ impl Drop for ThreadLoop<'_> {
 }
 
 impl ThreadLoop<'_> {
-    fn run(mut self, stop: &AtomicBool) -> Result<(), RuntimeError> {
+    fn run(mut self, stop: &dyn Fn() -> bool) -> Result<(), RuntimeError> {
         self.transition(ThreadState::Starting);
         self.membership.start_deferring();
         let mut result = Ok(());
-        while result.is_ok() && !stop.load(Ordering::Acquire) {
+        while result.is_ok() && !stop() && !self.instance.application_shutdown.heard() {
             result = match self.run_once() {
                 Err(RuntimeError::MissingSinkTopic { topic }) => {
                     self.retry_without_sink_topic(&topic, stop)
@@ -373,6 +374,7 @@ impl ThreadLoop<'_> {
         if self.intake.record_lag(&self.tasks) {
             self.publish_metadata();
         }
+        self.follow_application_shutdown()?;
         self.maybe_commit()?;
         // Right after a commit: reads of committed writes only are served.
         self.serve_queries();
@@ -403,6 +405,32 @@ impl ThreadLoop<'_> {
         } else {
             Ok(())
         }
+    }
+
+    /// A handler of this instance answered `ShutdownApplication`: the
+    /// thread's streams group member asks the group, whose answer stops
+    /// every instance (see [`ApplicationShutdown`]). Without an answer in
+    /// time, or without a streams group to carry it, the instance stops
+    /// alone.
+    ///
+    /// [`ApplicationShutdown`]: crate::kafka::application_shutdown::ApplicationShutdown
+    fn follow_application_shutdown(&mut self) -> Result<(), RuntimeError> {
+        let Some(asked) = self.instance.application_shutdown.requested_at() else {
+            return Ok(());
+        };
+        let carried = self.membership.request_application_shutdown()?;
+        if !carried || asked.elapsed() >= ANSWER_TIMEOUT {
+            self.instance.application_shutdown.hear(format!(
+                "the application was shut down: a stream thread's uncaught-exception handler \
+                 answered ShutdownApplication; {}",
+                if carried {
+                    "the streams group did not answer the request in time, so only this instance stopped"
+                } else {
+                    "only a streams group (group.protocol=streams) tells the other instances, so only this one stopped"
+                }
+            ));
+        }
+        Ok(())
     }
 
     /// Whether the thread's transactional stores hold more uncommitted
@@ -586,7 +614,7 @@ impl ThreadLoop<'_> {
     fn retry_without_sink_topic(
         &mut self,
         topic: &str,
-        stop: &AtomicBool,
+        stop: &dyn Fn() -> bool,
     ) -> Result<(), RuntimeError> {
         let missing = RuntimeError::MissingSinkTopic {
             topic: topic.to_string(),
@@ -598,7 +626,7 @@ impl ThreadLoop<'_> {
         }
         self.abort_and_rewind()?;
         let resume = Instant::now() + MISSING_SINK_RETRY_BACKOFF;
-        while Instant::now() < resume && !stop.load(Ordering::Acquire) {
+        while Instant::now() < resume && !stop() {
             // Polling keeps the thread in its group (max.poll.interval.ms);
             // what it fetches is read again after the next rewind.
             self.poll(Duration::from_millis(100))?;
