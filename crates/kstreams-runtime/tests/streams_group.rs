@@ -740,3 +740,135 @@ fn shutdown_application_stops_every_instance_of_the_group() {
         );
     }
 }
+
+/// Kafka's own `kafka-streams-groups.sh` (`StreamsGroupCommand`, from the
+/// test cluster's jars, whose classpath file KSTREAMS_KAFKA_CLASSPATH names)
+/// with `args`; what it printed. `None` where the variable is not set
+/// (skipped; a failure in CI).
+fn kafka_streams_groups(bootstrap: &str, args: &[&str]) -> Option<String> {
+    const CLASSPATH_ENV: &str = "KSTREAMS_KAFKA_CLASSPATH";
+    let Ok(file) = std::env::var(CLASSPATH_ENV) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{CLASSPATH_ENV} is not set but CI is: run the tests through `cargo xtask ci`"
+        );
+        let line = format!("skipped kafka-streams-groups.sh: {CLASSPATH_ENV} not set\n");
+        let _ = std::io::stderr().write_all(line.as_bytes());
+        return None;
+    };
+    let classpath = std::fs::read_to_string(&file).unwrap();
+    let output = std::process::Command::new("java")
+        .args(["-cp", classpath.trim()])
+        .arg("org.apache.kafka.tools.streams.StreamsGroupCommand")
+        .args(["--bootstrap-server", bootstrap])
+        .args(args)
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "kafka-streams-groups.sh {args:?} failed: {printed}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Some(printed)
+}
+
+/// The rows of a table `kafka-streams-groups.sh` printed, split on
+/// whitespace, header left out.
+fn table_rows(printed: &str) -> Vec<Vec<&str>> {
+    printed
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect()
+}
+
+#[test]
+fn kafka_streams_groups_describes_a_kstreams_group_and_resets_its_offsets() {
+    let Some(run) = Run::new("sg-tool") else {
+        return;
+    };
+    let group = run.app_id.clone();
+    let tool = |args: &[&str]| kafka_streams_groups(&run.bootstrap, args);
+    let mut app = run.app("a", |c| c);
+    app.streams.start().unwrap();
+    wait_until_running(&[&app]);
+    run.settled(1);
+    run.produce(0, 400);
+    assert_eq!(run.counts_reaching(20), exactly(20));
+    let Some(listed) = tool(&["--list"]) else {
+        return;
+    };
+    assert!(listed.lines().any(|l| l.trim() == group), "{listed}");
+
+    let state = tool(&["--describe", "--group", &group, "--state", "--verbose"]).unwrap();
+    let rows = table_rows(&state);
+    assert!(
+        rows.len() == 1 && rows[0].contains(&"Stable") && rows[0].last() == Some(&"1"),
+        "one member, stable: {state}"
+    );
+    // The member: a streams member of the thread's client id, running
+    // both sub-topologies' four tasks.
+    let members = tool(&["--describe", "--group", &group, "--members", "--verbose"]).unwrap();
+    let lines: Vec<&str> = members
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .skip(1)
+        .collect();
+    assert_eq!(lines.len(), 1, "{members}");
+    assert!(
+        lines[0].contains(" streams ")
+            && lines[0].contains("-StreamThread-1-consumer")
+            && lines[0].contains("ACTIVE: 0:[0,1,2,3]; 1:[0,1,2,3];"),
+        "{members}"
+    );
+    // Offsets and lag of the input and the repartition topic: all read.
+    let offsets = tool(&["--describe", "--group", &group, "--offsets", "--verbose"]).unwrap();
+    let rows = table_rows(&offsets);
+    let input: Vec<_> = rows.iter().filter(|r| r[1] == run.input).collect();
+    assert_eq!(input.len(), PARTITIONS as usize, "{offsets}");
+    assert!(
+        input.iter().all(|r| r[3] == "100" && r[5] == "100"),
+        "100 records read of each input partition: {offsets}"
+    );
+    assert!(
+        rows.len() == 2 * PARTITIONS as usize && rows.iter().all(|r| r.last() == Some(&"0")),
+        "input and repartition topic without lag: {offsets}"
+    );
+
+    // Reset while the application is down, its internal topics deleted
+    // (found through the topology the group holds); it starts again from
+    // the input's start on a new state directory, as Kafka Streams' reset
+    // asks, and counts afresh: nothing is restored.
+    assert!(app.streams.close(Duration::from_secs(30)));
+    drop(app);
+    let reset = tool(&[
+        "--reset-offsets",
+        "--group",
+        &group,
+        "--all-input-topics",
+        "--to-earliest",
+        "--delete-all-internal-topics",
+        "--execute",
+    ])
+    .unwrap();
+    let rows = table_rows(&reset);
+    assert!(
+        rows.len() == PARTITIONS as usize && rows.iter().all(|r| r.last() == Some(&"0")),
+        "{reset}"
+    );
+    assert_eq!(run.committed_input(), 0, "the reset committed offsets 0");
+    let mut again = run.app("b", |c| c);
+    again.streams.start().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while run.committed_input() < 400 {
+        assert!(
+            Instant::now() < deadline,
+            "the input was not read again: {:?}",
+            again.streams.errors()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(run.counts_reaching(20), exactly(20), "counted afresh");
+}

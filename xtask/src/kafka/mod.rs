@@ -36,6 +36,10 @@ pub(crate) const SASL_SSL_CA_ENV: &str = "KSTREAMS_SASL_SSL_CA";
 /// The SCRAM user and its password.
 pub(crate) const SASL_USERNAME_ENV: &str = "KSTREAMS_SASL_USERNAME";
 pub(crate) const SASL_PASSWORD_ENV: &str = "KSTREAMS_SASL_PASSWORD";
+/// The file holding the classpath of the cluster's Kafka jars, for Kafka's
+/// own tools (`kafka-streams-groups.sh` is
+/// `org.apache.kafka.tools.streams.StreamsGroupCommand` on it).
+pub(crate) const KAFKA_CLASSPATH_ENV: &str = "KSTREAMS_KAFKA_CLASSPATH";
 /// The same cluster's OAUTHBEARER listeners (SASL_SSL, same CA; the
 /// broker's unsecured-JWT validator) and the scope they require.
 pub(crate) const OAUTH_BOOTSTRAP_ENV: &str = "KSTREAMS_OAUTH_BOOTSTRAP";
@@ -110,19 +114,26 @@ fn print_exports(bootstrap: &str) {
 
 /// The variables of the running cluster's SASL_SSL listener, if it has one,
 /// and of its OAUTHBEARER and mutual-TLS listeners (also what `cargo xtask
-/// chaos` hands its scenarios, whichever caller leased the cluster).
+/// chaos` hands its scenarios, whichever caller leased the cluster), and
+/// where its jars' classpath is.
 pub(crate) fn sasl_ssl_env() -> Vec<(&'static str, String)> {
+    let mut env: Vec<(&'static str, String)> = classpath_file()
+        .ok()
+        .filter(|file| file.exists())
+        .map(|file| (KAFKA_CLASSPATH_ENV, file.display().to_string()))
+        .into_iter()
+        .collect();
     let Ok(bootstrap) = fs::read_to_string(sasl_ssl_file()) else {
-        return Vec::new();
+        return env;
     };
     // The keys the running cluster was started with: never remade here.
     let keys = tls::cached();
-    let mut env = vec![
+    env.extend([
         (SASL_SSL_BOOTSTRAP_ENV, bootstrap.trim().to_owned()),
         (SASL_SSL_CA_ENV, keys.ca_pem.display().to_string()),
         (SASL_USERNAME_ENV, tls::USER.to_owned()),
         (SASL_PASSWORD_ENV, tls::PASSWORD.to_owned()),
-    ];
+    ]);
     if let Ok(oauth) = fs::read_to_string(oauth_file()) {
         env.push((OAUTH_BOOTSTRAP_ENV, oauth.trim().to_owned()));
         env.push((OAUTH_SCOPE_ENV, tls::OAUTH_SCOPE.to_owned()));
@@ -468,14 +479,19 @@ fn remove_run_files() {
     let _ = fs::remove_file(mtls_file());
 }
 
+/// Where the Kafka jars' classpath is cached.
+fn classpath_file() -> Result<PathBuf> {
+    let version = maven::kafka_version()?;
+    Ok(paths::cache_dir()
+        .join(format!("kafka-{version}"))
+        .join("classpath.txt"))
+}
+
 fn broker_classpath() -> Result<String> {
     let began = Instant::now();
     let version = maven::kafka_version()?;
     let pom = paths::repo_root().join("xtask/kafka/pom.xml");
-    let cache = paths::cache_dir()
-        .join(format!("kafka-{version}"))
-        .join("classpath.txt");
-    let (classpath, resolved) = maven::classpath(&pom, &cache)?;
+    let (classpath, resolved) = maven::classpath(&pom, &classpath_file()?)?;
     let how = if resolved {
         "resolved with Maven"
     } else {
