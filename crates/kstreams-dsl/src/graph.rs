@@ -107,6 +107,8 @@ pub(crate) struct TopologyGraph {
     pub topic_to_source: HashMap<String, usize>,
     /// Topics a task reads to their end before its other partitions.
     pub bootstrap_topics: BTreeSet<String>,
+    /// Sources (by node name) with an offset reset policy of their own.
+    pub offset_resets: HashMap<String, crate::AutoOffsetReset>,
     /// Topics whose partitions must meet in one task (the two sides of a
     /// join, the inputs of a cogroup): they need equal partition counts.
     pub copartition_groups: Vec<BTreeSet<String>>,

@@ -31,6 +31,7 @@ mod join_options;
 pub mod late_headers;
 mod materialized;
 mod nodes;
+mod offset_reset;
 mod operators;
 mod options;
 mod partitioner;
@@ -47,6 +48,7 @@ pub use describe::{
 };
 pub use error::{ProcessorError, RecordPosition, StreamsError, TopologyError};
 pub use nodes::{RecordContext, TopicNameExtractor};
+pub use offset_reset::AutoOffsetReset;
 pub use task_context::TaskId;
 
 pub use async_processing::{AsyncOptions, AsyncOrder, AsyncTimeout};

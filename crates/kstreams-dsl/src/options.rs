@@ -7,6 +7,7 @@ use kstreams_record::{DefaultSerde, Serde, SharedSerde};
 use kstreams_time::TimestampExtractor;
 
 use crate::partitioner::{SharedPartitioner, StreamPartitioner};
+use crate::AutoOffsetReset;
 
 /// A processor name chosen by the user instead of a generated one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +64,7 @@ pub struct Consumed<K, V> {
     pub(crate) extractor: Option<Arc<dyn TimestampExtractor>>,
     pub(crate) name: Option<String>,
     pub(crate) bootstrap: bool,
+    pub(crate) offset_reset: Option<AutoOffsetReset>,
 }
 
 impl<K: 'static, V: 'static> Consumed<K, V> {
@@ -74,7 +76,16 @@ impl<K: 'static, V: 'static> Consumed<K, V> {
             extractor: None,
             name: None,
             bootstrap: false,
+            offset_reset: None,
         }
+    }
+
+    /// Where the source starts a partition without a committed offset,
+    /// instead of the application's `auto.offset.reset` (Kafka Streams'
+    /// `Consumed#withOffsetResetPolicy`, KIP-1106).
+    pub fn with_offset_reset_policy(mut self, policy: AutoOffsetReset) -> Self {
+        self.offset_reset = Some(policy);
+        self
     }
 
     /// Bootstraps the topic (beyond Kafka Streams): when a task is
@@ -108,6 +119,7 @@ impl<K: DefaultSerde, V: DefaultSerde> Default for Consumed<K, V> {
             extractor: None,
             name: None,
             bootstrap: false,
+            offset_reset: None,
         }
     }
 }

@@ -71,6 +71,22 @@ impl Topology {
         Ok(self)
     }
 
+    /// [`Topology::add_source`] starting partitions without a committed
+    /// offset by `policy` instead of the application's `auto.offset.reset`
+    /// (Kafka Streams' `addSource(AutoOffsetReset, ...)`).
+    pub fn add_source_with_offset_reset<K: Clone + 'static, V: Clone + 'static>(
+        &mut self,
+        policy: crate::AutoOffsetReset,
+        name: &str,
+        topics: &[&str],
+        key_serde: impl Serde<K>,
+        value_serde: impl Serde<V>,
+    ) -> Result<&mut Self, TopologyError> {
+        self.add_source(name, topics, key_serde, value_serde)?;
+        self.graph.offset_resets.insert(name.to_string(), policy);
+        Ok(self)
+    }
+
     /// Adds a source reading every topic whose whole name matches `pattern`.
     pub fn add_pattern_source<K: Clone + 'static, V: Clone + 'static>(
         &mut self,
@@ -367,6 +383,31 @@ impl Topology {
             }
         }
         out
+    }
+
+    /// The offset reset policy of the source reading `topic`, if it has one
+    /// of its own (else the application's `auto.offset.reset` applies).
+    pub fn offset_reset_policy(
+        &self,
+        application_id: &str,
+        topic: &str,
+    ) -> Option<crate::AutoOffsetReset> {
+        self.graph
+            .offset_resets
+            .iter()
+            .find_map(|(source, policy)| {
+                let id = *self.graph.by_name.get(source)?;
+                let NodeKind::Source { topics, .. } = &self.graph.nodes[id].kind else {
+                    return None;
+                };
+                let reads = match topics {
+                    SourceTopics::Names(names) => names.iter().any(|t| {
+                        crate::graph::resolve_topic(&self.graph, application_id, t) == topic
+                    }),
+                    SourceTopics::Pattern(pattern) => pattern.regex.is_match(topic),
+                };
+                reads.then_some(*policy)
+            })
     }
 
     /// Topics whose partitions a task reads to the end offset seen at

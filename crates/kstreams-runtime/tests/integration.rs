@@ -28,6 +28,7 @@ mod joins;
 mod kafka_broker;
 mod kafka_embedded;
 mod metrics;
+mod offset_reset;
 mod partitioners;
 mod pause;
 mod ported_config;

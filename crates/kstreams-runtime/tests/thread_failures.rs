@@ -183,9 +183,10 @@ fn auto_offset_reset_none_without_a_committed_offset_fails_the_thread_naming_the
     assert_eq!(
         seen,
         [format!(
-            "no committed offset for {INPUT}-0 and auto.offset.reset=none; commit offsets for \
-             the group first (kafka-consumer-groups.sh --reset-offsets --group <application.id>) \
-             or set auto.offset.reset to earliest or latest"
+            "no committed offset for {INPUT}-0 and auto.offset.reset=none (or its source's \
+             AutoOffsetReset::None); commit offsets for the group first \
+             (kafka-consumer-groups.sh --reset-offsets --group <application.id>) or set \
+             auto.offset.reset (or the source's policy) to earliest or latest"
         )]
     );
 }

@@ -101,8 +101,8 @@ pub use kstreams_time as time;
 /// Everything an application usually needs, in one import.
 pub mod prelude {
     pub use kstreams_dsl::{
-        late_headers, AsyncOptions, AsyncOrder, AsyncTimeout, Branched, BranchedKStream,
-        BufferConfig, Change, CogroupedKStream, Consumed, FixedKeyProcessor,
+        late_headers, AsyncOptions, AsyncOrder, AsyncTimeout, AutoOffsetReset, Branched,
+        BranchedKStream, BufferConfig, Change, CogroupedKStream, Consumed, FixedKeyProcessor,
         FixedKeyProcessorContext, FixedKeyRecord, ForeignKeyExtractor, GlobalKTable, Grouped,
         Joined, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Named, Printed,
         Processor, ProcessorContext, ProcessorError, Produced, PunctuationId, RecordContext,
@@ -118,11 +118,11 @@ pub mod prelude {
         StringSerde, UnitSerde, UuidSerde, VoidSerde,
     };
     pub use kstreams_runtime::kafka::{
-        CloseOptions, GroupMembershipOperation, HostInfo, KafkaStreams, KeyQueryMetadata, LagInfo,
-        ProcessingGuarantee, QueryError, QueryableStoreTypes, ReadOnlyKeyValueView,
-        ReadOnlySessionView, ReadOnlyVersionedView, ReadOnlyWindowView, State,
-        StateRestoreListener, StoreQueryParameters, StreamThreadExceptionResponse, StreamsConfig,
-        StreamsMetadata, TopicPartition,
+        CloseOptions, GroupMembershipOperation, HostInfo, IsolationLevel, KafkaStreams,
+        KeyQueryMetadata, LagInfo, ProcessingGuarantee, QueryError, QueryableStoreTypes,
+        ReadOnlyKeyValueView, ReadOnlySessionView, ReadOnlyVersionedView, ReadOnlyWindowView,
+        State, StateRestoreListener, StoreQueryParameters, StreamThreadExceptionResponse,
+        StreamsConfig, StreamsMetadata, TopicPartition,
     };
     pub use kstreams_runtime::{
         DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig,

@@ -136,6 +136,13 @@ impl StreamsBuilder {
         if consumed.bootstrap {
             state.topology.graph.mark_bootstrap_upstream(&name);
         }
+        if let Some(policy) = consumed.offset_reset {
+            state
+                .topology
+                .graph
+                .offset_resets
+                .insert(name.clone(), policy);
+        }
         drop(state);
         let mut stream = KStream::new(self.state.clone(), name);
         stream.key_serde = Some(consumed.key_serde);
@@ -240,6 +247,12 @@ impl StreamsBuilder {
             s.record(added);
             if consumed.bootstrap {
                 s.topology.graph.mark_bootstrap_upstream(&source);
+            }
+            if let Some(policy) = consumed.offset_reset {
+                s.topology
+                    .graph
+                    .offset_resets
+                    .insert(source.clone(), policy);
             }
             (source, table_node)
         };

@@ -194,9 +194,10 @@ pub enum RuntimeError {
     /// `auto.offset.reset=none` and partitions of the application's group
     /// without a committed offset: Kafka Streams' `NoOffsetForPartitionException`.
     #[error(
-        "no committed offset for {} and auto.offset.reset=none; commit offsets for the group \
-         first (kafka-consumer-groups.sh --reset-offsets --group <application.id>) or set \
-         auto.offset.reset to earliest or latest",
+        "no committed offset for {} and auto.offset.reset=none (or its source's \
+         AutoOffsetReset::None); commit offsets for the group first (kafka-consumer-groups.sh \
+         --reset-offsets --group <application.id>) or set auto.offset.reset (or the source's \
+         policy) to earliest or latest",
         if partitions.is_empty() {
             "a partition".to_string()
         } else {

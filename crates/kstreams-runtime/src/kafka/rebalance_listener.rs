@@ -15,7 +15,7 @@ use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{ClientContext, TopicPartitionList};
 
 use super::ffi::FetchQueue;
-use super::uncommitted_start::UncommittedStart;
+use super::uncommitted_start::{Placement, UncommittedStarts};
 
 /// What a rebalance changed, in the order the callbacks saw it.
 #[derive(Debug, PartialEq, Eq)]
@@ -39,9 +39,24 @@ pub(crate) struct RebalanceEvents {
     /// (before it starts, while it shuts down, after a panic) the callback
     /// acknowledges at once, or closing the consumer would wait forever.
     deferring: AtomicBool,
+    /// Where assigned partitions without a committed offset were placed,
+    /// and those that may not start, for the thread's next assignment.
+    placement: Mutex<Placement>,
 }
 
 impl RebalanceEvents {
+    pub(super) fn record_placement(&self, placement: Placement) {
+        self.placement
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .merge(placement);
+    }
+
+    /// The placements recorded since the last call.
+    pub(super) fn take_placement(&self) -> Placement {
+        std::mem::take(&mut *self.placement.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
     /// The changes seen since the last call.
     pub(super) fn take(&self) -> Vec<AssignmentEvent> {
         std::mem::take(&mut *self.events.lock().unwrap_or_else(|p| p.into_inner()))
@@ -138,7 +153,7 @@ pub(crate) fn partition_list(partitions: &[TopicPartition]) -> TopicPartitionLis
 pub(crate) struct RebalanceListener {
     events: Arc<RebalanceEvents>,
     /// Where assigned partitions without a committed offset start.
-    uncommitted: UncommittedStart,
+    uncommitted: UncommittedStarts,
     /// The thread's queue of fetched records, once the consumer exists:
     /// assigned partitions are forwarded to it before they are taken.
     fetch_queue: OnceLock<FetchQueue>,
@@ -147,7 +162,7 @@ pub(crate) struct RebalanceListener {
 impl RebalanceListener {
     /// A listener recording into `events`, starting assigned partitions
     /// that have no committed offset by `uncommitted`.
-    pub(super) fn new(events: Arc<RebalanceEvents>, uncommitted: UncommittedStart) -> Self {
+    pub(super) fn new(events: Arc<RebalanceEvents>, uncommitted: UncommittedStarts) -> Self {
         Self {
             events,
             uncommitted,
@@ -163,13 +178,17 @@ impl RebalanceListener {
 
     /// Gives the partitions of `assigned` that have no committed offset
     /// their start, before the consumer takes them
-    /// (kafka/uncommitted_start.rs).
+    /// (kafka/uncommitted_start.rs); what it did is recorded for the
+    /// thread's assignment step.
     pub(super) fn place_uncommitted(
         &self,
         consumer: &BaseConsumer<RebalanceListener>,
         assigned: &mut TopicPartitionList,
     ) {
-        self.uncommitted.place(consumer, assigned);
+        let placement = self.uncommitted.place(consumer, assigned);
+        if placement != Placement::default() {
+            self.events.record_placement(placement);
+        }
     }
 
     /// The thread's fetch queue, once installed.

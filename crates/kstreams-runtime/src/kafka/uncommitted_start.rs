@@ -14,10 +14,15 @@
 //! left to librdkafka, which fetches it again with its leader epoch.
 //!
 //! Kafka 4's `by_duration:<d>` (KIP-1106), which librdkafka lacks, is
-//! placed the same way: at the first record at or after now - `d`.
+//! placed the same way: at the first record at or after now - `d`; and so
+//! is a source's own policy (`Consumed::with_offset_reset_policy`), which
+//! librdkafka's one setting per consumer cannot express.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use kstreams_dsl::{AutoOffsetReset, Topology};
+use kstreams_state::TopicPartition;
 use rdkafka::consumer::{Consumer, ConsumerContext};
 use rdkafka::{Offset, TopicPartitionList};
 
@@ -63,68 +68,13 @@ impl UncommittedStart {
         }
     }
 
-    /// Gives each partition of `assigned` without a start of its own and
-    /// without a committed offset its start by this policy. If the lookup
-    /// fails, librdkafka resets them itself (after its backoff), as before.
-    pub(super) fn place<C: ConsumerContext>(
-        self,
-        consumer: &impl Consumer<C>,
-        assigned: &mut TopicPartitionList,
-    ) {
-        if self == Self::Fail {
-            return;
-        }
-        let mut unplaced = TopicPartitionList::new();
-        for e in assigned.elements() {
-            if e.offset() == Offset::Invalid {
-                unplaced.add_partition(e.topic(), e.partition());
-            }
-        }
-        if unplaced.count() == 0 {
-            return;
-        }
-        let committed = match consumer.committed_offsets(unplaced, LOOKUP_TIMEOUT) {
-            Ok(committed) => committed,
-            Err(e) => {
-                self.lookup_failed("committed offsets unknown", &e);
-                return;
-            }
-        };
-        let mut uncommitted = TopicPartitionList::new();
-        for e in committed.elements() {
-            // A partition the coordinator answered with an error (say an
-            // offset still unstable, or no authorization) has an invalid
-            // offset too: it is left to librdkafka, which asks again or
-            // reports the error, rather than started by the policy.
-            if e.error().is_ok() && e.offset() == Offset::Invalid {
-                uncommitted.add_partition(e.topic(), e.partition());
-            }
-        }
-        if uncommitted.count() == 0 {
-            return;
-        }
-        let starts = match self {
-            Self::Earliest => with_offset(&uncommitted, Offset::Beginning),
-            Self::Latest => with_offset(&uncommitted, Offset::End),
-            Self::ByDuration(duration) => match by_duration(consumer, &uncommitted, duration) {
-                Ok(starts) => starts,
-                Err(e) => {
-                    self.lookup_failed("no offsets by time", &e);
-                    return;
-                }
-            },
-            Self::Fail => return,
-        };
-        for e in starts.elements() {
-            if let Self::ByDuration(_) = self {
-                log::info!(
-                    "{}-{} has no committed offset: starting at {:?} (auto.offset.reset=by_duration)",
-                    e.topic(),
-                    e.partition(),
-                    e.offset()
-                );
-            }
-            let _ = assigned.set_partition_offset(e.topic(), e.partition(), e.offset());
+    /// A source's own policy (KIP-1106) as the thread applies it.
+    fn of_source(policy: AutoOffsetReset) -> Self {
+        match policy {
+            AutoOffsetReset::Earliest => Self::Earliest,
+            AutoOffsetReset::Latest => Self::Latest,
+            AutoOffsetReset::ByDuration(duration) => Self::ByDuration(duration),
+            _ => Self::Fail,
         }
     }
 
@@ -136,6 +86,165 @@ impl UncommittedStart {
             ),
             _ => log::debug!("{what} ({e}); librdkafka resets partitions without one itself"),
         }
+    }
+}
+
+/// What placing an assignment's partitions without a committed offset did.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Placement {
+    /// Where reading of each partition placed at a known offset starts
+    /// (latest, by duration): its lag counts from there, not from the low
+    /// watermark, before a record of it is consumed.
+    pub starts: Vec<(TopicPartition, i64)>,
+    /// Partitions whose source's policy is `none` while librdkafka would
+    /// reset them by `auto.offset.reset`: the thread fails with them.
+    pub unstartable: Vec<TopicPartition>,
+}
+
+impl Placement {
+    /// Adds `other`'s partitions (two assignments before the thread took
+    /// the first).
+    pub(crate) fn merge(&mut self, other: Placement) {
+        self.starts.extend(other.starts);
+        self.unstartable.extend(other.unstartable);
+    }
+}
+
+/// Where each assigned partition without a committed offset starts: by its
+/// source's own policy (`Consumed::with_offset_reset_policy`), else by the
+/// main consumer's `auto.offset.reset`, which librdkafka also applies to
+/// what the thread does not place.
+pub(crate) struct UncommittedStarts {
+    default: UncommittedStart,
+    /// The topology and application id, to find a topic's source policy.
+    sources: Option<(Arc<Topology>, String)>,
+}
+
+impl UncommittedStarts {
+    /// The policies of `config`'s main consumer and `topology`'s sources.
+    pub(super) fn new(config: &StreamsConfig, topology: Arc<Topology>) -> Self {
+        Self {
+            default: UncommittedStart::of_main_consumer(config),
+            sources: Some((topology, config.application_id.clone())),
+        }
+    }
+
+    /// `auto.offset.reset` alone (no source has a policy of its own).
+    #[cfg(test)]
+    pub(super) fn of_config(config: &StreamsConfig) -> Self {
+        Self {
+            default: UncommittedStart::of_main_consumer(config),
+            sources: None,
+        }
+    }
+
+    fn for_topic(&self, topic: &str) -> UncommittedStart {
+        self.sources
+            .as_ref()
+            .and_then(|(topology, app)| topology.offset_reset_policy(app, topic))
+            .map_or(self.default, UncommittedStart::of_source)
+    }
+
+    /// Gives each partition of `assigned` without a start of its own and
+    /// without a committed offset its start by its policy (see
+    /// [`Placement`]). If a lookup fails, librdkafka resets the partitions
+    /// (after its backoff), as before.
+    pub(super) fn place<C: ConsumerContext>(
+        &self,
+        consumer: &impl Consumer<C>,
+        assigned: &mut TopicPartitionList,
+    ) -> Placement {
+        let mut unplaced = TopicPartitionList::new();
+        for e in assigned.elements() {
+            let policy = self.for_topic(e.topic());
+            // With `none` on both sides librdkafka fails the partition.
+            let ours = policy != UncommittedStart::Fail || self.default != UncommittedStart::Fail;
+            if e.offset() == Offset::Invalid && ours {
+                unplaced.add_partition(e.topic(), e.partition());
+            }
+        }
+        let mut placement = Placement::default();
+        if unplaced.count() == 0 {
+            return placement;
+        }
+        let committed = match consumer.committed_offsets(unplaced, LOOKUP_TIMEOUT) {
+            Ok(committed) => committed,
+            Err(e) => {
+                self.default.lookup_failed("committed offsets unknown", &e);
+                return placement;
+            }
+        };
+        // The partitions without a committed offset, by policy. A partition
+        // the coordinator answered with an error (say an offset still
+        // unstable, or no authorization) has an invalid offset too: it is
+        // left to librdkafka, which asks again or reports the error, rather
+        // than started by the policy.
+        let mut by_policy: Vec<(UncommittedStart, TopicPartitionList)> = Vec::new();
+        for e in committed.elements() {
+            if e.error().is_ok() && e.offset() == Offset::Invalid {
+                let policy = self.for_topic(e.topic());
+                match by_policy.iter_mut().find(|(p, _)| *p == policy) {
+                    Some((_, list)) => {
+                        list.add_partition(e.topic(), e.partition());
+                    }
+                    None => {
+                        let mut list = TopicPartitionList::new();
+                        list.add_partition(e.topic(), e.partition());
+                        by_policy.push((policy, list));
+                    }
+                };
+            }
+        }
+        for (policy, uncommitted) in by_policy {
+            let starts = match policy {
+                UncommittedStart::Earliest => with_offset(&uncommitted, Offset::Beginning),
+                // At the end offset itself, not librdkafka's logical END:
+                // the lag counts from there (a task with another partition
+                // to read would otherwise wait for this one's old records).
+                UncommittedStart::Latest => match at_times(consumer, &uncommitted, Offset::End) {
+                    Ok(starts) => starts,
+                    Err(e) => {
+                        policy.lookup_failed("end offsets unknown", &e);
+                        with_offset(&uncommitted, Offset::End)
+                    }
+                },
+                UncommittedStart::ByDuration(duration) => {
+                    match by_duration(consumer, &uncommitted, duration) {
+                        Ok(starts) => starts,
+                        Err(e) => {
+                            policy.lookup_failed("no offsets by time", &e);
+                            continue;
+                        }
+                    }
+                }
+                UncommittedStart::Fail => {
+                    placement.unstartable.extend(
+                        uncommitted
+                            .elements()
+                            .iter()
+                            .map(|e| TopicPartition::new(e.topic(), e.partition())),
+                    );
+                    continue;
+                }
+            };
+            for e in starts.elements() {
+                if let UncommittedStart::ByDuration(_) = policy {
+                    log::info!(
+                        "{}-{} has no committed offset: starting at {:?} (by_duration)",
+                        e.topic(),
+                        e.partition(),
+                        e.offset()
+                    );
+                }
+                if let Offset::Offset(start) = e.offset() {
+                    placement
+                        .starts
+                        .push((TopicPartition::new(e.topic(), e.partition()), start));
+                }
+                let _ = assigned.set_partition_offset(e.topic(), e.partition(), e.offset());
+            }
+        }
+        placement
     }
 }
 
@@ -155,19 +264,37 @@ fn by_duration<C: ConsumerContext>(
     duration: Duration,
 ) -> Result<TopicPartitionList, rdkafka::error::KafkaError> {
     let since = crate::clock::now_ms() - i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
-    let found = consumer.offsets_for_times(
-        with_offset(partitions, Offset::Offset(since)),
-        LOOKUP_TIMEOUT,
-    )?;
+    let found = at_times(consumer, partitions, Offset::Offset(since))?;
     let mut starts = TopicPartitionList::new();
+    let mut none_since = TopicPartitionList::new();
     for e in found.elements() {
-        let start = match e.offset() {
-            Offset::Offset(o) => Offset::Offset(o),
-            _ => Offset::End,
-        };
-        let _ = starts.add_partition_offset(e.topic(), e.partition(), start);
+        match e.offset() {
+            Offset::Offset(o) => {
+                let _ = starts.add_partition_offset(e.topic(), e.partition(), Offset::Offset(o));
+            }
+            _ => {
+                none_since.add_partition(e.topic(), e.partition());
+            }
+        }
+    }
+    if none_since.count() > 0 {
+        let ends = at_times(consumer, &none_since, Offset::End)
+            .unwrap_or_else(|_| with_offset(&none_since, Offset::End));
+        for e in ends.elements() {
+            let _ = starts.add_partition_offset(e.topic(), e.partition(), e.offset());
+        }
     }
     Ok(starts)
+}
+
+/// Each of `partitions` at the first offset at or after timestamp `at`
+/// (`Offset::End`: the end offset), as the broker's ListOffsets answers.
+fn at_times<C: ConsumerContext>(
+    consumer: &impl Consumer<C>,
+    partitions: &TopicPartitionList,
+    at: Offset,
+) -> Result<TopicPartitionList, rdkafka::error::KafkaError> {
+    consumer.offsets_for_times(with_offset(partitions, at), LOOKUP_TIMEOUT)
 }
 
 #[cfg(test)]

@@ -106,8 +106,14 @@ impl ThreadLoop<'_> {
     /// Creates the tasks of `assigned` (handed to the state updater), each
     /// resuming from its committed offset's metadata.
     fn assign(&mut self, assigned: &[TopicPartition]) -> Result<(), RuntimeError> {
+        let placement = self.membership.take_placement();
+        if !placement.unstartable.is_empty() {
+            return Err(RuntimeError::NoCommittedOffset {
+                partitions: placement.unstartable,
+            });
+        }
         self.intake.assigned(assigned, &self.config.metrics)?;
-        let committed = self
+        let mut committed = self
             .consumer
             .committed_offsets(partition_list(assigned), Duration::from_secs(10))
             // Partitions then start without their committed partition time
@@ -122,6 +128,14 @@ impl ThreadLoop<'_> {
             .ok()
             .map(|list| committed_of(&list))
             .unwrap_or_default();
+        // Where a partition without a committed offset was placed is where
+        // its reading starts, for the lag.
+        for c in committed.iter_mut().filter(|c| c.offset.is_none()) {
+            c.offset = placement
+                .starts
+                .iter()
+                .find_map(|(tp, start)| (*tp == c.partition).then_some(*start));
+        }
         let (consumer, name) = (&self.consumer, &self.name);
         let result = self.tasks.assign(assigned, &committed, |topic, partition| {
             bootstrap_end(consumer, topic, partition).unwrap_or_else(|e| {

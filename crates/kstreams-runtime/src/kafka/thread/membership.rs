@@ -23,6 +23,7 @@ use crate::kafka::consumer_position::is_rebalance_error;
 use crate::kafka::rebalance_listener::{partition_list, AssignmentEvent, RebalanceEvents};
 use crate::kafka::streams_group::{GroupMembership, MemberChange};
 use crate::kafka::task_manager::TaskOffsetSums;
+use crate::kafka::uncommitted_start::Placement;
 use crate::kafka::RuntimeError;
 
 /// How often a thread of a streams group recomputes its task offset sums
@@ -170,6 +171,12 @@ impl Membership {
         Ok(())
     }
 
+    /// Where the partitions assigned since the last call that had no
+    /// committed offset were placed (kafka/uncommitted_start.rs).
+    pub(super) fn take_placement(&self) -> Placement {
+        self.events.take_placement()
+    }
+
     /// After the thread closed the tasks of `partitions`: the consumer's
     /// revocation is acknowledged, a streams group's partitions unassigned.
     pub(super) fn revoked(
@@ -292,7 +299,7 @@ mod tests {
     use super::*;
     use crate::kafka::config::StreamsConfig;
     use crate::kafka::rebalance_listener::RebalanceListener;
-    use crate::kafka::uncommitted_start::UncommittedStart;
+    use crate::kafka::uncommitted_start::UncommittedStarts;
 
     fn p(topic: &str, partition: i32) -> TopicPartition {
         TopicPartition::new(topic, partition)
@@ -306,7 +313,7 @@ mod tests {
             .set("group.id", "app")
             .create_with_context(RebalanceListener::new(
                 events.clone(),
-                UncommittedStart::of_main_consumer(&config),
+                UncommittedStarts::of_config(&config),
             ))
             .unwrap();
         MainConsumer::new(consumer)

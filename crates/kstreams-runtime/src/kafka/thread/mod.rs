@@ -60,7 +60,7 @@ use super::repartition_purge::RepartitionPurge;
 use super::streams_group::GroupMembership;
 use super::task_manager::TaskManager;
 use super::topics::SourceTopicIndex;
-use super::uncommitted_start::UncommittedStart;
+use super::uncommitted_start::UncommittedStarts;
 use super::RuntimeError;
 use crate::clock::now_ms;
 use crate::kafka::client_error::ClientResult;
@@ -134,7 +134,7 @@ impl StreamThread {
             clients::main_consumer(&config, &name, index)
                 .create_with_context(RebalanceListener::new(
                     rebalance.clone(),
-                    UncommittedStart::of_main_consumer(&config),
+                    UncommittedStarts::new(&config, topology.clone()),
                 ))
                 .client()?;
         let consumer = MainConsumer::new(consumer);
