@@ -150,6 +150,10 @@ bench compare [WORKLOAD...] [--records N] [--keys K] [--runs R]
     restore: start to serving after the local state is deleted;
     --keys: the input's key space, 10 000 unless given (millions: a
     state far beyond the record cache); --smoke: one small run of each;
+    crash-eos, run only when named: the count under exactly-once as a
+    static member SIGKILLed at half of the input and restarted on its
+    state, timed until input is committed and output readable again,
+    kstreams with and without transactional stores (kstreams-txn);
     the workload `latency`: the latency runs alone; --latency-workload
     count: the count over the --keys keys, each counted once first, then
     fed at each rate (which --latency-rate must give); --rocksdb-bound:
