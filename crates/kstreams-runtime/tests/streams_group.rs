@@ -741,13 +741,13 @@ fn shutdown_application_stops_every_instance_of_the_group() {
     }
 }
 
-/// Kafka's own `kafka-streams-groups.sh` (`StreamsGroupCommand`, from the
-/// test cluster's jars, whose classpath file KSTREAMS_KAFKA_CLASSPATH names)
-/// with `args`; what it printed. `None` where the variable is not set
-/// (skipped; a failure in CI).
+/// Kafka's own `kafka-streams-groups.sh` (`StreamsGroupCommand`, on the
+/// test cluster's jars: KSTREAMS_KAFKA_CLASSPATH) with `args`; what it
+/// printed. `None` where the variable is not set (skipped; a failure in
+/// CI).
 fn kafka_streams_groups(bootstrap: &str, args: &[&str]) -> Option<String> {
     const CLASSPATH_ENV: &str = "KSTREAMS_KAFKA_CLASSPATH";
-    let Ok(file) = std::env::var(CLASSPATH_ENV) else {
+    let Ok(classpath) = std::env::var(CLASSPATH_ENV) else {
         assert!(
             std::env::var_os("CI").is_none(),
             "{CLASSPATH_ENV} is not set but CI is: run the tests through `cargo xtask ci`"
@@ -756,7 +756,6 @@ fn kafka_streams_groups(bootstrap: &str, args: &[&str]) -> Option<String> {
         let _ = std::io::stderr().write_all(line.as_bytes());
         return None;
     };
-    let classpath = std::fs::read_to_string(&file).unwrap();
     let output = std::process::Command::new("java")
         .args(["-cp", classpath.trim()])
         .arg("org.apache.kafka.tools.streams.StreamsGroupCommand")

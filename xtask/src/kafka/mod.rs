@@ -36,8 +36,8 @@ pub(crate) const SASL_SSL_CA_ENV: &str = "KSTREAMS_SASL_SSL_CA";
 /// The SCRAM user and its password.
 pub(crate) const SASL_USERNAME_ENV: &str = "KSTREAMS_SASL_USERNAME";
 pub(crate) const SASL_PASSWORD_ENV: &str = "KSTREAMS_SASL_PASSWORD";
-/// The file holding the classpath of the cluster's Kafka jars, for Kafka's
-/// own tools (`kafka-streams-groups.sh` is
+/// The classpath of the cluster's Kafka jars, for Kafka's own clients and
+/// tools (`kafka-streams-groups.sh` is
 /// `org.apache.kafka.tools.streams.StreamsGroupCommand` on it).
 pub(crate) const KAFKA_CLASSPATH_ENV: &str = "KSTREAMS_KAFKA_CLASSPATH";
 /// The same cluster's OAUTHBEARER listeners (SASL_SSL, same CA; the
@@ -118,9 +118,9 @@ fn print_exports(bootstrap: &str) {
 /// where its jars' classpath is.
 pub(crate) fn sasl_ssl_env() -> Vec<(&'static str, String)> {
     let mut env: Vec<(&'static str, String)> = classpath_file()
+        .and_then(|file| Ok(fs::read_to_string(file)?))
         .ok()
-        .filter(|file| file.exists())
-        .map(|file| (KAFKA_CLASSPATH_ENV, file.display().to_string()))
+        .map(|classpath| (KAFKA_CLASSPATH_ENV, classpath.trim().to_owned()))
         .into_iter()
         .collect();
     let Ok(bootstrap) = fs::read_to_string(sasl_ssl_file()) else {
