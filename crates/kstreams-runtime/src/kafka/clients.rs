@@ -15,12 +15,16 @@
 //! | global consumer | the global thread | no (assigns itself) |
 //! | admin | start-up (topics) and the repartition purge | no |
 
+use rdkafka::consumer::BaseConsumer;
+use rdkafka::error::KafkaError;
 use rdkafka::ClientConfig;
 
 use super::config::{
     is_group_membership_key, reset_by_duration, GroupProtocol, KafkaClient, ProcessingGuarantee,
     StreamsConfig, BY_DURATION_FALLBACK,
 };
+use super::ffi::BatchedConsumer;
+use super::RuntimeError;
 
 /// The librdkafka settings kstreams gives its consumers (`consumer.` keys:
 /// the main, restore and global consumers) and producers (`producer.`
@@ -335,6 +339,16 @@ pub(crate) fn restore_consumer(config: &StreamsConfig, thread: &str) -> ClientCo
     // user's choice: the main consumer's policy is for input.
     client.set("auto.offset.reset", "earliest");
     client
+}
+
+/// An assign-only consumer (`restore_consumer`'s) to read in batches: it
+/// has a queue of its own, since it was made with a `group.id`.
+pub(crate) fn batched(consumer: BaseConsumer) -> Result<BatchedConsumer, RuntimeError> {
+    BatchedConsumer::new(consumer).ok_or_else(|| {
+        RuntimeError::client(KafkaError::ClientCreation(
+            "an assign-only consumer without a consumer queue (no group.id)".to_owned(),
+        ))
+    })
 }
 
 /// The global thread's consumer.

@@ -33,6 +33,7 @@ use super::clients;
 use super::config::StreamsConfig;
 use super::consumer_position::is_fatal_consumer_error;
 use super::ffi::cached_watermarks;
+use super::ffi::BatchedConsumer;
 use super::queries::StoreInstance;
 use super::standby_listener::{StandbyUpdateListener, SuspendReason};
 use super::task_creator::TaskCreator;
@@ -66,8 +67,8 @@ pub(crate) struct StandbyTasks {
     tasks: HashMap<TaskId, Standby>,
     /// Changelog partition → its standby task and store.
     partitions: HashMap<TopicPartition, (TaskId, String)>,
-    /// Made with the first standby.
-    consumer: Option<BaseConsumer>,
+    /// Made with the first standby; read in batches.
+    consumer: Option<BatchedConsumer>,
     listener: Option<Arc<dyn StandbyUpdateListener>>,
     updates: Counter,
 }
@@ -92,13 +93,13 @@ impl StandbyTasks {
     fn consumer(&mut self) -> Result<&BaseConsumer, RuntimeError> {
         if self.consumer.is_none() {
             let name = format!("{}-standby", self.thread);
-            self.consumer = Some(
+            self.consumer = Some(clients::batched(
                 clients::restore_consumer(&self.config, &name)
                     .create()
                     .client()?,
-            );
+            )?);
         }
-        Ok(self.consumer.as_ref().expect("just made"))
+        Ok(self.consumer.as_deref().expect("just made"))
     }
 
     /// Makes standby task `id`: its stores opened in its directory (as an
@@ -182,7 +183,7 @@ impl StandbyTasks {
             positions.add_partition(&key.topic, key.partition);
             if let Some(listener) = &self.listener {
                 let at = standby.reached.get(key).map_or(-1, |o| *o);
-                let end = end_offset(self.consumer.as_ref(), key);
+                let end = end_offset(self.consumer.as_deref(), key);
                 listener.on_update_suspended(key, &store, at, end, why);
             }
         }
@@ -219,8 +220,8 @@ impl StandbyTasks {
             },
             |_| Some(i64::MAX),
         )?;
-        for (key, records) in batch.partitions {
-            let Some((id, store)) = self.partitions.get(&key) else {
+        for (key, records) in &batch.partitions {
+            let Some((id, store)) = self.partitions.get(key) else {
                 continue; // unassigned since it was fetched
             };
             let Some(standby) = self.tasks.get_mut(id) else {
@@ -232,7 +233,7 @@ impl StandbyTasks {
             built
                 .lifecycle
                 .borrow_mut()
-                .restore_batch(&records.changelog_records(&key))?;
+                .restore_batch(&batch.changelog_records(records, key))?;
             let last = records.last_offset();
             let count = records.count() as u64;
             standby.reached.insert(key.clone(), last);
@@ -240,12 +241,12 @@ impl StandbyTasks {
             self.updates.add(count);
             if let Some(listener) = &self.listener {
                 listener.on_batch_loaded(
-                    &key,
+                    key,
                     store,
                     &id.to_string(),
                     last,
                     count,
-                    end_offset(Some(consumer), &key),
+                    end_offset(Some(consumer), key),
                 );
             }
         }
@@ -262,7 +263,7 @@ impl StandbyTasks {
     /// records applied, and the high watermarks librdkafka last saw (`None`
     /// until one is known for every partition).
     pub(super) fn offset_sums(&self) -> Vec<(TaskId, i64, Option<i64>)> {
-        let consumer = self.consumer.as_ref();
+        let consumer = self.consumer.as_deref();
         let mut sums: HashMap<TaskId, (i64, Option<i64>)> = HashMap::new();
         for (key, (id, _)) in &self.partitions {
             let Some(standby) = self.tasks.get(id) else {

@@ -30,6 +30,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use super::changelog_batch;
 use super::clients;
 use super::config::StreamsConfig;
+use super::ffi::BatchedConsumer;
 use super::restore_progress::{RestoreBoard, RestoreKind};
 use super::RuntimeError;
 use crate::kafka::client_error::ClientResult;
@@ -142,13 +143,9 @@ pub(crate) struct StateUpdater {
     /// Where restorations report their progress.
     restore_board: RestoreBoard,
     /// Made at the first restoration: most threads of a stateless
-    /// application never need one. Read a record per poll from its own
-    /// queue: forwarding its partitions to a fetch queue read in batches
-    /// (as the main consumer does) lost the first records of a partition
-    /// when its fetch started before the forwarding, to the consumer's
-    /// queue (seen on CI: a hole in a restored store). Forwarding before
-    /// the assignment is the fix to try.
-    consumer: Option<BaseConsumer>,
+    /// application never need one. Read in batches from its own queue
+    /// (see [`BatchedConsumer`]).
+    consumer: Option<BatchedConsumer>,
     changelogs: HashMap<TopicPartition, Changelog>,
     /// Changelog partitions added since the last step, with their start
     /// offsets: assigned together at the next step. One by one, each new
@@ -179,9 +176,9 @@ impl StateUpdater {
     fn consumer(&mut self) -> Result<&BaseConsumer, RuntimeError> {
         if self.consumer.is_none() {
             let client = clients::restore_consumer(&self.config, &self.thread);
-            self.consumer = Some(client.create().client()?);
+            self.consumer = Some(clients::batched(client.create().client()?)?);
         }
-        Ok(self.consumer.as_ref().expect("just made"))
+        Ok(self.consumer.as_deref().expect("just made"))
     }
 
     /// Assigns the changelog partitions added since the last step, each
@@ -347,8 +344,8 @@ impl StateUpdater {
         }
     }
 
-    /// Reads one batch from the restore consumer, a record per poll, and
-    /// applies it, per changelog partition, to its store. Returns how many
+    /// Reads one batch from the restore consumer and applies it, per
+    /// changelog partition, to its store. Returns how many
     /// records it read.
     fn read_batch(&mut self, wait: Duration) -> Result<usize, RuntimeError> {
         let consumer = self
@@ -365,12 +362,12 @@ impl StateUpdater {
             // after the restore began (processing will see it).
             |key| changelogs.get(key).map(|c| c.end),
         )?;
-        for (key, records) in batch.partitions {
-            let changelog = self.changelogs.get_mut(&key).expect("fetched for it");
+        for (key, records) in &batch.partitions {
+            let changelog = self.changelogs.get_mut(key).expect("fetched for it");
             let last = records.last_offset();
             changelog
                 .restoration
-                .restore_batch(&records.changelog_records(&key), last)?;
+                .restore_batch(&batch.changelog_records(records, key), last)?;
             if let Some(task) = self.tasks.get_mut(&changelog.task) {
                 task.since_checkpoint += records.count() as u64;
                 task.reached.insert(key.clone(), Some(last));

@@ -215,29 +215,7 @@ impl FetchQueue {
         let Some(handles) = self.handles(consumer) else {
             return 0;
         };
-        if max == 0 {
-            return 0;
-        }
-        into.reserve(max);
-        let timeout_ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX);
-        // SAFETY: the queue is open for the borrow of `handles`. `into` has
-        // room for `max` more elements past its length; a FetchedMessage is
-        // a non-null message pointer (repr(transparent), through `Owned`),
-        // so librdkafka writes at most `max` of them there and returns how
-        // many (never below 0 in this version; a negative count is taken
-        // as none), each an owned message, non-null, that the
-        // FetchedMessage destroys when dropped.
-        unsafe {
-            let end = into
-                .as_mut_ptr()
-                .add(into.len())
-                .cast::<*mut rd::rd_kafka_message_t>();
-            let n =
-                rd::rd_kafka_consume_batch_queue(handles.fetched.as_ptr(), timeout_ms, end, max);
-            let n = usize::try_from(n).unwrap_or(0).min(max);
-            into.set_len(into.len() + n);
-            n
-        }
+        read_queue(&handles.fetched, wait, max, into)
     }
 
     /// Whether events (a rebalance, errors, logs) wait on the consumer's
@@ -260,6 +238,61 @@ impl FetchQueue {
         // reads the cell meanwhile.
         let handles = unsafe { (*self.0.handles.get()).take() };
         drop(handles);
+    }
+}
+
+/// Reads up to `max` records of `queue` onto the end of `into`, waiting up
+/// to `wait` for the first. Returns how many were read.
+pub(super) fn read_queue(
+    queue: &Owned<rd::rd_kafka_queue_t>,
+    wait: Duration,
+    max: usize,
+    into: &mut Vec<FetchedMessage>,
+) -> usize {
+    if wait.is_zero() {
+        return read_batch(queue, 0, max, into);
+    }
+    // librdkafka's batch read waits out its whole timeout unless `max`
+    // records come: asked for a full batch of a partly filled queue, it
+    // held the records that were there while more trickled in (half the
+    // wait on the median record). So the wait is for the first alone, and
+    // the rest is what is there at that moment.
+    let timeout_ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX);
+    if read_batch(queue, timeout_ms, 1.min(max), into) == 0 {
+        return 0;
+    }
+    1 + read_batch(queue, 0, max - 1, into)
+}
+
+/// Reads up to `max` records of `queue` onto the end of `into`, as
+/// librdkafka's batch read does: waiting up to `timeout_ms` until there are
+/// `max`. Returns how many were read.
+fn read_batch(
+    queue: &Owned<rd::rd_kafka_queue_t>,
+    timeout_ms: i32,
+    max: usize,
+    into: &mut Vec<FetchedMessage>,
+) -> usize {
+    if max == 0 {
+        return 0;
+    }
+    into.reserve(max);
+    // SAFETY: the queue is open while its owner is borrowed (its client
+    // outlives it: see `Owned::from_ptr`). `into` has room for `max` more
+    // elements past its length; a FetchedMessage is a non-null message
+    // pointer (repr(transparent), through `Owned`), so librdkafka writes at
+    // most `max` of them there and returns how many (never below 0 in this
+    // version; a negative count is taken as none), each an owned message,
+    // non-null, that the FetchedMessage destroys when dropped.
+    unsafe {
+        let end = into
+            .as_mut_ptr()
+            .add(into.len())
+            .cast::<*mut rd::rd_kafka_message_t>();
+        let n = rd::rd_kafka_consume_batch_queue(queue.as_ptr(), timeout_ms, end, max);
+        let n = usize::try_from(n).unwrap_or(0).min(max);
+        into.set_len(into.len() + n);
+        n
     }
 }
 

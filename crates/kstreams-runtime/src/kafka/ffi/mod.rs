@@ -13,10 +13,13 @@
 //!   without a request.
 //! - `fetch_queue`: the stream thread's queue of fetched records and the
 //!   consumer that owns it.
+//! - `batched_consumer`: an assign-only consumer (restore, standbys) read a
+//!   batch at a time from its own queue.
 //! - `message`: a consumed message read in place (the record copy).
 //! - `topic_handle`: producing by topic handle.
 //! - `error_name`: librdkafka's names of its error codes.
 
+mod batched_consumer;
 mod cached_offsets;
 mod error_name;
 mod fetch_queue;
@@ -24,6 +27,7 @@ mod message;
 mod owned;
 mod topic_handle;
 
+pub(crate) use batched_consumer::{Batch, BatchedConsumer};
 pub(crate) use cached_offsets::{cached_position, cached_watermarks};
 pub(crate) use error_name::error_name;
 pub(crate) use fetch_queue::{FetchQueue, FetchedMessage, QueuedConsumer};
