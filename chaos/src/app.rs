@@ -245,9 +245,9 @@ fn config(spec: &AppSpec) -> Result<StreamsConfig, Box<dyn std::error::Error>> {
         config.set("num.standby.replicas", replicas)?;
     }
     config.set("statestore.cache.max.bytes", &spec.cache_bytes.to_string())?;
-    if spec.transactional_stores {
-        config = config.transactional_state_stores(true);
-    }
+    // Said either way: kstreams' default is on, and the scenarios without
+    // them test the full restore after a crash.
+    config = config.transactional_state_stores(spec.transactional_stores);
     if let Some(keys) = &spec.security {
         for (key, value) in crate::listener::read_keys(keys)? {
             config.set(&key, &value)?;

@@ -814,7 +814,9 @@ pub(super) static KEYS: &[ConfigKey] = &[
         "enable.transactional.statestores",
         "Whether state stores write transactionally (KIP-892): under exactly-once, persistent \
          stores hold their writes until the transaction commits, so a crash costs the \
-         changelog's tail instead of the whole local state.",
+         changelog's tail instead of the whole local state. kstreams' default is true (Kafka \
+         Streams': false); false restores the whole local state after a crash, as Kafka \
+         Streams does.",
         |c, s| {
             c.transactional_state_stores = s.trimmed().parse("true or false")?;
             Ok(())

@@ -146,8 +146,9 @@ pub struct StreamsConfig {
     /// `state.cleanup.delay.ms`: how often, and after how long idle, the
     /// state of tasks the instance no longer owns is deleted.
     pub(crate) state_cleanup_delay: Duration,
-    /// `enable.transactional.statestores` (KIP-892): under exactly-once,
-    /// persistent stores hold their writes until the transaction commits.
+    /// `enable.transactional.statestores` (KIP-892, on by default): under
+    /// exactly-once, persistent stores hold their writes until the
+    /// transaction commits.
     pub(crate) transactional_state_stores: bool,
     /// `statestore.uncommitted.max.bytes`: the uncommitted writes of a
     /// thread's transactional stores that force a commit.
@@ -240,7 +241,7 @@ impl StreamsConfig {
             // Kafka Streams' default: 10 minutes.
             state_cleanup_delay: Duration::from_secs(600),
             // Kafka Streams' defaults (KIP-892): off, and 64 MiB.
-            transactional_state_stores: false,
+            transactional_state_stores: true,
             state_store_uncommitted_max_bytes: 64 << 20,
             interactive_query_isolation: IsolationLevel::ReadUncommitted,
             // Kafka Streams' default: a day, for clock drift between the
@@ -704,8 +705,11 @@ impl StreamsConfig {
         self
     }
 
-    /// Transactional state stores (KIP-892, `enable.transactional.statestores`,
-    /// off by default as in Kafka Streams). Under exactly-once a RocksDB
+    /// Transactional state stores (KIP-892, `enable.transactional.statestores`),
+    /// **on by default**, where Kafka Streams has them off: a crash then
+    /// costs the changelog's tail instead of the whole local state, for a
+    /// few percent more CPU (BENCHMARKS.md, "Crash recovery under
+    /// exactly-once"). Under exactly-once a RocksDB
     /// store then holds its writes until the transaction commits and writes
     /// them to disk with the changelog offsets they reach, in one batch: its
     /// files only ever hold committed states, so after a crash (SIGKILL, an
