@@ -168,6 +168,23 @@ impl TopologyGraph {
         }
     }
 
+    /// Records what a `Consumed` asks of the DSL source `source`: its
+    /// topics are read to their end before joins (bootstrap), and where it
+    /// starts without a committed offset.
+    pub(crate) fn note_source_options(
+        &mut self,
+        source: &str,
+        bootstrap: bool,
+        offset_reset: Option<crate::AutoOffsetReset>,
+    ) {
+        if bootstrap {
+            self.mark_bootstrap_upstream(source);
+        }
+        if let Some(policy) = offset_reset {
+            self.offset_resets.insert(source.to_owned(), policy);
+        }
+    }
+
     /// Marks the topics of the sources upstream of `node` as bootstrap.
     pub(crate) fn mark_bootstrap_upstream(&mut self, node: &str) {
         let Some(&start) = self.by_name.get(node) else {

@@ -319,17 +319,13 @@ struct Measured {
     cpu: Duration,
     rss_mib: f64,
     /// The figures of its `DONE` line.
-    figures: HashMap<String, String>,
+    figures: Tagged,
 }
 
 impl Measured {
     /// A figure of the `DONE` line.
     fn figure(&self, k: &str) -> Result<u64> {
-        self.figures
-            .get(k)
-            .ok_or_else(|| anyhow!("DONE line lacks {k}"))?
-            .parse()
-            .with_context(|| format!("DONE {k}"))
+        self.figures.get(k)
     }
 
     /// Records per wall second after start-up (see progress.rs).
@@ -467,8 +463,12 @@ impl Bench<'_> {
                 }
                 (rates, _) => rates.to_vec(),
             };
+            let mut order = implementations(self.plan.latency_workload);
+            if self.baseline.is_some() {
+                order.insert(1, BASELINE);
+            }
             for rate in rates {
-                for implementation in implementations(self.plan.latency_workload) {
+                for implementation in order.iter().copied() {
                     if self
                         .plan
                         .only
@@ -660,18 +660,9 @@ impl Bench<'_> {
         let (fingerprint, verified) = self.verify(workload, &output, &label)?;
         self.delete_topics(&[&output], Some(&app_id))?;
         let (first_output_s, output_s) = if timed_on_append {
-            let times = key_values(
-                verified
-                    .lines()
-                    .find_map(|l| l.strip_prefix("OUTPUT_TIMES_MS "))
-                    .ok_or_else(|| anyhow!("{label}: verify printed no OUTPUT_TIMES_MS line"))?,
-            );
+            let times = Tagged::find(&verified, "OUTPUT_TIMES_MS", &label)?;
             let since_spawn = |k: &str| -> Result<String> {
-                let ms: i64 = times
-                    .get(k)
-                    .ok_or_else(|| anyhow!("OUTPUT_TIMES_MS lacks {k}"))?
-                    .parse()
-                    .with_context(|| format!("OUTPUT_TIMES_MS {k}"))?;
+                let ms: i64 = times.get(k)?;
                 Ok(format!(
                     "{:.3}",
                     (ms - measured.spawned_epoch_ms) as f64 / 1000.0
@@ -805,23 +796,9 @@ impl Bench<'_> {
             ]),
             "reading the changelog's size",
         )?;
-        let changelog = key_values(
-            changelog
-                .lines()
-                .find_map(|l| l.strip_prefix("CHANGELOG "))
-                .ok_or_else(|| anyhow!("{label}: changelog printed no CHANGELOG line"))?,
-        );
-        let changelog_figure = |k: &str| -> Result<u64> {
-            changelog
-                .get(k)
-                .ok_or_else(|| anyhow!("CHANGELOG lacks {k}"))?
-                .parse()
-                .with_context(|| format!("CHANGELOG {k}"))
-        };
-        let (partitions, changelog_records) = (
-            changelog_figure("partitions")?,
-            changelog_figure("records")?,
-        );
+        let changelog = Tagged::find(&changelog, "CHANGELOG", &label)?;
+        let (partitions, changelog_records): (u64, u64) =
+            (changelog.get("partitions")?, changelog.get("records")?);
         if !state_dir.is_dir() {
             bail!(
                 "{label}: the count run left no local state in {}",
@@ -1121,19 +1098,8 @@ impl Bench<'_> {
         let (fingerprint, _) = self.verify(workload, &output, &label)?;
         self.delete_topics(&[&output], Some(&app_id))?;
 
-        let times = key_values(
-            watched
-                .lines()
-                .find_map(|l| l.strip_prefix("RECOVERED "))
-                .ok_or_else(|| anyhow!("{label}: recovery-watch printed no RECOVERED line"))?,
-        );
-        let at = |k: &str| -> Result<i64> {
-            times
-                .get(k)
-                .ok_or_else(|| anyhow!("RECOVERED lacks {k}"))?
-                .parse()
-                .with_context(|| format!("RECOVERED {k}"))
-        };
+        let times = Tagged::find(&watched, "RECOVERED", &label)?;
+        let at = |k: &str| -> Result<i64> { times.get(k) };
         let since = |from: i64, to: i64| (to - from) as f64 / 1000.0;
         let restarted_ms = measured.spawned_epoch_ms;
         let (committed, readable) = (
@@ -1249,6 +1215,45 @@ fn key_values(line: &str) -> HashMap<String, String> {
         .collect()
 }
 
+/// The `k=v` figures of the line a bench-node tool prints after its tag
+/// (`DONE`, `CHANGELOG`, `LATENCY`, ...).
+struct Tagged {
+    tag: &'static str,
+    figures: HashMap<String, String>,
+}
+
+impl Tagged {
+    /// The figures of `tag`'s line in `output`, `label`'s run.
+    fn find(output: &str, tag: &'static str, label: &str) -> Result<Self> {
+        let line = output
+            .lines()
+            .find_map(|l| l.strip_prefix(tag)?.strip_prefix(' '))
+            .ok_or_else(|| anyhow!("{label}: no {tag} line in {output:?}"))?;
+        Ok(Self::of(tag, line))
+    }
+
+    fn of(tag: &'static str, line: &str) -> Self {
+        Tagged {
+            tag,
+            figures: key_values(line),
+        }
+    }
+
+    /// Figure `k`, parsed.
+    fn get<T>(&self, k: &str) -> Result<T>
+    where
+        T: std::str::FromStr,
+        T::Err: std::error::Error + Send + Sync + 'static,
+    {
+        let tag = self.tag;
+        self.figures
+            .get(k)
+            .ok_or_else(|| anyhow!("{tag} lacks {k}"))?
+            .parse()
+            .with_context(|| format!("{tag} {k}"))
+    }
+}
+
 /// Runs `command` until it prints `DONE`, calling `on_ready` once it prints
 /// `READY`; its stderr goes to `log`. Wall time runs from the spawn to the
 /// `DONE` line; CPU time and peak RSS are the kernel's for the whole process.
@@ -1292,7 +1297,7 @@ fn measure(
             Ok(line) if line == "CAUGHT_UP" && done.is_some() => break true,
             Ok(line) => {
                 if let Some(figures) = line.strip_prefix("DONE ") {
-                    done = Some((started.elapsed(), key_values(figures)));
+                    done = Some((started.elapsed(), Tagged::of("DONE", figures)));
                     let Some(after_done) = after_done else {
                         break true;
                     };

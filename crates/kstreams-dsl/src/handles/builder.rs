@@ -133,16 +133,10 @@ impl StreamsBuilder {
             );
             state.record(added);
         }
-        if consumed.bootstrap {
-            state.topology.graph.mark_bootstrap_upstream(&name);
-        }
-        if let Some(policy) = consumed.offset_reset {
-            state
-                .topology
-                .graph
-                .offset_resets
-                .insert(name.clone(), policy);
-        }
+        state
+            .topology
+            .graph
+            .note_source_options(&name, consumed.bootstrap, consumed.offset_reset);
         drop(state);
         let mut stream = KStream::new(self.state.clone(), name);
         stream.key_serde = Some(consumed.key_serde);
@@ -245,15 +239,11 @@ impl StreamsBuilder {
                 consumed.extractor.clone(),
             );
             s.record(added);
-            if consumed.bootstrap {
-                s.topology.graph.mark_bootstrap_upstream(&source);
-            }
-            if let Some(policy) = consumed.offset_reset {
-                s.topology
-                    .graph
-                    .offset_resets
-                    .insert(source.clone(), policy);
-            }
+            s.topology.graph.note_source_options(
+                &source,
+                consumed.bootstrap,
+                consumed.offset_reset,
+            );
             (source, table_node)
         };
         let mut table = KTable::<K, V>::source::<Option<K>, Option<V>>(

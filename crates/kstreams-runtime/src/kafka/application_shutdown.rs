@@ -11,7 +11,7 @@
 //! librdkafka: there only the asking instance stops.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long an instance waits for the group to answer its request before
@@ -20,20 +20,18 @@ use std::time::{Duration, Instant};
 pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The instance's side of an application shutdown, shared by its threads.
+/// Every pass of every thread's loop reads it: the first request and the
+/// first reason are set once, and reading them takes no lock.
 #[derive(Clone, Default)]
 pub(crate) struct ApplicationShutdown(Arc<Inner>);
 
 #[derive(Default)]
 struct Inner {
-    /// When a handler of this instance asked for it.
-    requested: Mutex<Option<Instant>>,
-    /// Whether one did: every pass of every thread's loop reads it, so one
-    /// load and no lock.
-    asked: AtomicBool,
-    /// Why the instance stops: the group's word, or no answer in time.
-    heard: Mutex<Option<String>>,
-    /// Whether the instance stops: read like `asked`.
-    stopping: AtomicBool,
+    /// When a handler of this instance first asked for it.
+    requested: OnceLock<Instant>,
+    /// Why the instance stops (the group's word, or no answer in time):
+    /// set, every thread ends its loop.
+    heard: OnceLock<String>,
     /// Whether the instance's error list has the reason already.
     reported: AtomicBool,
 }
@@ -41,42 +39,29 @@ struct Inner {
 impl ApplicationShutdown {
     /// A handler answered `ShutdownApplication`: the threads tell the group.
     pub(crate) fn request(&self) {
-        let mut requested = self.0.requested.lock().unwrap_or_else(|p| p.into_inner());
-        requested.get_or_insert_with(Instant::now);
-        self.0.asked.store(true, Ordering::Release);
+        self.0.requested.get_or_init(Instant::now);
     }
 
     /// When a shutdown was asked for here, if one was.
     pub(crate) fn requested_at(&self) -> Option<Instant> {
-        if !self.0.asked.load(Ordering::Acquire) {
-            return None;
-        }
-        *self.0.requested.lock().unwrap_or_else(|p| p.into_inner())
+        self.0.requested.get().copied()
     }
 
     /// The instance stops, for `reason`: every thread ends its loop.
     pub(crate) fn hear(&self, reason: String) {
-        let mut heard = self.0.heard.lock().unwrap_or_else(|p| p.into_inner());
-        heard.get_or_insert(reason);
-        self.0.stopping.store(true, Ordering::Release);
+        let _ = self.0.heard.set(reason);
     }
 
     /// Whether the instance stops for an application shutdown.
     pub(crate) fn heard(&self) -> bool {
-        self.0.stopping.load(Ordering::Acquire)
+        self.0.heard.get().is_some()
     }
 
     /// The reason, the first time it is asked for (for the instance's error
     /// list, once whichever thread ends first).
     pub(crate) fn reason_to_report(&self) -> Option<String> {
-        if !self.heard() || self.0.reported.swap(true, Ordering::AcqRel) {
-            return None;
-        }
-        self.0
-            .heard
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        let reason = self.0.heard.get()?;
+        (!self.0.reported.swap(true, Ordering::AcqRel)).then(|| reason.clone())
     }
 }
 

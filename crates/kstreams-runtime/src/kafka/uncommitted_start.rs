@@ -27,6 +27,7 @@ use rdkafka::consumer::{Consumer, ConsumerContext};
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::config::{reset_by_duration, KafkaClient, StreamsConfig, BY_DURATION_FALLBACK};
+use super::offsets::{committed_of, Committed};
 
 /// How long the group coordinator may take to answer for committed
 /// offsets (and the broker for offsets by time) before the partitions are
@@ -99,6 +100,9 @@ pub(crate) struct Placement {
     /// Partitions whose source's policy is `none` while librdkafka would
     /// reset them by `auto.offset.reset`: the thread fails with them.
     pub unstartable: Vec<TopicPartition>,
+    /// The committed offsets (and their metadata) the placement read: the
+    /// assignment step need not ask the group for these again.
+    pub committed: Vec<Committed>,
 }
 
 impl Placement {
@@ -107,6 +111,7 @@ impl Placement {
     pub(crate) fn merge(&mut self, other: Placement) {
         self.starts.extend(other.starts);
         self.unstartable.extend(other.unstartable);
+        self.committed.extend(other.committed);
     }
 }
 
@@ -174,6 +179,13 @@ impl UncommittedStarts {
                 return placement;
             }
         };
+        // An answer with an error is left out: the assignment asks again.
+        placement.committed = committed_of(&committed)
+            .into_iter()
+            .zip(committed.elements())
+            .filter(|(_, e)| e.error().is_ok())
+            .map(|(c, _)| c)
+            .collect();
         // The partitions without a committed offset, by policy. A partition
         // the coordinator answered with an error (say an offset still
         // unstable, or no authorization) has an invalid offset too: it is

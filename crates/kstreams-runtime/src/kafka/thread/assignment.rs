@@ -7,7 +7,7 @@
 //! slices of the thread's loop while the tasks restored already process
 //! (the thread stays PARTITIONS_ASSIGNED meanwhile).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use kstreams_state::TopicPartition;
@@ -65,23 +65,18 @@ impl ThreadLoop<'_> {
                     self.maybe_running();
                 }
                 GroupChange::ShutdownApplication(why) => {
+                    let why = if why.is_empty() {
+                        "streams group status SHUTDOWN_APPLICATION".to_owned()
+                    } else {
+                        why
+                    };
                     log::error!(
-                        "{}: the streams group asks every instance to shut down{}",
-                        self.name,
-                        if why.is_empty() {
-                            String::new()
-                        } else {
-                            format!(": {why}")
-                        }
+                        "{}: the streams group asks every instance to shut down: {why}",
+                        self.name
                     );
                     self.instance.application_shutdown.hear(format!(
                         "the application was shut down: an instance's uncaught-exception \
-                         handler answered ShutdownApplication ({})",
-                        if why.is_empty() {
-                            "streams group status SHUTDOWN_APPLICATION"
-                        } else {
-                            &why
-                        }
+                         handler answered ShutdownApplication ({why})"
                     ));
                 }
             }
@@ -113,28 +108,44 @@ impl ThreadLoop<'_> {
             });
         }
         self.intake.assigned(assigned, &self.config.metrics)?;
-        let mut committed = self
-            .consumer
-            .committed_offsets(partition_list(assigned), Duration::from_secs(10))
-            // Partitions then start without their committed partition time
-            // and operators' metadata (an emit-final window may be emitted
-            // again).
-            .map_err(|e| {
-                log::warn!(
-                    "{}: committed offsets and their metadata unknown: {e}",
-                    self.name
-                )
-            })
-            .ok()
-            .map(|list| committed_of(&list))
-            .unwrap_or_default();
+        // What the placement read already is not asked for again.
+        let read: HashSet<&TopicPartition> =
+            placement.committed.iter().map(|c| &c.partition).collect();
+        let unread: Vec<TopicPartition> = assigned
+            .iter()
+            .filter(|p| !read.contains(p))
+            .cloned()
+            .collect();
+        let mut committed = if unread.is_empty() {
+            Vec::new()
+        } else {
+            self.consumer
+                .committed_offsets(partition_list(&unread), Duration::from_secs(10))
+                // Partitions then start without their committed partition
+                // time and operators' metadata (an emit-final window may be
+                // emitted again).
+                .map_err(|e| {
+                    log::warn!(
+                        "{}: committed offsets and their metadata unknown: {e}",
+                        self.name
+                    )
+                })
+                .ok()
+                .map(|list| committed_of(&list))
+                .unwrap_or_default()
+        };
+        let assigned_now: HashSet<&TopicPartition> = assigned.iter().collect();
+        committed.extend(
+            placement
+                .committed
+                .into_iter()
+                .filter(|c| assigned_now.contains(&c.partition)),
+        );
         // Where a partition without a committed offset was placed is where
         // its reading starts, for the lag.
+        let starts: HashMap<TopicPartition, i64> = placement.starts.into_iter().collect();
         for c in committed.iter_mut().filter(|c| c.offset.is_none()) {
-            c.offset = placement
-                .starts
-                .iter()
-                .find_map(|(tp, start)| (*tp == c.partition).then_some(*start));
+            c.offset = starts.get(&c.partition).copied();
         }
         let (consumer, name) = (&self.consumer, &self.name);
         let result = self.tasks.assign(assigned, &committed, |topic, partition| {
