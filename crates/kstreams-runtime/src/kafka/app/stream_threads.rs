@@ -189,9 +189,9 @@ impl KafkaStreams {
     /// (Kafka Streams resizes theirs too).
     ///
     /// A static member of a streams group (`consumer.group.instance.id`
-    /// with `group.protocol=streams`) still leaves as at a restart (epoch
-    /// -2), so its tasks move only after the session timeout; Kafka Streams
-    /// makes it leave for good.
+    /// with `group.protocol=streams`) leaves for good too (epoch -1, not a
+    /// restart's -2), so its tasks move now, as Kafka Streams removes the
+    /// removed thread's static member from the group.
     ///
     /// Only while RUNNING or REBALANCING, and only with a live thread to
     /// remove; otherwise nothing is removed and the answer is `Ok(None)`.
