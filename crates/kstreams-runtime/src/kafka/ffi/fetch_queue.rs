@@ -273,7 +273,12 @@ fn read_batch(
     max: usize,
     into: &mut Vec<FetchedMessage>,
 ) -> usize {
-    if max == 0 {
+    // SAFETY: the queue is open while its owner is borrowed (see below);
+    // its length is read under its lock.
+    let empty = unsafe { rd::rd_kafka_queue_length(queue.as_ptr()) == 0 };
+    // A read that would not wait on an empty queue: no room to make (the
+    // standby consumer is read this way on every pass of the loop).
+    if max == 0 || (timeout_ms == 0 && empty) {
         return 0;
     }
     into.reserve(max);

@@ -17,7 +17,7 @@ use rdkafka::Offset;
 use super::membership::GroupChange;
 use super::{ThreadLoop, ThreadState, CONSUMER_TIMEOUT};
 use crate::kafka::client_error::ClientResult;
-use crate::kafka::offsets::committed_of;
+use crate::kafka::offsets::{committed_of, Committed};
 use crate::kafka::rebalance_listener::{partition_list, RebalanceListener};
 use crate::kafka::RuntimeError;
 
@@ -108,12 +108,19 @@ impl ThreadLoop<'_> {
             });
         }
         self.intake.assigned(assigned, &self.config.metrics)?;
-        // What the placement read already is not asked for again.
-        let read: HashSet<&TopicPartition> =
-            placement.committed.iter().map(|c| &c.partition).collect();
+        // What the placement read already is not asked for again; of a
+        // partition placed twice (assigned again before the thread took the
+        // first assignment), the later reading counts.
+        let assigned_now: HashSet<&TopicPartition> = assigned.iter().collect();
+        let placed: HashMap<TopicPartition, Committed> = placement
+            .committed
+            .into_iter()
+            .filter(|c| assigned_now.contains(&c.partition))
+            .map(|c| (c.partition.clone(), c))
+            .collect();
         let unread: Vec<TopicPartition> = assigned
             .iter()
-            .filter(|p| !read.contains(p))
+            .filter(|p| !placed.contains_key(*p))
             .cloned()
             .collect();
         let mut committed = if unread.is_empty() {
@@ -134,13 +141,7 @@ impl ThreadLoop<'_> {
                 .map(|list| committed_of(&list))
                 .unwrap_or_default()
         };
-        let assigned_now: HashSet<&TopicPartition> = assigned.iter().collect();
-        committed.extend(
-            placement
-                .committed
-                .into_iter()
-                .filter(|c| assigned_now.contains(&c.partition)),
-        );
+        committed.extend(placed.into_values());
         // Where a partition without a committed offset was placed is where
         // its reading starts, for the lag.
         let starts: HashMap<TopicPartition, i64> = placement.starts.into_iter().collect();
