@@ -305,12 +305,16 @@ impl<K: 'static, V: 'static> StoreSpec<K, V> {
             operator: format!("store {}", self.name),
             message: e.to_string(),
         })?;
+        // A window's value carries the largest timestamp of its records,
+        // each at or after the window's start: its changelog records are
+        // stamped within their windows.
         Ok(Stores::timestamped_window_store_builder(
             supplier,
             self.key_serde.clone(),
             self.value_serde.clone(),
         )
-        .with_options(self.options.clone()))
+        .with_options(self.options.clone())
+        .with_changelog_stamped_in_window())
     }
 
     /// A session store builder.

@@ -377,6 +377,7 @@ impl Topology {
                             topic: kstreams_state::changelog_topic_name(application_id, store),
                             config: builder.log_config(),
                             windowed_retention: builder.windowed_changelog_retention(),
+                            restore_within_retention: builder.restore_within_retention(),
                         });
                     }
                 }
@@ -648,6 +649,10 @@ pub struct ChangelogTopic {
     /// `retention.ms` is that plus `windowstore.changelog.additional.retention.ms`
     /// ([`StoreBuilder::windowed_changelog_retention`](kstreams_state::StoreBuilder::windowed_changelog_retention)).
     pub windowed_retention: Option<i64>,
+    /// A window store's retention when a restore without local state may
+    /// skip the records stamped before the newest window's retention
+    /// ([`StoreBuilder::restore_within_retention`](kstreams_state::StoreBuilder::restore_within_retention)).
+    pub restore_within_retention: Option<i64>,
 }
 
 /// The topics one sub-topology reads.

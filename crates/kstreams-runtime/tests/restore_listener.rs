@@ -419,114 +419,187 @@ fn committed(bootstrap: &str, group: &str, topic: &str, partition: i32) -> Optio
 /// partition 0's task counts on from its restored state.
 #[test]
 fn a_restore_longer_than_the_poll_interval_runs_once_while_restored_tasks_process() {
-    const APP: &str = "restore-live";
-    const EVENTS: &str = "events";
-    const OUT: &str = "event-counts";
-    const BIG: usize = 200_000;
     let _ = env_logger::builder().is_test(true).try_init();
     let kafka = EmbeddedKafka::start(1).unwrap();
-    let bootstrap = kafka.bootstrap_servers();
-    let changelog = format!("{APP}-counts-changelog");
-    for topic in [EVENTS, OUT, &changelog] {
+    let run = LongRestore {
+        bootstrap: kafka.bootstrap_servers(),
+        app: "restore-live".to_string(),
+        events: "events".to_string(),
+        out: "event-counts".to_string(),
+        changelog_records: 200_000,
+        per_record: Duration::from_micros(40),
+        // librdkafka wants the session timeout at most the poll interval.
+        poll_interval_ms: 3_000,
+    };
+    for topic in [&run.events, &run.out, &run.changelog()] {
         kafka.create_topic(topic, PARTITIONS, 1).unwrap();
     }
-    // The count store's changelog as an earlier instance left it: key k{i}
-    // counted i times on partition 0, j{i} on partition 1.
-    let count_value = |i: usize| (i as i64).to_be_bytes().to_vec();
-    let k = |i: usize| format!("k{i}");
-    produce_to(&bootstrap, &changelog, k, BIG, count_value, |_| 0);
-    let j = |i: usize| format!("j{i}");
-    produce_to(&bootstrap, &changelog, j, 100, count_value, |_| 1);
+    run.check();
+}
 
-    let state_dir = tempfile::tempdir().unwrap();
-    let mut config = StreamsConfig::new(APP, &bootstrap)
-        .commit_interval(Duration::from_millis(200))
-        .state_dir(state_dir.path());
-    // librdkafka wants the session timeout at most the poll interval, and
-    // heartbeats well within it.
-    config
-        .set("main.consumer.session.timeout.ms", "3000")
-        .unwrap();
-    config
-        .set("main.consumer.heartbeat.interval.ms", "500")
-        .unwrap();
-    config
-        .set("main.consumer.max.poll.interval.ms", "3000")
-        .unwrap();
-    let mut app = KafkaStreams::new(counts_of(EVENTS, OUT), config);
-    let listener = Arc::new(SlowListener {
-        calls: Recorder::default(),
-        per_record: Duration::from_micros(40),
-        p0_ended: Mutex::new(None),
-    });
-    app.set_global_state_restore_listener(listener.clone())
-        .unwrap();
-    app.start().unwrap();
-
-    // Partition 1's task counts j7 five more times (7 restored) and commits
-    // while partition 0's store still restores.
-    let j7 = |_| "j7".to_string();
-    produce_to(&bootstrap, EVENTS, j7, 5, |_| b"e".to_vec(), |_| 1);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut seen = None;
-    while seen.is_none() {
-        let counts = latest_counts(&bootstrap, OUT);
-        let committed = committed(&bootstrap, APP, EVENTS, 1);
-        assert!(
-            Instant::now() < deadline,
-            "partition 1: j7 counted {:?}, offset {committed:?} committed; {:?}",
-            counts.get("j7"),
-            app.metadata()
-        );
-        let done = committed == Some(5);
-        if counts.get("j7") == Some(&12) && done {
-            seen = Some(Instant::now());
-        }
-    }
-    let ended = *listener.p0_ended.lock().unwrap();
-    assert!(
-        ended.is_none(),
-        "partition 1 was processed and committed only after partition 0 restored"
-    );
-    assert_ne!(app.state(), State::Running, "RUNNING while a task restores");
-
-    // Then partition 0's task: restored once, it counts on.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while listener.p0_ended.lock().unwrap().is_none() || app.state() != State::Running {
-        assert!(Instant::now() < deadline, "partition 0 never restored");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let k3 = |_| "k3".to_string();
-    produce_to(&bootstrap, EVENTS, k3, 1, |_| b"e".to_vec(), |_| 0);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while latest_counts(&bootstrap, OUT).get("k3") != Some(&4) {
-        assert!(
-            Instant::now() < deadline,
-            "k3 was not counted from its restored 3"
-        );
-    }
-    let metrics = app.metrics().gather_text();
-    assert!(app.close(Duration::from_secs(30)));
-
-    let calls = listener.calls.0.lock().unwrap().clone();
-    let p0 = calls
-        .get(&("counts".to_string(), TopicPartition::new(&changelog, 0)))
-        .expect("partition 0 restored");
-    // The mock cluster keeps the newest records of a long partition only:
-    // the restore starts at its log start.
-    let Some(&Call::Start(start, _)) = p0.first() else {
-        panic!("{p0:?}")
+/// The same on a real broker with a multi-million-record changelog:
+/// 3,000,000 records on partition 0, against a poll interval of 6 s (the
+/// broker's shortest session), the listener slowed by 2 µs a record so
+/// that the restore lasts longer than that however fast the machine.
+#[test]
+fn a_multi_million_record_restore_keeps_the_thread_in_its_group_on_a_broker() {
+    use kstreams_embedded::{create_topic, test_broker, unique_name};
+    let Some(bootstrap) = test_broker() else {
+        return;
     };
-    check_sequence("counts p0", p0, start, BIG as i64);
-    let p1 = calls
-        .get(&("counts".to_string(), TopicPartition::new(&changelog, 1)))
-        .expect("partition 1 restored");
-    check_sequence("counts p1", p1, 0, 100);
-    assert_eq!(
-        metric_sum(&metrics, "kstreams_thread_task_created_total"),
-        2.0,
-        "a task was lost and created again\n{metrics}"
+    let _ = env_logger::builder().is_test(true).try_init();
+    let run = LongRestore {
+        bootstrap,
+        app: unique_name("restore-millions"),
+        events: unique_name("restore-millions-in"),
+        out: unique_name("restore-millions-out"),
+        changelog_records: 3_000_000,
+        per_record: Duration::from_micros(2),
+        poll_interval_ms: 6_000,
+    };
+    for topic in [&run.events, &run.out, &run.changelog()] {
+        create_topic(&run.bootstrap, topic, PARTITIONS, 1).unwrap();
+    }
+    let took = run.check();
+    assert!(
+        took > Duration::from_millis(run.poll_interval_ms),
+        "the restore ({took:?}) was not longer than the poll interval"
     );
+}
+
+/// A count store restoring a long changelog partition while the thread's
+/// other task processes, on topics the caller created.
+struct LongRestore {
+    bootstrap: String,
+    app: String,
+    events: String,
+    out: String,
+    /// Records on partition 0 of the changelog (partition 1 gets 100).
+    changelog_records: usize,
+    /// How long the listener holds each of partition 0's records.
+    per_record: Duration,
+    /// `max.poll.interval.ms` and `session.timeout.ms`.
+    poll_interval_ms: u64,
+}
+
+impl LongRestore {
+    fn changelog(&self) -> String {
+        format!("{}-counts-changelog", self.app)
+    }
+
+    /// Runs the application over the prepared changelog and checks it;
+    /// returns how long partition 0's restoration took.
+    fn check(&self) -> Duration {
+        let LongRestore {
+            bootstrap,
+            app: app_id,
+            events,
+            out,
+            changelog_records: big,
+            ..
+        } = self;
+        let (bootstrap, big) = (bootstrap.as_str(), *big);
+        let changelog = self.changelog();
+        // The count store's changelog as an earlier instance left it: key
+        // k{i} counted i times on partition 0, j{i} on partition 1.
+        let count_value = |i: usize| (i as i64).to_be_bytes().to_vec();
+        let k = |i: usize| format!("k{i}");
+        produce_to(bootstrap, &changelog, k, big, count_value, |_| 0);
+        let j = |i: usize| format!("j{i}");
+        produce_to(bootstrap, &changelog, j, 100, count_value, |_| 1);
+
+        let state_dir = tempfile::tempdir().unwrap();
+        let mut config = StreamsConfig::new(app_id, bootstrap)
+            .commit_interval(Duration::from_millis(200))
+            .state_dir(state_dir.path());
+        let interval = self.poll_interval_ms.to_string();
+        config
+            .set("main.consumer.session.timeout.ms", &interval)
+            .unwrap();
+        config
+            .set("main.consumer.heartbeat.interval.ms", "500")
+            .unwrap();
+        config
+            .set("main.consumer.max.poll.interval.ms", &interval)
+            .unwrap();
+        let mut app = KafkaStreams::new(counts_of(events, out), config);
+        let listener = Arc::new(SlowListener {
+            calls: Recorder::default(),
+            per_record: self.per_record,
+            p0_ended: Mutex::new(None),
+        });
+        app.set_global_state_restore_listener(listener.clone())
+            .unwrap();
+        let started = Instant::now();
+        app.start().unwrap();
+
+        // Partition 1's task counts j7 five more times (7 restored) and
+        // commits while partition 0's store still restores.
+        let j7 = |_| "j7".to_string();
+        produce_to(bootstrap, events, j7, 5, |_| b"e".to_vec(), |_| 1);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut seen = None;
+        while seen.is_none() {
+            let counts = latest_counts(bootstrap, out);
+            let committed = committed(bootstrap, app_id, events, 1);
+            assert!(
+                Instant::now() < deadline,
+                "partition 1: j7 counted {:?}, offset {committed:?} committed; {:?}",
+                counts.get("j7"),
+                app.metadata()
+            );
+            let done = committed == Some(5);
+            if counts.get("j7") == Some(&12) && done {
+                seen = Some(Instant::now());
+            }
+        }
+        let ended = *listener.p0_ended.lock().unwrap();
+        assert!(
+            ended.is_none(),
+            "partition 1 was processed and committed only after partition 0 restored"
+        );
+        assert_ne!(app.state(), State::Running, "RUNNING while a task restores");
+
+        // Then partition 0's task: restored once, it counts on.
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while listener.p0_ended.lock().unwrap().is_none() || app.state() != State::Running {
+            assert!(Instant::now() < deadline, "partition 0 never restored");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let took = listener.p0_ended.lock().unwrap().expect("ended") - started;
+        let k3 = |_| "k3".to_string();
+        produce_to(bootstrap, events, k3, 1, |_| b"e".to_vec(), |_| 0);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while latest_counts(bootstrap, out).get("k3") != Some(&4) {
+            assert!(
+                Instant::now() < deadline,
+                "k3 was not counted from its restored 3"
+            );
+        }
+        let metrics = app.metrics().gather_text();
+        assert!(app.close(Duration::from_secs(30)));
+
+        let calls = listener.calls.0.lock().unwrap().clone();
+        let p0 = calls
+            .get(&("counts".to_string(), TopicPartition::new(&changelog, 0)))
+            .expect("partition 0 restored");
+        // The mock cluster keeps the newest records of a long partition
+        // only: the restore starts at its log start.
+        let Some(&Call::Start(start, _)) = p0.first() else {
+            panic!("{p0:?}")
+        };
+        check_sequence("counts p0", p0, start, big as i64);
+        let p1 = calls
+            .get(&("counts".to_string(), TopicPartition::new(&changelog, 1)))
+            .expect("partition 1 restored");
+        check_sequence("counts p1", p1, 0, 100);
+        assert_eq!(
+            metric_sum(&metrics, "kstreams_thread_task_created_total"),
+            2.0,
+            "a task was lost and created again\n{metrics}"
+        );
+        took
+    }
 }
 
 /// A restore stopped part-way (here the application closes; a revocation

@@ -542,3 +542,74 @@ fn sliding_windows_emit_final_results_once_closed() {
     input.pipe_input_at(s("k"), s("x"), 60);
     assert_eq!(read(&output), vec![(30, 1, 40)]);
 }
+
+/// Which changelogs a store without local state may restore only within
+/// its retention (issue 46): those of stores whose changelog records are
+/// stamped within their windows — the DSL's time and sliding window
+/// aggregations and the stores of a windowed stream-stream join — and not
+/// session stores (a merged session can be stamped long before its end),
+/// key-value stores, nor window stores a processor writes as it likes.
+#[test]
+fn window_aggregations_and_join_stores_restore_within_their_retention() {
+    use kstreams_dsl::StreamJoined;
+    use kstreams_time::{JoinWindows, SlidingWindows};
+    let b = StreamsBuilder::new();
+    let events = b.stream::<S, S>("events");
+    let grouped = events.group_by_key();
+    grouped
+        .windowed_by(TimeWindows::of_size_with_no_grace(ms(10)))
+        .count_with(None, Materialized::as_("tumbling").with_retention(ms(100)));
+    grouped
+        .windowed_by_sliding(SlidingWindows::of_time_difference_with_no_grace(ms(10)))
+        .count_with(None, Materialized::as_("sliding"));
+    grouped
+        .windowed_by_session(SessionWindows::of_inactivity_gap_with_no_grace(ms(10)))
+        .count_with(None, Materialized::as_("sessions"));
+    grouped.count_with(None, Materialized::as_("totals"));
+    let other = b.stream::<S, S>("other");
+    events
+        .join_windowed_with(
+            &other,
+            |l, r| format!("{l}{r}"),
+            JoinWindows::of_time_difference_with_no_grace(ms(10)),
+            StreamJoined::default().with_store_name("pairs"),
+        )
+        .to("joined");
+    let topology = b.build().unwrap();
+    let within: std::collections::BTreeMap<String, Option<i64>> = topology
+        .changelog_topics("app")
+        .into_iter()
+        .map(|c| (c.store, c.restore_within_retention))
+        .collect();
+    assert_eq!(within["tumbling"], Some(100));
+    assert!(within["sliding"].is_some(), "{within:?}");
+    assert_eq!(within["sessions"], None);
+    assert_eq!(within["totals"], None);
+    let join_stores: Vec<_> = within
+        .iter()
+        .filter(|(store, _)| store.starts_with("pairs"))
+        .collect();
+    assert_eq!(join_stores.len(), 2, "{within:?}");
+    assert!(
+        join_stores.iter().all(|(_, r)| r.is_some()),
+        "{join_stores:?}"
+    );
+
+    // A window store of one's own restores all its changelog unless its
+    // builder says its records are stamped within their windows.
+    use kstreams_state::{StoreBuilder, Stores};
+    let own = || {
+        Stores::window_store_builder(
+            Stores::in_memory_window_store("own", ms(100), ms(10), false).unwrap(),
+            StringSerde,
+            StringSerde,
+        )
+    };
+    assert_eq!(own().restore_within_retention(), None);
+    assert_eq!(
+        own()
+            .with_changelog_stamped_in_window()
+            .restore_within_retention(),
+        Some(100)
+    );
+}

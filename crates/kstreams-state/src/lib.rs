@@ -490,6 +490,16 @@ pub trait StoreBuilder: Send + Sync + 'static {
     fn windowed_changelog_retention(&self) -> Option<Timestamp> {
         None
     }
+    /// For a window store whose changelog records are each stamped at or
+    /// after the start of their window (see
+    /// [`WindowStoreBuilder::with_changelog_stamped_in_window`]): its
+    /// retention period. A restore without local state may then skip the
+    /// changelog's records stamped before the first window still retained
+    /// (the last window start minus this retention), as Kafka Streams 4.4
+    /// seeks a windowed changelog by time. `None`: restore it all.
+    fn restore_within_retention(&self) -> Option<Timestamp> {
+        None
+    }
     /// A fresh store for one task. It still needs [`BuiltStore::init`].
     fn build(&self) -> BuiltStore;
 }

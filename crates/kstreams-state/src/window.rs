@@ -415,6 +415,8 @@ impl<K: 'static, V: Clone + 'static> WindowStore<K, V> for Metered<LayeredWindow
 pub struct WindowStoreBuilder<K, V> {
     parts: BuilderParts<dyn WindowBytesStoreSupplier, K, V>,
     format: ValueFormat,
+    /// Every changelog record is stamped at or after its window's start.
+    stamped_in_window: bool,
 }
 
 impl<K: 'static, V: 'static> WindowStoreBuilder<K, V> {
@@ -427,7 +429,26 @@ impl<K: 'static, V: 'static> WindowStoreBuilder<K, V> {
         WindowStoreBuilder {
             parts: BuilderParts::new(supplier, Arc::new(key_serde), value_serde),
             format,
+            stamped_in_window: false,
         }
+    }
+
+    /// Promises that every record this store writes to its changelog is
+    /// stamped at or after the start of its window, so that a restore
+    /// without local state may start at the first changelog record stamped
+    /// within the retention of the newest window and skip what lies before
+    /// (windows the store would drop as expired anyway).
+    ///
+    /// The DSL's window aggregations keep the promise (a window's value
+    /// carries the largest timestamp of its records, and a record only
+    /// goes into windows that start at or before it), and so do the stores
+    /// of windowed stream-stream joins (a record is put at its own
+    /// timestamp into the window that starts there). A processor that puts
+    /// into windows starting after its record's timestamp must not set it:
+    /// the restore would lose those windows.
+    pub fn with_changelog_stamped_in_window(mut self) -> Self {
+        self.stamped_in_window = true;
+        self
     }
 }
 
@@ -459,6 +480,10 @@ impl<K: 'static, V: Clone + 'static> StoreBuilder for WindowStoreBuilder<K, V> {
         self.parts
             .options
             .windowed_changelog_retention(self.parts.supplier.retention_period())
+    }
+    fn restore_within_retention(&self) -> Option<crate::Timestamp> {
+        self.stamped_in_window
+            .then(|| self.parts.supplier.retention_period())
     }
     fn build(&self) -> BuiltStore {
         let inner = self.parts.supplier.get();

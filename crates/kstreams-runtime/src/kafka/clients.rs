@@ -137,6 +137,12 @@ pub(crate) fn restore_consumer_client_id(thread: &str) -> String {
     format!("{thread}-restore-consumer")
 }
 
+/// The `client.id` of the consumer with which stream thread `thread` reads
+/// a windowed changelog's tail before restoring it.
+pub(crate) fn restore_probe_client_id(thread: &str) -> String {
+    format!("{thread}-restore-probe")
+}
+
 /// The `client.id` of stream thread `thread`'s producer.
 pub(crate) fn producer_client_id(thread: &str) -> String {
     format!("{thread}-producer")

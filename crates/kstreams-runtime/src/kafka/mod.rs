@@ -32,6 +32,7 @@ mod record_collector;
 mod refusals;
 mod repartition_purge;
 mod restore_progress;
+mod retention_seek;
 mod slice_clock;
 mod spare_buffers;
 mod standby_listener;

@@ -32,6 +32,7 @@ use super::clients;
 use super::config::StreamsConfig;
 use super::ffi::BatchedConsumer;
 use super::restore_progress::{RestoreBoard, RestoreKind};
+use super::retention_seek;
 use super::RuntimeError;
 use crate::kafka::client_error::ClientResult;
 use crate::StreamTask;
@@ -181,6 +182,55 @@ impl StateUpdater {
         Ok(self.consumer.as_deref().expect("just made"))
     }
 
+    /// A consumer to read a changelog's tail with, apart from the
+    /// restore consumer's assignment and queue.
+    fn probe_consumer(&self) -> Result<BaseConsumer, RuntimeError> {
+        let mut client = clients::restore_consumer(&self.config, &self.thread);
+        client.set("client.id", clients::restore_probe_client_id(&self.thread));
+        client.create().client()
+    }
+
+    /// Where window store `changelog.store` restores from within its
+    /// `retention` ([`retention_seek::retention_start`]); the changelog's
+    /// start `low` if that cannot be found out.
+    fn start_within_retention(
+        &self,
+        probe: &BaseConsumer,
+        changelog: &ChangelogTopic,
+        partition: i32,
+        retention: i64,
+        (low, high): (i64, i64),
+    ) -> i64 {
+        match retention_seek::retention_start(
+            probe,
+            &changelog.topic,
+            partition,
+            retention,
+            (low, high),
+        ) {
+            Ok(start) => {
+                log::info!(
+                    "{}: state store {} restores {}-{partition} from offset {start} (its log \
+                     starts at {low}): what lies before was written before its retention",
+                    self.thread,
+                    changelog.store,
+                    changelog.topic,
+                );
+                start
+            }
+            Err(e) => {
+                log::warn!(
+                    "{}: state store {} restores {}-{partition} from its start: its newest \
+                     window could not be read ({e})",
+                    self.thread,
+                    changelog.store,
+                    changelog.topic,
+                );
+                low
+            }
+        }
+    }
+
     /// Assigns the changelog partitions added since the last step, each
     /// from where its restoration starts.
     fn assign_added(&mut self) -> Result<(), RuntimeError> {
@@ -221,6 +271,9 @@ impl StateUpdater {
             Some(task_id),
             sensors,
         ));
+        // Made for the first window store that restores within its
+        // retention, dropped when the task is added.
+        let mut probe = None;
         let mut restoring = RestoringTask {
             began: Instant::now(),
             reached: HashMap::new(),
@@ -261,12 +314,32 @@ impl StateUpdater {
                     id.partition
                 );
             }
+            let resumes = matches!(
+                restore_start(after, persistent, false),
+                RestoreStart::After(_)
+            );
             let Some((low, high)) = restore_range(after, persistent, low, high) else {
                 let reached = (high > 0).then_some(high - 1);
                 restoring
                     .reached
                     .insert(key, after.or(reached).filter(|_| persistent));
                 continue;
+            };
+            let low = match changelog.restore_within_retention {
+                Some(retention) if !resumes => {
+                    let probe = match &probe {
+                        Some(probe) => probe,
+                        None => probe.insert(self.probe_consumer()?),
+                    };
+                    self.start_within_retention(
+                        probe,
+                        &changelog,
+                        id.partition,
+                        retention,
+                        (low, high),
+                    )
+                }
+                _ => low,
             };
             log::debug!(
                 "{}: task {id}: state store {} restores {}-{} offsets {low}..{high}",

@@ -872,6 +872,7 @@ mod tests {
             topic: "app-store-changelog".to_string(),
             config: map(config),
             windowed_retention,
+            restore_within_retention: None,
         }
     }
 

@@ -631,13 +631,15 @@ impl<K: Clone + 'static, V: Clone + 'static> KStream<K, V> {
         }
         let added = add_store(
             &mut s.topology,
-            Stores::window_store_builder(this_supplier, key_serde.clone(), value_serde.clone()),
+            Stores::window_store_builder(this_supplier, key_serde.clone(), value_serde.clone())
+                .with_changelog_stamped_in_window(),
             &this_windowed,
         );
         s.record(added);
         let added = add_store(
             &mut s.topology,
-            Stores::window_store_builder(other_supplier, key_serde.clone(), other_serde.clone()),
+            Stores::window_store_builder(other_supplier, key_serde.clone(), other_serde.clone())
+                .with_changelog_stamped_in_window(),
             &other_windowed,
         );
         s.record(added);
