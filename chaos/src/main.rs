@@ -10,6 +10,7 @@
 //!   cluster at a time (`cargo xtask kafka start --brokers 3`).
 //!   `secured-failover` runs on the plaintext listener and on the secured
 //!   ones whose variables `cargo xtask chaos` passes ([`listener`]).
+//!   `rolling-restart` restarts three static members one at a time.
 
 mod app;
 mod kafka_io;
@@ -21,7 +22,7 @@ mod verify;
 use std::process::ExitCode;
 
 const USAGE: &str =
-    "usage: kstreams-chaos run sigkill|disk|malformed|churn|secured-failover --bootstrap B [--long] [--seed N] [--only NAME]
+    "usage: kstreams-chaos run sigkill|disk|malformed|churn|secured-failover|rolling-restart --bootstrap B [--long] [--seed N] [--only NAME]
        kstreams-chaos run broker-restart|leader-failover --bootstrap B --kafka-dir DIR [--long] [--seed N]
        kstreams-chaos app BOOTSTRAP APP_ID INPUT OUTPUT MODE eos|alos CACHE_BYTES STATE_DIR \
                           [dlq=TOPIC] [protocol=P] [member=ID] [standby=N] [stores=transactional] \
@@ -95,6 +96,7 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
         "malformed" => scenarios::malformed(&bootstrap, size),
         "churn" => scenarios::churn(&bootstrap, size),
         "secured-failover" => scenarios::secured_failover(&bootstrap, size),
+        "rolling-restart" => scenarios::rolling_restart(&bootstrap, size),
         "broker-restart" => scenarios::broker_faults(
             &bootstrap,
             size,

@@ -12,8 +12,10 @@ use crate::kafka_io::{create_topic, unique_name, Input, Reader, Seen};
 use crate::listener::Listener;
 use crate::verify;
 
+mod rolling_restart;
 mod secured_failover;
 
+pub(crate) use rolling_restart::rolling_restart;
 pub(crate) use secured_failover::secured_failover;
 
 /// How big a run is.
@@ -1072,7 +1074,16 @@ const STREAMS_SESSION_TIMEOUT: Duration = Duration::from_secs(6);
 /// Sets `streams.session.timeout.ms` on the group before any member joins
 /// (a group config of the streams protocol, not a client setting).
 fn set_streams_session_timeout(listener: &Listener, group: &str) -> Result<(), String> {
-    let millis = STREAMS_SESSION_TIMEOUT.as_millis().to_string();
+    set_streams_session_timeout_to(listener, group, STREAMS_SESSION_TIMEOUT)
+}
+
+/// Sets the group's `streams.session.timeout.ms` to `timeout`.
+fn set_streams_session_timeout_to(
+    listener: &Listener,
+    group: &str,
+    timeout: Duration,
+) -> Result<(), String> {
+    let millis = timeout.as_millis().to_string();
     listener.admin(|admin| async move {
         admin
             .set_group_configs(group, &[("streams.session.timeout.ms", &millis)])

@@ -123,7 +123,8 @@ chaos [SCENARIO...] [--long] [--seed N]
     malformed, churn, broker-restart: it restarts the cluster `kafka start`
     runs; secured-failover: 3 instances of a streams group with a standby
     under exactly-once, one SIGKILLed, on the plaintext, SASL_SSL
-    SCRAM-SHA-512, mutual TLS and OAUTHBEARER listeners; default all;
+    SCRAM-SHA-512, mutual TLS and OAUTHBEARER listeners; rolling-restart:
+    3 static members restarted one at a time, no task may move; default all;
     --long: 20 kills over 1M records, 10k malformed, 10 churn rounds, 3
     broker restarts)
 chaos leader-failover [--long]

@@ -27,7 +27,7 @@ use crate::listener::{Listener, Security};
 use crate::queries::{self, Answer, RoundReport};
 use crate::verify;
 
-const INSTANCES: usize = 3;
+pub(super) const INSTANCES: usize = 3;
 /// Partitions of the input and output: one task per instance. The broker's
 /// sticky assignor hands a moved task to the instance keeping its standby
 /// only while that instance is below its share of active tasks (balance
@@ -41,7 +41,7 @@ const PARTITIONS: i32 = 3;
 const ROUND_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Answers by instance (`host:port`), each by key.
-type Round = BTreeMap<String, BTreeMap<String, Answer>>;
+pub(super) type Round = BTreeMap<String, BTreeMap<String, Answer>>;
 
 /// One run per listener ([`Security::ALL`]; `--only` picks by name).
 pub(crate) fn secured_failover(bootstrap: &str, size: Size<'_>) -> Vec<Outcome> {
@@ -72,14 +72,14 @@ pub(crate) fn secured_failover(bootstrap: &str, size: Size<'_>) -> Vec<Outcome> 
 /// `application.server` of the instance in `slot`: no instance serves it
 /// (the scenario asks the instances through their stdin), it only has to
 /// tell them apart in the group's endpoints.
-fn server_of(slot: usize) -> String {
+pub(super) fn server_of(slot: usize) -> String {
     format!("instance-{slot}:{}", 7000 + slot)
 }
 
 /// The run's application, its directory and its keys.
-struct Setup {
-    dir: PathBuf,
-    spec: AppSpec,
+pub(super) struct Setup {
+    pub(super) dir: PathBuf,
+    pub(super) spec: AppSpec,
     /// The file of every key of the run, one a line, that the instances
     /// answer for.
     keys_file: PathBuf,
@@ -89,8 +89,13 @@ struct Setup {
 impl Setup {
     /// Topics, keys files and the group's session timeout, all made over
     /// `listener`.
-    fn new(listener: &Listener, security: Security, keys: u64) -> Result<Setup, String> {
-        let name = format!("secured-failover-{}", security.name());
+    pub(super) fn new(
+        listener: &Listener,
+        scenario: &str,
+        security: Security,
+        keys: u64,
+    ) -> Result<Setup, String> {
+        let name = format!("{scenario}-{}", security.name());
         let dir = std::env::temp_dir()
             .join("kstreams-chaos")
             .join(unique_name(&name));
@@ -147,14 +152,21 @@ impl Setup {
 
     /// The instance in `slot`: a machine of its own (state directory, log,
     /// `application.server`).
-    fn start(&self, slot: usize) -> Instance {
+    pub(super) fn start(&self, slot: usize) -> Instance {
         let mut spec = self.spec.clone();
+        // A static member's `group.instance.id` is the slot's own: two
+        // members with one id fence each other.
+        spec.static_member = self
+            .spec
+            .static_member
+            .as_ref()
+            .map(|m| format!("{m}-{slot}"));
         spec.state_dir = self.dir.join(format!("state-{slot}"));
         spec.application_server = Some(server_of(slot));
         Instance::start(&spec, &self.log(slot))
     }
 
-    fn log(&self, slot: usize) -> PathBuf {
+    pub(super) fn log(&self, slot: usize) -> PathBuf {
         self.dir.join(format!("app-{slot}.log"))
     }
 
@@ -203,7 +215,7 @@ impl Setup {
     /// Rounds of queries (`phase`-1, -2, ..., counted in `rounds`) until
     /// `good` holds for one, or `deadline`: the last round and its report;
     /// an error if an instance did not answer.
-    fn ask_until(
+    pub(super) fn ask_until(
         &self,
         instances: &mut [Option<Instance>],
         phase: &str,
@@ -226,7 +238,7 @@ impl Setup {
 
 /// Where the group placed each partition's task, as the instances agreed:
 /// partition -> (active host, standby hosts).
-fn placement(round: &Round) -> BTreeMap<i32, (String, Vec<String>)> {
+pub(super) fn placement(round: &Round) -> BTreeMap<i32, (String, Vec<String>)> {
     round
         .values()
         .next()
@@ -238,7 +250,7 @@ fn placement(round: &Round) -> BTreeMap<i32, (String, Vec<String>)> {
 }
 
 /// The length of each instance's log now.
-fn log_lengths(setup: &Setup) -> Vec<usize> {
+pub(super) fn log_lengths(setup: &Setup) -> Vec<usize> {
     (0..INSTANCES)
         .map(|slot| std::fs::metadata(setup.log(slot)).map_or(0, |m| m.len() as usize))
         .collect()
@@ -247,7 +259,7 @@ fn log_lengths(setup: &Setup) -> Vec<usize> {
 /// What an instance's log says between bytes `from` and `to`: the changelog
 /// partitions whose standby it promoted, and the changelog records it
 /// restored.
-fn log_between(path: &Path, from: usize, to: usize) -> (BTreeSet<i32>, u64) {
+pub(super) fn log_between(path: &Path, from: usize, to: usize) -> (BTreeSet<i32>, u64) {
     let log = std::fs::read_to_string(path).unwrap_or_default();
     let after = log.get(from..to.min(log.len())).unwrap_or_default();
     let promoted = after
@@ -295,7 +307,7 @@ fn failover(
         (24_000, 2_000, 2_000)
     };
     let mut random = Random(size.seed ^ 0x5851_f42d_4c95_7f2d ^ (security as u64 + 1));
-    let setup = Setup::new(listener, security, keys)?;
+    let setup = Setup::new(listener, "secured-failover", security, keys)?;
     let reader = Reader::on(listener, &setup.spec.output);
     let producing = produce_paced(
         listener.clone(),
@@ -471,7 +483,7 @@ fn failover(
 }
 
 /// Stops the instances of a run given up on (their exit is not judged).
-fn stop_all(instances: Vec<Option<Instance>>) {
+pub(super) fn stop_all(instances: Vec<Option<Instance>>) {
     for instance in instances.into_iter().flatten() {
         let _ = instance.stop(Duration::from_secs(30));
     }
