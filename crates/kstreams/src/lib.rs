@@ -118,11 +118,11 @@ pub mod prelude {
         StringSerde, UnitSerde, UuidSerde, VoidSerde,
     };
     pub use kstreams_runtime::kafka::{
-        CloseOptions, GroupMembershipOperation, HostInfo, IsolationLevel, KafkaStreams,
-        KeyQueryMetadata, LagInfo, ProcessingGuarantee, QueryError, QueryableStoreTypes,
-        ReadOnlyKeyValueView, ReadOnlySessionView, ReadOnlyVersionedView, ReadOnlyWindowView,
-        State, StateRestoreListener, StoreQueryParameters, StreamThreadExceptionResponse,
-        StreamsConfig, StreamsMetadata, TopicPartition,
+        AsyncKafkaStreams, CloseOptions, GroupMembershipOperation, HostInfo, IsolationLevel,
+        KafkaStreams, KeyQueryMetadata, LagInfo, ProcessingGuarantee, QueryError,
+        QueryableStoreTypes, ReadOnlyKeyValueView, ReadOnlySessionView, ReadOnlyVersionedView,
+        ReadOnlyWindowView, State, StateRestoreListener, StoreQueryParameters,
+        StreamThreadExceptionResponse, StreamsConfig, StreamsMetadata, TopicPartition,
     };
     pub use kstreams_runtime::{
         DeserializationHandling, ProcessingHandling, ProductionHandling, TaskConfig,

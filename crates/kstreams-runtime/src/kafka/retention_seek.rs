@@ -45,9 +45,11 @@ use crate::kafka::client_error::ClientResult;
 const TAIL: i64 = 1_000;
 const WIDENINGS: u32 = 3;
 
-/// How long reading the tail or looking the time up may take before the
-/// store restores its whole changelog instead.
-const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long reading the tail and looking the time up may take: the stream
+/// thread waits meanwhile. A tail read short of the end (an open
+/// transaction holds a read_committed reader back) goes on with the newest
+/// window found so far, which can only start the restore earlier.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The newest window in a changelog: its start and the offset of a record
 /// of it.
@@ -80,8 +82,12 @@ pub(crate) fn retention_start(
     let mut at = TopicPartitionList::new();
     at.add_partition_offset(topic, partition, Offset::Offset(first_live))
         .client()?;
+    // At least a second for the lookup, however long the tail took.
+    let lookup = deadline
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_secs(1));
     let found = probe
-        .offsets_for_times(at, deadline.saturating_duration_since(Instant::now()))
+        .offsets_for_times(at, lookup)
         .client()?
         .find_partition(topic, partition)
         .and_then(|e| match e.offset() {
@@ -105,8 +111,8 @@ fn clamped_start(low: i64, found: Option<i64>, newest: i64) -> i64 {
 }
 
 /// Reads the tail of `topic`/`partition` (whose log spans `low..high`) and
-/// returns its newest window; `None` when no record of it holds one, or
-/// the reading ran past `deadline`.
+/// returns its newest window, as far as read by `deadline`; `None` when no
+/// record read holds one.
 fn newest_window(
     probe: &BaseConsumer,
     topic: &str,
@@ -122,10 +128,8 @@ fn newest_window(
             .add_partition_offset(topic, partition, Offset::Offset(from))
             .client()?;
         probe.assign(&assignment).client()?;
-        let Some(newest) = read_tail(probe, topic, partition, high, deadline)? else {
-            return Ok(None);
-        };
-        if newest.is_some() || from == low {
+        let (newest, read_through) = read_tail(probe, topic, partition, high, deadline)?;
+        if newest.is_some() || from == low || !read_through {
             return Ok(newest);
         }
         span = span.saturating_mul(8);
@@ -133,26 +137,25 @@ fn newest_window(
     Ok(None)
 }
 
-/// Reads the assigned partition up to `high`: `Some(newest window)` once
-/// read through (`Some(None)`: no record held a window), `None` when
-/// `deadline` passed first.
+/// Reads the assigned partition up to `high`, or until `deadline`: the
+/// newest window read, and whether it read through.
 fn read_tail(
     probe: &BaseConsumer,
     topic: &str,
     partition: i32,
     high: i64,
     deadline: Instant,
-) -> Result<Option<Option<NewestWindow>>, RuntimeError> {
+) -> Result<(Option<NewestWindow>, bool), RuntimeError> {
     let mut newest: Option<NewestWindow> = None;
     loop {
         if Instant::now() >= deadline {
-            return Ok(None);
+            return Ok((newest, false));
         }
         match probe.poll(Duration::from_millis(100)) {
             Some(Ok(message)) => {
                 let offset = message.offset();
                 if offset >= high {
-                    return Ok(Some(newest));
+                    return Ok((newest, true));
                 }
                 let start = message
                     .key()
@@ -164,7 +167,7 @@ fn read_tail(
                     }
                 }
                 if offset + 1 >= high {
-                    return Ok(Some(newest));
+                    return Ok((newest, true));
                 }
             }
             Some(Err(e)) => return Err(RuntimeError::client(e)),
@@ -177,7 +180,7 @@ fn read_tail(
                     .find_partition(topic, partition)
                     .map(|e| e.offset());
                 if matches!(at, Some(Offset::Offset(p)) if p >= high) {
-                    return Ok(Some(newest));
+                    return Ok((newest, true));
                 }
             }
         }
