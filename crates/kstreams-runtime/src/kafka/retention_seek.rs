@@ -78,7 +78,9 @@ pub(crate) fn retention_start(
     let Some(newest) = newest? else {
         return Ok(low);
     };
-    let first_live = newest.start.saturating_sub(retention).saturating_add(1);
+    let Some(first_live) = first_live(newest.start, retention) else {
+        return Ok(low);
+    };
     let mut at = TopicPartitionList::new();
     at.add_partition_offset(topic, partition, Offset::Offset(first_live))
         .client()?;
@@ -99,6 +101,16 @@ pub(crate) fn retention_start(
          offset stamped there {found:?}"
     );
     Ok(clamped_start(low, found, newest.offset))
+}
+
+/// The first time a window of a store of `retention` is live in once the
+/// newest window starts at `newest_start`: the time to look up. `None`
+/// when it is not after 0: every record is stamped at or after it (Kafka
+/// has no negative timestamps), and the broker would read a negative time
+/// as a special one (-1: the log's end).
+fn first_live(newest_start: i64, retention: i64) -> Option<i64> {
+    let first_live = newest_start.saturating_sub(retention).saturating_add(1);
+    (first_live > 0).then_some(first_live)
 }
 
 /// Where to start given the log start `low`, the broker's answer `found`
@@ -189,7 +201,19 @@ fn read_tail(
 
 #[cfg(test)]
 mod tests {
-    use super::clamped_start;
+    use super::{clamped_start, first_live};
+
+    #[test]
+    fn the_lookup_time_is_the_first_live_one_and_never_a_special_time() {
+        // One-minute windows kept an hour: the window an hour before the
+        // newest one's start is expired, the next millisecond live.
+        assert_eq!(first_live(7_200_000, 3_600_000), Some(3_600_001));
+        // Event times near 0: no lookup (-1 would be the log's end).
+        assert_eq!(first_live(90, 100), None);
+        assert_eq!(first_live(99, 100), None);
+        assert_eq!(first_live(100, 100), Some(1));
+        assert_eq!(first_live(i64::MIN, 100), None);
+    }
 
     #[test]
     fn the_start_lies_between_the_log_start_and_the_newest_window() {
