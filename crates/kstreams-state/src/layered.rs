@@ -406,6 +406,10 @@ impl<S: StoreKind, V: 'static> StateStore for LayeredStore<S, V> {
         (self.flush_dirty)(self)?;
         self.inner.flush()
     }
+    fn flush_in_background(&mut self) -> Result<crate::BackgroundFlush, Error> {
+        (self.flush_dirty)(self)?;
+        self.inner.flush_in_background()
+    }
     fn close(&mut self) -> Result<(), Error> {
         let flushed = (self.flush_dirty)(self);
         self.clear_cache();

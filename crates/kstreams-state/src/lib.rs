@@ -64,6 +64,7 @@ macro_rules! forward_offsets {
     };
 }
 
+mod background_flush;
 mod cache;
 mod changelog;
 mod checkpoint;
@@ -98,6 +99,7 @@ use std::any::Any;
 use std::cell::RefCell;
 use std::rc::Rc;
 
+pub use background_flush::BackgroundFlush;
 pub use cache::{CachedChange, FlushListener, ThreadCache};
 pub use context::{
     changelog_topic_name, ChangelogHeader, ChangelogRecord, ChangelogWriter, OwnedChangelogRecord,
@@ -326,6 +328,16 @@ pub trait StateStore: 'static {
     /// Writes cached and buffered data down (called at commit, before the
     /// changelog is flushed and offsets are committed).
     fn flush(&mut self) -> Result<(), Error>;
+    /// [`StateStore::flush`] without waiting for the engine: what the
+    /// store buffers or caches is handed to its engine before this returns,
+    /// and the engine writes it down meanwhile; the returned flush says
+    /// when that is done. The stream thread checkpoints a long restore's
+    /// progress so, without stopping for RocksDB (see [`BackgroundFlush`]).
+    /// The default flushes in place.
+    fn flush_in_background(&mut self) -> Result<BackgroundFlush, Error> {
+        self.flush()?;
+        Ok(BackgroundFlush::done(self.name()))
+    }
     /// Writes only the cache's dirty entries down (engine, changelog, flush
     /// listener), without flushing the engine. The DSL's operators call it
     /// at commit, in topology order, so that what a cache forwards reaches

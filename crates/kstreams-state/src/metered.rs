@@ -292,6 +292,9 @@ impl<S: StateStore> StateStore for Metered<S> {
     fn flush(&mut self) -> Result<(), Error> {
         self.timed_mut(Op::Flush, S::flush)
     }
+    fn flush_in_background(&mut self) -> Result<crate::BackgroundFlush, Error> {
+        self.inner.flush_in_background()
+    }
     fn close(&mut self) -> Result<(), Error> {
         self.close_with(S::close)
     }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 pub use kstreams_record::TopicPartition;
 
-use crate::{ChangelogRecord, Error, StateStore};
+use crate::{BackgroundFlush, ChangelogRecord, Error, StateStore};
 
 /// Hears about restorations: Kafka Streams' `StateRestoreListener`, with
 /// its callbacks and their arguments in Kafka's order.
@@ -174,12 +174,14 @@ impl Restoration {
         next >= self.end_offset
     }
 
-    /// Ends the restoration (flushes the store); tells the listener.
-    pub fn finish(self) -> Result<u64, Error> {
-        self.store.borrow_mut().flush()?;
+    /// Ends the restoration: tells the listener, and starts writing the
+    /// store down without waiting for it (a checkpoint of its task may say
+    /// it holds the changelog's end once the returned flush is done).
+    pub fn finish(self) -> Result<BackgroundFlush, Error> {
+        let flush = self.store.borrow_mut().flush_in_background()?;
         self.listener
             .on_restore_end(&self.partition, &self.store_name, self.restored);
-        Ok(self.restored)
+        Ok(flush)
     }
 
     /// Stops before the end; tells the listener.

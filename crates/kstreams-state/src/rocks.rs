@@ -26,9 +26,10 @@
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::ops::Bound;
-use std::path::PathBuf;
-
 use std::path::Path;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use rocksdb::{
     ColumnFamily, ColumnFamilyDescriptor, FlushOptions, IteratorMode, Options, ReadOptions,
@@ -40,7 +41,7 @@ use crate::pending_writes::{PendingWrites, MAX_HELD_BYTES};
 use crate::rocks_metrics::PropertyMetrics;
 use crate::rocks_settings::RocksDbSettings;
 use crate::uncommitted::{merged, Drained, Lookup, Uncommitted};
-use crate::{Error, RecordedOffset, StoreContext};
+use crate::{BackgroundFlush, Error, RecordedOffset, StoreContext};
 
 const DEFAULT_FAMILY: &str = "default";
 /// Kafka Streams' `RocksDBTimestampedStore` column family.
@@ -77,7 +78,8 @@ pub(crate) struct RocksKeyspaces {
     /// `rocksdb-window`, `rocksdb-session`): its metrics' `store_type`.
     scope: &'static str,
     name: String,
-    db: Option<DB>,
+    /// Shared with a flush running on a thread of its own, if one is.
+    db: Option<Arc<DB>>,
     options: Options,
     write: WriteOptions,
     /// A transaction's commit batch goes through RocksDB's write-ahead log
@@ -110,6 +112,11 @@ pub(crate) struct RocksKeyspaces {
     /// Its RocksDB property metrics while open, when the task has a
     /// registry for them. Declared after `db`: dropped with it.
     property_metrics: Option<PropertyMetrics>,
+    /// A flush started by [`Keyspaces::flush_in_background`] on a thread of
+    /// its own: joined before the store flushes in place or is dropped, so
+    /// that the database is closed when the store is (a task opened again
+    /// on this thread finds its lock free).
+    flushing: Option<JoinHandle<()>>,
 }
 
 /// A keyspace's column family in an open database.
@@ -197,6 +204,7 @@ impl RocksKeyspaces {
             transactional: false,
             uncommitted: None,
             property_metrics: None,
+            flushing: None,
         }
     }
 
@@ -451,8 +459,36 @@ impl RocksKeyspaces {
         result
     }
 
+    /// What a flush writes out, once the store's held writes reached
+    /// RocksDB: `None` when there is nothing to write out.
+    fn flush_prepared(&mut self) -> Result<Option<Arc<DB>>, Error> {
+        // Nothing is held once closed: writes are held only while open.
+        self.write_pending()?;
+        // Before the memtables are written out: what they held between
+        // two commits is what an operator needs to see.
+        self.refresh_metrics(false);
+        if self.uncommitted.is_some() {
+            // The writes wait for the transaction's commit. The memtables
+            // hold committed batches only, which the write-ahead log keeps
+            // until RocksDB writes them out (all families at once) as they
+            // fill: nothing to write out at each commit.
+            return Ok(None);
+        }
+        Ok(self.db.clone())
+    }
+
+    /// Waits for the flush running on a thread of its own, if one is; its
+    /// outcome went to whoever started it.
+    fn join_background_flush(&mut self) {
+        if let Some(thread) = self.flushing.take() {
+            if thread.join().is_err() {
+                log::warn!("state store {}: its flush thread panicked", self.name);
+            }
+        }
+    }
+
     fn db(&self) -> Result<&DB, Error> {
-        self.db.as_ref().ok_or_else(|| Error::NotOpen {
+        self.db.as_deref().ok_or_else(|| Error::NotOpen {
             store: self.name.clone(),
         })
     }
@@ -667,6 +703,7 @@ impl RocksKeyspaces {
 /// the writes still held here go to it first, so that they do too.
 impl Drop for RocksKeyspaces {
     fn drop(&mut self) {
+        self.join_background_flush();
         // Uncommitted writes are forgotten: the transaction they belong to
         // never committed here.
         self.uncommitted = None;
@@ -674,6 +711,17 @@ impl Drop for RocksKeyspaces {
             log::warn!("state store {}: writes lost at drop: {e}", self.name);
         }
     }
+}
+
+/// Writes every column family's memtables out to files, waiting for it.
+fn write_out(db: &DB) -> Result<(), rocksdb::Error> {
+    let mut opts = FlushOptions::default();
+    opts.set_wait(true);
+    db.flush_opt(&opts)?;
+    for cf in RocksKeyspaces::named_families(db) {
+        db.flush_cf_opt(cf, &opts)?;
+    }
+    Ok(())
 }
 
 fn after(key: &[u8]) -> Vec<u8> {
@@ -743,7 +791,7 @@ impl Keyspaces for RocksKeyspaces {
         self.move_earlier_layout(&db, &existing)?;
         self.convert_segment_families(&mut db, &existing)?;
         self.spaces = self.stored_keyspaces(&db)?;
-        self.db = Some(db);
+        self.db = Some(Arc::new(db));
         self.mark_transactional(&path)?;
         self.mark_open()?;
         if let Some(registry) = context.rocksdb_metrics() {
@@ -915,28 +963,33 @@ impl Keyspaces for RocksKeyspaces {
     }
 
     fn flush(&mut self) -> Result<(), Error> {
-        // Nothing is held once closed: writes are held only while open.
-        self.write_pending()?;
-        // Before the memtables are written out: what they held between
-        // two commits is what an operator needs to see.
-        self.refresh_metrics(false);
-        if self.uncommitted.is_some() {
-            // The writes wait for the transaction's commit. The memtables
-            // hold committed batches only, which the write-ahead log keeps
-            // until RocksDB writes them out (all families at once) as they
-            // fill: nothing to write out at each commit.
-            return Ok(());
-        }
-        let Some(db) = &self.db else {
+        self.join_background_flush();
+        let Some(db) = self.flush_prepared()? else {
             return Ok(());
         };
-        let mut opts = FlushOptions::default();
-        opts.set_wait(true);
-        db.flush_opt(&opts).map_err(|e| self.err(e))?;
-        for cf in Self::named_families(db) {
-            db.flush_cf_opt(cf, &opts).map_err(|e| self.err(e))?;
-        }
-        Ok(())
+        write_out(&db).map_err(|e| self.err(e))
+    }
+
+    fn flush_in_background(&mut self) -> Result<Option<BackgroundFlush>, Error> {
+        let Some(db) = self.flush_prepared()? else {
+            return Ok(None);
+        };
+        let flush = BackgroundFlush::started(&self.name);
+        let outcome = flush.clone();
+        // One after the other: the flush before this one (still running)
+        // is waited for on the new thread, not here.
+        let before = self.flushing.take();
+        let thread = std::thread::Builder::new()
+            .name(format!("kstreams-flush-{}", self.name))
+            .spawn(move || {
+                if let Some(before) = before {
+                    let _ = before.join();
+                }
+                outcome.finish(write_out(&db).map_err(|e| e.to_string()))
+            })
+            .map_err(|e| Error::engine(&self.name, format!("starting a flush thread: {e}")))?;
+        self.flushing = Some(thread);
+        Ok(Some(flush))
     }
 
     fn close(&mut self) -> Result<(), Error> {
@@ -1113,6 +1166,66 @@ mod tests {
                 (b"later".to_vec(), b"w".to_vec())
             ]
         );
+    }
+
+    /// Entries in a store's memtables, all families: what a flush has not
+    /// written out.
+    fn in_memtables(store: &RocksKeyspaces) -> u64 {
+        let db = store.db().unwrap();
+        let prop = "rocksdb.num-entries-active-mem-table";
+        let imm = "rocksdb.num-entries-imm-mem-tables";
+        let mut n = db.property_int_value(prop).unwrap().unwrap_or(0)
+            + db.property_int_value(imm).unwrap().unwrap_or(0);
+        for cf in RocksKeyspaces::named_families(db) {
+            n += db.property_int_value_cf(cf, prop).unwrap().unwrap_or(0);
+            n += db.property_int_value_cf(cf, imm).unwrap().unwrap_or(0);
+        }
+        n
+    }
+
+    #[test]
+    fn a_background_flush_writes_out_what_was_written_before_it_and_ends_before_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = DirLayout::KeyValue(ValueFamily::Timestamped);
+        let mut store = opened(dir.path(), layout);
+        for i in 0..1_000u32 {
+            store.put(0, &i.to_be_bytes(), b"v").unwrap();
+        }
+        // Held writes reach RocksDB before the flush starts.
+        let first = store
+            .flush_in_background()
+            .unwrap()
+            .expect("a flush thread");
+        // A second one while the first may run: it waits for it, not us.
+        store.put(0, b"after", b"w").unwrap();
+        let second = store
+            .flush_in_background()
+            .unwrap()
+            .expect("a flush thread");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !BackgroundFlush::all_done(&[first.clone(), second.clone()]).unwrap() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the flushes never ended"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(
+            in_memtables(&store),
+            0,
+            "the memtables were not written out"
+        );
+        // A third one runs when the store closes: close waits for it, and
+        // the database's lock is free for the next open.
+        store.put(0, b"last", b"x").unwrap();
+        let third = store
+            .flush_in_background()
+            .unwrap()
+            .expect("a flush thread");
+        store.close().unwrap();
+        assert!(third.outcome().expect("done at close").is_ok());
+        let store = opened(dir.path(), layout);
+        assert_eq!(keys(&store, 0).len(), 1_002);
     }
 
     #[test]

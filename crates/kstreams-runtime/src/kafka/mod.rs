@@ -26,6 +26,7 @@ mod offsets;
 mod outbox;
 mod partition_counts;
 mod partition_group;
+mod progress_checkpoints;
 mod queries;
 mod rebalance_listener;
 mod record_collector;

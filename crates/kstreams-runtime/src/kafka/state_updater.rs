@@ -36,7 +36,7 @@ use super::retention_seek;
 use super::RuntimeError;
 use crate::kafka::client_error::ClientResult;
 use crate::StreamTask;
-use kstreams_state::TopicPartition;
+use kstreams_state::{BackgroundFlush, TopicPartition};
 
 /// Records handed to a store in one restore batch at most.
 const RESTORE_BATCH: usize = 10_000;
@@ -126,6 +126,9 @@ struct RestoringTask {
     pending: usize,
     /// Records restored since its last progress checkpoint.
     since_checkpoint: u64,
+    /// The flushes its finished restorations started: the task is restored
+    /// once they are done (see [`BackgroundFlush`]).
+    flushes: Vec<BackgroundFlush>,
 }
 
 /// A task whose stores are all current.
@@ -155,6 +158,9 @@ pub(crate) struct StateUpdater {
     /// before it had nothing more.
     to_assign: Vec<(TopicPartition, i64)>,
     tasks: HashMap<TaskId, RestoringTask>,
+    /// Tasks whose changelogs are all read, waiting for their stores'
+    /// flushes.
+    flushing: HashMap<TaskId, RestoringTask>,
     /// Tasks restored since the last [`StateUpdater::take_restored`].
     restored: Vec<RestoredTask>,
 }
@@ -170,6 +176,7 @@ impl StateUpdater {
             changelogs: HashMap::new(),
             to_assign: Vec::new(),
             tasks: HashMap::new(),
+            flushing: HashMap::new(),
             restored: Vec::new(),
         }
     }
@@ -279,6 +286,7 @@ impl StateUpdater {
             reached: HashMap::new(),
             pending: 0,
             since_checkpoint: 0,
+            flushes: Vec::new(),
         };
         for RestoreFrom {
             changelog,
@@ -388,7 +396,14 @@ impl StateUpdater {
     /// to their stores until the budget is spent or the consumer has
     /// nothing more for now. Returns how many records it applied.
     pub(super) fn step(&mut self, budget: Duration) -> Result<usize, RuntimeError> {
+        self.complete_flushed()?;
         if self.changelogs.is_empty() {
+            if !self.flushing.is_empty() {
+                // Nothing to read: the thread waits for the flushes here,
+                // as it waits for a first record, instead of spinning.
+                std::thread::sleep(FIRST_RECORD_WAIT.min(budget));
+                self.complete_flushed()?;
+            }
             return Ok(0);
         }
         let _span =
@@ -492,28 +507,44 @@ impl StateUpdater {
             let changelog = self.changelogs.remove(&key).expect("listed");
             unassign.add_partition(&key.topic, key.partition);
             let reached = changelog.reached();
-            changelog.restoration.finish()?;
+            let flush = changelog.restoration.finish()?;
             let Some(task) = self.tasks.get_mut(&changelog.task) else {
                 continue;
             };
             task.reached.insert(key, reached);
+            task.flushes.push(flush);
             task.pending -= 1;
             if task.pending == 0 {
                 let task = self.tasks.remove(&changelog.task).expect("present");
-                log::info!(
-                    "{}: task {} restored its stores in {:.1} s",
-                    self.thread,
-                    changelog.task,
-                    task.began.elapsed().as_secs_f64()
-                );
-                self.restored.push(RestoredTask {
-                    id: changelog.task,
-                    reached: task.reached,
-                });
+                self.flushing.insert(changelog.task, task);
             }
         }
         if let Some(consumer) = &self.consumer {
             consumer.incremental_unassign(&unassign).client()?;
+        }
+        Ok(())
+    }
+
+    /// Moves the tasks whose stores' flushes are done to the restored ones;
+    /// a failed flush is the thread's error.
+    fn complete_flushed(&mut self) -> Result<(), RuntimeError> {
+        let mut flushed = Vec::new();
+        for (id, task) in &self.flushing {
+            if BackgroundFlush::all_done(&task.flushes)? {
+                flushed.push(*id);
+            }
+        }
+        for id in flushed {
+            let task = self.flushing.remove(&id).expect("listed");
+            log::info!(
+                "{}: task {id} restored its stores in {:.1} s",
+                self.thread,
+                task.began.elapsed().as_secs_f64()
+            );
+            self.restored.push(RestoredTask {
+                id,
+                reached: task.reached,
+            });
         }
         Ok(())
     }
@@ -542,6 +573,10 @@ impl StateUpdater {
     ) -> Result<Option<HashMap<TopicPartition, Option<i64>>>, RuntimeError> {
         if let Some(reached) = self.take_restored_task(id) {
             return Ok(Some(reached));
+        }
+        if let Some(task) = self.flushing.remove(&id) {
+            // Its stores' flushes go on; closing them waits for them.
+            return Ok(Some(task.reached));
         }
         let Some(mut task) = self.tasks.remove(&id) else {
             return Ok(None);

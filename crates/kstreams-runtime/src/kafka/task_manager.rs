@@ -31,6 +31,7 @@ use super::local_metadata::{TaskMetadata, TaskPartition};
 use super::offsets::{Committed, Positions, ToCommit};
 use super::outbox::Outbox;
 use super::partition_group::PartitionGroup;
+use super::progress_checkpoints::ProgressCheckpoints;
 use super::queries::{LocalStores, StoreInstance};
 use super::restore_progress::RestoreBoard;
 use super::slice_clock::SliceClock;
@@ -43,6 +44,11 @@ use super::RuntimeError;
 use crate::StreamTask;
 use kstreams_state::TopicPartition;
 use kstreams_time::PartitionMetadata;
+
+/// How far past its budget a restore slice may run before a warning says
+/// where its time went: the thread polls only between slices, so a slow
+/// one eats into `max.poll.interval.ms`.
+const SLOW_RESTORE_SLICE: Duration = Duration::from_secs(1);
 
 /// Whether a partition is known to be behind its end (KIP-695), given the
 /// offset its reading started at (the committed one), if known.
@@ -178,6 +184,8 @@ pub(crate) struct TaskManager {
     holds: PartitionHolds,
     /// When restoring tasks were last checked for a progress checkpoint.
     restore_checkpoint_checked: Instant,
+    /// Progress checkpoints waiting for their task's stores to be flushed.
+    progress_checkpoints: ProgressCheckpoints,
     /// Topics a task reads to their end before its other partitions.
     bootstrap_topics: HashSet<String>,
     /// The store each bootstrap topic fills.
@@ -238,6 +246,7 @@ impl TaskManager {
             restoring: FxHashMap::default(),
             holds: PartitionHolds::default(),
             restore_checkpoint_checked: Instant::now(),
+            progress_checkpoints: ProgressCheckpoints::default(),
             standbys: StandbyTasks::new(thread, config, instance.standby_listener.clone())?,
             sources,
             last_source: None,
@@ -580,17 +589,22 @@ impl TaskManager {
     /// Gives the state updater about `budget` to restore, then moves the
     /// tasks it restored to the running ones (their partitions released,
     /// see [`TaskManager::take_holds`]). Under at-least-once, tasks that
-    /// restored enough since their last progress checkpoint write one every
-    /// commit interval, so that a restore interrupted by a rebalance or a
-    /// crash resumes from there. Returns whether a task became running.
+    /// restored enough since their last progress checkpoint start one every
+    /// commit interval, written once their stores are flushed in the
+    /// background (see [`ProgressCheckpoints`]), so that a restore
+    /// interrupted by a rebalance or a crash resumes from there. Returns
+    /// whether a task became running.
     pub(super) fn restore(&mut self, budget: Duration) -> Result<bool, RuntimeError> {
         if self.restoring.is_empty() {
             return Ok(false);
         }
+        let began = Instant::now();
         self.updater.step(budget)?;
+        let stepped = began.elapsed();
         let restored = self.updater.take_restored();
         let changed = !restored.is_empty();
         for task in restored {
+            self.progress_checkpoints.forget(task.id);
             let Some(entry) = self.restoring.remove(&task.id) else {
                 continue;
             };
@@ -609,11 +623,30 @@ impl TaskManager {
         {
             self.restore_checkpoint_checked = Instant::now();
             for (id, reached) in self.updater.checkpoints_due() {
+                if self.progress_checkpoints.is_flushing(id) {
+                    continue;
+                }
                 if let Some(entry) = self.restoring.get(&id) {
-                    Self::flush_stores(&entry.task)?;
-                    self.checkpoint(id, entry, &reached)?;
+                    self.progress_checkpoints.start(id, &entry.task, reached)?;
                 }
             }
+        }
+        for (id, reached) in self.progress_checkpoints.take_flushed()? {
+            if let Some(entry) = self.restoring.get(&id) {
+                self.checkpoint(id, entry, &reached)?;
+            }
+        }
+        let took = began.elapsed();
+        if took > budget + SLOW_RESTORE_SLICE {
+            log::warn!(
+                "{}: a restore slice took {:.2} s (budget {:.2} s): restoring {:.2} s, \
+                 starting restored tasks and checkpoints {:.2} s",
+                self.thread,
+                took.as_secs_f64(),
+                budget.as_secs_f64(),
+                stepped.as_secs_f64(),
+                (took - stepped).as_secs_f64()
+            );
         }
         Ok(changed)
     }
@@ -623,6 +656,7 @@ impl TaskManager {
     /// Streams' tasks in its state updater): its restorations suspended,
     /// its stores flushed and checkpointed at what they reached.
     fn close_restoring(&mut self, id: TaskId, mut entry: TaskEntry) -> Result<(), RuntimeError> {
+        self.progress_checkpoints.forget(id);
         let reached: HashMap<TopicPartition, i64> = self
             .updater
             .remove(id)?

@@ -81,6 +81,11 @@ pub(crate) trait Keyspaces: 'static {
     fn drop_keyspace(&mut self, ks: i64) -> Result<(), Error>;
     fn approximate_len(&self, ks: i64) -> Result<u64, Error>;
     fn flush(&mut self) -> Result<(), Error>;
+    /// [`Keyspaces::flush`] without waiting for it, when the backend can:
+    /// `None` when it flushed in place.
+    fn flush_in_background(&mut self) -> Result<Option<crate::BackgroundFlush>, Error> {
+        self.flush().map(|()| None)
+    }
     fn close(&mut self) -> Result<(), Error>;
     fn is_open(&self) -> bool;
     /// Records the changelog offsets the flushed data reaches, for

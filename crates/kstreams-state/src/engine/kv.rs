@@ -34,6 +34,12 @@ impl<B: Keyspaces> StateStore for KvEngine<B> {
     fn flush(&mut self) -> Result<(), Error> {
         self.backend.flush()
     }
+    fn flush_in_background(&mut self) -> Result<crate::BackgroundFlush, Error> {
+        Ok(self
+            .backend
+            .flush_in_background()?
+            .unwrap_or_else(|| crate::BackgroundFlush::done(&self.name)))
+    }
     fn close(&mut self) -> Result<(), Error> {
         self.backend.close()
     }

@@ -319,10 +319,28 @@ pub(crate) fn flush_with_observed<B: Keyspaces>(
     backend: &mut B,
     observed: Timestamp,
 ) -> Result<(), Error> {
+    put_observed(backend, observed)?;
+    backend.flush()
+}
+
+/// Writes the stream time a persistent backend observed beside its data.
+fn put_observed<B: Keyspaces>(backend: &mut B, observed: Timestamp) -> Result<(), Error> {
     if backend.persistent() && backend.is_open() && observed != i64::MIN {
         backend.put(META_KEYSPACE, OBSERVED_KEY, &observed.to_be_bytes())?;
     }
-    backend.flush()
+    Ok(())
+}
+
+/// [`flush_with_observed`] without waiting for the backend's flush.
+pub(crate) fn flush_in_background_with_observed<B: Keyspaces>(
+    store: &str,
+    backend: &mut B,
+    observed: Timestamp,
+) -> Result<crate::BackgroundFlush, Error> {
+    put_observed(backend, observed)?;
+    Ok(backend
+        .flush_in_background()?
+        .unwrap_or_else(|| crate::BackgroundFlush::done(store)))
 }
 
 pub(crate) fn corrupt(store: &str, index: usize, message: impl Into<String>) -> Error {

@@ -6,8 +6,8 @@
 use kstreams_time::expiry::RetainedTime;
 
 use super::{
-    flush_with_observed, keyspace_segment, open_with_observed, segment_keyspace, Keyspaces,
-    META_KEYSPACE,
+    flush_in_background_with_observed, flush_with_observed, keyspace_segment, open_with_observed,
+    segment_keyspace, Keyspaces, META_KEYSPACE,
 };
 use crate::{ChangelogRecord, Error, StateStore, StoreContext, Timestamp};
 
@@ -131,6 +131,9 @@ impl<B: Keyspaces, L: SegmentLayout> StateStore for Segmented<B, L> {
     }
     fn flush(&mut self) -> Result<(), Error> {
         flush_with_observed(&mut self.backend, self.observed)
+    }
+    fn flush_in_background(&mut self) -> Result<crate::BackgroundFlush, Error> {
+        flush_in_background_with_observed(&self.name, &mut self.backend, self.observed)
     }
     fn close(&mut self) -> Result<(), Error> {
         self.flush()?;

@@ -13,7 +13,8 @@ use kstreams_time::expiry;
 
 use super::backend::prefix_successor;
 use super::{
-    flush_with_observed, open_with_observed, Keyspaces, VersionedBytes, VersionedBytesStore,
+    flush_in_background_with_observed, flush_with_observed, open_with_observed, Keyspaces,
+    VersionedBytes, VersionedBytesStore,
 };
 use crate::format::{
     ordered_key, push_ordered_key, push_ordered_ts, read_ordered_key, read_ordered_ts,
@@ -258,6 +259,9 @@ impl<B: Keyspaces> StateStore for VersionedEngine<B> {
     }
     fn flush(&mut self) -> Result<(), Error> {
         flush_with_observed(&mut self.backend, self.observed)
+    }
+    fn flush_in_background(&mut self) -> Result<crate::BackgroundFlush, Error> {
+        flush_in_background_with_observed(&self.name, &mut self.backend, self.observed)
     }
     fn close(&mut self) -> Result<(), Error> {
         self.flush()?;
