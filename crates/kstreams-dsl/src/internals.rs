@@ -6,4 +6,5 @@
 pub use crate::async_processing::{AsyncRuntime, AsyncSensors, AsyncWork, CompletionSignal};
 pub use crate::graph::TopicPattern;
 pub use crate::instance::TaskTopology;
+pub use crate::partitioner::checked_partitions;
 pub use crate::task_context::{ConsumedRecord, ProducedRecord, TaskContext};

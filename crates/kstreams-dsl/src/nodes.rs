@@ -8,7 +8,7 @@ use kstreams_record::{Record, RecordMetadata, SharedSerde, Timestamp};
 use kstreams_time::TimestampExtractor;
 
 use crate::forwarding::{Input, NodeInfo, Outputs};
-use crate::partitioner::{SharedPartitioner, StreamPartitioner};
+use crate::partitioner::{checked_partitions, SharedPartitioner, StreamPartitioner};
 use crate::processor::{Processor, ProcessorContext, PunctuationId};
 use crate::task_context::{ConsumedRecord, ProducedRecord, TaskContext};
 use crate::{ProcessorError, RecordPosition, StreamsError};
@@ -288,6 +288,10 @@ pub(crate) enum SinkPartitioning<K, V> {
     BaseKeyOfWindows,
     /// The application's partitioner, over the typed record.
     Custom(SharedPartitioner<K, V>),
+    /// The application's partitioner, held to one partition per record: a
+    /// foreign-key join's subscriptions and answers (the join's state for
+    /// a key lives in one place).
+    Single(SharedPartitioner<K, V>),
 }
 
 impl<K, V> Clone for SinkPartitioning<K, V> {
@@ -296,6 +300,7 @@ impl<K, V> Clone for SinkPartitioning<K, V> {
             Self::WholeKey => Self::WholeKey,
             Self::BaseKeyOfWindows => Self::BaseKeyOfWindows,
             Self::Custom(partitioner) => Self::Custom(Arc::clone(partitioner)),
+            Self::Single(partitioner) => Self::Single(Arc::clone(partitioner)),
         }
     }
 }
@@ -327,8 +332,15 @@ impl<K: 'static, V: 'static> Input<K, V> for SinkNode<K, V> {
             }
         };
         let chosen = match &self.partitioning {
-            SinkPartitioning::Custom(partitioner) => {
-                match self.choose_partitions(partitioner.as_ref(), &topic, &record, task)? {
+            SinkPartitioning::Custom(partitioner) | SinkPartitioning::Single(partitioner) => {
+                let exactly_one = matches!(self.partitioning, SinkPartitioning::Single(_));
+                match self.choose_partitions(
+                    partitioner.as_ref(),
+                    &topic,
+                    &record,
+                    exactly_one,
+                    task,
+                )? {
                     Some(partitions) if partitions.is_empty() => {
                         log::warn!(
                             "sink {}: dropping a record for topic {topic}: its partitioner \
@@ -414,6 +426,7 @@ impl<K: 'static, V: 'static> SinkNode<K, V> {
         partitioner: &dyn StreamPartitioner<K, V>,
         topic: &str,
         record: &Record<K, V>,
+        exactly_one: bool,
         task: &mut TaskContext,
     ) -> Result<Option<Vec<i32>>, StreamsError> {
         let failed = |message: String| StreamsError::Partitioning {
@@ -426,18 +439,11 @@ impl<K: 'static, V: 'static> SinkNode<K, V> {
         let chosen =
             partitioner.partitions(topic, &record.key, &record.value, &record.headers, count);
         task.current_node = previous;
-        let Some(mut partitions) = chosen else {
+        let Some(partitions) = chosen else {
             return Ok(None);
         };
-        if let Some(bad) = partitions.iter().find(|&&p| !(0..count).contains(&p)) {
-            return Err(failed(format!(
-                "the partitioner chose partition {bad}, but the topic has {count} \
-                 (partitions 0 to {})",
-                count - 1
-            )));
-        }
-        partitions.sort_unstable();
-        partitions.dedup();
-        Ok(Some(partitions))
+        checked_partitions(partitions, count, exactly_one)
+            .map(Some)
+            .map_err(failed)
     }
 }

@@ -309,8 +309,9 @@ fn partitioners_are_asked_with_the_internal_topics() {
 }
 
 /// A foreign-key join's partitioner must choose one partition: none (or
-/// several) fails the task, naming the sink, as Kafka Streams'
-/// `IllegalArgumentException` does; choosing one twice is choosing one.
+/// several) fails the task with a partitioning error naming the sink (not
+/// a panic), as Kafka Streams' `IllegalArgumentException` does; choosing
+/// one twice is choosing one.
 #[test]
 fn a_partitioner_choosing_other_than_one_partition_fails_the_task() {
     let b = StreamsBuilder::new();
@@ -342,9 +343,10 @@ fn a_partitioner_choosing_other_than_one_partition_fails_the_task() {
         .try_pipe_input(s("o2"), Some(s("c1")))
         .unwrap_err();
     assert!(
-        matches!(&error, StreamsError::Panic { node, message, .. }
+        matches!(&error, StreamsError::Partitioning { node, message, .. }
             if node == "fk-subscription-registration-sink"
-                && message.contains("exactly one partition")),
+                && message.contains("[]")
+                && message.contains("exactly one")),
         "{error:?}"
     );
 }

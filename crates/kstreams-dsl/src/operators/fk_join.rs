@@ -438,10 +438,8 @@ impl<KO: 'static> StreamPartitioner<Option<KO>, Vec<u8>> for SubscriptionPartiti
         partitions: i32,
     ) -> Option<Vec<i32>> {
         let foreign_key = foreign_key.as_ref()?;
-        one_partition(
-            self.0
-                .partitions(topic, foreign_key, &(), headers, partitions),
-        )
+        self.0
+            .partitions(topic, foreign_key, &(), headers, partitions)
     }
 }
 
@@ -464,27 +462,11 @@ impl<K: 'static> StreamPartitioner<Vec<u8>, Answer<K>> for ResponsePartitioner<K
     ) -> Option<Vec<i32>> {
         match (&self.0, &answer.primary_key) {
             (Some(partitioner), Some(key)) => {
-                one_partition(partitioner.partitions(topic, key, &(), headers, partitions))
+                partitioner.partitions(topic, key, &(), headers, partitions)
             }
             _ => answer.primary_partition.map(|partition| vec![partition]),
         }
     }
-}
-
-/// A foreign-key join's partitioner must choose one partition or leave the
-/// choice to the default: the join's state for a key lives in one place.
-/// Anything else fails the task, as Kafka Streams' `IllegalArgumentException`
-/// does (a panic here is caught by the task and reported naming the sink).
-fn one_partition(chosen: Option<Vec<i32>>) -> Option<Vec<i32>> {
-    let mut partitions = chosen?;
-    partitions.sort_unstable();
-    partitions.dedup();
-    assert!(
-        partitions.len() == 1,
-        "a foreign-key join's partitioner must choose exactly one partition, it chose \
-         {partitions:?}"
-    );
-    Some(partitions)
 }
 
 /// Left side: joins an answer with the left row if the answer is about the
@@ -626,17 +608,5 @@ mod tests {
             partitioner.partitions("t", &None, &Vec::new(), &headers, 8),
             None
         );
-    }
-
-    #[test]
-    #[should_panic(expected = "exactly one partition")]
-    fn a_partitioner_must_choose_one_partition() {
-        one_partition(Some(vec![1, 2]));
-    }
-
-    #[test]
-    fn choosing_one_partition_twice_is_choosing_it() {
-        assert_eq!(one_partition(Some(vec![1, 1])), Some(vec![1]));
-        assert_eq!(one_partition(None), None);
     }
 }

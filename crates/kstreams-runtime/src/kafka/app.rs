@@ -1101,20 +1101,13 @@ impl KafkaStreams {
             let chosen = match partitioner.partitions(&topic, key, &(), &headers, partitions) {
                 None => key_bytes(store, &topic, key, serializer)
                     .map(|bytes| kstreams_record::partition_for_key(&bytes, partitions)),
-                Some(mut chosen) => {
-                    chosen.sort_unstable();
-                    chosen.dedup();
-                    match chosen[..] {
-                        [partition] if (0..partitions).contains(&partition) => Ok(partition),
-                        _ => Err(super::QueryError::Store {
+                Some(chosen) => {
+                    kstreams_dsl::__private::checked_partitions(chosen, partitions, true)
+                        .map(|one| one[0])
+                        .map_err(|message| super::QueryError::Store {
                             store: store.to_string(),
-                            message: format!(
-                                "the partitioner chose partitions {chosen:?} of {partitions} for \
-                                 the key: a key's metadata needs exactly one of 0 to {}",
-                                partitions - 1
-                            ),
-                        }),
-                    }
+                            message: format!("the key's metadata: {message}"),
+                        })
                 }
             };
             chosen.unwrap_or_else(|e| {

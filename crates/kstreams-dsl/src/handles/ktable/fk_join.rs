@@ -271,7 +271,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
         // else by Kafka's default partitioner of the serialized key.
         let subscription_partitioning = match other_partitioner {
             Some(partitioner) => {
-                SinkPartitioning::Custom(Arc::new(SubscriptionPartitioner(partitioner)))
+                SinkPartitioning::Single(Arc::new(SubscriptionPartitioner(partitioner)))
             }
             None => SinkPartitioning::WholeKey,
         };
@@ -283,7 +283,7 @@ impl<K: Clone + 'static, V: Clone + 'static> KTable<K, V> {
             key_serde: partitioner.as_ref().map(|_| key_serde.clone()),
         };
         let response_partitioning: SinkPartitioning<Vec<u8>, Answer<K>> =
-            SinkPartitioning::Custom(Arc::new(ResponsePartitioner(partitioner)));
+            SinkPartitioning::Single(Arc::new(ResponsePartitioner(partitioner)));
         let FkJoinNames {
             subscription_topic,
             sender,
