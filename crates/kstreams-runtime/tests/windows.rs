@@ -7,7 +7,7 @@ use kstreams_dsl::{late_headers, Materialized, Produced, StoreType, StreamsBuild
 use kstreams_record::{I64Serde, Nullable, StringSerde};
 use kstreams_runtime::{TaskConfig, TopologyTestDriver};
 use kstreams_state::{SessionWindowedSerde, TimeWindowedSerde, Window, Windowed};
-use kstreams_time::{EmitStrategy, SessionWindows, TimeWindows};
+use kstreams_time::{EmitStrategy, FixedSizeWindows, SessionWindows, TimeWindows};
 
 type S = String;
 
@@ -29,11 +29,16 @@ fn driver(topology: Topology, cache_max_bytes: usize) -> TopologyTestDriver {
     TopologyTestDriver::with_config(topology, config, 0).unwrap()
 }
 
-fn windowed_count(windows: TimeWindows, emit: EmitStrategy, store_type: StoreType) -> Topology {
+fn windowed_count(
+    windows: impl Into<FixedSizeWindows>,
+    emit: EmitStrategy,
+    store_type: StoreType,
+) -> Topology {
+    let windows = windows.into();
     let b = StreamsBuilder::new();
     b.stream::<S, S>("events")
         .group_by_key()
-        .windowed_by(windows)
+        .windowed_by(windows.clone())
         .emit_strategy(emit)
         .late_records_to("late-events")
         .count_with(
@@ -501,6 +506,97 @@ fn unlimited_windows_count_everything_from_their_start() {
         output.read_key_values_to_list(),
         vec![(w.clone(), Some(1)), (w.clone(), Some(2)), (w, Some(3))]
     );
+}
+
+/// Windows of the application's own (Kafka Streams' `Windows` subclass):
+/// windows of 10 ms that start at 3 past each ten, and a second, shifted
+/// window for timestamps in the odd tens, so a record can be in one or two.
+#[derive(Debug)]
+struct ShiftedTens;
+
+impl kstreams_time::Windows for ShiftedTens {
+    fn windows_for(&self, timestamp: i64) -> Vec<(i64, i64)> {
+        let start = (timestamp - 3).div_euclid(10) * 10 + 3;
+        let mut windows = vec![(start, start + 10)];
+        if start.div_euclid(10) % 2 == 1 {
+            // Listed out of order on purpose: the operator orders them.
+            windows.insert(0, (start + 5, start + 15));
+        }
+        windows.retain(|&(from, to)| from <= timestamp && timestamp < to);
+        windows
+    }
+    fn size_ms(&self) -> i64 {
+        10
+    }
+    fn grace_ms(&self) -> i64 {
+        5
+    }
+}
+
+#[test]
+fn windows_of_the_applications_own_aggregate_close_and_validate() {
+    for store_type in [StoreType::InMemory, StoreType::RocksDb] {
+        let windows = FixedSizeWindows::custom(ShiftedTens);
+        let topology = windowed_count(windows, EmitStrategy::OnWindowUpdate, store_type);
+        own_windows_count(driver(topology, 0));
+    }
+    #[derive(Debug)]
+    struct Empty;
+    impl kstreams_time::Windows for Empty {
+        fn windows_for(&self, _: i64) -> Vec<(i64, i64)> {
+            Vec::new()
+        }
+        fn size_ms(&self) -> i64 {
+            0
+        }
+        fn grace_ms(&self) -> i64 {
+            0
+        }
+    }
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("events")
+        .group_by_key()
+        .windowed_by(FixedSizeWindows::custom(Empty))
+        .count();
+    let error = b.build().unwrap_err().to_string();
+    assert!(
+        error.contains("Empty") && error.contains("size_ms is 0"),
+        "{error}"
+    );
+}
+
+/// [`ShiftedTens`]' count, its late record sent to `late-events`.
+fn own_windows_count(driver: TopologyTestDriver) {
+    let input = driver.create_input_topic("events", StringSerde, StringSerde);
+    let output = driver.create_output_topic(
+        "counts",
+        TimeWindowedSerde::new(StringSerde, 10),
+        Nullable(I64Serde),
+    );
+    // 5 is in [3, 13); 14 in [13, 23) and, 13 being in an odd ten, in
+    // [18, 28) only from 18: not yet; 19 in both.
+    for ts in [5, 14, 19] {
+        input.pipe_input_at(s("a"), s("x"), ts);
+    }
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![
+            (w("a", 3, 13), Some(1)),
+            (w("a", 13, 23), Some(1)),
+            (w("a", 13, 23), Some(2)),
+            (w("a", 18, 28), Some(1)),
+        ]
+    );
+    // Stream time 40 (in [33, 43) and, 33 being in an odd ten, in
+    // [38, 48)): [3, 13) closed at 13 + 5 grace, so a record at 8 is late.
+    input.pipe_input_at(s("a"), s("x"), 40);
+    input.pipe_input_at(s("a"), s("x"), 8);
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![(w("a", 33, 43), Some(1)), (w("a", 38, 48), Some(1))]
+    );
+    let late = driver.create_output_topic("late-events", StringSerde, StringSerde);
+    assert_eq!(late.read_key_values_to_list(), vec![(s("a"), s("x"))]);
 }
 
 #[test]

@@ -23,8 +23,9 @@ mod windows;
 pub use partition_metadata::PartitionMetadata;
 pub use windowed::{Window, Windowed};
 pub use windows::{
-    duration_ms, EmitStrategy, FixedSizeWindows, JoinWindows, SessionWindows, SlidingWindows,
-    TimeWindows, UnlimitedWindows, WindowError, WindowsContaining,
+    duration_ms, CustomWindows, EmitStrategy, FixedSizeWindows, JoinWindows, SessionWindows,
+    SlidingWindows, TimeWindows, UnlimitedWindows, WindowError, Windows, WindowsContaining,
+    WindowsOf,
 };
 
 use kstreams_record::Timestamp;

@@ -6,6 +6,8 @@
 //! has passed its end plus the grace period; records for closed windows are
 //! late and dropped (and counted).
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kstreams_record::Timestamp;
@@ -289,15 +291,97 @@ impl Iterator for WindowsContaining {
     }
 }
 
+/// Windows of the application's own, for `windowed_by`: Kafka Streams'
+/// `Windows` (a user's subclass of it). Each window is `[start, end)` and
+/// `size_ms` long, at starts the implementation chooses (calendar days in
+/// a time zone, business hours, ...). A window store keeps a window's
+/// start and reads its end back as start plus `size_ms`, as Kafka Streams'
+/// does; a window stays open for late records until stream time passes
+/// its end plus `grace_ms`, and the store keeps windows for `size_ms +
+/// grace_ms`.
+///
+/// ```
+/// use kstreams_time::{FixedSizeWindows, Windows};
+///
+/// /// Days that begin at 06:00 UTC.
+/// #[derive(Debug)]
+/// struct ShiftDays;
+///
+/// const DAY: i64 = 86_400_000;
+/// const SHIFT: i64 = 6 * 3_600_000;
+///
+/// impl Windows for ShiftDays {
+///     fn windows_for(&self, timestamp: i64) -> Vec<(i64, i64)> {
+///         let start = (timestamp - SHIFT).div_euclid(DAY) * DAY + SHIFT;
+///         vec![(start, start + DAY)]
+///     }
+///     fn size_ms(&self) -> i64 {
+///         DAY
+///     }
+///     fn grace_ms(&self) -> i64 {
+///         3_600_000
+///     }
+/// }
+///
+/// let windows = FixedSizeWindows::custom(ShiftDays);
+/// assert_eq!(windows.windows_for(SHIFT + 5), vec![(SHIFT, SHIFT + DAY)]);
+/// assert_eq!(windows.retention_ms(), DAY + 3_600_000);
+/// ```
+pub trait Windows: fmt::Debug + Send + Sync + 'static {
+    /// The windows `[start, end)` that contain `timestamp`, in any order.
+    fn windows_for(&self, timestamp: Timestamp) -> Vec<(Timestamp, Timestamp)>;
+    /// The length of every window, in milliseconds.
+    fn size_ms(&self) -> i64;
+    /// How long after its end a window still takes late records, in
+    /// milliseconds.
+    fn grace_ms(&self) -> i64;
+}
+
 /// Windows of a size fixed in advance, the kinds `windowed_by` takes
-/// besides sliding and session windows: time windows (tumbling, hopping)
-/// and the unlimited window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// besides sliding and session windows: time windows (tumbling, hopping),
+/// the unlimited window and windows of the application's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FixedSizeWindows {
     /// Tumbling or hopping windows.
     Time(TimeWindows),
     /// One window from a start time on, never closing.
     Unlimited(UnlimitedWindows),
+    /// The application's own ([`Windows`]).
+    Custom(CustomWindows),
+}
+
+/// A [`Windows`] of the application's own, shared; two are equal when they
+/// are the same instance.
+#[derive(Debug, Clone)]
+pub struct CustomWindows(Arc<dyn Windows>);
+
+impl PartialEq for CustomWindows {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for CustomWindows {}
+
+/// The windows that contain a timestamp, by start: see
+/// [`FixedSizeWindows::windows_containing`].
+#[derive(Debug, Clone)]
+pub enum WindowsOf {
+    /// Windows at a fixed stride, made one at a time.
+    Strided(WindowsContaining),
+    /// Windows an application's [`Windows`] listed.
+    Listed(std::vec::IntoIter<(Timestamp, Timestamp)>),
+}
+
+impl Iterator for WindowsOf {
+    type Item = (Timestamp, Timestamp);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            WindowsOf::Strided(windows) => windows.next(),
+            WindowsOf::Listed(windows) => windows.next(),
+        }
+    }
 }
 
 impl From<TimeWindows> for FixedSizeWindows {
@@ -313,16 +397,28 @@ impl From<UnlimitedWindows> for FixedSizeWindows {
 }
 
 impl FixedSizeWindows {
+    /// Windows of the application's own.
+    pub fn custom(windows: impl Windows) -> Self {
+        FixedSizeWindows::Custom(CustomWindows(Arc::new(windows)))
+    }
+
     /// The windows `[start, end)` that contain `timestamp`, by start.
     pub fn windows_for(&self, timestamp: Timestamp) -> Vec<(Timestamp, Timestamp)> {
         self.windows_containing(timestamp).collect()
     }
 
-    /// [`Self::windows_for`] without collecting them.
-    pub fn windows_containing(&self, timestamp: Timestamp) -> WindowsContaining {
+    /// [`Self::windows_for`] without collecting them (time windows and the
+    /// unlimited window allocate nothing).
+    pub fn windows_containing(&self, timestamp: Timestamp) -> WindowsOf {
         match self {
-            FixedSizeWindows::Time(w) => w.windows_containing(timestamp),
-            FixedSizeWindows::Unlimited(w) => w.windows_containing(timestamp),
+            FixedSizeWindows::Time(w) => WindowsOf::Strided(w.windows_containing(timestamp)),
+            FixedSizeWindows::Unlimited(w) => WindowsOf::Strided(w.windows_containing(timestamp)),
+            FixedSizeWindows::Custom(w) => {
+                let mut windows = w.0.windows_for(timestamp);
+                windows.sort_unstable();
+                windows.dedup();
+                WindowsOf::Listed(windows.into_iter())
+            }
         }
     }
 
@@ -331,6 +427,7 @@ impl FixedSizeWindows {
         match self {
             FixedSizeWindows::Time(w) => w.size_ms(),
             FixedSizeWindows::Unlimited(_) => i64::MAX,
+            FixedSizeWindows::Custom(w) => w.0.size_ms(),
         }
     }
 
@@ -340,6 +437,7 @@ impl FixedSizeWindows {
         match self {
             FixedSizeWindows::Time(w) => w.grace_ms(),
             FixedSizeWindows::Unlimited(_) => 0,
+            FixedSizeWindows::Custom(w) => w.0.grace_ms(),
         }
     }
 
@@ -348,6 +446,7 @@ impl FixedSizeWindows {
         match self {
             FixedSizeWindows::Time(w) => w.retention_ms(),
             FixedSizeWindows::Unlimited(_) => i64::MAX,
+            FixedSizeWindows::Custom(w) => w.0.size_ms().saturating_add(w.0.grace_ms()),
         }
     }
 
@@ -356,6 +455,25 @@ impl FixedSizeWindows {
         match self {
             FixedSizeWindows::Time(w) => w.validate(),
             FixedSizeWindows::Unlimited(_) => Ok(()),
+            FixedSizeWindows::Custom(w) => {
+                let (size, grace) = (w.0.size_ms(), w.0.grace_ms());
+                if size <= 0 {
+                    return Err(window_error(
+                        "Windows",
+                        format!(
+                            "{:?}: size_ms is {size}; a window must be longer than 0 ms",
+                            w.0
+                        ),
+                    ));
+                }
+                if grace < 0 {
+                    return Err(window_error(
+                        "Windows",
+                        format!("{:?}: grace_ms is {grace}; it must be 0 or more", w.0),
+                    ));
+                }
+                Ok(())
+            }
         }
     }
 }

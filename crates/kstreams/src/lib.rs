@@ -136,10 +136,10 @@ pub mod prelude {
         Window, WindowStore, WindowStoreHandle, Windowed,
     };
     pub use kstreams_time::{
-        EmitStrategy, FailOnInvalidTimestamp, JoinWindows, LogAndSkipOnInvalidTimestamp,
-        PunctuationType, SessionWindows, SlidingWindows, TimeWindows, TimestampExtractor,
-        UnlimitedWindows, UsePartitionTimeOnInvalidTimestamp, ValueTimestampExtractor,
-        WallclockTimestampExtractor,
+        EmitStrategy, FailOnInvalidTimestamp, FixedSizeWindows, JoinWindows,
+        LogAndSkipOnInvalidTimestamp, PunctuationType, SessionWindows, SlidingWindows, TimeWindows,
+        TimestampExtractor, UnlimitedWindows, UsePartitionTimeOnInvalidTimestamp,
+        ValueTimestampExtractor, WallclockTimestampExtractor, Windows,
     };
 }
 

@@ -221,7 +221,7 @@ pub struct TimeWindowedKStream<K, V> {
 
 /// The windows of a [`TimeWindowedKStream`]: fixed-size (tumbling, hopping,
 /// unlimited) or sliding.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(crate) enum TimeWindowing {
     Fixed(FixedSizeWindows),
     Sliding(SlidingWindows),

@@ -29,7 +29,7 @@ use crate::{Materialized, Named, Topology, TopologyError};
 
 /// What a kind of windows (time, sliding, session) adds to the windowed
 /// aggregation they share.
-pub(crate) trait WindowKind: Copy + 'static {
+pub(crate) trait WindowKind: Clone + 'static {
     /// How records fold into a window's aggregate: a fold for time
     /// windows; a fold, a merge and an initializer for sessions.
     type Fns<K: 'static, V: 'static, A: 'static>: Clone + Send + Sync + 'static;
@@ -219,7 +219,7 @@ impl<K: Clone + 'static, V: Clone + 'static, W: WindowKind> WindowedStream<K, V,
         s.record(added);
         let added = add_store(&mut s.topology, builder, &name);
         s.record(added);
-        set_windowed_store(&mut table, &spec, self.windows);
+        set_windowed_store(&mut table, &spec, self.windows.clone());
         table
     }
 

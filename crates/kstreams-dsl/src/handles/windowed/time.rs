@@ -78,12 +78,16 @@ impl WindowKind for TimeWindowing {
         setup: WindowedSetup<K, V>,
     ) -> Result<usize, TopologyError> {
         match *self {
-            TimeWindowing::Fixed(windows) => topology
-                .add_typed_processor::<K, V, Windowed<K>, Change<A>, _>(
+            TimeWindowing::Fixed(ref windows) => {
+                let windows = windows.clone();
+                topology.add_typed_processor::<K, V, Windowed<K>, Change<A>, _>(
                     name,
-                    Arc::new(move || WindowAggregate::new(fns.clone(), windows, setup.clone())),
+                    Arc::new(move || {
+                        WindowAggregate::new(fns.clone(), windows.clone(), setup.clone())
+                    }),
                     &[parent],
-                ),
+                )
+            }
             TimeWindowing::Sliding(windows) => topology
                 .add_typed_processor::<K, V, Windowed<K>, Change<A>, _>(
                     name,
