@@ -353,13 +353,7 @@ fn windowed_cogroup_sums_per_window() {
             Produced::with(TimeWindowedSerde::new(StringSerde, 10), Nullable(I64Serde)),
         );
     let driver = driver_with_cache(b.build().unwrap(), 0);
-    let a = driver.create_input_topic("a", StringSerde, I64Serde);
-    let c = driver.create_input_topic("b", StringSerde, I64Serde);
-    let output = driver.create_output_topic(
-        "sums",
-        TimeWindowedSerde::new(StringSerde, 10),
-        Nullable(I64Serde),
-    );
+    let (a, c, output) = windowed_sums(&driver);
     a.pipe_input_at(s("k"), 1, 1);
     c.pipe_input_at(s("k"), 2, 5);
     a.pipe_input_at(s("k"), 3, 12);
@@ -368,6 +362,91 @@ fn windowed_cogroup_sums_per_window() {
         output.read_key_values_to_list(),
         vec![(w(0), Some(1)), (w(0), Some(201)), (w(10), Some(3))]
     );
+}
+
+type Numbers = kstreams_runtime::TestInputTopic<S, i64>;
+type WindowedSums = kstreams_runtime::TestOutputTopic<kstreams_state::Windowed<S>, Option<i64>>;
+
+/// The inputs `a` and `b` of a windowed sum, and its output `sums` (windows
+/// of 10 ms).
+fn windowed_sums(driver: &TopologyTestDriver) -> (Numbers, Numbers, WindowedSums) {
+    let a = driver.create_input_topic("a", StringSerde, I64Serde);
+    let b = driver.create_input_topic("b", StringSerde, I64Serde);
+    let output = driver.create_output_topic(
+        "sums",
+        kstreams_state::TimeWindowedSerde::new(StringSerde, 10),
+        Nullable(I64Serde),
+    );
+    (a, b, output)
+}
+
+/// A sliding-window cogroup (Kafka Streams' `windowedBy(SlidingWindows)`
+/// on a cogroup): each input's aggregator over one window store. It gives
+/// what one sliding aggregation of the inputs merged gives, each input's
+/// values mapped as its aggregator weighs them, record for record, out of
+/// order records within the grace included.
+#[test]
+fn sliding_window_cogroup_aggregates_as_the_merged_streams_would() {
+    use kstreams_state::{TimeWindowedSerde, Windowed};
+    use kstreams_time::SlidingWindows;
+    let windows = || {
+        SlidingWindows::of_time_difference_and_grace(
+            std::time::Duration::from_millis(10),
+            std::time::Duration::from_millis(5),
+        )
+    };
+    let cogrouped = {
+        let b = StreamsBuilder::new();
+        let a = b.stream::<S, i64>("a").group_by_key();
+        let c = b.stream::<S, i64>("b").group_by_key();
+        a.cogroup(|_, v: i64, sum: i64| sum + v)
+            .cogroup(&c, |_, v, sum| sum + 100 * v)
+            .windowed_by_sliding(windows())
+            .aggregate(|| 0)
+            .to_stream()
+            .to_with(
+                "sums",
+                Produced::with(TimeWindowedSerde::new(StringSerde, 10), Nullable(I64Serde)),
+            );
+        b.build().unwrap()
+    };
+    let merged = {
+        let b = StreamsBuilder::new();
+        let a = b.stream::<S, i64>("a");
+        let c = b.stream::<S, i64>("b").map_values(|v| 100 * v);
+        a.merge(&c)
+            .group_by_key()
+            .windowed_by_sliding(windows())
+            .aggregate(|| 0, |_, v, sum: i64| sum + v)
+            .to_stream()
+            .to_with(
+                "sums",
+                Produced::with(TimeWindowedSerde::new(StringSerde, 10), Nullable(I64Serde)),
+            );
+        b.build().unwrap()
+    };
+    let run = |topology| -> Vec<(Windowed<S>, Option<i64>)> {
+        let driver = driver_with_cache(topology, 0);
+        let (a, c, output) = windowed_sums(&driver);
+        // Two keys; 8 after 12 is out of order within the grace, 1 after
+        // 30 is late.
+        for (input, key, value, ts) in [
+            (&a, "k", 1, 10),
+            (&c, "k", 2, 15),
+            (&a, "j", 3, 12),
+            (&c, "k", 4, 8),
+            (&a, "k", 5, 21),
+            (&c, "j", 6, 30),
+            (&a, "k", 7, 1),
+            (&c, "k", 8, 26),
+        ] {
+            input.pipe_input_at(s(key), value, ts);
+        }
+        output.read_key_values_to_list()
+    };
+    let expected = run(merged);
+    assert!(expected.len() > 8, "{expected:?}");
+    assert_eq!(run(cogrouped), expected);
 }
 
 /// A filter below an aggregation gets old values for free, so an update

@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
 use kstreams_state::Windowed;
-use kstreams_time::{EmitStrategy, SessionWindows, TimeWindows};
+use kstreams_time::{EmitStrategy, FixedSizeWindows, SessionWindows, SlidingWindows};
 
 use crate::change::Change;
 use crate::handles::state::BuilderState;
@@ -98,7 +98,7 @@ impl<K: Clone + 'static, V: Clone + 'static, A: Clone + 'static> CogroupInput<K,
                     &[parent],
                 )
             }
-            CogroupKind::Windowed(windows) => TimeWindowing::Fixed(windows.into()).add_processor(
+            CogroupKind::Windowed(windows) => windows.add_processor(
                 &mut s.topology,
                 name,
                 parent,
@@ -182,11 +182,28 @@ impl<K: Clone + 'static, A: Clone + 'static> CogroupedKStream<K, A> {
         table
     }
 
-    /// Aggregates per time window.
-    pub fn windowed_by(&self, windows: TimeWindows) -> TimeWindowedCogroupedKStream<K, A> {
+    /// Aggregates per time window: time windows (tumbling, hopping), the
+    /// unlimited window or windows of the application's own.
+    pub fn windowed_by(
+        &self,
+        windows: impl Into<FixedSizeWindows>,
+    ) -> TimeWindowedCogroupedKStream<K, A> {
         TimeWindowedCogroupedKStream {
             cogrouped: self.clone_cogrouped(),
-            windows,
+            windows: TimeWindowing::Fixed(windows.into()),
+        }
+    }
+
+    /// Aggregates per sliding window (KIP-450), each input with its own
+    /// aggregator over one store: Kafka Streams' `CogroupedKStream#
+    /// windowedBy(SlidingWindows)`.
+    pub fn windowed_by_sliding(
+        &self,
+        windows: SlidingWindows,
+    ) -> TimeWindowedCogroupedKStream<K, A> {
+        TimeWindowedCogroupedKStream {
+            cogrouped: self.clone_cogrouped(),
+            windows: TimeWindowing::Sliding(windows),
         }
     }
 

@@ -14,7 +14,7 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
 use kstreams_record::SharedSerde;
-use kstreams_time::{EmitStrategy, FixedSizeWindows, SessionWindows, SlidingWindows, TimeWindows};
+use kstreams_time::{EmitStrategy, FixedSizeWindows, SessionWindows, SlidingWindows};
 
 use crate::handles::state::{BuilderState, SharedState};
 use crate::operators::forwarder::OldValuesFlag;
@@ -179,7 +179,7 @@ pub struct CogroupedKStream<K, A> {
 #[derive(Clone)]
 pub(crate) enum CogroupKind<K, A> {
     Plain,
-    Windowed(TimeWindows),
+    Windowed(TimeWindowing),
     Session(SessionWindows, SessionMerger<K, A>),
 }
 
@@ -233,10 +233,11 @@ pub struct SessionWindowedKStream<K, V> {
     pub(crate) windowed: WindowedStream<K, V, SessionWindows>,
 }
 
-/// A cogroup with time windows.
+/// A cogroup with time windows: fixed-size (tumbling, hopping, unlimited,
+/// the application's own) or sliding.
 pub struct TimeWindowedCogroupedKStream<K, A> {
     pub(crate) cogrouped: CogroupedKStream<K, A>,
-    pub(crate) windows: TimeWindows,
+    pub(crate) windows: TimeWindowing,
 }
 
 /// A cogroup with session windows.

@@ -30,11 +30,15 @@ impl<K: Clone + 'static, A: Clone + 'static> TimeWindowedCogroupedKStream<K, A> 
         named: impl IntoName,
         materialized: Materialized<K, A>,
     ) -> KTable<Windowed<K>, A> {
+        let operator = match self.windows {
+            TimeWindowing::Fixed(_) => "cogroup windowed_by",
+            TimeWindowing::Sliding(_) => "cogroup windowed_by_sliding",
+        };
         windowed_cogroup(
             &self.cogrouped,
-            TimeWindowing::Fixed(self.windows.into()),
-            "cogroup windowed_by",
-            CogroupKind::Windowed(self.windows),
+            self.windows.clone(),
+            operator,
+            CogroupKind::Windowed(self.windows.clone()),
             Arc::new(initializer),
             named,
             materialized,
