@@ -58,8 +58,9 @@ impl BackgroundFlush {
         })
     }
 
-    /// Whether every one of `flushes` is done: `Ok(false)` while one runs,
-    /// the first failure once they are.
+    /// Whether every one of `flushes` is done: `Ok(false)` while one runs
+    /// and none failed; a failure as soon as one is known, whether the
+    /// others are done or not.
     pub fn all_done(flushes: &[BackgroundFlush]) -> Result<bool, Error> {
         let mut done = true;
         for flush in flushes {

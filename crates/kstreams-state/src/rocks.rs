@@ -112,11 +112,11 @@ pub(crate) struct RocksKeyspaces {
     /// Its RocksDB property metrics while open, when the task has a
     /// registry for them. Declared after `db`: dropped with it.
     property_metrics: Option<PropertyMetrics>,
-    /// A flush started by [`Keyspaces::flush_in_background`] on a thread of
-    /// its own: joined before the store flushes in place or is dropped, so
-    /// that the database is closed when the store is (a task opened again
-    /// on this thread finds its lock free).
-    flushing: Option<JoinHandle<()>>,
+    /// The flushes started by [`Keyspaces::flush_in_background`], each on
+    /// a thread of its own: joined before the store flushes in place or is
+    /// dropped, so that the database is closed when the store is (a task
+    /// opened again on this thread finds its lock free).
+    flushing: Vec<JoinHandle<()>>,
 }
 
 /// A keyspace's column family in an open database.
@@ -204,7 +204,7 @@ impl RocksKeyspaces {
             transactional: false,
             uncommitted: None,
             property_metrics: None,
-            flushing: None,
+            flushing: Vec::new(),
         }
     }
 
@@ -480,7 +480,7 @@ impl RocksKeyspaces {
     /// Waits for the flush running on a thread of its own, if one is; its
     /// outcome went to whoever started it.
     fn join_background_flush(&mut self) {
-        if let Some(thread) = self.flushing.take() {
+        for thread in self.flushing.drain(..) {
             if thread.join().is_err() {
                 log::warn!("state store {}: its flush thread panicked", self.name);
             }
@@ -710,6 +710,18 @@ impl Drop for RocksKeyspaces {
         if let Err(e) = self.write_pending() {
             log::warn!("state store {}: writes lost at drop: {e}", self.name);
         }
+    }
+}
+
+/// A background flush's outcome holder: a flush thread that ends without
+/// an outcome (it panicked) leaves a failure, not a flush pending forever.
+struct FinishOnDrop(BackgroundFlush);
+
+impl Drop for FinishOnDrop {
+    fn drop(&mut self) {
+        self.0.finish(Err(
+            "the flush thread ended without writing the memtables out".to_string(),
+        ));
     }
 }
 
@@ -974,22 +986,36 @@ impl Keyspaces for RocksKeyspaces {
         let Some(db) = self.flush_prepared()? else {
             return Ok(None);
         };
+        self.flushing.retain(|thread| !thread.is_finished());
         let flush = BackgroundFlush::started(&self.name);
-        let outcome = flush.clone();
-        // One after the other: the flush before this one (still running)
-        // is waited for on the new thread, not here.
-        let before = self.flushing.take();
-        let thread = std::thread::Builder::new()
+        // Ended as failed unless the flush says otherwise: a panic in it
+        // is not a flush that never ends.
+        let outcome = FinishOnDrop(flush.clone());
+        // Beside a flush still running if there is one: RocksDB writes its
+        // memtables out oldest first, so this one's end means everything
+        // written before it is on disk.
+        let in_flight = Arc::clone(&db);
+        let started = std::thread::Builder::new()
             .name(format!("kstreams-flush-{}", self.name))
             .spawn(move || {
-                if let Some(before) = before {
-                    let _ = before.join();
-                }
-                outcome.finish(write_out(&db).map_err(|e| e.to_string()))
-            })
-            .map_err(|e| Error::engine(&self.name, format!("starting a flush thread: {e}")))?;
-        self.flushing = Some(thread);
-        Ok(Some(flush))
+                outcome
+                    .0
+                    .finish(write_out(&in_flight).map_err(|e| e.to_string()))
+            });
+        match started {
+            Ok(thread) => {
+                self.flushing.push(thread);
+                Ok(Some(flush))
+            }
+            Err(e) => {
+                log::warn!(
+                    "state store {}: no thread for a flush ({e}); flushing in place",
+                    self.name
+                );
+                write_out(&db).map_err(|e| self.err(e))?;
+                Ok(None)
+            }
+        }
     }
 
     fn close(&mut self) -> Result<(), Error> {
@@ -1196,7 +1222,7 @@ mod tests {
             .flush_in_background()
             .unwrap()
             .expect("a flush thread");
-        // A second one while the first may run: it waits for it, not us.
+        // A second one while the first may run, beside it.
         store.put(0, b"after", b"w").unwrap();
         let second = store
             .flush_in_background()

@@ -616,11 +616,15 @@ impl StateUpdater {
 
     /// The restoring tasks that restored enough since their last progress
     /// checkpoint for another, with what their stores reached; their
-    /// counts start again.
-    pub(super) fn checkpoints_due(&mut self) -> Vec<(TaskId, HashMap<TopicPartition, i64>)> {
+    /// counts start again. Tasks for which `busy` holds (their last one is
+    /// still being written) wait, their counts kept.
+    pub(super) fn checkpoints_due(
+        &mut self,
+        busy: impl Fn(TaskId) -> bool,
+    ) -> Vec<(TaskId, HashMap<TopicPartition, i64>)> {
         self.tasks
             .iter_mut()
-            .filter(|(_, t)| t.since_checkpoint >= CHECKPOINT_DELTA)
+            .filter(|(id, t)| t.since_checkpoint >= CHECKPOINT_DELTA && !busy(**id))
             .map(|(id, task)| {
                 task.since_checkpoint = 0;
                 let reached = task

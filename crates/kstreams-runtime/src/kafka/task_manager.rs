@@ -609,6 +609,19 @@ impl TaskManager {
                 continue;
             };
             self.creator.set_restored(&task.reached);
+            if self.config.processing_guarantee != super::config::ProcessingGuarantee::ExactlyOnceV2
+            {
+                // Its stores are flushed (the state updater waited for it):
+                // a crash before its first commit resumes from the end of
+                // the restore, as Kafka Streams' checkpoint at a restore's
+                // end does. Under exactly-once the first transaction decides.
+                let reached: HashMap<TopicPartition, i64> = task
+                    .reached
+                    .iter()
+                    .filter_map(|(key, offset)| Some((key.clone(), (*offset)?)))
+                    .collect();
+                self.checkpoint(task.id, &entry, &reached)?;
+            }
             self.creator
                 .begin_processing(&entry.task, entry.directory.as_ref())?;
             for (topic, partition) in entry.group.partitions() {
@@ -622,10 +635,8 @@ impl TaskManager {
             && self.restore_checkpoint_checked.elapsed() >= interval
         {
             self.restore_checkpoint_checked = Instant::now();
-            for (id, reached) in self.updater.checkpoints_due() {
-                if self.progress_checkpoints.is_flushing(id) {
-                    continue;
-                }
+            let flushing = &self.progress_checkpoints;
+            for (id, reached) in self.updater.checkpoints_due(|id| flushing.is_flushing(id)) {
                 if let Some(entry) = self.restoring.get(&id) {
                     self.progress_checkpoints.start(id, &entry.task, reached)?;
                 }
