@@ -51,6 +51,17 @@ const FIRST_RECORD_WAIT: Duration = Duration::from_millis(10);
 /// `OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT`).
 const CHECKPOINT_DELTA: u64 = 10_000;
 
+/// The changelog partitions whose store's reached offset is known, with
+/// it: what a checkpoint of a task's stores can say.
+pub(crate) fn known_offsets(
+    reached: &HashMap<TopicPartition, Option<i64>>,
+) -> HashMap<TopicPartition, i64> {
+    reached
+        .iter()
+        .filter_map(|(key, offset)| Some((key.clone(), (*offset)?)))
+        .collect()
+}
+
 /// The offsets to restore of a changelog partition whose log spans
 /// `low..high`: `None` when the store is current already. A checkpointed
 /// persistent store has everything up to the checkpoint; an in-memory
@@ -627,12 +638,7 @@ impl StateUpdater {
             .filter(|(id, t)| t.since_checkpoint >= CHECKPOINT_DELTA && !busy(**id))
             .map(|(id, task)| {
                 task.since_checkpoint = 0;
-                let reached = task
-                    .reached
-                    .iter()
-                    .filter_map(|(key, offset)| Some((key.clone(), (*offset)?)))
-                    .collect();
-                (*id, reached)
+                (*id, known_offsets(&task.reached))
             })
             .collect()
     }

@@ -37,7 +37,7 @@ use super::restore_progress::RestoreBoard;
 use super::slice_clock::SliceClock;
 use super::standby_listener::SuspendReason;
 use super::standby_tasks::StandbyTasks;
-use super::state_updater::StateUpdater;
+use super::state_updater::{known_offsets, StateUpdater};
 use super::task_creator::{CreatedTask, TaskCreator};
 use super::topics::SourceTopicIndex;
 use super::RuntimeError;
@@ -615,12 +615,7 @@ impl TaskManager {
                 // a crash before its first commit resumes from the end of
                 // the restore, as Kafka Streams' checkpoint at a restore's
                 // end does. Under exactly-once the first transaction decides.
-                let reached: HashMap<TopicPartition, i64> = task
-                    .reached
-                    .iter()
-                    .filter_map(|(key, offset)| Some((key.clone(), (*offset)?)))
-                    .collect();
-                self.checkpoint(task.id, &entry, &reached)?;
+                self.checkpoint(task.id, &entry, &known_offsets(&task.reached))?;
             }
             self.creator
                 .begin_processing(&entry.task, entry.directory.as_ref())?;
@@ -668,13 +663,7 @@ impl TaskManager {
     /// its stores flushed and checkpointed at what they reached.
     fn close_restoring(&mut self, id: TaskId, mut entry: TaskEntry) -> Result<(), RuntimeError> {
         self.progress_checkpoints.forget(id);
-        let reached: HashMap<TopicPartition, i64> = self
-            .updater
-            .remove(id)?
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|(key, offset)| Some((key, offset?)))
-            .collect();
+        let reached = known_offsets(&self.updater.remove(id)?.unwrap_or_default());
         for (topic, partition) in entry.group.partitions() {
             self.holds.forget(&TopicPartition::new(topic, partition));
         }
