@@ -6,6 +6,7 @@ use std::rc::Rc;
 
 use kstreams_record::Record;
 
+use crate::mock_context::{Captured, CapturedForward};
 use crate::task_context::TaskContext;
 use crate::StreamsError;
 
@@ -30,6 +31,22 @@ struct Child<K, V> {
 /// The children of a node, all taking the node's output type.
 pub(crate) struct Outputs<K, V> {
     children: Vec<Child<K, V>>,
+    /// A mock context's: a record sent to a child by name is captured under
+    /// that name (the mock's one child captures the rest).
+    capture: Option<Captured<K, V>>,
+}
+
+/// The one child of a mock context: keeps what it is sent.
+struct Capture<K, V>(Captured<K, V>);
+
+impl<K, V> Input<K, V> for Capture<K, V> {
+    fn push(&self, record: Record<K, V>, _: &mut TaskContext) -> Result<(), StreamsError> {
+        self.0.borrow_mut().push(CapturedForward {
+            child: None,
+            record,
+        });
+        Ok(())
+    }
 }
 
 impl<K: Clone + 'static, V: Clone + 'static> Outputs<K, V> {
@@ -50,7 +67,22 @@ impl<K: Clone + 'static, V: Clone + 'static> Outputs<K, V> {
                 })
             })
             .collect::<Result<_, StreamsError>>()?;
-        Ok(Self { children })
+        Ok(Self {
+            children,
+            capture: None,
+        })
+    }
+
+    /// A mock context's outputs: everything forwarded lands in `captured`.
+    pub(crate) fn capturing(captured: Captured<K, V>) -> Self {
+        let input: Rc<dyn Input<K, V>> = Rc::new(Capture(captured.clone()));
+        Self {
+            children: vec![Child {
+                name: Rc::from(""),
+                input,
+            }],
+            capture: Some(captured),
+        }
     }
 
     pub(crate) fn forward(
@@ -74,6 +106,13 @@ impl<K: Clone + 'static, V: Clone + 'static> Outputs<K, V> {
         task: &mut TaskContext,
         from: &str,
     ) -> Result<(), StreamsError> {
+        if let Some(captured) = &self.capture {
+            captured.borrow_mut().push(CapturedForward {
+                child: Some(name.to_string()),
+                record,
+            });
+            return Ok(());
+        }
         match self.children.iter().find(|c| &*c.name == name) {
             Some(child) => child.input.push(record, task),
             None => Err(StreamsError::UnknownChild {

@@ -305,23 +305,9 @@ impl TaskTopology {
     /// Fires every punctuation of `kind` that is due at the task's stream
     /// time or wall clock; returns whether any fired.
     pub fn punctuate(&mut self, kind: PunctuationType) -> Result<bool, StreamsError> {
-        let now = match kind {
-            PunctuationType::StreamTime => self.context.stream_time,
-            PunctuationType::WallClockTime => self.context.wall_clock,
-        };
         let mut fired = false;
-        let mut i = 0;
-        // A punctuator may schedule or cancel others; index so the list can grow.
-        while i < self.context.punctuations.len() {
-            let p = &mut self.context.punctuations[i];
-            i += 1;
-            if p.cancelled || p.schedule.kind != kind {
-                continue;
-            }
-            let Some(at) = p.schedule.fire_if_due(now) else {
-                continue;
-            };
-            let (node, id) = (p.node, p.id);
+        let mut cursor = 0;
+        while let Some((node, id, at)) = self.context.next_due_punctuation(kind, &mut cursor) {
             let previous = self.context.metadata.take();
             self.store_context.set_record_timestamp(at);
             // A punctuation's writes carry no record's headers.

@@ -30,6 +30,7 @@ mod java_order;
 mod join_options;
 pub mod late_headers;
 mod materialized;
+mod mock_context;
 mod nodes;
 mod offset_reset;
 mod operators;
@@ -64,6 +65,9 @@ pub use handles::types::{
 };
 pub use join_options::{Joined, StreamJoined};
 pub use materialized::{Grouped, Materialized, StoreType};
+pub use mock_context::{
+    CapturedForward, CapturedPunctuator, MockProcessorContext, MOCK_APPLICATION_ID, MOCK_NODE_NAME,
+};
 pub use options::{Consumed, IntoName, Named, Printed, Produced, Repartitioned};
 pub use partitioner::{PartitionCounts, StreamPartitioner};
 pub use processor::{Processor, ProcessorContext, PunctuationId};

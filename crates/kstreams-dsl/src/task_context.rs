@@ -164,6 +164,32 @@ impl TaskContext {
         }
     }
 
+    /// The next punctuation of `kind` due at the task's stream time or wall
+    /// clock, from place `*cursor` of the schedule on, as (node, id, time
+    /// it fires at); marks it fired and moves the cursor past it. Called
+    /// until `None`, it fires each due punctuation once, in the order they
+    /// were scheduled, and those a punctuator schedules meanwhile too.
+    pub(crate) fn next_due_punctuation(
+        &mut self,
+        kind: kstreams_time::PunctuationType,
+        cursor: &mut usize,
+    ) -> Option<(usize, u64, Timestamp)> {
+        let now = match kind {
+            kstreams_time::PunctuationType::StreamTime => self.stream_time,
+            kstreams_time::PunctuationType::WallClockTime => self.wall_clock,
+        };
+        while let Some(p) = self.punctuations.get_mut(*cursor) {
+            *cursor += 1;
+            if p.cancelled || p.schedule.kind != kind {
+                continue;
+            }
+            if let Some(at) = p.schedule.fire_if_due(now) {
+                return Some((p.node, p.id, at));
+            }
+        }
+        None
+    }
+
     /// Makes `headers` the current record's for the stores, returning the
     /// ones they replace (`None` when equal, the common case: nothing to
     /// copy or restore).

@@ -14,6 +14,7 @@ mod commit_needed;
 mod common;
 mod damaged_state;
 mod driver_async;
+mod driver_config;
 // Opens RocksDB stores by name (Stores::persistent_*).
 #[cfg(feature = "rocksdb")]
 mod driver_stores;
@@ -28,6 +29,7 @@ mod joins;
 mod kafka_broker;
 mod kafka_embedded;
 mod metrics;
+mod mock_context;
 mod offset_reset;
 mod partitioners;
 mod pause;

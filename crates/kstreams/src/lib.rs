@@ -104,11 +104,11 @@ pub mod prelude {
         late_headers, AsyncOptions, AsyncOrder, AsyncTimeout, AutoOffsetReset, Branched,
         BranchedKStream, BufferConfig, Change, CogroupedKStream, Consumed, FixedKeyProcessor,
         FixedKeyProcessorContext, FixedKeyRecord, ForeignKeyExtractor, GlobalKTable, Grouped,
-        Joined, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Named, Printed,
-        Processor, ProcessorContext, ProcessorError, Produced, PunctuationId, RecordContext,
-        Repartitioned, SessionWindowedKStream, StoreType, StreamJoined, StreamPartitioner,
-        StreamsBuilder, StreamsError, Suppressed, TableJoined, TimeWindowedKStream,
-        TopicNameExtractor, Topology, TopologyError,
+        Joined, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, MockProcessorContext,
+        Named, Printed, Processor, ProcessorContext, ProcessorError, Produced, PunctuationId,
+        RecordContext, Repartitioned, SessionWindowedKStream, StoreType, StreamJoined,
+        StreamPartitioner, StreamsBuilder, StreamsError, Suppressed, TableJoined,
+        TimeWindowedKStream, TopicNameExtractor, Topology, TopologyError,
     };
     #[cfg(feature = "embedded")]
     pub use kstreams_embedded::EmbeddedKafka;

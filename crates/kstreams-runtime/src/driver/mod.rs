@@ -19,6 +19,7 @@
 //! so a test can have several calls overlap (order across keys,
 //! backpressure).
 
+mod from_config;
 mod topics;
 
 use std::cell::RefCell;
@@ -34,6 +35,7 @@ use kstreams_dsl::{StreamsError, TaskId, Topology};
 use kstreams_record::{Serde, Timestamp};
 use kstreams_state::{ChangelogWriter, KeyValueStoreHandle, StoreContext};
 
+pub use from_config::DEFAULT_BOOTSTRAP_SERVERS;
 pub use topics::{TestInputTopic, TestOutputTopic};
 
 use crate::async_runtime::{AsyncExecutor, AsyncLimits, ThreadAsync};
@@ -257,10 +259,7 @@ pub struct TopologyTestDriver {
 impl TopologyTestDriver {
     /// A driver with the default configuration and the wall clock at now.
     pub fn new(topology: Topology) -> Result<Self, StreamsError> {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
-        Self::with_config(topology, TaskConfig::new(DEFAULT_APPLICATION_ID), now)
+        Self::with_config(topology, TaskConfig::new(DEFAULT_APPLICATION_ID), now())
     }
 
     /// A driver with this configuration and initial wall clock (ms).
@@ -436,6 +435,18 @@ impl TopologyTestDriver {
         Ok(None)
     }
 
+    /// The names of every store of the driver's tasks (Kafka Streams'
+    /// `getAllStateStores`; get one with
+    /// [`TopologyTestDriver::get_state_store`]).
+    pub fn state_store_names(&self) -> BTreeSet<String> {
+        let mut state = self.state.borrow_mut();
+        state
+            .tasks
+            .iter_mut()
+            .flat_map(|t| t.context().stores().keys().cloned().collect::<Vec<_>>())
+            .collect()
+    }
+
     /// A key-value store by name.
     pub fn get_key_value_store<K: 'static, V: 'static>(
         &self,
@@ -469,6 +480,14 @@ impl TopologyTestDriver {
     pub fn application_id(&self) -> &str {
         &self.application_id
     }
+}
+
+/// The wall clock, in milliseconds since the epoch: a driver's first
+/// reading unless given one.
+fn now() -> Timestamp {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 impl Drop for TopologyTestDriver {

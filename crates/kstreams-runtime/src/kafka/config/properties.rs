@@ -68,6 +68,15 @@ impl StreamsConfig {
     /// ));
     /// ```
     pub fn from_properties_file(path: impl AsRef<std::path::Path>) -> Result<Self, ConfigError> {
+        Self::from_properties_file_with_defaults(path, &[])
+    }
+
+    /// [`StreamsConfig::from_properties_file`], with `defaults` taken
+    /// where the file does not give a key.
+    pub(crate) fn from_properties_file_with_defaults(
+        path: impl AsRef<std::path::Path>,
+        defaults: &[(&str, &str)],
+    ) -> Result<Self, ConfigError> {
         let path = path.as_ref();
         let origin = path.display().to_string();
         let file = std::fs::File::open(path).map_err(|e| ConfigError::Unreadable {
@@ -76,7 +85,8 @@ impl StreamsConfig {
                  .properties file"
             ),
         })?;
-        Self::from_properties_reader(std::io::BufReader::new(file), &origin)
+        let lines = java_properties::PropertiesIter::new(std::io::BufReader::new(file));
+        Self::from_property_lines(lines, &origin, defaults)
     }
 
     /// Reads Java `.properties` text from `reader` (ISO-8859-1, as
@@ -86,7 +96,7 @@ impl StreamsConfig {
         origin: &str,
     ) -> Result<Self, ConfigError> {
         let lines = java_properties::PropertiesIter::new(reader);
-        Self::from_property_lines(lines, origin)
+        Self::from_property_lines(lines, origin, &[])
     }
 
     /// Reads Java `.properties` syntax from a string (as
@@ -109,12 +119,15 @@ impl StreamsConfig {
     pub fn from_properties_str(text: &str) -> Result<Self, ConfigError> {
         let lines =
             java_properties::PropertiesIter::new_with_encoding(text.as_bytes(), encoding_rs::UTF_8);
-        Self::from_property_lines(lines, "properties text")
+        Self::from_property_lines(lines, "properties text", &[])
     }
 
+    /// Reads `lines`; `defaults` go before them, so a line giving the
+    /// same key wins.
     fn from_property_lines(
         lines: java_properties::PropertiesIter<impl std::io::Read>,
         origin: &str,
+        defaults: &[(&str, &str)],
     ) -> Result<Self, ConfigError> {
         let mut entries: Vec<(usize, String, String)> = Vec::new();
         for line in lines {
@@ -141,7 +154,9 @@ impl StreamsConfig {
                 .find(|(_, k, _)| k.trim() == key)
                 .map(|(n, _, _)| *n)
         };
-        Self::from_properties(entries.iter().map(|(_, k, v)| (k, v))).map_err(|error| {
+        let defaults = defaults.iter().map(|(k, v)| (*k, *v));
+        let given = entries.iter().map(|(_, k, v)| (k.as_str(), v.as_str()));
+        Self::from_properties(defaults.chain(given)).map_err(|error| {
             let line = error.key().and_then(|key| line_of(&key));
             ConfigError::InProperties {
                 origin: origin.to_string(),
