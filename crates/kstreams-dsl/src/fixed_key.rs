@@ -98,6 +98,15 @@ impl<K, V> FixedKeyProcessorContext<'_, '_, K, V> {
     pub fn schedule(&mut self, interval: Duration, kind: PunctuationType) -> PunctuationId {
         self.inner.schedule(interval, kind)
     }
+    /// See [`ProcessorContext::schedule_anchored`].
+    pub fn schedule_anchored(
+        &mut self,
+        start: Timestamp,
+        interval: Duration,
+        kind: PunctuationType,
+    ) -> PunctuationId {
+        self.inner.schedule_anchored(start, interval, kind)
+    }
     /// See [`ProcessorContext::cancel`].
     pub fn cancel(&mut self, punctuation: PunctuationId) {
         self.inner.cancel(punctuation)

@@ -141,16 +141,33 @@ impl<K, V> ProcessorContext<'_, K, V> {
     /// Schedules [`Processor::punctuate`] every `interval` of stream time or
     /// of wall-clock time.
     pub fn schedule(&mut self, interval: Duration, kind: PunctuationType) -> PunctuationId {
-        let now = match kind {
-            PunctuationType::StreamTime => self.task.stream_time,
-            PunctuationType::WallClockTime => self.task.wall_clock,
-        };
+        let now = self.task.clock(kind);
+        self.add_punctuation(PunctuationSchedule::new(kind, interval, now))
+    }
+
+    /// Schedules [`Processor::punctuate`] at `start` (milliseconds since the
+    /// epoch, on the clock `kind` names) and every `interval` after it:
+    /// Kafka Streams' `schedule(Instant, Duration, type, punctuator)`
+    /// (KIP-1146), to punctuate on the hour, say, whenever the task
+    /// started. A `start` already passed fires first at the next of those
+    /// times, not at once.
+    pub fn schedule_anchored(
+        &mut self,
+        start: Timestamp,
+        interval: Duration,
+        kind: PunctuationType,
+    ) -> PunctuationId {
+        let now = self.task.clock(kind);
+        self.add_punctuation(PunctuationSchedule::anchored(kind, start, interval, now))
+    }
+
+    fn add_punctuation(&mut self, schedule: PunctuationSchedule) -> PunctuationId {
         let id = self.task.next_punctuation_id;
         self.task.next_punctuation_id += 1;
         self.task.punctuations.push(ScheduledPunctuation {
             node: self.node.index,
             id,
-            schedule: PunctuationSchedule::new(kind, interval, now),
+            schedule,
             cancelled: false,
         });
         PunctuationId(id)

@@ -164,6 +164,14 @@ impl TaskContext {
         }
     }
 
+    /// The time on the clock punctuations of `kind` run on.
+    pub(crate) fn clock(&self, kind: kstreams_time::PunctuationType) -> Timestamp {
+        match kind {
+            kstreams_time::PunctuationType::StreamTime => self.stream_time,
+            kstreams_time::PunctuationType::WallClockTime => self.wall_clock,
+        }
+    }
+
     /// The next punctuation of `kind` due at the task's stream time or wall
     /// clock, from place `*cursor` of the schedule on, as (node, id, time
     /// it fires at); marks it fired and moves the cursor past it. Called
@@ -174,10 +182,7 @@ impl TaskContext {
         kind: kstreams_time::PunctuationType,
         cursor: &mut usize,
     ) -> Option<(usize, u64, Timestamp)> {
-        let now = match kind {
-            kstreams_time::PunctuationType::StreamTime => self.stream_time,
-            kstreams_time::PunctuationType::WallClockTime => self.wall_clock,
-        };
+        let now = self.clock(kind);
         while let Some(p) = self.punctuations.get_mut(*cursor) {
             *cursor += 1;
             if p.cancelled || p.schedule.kind != kind {

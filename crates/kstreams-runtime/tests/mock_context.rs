@@ -269,3 +269,91 @@ fn the_mock_forwards_what_the_same_processor_forwards_in_a_topology() {
 fn s(x: &str) -> String {
     x.to_string()
 }
+
+/// Forwards the time of each punctuation: wall-clock ones anchored at
+/// 10 000 every 5 000 ms, stream-time ones anchored at 0 every 100 ms.
+struct OnTheSlot;
+
+impl Processor<S, S, S, i64> for OnTheSlot {
+    fn init(&mut self, ctx: &mut ProcessorContext<'_, S, i64>) -> Result<(), ProcessorError> {
+        ctx.schedule_anchored(
+            10_000,
+            Duration::from_millis(5_000),
+            PunctuationType::WallClockTime,
+        );
+        ctx.schedule_anchored(0, Duration::from_millis(100), PunctuationType::StreamTime);
+        Ok(())
+    }
+
+    fn process(
+        &mut self,
+        _: &mut ProcessorContext<'_, S, i64>,
+        _: Record<S, S>,
+    ) -> Result<(), ProcessorError> {
+        Ok(())
+    }
+
+    fn punctuate(
+        &mut self,
+        ctx: &mut ProcessorContext<'_, S, i64>,
+        _: PunctuationId,
+        at: Timestamp,
+    ) -> Result<(), ProcessorError> {
+        let clock = if at >= 10_000 { "wall" } else { "stream" };
+        ctx.forward(Record::new(clock.to_string(), at, at))?;
+        Ok(())
+    }
+}
+
+#[test]
+fn anchored_punctuations_fire_on_their_slots_on_the_driver_and_on_the_mock() {
+    let b = StreamsBuilder::new();
+    b.stream::<S, S>("in")
+        .process(|| OnTheSlot, &[])
+        .to_with("out", Produced::with(StringSerde, I64Serde));
+    // The wall clock starts at 3 000, before the anchor.
+    let driver =
+        TopologyTestDriver::with_config(b.build().unwrap(), TaskConfig::new("app"), 3_000)
+            .unwrap();
+    let output = driver.create_output_topic("out", StringSerde, I64Serde);
+    driver.advance_wall_clock_time(Duration::from_millis(6_999));
+    assert!(output.is_empty(), "not before the anchor");
+    driver.advance_wall_clock_time(Duration::from_millis(1));
+    driver.advance_wall_clock_time(Duration::from_millis(4_999));
+    driver.advance_wall_clock_time(Duration::from_millis(1));
+    // Stream time: the anchor 0 lies ahead of -1, so the first record
+    // fires it; the next slot is 100, then 200 (250 skips none: it is past).
+    let input = driver.create_input_topic("in", StringSerde, StringSerde);
+    for t in [40, 99, 100, 250] {
+        input.pipe_input_at(s("k"), s("v"), t);
+    }
+    assert_eq!(
+        output.read_key_values_to_list(),
+        vec![
+            (s("wall"), 10_000),
+            (s("wall"), 15_000),
+            (s("stream"), 40),
+            (s("stream"), 100),
+            (s("stream"), 250),
+        ]
+    );
+
+    // On the mock, a wall-clock anchor already passed fires first at the
+    // next slot after the mock's clock.
+    let mut mock = MockProcessorContext::<S, i64>::new();
+    mock.set_current_system_time_ms(12_000);
+    mock.init(&mut OnTheSlot).unwrap();
+    mock.set_current_system_time_ms(14_999);
+    assert_eq!(
+        mock.punctuate_due(&mut OnTheSlot, PunctuationType::WallClockTime)
+            .unwrap(),
+        0
+    );
+    mock.set_current_system_time_ms(15_000);
+    assert_eq!(
+        mock.punctuate_due(&mut OnTheSlot, PunctuationType::WallClockTime)
+            .unwrap(),
+        1
+    );
+    assert_eq!(mock.forwarded()[0].record.value, 15_000);
+}

@@ -254,6 +254,29 @@ impl PunctuationSchedule {
         }
     }
 
+    /// A schedule anchored at `start` (Kafka Streams' `schedule(Instant,
+    /// Duration, ...)`, KIP-1146): it fires at `start`, then each interval
+    /// after it. A `start` before `now` (the clock it runs on) fires first
+    /// at the next of those times after `now`, not at once.
+    pub fn anchored(
+        kind: PunctuationType,
+        start: Timestamp,
+        interval: Duration,
+        now: Timestamp,
+    ) -> Self {
+        let interval_ms = (interval.as_millis() as i64).max(1);
+        let next_ms = if start >= now {
+            start
+        } else {
+            start + ((now - start) / interval_ms + 1) * interval_ms
+        };
+        Self {
+            kind,
+            interval_ms,
+            next_ms,
+        }
+    }
+
     /// If the schedule is due at `now`, returns `now` (punctuators see the
     /// current time, not the slot) and moves to the next slot after `now`;
     /// slots a jump skipped are not replayed, as in Kafka Streams.
@@ -317,6 +340,26 @@ mod tests {
         assert_eq!(s.fire_if_due(10), Some(10));
         assert_eq!(s.fire_if_due(37), Some(37));
         assert_eq!(s.next_ms, 40);
+    }
+
+    #[test]
+    fn an_anchored_schedule_fires_at_its_start_or_the_next_slot_after_now() {
+        let hour = Duration::from_secs(3600);
+        // A start ahead: the first punctuation is at the start itself.
+        let mut s =
+            PunctuationSchedule::anchored(PunctuationType::WallClockTime, 7_200_000, hour, 1_000);
+        assert_eq!(s.fire_if_due(7_199_999), None);
+        assert_eq!(s.fire_if_due(7_200_000), Some(7_200_000));
+        assert_eq!(s.next_ms, 10_800_000);
+        // A start behind: the next slot after now, never at once, even on a
+        // slot.
+        let s = PunctuationSchedule::anchored(PunctuationType::WallClockTime, 0, hour, 5_000_000);
+        assert_eq!(s.next_ms, 7_200_000);
+        let s = PunctuationSchedule::anchored(PunctuationType::StreamTime, 0, hour, 3_600_000);
+        assert_eq!(s.next_ms, 7_200_000);
+        // Before the first record (stream time -1) a start at 0 is ahead.
+        let s = PunctuationSchedule::anchored(PunctuationType::StreamTime, 0, hour, -1);
+        assert_eq!(s.next_ms, 0);
     }
 }
 
