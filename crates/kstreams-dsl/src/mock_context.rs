@@ -247,6 +247,18 @@ impl<K: Clone + 'static, V: Clone + 'static> MockProcessorContext<K, V> {
         self.captured.borrow().clone()
     }
 
+    /// What child `name` would have received: the records forwarded to it
+    /// by name and those forwarded to every child (Kafka Streams'
+    /// `forwarded(childName)`).
+    pub fn forwarded_to(&self, name: &str) -> Vec<CapturedForward<K, V>> {
+        self.captured
+            .borrow()
+            .iter()
+            .filter(|f| f.child.as_deref().is_none_or(|child| child == name))
+            .cloned()
+            .collect()
+    }
+
     /// Takes what the processor forwarded, leaving nothing captured.
     pub fn take_forwarded(&mut self) -> Vec<CapturedForward<K, V>> {
         std::mem::take(&mut *self.captured.borrow_mut())

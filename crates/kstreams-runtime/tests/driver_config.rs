@@ -145,3 +145,53 @@ fn a_bad_configuration_is_an_error_naming_the_key() {
         "{err}"
     );
 }
+
+/// The sum of `def`'s samples of the driver's task 0_0 (and `store`, if
+/// given).
+fn task_metric(
+    driver: &TopologyTestDriver,
+    def: &kstreams_metrics::names::MetricDef,
+    store: Option<&str>,
+) -> f64 {
+    driver
+        .metrics()
+        .samples(def)
+        .iter()
+        .filter(|s| s.label("task_id") == Some("0_0"))
+        .filter(|s| store.is_none_or(|name| s.label("store") == Some(name)))
+        .map(|s| s.value)
+        .sum()
+}
+
+#[test]
+fn the_driver_records_the_tasks_and_stores_metrics_at_the_configured_level() {
+    use kstreams_metrics::names::{
+        STATE_PUT_LATENCY, TASK_DROPPED_RECORDS_TOTAL, TASK_PROCESS_TOTAL,
+    };
+
+    let handler = (
+        "default.deserialization.exception.handler",
+        "LogAndContinueExceptionHandler",
+    );
+    let driver = TopologyTestDriver::from_properties(
+        summing(),
+        [handler, ("metrics.recording.level", "DEBUG")],
+    )
+    .unwrap();
+    run(&driver);
+    assert_eq!(task_metric(&driver, &TASK_PROCESS_TOTAL, None), 2.0);
+    assert_eq!(task_metric(&driver, &TASK_DROPPED_RECORDS_TOTAL, None), 1.0);
+    // Store metrics are DEBUG in Kafka Streams: two puts into "sums".
+    assert_eq!(task_metric(&driver, &STATE_PUT_LATENCY, Some("sums")), 2.0);
+    assert!(driver
+        .metrics()
+        .samples(&TASK_PROCESS_TOTAL)
+        .iter()
+        .all(|s| s.label("thread_id") == Some(kstreams_runtime::driver::DRIVER_THREAD_ID)));
+
+    // At the default level (INFO) the task counts, the stores do not.
+    let driver = TopologyTestDriver::from_properties(summing(), [handler]).unwrap();
+    run(&driver);
+    assert_eq!(task_metric(&driver, &TASK_PROCESS_TOTAL, None), 2.0);
+    assert_eq!(task_metric(&driver, &STATE_PUT_LATENCY, Some("sums")), 0.0);
+}

@@ -206,6 +206,26 @@ fn a_processor_its_store_and_its_punctuations_tested_without_a_driver() {
         let stream = mock.scheduled_punctuators()[0].id;
         mock.punctuate(&mut counter, stream, 500).unwrap();
         assert_eq!(mock.forwarded().len(), 2);
+        // A child by name gets what goes to every child, and what is sent
+        // to it by name.
+        mock.context()
+            .forward_to("heartbeats", Record::new(s("beat"), 0, 600))
+            .unwrap();
+        mock.context()
+            .forward_to("elsewhere", Record::new(s("other"), 0, 600))
+            .unwrap();
+        assert_eq!(
+            mock.forwarded_to("heartbeats")
+                .iter()
+                .map(text)
+                .collect::<Vec<_>>(),
+            vec![
+                "None x=2 @500",
+                "None y=2 @500",
+                "Some(\"heartbeats\") beat=0 @600"
+            ]
+        );
+        mock.reset_forwards();
         mock.process(&mut counter, Record::new(s("d"), s("z"), 40))
             .unwrap();
         assert_eq!(
@@ -313,8 +333,7 @@ fn anchored_punctuations_fire_on_their_slots_on_the_driver_and_on_the_mock() {
         .to_with("out", Produced::with(StringSerde, I64Serde));
     // The wall clock starts at 3 000, before the anchor.
     let driver =
-        TopologyTestDriver::with_config(b.build().unwrap(), TaskConfig::new("app"), 3_000)
-            .unwrap();
+        TopologyTestDriver::with_config(b.build().unwrap(), TaskConfig::new("app"), 3_000).unwrap();
     let output = driver.create_output_topic("out", StringSerde, I64Serde);
     driver.advance_wall_clock_time(Duration::from_millis(6_999));
     assert!(output.is_empty(), "not before the anchor");

@@ -26,8 +26,8 @@ impl TopologyTestDriver {
     /// application's: its application id (the prefix of internal topics),
     /// default timestamp extractor, exception handlers (built-in or the
     /// application's own, by name too), dead-letter queue, record cache
-    /// (the whole `statestore.cache.max.bytes`: the driver is one thread)
-    /// and tracing. The wall clock starts at `wall_clock` (ms). A
+    /// (the whole `statestore.cache.max.bytes`: the driver is one thread),
+    /// tracing and `metrics.recording.level`. The wall clock starts at `wall_clock` (ms). A
     /// configuration that does not validate, or names a handler nothing
     /// registered, is an error.
     ///
@@ -55,7 +55,12 @@ impl TopologyTestDriver {
         // The driver runs every task on one thread: Kafka Streams' driver
         // gives that thread the whole budget.
         task.cache_max_bytes = usize::try_from(config.cache_max_bytes).unwrap_or(usize::MAX);
-        Ok(Self::with_config(topology, task, wall_clock)?)
+        Ok(Self::build(
+            topology,
+            task,
+            wall_clock,
+            config.metrics_recording_level,
+        )?)
     }
 
     /// A driver configured by Kafka-style properties (as

@@ -32,6 +32,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kstreams_dsl::__private::{ConsumedRecord, ProducedRecord};
 use kstreams_dsl::{StreamsError, TaskId, Topology};
+use kstreams_metrics::{MetricsRegistry, RecordingLevel};
 use kstreams_record::{Serde, Timestamp};
 use kstreams_state::{ChangelogWriter, KeyValueStoreHandle, StoreContext};
 
@@ -254,7 +255,12 @@ pub struct TopologyTestDriver {
     state: Rc<RefCell<DriverState>>,
     topology: Arc<Topology>,
     application_id: String,
+    /// The tasks' and stores' metrics, as one stream thread's.
+    metrics: MetricsRegistry,
 }
+
+/// The stream thread the driver's metrics name (their `thread_id` label).
+pub const DRIVER_THREAD_ID: &str = "topology-test-driver";
 
 impl TopologyTestDriver {
     /// A driver with the default configuration and the wall clock at now.
@@ -268,6 +274,17 @@ impl TopologyTestDriver {
         config: TaskConfig,
         wall_clock: Timestamp,
     ) -> Result<Self, StreamsError> {
+        Self::build(topology, config, wall_clock, RecordingLevel::Info)
+    }
+
+    /// [`TopologyTestDriver::with_config`], recording metrics at `level`.
+    fn build(
+        topology: Topology,
+        config: TaskConfig,
+        wall_clock: Timestamp,
+        level: RecordingLevel,
+    ) -> Result<Self, StreamsError> {
+        let metrics = MetricsRegistry::new();
         let application_id = config.application_id.clone();
         static DRIVERS: AtomicUsize = AtomicUsize::new(0);
         let state_dir = std::env::temp_dir().join(format!(
@@ -295,6 +312,13 @@ impl TopologyTestDriver {
                     .with_task_directory(task_dir)
                     .with_changelog_writer(writer)
                     .with_thread_cache(cache.clone());
+                // Store metrics are DEBUG, as in the runtime (Kafka Streams'
+                // state-store metrics are).
+                let stores = if level >= RecordingLevel::Debug {
+                    stores.with_metrics(metrics.clone())
+                } else {
+                    stores
+                };
                 let mut task = StreamTask::with_store_context(
                     &topology,
                     id,
@@ -302,6 +326,7 @@ impl TopologyTestDriver {
                     wall_clock,
                     stores,
                 )?;
+                task.register_metrics(&metrics, level, DRIVER_THREAD_ID)?;
                 // The driver's topics have one partition each, as its
                 // records all come from and go to partition 0.
                 task.context()
@@ -333,6 +358,7 @@ impl TopologyTestDriver {
             })),
             topology: Arc::new(topology),
             application_id,
+            metrics,
         })
     }
 
@@ -469,6 +495,14 @@ impl TopologyTestDriver {
             .iter()
             .map(|t| t.metrics().dropped.get())
             .sum()
+    }
+
+    /// The metrics of the driver's tasks and stores (Kafka Streams'
+    /// driver's `metrics()`), under the names `KafkaStreams::metrics` gives
+    /// them, as of one stream thread named [`DRIVER_THREAD_ID`]; read one
+    /// with [`MetricsRegistry::samples`].
+    pub fn metrics(&self) -> &MetricsRegistry {
+        &self.metrics
     }
 
     /// The topology under test.
