@@ -2,11 +2,11 @@
 //! itself, and the children it forwards its output to.
 
 use std::any::Any;
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use kstreams_record::Record;
 
-use crate::mock_context::{Captured, CapturedForward};
 use crate::task_context::TaskContext;
 use crate::StreamsError;
 
@@ -27,6 +27,20 @@ struct Child<K, V> {
     name: Rc<str>,
     input: Rc<dyn Input<K, V>>,
 }
+
+/// A record the processor forwarded: to every child (`child` is `None`,
+/// [`crate::ProcessorContext::forward`]) or to one by name
+/// ([`crate::ProcessorContext::forward_to`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapturedForward<K, V> {
+    /// The child it was sent to, if one was named.
+    pub child: Option<String>,
+    /// The record as forwarded.
+    pub record: Record<K, V>,
+}
+
+/// The forwards captured so far, shared with the capturing child.
+pub(crate) type Captured<K, V> = Rc<RefCell<Vec<CapturedForward<K, V>>>>;
 
 /// The children of a node, all taking the node's output type.
 pub(crate) struct Outputs<K, V> {

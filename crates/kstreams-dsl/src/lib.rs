@@ -55,6 +55,7 @@ pub use task_context::TaskId;
 pub use async_processing::{AsyncOptions, AsyncOrder, AsyncTimeout};
 pub use change::Change;
 pub use fixed_key::{FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord};
+pub use forwarding::CapturedForward;
 pub use global_store::GlobalStore;
 pub use handles::branched::Branched;
 pub use handles::builder::StreamsBuilder;
@@ -66,7 +67,7 @@ pub use handles::types::{
 pub use join_options::{Joined, StreamJoined};
 pub use materialized::{Grouped, Materialized, StoreType};
 pub use mock_context::{
-    CapturedForward, CapturedPunctuator, MockProcessorContext, MOCK_APPLICATION_ID, MOCK_NODE_NAME,
+    CapturedPunctuator, MockProcessorContext, MOCK_APPLICATION_ID, MOCK_NODE_NAME,
 };
 pub use options::{Consumed, IntoName, Named, Printed, Produced, Repartitioned};
 pub use partitioner::{PartitionCounts, StreamPartitioner};

@@ -8,7 +8,6 @@
 //! the stores. It is the processor's only node, so `forward_to` takes any
 //! child name and captures it with the record.
 
-use std::cell::RefCell;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,7 +17,7 @@ use kstreams_record::{Record, RecordMetadata, Timestamp};
 use kstreams_state::{StoreBuilder, StoreContext};
 use kstreams_time::PunctuationType;
 
-use crate::forwarding::{NodeInfo, Outputs};
+use crate::forwarding::{Captured, CapturedForward, NodeInfo, Outputs};
 use crate::task_context::TaskContext;
 use crate::{Processor, ProcessorContext, ProcessorError, PunctuationId, StreamsError, TaskId};
 
@@ -28,17 +27,6 @@ pub const MOCK_APPLICATION_ID: &str = "dummy-application-id";
 
 /// The node name a mock context reports unless told otherwise.
 pub const MOCK_NODE_NAME: &str = "mock-processor";
-
-/// A record the processor forwarded: to every child (`child` is `None`,
-/// [`ProcessorContext::forward`]) or to one by name
-/// ([`ProcessorContext::forward_to`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct CapturedForward<K, V> {
-    /// The child it was sent to, if one was named.
-    pub child: Option<String>,
-    /// The record as forwarded.
-    pub record: Record<K, V>,
-}
 
 /// A punctuation the processor scheduled, as
 /// [`ProcessorContext::schedule`] was called; a cancelled one stays listed.
@@ -53,9 +41,6 @@ pub struct CapturedPunctuator {
     /// Whether [`ProcessorContext::cancel`] stopped it.
     pub cancelled: bool,
 }
-
-/// The forwards captured so far, shared with the capturing child.
-pub(crate) type Captured<K, V> = Rc<RefCell<Vec<CapturedForward<K, V>>>>;
 
 /// A processor's context for a unit test: Kafka Streams'
 /// `MockProcessorContext`.
